@@ -1,0 +1,25 @@
+"""`grpo-tui export PATH [--format csv|json] [--axis rollout|step] [-o FILE]`."""
+
+from __future__ import annotations
+
+import sys
+
+from ..export import render
+from ..loader import InputError, load
+
+
+def run(args) -> int:
+    loaded = load(args.path)
+    text = render(loaded.store, args.format, args.axis)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise InputError(f"{args.output}: cannot write: {exc.strerror or exc}") from None
+    else:
+        sys.stdout.write(text)
+    c = loaded.parser.counts
+    print(f"grpo-tui export: {c.lines} lines, {c.records} metric records, "
+          f"{c.unreadable} unreadable lines, {c.cut_records} cut records", file=sys.stderr)
+    return 0

@@ -1,0 +1,88 @@
+"""Read a whole finished log into a store: one pass, bounded memory, binary-safe.
+
+`check`, `export`, `calibrate` and the dashboard's history fill all go through here, so a
+verdict never differs between them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from .parse import LineParser
+from .store import MetricStore
+
+CHUNK = 4 << 20
+
+
+class InputError(Exception):
+    """A clear one-line reason the input can't be read (shown as is, never a traceback)."""
+
+
+def check_readable(path: str) -> None:
+    """Raise InputError for a missing file, a folder, or no permission."""
+    if path == "-":
+        return
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory (give a log file)")
+    if not os.access(path, os.R_OK):
+        raise InputError(f"{path}: permission denied")
+
+
+def iter_lines(path: str, chunk: int = CHUNK) -> Iterator[str]:
+    """Complete lines split on b'\\n' only (a '\\r' stays inside its line), decoded leniently."""
+    try:
+        f = open(path, "rb") if path != "-" else os.fdopen(os.dup(0), "rb")
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    with f:
+        rest = b""
+        while True:
+            try:
+                block = f.read(chunk)
+            except OSError as exc:
+                raise InputError(f"{path}: read failed: {exc.strerror or exc}") from None
+            if not block:
+                break
+            block = rest + block
+            cut = block.rfind(b"\n")
+            if cut < 0:
+                rest = block
+                continue
+            rest = block[cut + 1:]
+            yield from block[:cut].decode("utf-8", "replace").split("\n")
+        if rest:
+            yield rest.decode("utf-8", "replace")
+
+
+@dataclass
+class Loaded:
+    store: MetricStore
+    parser: LineParser
+    path: str
+    size: int
+
+
+def load(path: str, progress: Callable[[int], None] | None = None) -> Loaded:
+    """Parse the whole file into a fresh store."""
+    check_readable(path)
+    parser = LineParser()
+    store = MetricStore()
+    batch: list = []
+    feed = parser.feed
+    for i, line in enumerate(iter_lines(path)):
+        got = feed(line)
+        if got:
+            batch.extend(got)
+            if len(batch) > 2048:
+                store.add(batch)
+                batch = []
+        if progress is not None and i % 100_000 == 0:
+            progress(i)
+    batch.extend(parser.flush())
+    store.add(batch)
+    size = os.path.getsize(path) if path != "-" else parser.counts.lines
+    return Loaded(store, parser, path, size)

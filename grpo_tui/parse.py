@@ -1,0 +1,427 @@
+"""Physical log lines -> metric records and events (pure, incremental, never raises).
+
+The pipeline per line follows miles-log-format.md §8: paste prefixes (``grep -n``, ``> ``),
+ANSI, the Ray prefix, ``\\r``-joined progress bars, the Ray dedup suffix, then one of the
+known headers (Miles new/old, SGLang, Ray driver).  A header-less line continues the
+previous record of the same source: a wrapped dict, a traceback, the httpx second line.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass, field
+
+from .launch import parse_launch_flags, ARG_DUMP_NAMES
+from .records import Event, Item, MetricRecord
+from .values import parse_dict
+
+_ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_PASTE = re.compile(r"^(?:>[ \t]?)+|^(?:[\w./-]+\.(?:log|txt|out|err):)?\d{1,9}[:-](?=[\[(\x1b ]|EXEC|Traceback|[a-z_]+ \d+: \{)")
+_RAY = re.compile(r"^\((?:(?P<actor>[^\s()]+) )?pid=(?P<pid>[^,)]+)(?:, ip=(?P<ip>[^)]+))?\) ?")
+_RAY_SYS = re.compile(r"^\((?P<sys>raylet|autoscaler[^)]*|gcs_server|dashboard[^)]*)\) ?")
+_DEDUP = re.compile(
+    r"\s*\[repeated (?P<n>\d+)x across cluster\](?: \(Ray deduplicates logs by default\..*\))?\s*$"
+)
+_DEDUP_NOTE = re.compile(r"\s*\(Ray deduplicates logs by default\..*\)\s*$")
+_MILES = re.compile(
+    r"^\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?"
+    r"(?: ?(?P<proc>[A-Za-z_][\w.-]*))?\s*\] "
+    r"(?:(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) )?"
+    r"(?P<file>[\w.-]+\.py):(?P<lineno>\d+) - (?P<msg>.*)$"
+)
+_SGLANG = re.compile(r"^\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?[^\]]{0,40}\] ?(?P<msg>.*)$")
+_RAY_DRIVER = re.compile(
+    r"^(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?\s+"
+    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?P<msg>.*)$"
+)
+_METRIC_MSG = re.compile(
+    r"^(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>\d+): (?P<d>\{.*)$"
+)
+_METRIC_ANY = re.compile(
+    r"(?<![\w/.])(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>\d+): (?P<d>\{.*)$"
+)
+_EVAL_SKIPPED = re.compile(r"(?<![\w/])eval (?P<n>\d+) skipped: (?P<reason>.*)$")
+_RETRY = re.compile(r"retrying\.\.\. \(attempt (?P<k>\d+)/(?P<max>\d+)(?:, url=(?P<url>[^,)]*))?")
+_RECOVERED = re.compile(r"Recovered (?P<n>\d+) dead rollout engines")
+_CKPT = re.compile(r"(?P<ok>successfully saved|saving) checkpoint (?:from |at )?iteration\s+(?P<it>\d+)")
+_JOB = re.compile(r"Job '(?P<job>[^']+)' (?P<state>failed|succeeded)")
+_ARG_DUMP = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*) \.{3,} (?P<value>\S.*?)\s*$")
+_FT_FIELD = re.compile(r"(\w+)=(\"(?:[^\"\\]|\\.)*\"|\S*)")
+_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|killed due to memory pressure")
+
+_CONT_LIMIT_LINES = 400          # a wrapped dict longer than this is given up (counted as cut)
+_QUICK_ANCHORS = (": {", "retrying", "Traceback", "Max retries", "ft ", "Health check failed",
+                  "Recovered ", "out of memory", "OutOfMemory", "memory pressure", "Watchdog caught",
+                  "Job '", "Fatal async", "checkpoint", "W&B", "wandb", "tensorboard", "EXEC:",
+                  " skipped: ", " ...", "+ ray job submit", "train.py")
+
+
+@dataclass(slots=True)
+class ParseCounts:
+    """Every physical line lands in exactly one of metric/event/noise/unreadable."""
+
+    lines: int = 0
+    metric_lines: int = 0      # physical lines that belong to metric records
+    event_lines: int = 0       # physical lines that belong to events
+    noise: int = 0
+    unreadable: int = 0        # binary junk, metric-looking lines with nothing readable
+    records: int = 0
+    cut_records: int = 0       # records kept partially (cut or abridged before the end)
+    abridged_records: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A record or traceback still collecting header-less continuation lines."""
+
+    source: str | None               # Ray pid, or None for unprefixed text
+    record: MetricRecord | None = None
+    head: str = ""                    # the dict text so far
+    lines: int = 1
+    event: Event | None = None
+
+
+@dataclass(slots=True)
+class _Line:
+    text: str
+    pid: str | None = None
+    actor: str | None = None
+    repeated: int = 0
+    has_prefix: bool = False
+
+
+def _fast_ts(date: str, time: str, ms: str | None) -> float | None:
+    try:
+        y, mo, d = int(date[0:4]), int(date[5:7]), int(date[8:10])
+        h, mi, s = int(time[0:2]), int(time[3:5]), int(time[6:8])
+        base = _day_cache.get((y, mo, d))
+        if base is None:
+            base = calendar.timegm((y, mo, d, 0, 0, 0, 0, 0, 0))
+            _day_cache[(y, mo, d)] = base
+        return base + h * 3600 + mi * 60 + s + (int(ms) / 1000.0 if ms else 0.0)
+    except (ValueError, OverflowError):
+        return None
+
+
+_day_cache: dict[tuple[int, int, int], int] = {}
+
+
+class LineParser:
+    """Feed physical lines in order; get records and events back.
+
+    Incremental by design: the live follower feeds a few lines at a time, ``check`` feeds
+    a whole file.  ``flush()`` closes what is still open (end of file, or the caller's
+    choice while idle).
+    """
+
+    def __init__(self) -> None:
+        self.counts = ParseCounts()
+        self._pending: _Pending | None = None
+        self._last_time: dict[str | None, tuple[str | None, float | None]] = {}
+        self._last_error: dict[str | None, str] = {}
+        self.last_ts: float | None = None
+
+    # -- public -----------------------------------------------------------------
+    def feed(self, raw: str) -> list[Item]:
+        """Parse one physical line (without its ``\\n``)."""
+        c = self.counts
+        c.lines += 1
+        line_no = c.lines
+        out: list[Item] = []
+        if raw.endswith("\r"):
+            raw = raw.rstrip("\r")
+        if "\x00" in raw or raw.count("\ufffd") > 4:
+            c.unreadable += 1
+            return out
+        pre = self._peel(raw)
+        text = pre.text
+        header = self._header(text)
+        pend = self._pending
+        if pend is not None:
+            if header is None and self._continues(pend, pre):
+                if self._continue(pend, pre, out):
+                    return out
+                return out
+            self._close_pending(out)
+        if header is None:
+            self._headerless(pre, line_no, out)
+        else:
+            self._with_header(pre, header, line_no, out)
+        return out
+
+    def feed_many(self, lines) -> list[Item]:
+        out: list[Item] = []
+        for line in lines:
+            out.extend(self.feed(line))
+        return out
+
+    def flush(self) -> list[Item]:
+        out: list[Item] = []
+        if self._pending is not None:
+            self._close_pending(out)
+        return out
+
+    @property
+    def has_pending(self) -> bool:
+        return self._pending is not None
+
+    # -- line anatomy -----------------------------------------------------------
+    def _peel(self, raw: str) -> _Line:
+        text = raw
+        if text and (text[0] == ">" or text[0].isdigit()):
+            m = _PASTE.match(text)
+            if m:
+                text = text[m.end():]
+        if "\x1b" in text:
+            text = _ANSI.sub("", text)
+        if _CONTROL.search(text):
+            text = _CONTROL.sub("", text.replace("\t", "    ")) if "\t" in text else _CONTROL.sub("", text)
+        line = _Line(text)
+        if text.startswith("("):
+            m = _RAY.match(text)
+            if m:
+                line.pid = m.group("pid") + (("@" + m.group("ip")) if m.group("ip") else "")
+                line.actor = m.group("actor")
+                line.has_prefix = True
+                text = text[m.end():]
+            else:
+                m = _RAY_SYS.match(text)
+                if m:
+                    line.pid = m.group("sys")
+                    line.has_prefix = True
+                    text = text[m.end():]
+        if "\r" in text:
+            parts = [p for p in text.split("\r") if p.strip()]
+            text = parts[-1] if parts else ""
+        if "across cluster]" in text or "Ray deduplicates" in text:
+            m = _DEDUP.search(text)
+            if m:
+                line.repeated = int(m.group("n"))
+                text = text[: m.start()]
+            else:
+                text = _DEDUP_NOTE.sub("", text)
+        line.text = text
+        return line
+
+    @staticmethod
+    def _header(text: str):
+        if not text:
+            return None
+        ch = text[0]
+        if ch == "[":
+            m = _MILES.match(text)
+            if m:
+                return m
+            return _SGLANG.match(text)
+        if ch.isdigit() and len(text) > 19 and text[4] == "-":
+            return _RAY_DRIVER.match(text)
+        return None
+
+    # -- continuation -------------------------------------------------------------
+    @staticmethod
+    def _continues(pend: _Pending, pre: _Line) -> bool:
+        # A bare line joins whatever is open (pastes wrap without the Ray prefix);
+        # a prefixed line joins only its own process's record.
+        if pre.has_prefix:
+            return pre.pid == pend.source
+        return not pre.text.startswith("EXEC:")
+
+    def _continue(self, pend: _Pending, pre: _Line, out: list[Item]) -> bool:
+        if pend.event is not None:
+            ev = pend.event
+            ev.lines.append(pre.text)
+            pend.lines += 1
+            self.counts.event_lines += 1
+            if _OOM.search(pre.text) and not ev.data.get("oom"):
+                ev.data["oom"] = True
+                out.append(Event("oom", ev.time, ev.ts, self.counts.lines, pre.text.strip()))
+            if pre.text and not pre.text[0].isspace():
+                ev.data["exception"] = pre.text.strip()
+            return True
+        pend.head += pre.text
+        pend.lines += 1
+        self.counts.metric_lines += 1
+        parsed = parse_dict(pend.head)
+        if parsed.complete or parsed.error or pend.lines >= _CONT_LIMIT_LINES:
+            self._finish_record(pend.record, parsed, out)
+            self._pending = None
+        return True
+
+    def _close_pending(self, out: list[Item]) -> None:
+        pend = self._pending
+        self._pending = None
+        if pend is None or pend.record is None:
+            return
+        self._finish_record(pend.record, parse_dict(pend.head), out)
+
+    # -- messages ------------------------------------------------------------------
+    def _with_header(self, pre: _Line, m: re.Match, line_no: int, out: list[Item]) -> None:
+        gd = m.groupdict()
+        time_text = f"{gd['date']} {gd['time']}" + (f".{gd['ms']}" if gd.get("ms") else "")
+        ts = _fast_ts(gd["date"], gd["time"], gd.get("ms"))
+        if ts is not None:
+            self.last_ts = ts
+        self._last_time[pre.pid] = (time_text, ts)
+        msg = gd["msg"]
+        proc = gd.get("proc")
+        source = gd.get("file")
+        mm = _METRIC_MSG.match(msg) if ": {" in msg else None
+        if mm:
+            self._start_record(mm, pre, line_no, time_text, ts, proc, source, out)
+            return
+        if "Error" in msg:
+            self._last_error[pre.pid] = msg
+        if self._events(msg, pre, line_no, time_text, ts, out, header=True):
+            return
+        self.counts.noise += 1
+
+    def _headerless(self, pre: _Line, line_no: int, out: list[Item]) -> None:
+        text = pre.text
+        last = self._last_time.get(pre.pid, (None, None))
+        if ": {" in text:
+            mm = _METRIC_ANY.search(text)
+            if mm:
+                self._start_record(mm, pre, line_no, last[0], last[1], None, None, out)
+                return
+        if self._events(text, pre, line_no, last[0], last[1], out, header=False):
+            return
+        self.counts.noise += 1
+
+    def _start_record(self, mm: re.Match, pre: _Line, line_no: int, time_text, ts, proc, source,
+                      out: list[Item]) -> None:
+        c = self.counts
+        c.metric_lines += 1
+        rec = MetricRecord(
+            kind=mm.group("kind"), n=int(mm.group("n")), metrics={}, role=(mm.group("role") or ""),
+            time=time_text, ts=ts, proc=proc, source=source, actor=pre.actor, line_no=line_no,
+            repeated=pre.repeated,
+        )
+        head = mm.group("d")
+        parsed = parse_dict(head)
+        if parsed.complete or parsed.error:
+            self._finish_record(rec, parsed, out)
+            return
+        self._pending = _Pending(source=pre.pid, record=rec, head=head)
+
+    def _finish_record(self, rec: MetricRecord, parsed, out: list[Item]) -> None:
+        c = self.counts
+        if not parsed.values:
+            # Counted as unreadable: its physical lines move from metric to unreadable.
+            c.unreadable += 1
+            c.metric_lines -= 1
+            return
+        rec.metrics = parsed.values
+        rec.nonfinite = parsed.raw_nonfinite
+        rec.abridged = parsed.abridged
+        rec.cut = not parsed.complete or parsed.error
+        c.records += 1
+        if rec.cut:
+            c.cut_records += 1
+        if rec.abridged:
+            c.abridged_records += 1
+        out.append(rec)
+
+    def _events(self, msg: str, pre: _Line, line_no: int, time_text, ts, out: list[Item],
+                header: bool) -> bool:
+        """Recognise an event in one message; True when the line was one."""
+        if not any(a in msg for a in _QUICK_ANCHORS) and not _ARG_DUMP.match(msg):
+            return False
+        ev = self._classify(msg, pre, line_no, time_text, ts, header)
+        if ev is None:
+            return False
+        self.counts.event_lines += 1
+        if isinstance(ev, list):
+            out.extend(ev)
+        else:
+            out.append(ev)
+        return True
+
+    def _classify(self, msg: str, pre: _Line, line_no: int, time_text, ts, header: bool):
+        def ev(kind: str, **data) -> Event:
+            return Event(kind, time_text, ts, line_no, msg.strip(), data)
+
+        if "Traceback (most recent call last)" in msg:
+            e = ev("traceback")
+            e.lines.append(msg)
+            self._pending = _Pending(source=pre.pid, event=e)
+            return e
+        if "retrying..." in msg:
+            m = _RETRY.search(msg)
+            prev = self._last_error.get(pre.pid, "")
+            status = "503" if ("503" in msg or (not header and "503" in prev)) else (
+                "conn" if "connection" in msg.lower() else "error")
+            data = {"status": status}
+            if m:
+                data.update(attempt=int(m.group("k")), max=int(m.group("max")), url=m.group("url"))
+            return ev("engine_retry", **data)
+        if "Max retries (" in msg:
+            return ev("max_retries")
+        stripped = msg.lstrip()
+        if stripped.startswith("EXEC:") or stripped.startswith("+ ray job submit") or (
+                not header and ("train.py" in msg or "train_async.py" in msg) and " --" in msg):
+            if "train.py" in msg or "train_async.py" in msg:
+                return ev("launch", flags=parse_launch_flags(msg))
+            return None
+        if stripped.startswith("ft ") or " ft " in msg[:4]:
+            return self._ft_event(stripped, ev)
+        m = _EVAL_SKIPPED.search(msg)
+        if m:
+            return ev("eval_skipped", rollout=int(m.group("n")), reason=m.group("reason").strip())
+        if "Health check failed" in msg:
+            return ev("health_check_failed")
+        m = _RECOVERED.search(msg)
+        if m:
+            return ev("engines_recovered", count=int(m.group("n")))
+        if _OOM.search(msg):
+            return ev("oom")
+        if "Watchdog caught collective operation timeout" in msg:
+            return ev("nccl_timeout")
+        m = _JOB.search(msg)
+        if m:
+            return ev("job_" + m.group("state"), job=m.group("job"))
+        if "Fatal async misuse" in msg:
+            return ev("fatal")
+        m = _CKPT.search(msg)
+        if m:
+            kind = "checkpoint_saved" if m.group("ok").startswith("success") else "checkpoint_start"
+            return ev(kind, iteration=int(m.group("it")))
+        if "W&B" in msg and "mode enabled" in msg or stripped.startswith("wandb:"):
+            return ev("wandb")
+        if "Saving tensorboard log to" in msg:
+            return ev("tensorboard")
+        m = _ARG_DUMP.match(msg)
+        if m and m.group("name") in ARG_DUMP_NAMES:
+            return ev("arg", name=m.group("name"), value=m.group("value"))
+        return None
+
+    @staticmethod
+    def _ft_event(text: str, ev):
+        fields = dict(_FT_FIELD.findall(text))
+        if fields.get("ok") == "false" or fields.get("phase") == "fail":
+            return ev("ft_fail", **{k: v.strip('"') for k, v in fields.items()})
+        op, fn, phase = fields.get("op"), fields.get("fn"), fields.get("phase")
+        if op == "train" and phase == "start":
+            try:
+                attempt = int(fields.get("attempt", "0") or 0)
+            except ValueError:
+                attempt = 0
+            if attempt >= 1:
+                return ev("train_retry", attempt=attempt, rollout=fields.get("rollout"))
+            return None
+        if (op == "update_weights" or fn == "update_weights") and phase in ("start", "end"):
+            if op == "update_weights" or phase == "end":
+                return ev("weight_update_" + phase, **{k: v for k, v in fields.items()})
+        return None
+
+
+def parse_lines(lines) -> tuple[list[Item], ParseCounts]:
+    """Convenience for tests and small inputs: parse an iterable of lines completely."""
+    p = LineParser()
+    items = p.feed_many(lines)
+    items.extend(p.flush())
+    return items, p.counts

@@ -1,0 +1,68 @@
+"""What the parser hands to the store: metric records and events (plain dataclasses)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+METRIC_KINDS = ("rollout", "perf", "eval", "multi_turn", "step", "passrate")
+
+# Event kinds the parser recognises (the health rules read these).
+EVENT_KINDS = (
+    "launch",            # EXEC:/`+ ray job submit` line of train.py, flags parsed
+    "engine_retry",      # one 503 / connection-error retry of an engine request
+    "max_retries",       # http retries exhausted
+    "traceback",         # one Python traceback, all its lines
+    "ft_fail",           # ft ... ok=false / phase=fail
+    "train_retry",       # ft op=train phase=start ... attempt=K (K >= 1)
+    "health_check_failed",
+    "engines_recovered",
+    "oom",
+    "nccl_timeout",
+    "job_failed",
+    "job_succeeded",
+    "fatal",
+    "weight_update_start",
+    "weight_update_end",
+    "checkpoint_start",
+    "checkpoint_saved",
+    "eval_skipped",
+    "wandb",
+    "tensorboard",
+)
+
+
+@dataclass(slots=True)
+class MetricRecord:
+    """One ``<kind> N: {...}`` line (re-joined if it was wrapped over several lines)."""
+
+    kind: str
+    n: int
+    metrics: dict[str, Any]
+    role: str = ""                    # "" for the actor, "critic" for ``critic-step N:``
+    time: str | None = None           # log timestamp text as printed
+    ts: float | None = None           # the same as seconds (naive local time read as UTC)
+    proc: str | None = None           # logger process name, e.g. actor_cell0_rank0
+    source: str | None = None         # file.py that logged it
+    actor: str | None = None          # Ray actor class from the prefix
+    line_no: int = 0                  # 1-based physical line where it started
+    nonfinite: dict[str, str] = field(default_factory=dict)  # key -> raw token (nan, inf)
+    abridged: bool = False            # ``, ...}`` in the text
+    cut: bool = False                 # the dict never closed: only the pairs before the cut
+    repeated: int = 0                 # Ray dedup count
+
+
+@dataclass(slots=True)
+class Event:
+    """A non-metric line (or group of lines) that matters for health."""
+
+    kind: str
+    time: str | None
+    ts: float | None
+    line_no: int
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)   # tracebacks: every line
+
+
+Item = MetricRecord | Event

@@ -1,0 +1,333 @@
+"""Statistics for short, noisy, gappy metric series (5-50 points).
+
+Method and defaults: grpo-health.md section 3. Every function skips
+non-finite points, and functions that care about time take explicit step
+arrays, because rollouts can be missing from a log. Windows are small
+(W <= 16), so the O(W^2) pairwise statistics are cheap.
+
+Callers own the policy: log transforms, the ``confirm`` count of consecutive
+hits, CUSUM resets and envelope look-ups happen outside this module.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+MAD_TO_SIGMA = 1.4826
+EXACT_MAX_N = 10
+MIN_TREND_POINTS = 8
+
+__all__ = [
+    "trailing_mean",
+    "mk_s",
+    "mk_p_up",
+    "mk_p_down",
+    "mk_p_two_sided",
+    "theil_sen_slope",
+    "theil_sen_rise",
+    "kendall_tau",
+    "robust_sigma",
+    "grows",
+    "falls",
+    "persistent_above",
+    "persistent_below",
+    "cusum_up",
+    "is_flat",
+]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _arr(x) -> np.ndarray:
+    return np.asarray(x, dtype=float).ravel()
+
+
+def _finite(x) -> np.ndarray:
+    """Values with NaN/inf dropped: a gap is not a data point."""
+    a = _arr(x)
+    return a[np.isfinite(a)]
+
+
+def _finite_pairs(steps, x) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, x) where both are finite, ordered by step."""
+    s, v = _arr(steps), _arr(x)
+    if s.shape != v.shape:
+        raise ValueError("steps and values must have the same length")
+    keep = np.isfinite(s) & np.isfinite(v)
+    s, v = s[keep], v[keep]
+    order = np.argsort(s, kind="stable")
+    return s[order], v[order]
+
+
+def _upper_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(n, k=1)
+
+
+def _norm_sf(z: float) -> float:
+    """Upper tail of N(0, 1), via erfc so small tails keep precision."""
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+# ---------------------------------------------------------------- smoothing
+
+
+def trailing_mean(values, window: int = 5) -> np.ndarray:
+    """Causal mean of the last ``window`` finite values at each index.
+
+    Never centred, so a live value never changes when later points arrive.
+    Gaps carry the previous mean forward; NaN before the first finite value.
+    Cost is O(n * window), i.e. O(n) for the fixed small window we use;
+    windowed sums (not a long cumsum) keep it exact for long series.
+    """
+    if window < 1:
+        raise ValueError("window must be >= 1")
+    x = _arr(values)
+    out = np.full(x.shape, np.nan)
+    ok = np.isfinite(x)
+    f = x[ok]
+    if f.size == 0:
+        return out
+    means = np.empty(f.size)
+    head = min(window - 1, f.size)
+    means[:head] = np.cumsum(f[:head]) / np.arange(1, head + 1)
+    if f.size >= window:
+        means[window - 1:] = np.lib.stride_tricks.sliding_window_view(f, window).mean(axis=1)
+    count = np.cumsum(ok)  # finite values seen up to and including i
+    seen = count > 0
+    out[seen] = means[count[seen] - 1]
+    return out
+
+
+# ---------------------------------------------------------------- Mann-Kendall
+
+
+def mk_s(x) -> int:
+    """Mann-Kendall S = #concordant - #discordant pairs (in index order)."""
+    v = _finite(x)
+    i, j = _upper_pairs(v.size)
+    return int(np.sign(v[j] - v[i]).sum())
+
+
+@lru_cache(maxsize=None)
+def _mahonian_cdf(n: int) -> tuple[float, ...]:
+    """P(inversions <= k) for a random permutation of n: exact null of S."""
+    counts = [1]
+    for m in range(2, n + 1):  # insert element m into each of m positions
+        new = [0] * (len(counts) + m - 1)
+        for k, c in enumerate(counts):
+            for add in range(m):
+                new[k + add] += c
+        counts = new
+    total = math.factorial(n)
+    cdf, acc = [], 0
+    for c in counts:
+        acc += c
+        cdf.append(acc / total)
+    return tuple(cdf)
+
+
+def _mk_var(v: np.ndarray) -> float:
+    """Var(S) under H0 with the tie correction (clipfrac zeros, counts)."""
+    n = v.size
+    _, t = np.unique(v, return_counts=True)
+    t = t[t > 1].astype(float)
+    return (n * (n - 1) * (2 * n + 5) - float(np.sum(t * (t - 1) * (2 * t + 5)))) / 18.0
+
+
+def _p_up_finite(v: np.ndarray) -> float:
+    n = v.size
+    if n < 2:
+        return 1.0
+    s = mk_s(v)
+    has_ties = np.unique(v).size < n
+    if n <= EXACT_MAX_N and not has_ties:
+        pairs = n * (n - 1) // 2
+        max_inv = (pairs - s) // 2  # S >= s  <=>  inversions <= (pairs - s) / 2
+        return float(min(1.0, _mahonian_cdf(n)[max_inv]))
+    var = _mk_var(v)
+    if var <= 0:
+        return 1.0
+    z = (s - np.sign(s)) / math.sqrt(var)  # continuity correction
+    return float(min(1.0, max(0.0, _norm_sf(z))))
+
+
+def mk_p_up(x) -> float:
+    """One-sided p for an upward trend: exact for n <= 10 w/o ties, else normal."""
+    return _p_up_finite(_finite(x))
+
+
+def mk_p_down(x) -> float:
+    """One-sided p for a downward trend (mirror of mk_p_up)."""
+    return _p_up_finite(-_finite(x))
+
+
+def mk_p_two_sided(x) -> float:
+    """Two-sided p; the null of S is symmetric, so twice the smaller tail."""
+    v = _finite(x)
+    return float(min(1.0, 2.0 * min(_p_up_finite(v), _p_up_finite(-v))))
+
+
+# ---------------------------------------------------------------- Theil-Sen, tau, MAD
+
+
+def theil_sen_slope(steps, x) -> float:
+    """Median pairwise slope over real step numbers: tolerates ~29% outliers and gaps."""
+    s, v = _finite_pairs(steps, x)
+    i, j = _upper_pairs(s.size)
+    ds = s[j] - s[i]
+    ok = ds != 0  # duplicate steps carry no slope information
+    if not ok.any():
+        return float("nan")
+    return float(np.median((v[j] - v[i])[ok] / ds[ok]))
+
+
+def theil_sen_rise(steps, x) -> float:
+    """Slope times the step span: the size of the trend over the window."""
+    s, _ = _finite_pairs(steps, x)
+    slope = theil_sen_slope(steps, x)
+    if not math.isfinite(slope):
+        return float("nan")
+    return slope * float(s[-1] - s[0])
+
+
+def kendall_tau(a, b) -> float:
+    """Kendall tau-b over pairs where both are finite (tie-aware); NaN if undefined."""
+    x, y = _arr(a), _arr(b)
+    if x.shape != y.shape:
+        raise ValueError("a and b must have the same length")
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    i, j = _upper_pairs(x.size)
+    sx, sy = np.sign(x[j] - x[i]), np.sign(y[j] - y[i])
+    denom = math.sqrt(float(np.sum(sx != 0)) * float(np.sum(sy != 0)))
+    if denom == 0:
+        return float("nan")
+    return float(np.sum(sx * sy) / denom)
+
+
+def robust_sigma(residuals) -> float:
+    """1.4826 * MAD: a sigma estimate that one spike cannot inflate."""
+    r = _finite(residuals)
+    if r.size == 0:
+        return float("nan")
+    return float(MAD_TO_SIGMA * np.median(np.abs(r - np.median(r))))
+
+
+# ---------------------------------------------------------------- rules
+
+
+def _last3_median(v: np.ndarray) -> float:
+    return float(np.median(v[-3:]))
+
+
+def _edge_at_last(edge, x) -> float | None:
+    """Scalar edge, or the edge aligned with the last finite point of x."""
+    if edge is None:
+        return None
+    e = np.asarray(edge, dtype=float)
+    if e.ndim == 0:
+        return float(e)
+    v = _arr(x)
+    idx = np.flatnonzero(np.isfinite(v))
+    return float(e.ravel()[idx[-1]]) if idx.size else float("nan")
+
+
+def _trend(steps, x, *, direction: int, delta: float, edge, windows, alpha) -> dict | None:
+    """Shared body of grows/falls; direction +1 (up) or -1 (down)."""
+    s, v = _finite_pairs(steps, x)
+    n = v.size
+    if n < MIN_TREND_POINTS:
+        return None
+    edge_now = _edge_at_last(edge, x)
+    med3 = _last3_median(v)
+    if edge_now is not None and not direction * (med3 - edge_now) > 0:
+        return None  # NaN edge also fails: no envelope, no envelope claim
+    for w in windows:
+        if w < MIN_TREND_POINTS or w > n:
+            continue
+        ws, wv = s[-w:], v[-w:]
+        p = mk_p_up(wv) if direction > 0 else mk_p_down(wv)
+        rise = theil_sen_rise(ws, wv)
+        if p < alpha and direction * rise > delta:
+            return {
+                "window": int(w),
+                "p": p,
+                "rise": rise,
+                "delta": float(delta),
+                "first_step": float(ws[0]),
+                "last_step": float(ws[-1]),
+                "first": float(wv[0]),
+                "last": float(wv[-1]),
+                "median_last3": med3,
+                "edge": None if edge_now is None else float(edge_now),
+            }
+    return None
+
+
+def grows(steps, x, *, delta: float, hi=None, windows=(8, 16), alpha: float = 0.05) -> dict | None:
+    """One "grows step after step" evaluation at the last point (section 3.2).
+
+    MK alone false-alarms in most healthy runs, hence the mandatory rise > delta
+    gate, plus median(last 3) > hi when an envelope exists. ``hi`` is a scalar
+    or an array aligned with ``x``. Returns evidence when it fires, else None.
+    """
+    return _trend(steps, x, direction=1, delta=delta, edge=hi, windows=windows, alpha=alpha)
+
+
+def falls(steps, x, *, delta: float, lo=None, windows=(8, 16), alpha: float = 0.05) -> dict | None:
+    """Mirror of grows: MK down, rise < -delta, median(last 3) < lo."""
+    return _trend(steps, x, direction=-1, delta=delta, edge=lo, windows=windows, alpha=alpha)
+
+
+def _beyond_count(x, edge, m: int, n: int, direction: int) -> bool:
+    v = _arr(x)
+    e = np.broadcast_to(np.asarray(edge, dtype=float), v.shape)
+    ok = np.isfinite(v)
+    v, e = v[ok][-n:], e[ok][-n:]
+    with np.errstate(invalid="ignore"):
+        hits = direction * (v - e) > 0  # NaN edge never counts as beyond
+    return int(hits.sum()) >= m
+
+
+def persistent_above(x, edge, m: int = 3, n: int = 4) -> bool:
+    """>= m of the last n finite points above edge: "jumped and stayed"."""
+    return _beyond_count(x, edge, m, n, 1)
+
+
+def persistent_below(x, edge, m: int = 3, n: int = 4) -> bool:
+    """>= m of the last n finite points below edge."""
+    return _beyond_count(x, edge, m, n, -1)
+
+
+def cusum_up(z, k: float = 1.0, h: float = 5.0) -> int | None:
+    """Index where the one-sided tabular CUSUM of z first exceeds h, else None.
+
+    Meant for expected-flat, near-iid metrics only (autocorrelation inflates
+    its false alarms). NaN points leave the sum unchanged.
+    """
+    acc = 0.0
+    for i, zi in enumerate(_arr(z)):
+        if not math.isfinite(zi):
+            continue
+        acc = max(0.0, acc + zi - k)
+        if acc > h:
+            return i
+    return None
+
+
+def is_flat(steps, x, delta_flat: float, window: int = 16) -> bool | None:
+    """Equivalence claim for expected-flat metrics; None with < 8 points.
+
+    Not rejecting a trend is not evidence of flatness, so the small-rise
+    margin (delta_flat) is what makes the claim; MK p > 0.10 adds "no trend".
+    """
+    s, v = _finite_pairs(steps, x)
+    if v.size < MIN_TREND_POINTS:
+        return None
+    w = min(v.size, window)
+    ws, wv = s[-w:], v[-w:]
+    return bool(abs(theil_sen_rise(ws, wv)) <= delta_flat and mk_p_two_sided(wv) > 0.10)

@@ -1,0 +1,387 @@
+"""MetricStore: records and events -> numpy columns keyed by rollout id, per run segment.
+
+Facts it must get right (design.md §3): the x-axis is the rollout id; `step N:` lines are
+optimizer steps (K per rollout) whose per-rollout value is the mean of its K steps; Megatron
+prints each step twice (dedup on (role, N)); one rollout has two `perf N:` records (merged);
+a new launch or rollout ids going back start a new segment, the latest being current.
+Built incrementally: `add()` takes a few items at a time and says what changed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from .launch import arg_dump_to_flag, groups_per_rollout, steps_per_rollout
+from .records import Event, Item, MetricRecord
+
+_NAN = math.nan
+
+
+class _Column:
+    """A growable float64 column, NaN where a row has no value."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, capacity: int) -> None:
+        self.data = np.full(capacity, _NAN)
+
+    def ensure(self, capacity: int) -> None:
+        if capacity > len(self.data):
+            new = np.full(max(capacity, 2 * len(self.data)), _NAN)
+            new[: len(self.data)] = self.data
+            self.data = new
+
+
+@dataclass(slots=True)
+class StepRow:
+    """One optimizer step (after dedup): its rollout and metrics."""
+
+    role: str
+    n: int
+    rollout: int
+    metrics: dict[str, Any]
+    time: str | None
+    ts: float | None
+    nonfinite: dict[str, str]
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _rm_perf(rec: MetricRecord) -> bool:
+    """The rollout manager's perf line (sample stats), as opposed to the trainer's timers."""
+    if rec.actor == "RolloutManager" or rec.proc == "rollout_manager":
+        return True
+    return any(k.startswith(("rollout/", "passrate/")) for k in rec.metrics)
+
+
+class Segment:
+    """One run (between restarts): every rollout row, every step, every event."""
+
+    def __init__(self, index: int, start_line: int, flags: dict | None = None) -> None:
+        self.index = index
+        self.start_line = start_line
+        self.flags: dict = dict(flags or {})
+        self.row_of: dict[int, int] = {}
+        self.ids: list[int] = []
+        self.ordered = True
+        self._cap = 64
+        self.columns: dict[str, _Column] = {}        # rollout-level numbers, name -> column
+        self.train_sum: dict[str, _Column] = {}
+        self.train_cnt: dict[str, _Column] = {}
+        self.objects: dict[str, dict[int, Any]] = {}  # non-numeric values: name -> row -> value
+        self.nonfinite: dict[int, dict[str, str]] = {}  # row -> metric -> raw token
+        self.nonfinite_rows: dict[str, set[int]] = {}  # metric -> rows holding nan/inf
+        self.int_cells: dict[str, set[int]] = {}      # cells logged as ints (kept ints in export)
+        self.names: dict[str, None] = {}              # rollout-axis names, first-seen order
+        self.train_names: dict[str, None] = {}        # step-axis names, first-seen order
+        self.kinds: dict[int, set[str]] = {}          # row -> record kinds seen
+        self.first_ts = _Column(self._cap)
+        self.last_ts = _Column(self._cap)
+        self.steps: dict[tuple[str, int], StepRow] = {}
+        self.step_order: list[tuple[str, int]] = []
+        self.steps_of_rollout: dict[int, int] = {}
+        self.duplicate_steps = 0
+        self.events: list[Event] = []
+        self.records = 0
+        self.first_record_ts: float | None = None
+        self.last_record_ts: float | None = None
+        self.last_record_line = 0
+        self._stream_max: dict[tuple, int] = {}
+        self._last_train_rollout: int | None = None
+        self._k_inferred: int | None = None
+
+    # -- shape ----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def steps_per_rollout(self) -> int:
+        """K: from the launch flags, else inferred from step and rollout ids, else 1."""
+        return steps_per_rollout(self.flags) or self._k_inferred or (
+            max(self.steps_of_rollout.values()) if self.steps_of_rollout else 1)
+
+    @property
+    def k_source(self) -> str:
+        if steps_per_rollout(self.flags):
+            return "flags"
+        return "inferred" if (self._k_inferred or self.steps_of_rollout) else "default"
+
+    @property
+    def groups(self) -> int | None:
+        return groups_per_rollout(self.flags)
+
+    @property
+    def has_data(self) -> bool:
+        return bool(self.ids) or bool(self.steps)
+
+    def _row(self, rollout: int) -> int:
+        row = self.row_of.get(rollout)
+        if row is not None:
+            return row
+        row = len(self.ids)
+        if self.ids and rollout < self.ids[-1]:
+            self.ordered = False
+        self.ids.append(rollout)
+        self.row_of[rollout] = row
+        if row >= self._cap:
+            self._cap *= 2
+            for col in (*self.columns.values(), *self.train_sum.values(), *self.train_cnt.values(),
+                        self.first_ts, self.last_ts):
+                col.ensure(self._cap)
+        return row
+
+    def _col(self, table: dict[str, _Column], name: str) -> _Column:
+        col = table.get(name)
+        if col is None:
+            col = table[name] = _Column(self._cap)
+        return col
+
+    # -- writes -----------------------------------------------------------------------
+    def add_record(self, rec: MetricRecord) -> int:
+        """Store one record; returns the rollout id it touched."""
+        self.records += 1
+        if rec.ts is not None:
+            if self.first_record_ts is None:
+                self.first_record_ts = rec.ts
+            self.last_record_ts = rec.ts
+        self.last_record_line = rec.line_no
+        if rec.kind == "step":
+            return self._add_step(rec)
+        if rec.kind == "rollout":
+            self._last_train_rollout = rec.n
+        row = self._row(rec.n)
+        self.kinds.setdefault(row, set()).add(rec.kind)
+        self._stamp(row, rec.ts)
+        for name, value in rec.metrics.items():
+            self.names.setdefault(name, None)
+            if _is_number(value):
+                self._col(self.columns, name).data[row] = value
+                self.objects.get(name, {}).pop(row, None)
+                if isinstance(value, int):
+                    self.int_cells.setdefault(name, set()).add(row)
+                elif name in self.int_cells:
+                    self.int_cells[name].discard(row)
+            else:
+                self.objects.setdefault(name, {})[row] = value
+        if rec.nonfinite:
+            self._mark_nonfinite(row, rec.nonfinite)
+        return rec.n
+
+    def _stamp(self, row: int, ts: float | None) -> None:
+        if ts is None:
+            return
+        if math.isnan(self.first_ts.data[row]):
+            self.first_ts.data[row] = ts
+        self.last_ts.data[row] = ts
+
+    def _step_rollout(self, n: int) -> int:
+        k = steps_per_rollout(self.flags)
+        if k:
+            return n // k
+        r = self._last_train_rollout
+        if r is not None:
+            if r > 0 and self._k_inferred is None and n >= r:
+                self._k_inferred = max(1, n // r)
+            if self._k_inferred and n // self._k_inferred != r:
+                return n // self._k_inferred
+            return r
+        return n // (self._k_inferred or 1)
+
+    def _add_step(self, rec: MetricRecord) -> int:
+        key = (rec.role, rec.n)
+        if key in self.steps:
+            self.duplicate_steps += 1
+            return self.steps[key].rollout
+        rollout = self._step_rollout(rec.n)
+        self.steps[key] = StepRow(rec.role, rec.n, rollout, rec.metrics, rec.time, rec.ts,
+                                  rec.nonfinite)
+        self.step_order.append(key)
+        self.steps_of_rollout[rollout] = self.steps_of_rollout.get(rollout, 0) + 1
+        row = self._row(rollout)
+        self.kinds.setdefault(row, set()).add("step")
+        self._stamp(row, rec.ts)
+        for name, value in rec.metrics.items():
+            self.train_names.setdefault(name, None)
+            self.names.setdefault(name, None)
+            if _is_number(value):
+                total = self._col(self.train_sum, name).data
+                count = self._col(self.train_cnt, name).data
+                if math.isnan(count[row]):
+                    total[row], count[row] = value, 1.0
+                else:
+                    total[row] += value
+                    count[row] += 1.0
+            else:
+                self.objects.setdefault(name, {})[row] = value
+        if rec.nonfinite:
+            self._mark_nonfinite(row, rec.nonfinite)
+        return rollout
+
+    def is_restart(self, rec: MetricRecord) -> bool:
+        """Rollout ids going back (or repeating) within one stream means the run restarted."""
+        if rec.kind == "rollout":
+            stream = ("rollout", rec.proc, rec.role)
+        elif rec.kind == "perf" and _rm_perf(rec):
+            stream = ("perf_rm", rec.proc)
+        else:
+            return False
+        prev = self._stream_max.get(stream)
+        self._stream_max[stream] = rec.n if prev is None else max(prev, rec.n)
+        return prev is not None and rec.n <= prev
+
+    def _mark_nonfinite(self, row: int, tokens: dict[str, str]) -> None:
+        self.nonfinite.setdefault(row, {}).update(tokens)
+        for name in tokens:
+            self.nonfinite_rows.setdefault(name, set()).add(row)
+
+    # -- reads ---------------------------------------------------------------------------
+    def _order(self) -> np.ndarray:
+        ids = np.asarray(self.ids, dtype=np.int64)
+        return np.arange(len(ids)) if self.ordered else np.argsort(ids, kind="stable")
+
+    def rollout_ids(self) -> np.ndarray:
+        ids = np.asarray(self.ids, dtype=np.int64)
+        return ids if self.ordered else ids[self._order()]
+
+    def series(self, name: str, last: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(rollout ids, values) sorted by id, rows without the metric dropped.
+
+        `last` limits the work to the newest rows, so a live update costs the same at
+        100 rollouts and at 100,000.
+        """
+        n = len(self.ids)
+        if n == 0:
+            return np.empty(0, np.int64), np.empty(0)
+        if self.ordered:
+            lo = 0 if last is None else max(0, n - last)
+            rows = np.arange(lo, n)
+        else:
+            rows = self._order()
+            if last is not None:
+                rows = rows[-last:]
+        vals = self.values_at_rows(name, rows)
+        if self.ordered:
+            ids = np.asarray(self.ids[rows[0]: rows[-1] + 1], dtype=np.int64) if len(rows) else np.empty(0, np.int64)
+        else:
+            ids = np.asarray(self.ids, dtype=np.int64)[rows]
+        keep = ~np.isnan(vals) | self._nonfinite_mask(name, rows)
+        return ids[keep], vals[keep]
+
+    def values_at_rows(self, name: str, rows: np.ndarray) -> np.ndarray:
+        if name in self.train_sum:
+            s = self.train_sum[name].data[rows]
+            c = self.train_cnt[name].data[rows]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(c > 0, s / np.where(c > 0, c, 1), _NAN)
+        col = self.columns.get(name)
+        if col is None:
+            return np.full(len(rows), _NAN)
+        return col.data[rows]
+
+    def _nonfinite_mask(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """Rows where the metric was logged as nan (kept: nan is a value, not a gap)."""
+        bad = self.nonfinite_rows.get(name)
+        if not bad:
+            return np.zeros(len(rows), dtype=bool)
+        return np.isin(rows, np.fromiter(bad, dtype=np.int64, count=len(bad)))
+
+    def value(self, rollout: int, name: str) -> Any:
+        """One rollout's value of one metric (train metrics: mean over its K steps)."""
+        row = self.row_of.get(rollout)
+        if row is None:
+            return None
+        obj = self.objects.get(name)
+        if obj and row in obj:
+            return obj[row]
+        v = self.values_at_rows(name, np.asarray([row]))[0]
+        if math.isnan(v) and name not in self.nonfinite.get(row, {}):
+            return None
+        return float(v) if not _intlike(self, name, row) else int(v)
+
+    def rollout_dict(self, rollout: int) -> dict[str, Any]:
+        """Every metric of one rollout, names in first-seen order."""
+        out: dict[str, Any] = {}
+        for name in self.names:
+            v = self.value(rollout, name)
+            if v is not None:
+                out[name] = v
+        return out
+
+    def steps_of(self, rollout: int) -> list[StepRow]:
+        return [self.steps[k] for k in self.step_order if self.steps[k].rollout == rollout]
+
+    @property
+    def last_rollout(self) -> int | None:
+        return max(self.ids) if self.ids else None
+
+
+def _intlike(seg: Segment, name: str, row: int) -> bool:
+    """Ints stay ints in export when the logged value was an int (counts, max/min lengths)."""
+    if name in seg.train_sum:
+        return False
+    cells = seg.int_cells.get(name)
+    return bool(cells) and row in cells
+
+
+@dataclass(slots=True)
+class StoreUpdate:
+    """What one `add()` changed: the views redraw only this."""
+
+    rollouts: set[int] = field(default_factory=set)
+    events: list[Event] = field(default_factory=list)
+    records: list[MetricRecord] = field(default_factory=list)
+    new_segment: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.rollouts or self.events or self.records or self.new_segment)
+
+
+class MetricStore:
+    """All segments of one log; the last is current."""
+
+    def __init__(self) -> None:
+        self.segments: list[Segment] = [Segment(0, 1)]
+        self.events: list[Event] = []
+        self.pending_flags: dict = {}
+
+    @property
+    def current(self) -> Segment:
+        return self.segments[-1]
+
+    def _new_segment(self, line_no: int, flags: dict | None) -> None:
+        self.segments.append(Segment(len(self.segments), line_no, flags))
+
+    def add(self, items: Iterable[Item]) -> StoreUpdate:
+        up = StoreUpdate()
+        for item in items:
+            if isinstance(item, MetricRecord):
+                seg = self.current
+                if seg.has_data and seg.is_restart(item):
+                    self._new_segment(item.line_no, seg.flags)
+                    up.new_segment = True
+                    self.current.is_restart(item)
+                up.rollouts.add(self.current.add_record(item))
+                up.records.append(item)
+            else:
+                self._add_event(item, up)
+        return up
+
+    def _add_event(self, ev: Event, up: StoreUpdate) -> None:
+        if ev.kind == "launch":
+            if self.current.has_data:
+                self._new_segment(ev.line_no, ev.data.get("flags"))
+                up.new_segment = True
+            else:
+                self.current.flags.update(ev.data.get("flags") or {})
+        elif ev.kind == "arg":
+            name = arg_dump_to_flag(ev.data["name"])
+            self.current.flags.setdefault(name, ev.data["value"])
+        self.events.append(ev)
+        self.current.events.append(ev)
+        up.events.append(ev)

@@ -1,0 +1,278 @@
+"""Read the Python-repr dicts of Miles metric lines without ever calling eval.
+
+Values seen in real logs: ints, floats in full precision, bare ``nan``/``inf``/``-inf``,
+``np.float64(…)``/``np.int64(…)``, ``tensor(…)`` (custom metrics), strings, bools, None.
+A dict can be abridged (``, ...}``) or cut mid-way (a live partial line, a paste); every
+complete pair before the break is kept and the caller is told the dict was not whole.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# The common case (plain numbers only) is validated and read by two C-level regex calls.
+_FAST_VALUE = r"-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)"
+_FAST_DICT = re.compile(
+    r"\{(?:'[^'\\]*': " + _FAST_VALUE + r"(?:, '[^'\\]*': " + _FAST_VALUE + r")*)?\}\s*"
+)
+_FAST_PAIR = re.compile(r"'([^'\\]*)': (" + _FAST_VALUE + r")")
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
+_WORD = re.compile(r"[-+]?[A-Za-z_][\w.]*")
+_WS = re.compile(r"\s*")
+
+NONFINITE_TOKENS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "+inf": math.inf,
+                    "NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+@dataclass(slots=True)
+class ParsedDict:
+    """Result of reading one dict text."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    raw_nonfinite: dict[str, str] = field(default_factory=dict)  # key -> token as logged
+    complete: bool = True   # closing brace reached
+    abridged: bool = False  # ``...`` before the closing brace
+    error: bool = False     # something unreadable stopped the scan
+
+
+class _Incomplete(Exception):
+    """The text ended inside a value: wait for more (a wrapped or cut line)."""
+
+
+class _Bad(Exception):
+    """A token that is not a value we understand."""
+
+
+def parse_number(token: str) -> int | float:
+    """Int when the token is integral text, float otherwise (full precision via repr)."""
+    if token.lstrip("+-").isdigit():
+        return int(token)
+    return float(token)
+
+
+def parse_dict(text: str) -> ParsedDict:
+    """Parse ``{...}`` text (starting at the brace); never raises."""
+    if _FAST_DICT.fullmatch(text):
+        out = ParsedDict()
+        for key, tok in _FAST_PAIR.findall(text):
+            if tok[-1] in "nf":  # nan / inf / -inf
+                out.values[key] = NONFINITE_TOKENS[tok]
+                out.raw_nonfinite[key] = tok
+            else:
+                out.values[key] = parse_number(tok)
+        return out
+    return _SlowParser(text).run()
+
+
+class _SlowParser:
+    """A small recursive-descent reader for everything the fast path refuses."""
+
+    __slots__ = ("text", "pos", "out")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.out = ParsedDict()
+
+    def run(self) -> ParsedDict:
+        out = self.out
+        try:
+            self._expect("{")
+            self._skip_ws()
+            if self._peek() == "}":
+                return out
+            while True:
+                self._skip_ws()
+                if self.text.startswith("...", self.pos):
+                    out.abridged = True
+                    self.pos += 3
+                    self._skip_ws()
+                    if self._peek() == "}":
+                        return out
+                    out.complete = False
+                    return out
+                key = self._string()
+                self._skip_ws()
+                self._expect(":")
+                self._skip_ws()
+                start = self.pos
+                value = self._value()
+                if isinstance(value, float) and not math.isfinite(value):
+                    out.raw_nonfinite[key] = self._nonfinite_token(start)
+                out.values[key] = value
+                self._skip_ws()
+                ch = self._peek()
+                if ch == ",":
+                    self.pos += 1
+                    self._skip_ws()
+                    if self._peek() == "}":
+                        return out
+                    continue
+                if ch == "}":
+                    return out
+                raise _Bad(ch)
+        except _Incomplete:
+            out.complete = False
+        except _Bad:
+            out.complete = False
+            out.error = True
+        return out
+
+    # -- tokens -------------------------------------------------------------
+    def _peek(self) -> str:
+        if self.pos >= len(self.text):
+            raise _Incomplete()
+        return self.text[self.pos]
+
+    def _skip_ws(self) -> None:
+        self.pos = _WS.match(self.text, self.pos).end()
+
+    def _expect(self, ch: str) -> None:
+        if self._peek() != ch:
+            raise _Bad(ch)
+        self.pos += 1
+
+    def _string(self) -> str:
+        quote = self._peek()
+        if quote not in "'\"":
+            raise _Bad(quote)
+        i = self.pos + 1
+        buf: list[str] = []
+        text = self.text
+        while True:
+            if i >= len(text):
+                raise _Incomplete()
+            ch = text[i]
+            if ch == "\\":
+                if i + 1 >= len(text):
+                    raise _Incomplete()
+                buf.append(_unescape(text[i + 1]))
+                i += 2
+                continue
+            if ch == quote:
+                self.pos = i + 1
+                return "".join(buf)
+            buf.append(ch)
+            i += 1
+
+    def _nonfinite_token(self, start: int) -> str:
+        raw = self.text[start:self.pos]
+        m = re.search(r"[-+]?(?:nan|inf|NaN|Infinity)", raw)
+        return m.group(0) if m else raw.strip()
+
+    def _value(self) -> Any:
+        ch = self._peek()
+        if ch in "'\"":
+            return self._string()
+        if ch in "[(":
+            return self._sequence()
+        if ch == "{":
+            return self._raw_nested()
+        m = _NUMBER.match(self.text, self.pos)
+        w = _WORD.match(self.text, self.pos)
+        if w and (not m or w.end() > m.end()):
+            return self._word(w)
+        if m:
+            end = m.end()
+            if end == len(self.text):
+                raise _Incomplete()  # a number at the very end may continue on the next line
+            self.pos = end
+            return parse_number(m.group(0))
+        raise _Bad(ch)
+
+    def _word(self, w: re.Match) -> Any:
+        word = w.group(0)
+        end = w.end()
+        if end == len(self.text):
+            raise _Incomplete()
+        self.pos = end
+        if word in NONFINITE_TOKENS:
+            return NONFINITE_TOKENS[word]
+        if word == "True":
+            return True
+        if word == "False":
+            return False
+        if word == "None":
+            return None
+        if self.text.startswith("(", end):
+            return self._call(word)
+        raise _Bad(word)
+
+    def _call(self, name: str) -> Any:
+        """``np.float64(0.5)``, ``tensor(0.5, device='cuda:0')``: keep the first argument."""
+        self.pos += 1  # "("
+        self._skip_ws()
+        inner = self._value()
+        depth = 1
+        text = self.text
+        quote = ""
+        while depth:
+            if self.pos >= len(text):
+                raise _Incomplete()
+            ch = text[self.pos]
+            if quote:
+                if ch == "\\":
+                    self.pos += 1
+                elif ch == quote:
+                    quote = ""
+            elif ch in "'\"":
+                quote = ch
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+            self.pos += 1
+        if isinstance(inner, bool) and name.endswith("bool_"):
+            return inner
+        return inner
+
+    def _sequence(self) -> list:
+        close = "]" if self._peek() == "[" else ")"
+        self.pos += 1
+        items: list = []
+        while True:
+            self._skip_ws()
+            if self._peek() == close:
+                self.pos += 1
+                return items
+            items.append(self._value())
+            self._skip_ws()
+            ch = self._peek()
+            if ch == ",":
+                self.pos += 1
+            elif ch != close:
+                raise _Bad(ch)
+
+    def _raw_nested(self) -> str:
+        """Nested dicts are kept as their text: no standard metric is nested."""
+        start = self.pos
+        depth = 0
+        quote = ""
+        text = self.text
+        while True:
+            if self.pos >= len(text):
+                raise _Incomplete()
+            ch = text[self.pos]
+            if quote:
+                if ch == "\\":
+                    self.pos += 1
+                elif ch == quote:
+                    quote = ""
+            elif ch in "'\"":
+                quote = ch
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    self.pos += 1
+                    return text[start:self.pos]
+            self.pos += 1
+
+
+def _unescape(ch: str) -> str:
+    return {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"'}.get(ch, ch)
