@@ -49,6 +49,15 @@ _CKPT = re.compile(r"(?P<ok>successfully saved|saving) checkpoint (?:from |at )?
 _JOB = re.compile(r"Job '(?P<job>[^']+)' (?P<state>failed|succeeded)")
 _ARG_DUMP = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*) \.{3,} (?P<value>\S.*?)\s*$")
 _FT_FIELD = re.compile(r"(\w+)=(\"(?:[^\"\\]|\\.)*\"|\S*)")
+# The last line of a traceback (`ValueError: x`, `ray.exceptions.RayTaskError(OutOfMemoryError): …`).
+_EXC_LINE = re.compile(
+    r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*(?:\([^)]*\))?(?::|$)"
+    r"|^[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning|Iteration|Group|Timeout|Failure)"
+    r"(?:\([^)]*\))?(?::|\s*$)"
+)
+# Header-less, unindented lines that still belong to a traceback (chained exceptions).
+_TB_GLUE = re.compile(r"^(?:Traceback \(most recent call last\)|During handling of the above|"
+                      r"The above exception was the direct cause)")
 _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|killed due to memory pressure")
 
 _CONT_LIMIT_LINES = 400          # a wrapped dict longer than this is given up (counted as cut)
@@ -125,6 +134,10 @@ class LineParser:
         self._last_time: dict[str | None, tuple[str | None, float | None]] = {}
         self._last_error: dict[str | None, str] = {}
         self.last_ts: float | None = None
+        self.first_ts: float | None = None
+        # A short noise line that may be the first part of a metric line wrapped inside its
+        # header or message (a paste at a fixed column): (line, line_no).
+        self._frag: tuple[_Line, int] | None = None
 
     # -- public -----------------------------------------------------------------
     def feed(self, raw: str) -> list[Item]:
@@ -143,11 +156,12 @@ class LineParser:
         header = self._header(text)
         pend = self._pending
         if pend is not None:
-            if header is None and self._continues(pend, pre):
-                if self._continue(pend, pre, out):
-                    return out
+            if header is None and self._continues(pend, pre) and self._continue(pend, pre, out):
                 return out
             self._close_pending(out)
+        frag, self._frag = self._frag, None
+        if frag is not None and header is None and self._rejoin(frag, pre, out):
+            return out
         if header is None:
             self._headerless(pre, line_no, out)
         else:
@@ -232,24 +246,50 @@ class LineParser:
         return not pre.text.startswith("EXEC:")
 
     def _continue(self, pend: _Pending, pre: _Line, out: list[Item]) -> bool:
+        """Add one header-less line to what is open; False when it does not belong there."""
         if pend.event is not None:
             ev = pend.event
-            ev.lines.append(pre.text)
+            text = pre.text
+            exc = _EXC_LINE.match(text) is not None
+            if text and not text[0].isspace() and not exc and not _TB_GLUE.match(text):
+                return False  # the traceback is over: this is an unrelated line
+            ev.lines.append(text)
             pend.lines += 1
             self.counts.event_lines += 1
-            if _OOM.search(pre.text) and not ev.data.get("oom"):
+            if _OOM.search(text) and not ev.data.get("oom"):
                 ev.data["oom"] = True
-                out.append(Event("oom", ev.time, ev.ts, self.counts.lines, pre.text.strip()))
-            if pre.text and not pre.text[0].isspace():
-                ev.data["exception"] = pre.text.strip()
+                out.append(Event("oom", ev.time, ev.ts, self.counts.lines, text.strip()))
+            if exc:
+                ev.data["exception"] = text.strip()
             return True
-        pend.head += pre.text
+        head = pend.head + pre.text
+        parsed = parse_dict(head)
+        if parsed.error:
+            # The open dict was cut (a truncated line) and this line is something else:
+            # the record keeps its complete pairs and the line is read on its own.
+            return False
+        pend.head = head
         pend.lines += 1
         self.counts.metric_lines += 1
-        parsed = parse_dict(pend.head)
-        if parsed.complete or parsed.error or pend.lines >= _CONT_LIMIT_LINES:
+        if parsed.complete or pend.lines >= _CONT_LIMIT_LINES:
             self._finish_record(pend.record, parsed, out)
             self._pending = None
+        return True
+
+    def _rejoin(self, frag: tuple[_Line, int], pre: _Line, out: list[Item]) -> bool:
+        """A metric line wrapped inside its header or message: join it to its first part."""
+        first, first_no = frag
+        if pre.has_prefix and pre.pid != first.pid:
+            return False
+        joined = _Line(first.text + pre.text, first.pid, first.actor,
+                       first.repeated or pre.repeated, first.has_prefix)
+        m = self._header(joined.text)
+        if m is None or not _METRIC_MSG.match(m.group("msg")):
+            return False
+        c = self.counts
+        c.noise -= 1            # the first part was counted as noise; it is a metric line
+        c.metric_lines += 1
+        self._with_header(joined, m, first_no, out)
         return True
 
     def _close_pending(self, out: list[Item]) -> None:
@@ -266,6 +306,8 @@ class LineParser:
         ts = _fast_ts(gd["date"], gd["time"], gd.get("ms"))
         if ts is not None:
             self.last_ts = ts
+            if self.first_ts is None:
+                self.first_ts = ts
         self._last_time[pre.pid] = (time_text, ts)
         msg = gd["msg"]
         proc = gd.get("proc")
@@ -279,6 +321,8 @@ class LineParser:
         if self._events(msg, pre, line_no, time_text, ts, out, header=True):
             return
         self.counts.noise += 1
+        if len(msg) <= 60:
+            self._frag = (pre, line_no)
 
     def _headerless(self, pre: _Line, line_no: int, out: list[Item]) -> None:
         text = pre.text
@@ -291,6 +335,8 @@ class LineParser:
         if self._events(text, pre, line_no, last[0], last[1], out, header=False):
             return
         self.counts.noise += 1
+        if text.startswith("[") and len(text) <= 300 and self._pending is None:
+            self._frag = (pre, line_no)
 
     def _start_record(self, mm: re.Match, pre: _Line, line_no: int, time_text, ts, proc, source,
                       out: list[Item]) -> None:

@@ -1,0 +1,165 @@
+"""The nine signals (ids are a contract, design.md §4): what each reads and what healthy is.
+
+Default ranges come from three seeds of Qwen3-0.6B on GSM8K (32 prompts x 8 answers,
+1,024-token cap): one set for rollouts 0-9 and one for the whole 48-rollout run.  They are
+wrong for other setups; `grpo-tui calibrate` builds a user's own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .store import Segment
+
+EARLY_ROLLOUTS = 10   # rollouts 0-9 use the first range set
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    id: str
+    label: str
+    aliases: tuple[str, ...]
+    unit: str
+    tells: str
+    trend: str                      # healthy trend, in words
+    early: tuple[float, float] | None
+    whole: tuple[float, float] | None
+    log: bool = False               # judged on a log scale (heavy-tailed, positive)
+    flat: bool = False              # expected flat (constant band) vs trending
+    sigma0: float = 0.0             # default noise scale (log units when log=True)
+    fmt: str = "{:.3g}"
+
+
+SIGNALS: tuple[Signal, ...] = (
+    Signal("reward", "reward", ("rollout/raw_reward",), "",
+           "mean raw reward of the rollout: the headline, but the slowest and noisiest signal",
+           "rises, swings up to 0.21 a step", (0.53, 0.74), (0.53, 0.87), sigma0=0.05, fmt="{:.3f}"),
+    Signal("length", "answer length", ("rollout/response_lengths", "rollout/response_len/mean"), "tok",
+           "mean answer length in tokens: rising with falling reward is length hacking",
+           "falls", (626, 787), (396, 787), sigma0=30.0, fmt="{:.0f}"),
+    Signal("truncated", "cut share", ("rollout/truncated", "rollout/truncated_ratio"), "",
+           "share of answers cut at the length cap: loops run to the cap",
+           "falls with length", (0.19, 0.43), (0.02, 0.43), sigma0=0.04, fmt="{:.3f}"),
+    Signal("gap", "log-prob gap", ("train/train_rollout_logprob_abs_diff",), "",
+           "mean |trainer - engine| log-prob: grows when trainer and engine hold different weights",
+           "flat", (0.0141, 0.0164), (0.0136, 0.0164), log=True, flat=True, sigma0=0.05, fmt="{:.4f}"),
+    Signal("kl", "KL to engine", ("train/train_rollout_kl",), "",
+           "KL(engine || trainer) at sampled tokens: the same mismatch, another estimator",
+           "flat", (0.00063, 0.00075), (0.00063, 0.00076), log=True, flat=True, sigma0=0.05, fmt="{:.2e}"),
+    Signal("grad_norm", "gradient norm", ("train/grad_norm",), "",
+           "pre-clip gradient norm: growing step after step means the learning rate is too high",
+           "one range, rare spikes", (0.35, 4.95), (0.35, 4.95), log=True, sigma0=0.35, fmt="{:.3g}"),
+    Signal("clipfrac", "clip fraction", ("train/pg_clipfrac",), "",
+           "share of tokens clipped by PPO: 0 with one update per rollout, else samples are stale",
+           "0 with one update per rollout", (0.0, 0.0), (0.0, 0.0), flat=True, fmt="{:.3g}"),
+    Signal("rollout_time", "rollout time", ("perf/rollout_time",), "s",
+           "wall seconds to generate the rollout: growing at flat length means a slower engine/GPU",
+           "falls with length", None, None, log=True, sigma0=0.1, fmt="{:.1f}"),
+    Signal("zero_std", "zero-std groups", ("rollout/zero_std/count_*",), "",
+           "groups whose answers all got one reward (no learning signal); all-wrong and all-right apart",
+           "most groups mixed", (0.0, 0.5), (0.0, 0.5), fmt="{:.2f}"),
+)
+
+BY_ID = {s.id: s for s in SIGNALS}
+ZERO_STD_PREFIX = "rollout/zero_std/count_"
+ALL_WRONG_KEYS = ("rollout/zero_std/count_0", "rollout/zero_std/count_0.0")
+ALL_RIGHT_KEYS = ("rollout/zero_std/count_1", "rollout/zero_std/count_1.0")
+
+
+def default_range(sig: Signal, rollout: int) -> tuple[float, float] | None:
+    """The manual's range for this rollout index: the 0-9 set first, then the whole-run set."""
+    return sig.early if rollout < EARLY_ROLLOUTS else sig.whole
+
+
+def metric_for(seg: Segment, sig: Signal) -> str | None:
+    """Which logged name carries the signal in this segment (aliases differ by version)."""
+    if sig.id == "zero_std":
+        return ZERO_STD_PREFIX + "*" if any(n.startswith(ZERO_STD_PREFIX) for n in seg.names) else None
+    for name in sig.aliases:
+        if name in seg.columns or name in seg.train_sum:
+            return name
+    return None
+
+
+def _zero_std_counts(seg: Segment, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(all-same groups, all-wrong, all-right) per row; a missing count key means 0."""
+    names = [n for n in seg.names if n.startswith(ZERO_STD_PREFIX)]
+    total = np.zeros(len(rows))
+    wrong = np.zeros(len(rows))
+    right = np.zeros(len(rows))
+    seen = np.zeros(len(rows), dtype=bool)
+    for name in names:
+        v = seg.values_at_rows(name, rows)
+        ok = ~np.isnan(v)
+        seen |= ok
+        v0 = np.where(ok, v, 0.0)
+        total += v0
+        if name in ALL_WRONG_KEYS:
+            wrong += v0
+        elif name in ALL_RIGHT_KEYS:
+            right += v0
+    # Rows with a rollout-manager record but no count key had no all-same group at all.
+    has_perf = ~np.isnan(seg.values_at_rows("perf/rollout_time", rows)) | ~np.isnan(
+        seg.values_at_rows("rollout/response_len/mean", rows))
+    valid = seen | (has_perf & bool(names))
+    nan = np.full(len(rows), math.nan)
+    return (np.where(valid, total, nan), np.where(valid, wrong, nan), np.where(valid, right, nan))
+
+
+def groups_of(seg: Segment) -> int | None:
+    """Prompt groups per rollout: the launch flag, else derived from a percentage key."""
+    g = seg.groups
+    if g:
+        return g
+    for count_keys, pct in ((ALL_WRONG_KEYS, "rollout/zero_std/all_zero_percentage"),
+                            (ALL_RIGHT_KEYS, "rollout/zero_std/all_one_percentage")):
+        p = seg.columns.get(pct)
+        if p is None:
+            continue
+        for key in count_keys:
+            c = seg.columns.get(key)
+            if c is None:
+                continue
+            n = len(seg.ids)
+            pv, cv = p.data[:n], c.data[:n]
+            ok = (pv > 0) & ~np.isnan(cv)
+            if ok.any():
+                i = int(np.flatnonzero(ok)[-1])
+                return int(round(cv[i] / pv[i]))
+    return None
+
+
+def _rows(seg: Segment, last: int | None) -> np.ndarray:
+    n = len(seg.ids)
+    if seg.ordered:
+        return np.arange(0 if last is None else max(0, n - last), n)
+    order = seg._order()
+    return order if last is None else order[-last:]
+
+
+def signal_series(seg: Segment, sig: Signal, last: int | None = None,
+                  part: str = "total") -> tuple[np.ndarray, np.ndarray]:
+    """(rollout ids, values) of one signal; zero_std is a fraction of groups when groups are known."""
+    if sig.id != "zero_std":
+        name = metric_for(seg, sig)
+        if name is None:
+            return np.empty(0, np.int64), np.empty(0)
+        return seg.series(name, last)
+    rows = _rows(seg, last)
+    if not len(rows):
+        return np.empty(0, np.int64), np.empty(0)
+    total, wrong, right = _zero_std_counts(seg, rows)
+    vals = {"total": total, "wrong": wrong, "right": right}[part]
+    g = groups_of(seg)
+    if g:
+        vals = vals / g
+    ids = np.asarray(seg.ids, dtype=np.int64)[rows]
+    keep = ~np.isnan(vals)
+    return ids[keep], vals[keep]
+
+
+def zero_std_is_fraction(seg: Segment) -> bool:
+    return groups_of(seg) is not None
