@@ -284,7 +284,8 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     p_down = stats.mk_p_down(R)
     b = ctx.ranges.bounds("reward", ctx.upto)
     below = b is not None and float(np.mean(R[-MEAN_WINDOW:])) < b[0]
-    if not (p_down < 0.10 or tau < -0.5 or below):
+    falling = stats.theil_sen_slope(common, R) < 0 and p_down < 0.25
+    if not (falling or tau < -0.5 or below):
         return []
     return [Condition("length-hacking", "critical", int(common[0]),
                       f"reward falls ({R[0]:.3f} -> {R[-1]:.3f}) while length rises ({L[0]:.0f} -> {L[-1]:.0f})",
@@ -305,12 +306,34 @@ def rule_off_policy(ctx: RuleContext) -> list[Condition]:
                               {"signal": "clipfrac", "last2": [_r(v) for v in cf[-2:]], "steps_per_rollout": 1},
                               signal="clipfrac")]
         return []
+    # With K updates per rollout the FIRST step still runs on fresh weights: its ratio is 1,
+    # so its clip fraction must be 0 whatever K is.
+    firsts = _first_step_clipfrac(ctx.seg, ids[-2:])
+    if len(firsts) == 2 and all(v > 1e-6 for _, v in firsts):
+        return [Condition("off-policy", "critical", firsts[0][0],
+                          f"clip fraction {firsts[-1][1]:.3g} > 0 on the first update of rollouts "
+                          f"{firsts[0][0]} and {firsts[1][0]} (must be 0 on fresh weights)",
+                          {"signal": "clipfrac", "first_step_clipfrac": [_r(v) for _, v in firsts],
+                           "steps_per_rollout": ctx.k}, signal="clipfrac")]
     if len(cf) >= 4 and stats.persistent_above(cf, 0.3, 3, 4):
         return [Condition("off-policy", "critical", int(ids[-4]),
                           f"clip fraction {cf[-1]:.3g} above 0.3 for 3 of 4 rollouts: policy moves too fast per update",
                           {"signal": "clipfrac", "last4": [_r(v) for v in cf[-4:]], "steps_per_rollout": ctx.k},
                           signal="clipfrac")]
     return []
+
+
+def _first_step_clipfrac(seg: Segment, rollouts: np.ndarray) -> list[tuple[int, float]]:
+    out = []
+    for r in rollouts.tolist():
+        steps = [st for st in seg.steps_of_tail(int(r)) if st.role == ""]
+        if not steps:
+            continue
+        first = min(steps, key=lambda st: st.n)
+        v = first.metrics.get("train/pg_clipfrac")
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            out.append((int(r), float(v)))
+    return out
 
 
 def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:

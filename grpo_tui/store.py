@@ -86,6 +86,7 @@ class Segment:
         self.steps: dict[tuple[str, int], StepRow] = {}
         self.step_order: list[tuple[str, int]] = []
         self.steps_of_rollout: dict[int, int] = {}
+        self.rollout_steps: dict[int, list[tuple[str, int]]] = {}
         self.duplicate_steps = 0
         self.events: list[Event] = []
         self.records = 0
@@ -202,6 +203,7 @@ class Segment:
         self.steps[key] = StepRow(rec.role, rec.n, rollout, rec.metrics, rec.time, rec.ts,
                                   rec.nonfinite)
         self.step_order.append(key)
+        self.rollout_steps.setdefault(rollout, []).append(key)
         self.steps_of_rollout[rollout] = self.steps_of_rollout.get(rollout, 0) + 1
         row = self._row(rollout)
         self.kinds.setdefault(row, set()).add("step")
@@ -313,8 +315,10 @@ class Segment:
                 out[name] = v
         return out
 
+    steps_of_tail = property(lambda self: self.steps_of)
+
     def steps_of(self, rollout: int) -> list[StepRow]:
-        return [self.steps[k] for k in self.step_order if self.steps[k].rollout == rollout]
+        return [self.steps[k] for k in self.rollout_steps.get(rollout, ())]
 
     @property
     def last_rollout(self) -> int | None:

@@ -1,0 +1,39 @@
+"""`grpo-tui simulate [--scenario NAME] [--rollouts N] [--seed S] [--rate SECONDS] [-o FILE]`."""
+
+from __future__ import annotations
+
+import sys
+
+from ..loader import InputError
+from ..simulate import FORMATS, SCENARIOS, generate, onset_of, write_log
+
+
+def run(args) -> int:
+    if args.list:
+        for name, what in SCENARIOS.items():
+            print(f"{name:<18} {what}")
+        return 0
+    if args.scenario not in SCENARIOS:
+        raise InputError(f"unknown scenario `{args.scenario}` (known: {', '.join(SCENARIOS)})")
+    if args.rollouts < 1 or args.steps_per_rollout < 1:
+        raise InputError("--rollouts and --steps-per-rollout must be at least 1")
+    kw = dict(steps_per_rollout=args.steps_per_rollout, fmt=args.fmt)
+    if args.output:
+        try:
+            write_log(args.output, args.scenario, args.rollouts, args.seed, rate=args.rate, **kw)
+        except OSError as exc:
+            raise InputError(f"{args.output}: cannot write: {exc.strerror or exc}") from None
+        onset = onset_of(args.scenario, args.rollouts)
+        print(f"grpo-tui simulate: wrote {args.output} ({args.scenario}, {args.rollouts} rollouts, "
+              f"seed {args.seed}" + (f", break at rollout {onset}" if onset is not None else "") + ")",
+              file=sys.stderr)
+        return 0
+    if args.rate:
+        raise InputError("--rate needs -o FILE (a live log is a file that grows)")
+    out = sys.stdout
+    for _, line in generate(args.scenario, args.rollouts, args.seed, **kw):
+        out.write(line + "\n")
+    return 0
+
+
+__all__ = ["run", "FORMATS"]
