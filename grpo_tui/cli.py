@@ -68,6 +68,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p = _Parser(prog="grpo-tui tail", description="Follow a log headless: one JSON object per line on stdout.")
     p.add_argument("path", help="log file, or - for stdin")
     p.add_argument("--new-only", action="store_true", help="print only what arrives after start")
+    p.add_argument("--replay", type=float, metavar="SPEED",
+                   help="replay a finished log by its own timestamps at SPEED x (0 = max), then summarise")
     _add_ranges(p)
     ps["tail"] = p
 

@@ -209,7 +209,7 @@ class HealthEngine:
 
     def _judge(self, seg: Segment, r: int) -> list[AlertChange]:
         self._evaluated = r if self._evaluated is None else max(self._evaluated, r)
-        conds = evaluate_metrics(seg, self.ranges, r)
+        conds = evaluate_metrics(seg, self.ranges, r, frozenset(k[0] for k in self._open))
         conds.extend(self._event_conditions(seg, r))
         return self._apply(conds, r, seg)
 
@@ -325,8 +325,9 @@ class HealthEngine:
     @staticmethod
     def _refresh(a: Alert, c: Condition) -> None:
         a._misses = 0
-        a.message = c.message
-        a.evidence = c.evidence
+        if c.start is not None:   # a "still outside" hold keeps the original story
+            a.message = c.message
+            a.evidence = c.evidence
         if SEVERITY_ORDER[c.severity] > SEVERITY_ORDER[a.severity]:
             a.severity = c.severity
 

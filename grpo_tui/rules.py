@@ -89,19 +89,20 @@ def _r(x: float, nd: int = 4) -> float | None:
 class RuleContext:
     """The window every rule reads, built once per evaluation."""
 
-    def __init__(self, seg: Segment, ranges: RangeSet, upto: int) -> None:
+    def __init__(self, seg: Segment, ranges: RangeSet, upto: int,
+                 open_rules: frozenset[str] = frozenset()) -> None:
         self.seg = seg
         self.ranges = ranges
         self.upto = upto
+        self.open_rules = open_rules     # alerts already raised: they hold while outside the band
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def series(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
         key = f"{sig_id}:{part}"
         got = self._cache.get(key)
         if got is None:
-            ids, vals = signal_series(self.seg, BY_ID[sig_id], last=WINDOW + 8, part=part)
-            keep = ids <= self.upto
-            got = self._cache[key] = (ids[keep][-WINDOW:], vals[keep][-WINDOW:])
+            got = self._cache[key] = signal_series(self.seg, BY_ID[sig_id], last=WINDOW, part=part,
+                                                   upto=self.upto)
         return got
 
     @property
@@ -344,7 +345,9 @@ def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:
     norm_name = "rollout/response_len/max" if "rollout/response_len/max" in seg.columns else metric_for(seg, BY_ID["length"])
     if norm_name is None:
         return []
-    ni, nv = seg.series(norm_name, last=WINDOW + 8)
+    rows = seg.rows_upto(WINDOW, ctx.upto)
+    nv = seg.values_at_rows(norm_name, rows)
+    ni = np.asarray(seg.ids, dtype=np.int64)[rows]
     common = np.intersect1d(ti, ni[np.isfinite(nv) & (nv > 0)])[-16:]
     if len(common) < 8:
         return []
@@ -399,12 +402,38 @@ METRIC_RULES = (rule_non_finite, rule_gap, rule_grad_norm, rule_length_hacking, 
                 rule_rollout_slowdown, rule_no_signal, rule_out_of_range)
 
 
-def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int) -> list[Condition]:
-    ctx = RuleContext(seg, ranges, upto)
+def _still_outside(ctx: RuleContext, rule: str, sig_id: str, log: bool) -> Condition | None:
+    """An open trend/jump alert holds while 3 of the last 4 values stay above the band."""
+    ids, vals = _finite(*ctx.series(sig_id))
+    if len(vals) < 4 or ids[-1] != ctx.upto:
+        return None
+    hi = _hi_edge(ctx, sig_id, ids, log=False)
+    if hi is None or not stats.persistent_above(vals, hi, 3, 4):
+        return None
+    sig = BY_ID[sig_id]
+    return Condition(rule, "critical", None,
+                     f"{sig.label} still above its healthy range ({sig.fmt.format(vals[-1])} > {sig.fmt.format(hi[-1])})",
+                     {"signal": sig_id, "last4": [_r(v) for v in vals[-4:]], "range_hi": _r(hi[-1])}, signal=sig_id)
+
+
+_LATCHED = {"gap-rising": ("gap", "kl"), "gap-jump": ("gap", "kl"), "grad-norm-rising": ("grad_norm",)}
+
+
+def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
+                     open_rules: frozenset[str] = frozenset()) -> list[Condition]:
+    ctx = RuleContext(seg, ranges, upto, open_rules)
     out: list[Condition] = []
     for rule in METRIC_RULES:
         try:
             out.extend(rule(ctx))
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
             continue  # a degenerate window is not a verdict
+    fired = {c.rule for c in out}
+    for rule, sig_ids in _LATCHED.items():
+        if rule in open_rules and rule not in fired:
+            for sig_id in sig_ids:
+                c = _still_outside(ctx, rule, sig_id, BY_ID[sig_id].log)
+                if c is not None:
+                    out.append(c)
+                    break
     return out

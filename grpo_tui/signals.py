@@ -132,23 +132,21 @@ def groups_of(seg: Segment) -> int | None:
     return None
 
 
-def _rows(seg: Segment, last: int | None) -> np.ndarray:
-    n = len(seg.ids)
-    if seg.ordered:
-        return np.arange(0 if last is None else max(0, n - last), n)
-    order = seg._order()
-    return order if last is None else order[-last:]
-
-
 def signal_series(seg: Segment, sig: Signal, last: int | None = None,
-                  part: str = "total") -> tuple[np.ndarray, np.ndarray]:
-    """(rollout ids, values) of one signal; zero_std is a fraction of groups when groups are known."""
+                  part: str = "total", upto: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(rollout ids, values) of one signal, ending at rollout `upto` (default: the newest).
+
+    zero_std is a fraction of groups when the group count is known, else a plain count.
+    """
+    rows = seg.rows_upto(last, upto)
     if sig.id != "zero_std":
         name = metric_for(seg, sig)
-        if name is None:
+        if name is None or not len(rows):
             return np.empty(0, np.int64), np.empty(0)
-        return seg.series(name, last)
-    rows = _rows(seg, last)
+        vals = seg.values_at_rows(name, rows)
+        ids = np.asarray(seg.ids, dtype=np.int64)[rows]
+        keep = ~np.isnan(vals) | seg._nonfinite_mask(name, rows)
+        return ids[keep], vals[keep]
     if not len(rows):
         return np.empty(0, np.int64), np.empty(0)
     total, wrong, right = _zero_std_counts(seg, rows)

@@ -251,6 +251,20 @@ class Segment:
         ids = np.asarray(self.ids, dtype=np.int64)
         return ids if self.ordered else ids[self._order()]
 
+    def rows_upto(self, last: int | None = None, upto: int | None = None) -> np.ndarray:
+        """Row indices sorted by rollout id, ending at rollout `upto` (inclusive), at most `last`."""
+        n = len(self.ids)
+        if self.ordered:
+            end = n
+            if upto is not None:
+                end = _end_upto(self.ids, upto)
+            return np.arange(0 if last is None else max(0, end - last), end)
+        order = self._order()
+        if upto is not None:
+            ids = np.asarray(self.ids, dtype=np.int64)[order]
+            order = order[: int(np.searchsorted(ids, upto, side="right"))]
+        return order if last is None else order[-last:]
+
     def series(self, name: str, last: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(rollout ids, values) sorted by id, rows without the metric dropped.
 
@@ -389,3 +403,11 @@ class MetricStore:
         self.events.append(ev)
         self.current.events.append(ev)
         up.events.append(ev)
+
+
+def _end_upto(ids: list[int], upto: int) -> int:
+    """Rows are in id order: index after the last row with id <= upto, scanning from the end."""
+    end = len(ids)
+    while end > 0 and ids[end - 1] > upto:
+        end -= 1
+    return end
