@@ -347,7 +347,7 @@ def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:
         return []
     rows = seg.rows_upto(WINDOW, ctx.upto)
     nv = seg.values_at_rows(norm_name, rows)
-    ni = np.asarray(seg.ids, dtype=np.int64)[rows]
+    ni = seg.ids_at(rows)
     common = np.intersect1d(ti, ni[np.isfinite(nv) & (nv > 0)])[-16:]
     if len(common) < 8:
         return []

@@ -124,7 +124,8 @@ def groups_of(seg: Segment) -> int | None:
             if c is None:
                 continue
             n = len(seg.ids)
-            pv, cv = p.data[:n], c.data[:n]
+            lo = max(0, n - 64)          # the newest rows suffice (and keep live updates O(1))
+            pv, cv = p.data[lo:n], c.data[lo:n]
             ok = (pv > 0) & ~np.isnan(cv)
             if ok.any():
                 i = int(np.flatnonzero(ok)[-1])
@@ -144,7 +145,7 @@ def signal_series(seg: Segment, sig: Signal, last: int | None = None,
         if name is None or not len(rows):
             return np.empty(0, np.int64), np.empty(0)
         vals = seg.values_at_rows(name, rows)
-        ids = np.asarray(seg.ids, dtype=np.int64)[rows]
+        ids = seg.ids_at(rows)
         keep = ~np.isnan(vals) | seg._nonfinite_mask(name, rows)
         return ids[keep], vals[keep]
     if not len(rows):
@@ -154,7 +155,7 @@ def signal_series(seg: Segment, sig: Signal, last: int | None = None,
     g = groups_of(seg)
     if g:
         vals = vals / g
-    ids = np.asarray(seg.ids, dtype=np.int64)[rows]
+    ids = seg.ids_at(rows)
     keep = ~np.isnan(vals)
     return ids[keep], vals[keep]
 

@@ -83,6 +83,7 @@ class Segment:
         self.kinds: dict[int, set[str]] = {}          # row -> record kinds seen
         self.first_ts = _Column(self._cap)
         self.last_ts = _Column(self._cap)
+        self._idcol = _Column(self._cap)              # ids as numbers: O(1) access for live reads
         self.steps: dict[tuple[str, int], StepRow] = {}
         self.step_order: list[tuple[str, int]] = []
         self.steps_of_rollout: dict[int, int] = {}
@@ -133,8 +134,9 @@ class Segment:
         if row >= self._cap:
             self._cap *= 2
             for col in (*self.columns.values(), *self.train_sum.values(), *self.train_cnt.values(),
-                        self.first_ts, self.last_ts):
+                        self.first_ts, self.last_ts, self._idcol):
                 col.ensure(self._cap)
+        self._idcol.data[row] = rollout
         return row
 
     def _col(self, table: dict[str, _Column], name: str) -> _Column:
@@ -242,13 +244,20 @@ class Segment:
         for name in tokens:
             self.nonfinite_rows.setdefault(name, set()).add(row)
 
+    def id_array(self) -> np.ndarray:
+        """Rollout ids by row (a view; rows are in arrival order)."""
+        return self._idcol.data[: len(self.ids)].astype(np.int64)
+
+    def ids_at(self, rows: np.ndarray) -> np.ndarray:
+        return self._idcol.data[rows].astype(np.int64)
+
     # -- reads ---------------------------------------------------------------------------
     def _order(self) -> np.ndarray:
-        ids = np.asarray(self.ids, dtype=np.int64)
+        ids = self.id_array()
         return np.arange(len(ids)) if self.ordered else np.argsort(ids, kind="stable")
 
     def rollout_ids(self) -> np.ndarray:
-        ids = np.asarray(self.ids, dtype=np.int64)
+        ids = self.id_array()
         return ids if self.ordered else ids[self._order()]
 
     def rows_upto(self, last: int | None = None, upto: int | None = None) -> np.ndarray:
@@ -261,7 +270,7 @@ class Segment:
             return np.arange(0 if last is None else max(0, end - last), end)
         order = self._order()
         if upto is not None:
-            ids = np.asarray(self.ids, dtype=np.int64)[order]
+            ids = self.ids_at(order)
             order = order[: int(np.searchsorted(ids, upto, side="right"))]
         return order if last is None else order[-last:]
 
@@ -283,9 +292,9 @@ class Segment:
                 rows = rows[-last:]
         vals = self.values_at_rows(name, rows)
         if self.ordered:
-            ids = np.asarray(self.ids[rows[0]: rows[-1] + 1], dtype=np.int64) if len(rows) else np.empty(0, np.int64)
+            ids = self.ids_at(rows)
         else:
-            ids = np.asarray(self.ids, dtype=np.int64)[rows]
+            ids = self.ids_at(rows)
         keep = ~np.isnan(vals) | self._nonfinite_mask(name, rows)
         return ids[keep], vals[keep]
 
