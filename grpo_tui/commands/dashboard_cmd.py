@@ -1,0 +1,31 @@
+"""`grpo-tui [PATH]`: start the Textual dashboard (Textual is imported only here, lazily)."""
+
+from __future__ import annotations
+
+import os
+
+from ..loader import InputError
+
+
+def run(args) -> int:
+    from ..ranges import RangesError, load_ranges
+
+    try:
+        ranges = load_ranges(args.ranges) if getattr(args, "ranges", None) else None
+    except RangesError as exc:
+        raise InputError(str(exc)) from None
+    paths = list(getattr(args, "paths", None) or [])
+    path = paths[0] if paths else None
+    replay = getattr(args, "replay", None)
+    if replay is not None:
+        if path is None:
+            raise InputError("--replay needs a PATH")
+        if not os.path.exists(path):
+            raise InputError(f"{path}: no such file")
+        if replay < 0:
+            raise InputError("--replay SPEED must be >= 0")
+    from ..ui.app import GrpoApp
+
+    app = GrpoApp(path, live=True, replay=replay, theme=getattr(args, "theme", None), ranges=ranges)
+    app.run()
+    return 0

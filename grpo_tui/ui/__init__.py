@@ -1,0 +1,1 @@
+"""The Textual dashboard. Only this package (and commands/dashboard_cmd.py) imports Textual."""

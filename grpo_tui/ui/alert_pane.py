@@ -1,0 +1,101 @@
+"""Every alert, newest first, with the selected one's check and evidence under the table.
+
+All log-derived text goes in as rich Text objects, so "[bold]" in a message stays literal.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from ..health import Alert
+from .model import clean
+
+SEV = {"critical": ("✗ crit", "x crit"), "warning": ("! warn", "! warn")}
+
+
+class AlertTable(DataTable):
+    """DataTable of alerts; enter moves the app cursor to the alert's rollout."""
+
+
+class AlertPane(Vertical):
+    DEFAULT_CSS = """
+    AlertPane { height: 1fr; }
+    AlertPane > AlertTable { height: 1fr; }
+    AlertPane > #evidence { height: auto; max-height: 4; color: $text-muted; }
+    """
+
+    def __init__(self, **kw) -> None:
+        super().__init__(id="alerts", **kw)
+        self.alerts: list[Alert] = []
+        self._sig: tuple = ()
+
+    def compose(self) -> ComposeResult:
+        t = AlertTable(id="alert-table", cursor_type="row", zebra_stripes=False)
+        t.add_columns("sev", "rule", "at", "message")
+        yield t
+        yield Static(Text("no alerts"), id="evidence")
+
+    @property
+    def table(self) -> AlertTable:
+        return self.query_one(AlertTable)
+
+    @property
+    def selected(self) -> Alert | None:
+        t = self.table
+        if not self.alerts or t.cursor_row is None or not (0 <= t.cursor_row < len(self.alerts)):
+            return None
+        return self.alerts[t.cursor_row]
+
+    def set_alerts(self, alerts: list[Alert], ascii: bool = False, force: bool = False) -> None:
+        alerts = sorted(alerts, key=lambda a: -a.seq)
+        sig = tuple((a.seq, a.active, a.acknowledged, a.severity, a.message) for a in alerts)
+        if sig == self._sig and not force:
+            return
+        keep = self.selected.seq if self.selected else None
+        self._sig = sig
+        self.alerts = alerts
+        t = self.table
+        t.clear()
+        theme = self.app.current_theme
+        for a in alerts:
+            dim = a.acknowledged or not a.active
+            col = theme.error if a.severity == "critical" else theme.warning
+            label = SEV.get(a.severity, ("? " + a.severity, "? " + a.severity))[1 if ascii else 0]
+            sev = Text(label, style=("dim " if dim else "bold ") + (col or ""))
+            rest = "dim" if dim else ""
+            state = "" if a.active else " (cleared)"
+            state += " (ack)" if a.acknowledged else ""
+            t.add_row(sev, Text(clean(a.rule), style=rest),
+                      Text("-" if a.rollout is None else str(a.rollout), style=rest),
+                      Text(clean(a.message) + state, style=rest), key=str(a.seq))
+        if keep is not None:
+            for i, a in enumerate(alerts):
+                if a.seq == keep:
+                    t.move_cursor(row=i)
+        self.show_evidence()
+
+    def show_evidence(self) -> None:
+        a = self.selected
+        ev = self.query_one("#evidence", Static)
+        if a is None:
+            ev.update(Text("no alerts" if not self.alerts else ""))
+            return
+        t = Text(no_wrap=False)
+        t.append(clean(a.message) + "\n")
+        t.append("check: ", style="bold")
+        t.append(clean(a.check))
+        t.append("  meaning: ", style="bold")
+        t.append(clean(a.meaning))
+        t.append("\nevidence: ", style="bold")
+        t.append(", ".join(f"{clean(k)}={clean(v)}" for k, v in (a.evidence or {}).items()))
+        ev.update(t)
+
+    def on_data_table_row_highlighted(self, _event) -> None:
+        self.show_evidence()
+
+
+AlertTable.HELP_BINDINGS = [("enter", "select", "move cursor to the alert's rollout"),
+                            ("up,down", "move", "select alert")]

@@ -1,0 +1,233 @@
+"""The dashboard's data side with no Textual in it: one parser -> store -> engine chain.
+
+Kept apart from the widgets so it can be tested and reused by the history-fill thread
+(which builds a second Feed and hands it over whole).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..health import AlertChange, HealthEngine
+from ..loader import iter_lines
+from ..parse import LineParser
+from ..ranges import RangeSet
+from ..store import MetricStore
+
+BIG_FILE = 50 << 20      # above this, first paint parses only the tail
+TAIL_BYTES = 8 << 20
+
+_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean(text: object) -> str:
+    """Log text made safe to show: control chars (escapes, CR, BEL) become visible '?'.
+
+    Markup safety is separate: callers put this into rich Text objects, never markup strings.
+    """
+    return _CTRL.sub("?", str(text))
+
+
+@dataclass
+class Feed:
+    """Owns one LineParser, MetricStore and HealthEngine (the app's single data chain)."""
+
+    ranges: RangeSet | None = None
+    parser: LineParser = field(default_factory=LineParser)
+    store: MetricStore = field(default_factory=MetricStore)
+    engine: HealthEngine = field(init=False)
+    changes: int = 0                     # alert raises/clears seen so far
+
+    def __post_init__(self) -> None:
+        self.engine = HealthEngine(self.store, self.ranges)
+
+    def feed_lines(self, lines) -> list[AlertChange]:
+        items: list = []
+        feed = self.parser.feed
+        for line in lines:
+            got = feed(line)
+            if got:
+                items.extend(got)
+        return self._add(items)
+
+    def feed_items(self, items) -> list[AlertChange]:
+        return self._add(list(items))
+
+    def _add(self, items: list) -> list[AlertChange]:
+        """Store and judge one rollout at a time: the engine's trend rules see the same
+        sequence of updates whatever the read batch size (a whole file at once otherwise
+        skips rules that judge rollout by rollout)."""
+        ch: list[AlertChange] = []
+        start = 0
+        last_n = None
+        for i, it in enumerate(items):
+            n = getattr(it, "n", None)
+            if getattr(it, "kind", None) == "rollout" and n != last_n:
+                if i > start:
+                    ch += self.engine.update(self.store.add(items[start:i]))
+                    start = i
+                last_n = n
+        if start < len(items):
+            ch += self.engine.update(self.store.add(items[start:]))
+        self.changes += len(ch)
+        return ch
+
+    def finish(self) -> list[AlertChange]:
+        ch = self._add(self.parser.flush())
+        ch += self.engine.finalize()
+        self.changes += len(ch)
+        return ch
+
+
+def resolve_path(path: str | None) -> str | None:
+    """A folder means its newest *.log (by mtime); a file (existing or not) is itself."""
+    if path is None:
+        return None
+    p = Path(path)
+    if p.is_dir():
+        logs = sorted(p.glob("*.log"), key=lambda f: f.stat().st_mtime)
+        return str(logs[-1]) if logs else str(p / "train.log")
+    return str(p)
+
+
+def read_range(path: str, start: int, end: int, chunk: int = 1 << 20):
+    """Complete lines of bytes [start, end): start is moved past the first newline if >0."""
+    with open(path, "rb") as fh:
+        if start > 0:
+            fh.seek(start - 1)
+            # skip to the first line that begins at or after start
+            pos = start - 1
+            while True:
+                b = fh.read(chunk)
+                if not b:
+                    return
+                i = b.find(b"\n")
+                if i >= 0:
+                    pos += i + 1
+                    break
+                pos += len(b)
+            fh.seek(pos)
+        else:
+            pos = 0
+        rest = b""
+        while pos < end:
+            b = fh.read(min(chunk, end - pos))
+            if not b:
+                break
+            pos += len(b)
+            b = rest + b
+            cut = b.rfind(b"\n")
+            if cut < 0:
+                rest = b
+                continue
+            rest = b[cut + 1:]
+            yield b[:cut].decode("utf-8", "replace").split("\n")
+
+
+def last_newline_before(path: str, size: int) -> int:
+    """Offset just after the last b'\\n' in the first `size` bytes (0 if none)."""
+    with open(path, "rb") as fh:
+        end = size
+        while end > 0:
+            start = max(0, end - (1 << 16))
+            fh.seek(start)
+            b = fh.read(end - start)
+            i = b.rfind(b"\n")
+            if i >= 0:
+                return start + i + 1
+            end = start
+    return 0
+
+
+def parse_bytes(path: str, start: int, end: int, ranges: RangeSet | None, progress=None) -> Feed:
+    """A fresh Feed from the complete lines in [start, end) of a file (history fill)."""
+    feed = Feed(ranges)
+    done = 0
+    span = max(1, end - start)
+    for lines in read_range(path, start, end):
+        feed.feed_lines(lines)
+        done += sum(len(x) + 1 for x in lines)
+        if progress is not None:
+            progress(min(1.0, done / span))
+    feed.engine.update(feed.store.add(feed.parser.flush()))
+    return feed
+
+
+def load_whole(path: str, ranges: RangeSet | None) -> Feed:
+    """Non-live: the whole file parsed and judged like `check` does."""
+    feed = Feed(ranges)
+    batch: list[str] = []
+    for line in iter_lines(path):
+        batch.append(line)
+        if len(batch) >= 512:
+            feed.feed_lines(batch)
+            batch = []
+    feed.feed_lines(batch)
+    feed.finish()
+    return feed
+
+
+def downsample(x: np.ndarray, y: np.ndarray, limit: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """Min/max buckets: at most ~limit points, and every spike (and nan gap) survives."""
+    n = len(x)
+    if n <= limit:
+        return x, y
+    buckets = max(1, limit // 2)
+    edges = np.linspace(0, n, buckets + 1).astype(int)
+    xs: list[float] = []
+    ys: list[float] = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b <= a:
+            continue
+        seg = y[a:b]
+        fin = np.isfinite(seg)
+        if not fin.any():
+            continue
+        idx = np.flatnonzero(fin)
+        lo = idx[np.argmin(seg[fin])]
+        hi = idx[np.argmax(seg[fin])]
+        for i in sorted({lo, hi}):
+            xs.append(x[a + i])
+            ys.append(seg[i])
+    return np.asarray(xs), np.asarray(ys)
+
+
+def fmt_value(v: object, fmt: str = "{:.4g}") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if not math.isfinite(f):
+            return str(f)
+        try:
+            return fmt.format(f)
+        except (ValueError, TypeError):
+            return f"{f:.4g}"
+    return clean(v)
+
+
+def fmt_range(rng, fmt: str = "{:.3g}") -> str:
+    fmt = "{:.3g}"       # one short format: ranges must fit their column
+    if rng is None:
+        return "-"
+    lo, hi = rng
+    if lo == hi:
+        return fmt_value(lo, fmt)
+    return f"{fmt_value(lo, fmt)}-{fmt_value(hi, fmt)}"
+
+
+def file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return -1

@@ -1,0 +1,97 @@
+"""One compact, focusable row per signal: label, sparkline, last, five-step mean, range, badge."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+from textual.widget import Widget
+
+from ..health import SignalStatus
+from ..signals import Signal
+from .model import clean, fmt_range, fmt_value
+from .sparkline import spark_text
+from .themes import uses_ascii
+
+BADGES = {"ok": ("✓ ok", "+ ok"), "warning": ("! warn", "! warn"),
+          "critical": ("✗ crit", "x crit"), "unknown": ("? n/a", "? n/a")}
+LABEL_W, NUM_W, RANGE_W, BADGE_W = 14, 9, 15, 6
+
+
+def badge(status: str, theme, ascii: bool = False) -> Text:
+    """Shape AND colour: readable with NO_COLOR or for colour-blind users."""
+    blocks, plain = BADGES.get(status, BADGES["unknown"])
+    colour = {"ok": getattr(theme, "success", None), "warning": getattr(theme, "warning", None),
+              "critical": getattr(theme, "error", None)}.get(status)
+    style = f"bold {colour}" if colour else "dim"
+    return Text(plain if ascii else blocks, style=style)
+
+
+def layout(width: int) -> tuple[int, bool]:
+    """(sparkline width, show range column) for a row of `width` cells."""
+    show_range = width >= 64
+    fixed = LABEL_W + 1 + NUM_W * 2 + 2 + BADGE_W + 2 + (RANGE_W + 1 if show_range else 0)
+    return max(4, width - fixed), show_range
+
+
+def header_text(width: int) -> Text:
+    spark_w, show_range = layout(width)
+    t = Text(no_wrap=True, overflow="crop", style="bold")
+    t.append("signal".ljust(LABEL_W) + " ")
+    t.append("trend"[:spark_w].ljust(spark_w) + " ")
+    t.append("at cursor".rjust(NUM_W) + " " + "mean5".rjust(NUM_W) + " ")
+    if show_range:
+        t.append("healthy".rjust(RANGE_W) + " ")
+    t.append("status")
+    return t
+
+
+class SignalRow(Widget, can_focus=True):
+    """Renders from data the app pushes in (`set_data`); the window comes from the app."""
+
+    DEFAULT_CSS = """
+    SignalRow { height: 1; width: 1fr; }
+    """
+
+    def __init__(self, sig: Signal, **kw) -> None:
+        super().__init__(id=f"sig-{sig.id}", classes="signal-row", **kw)
+        self.sig = sig
+        self.status: SignalStatus | None = None
+        self.ids = np.empty(0, np.int64)
+        self.vals = np.empty(0)
+
+    def set_data(self, status: SignalStatus, ids: np.ndarray, vals: np.ndarray) -> None:
+        self.status, self.ids, self.vals = status, ids, vals
+        self.refresh()
+
+    def render(self) -> Text:
+        app = self.app
+        width = self.size.width or 80
+        spark_w, show_range = layout(width)
+        theme = app.current_theme
+        ascii = uses_ascii(theme) or getattr(app, "force_ascii", False)
+        st = self.status
+        t = Text(no_wrap=True, overflow="crop")
+        t.append(clean(self.sig.label)[:LABEL_W].ljust(LABEL_W) + " ")
+        win = app.window_ids(spark_w) if hasattr(app, "window_ids") else np.empty(0, np.int64)
+        cursor = getattr(app, "cursor", None)
+        t.append_text(spark_text(win, self.ids, self.vals, cursor, ascii=ascii, width=spark_w,
+                                 bad_style=f"bold {theme.error}" if theme.error else "bold"))
+        t.append(" ")
+        fmt = self.sig.fmt
+        cur_val = None
+        mean5 = st.mean5 if st else None
+        if cursor is not None and len(self.ids):
+            i = int(np.searchsorted(self.ids, cursor))
+            if i < len(self.ids) and self.ids[i] == cursor:
+                cur_val = self.vals[i]
+            if i < len(self.ids) - 1 or cur_val is None:     # cursor in the past: mean5 there
+                w = self.vals[max(0, i + 1 - 5): i + 1] if cur_val is not None else self.vals[max(0, i - 5):i]
+                w = w[np.isfinite(w)]
+                mean5 = float(np.mean(w)) if len(w) else None
+        last = cur_val if cur_val is not None else (st.last if st else None)
+        t.append(fmt_value(last, fmt)[:NUM_W].rjust(NUM_W) + " ")
+        t.append(fmt_value(mean5, fmt)[:NUM_W].rjust(NUM_W) + " ", style="bold")
+        if show_range:
+            t.append(fmt_range(st.range if st else None, fmt)[:RANGE_W].rjust(RANGE_W) + " ", style="dim")
+        t.append_text(badge(st.status if st else "unknown", theme, ascii))
+        return t

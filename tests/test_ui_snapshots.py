@@ -1,0 +1,51 @@
+"""SVG snapshots of the dashboard (non-live: no clocks on screen). Sync tests: snap_compare
+runs its own event loop. Regenerate with `pytest tests/test_ui_snapshots.py --snapshot-update`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grpo_tui.ui.app import GrpoApp
+
+LOGS = Path(__file__).resolve().parents[1] / "sample_logs"
+GAP = str(LOGS / "gap-jump.log")
+HEALTHY = str(LOGS / "healthy-seed1.log")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_main_healthy(snap_compare, size):
+    assert snap_compare(GrpoApp(HEALTHY, live=False), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_main_gap_jump(snap_compare, size):
+    assert snap_compare(GrpoApp(GAP, live=False), terminal_size=size)
+
+
+def test_main_gap_jump_cursor_on_alert(snap_compare):
+    assert snap_compare(GrpoApp(GAP, live=False), press=["left_square_bracket", "down", "down", "down"],
+                        terminal_size=(80, 24))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_detail(snap_compare, size):
+    assert snap_compare(GrpoApp(GAP, live=False), press=["left_square_bracket", "d"], terminal_size=size)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_chart(snap_compare, size):
+    assert snap_compare(GrpoApp(GAP, live=False), press=["down", "down", "down", "c"], terminal_size=size)
+
+
+def test_help(snap_compare):
+    assert snap_compare(GrpoApp(GAP, live=False), press=["question_mark"], terminal_size=(80, 24))
+
+
+def test_high_contrast_theme(snap_compare):
+    assert snap_compare(GrpoApp(GAP, live=False, theme="high-contrast"), terminal_size=(80, 24))
+
+
+def test_ascii_glyphs(snap_compare):
+    assert snap_compare(GrpoApp(GAP, live=False, theme="ascii"), terminal_size=(80, 24))
