@@ -23,6 +23,7 @@ _FAST_PAIR = re.compile(r"'([^'\\]*)': (" + _FAST_VALUE + r")")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
 _WORD = re.compile(r"[-+]?[A-Za-z_][\w.]*")
 _WS = re.compile(r"\s*")
+_EXP_TAIL = re.compile(r"[eE][-+]?")
 
 NONFINITE_TOKENS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "+inf": math.inf,
                     "NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -87,12 +88,18 @@ class _SlowParser:
                 return out
             while True:
                 self._skip_ws()
-                if self.text.startswith("...", self.pos):
+                if self.text.startswith(("...", "\u2026"), self.pos):
+                    # Abridged by hand (`, ...}` or `…, 'k': v, …}` in pasted logs): keep
+                    # every pair, before and after the ellipsis.
                     out.abridged = True
-                    self.pos += 3
+                    self.pos += 3 if self.text[self.pos] == "." else 1
                     self._skip_ws()
-                    if self._peek() == "}":
+                    ch = self._peek()
+                    if ch == "}":
                         return out
+                    if ch == ",":
+                        self.pos += 1
+                        continue
                     out.complete = False
                     return out
                 key = self._string()
@@ -101,10 +108,13 @@ class _SlowParser:
                 self._skip_ws()
                 start = self.pos
                 value = self._value()
-                if isinstance(value, float) and not math.isfinite(value):
-                    out.raw_nonfinite[key] = self._nonfinite_token(start)
-                out.values[key] = value
+                end = self.pos
                 self._skip_ws()
+                if self.pos < len(self.text) and self.text[self.pos] not in ",}":
+                    raise _Bad(self.text[self.pos])  # `2e}`: the value was not what it seemed
+                if isinstance(value, float) and not math.isfinite(value):
+                    out.raw_nonfinite[key] = self._nonfinite_token(start, end)
+                out.values[key] = value
                 ch = self._peek()
                 if ch == ",":
                     self.pos += 1
@@ -159,8 +169,8 @@ class _SlowParser:
             buf.append(ch)
             i += 1
 
-    def _nonfinite_token(self, start: int) -> str:
-        raw = self.text[start:self.pos]
+    def _nonfinite_token(self, start: int, end: int) -> str:
+        raw = self.text[start:end]
         m = re.search(r"[-+]?(?:nan|inf|NaN|Infinity)", raw)
         return m.group(0) if m else raw.strip()
 
@@ -178,10 +188,13 @@ class _SlowParser:
             return self._word(w)
         if m:
             end = m.end()
-            if end == len(self.text):
-                raise _Incomplete()  # a number at the very end may continue on the next line
+            if end == len(self.text) or _EXP_TAIL.fullmatch(self.text, end):
+                # a number at the very end (`0.00`, `2.1e`, `2.1e-`) may continue on the next line
+                raise _Incomplete()
             self.pos = end
             return parse_number(m.group(0))
+        if ch in "-+." and self.pos + 1 == len(self.text):
+            raise _Incomplete()  # a lone sign at the very end
         raise _Bad(ch)
 
     def _word(self, w: re.Match) -> Any:

@@ -10,6 +10,11 @@ from ..loader import InputError, load
 
 def run(args) -> int:
     loaded = load(args.path)
+    c = loaded.parser.counts
+    if not any(seg.has_data for seg in loaded.store.segments):
+        # An empty, binary or metric-free file is almost always the wrong path: say so.
+        raise InputError(f"{args.path}: no metric lines found ({c.lines} lines read, "
+                         f"{c.unreadable} unreadable)")
     text = render(loaded.store, args.format, args.axis)
     if args.output:
         try:
@@ -19,7 +24,6 @@ def run(args) -> int:
             raise InputError(f"{args.output}: cannot write: {exc.strerror or exc}") from None
     else:
         sys.stdout.write(text)
-    c = loaded.parser.counts
     print(f"grpo-tui export: {c.lines} lines, {c.records} metric records, "
           f"{c.unreadable} unreadable lines, {c.cut_records} cut records", file=sys.stderr)
     return 0

@@ -1,0 +1,53 @@
+"""The core never imports Textual (design.md §2): checked in a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+CORE = [
+    "grpo_tui.values", "grpo_tui.records", "grpo_tui.parse", "grpo_tui.launch", "grpo_tui.store",
+    "grpo_tui.loader", "grpo_tui.export", "grpo_tui.commands.export_cmd",
+    # written in parallel; skipped while they do not exist
+    "grpo_tui.health", "grpo_tui.signals", "grpo_tui.ranges", "grpo_tui.follow", "grpo_tui.simulate",
+    "grpo_tui.stats", "grpo_tui.calibration", "grpo_tui.rules", "grpo_tui.verdict", "grpo_tui.live",
+    "grpo_tui.replay", "grpo_tui.commands.check_cmd", "grpo_tui.commands.tail_cmd",
+    "grpo_tui.commands.calibrate_cmd", "grpo_tui.commands.simulate_cmd",
+]
+
+SCRIPT = r"""
+import importlib, importlib.util, json, sys
+loaded, missing = [], []
+for name in json.loads(sys.argv[1]):
+    try:
+        spec = importlib.util.find_spec(name)
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None:
+        missing.append(name)
+        continue
+    importlib.import_module(name)
+    loaded.append(name)
+bad = sorted(m for m in sys.modules if m == "textual" or m.startswith(("textual.", "textual_plotext")))
+print(json.dumps({"loaded": loaded, "missing": missing, "bad": bad}))
+"""
+
+
+def test_core_does_not_import_textual():
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(CORE)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "grpo_tui.parse" in res["loaded"] and "grpo_tui.store" in res["loaded"]
+    assert res["bad"] == [], f"core modules pulled in {res['bad']}"
+
+
+def test_export_command_does_not_import_textual(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text("[2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - perf 0: {'perf/rollout_time': 1.5}\n")
+    code = ("import sys; from grpo_tui import cli; rc = cli.main(['export', sys.argv[1]]); "
+            "assert 'textual' not in sys.modules, 'textual imported'; sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "perf/rollout_time" in proc.stdout

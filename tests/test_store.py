@@ -1,0 +1,302 @@
+"""MetricStore: rollout axis, K steps per rollout, dedup, perf merge, segments (design.md §3)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from grpo_tui.loader import load
+from grpo_tui.parse import parse_lines
+from grpo_tui.store import MetricStore
+
+H = "[2026-08-21 10:00:{s:02d}.000 {proc}] {file} - "
+
+
+def line(kind_n: str, d: str, proc: str = "actor_cell0_rank0", file: str = "log_utils.py:542", s: int = 0,
+         prefix: str = "") -> str:
+    return prefix + H.format(s=s, proc=proc, file=file) + f"{kind_n}: {d}"
+
+
+def store_of(*lines: str) -> MetricStore:
+    items, _ = parse_lines(list(lines))
+    st = MetricStore()
+    st.add(items)
+    return st
+
+
+def launch(**flags) -> str:
+    args = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in flags.items())
+    return f"EXEC: ray job submit --address=http://127.0.0.1:8265 -- python3 /root/miles/train.py {args}"
+
+
+# --------------------------------------------------------------------------------------------
+# the sample log
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sample_store(sample_path):
+    return load(str(sample_path)).store
+
+
+def test_sample_single_segment_rollouts(sample_store):
+    assert len(sample_store.segments) == 1
+    seg = sample_store.current
+    assert seg.rollout_ids().tolist() == [3, 4, 19]
+
+
+def test_sample_k_from_flags(sample_store):
+    seg = sample_store.current
+    # 32 prompts x 8 samples / 128 global batch = 2 optimizer steps per rollout
+    assert seg.steps_per_rollout == 2
+    assert seg.k_source == "flags"
+    assert seg.groups == 32
+    assert [(s.n, s.rollout) for s in seg.steps_of(3)] == [(6, 3), (7, 3)]
+
+
+def test_sample_doubled_step_deduplicated(sample_store):
+    seg = sample_store.current
+    assert seg.duplicate_steps == 1
+    assert sorted(seg.steps) == [("", 6), ("", 7)]
+
+
+def test_sample_perf_merged(sample_store):
+    seg = sample_store.current
+    d = seg.rollout_dict(3)
+    assert d["perf/rollout_time"] == 187.2291259765625     # rollout manager perf 3
+    assert d["perf/train_time"] == 60.3                     # trainer perf 3
+    assert d["perf/wait_time_ratio"] == 0.7713
+    assert d["rollout/zero_std/count_0"] == 5 and type(d["rollout/zero_std/count_0"]) is int
+    assert d["rollout/raw_reward"] == 0.4453125
+    assert d["rollout/response_len/max"] == 8192
+
+
+def test_sample_train_metric_is_mean_of_k_steps(sample_store):
+    seg = sample_store.current
+    assert seg.value(3, "train/loss") == pytest.approx((-0.00213 + 0.00102) / 2)
+    assert seg.value(3, "train/ess_ratio") == pytest.approx((0.9981 + 0.9954) / 2)
+    assert math.isnan(seg.value(3, "train/grad_norm"))   # one of its steps is nan
+    steps = seg.steps_of(3)
+    assert steps[0].metrics["train/grad_norm"] == 0.2144
+    assert math.isnan(steps[1].metrics["train/grad_norm"])
+    assert steps[1].nonfinite == {"train/grad_norm": "nan"}
+
+
+def test_sample_series(sample_store):
+    seg = sample_store.current
+    ids, vals = seg.series("perf/rollout_time")
+    assert ids.tolist() == [3, 4]
+    assert vals.tolist() == [187.2291259765625, 181.93]
+    ids, vals = seg.series("passrate/pass@2")
+    assert ids.tolist() == [4] and vals.tolist() == [0.5848214285714286]
+    ids, vals = seg.series("eval/aime")
+    assert ids.tolist() == [19] and vals.tolist() == [0.2302]
+    ids, vals = seg.series("train/grad_norm")
+    assert ids.tolist() == [3] and math.isnan(vals[0])   # nan is a value, not a gap
+    ids, vals = seg.series("no/such_metric")
+    assert len(ids) == 0 and len(vals) == 0
+
+
+def test_sample_events_in_store(sample_store):
+    kinds = [e.kind for e in sample_store.events]
+    assert kinds[0] == "launch"
+    assert kinds.count("engine_retry") == 3
+    assert "traceback" in kinds and "oom" in kinds and "ft_fail" in kinds
+    assert "checkpoint_saved" in kinds and "engines_recovered" in kinds and "health_check_failed" in kinds
+    assert "weight_update_start" in kinds and "weight_update_end" in kinds
+    assert "wandb" in kinds and "tensorboard" in kinds
+
+
+# --------------------------------------------------------------------------------------------
+# K, steps, dedup
+# --------------------------------------------------------------------------------------------
+
+def test_k_inferred_from_step_and_rollout_ids():
+    st = store_of(
+        line("rollout 3", "{'rollout/raw_reward': 0.5}", file="log_utils.py:123"),
+        line("step 6", "{'train/loss': 1.0, 'train/step': 6}"),
+        line("step 7", "{'train/loss': 3.0, 'train/step': 7}"),
+        line("rollout 4", "{'rollout/raw_reward': 0.6}", file="log_utils.py:123"),
+        line("step 8", "{'train/loss': 5.0, 'train/step': 8}"),
+        line("step 9", "{'train/loss': 7.0, 'train/step': 9}"),
+    )
+    seg = st.current
+    assert seg.steps_per_rollout == 2
+    assert seg.k_source == "inferred"
+    assert seg.value(3, "train/loss") == 2.0
+    assert seg.value(4, "train/loss") == 6.0
+    assert seg.rollout_ids().tolist() == [3, 4]
+
+
+def test_k_one_by_default():
+    st = store_of(line("step 5", "{'train/loss': 1.5, 'train/step': 5}"))
+    seg = st.current
+    assert seg.steps_per_rollout == 1
+    assert seg.rollout_ids().tolist() == [5]
+    assert seg.value(5, "train/loss") == 1.5
+
+
+def test_k_from_num_steps_per_rollout_flag():
+    st = store_of(
+        launch(num_steps_per_rollout=4),
+        *[line(f"step {n}", f"{{'train/loss': {float(n)}, 'train/step': {n}}}") for n in range(8, 16)],
+    )
+    seg = st.current
+    assert seg.steps_per_rollout == 4
+    assert seg.rollout_ids().tolist() == [2, 3]
+    assert seg.value(2, "train/loss") == (8 + 9 + 10 + 11) / 4
+    assert seg.value(3, "train/loss") == (12 + 13 + 14 + 15) / 4
+
+
+def test_k_from_bash_launch_line():
+    st = store_of(
+        "+ ray job submit --address=http://127.0.0.1:8265 -- python3 train.py --rollout-batch-size 16 "
+        "--n-samples-per-prompt 8 --global-batch-size 32",
+        line("step 8", "{'train/loss': 1.0, 'train/step': 8}"),
+    )
+    assert st.current.steps_per_rollout == 4
+    assert st.current.rollout_ids().tolist() == [2]
+
+
+def test_k_from_megatron_arg_dump():
+    st = store_of(
+        "------------------------ arguments ------------------------",
+        "  global_batch_size ............................... 64",
+        "  n_samples_per_prompt ............................ 8",
+        "  rollout_batch_size .............................. 32",
+        "-------------------- end of arguments ---------------------",
+        line("step 9", "{'train/loss': 1.0, 'train/step': 9}"),
+    )
+    assert st.current.steps_per_rollout == 4
+    assert st.current.groups == 32
+    assert st.current.rollout_ids().tolist() == [2]
+
+
+def test_step_dedup_on_role_and_n():
+    d = "{'train/loss': 2.0, 'train/step': 7}"
+    st = store_of(
+        line("step 7", d, file="log_utils.py:542"),
+        line("step 7", d, file="model.py:854"),
+        line("critic-step 7", "{'train/critic-value_loss': 0.5, 'train/step': 7}", proc="critic_cell0_rank0"),
+    )
+    seg = st.current
+    assert seg.duplicate_steps == 1
+    assert sorted(seg.steps) == [("", 7), ("critic", 7)]
+    assert seg.value(7, "train/loss") == 2.0          # not doubled, not averaged with a copy
+    assert seg.value(7, "train/critic-value_loss") == 0.5
+
+
+def test_non_numeric_values_kept():
+    st = store_of(line("eval 0", "{'eval/aime': 0.25, 'eval/name': 'aime', 'eval/ok': True, 'eval/none': None}",
+                       proc="rollout_manager", file="metrics.py:53"))
+    d = st.current.rollout_dict(0)
+    assert d["eval/aime"] == 0.25
+    assert d["eval/name"] == "aime"
+    assert d["eval/ok"] is True
+
+
+def test_look_alike_keys_stay_apart():
+    st = store_of(
+        line("perf 0", "{'rollout/zero_std/count_0.1': 3, 'rollout/zero_std/count_0': 7, "
+                       "'rollout/episode_raw_reward': 0.9, 'rollout/truncated_ratio': 0.25}",
+             proc="rollout_manager", file="metrics.py:89"),
+        line("rollout 0", "{'rollout/raw_reward': 0.125}", file="log_utils.py:123"),
+        line("eval 0", "{'eval/x/truncated_ratio': 0.5}", proc="rollout_manager", file="metrics.py:53"),
+    )
+    d = st.current.rollout_dict(0)
+    assert d["rollout/zero_std/count_0.1"] == 3
+    assert d["rollout/zero_std/count_0"] == 7
+    assert d["rollout/episode_raw_reward"] == 0.9
+    assert d["rollout/raw_reward"] == 0.125
+    assert d["rollout/truncated_ratio"] == 0.25
+    assert d["eval/x/truncated_ratio"] == 0.5
+
+
+def test_two_eval_0_lines_are_not_a_restart():
+    st = store_of(
+        line("eval 0", "{'eval/aime': 0.1}", proc="rollout_manager", file="metrics.py:53"),
+        line("perf 0", "{'rollout/raw_reward': 0.2}", proc="rollout_manager", file="metrics.py:89"),
+        line("eval 0", "{'eval/aime': 0.3}", proc="rollout_manager", file="metrics.py:53"),
+        line("perf 1", "{'rollout/raw_reward': 0.4}", proc="rollout_manager", file="metrics.py:89"),
+    )
+    assert len(st.segments) == 1
+    assert st.current.rollout_ids().tolist() == [0, 1]
+
+
+def test_out_of_order_rollouts_sorted_in_series():
+    # async: rollout manager perf 4 arrives before trainer rollout 3
+    st = store_of(
+        line("perf 4", "{'perf/rollout_time': 40.0}", proc="rollout_manager", file="metrics.py:89"),
+        line("rollout 3", "{'rollout/raw_reward': 0.3}", file="log_utils.py:123"),
+        line("perf 3", "{'perf/train_time': 30.0}", file="train_metric_utils.py:56"),
+    )
+    seg = st.current
+    assert len(st.segments) == 1
+    assert seg.rollout_ids().tolist() == [3, 4]
+    ids, vals = seg.series("perf/rollout_time")
+    assert ids.tolist() == [4] and vals.tolist() == [40.0]
+
+
+# --------------------------------------------------------------------------------------------
+# restarts
+# --------------------------------------------------------------------------------------------
+
+def test_second_exec_line_starts_a_new_segment():
+    st = store_of(
+        launch(rollout_batch_size=32, n_samples_per_prompt=8, global_batch_size=128),
+        line("perf 0", "{'rollout/raw_reward': 0.1}", proc="rollout_manager", file="metrics.py:89"),
+        line("perf 1", "{'rollout/raw_reward': 0.2}", proc="rollout_manager", file="metrics.py:89"),
+        launch(rollout_batch_size=32, n_samples_per_prompt=8, global_batch_size=256),
+        line("perf 2", "{'rollout/raw_reward': 0.3}", proc="rollout_manager", file="metrics.py:89"),
+    )
+    assert len(st.segments) == 2
+    a, b = st.segments
+    assert a.rollout_ids().tolist() == [0, 1] and a.steps_per_rollout == 2
+    assert b.rollout_ids().tolist() == [2] and b.steps_per_rollout == 1
+    assert b.start_line == 4
+    assert st.current is b
+
+
+def test_rollout_ids_going_back_start_a_new_segment():
+    items, _ = parse_lines([
+        line("perf 5", "{'rollout/raw_reward': 0.5}", proc="rollout_manager", file="metrics.py:89"),
+        line("perf 6", "{'rollout/raw_reward': 0.6}", proc="rollout_manager", file="metrics.py:89"),
+        line("perf 0", "{'rollout/raw_reward': 0.0}", proc="rollout_manager", file="metrics.py:89"),
+    ])
+    st = MetricStore()
+    ups = [st.add([it]) for it in items]
+    assert [u.new_segment for u in ups] == [False, False, True]
+    assert ups[2].rollouts == {0}
+    assert [s.rollout_ids().tolist() for s in st.segments] == [[5, 6], [0]]
+    assert st.segments[1].value(0, "rollout/raw_reward") == 0.0
+
+
+def test_launch_before_any_data_does_not_start_a_segment():
+    st = store_of(launch(rollout_batch_size=8), launch(rollout_batch_size=16, n_samples_per_prompt=2,
+                                                        global_batch_size=16),
+                  line("step 3", "{'train/loss': 1.0, 'train/step': 3}"))
+    assert len(st.segments) == 1
+    assert st.current.steps_per_rollout == 2
+
+
+def test_store_update_reports_changes():
+    st = MetricStore()
+    items, _ = parse_lines([line("rollout 2", "{'rollout/raw_reward': 0.5}", file="log_utils.py:123"),
+                            "Job 'raysubmit_X' failed"])
+    up = st.add(items)
+    assert up
+    assert up.rollouts == {2}
+    assert len(up.records) == 1 and [e.kind for e in up.events] == ["job_failed"]
+    assert not st.add([])
+
+
+def test_many_rollouts_grow_columns():
+    lines = [line(f"perf {i}", f"{{'perf/rollout_time': {i + 0.5}}}", proc="rollout_manager", file="metrics.py:89")
+             for i in range(300)]
+    st = store_of(*lines)
+    ids, vals = st.current.series("perf/rollout_time")
+    assert ids.tolist() == list(range(300))
+    assert np.array_equal(vals, np.arange(300) + 0.5)
+    ids, vals = st.current.series("perf/rollout_time", last=5)
+    assert ids.tolist() == [295, 296, 297, 298, 299]
