@@ -220,7 +220,11 @@ class _SlowParser:
         self.pos += 1  # "("
         self._skip_ws()
         inner = self._value()
-        depth = 1
+        self._skip_balanced("(", ")", depth=1)
+        return inner
+
+    def _skip_balanced(self, open_ch: str, close_ch: str, depth: int) -> None:
+        """Move past the bracket that closes `depth` open ones, ignoring brackets in strings."""
         text = self.text
         quote = ""
         while depth:
@@ -234,14 +238,11 @@ class _SlowParser:
                     quote = ""
             elif ch in "'\"":
                 quote = ch
-            elif ch == "(":
+            elif ch == open_ch:
                 depth += 1
-            elif ch == ")":
+            elif ch == close_ch:
                 depth -= 1
             self.pos += 1
-        if isinstance(inner, bool) and name.endswith("bool_"):
-            return inner
-        return inner
 
     def _sequence(self) -> list:
         close = "]" if self._peek() == "[" else ")"
@@ -263,28 +264,9 @@ class _SlowParser:
     def _raw_nested(self) -> str:
         """Nested dicts are kept as their text: no standard metric is nested."""
         start = self.pos
-        depth = 0
-        quote = ""
-        text = self.text
-        while True:
-            if self.pos >= len(text):
-                raise _Incomplete()
-            ch = text[self.pos]
-            if quote:
-                if ch == "\\":
-                    self.pos += 1
-                elif ch == quote:
-                    quote = ""
-            elif ch in "'\"":
-                quote = ch
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    self.pos += 1
-                    return text[start:self.pos]
-            self.pos += 1
+        self.pos += 1  # "{"
+        self._skip_balanced("{", "}", depth=1)
+        return self.text[start:self.pos]
 
 
 def _unescape(ch: str) -> str:
