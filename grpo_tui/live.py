@@ -47,13 +47,7 @@ class LiveRun:
                 self.start_wall = now
             self.last_line_wall = now
             self.lines_seen += len(lines)
-        items = []
-        feed = self.parser.feed
-        for line in lines:
-            got = feed(line)
-            if got:
-                items.extend(got)
-        return self._apply(items, now)
+        return self._apply(self.parser.feed_lines(lines), now)
 
     def flush(self) -> LiveUpdate:
         """Close a record still waiting for continuation lines (file event, end of input)."""

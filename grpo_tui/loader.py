@@ -32,8 +32,8 @@ def check_readable(path: str) -> None:
         raise InputError(f"{path}: permission denied")
 
 
-def iter_lines(path: str, chunk: int = CHUNK) -> Iterator[str]:
-    """Complete lines split on b'\\n' only (a '\\r' stays inside its line), decoded leniently."""
+def iter_line_blocks(path: str, chunk: int = CHUNK) -> Iterator[list[str]]:
+    """Lists of complete lines, one list per read chunk (split on b'\\n' only)."""
     try:
         f = open(path, "rb") if path != "-" else os.fdopen(os.dup(0), "rb")
     except OSError as exc:
@@ -53,9 +53,15 @@ def iter_lines(path: str, chunk: int = CHUNK) -> Iterator[str]:
                 rest = block
                 continue
             rest = block[cut + 1:]
-            yield from block[:cut].decode("utf-8", "replace").split("\n")
+            yield block[:cut].decode("utf-8", "replace").split("\n")
         if rest:
-            yield rest.decode("utf-8", "replace")
+            yield [rest.decode("utf-8", "replace")]
+
+
+def iter_lines(path: str, chunk: int = CHUNK) -> Iterator[str]:
+    """Complete lines one by one (see iter_line_blocks)."""
+    for block in iter_line_blocks(path, chunk):
+        yield from block
 
 
 @dataclass
@@ -71,18 +77,10 @@ def load(path: str, progress: Callable[[int], None] | None = None) -> Loaded:
     check_readable(path)
     parser = LineParser()
     store = MetricStore()
-    batch: list = []
-    feed = parser.feed
-    for i, line in enumerate(iter_lines(path)):
-        got = feed(line)
-        if got:
-            batch.extend(got)
-            if len(batch) > 2048:
-                store.add(batch)
-                batch = []
-        if progress is not None and i % 100_000 == 0:
-            progress(i)
-    batch.extend(parser.flush())
-    store.add(batch)
+    for block in iter_line_blocks(path):
+        store.add(parser.feed_lines(block))
+        if progress is not None:
+            progress(parser.counts.lines)
+    store.add(parser.flush())
     size = os.path.getsize(path) if path != "-" else parser.counts.lines
     return Loaded(store, parser, path, size)
