@@ -123,6 +123,7 @@ class HealthEngine:
         self._last_ts: float | None = None
         self._retry_burst: tuple[float, float, int] | None = None   # (start, last, count)
         self._crash: Event | None = None
+        self._crash_cause: Event | None = None
         self._crash_rollout: int | None = None
         self._engine_trouble: Condition | None = None
         self.live = False
@@ -181,6 +182,7 @@ class HealthEngine:
         self._segment_index = self.store.current.index
         self._retry_burst = None
         self._crash = None
+        self._crash_cause = None
         self._engine_trouble = None
 
     def _see_time(self, ts: float) -> None:
@@ -218,6 +220,7 @@ class HealthEngine:
         if self._crash is not None:
             if self._crash_rollout is not None and r >= self._crash_rollout + CLEAR_AFTER:
                 self._crash = None
+                self._crash_cause = None
             else:
                 out.append(self._crash_condition())
         if self._engine_trouble is not None:
@@ -230,11 +233,14 @@ class HealthEngine:
 
     def _crash_condition(self) -> Condition:
         ev = self._crash
+        cause = self._crash_cause
         exc = ev.data.get("exception") or ev.text
+        if cause is not None:
+            exc = f"{exc} -> {cause.data.get('exception') or cause.text}"
         return Condition("crashed", "critical", self._crash_rollout,
                          f"{_event_label(ev)} at {ev.time or 'line ' + str(ev.line_no)}: {exc[:160]}",
                          {"line": ev.line_no, "time": ev.time, "event": ev.kind, "text": exc[:400],
-                          "lines": ev.lines[:12]})
+                          "lines": (ev.lines or (cause.lines if cause is not None else []))[:12]})
 
     def _on_event(self, ev: Event) -> list[AlertChange]:
         if ev.ts is not None:
@@ -243,10 +249,11 @@ class HealthEngine:
         r = seg.last_rollout
         changes: list[AlertChange] = []
         if ev.kind in CRASH_EVENTS or ev.kind == "train_retry":
-            if self._crash is None or self._crash_rollout != r:
-                # Keep the first failure: the last traceback shows the retry, not the cause.
-                if self._crash is None:
-                    self._crash, self._crash_rollout = ev, r
+            # Keep the first failure: the last traceback shows the retry, not the cause.
+            if self._crash is None:
+                self._crash, self._crash_rollout, self._crash_cause = ev, r, None
+            elif self._crash_cause is None and ev.kind in ("traceback", "oom") and ev is not self._crash:
+                self._crash_cause = ev   # the traceback that follows an ok=false line names the cause
             changes += self._apply_now([self._crash_condition()], r)
         elif ev.kind == "engine_retry":
             ts = ev.ts if ev.ts is not None else self._last_ts
@@ -266,9 +273,13 @@ class HealthEngine:
                          "status": ev.data.get("status"), "url": ev.data.get("url")})
                     changes += self._apply_now([self._engine_trouble], r)
         elif ev.kind == "max_retries":
+            evidence = {"line": ev.line_no, "time": ev.time}
+            b = self._retry_burst
+            if b is not None:
+                evidence.update(since=_fmt_ts(b[0]), last=_fmt_ts(b[1]), retries=b[2],
+                                minutes=round((b[1] - b[0]) / 60, 1))
             self._engine_trouble = Condition("engine-down", "critical", r,
-                                             "engine request retries exhausted: " + ev.text[:120],
-                                             {"line": ev.line_no, "time": ev.time})
+                                             "engine request retries exhausted: " + ev.text[:120], evidence)
             changes += self._apply_now([self._engine_trouble], r)
         elif ev.kind in ("health_check_failed", "engines_recovered"):
             if self._engine_trouble is None or self._engine_trouble.severity != "critical":
@@ -405,7 +416,7 @@ class HealthEngine:
             rng = None
         if sig_id == "zero_std" and groups_of(seg) is None:
             rng = None
-        status = "ok" if rng is not None else "unknown"
+        status = "ok"   # no range (rollout time): judged by its trend rule only
         if rng is not None and mean5 is not None and not (rng[0] - 1e-6 * (rng[0] == rng[1]) <= mean5 <= rng[1] + 1e-6 * (rng[0] == rng[1])):
             status = "warning"
         if not math.isfinite(last):
