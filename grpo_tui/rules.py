@@ -278,15 +278,14 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     L = lv[np.searchsorted(li, common)]
     R = rv[np.searchsorted(ri, common)]
     med = float(np.median(L))
-    ev = stats.grows(common, L, delta=0.15 * abs(med), windows=(8,))
+    ev = stats.grows(common, L, delta=0.20 * abs(med), windows=(8,))
     if not ev:
         return []
     tau = stats.kendall_tau(L, R)
     p_down = stats.mk_p_down(R)
     b = ctx.ranges.bounds("reward", ctx.upto)
     below = b is not None and float(np.mean(R[-MEAN_WINDOW:])) < b[0]
-    falling = stats.theil_sen_slope(common, R) < 0 and p_down < 0.25
-    if not (falling or tau < -0.5 or below):
+    if not (p_down < 0.10 or tau < -0.5 or below):
         return []
     return [Condition("length-hacking", "critical", int(common[0]),
                       f"reward falls ({R[0]:.3f} -> {R[-1]:.3f}) while length rises ({L[0]:.0f} -> {L[-1]:.0f})",
@@ -382,7 +381,7 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
     if len(frac) < 4 or ids[-1] != ctx.upto:
         return []
     hit = stats.persistent_above(frac, 0.8 - 1e-9, 3, 4)
-    if not hit and len(frac) >= 8 and stats.persistent_above(frac, 0.5 - 1e-9, 3, 4):
+    if not hit and len(frac) >= 8 and stats.persistent_above(frac, 0.65 - 1e-9, 3, 4):
         ri, rv = _finite(*ctx.series("reward"))
         if len(rv) >= 8 and float(np.ptp(rv[-8:])) < 0.05:
             hit = True
