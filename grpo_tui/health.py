@@ -157,7 +157,24 @@ class HealthEngine:
                 for r in [i for i in sorted(seg.ids) if self._evaluated is None or i > self._evaluated]:
                     changes.extend(self._judge(seg, r))
         changes.extend(self._time_rules(self._last_ts, live=False))
+        changes.extend(self._stalled_in_log())
         return changes
+
+    def _stalled_in_log(self) -> list[AlertChange]:
+        """A finished log that kept going (engine chatter, retries) long after its last metric line."""
+        seg = self.store.current
+        if not seg.records or self._last_ts is None or seg.last_record_ts is None:
+            return []
+        quiet = self._last_ts - seg.last_record_ts
+        limit = max(STALL_MIN, STALL_FACTOR * (self.median_interval() or 0.0))
+        if quiet <= limit or ("stalled", None) in self._open:
+            return []
+        c = Condition("stalled", "critical", seg.last_rollout,
+                      f"the log goes on for {quiet / 60:.0f} min after the last metric line "
+                      f"(usual rollout interval {(self.median_interval() or 0) / 60:.1f} min): the run hung",
+                      {"quiet_s": round(quiet), "limit_s": round(limit), "last_metric_time": _fmt_ts(seg.last_record_ts),
+                       "last_line_time": _fmt_ts(self._last_ts)})
+        return [AlertChange("raised", self._raise(c, seg.last_rollout))]
 
     def tick(self, now: float, growing: bool = False, last_data_wall: float | None = None,
              start_wall: float | None = None) -> list[AlertChange]:

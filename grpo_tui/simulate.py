@@ -34,7 +34,7 @@ SCENARIOS: dict[str, str] = {
     "crashed": "CUDA OOM traceback at onset (phase=fail), then the log ends",
     "engine-down": "503 retry storm for ~4 minutes, no metric lines after onset",
     "no-steps": "startup lines and noise for 16+ minutes, never a metric line",
-    "stalled": "healthy until onset, then a few noise lines and silence",
+    "stalled": "healthy until onset, then only engine health checks for 15 minutes (trainer hung)",
 }
 FORMATS = ("miles", "slime", "level")
 
@@ -813,9 +813,13 @@ class _Run:
             yield ch.lines(self.noise)
 
     def stalled(self) -> list[tuple[float, str]]:
-        """A few dwindling decode lines after the last rollout, then nothing."""
+        """A few dwindling decode lines after the last rollout, then only the engines' health
+        checks for 15 minutes: the trainer hangs (an NCCL wait) while the engines stay up."""
         ch, rng = _Chunk(), _rng(self.seed, 7, 0)
         _filler(self.L, ch, rng, self.t + 2, self.t + 150, min(self.noise, 5))
+        for minute in range(1, 16):
+            t = self.t + 150 + 60 * minute
+            ch.add(t, self.L.sglang(t, 0, 'INFO:     10.0.0.5:41000 - "GET /health HTTP/1.1" 200 OK'), 5)
         return ch.lines(None)
 
     def no_steps(self) -> Iterator[list[tuple[float, str]]]:

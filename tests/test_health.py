@@ -18,7 +18,7 @@ from grpo_tui.verdict import judge_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
-BROKEN = [s for s in SCENARIOS if s not in ("healthy", "stalled")]
+BROKEN = [s for s in SCENARIOS if s != "healthy"]
 
 
 def judge_lines(lines, ranges=None):
@@ -175,3 +175,15 @@ def test_alerts_clear_after_the_condition_is_gone():
     assert len(nf) == 1 and nf[0].rollout == 20
     assert nf[0].active is False and nf[0].cleared_at == 23
     assert rep.status == "critical"  # a broken step is still reported after it cleared
+
+
+def test_a_finished_log_that_goes_on_without_metrics_is_stalled():
+    lines = sim("healthy", seed=4)[:-40]
+    lines = [line for line in lines if "Job '" not in line]
+    for minute in range(1, 31):  # engine chatter for 30 minutes, no metric line
+        lines.append(f"\x1b[36m(SGLangEngine pid=1)\x1b[0m [2026-08-21 13:{minute:02d}:00] INFO:     "
+                     f'10.0.0.5:1 - "GET /health HTTP/1.1" 200 OK')
+    rep = judge_lines(lines)
+    stalled = [a for a in rep.alerts if a.rule == "stalled"]
+    assert stalled and stalled[0].severity == "critical"
+    assert stalled[0].evidence["quiet_s"] > 600
