@@ -20,6 +20,7 @@ from .values import parse_dict
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # '\r' is kept for the tqdm split
 _PASTE = re.compile(r"^(?:>[ \t]?)+|^(?:[\w./-]+\.(?:log|txt|out|err):)?\d{1,9}[:-](?=[\[(\x1b ]|EXEC|Traceback|[a-z_]+ \d+: \{)")
+_INDENTED_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[.,\d]*[ \w.-]*\] \S")
 _RAY = re.compile(r"^\((?:(?P<actor>[^\s()]+) )?pid=(?P<pid>[^,)]+)(?:, ip=(?P<ip>[^)]+))?\) ?")
 _RAY_SYS = re.compile(r"^\((?P<sys>raylet|autoscaler[^)]*|gcs_server|dashboard[^)]*)\) ?")
 _DEDUP = re.compile(
@@ -260,6 +261,11 @@ class LineParser:
     def _peel(self, raw: str) -> _Line:
         text = raw
         paste = ""
+        if text[:1] in (" ", "\t"):
+            # A pasted log indented as a code block: "    (Actor pid=1) [2025-...] ...".
+            bare = text.lstrip(" \t")
+            if (bare.startswith("(") and "pid=" in bare[:80]) or _INDENTED_HEADER.match(bare):
+                text = bare
         if text and (text[0] == ">" or text[0].isdigit()):
             m = _PASTE.match(text)
             if m:

@@ -324,6 +324,13 @@ class Segment:
         obj = self.objects.get(name)
         if obj and row in obj:
             return obj[row]
+        cnt = self.train_cnt.get(name)
+        if cnt is not None and cnt.data[row] == 1.0:
+            # One step in this rollout: its value exactly as logged (an int stays an int).
+            for key in self.rollout_steps.get(rollout, ()):
+                got = self.steps[key].metrics.get(name)
+                if _is_number(got):
+                    return got
         v = self.values_at_rows(name, np.asarray([row]))[0]
         if math.isnan(v) and name not in self.nonfinite.get(row, {}):
             return None
