@@ -428,7 +428,7 @@ class HealthEngine:
         fin = vals[np.isfinite(vals)]
         mean5 = float(np.mean(vals[-5:])) if np.all(np.isfinite(vals[-5:])) else (
             float(np.mean(fin[-5:])) if len(fin) else None)
-        rng = self.ranges.bounds(sig_id, r)
+        rng = self.ranges.for_framework(seg.framework).bounds(sig_id, r)
         if sig_id == "clipfrac" and seg.steps_per_rollout > 1:
             rng = None
         if sig_id == "zero_std" and groups_of(seg) is None:

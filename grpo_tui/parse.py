@@ -13,6 +13,7 @@ from collections import deque
 import re
 from dataclasses import dataclass, field
 
+from .formats import parse_trl, parse_verl
 from .launch import parse_launch_flags, ARG_DUMP_NAMES
 from .records import Event, Item, MetricRecord
 from .values import parse_dict
@@ -76,7 +77,9 @@ def is_candidate(line: str) -> bool:
             or "EXEC:" in line or "+ ray job submit" in line or "train.py" in line
             or "train_async.py" in line or " skipped: " in line or " ..." in line
             # the rest of a metric line wrapped right at its `: {` (`rollout 3:` / ` {'a': 1}`)
-            or line[:2] in ("{'", ' {', '{"') or ") {" in line)
+            or line[:2] in ("{'", ' {', '{"') or ") {" in line
+            # verl `step:N - key:value` lines and TRL log dicts
+            or "step:" in line or "{'" in line)
 
 
 _CONT_LIMIT_LINES = 400          # a wrapped dict longer than this is given up (counted as cut)
@@ -151,6 +154,7 @@ class LineParser:
     def __init__(self, quick_reject: bool = True) -> None:
         self.quick_reject = quick_reject
         self._prev_raw = ""
+        self._trl_index = 0           # TRL dicts carry no step: count them
         self._last_stamped = ""      # the newest skipped line carrying a timestamp
         self.counts = ParseCounts()
         self._pending: _Pending | None = None
@@ -452,7 +456,30 @@ class LineParser:
                 return
         if self._events(text, pre, line_no, last[0], last[1], out, header=False):
             return
+        if self._other_format(pre, line_no, last, out):
+            return
         self.counts.noise += 1
+
+    def _other_format(self, pre: _Line, line_no: int, last, out: list[Item]) -> bool:
+        """verl and TRL console lines (no Miles header): same records, source names the format."""
+        text = pre.text
+        got = parse_verl(text)
+        if got is not None:
+            n, metrics, raw = got
+            kind, source = "rollout", "verl"
+        else:
+            trl = parse_trl(text) if "{'" in text else None
+            if trl is None:
+                return False
+            kind, metrics, raw = trl
+            source = "trl"
+            self._trl_index += kind == "rollout"
+            n = max(0, self._trl_index - 1)
+        self.counts.metric_lines += 1
+        self.counts.records += 1
+        out.append(MetricRecord(kind=kind, n=n, metrics=metrics, time=last[0], ts=last[1], proc=source,
+                                source=source, actor=pre.actor, line_no=line_no, nonfinite=raw))
+        return True
 
     def _start_record(self, mm: re.Match, pre: _Line, line_no: int, time_text, ts, proc, source,
                       out: list[Item]) -> None:

@@ -34,6 +34,13 @@ class RangeSet:
     sigmas: dict[str, float] = field(default_factory=dict)
     path: str | None = None
     meta: dict = field(default_factory=dict)
+    use_defaults: bool = True       # the manual's ranges only fit Miles/slime runs of its setup
+
+    def for_framework(self, framework: str) -> "RangeSet":
+        """verl/TRL runs: keep calibrated ranges, drop the Miles defaults."""
+        if framework == "miles" or not self.use_defaults:
+            return self
+        return RangeSet(self.envelopes, self.constant, self.sigmas, self.path, self.meta, use_defaults=False)
 
     def source(self, sig_id: str) -> str:
         return "calibrated" if (sig_id in self.envelopes or sig_id in self.constant) else "default"
@@ -45,7 +52,7 @@ class RangeSet:
             return float(lo), float(hi)
         if sig_id in self.constant:
             return self.constant[sig_id]
-        return default_range(BY_ID[sig_id], rollout)
+        return default_range(BY_ID[sig_id], rollout) if self.use_defaults else None
 
     def bounds_many(self, sig_id: str, rollouts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         env = self.envelopes.get(sig_id)

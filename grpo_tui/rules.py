@@ -92,7 +92,7 @@ class RuleContext:
     def __init__(self, seg: Segment, ranges: RangeSet, upto: int,
                  open_rules: frozenset[str] = frozenset()) -> None:
         self.seg = seg
-        self.ranges = ranges
+        self.ranges = ranges.for_framework(seg.framework)
         self.upto = upto
         self.open_rules = open_rules     # alerts already raised: they hold while outside the band
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -159,13 +159,22 @@ def rule_non_finite(ctx: RuleContext) -> list[Condition]:
     if row is None:
         return out
     bad = seg.nonfinite.get(row, {})
-    watched = {k: v for k, v in bad.items() if k in WATCHED_NONFINITE or k.startswith(("train/", "rollout/raw"))}
+    watched = {k: v for k, v in bad.items() if _watched(k)}
     if watched:
         names = ", ".join(f"{k}={v}" for k, v in list(watched.items())[:4])
         out.append(Condition("non-finite", "critical", ctx.upto,
                              f"non-finite value at rollout {ctx.upto}: {names}",
                              {"rollout": ctx.upto, "values": dict(watched)}))
     return out
+
+
+def _watched(name: str) -> bool:
+    """Loss, gradient, reward and every signal's metric: a nan there means a broken step."""
+    return (name in WATCHED_NONFINITE or name.startswith(("train/", "rollout/raw"))
+            or name in _SIGNAL_METRICS or any(w in name for w in ("loss", "grad_norm", "reward", "score")))
+
+
+_SIGNAL_METRICS = frozenset(a for s in BY_ID.values() for a in s.aliases)
 
 
 def rule_out_of_range(ctx: RuleContext) -> list[Condition]:
@@ -298,7 +307,8 @@ def rule_off_policy(ctx: RuleContext) -> list[Condition]:
     ids, cf = _finite(*ctx.series("clipfrac"))
     if len(cf) < 2 or ids[-1] != ctx.upto:
         return []
-    if ctx.k == 1:
+    if ctx.k == 1 and ctx.seg.framework == "miles":
+        # (verl/TRL don't say how many updates a rollout gets: only the > 0.3 rule applies there)
         if np.all(cf[-2:] > 1e-6):
             return [Condition("off-policy", "critical", int(ids[-2]),
                               f"clip fraction {cf[-1]:.3g} > 0 with one update per rollout "
@@ -308,7 +318,7 @@ def rule_off_policy(ctx: RuleContext) -> list[Condition]:
         return []
     # With K updates per rollout the FIRST step still runs on fresh weights: its ratio is 1,
     # so its clip fraction must be 0 whatever K is.
-    firsts = _first_step_clipfrac(ctx.seg, ids[-2:])
+    firsts = _first_step_clipfrac(ctx.seg, ids[-2:]) if ctx.seg.framework == "miles" else []
     if len(firsts) == 2 and all(v > 1e-6 for _, v in firsts):
         return [Condition("off-policy", "critical", firsts[0][0],
                           f"clip fraction {firsts[-1][1]:.3g} > 0 on the first update of rollouts "

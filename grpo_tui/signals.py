@@ -34,28 +34,30 @@ class Signal:
 
 
 SIGNALS: tuple[Signal, ...] = (
-    Signal("reward", "reward", ("rollout/raw_reward",), "",
+    Signal("reward", "reward", ("rollout/raw_reward", "critic/score/mean", "reward"), "",
            "mean raw reward of the rollout: the headline, but the slowest and noisiest signal",
            "rises, swings up to 0.21 a step", (0.53, 0.74), (0.53, 0.87), sigma0=0.05, fmt="{:.3f}"),
-    Signal("length", "answer length", ("rollout/response_lengths", "rollout/response_len/mean"), "tok",
+    Signal("length", "answer length", ("rollout/response_lengths", "rollout/response_len/mean",
+                             "response_length/mean", "completions/mean_length"), "tok",
            "mean answer length in tokens: rising with falling reward is length hacking",
            "falls", (626, 787), (396, 787), sigma0=30.0, fmt="{:.0f}"),
-    Signal("truncated", "cut share", ("rollout/truncated", "rollout/truncated_ratio"), "",
+    Signal("truncated", "cut share", ("rollout/truncated", "rollout/truncated_ratio",
+                         "response_length/clip_ratio", "completions/clipped_ratio"), "",
            "share of answers cut at the length cap: loops run to the cap",
            "falls with length", (0.19, 0.43), (0.02, 0.43), sigma0=0.04, fmt="{:.3f}"),
-    Signal("gap", "log-prob gap", ("train/train_rollout_logprob_abs_diff",), "",
+    Signal("gap", "log-prob gap", ("train/train_rollout_logprob_abs_diff", "sampling/sampling_logp_difference/mean"), "",
            "mean |trainer - engine| log-prob: grows when trainer and engine hold different weights",
            "flat", (0.0141, 0.0164), (0.0136, 0.0164), log=True, flat=True, sigma0=0.05, fmt="{:.4f}"),
-    Signal("kl", "KL to engine", ("train/train_rollout_kl",), "",
+    Signal("kl", "KL to engine", ("train/train_rollout_kl", "rollout_corr/k3_kl"), "",
            "KL(engine || trainer) at sampled tokens: the same mismatch, another estimator",
            "flat", (0.00063, 0.00075), (0.00063, 0.00076), log=True, flat=True, sigma0=0.05, fmt="{:.2e}"),
-    Signal("grad_norm", "gradient norm", ("train/grad_norm",), "",
+    Signal("grad_norm", "gradient norm", ("train/grad_norm", "actor/grad_norm", "grad_norm"), "",
            "pre-clip gradient norm: growing step after step means the learning rate is too high",
            "one range, rare spikes", (0.35, 4.95), (0.35, 4.95), log=True, sigma0=0.35, fmt="{:.3g}"),
-    Signal("clipfrac", "clip fraction", ("train/pg_clipfrac",), "",
+    Signal("clipfrac", "clip fraction", ("train/pg_clipfrac", "actor/pg_clipfrac", "clip_ratio/region_mean"), "",
            "share of tokens clipped by PPO: 0 with one update per rollout, else samples are stale",
            "0 with one update per rollout", (0.0, 0.0), (0.0, 0.0), flat=True, fmt="{:.3g}"),
-    Signal("rollout_time", "rollout time", ("perf/rollout_time",), "s",
+    Signal("rollout_time", "rollout time", ("perf/rollout_time", "timing_s/gen"), "s",
            "wall seconds to generate the rollout: growing at flat length means a slower engine/GPU",
            "falls with length", None, None, log=True, sigma0=0.1, fmt="{:.1f}"),
     Signal("zero_std", "zero-std groups", ("rollout/zero_std/count_*",), "",
@@ -65,6 +67,7 @@ SIGNALS: tuple[Signal, ...] = (
 
 BY_ID = {s.id: s for s in SIGNALS}
 ZERO_STD_PREFIX = "rollout/zero_std/count_"
+ZERO_STD_FRACTION = "frac_reward_zero_std"      # TRL logs the fraction itself
 ALL_WRONG_KEYS = ("rollout/zero_std/count_0", "rollout/zero_std/count_0.0")
 ALL_RIGHT_KEYS = ("rollout/zero_std/count_1", "rollout/zero_std/count_1.0")
 
@@ -77,7 +80,9 @@ def default_range(sig: Signal, rollout: int) -> tuple[float, float] | None:
 def metric_for(seg: Segment, sig: Signal) -> str | None:
     """Which logged name carries the signal in this segment (aliases differ by version)."""
     if sig.id == "zero_std":
-        return ZERO_STD_PREFIX + "*" if any(n.startswith(ZERO_STD_PREFIX) for n in seg.names) else None
+        if any(n.startswith(ZERO_STD_PREFIX) for n in seg.names):
+            return ZERO_STD_PREFIX + "*"
+        return ZERO_STD_FRACTION if ZERO_STD_FRACTION in seg.columns else None
     for name in sig.aliases:
         if name in seg.columns or name in seg.train_sum:
             return name
@@ -111,6 +116,8 @@ def _zero_std_counts(seg: Segment, rows: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def groups_of(seg: Segment) -> int | None:
     """Prompt groups per rollout: the launch flag, else derived from a percentage key."""
+    if ZERO_STD_FRACTION in seg.columns and not any(n.startswith(ZERO_STD_PREFIX) for n in seg.names):
+        return 1   # TRL: the logged value is already a fraction of groups
     g = seg.groups
     if g:
         return g
@@ -140,8 +147,10 @@ def signal_series(seg: Segment, sig: Signal, last: int | None = None,
     zero_std is a fraction of groups when the group count is known, else a plain count.
     """
     rows = seg.rows_upto(last, upto)
-    if sig.id != "zero_std":
-        name = metric_for(seg, sig)
+    if sig.id == "zero_std" and metric_for(seg, sig) == ZERO_STD_FRACTION:
+        sig = Signal("zero_std", sig.label, (ZERO_STD_FRACTION,), "", "", "", None, None)
+    if sig.id != "zero_std" or sig.aliases == (ZERO_STD_FRACTION,):
+        name = ZERO_STD_FRACTION if sig.aliases == (ZERO_STD_FRACTION,) else metric_for(seg, sig)
         if name is None or not len(rows):
             return np.empty(0, np.int64), np.empty(0)
         vals = seg.values_at_rows(name, rows)
@@ -158,6 +167,11 @@ def signal_series(seg: Segment, sig: Signal, last: int | None = None,
     ids = seg.ids_at(rows)
     keep = ~np.isnan(vals)
     return ids[keep], vals[keep]
+
+
+def framework(seg: Segment) -> str:
+    """"miles" (Miles/slime), "verl" or "trl": Miles defaults only hold for Miles/slime runs."""
+    return seg.framework
 
 
 def zero_std_is_fraction(seg: Segment) -> bool:

@@ -91,6 +91,7 @@ class Segment:
         self.duplicate_steps = 0
         self.events: list[Event] = []
         self.records = 0
+        self.framework = "miles"                      # verl / trl console lines switch it
         self.first_record_ts: float | None = None
         self.last_record_ts: float | None = None
         self.last_record_line = 0
@@ -149,6 +150,8 @@ class Segment:
     def add_record(self, rec: MetricRecord) -> int:
         """Store one record; returns the rollout id it touched."""
         self.records += 1
+        if rec.source in ("verl", "trl"):
+            self.framework = rec.source
         if rec.ts is not None:
             if self.first_record_ts is None:
                 self.first_record_ts = rec.ts

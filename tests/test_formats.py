@@ -1,0 +1,60 @@
+"""verl and TRL console lines (grpo-health.md §4) read into the same records and rules."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+from grpo_tui.formats import parse_trl, parse_verl
+from grpo_tui.parse import parse_lines
+
+
+def test_verl_line_with_ray_prefix_numpy_values_and_tqdm_glue():
+    items, counts = parse_lines([
+        "\x1b[36m(TaskRunner pid=4242)\x1b[0m step:12 - actor/entropy:0.412 - actor/grad_norm:np.float64(0.52)"
+        " - critic/score/mean:0.31 - response_length/mean:412.0 - response_length/clip_ratio:0.05",
+        "Training Progress:  10%|#         | 2/20 [01:10<10:30, 35.00s/it]step:13 - critic/score/mean:0.35"
+        " - actor/grad_norm:nan - response_length_non_aborted/mean:400.0",
+        "saved to /ckpt/global_step:14 - not a metric line",
+    ])
+    recs = [i for i in items if i.__class__.__name__ == "MetricRecord"]
+    assert [(r.n, r.source) for r in recs] == [(12, "verl"), (13, "verl")]
+    assert recs[0].metrics["actor/grad_norm"] == 0.52 and recs[0].metrics["critic/score/mean"] == 0.31
+    assert math.isnan(recs[1].metrics["actor/grad_norm"]) and recs[1].nonfinite == {"actor/grad_norm": "nan"}
+    assert "response_length/mean" not in recs[1].metrics  # the look-alike stays apart
+    assert counts.lines == counts.metric_lines + counts.event_lines + counts.noise + counts.unreadable
+
+
+def test_verl_parser_ignores_global_step_paths():
+    assert parse_verl("checkpoint at /x/global_step:14 - y") is None
+
+
+def test_trl_dicts_bare_and_string_formatted_eval_and_summary():
+    got = parse_trl("{'loss': 0.0031, 'grad_norm': 0.52, 'reward': 0.62, 'completions/mean_length': 412.3, "
+                    "'frac_reward_zero_std': 0.25, 'epoch': 0.02}")
+    assert got[0] == "rollout" and got[1]["reward"] == 0.62 and got[1]["completions/mean_length"] == 412.3
+    kind, m, raw = parse_trl("{'loss': '0.0031', 'grad_norm': 'nan', 'reward': '0.64', 'num_tokens': '1.235e+05'}")
+    assert m["loss"] == 0.0031 and m["num_tokens"] == 123500.0 and math.isnan(m["grad_norm"])
+    assert raw == {"grad_norm": "nan"}
+    assert parse_trl("{'eval_loss': 0.5, 'eval_reward': 0.6, 'epoch': 0.05}") == (
+        "eval", {"eval_loss": 0.5, "eval_reward": 0.6}, {})
+    assert parse_trl("{'train_runtime': 10.0, 'train_loss': 0.1, 'epoch': 1.0}") is None
+
+
+def test_check_on_verl_and_trl_gives_json_and_matching_exit_codes(tmp_path):
+    verl = tmp_path / "verl.log"
+    verl.write_text("".join(f"step:{i} - critic/score/mean:{0.3 + i * 0.01} - actor/grad_norm:0.5 - "
+                            f"actor/pg_clipfrac:0.002 - response_length/mean:{400 + i}\n" for i in range(1, 30)))
+    trl = tmp_path / "trl.log"
+    trl.write_text("".join(f"{{'loss': 0.01, 'grad_norm': 0.4, 'reward': {0.5 + i * 0.001}, "
+                           f"'frac_reward_zero_std': 0.2, 'epoch': {i / 100}}}\n" for i in range(30)))
+    for path in (verl, trl):
+        r = subprocess.run([sys.executable, "-m", "grpo_tui", "check", "--json", str(path)],
+                           capture_output=True, text=True)
+        obj = json.loads(r.stdout)
+        assert r.returncode == {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[obj["status"]]
+        # Miles defaults don't apply to other setups: a steady run is OK, not out of range or off-policy.
+        assert obj["status"] == "ok", obj["alerts"]
+        assert obj["signals"]["reward"]["last"] is not None
