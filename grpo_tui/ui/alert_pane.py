@@ -24,7 +24,8 @@ class AlertPane(Vertical):
     DEFAULT_CSS = """
     AlertPane { height: 1fr; }
     AlertPane > AlertTable { height: 1fr; }
-    AlertPane > #evidence { height: auto; max-height: 4; color: $text-muted; }
+    AlertPane > AlertTable { min-height: 3; }
+    AlertPane > #evidence { height: auto; max-height: 6; color: $text-muted; }
     """
 
     def __init__(self, **kw) -> None:

@@ -9,6 +9,7 @@ file once and never watch (tests, snapshots: no clocks on screen).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import os
 import tempfile
 import threading
@@ -29,17 +30,18 @@ from ..loader import iter_lines
 from ..ranges import RangeSet
 from ..signals import SIGNALS, signal_series
 from .alert_pane import AlertPane, AlertTable
-from .chart_screen import ChartScreen, draw
+from .chart_screen import ChartScreen, Sketch, draw
 from .detail_screen import DetailScreen
 from .goto_screen import GotoScreen
 from .help_screen import HelpScreen
 from .messages import DataChanged, FileEventMsg, LoadProgress
-from .model import (BIG_FILE, TAIL_BYTES, Feed, clean, file_size, last_newline_before, load_whole,
-                    parse_bytes, resolve_path)
-from .signal_row import SignalRow, badge, header_text
+from .model import (BIG_FILE, TAIL_BYTES, Feed, clean, file_size, id_position, last_newline_before,
+                    load_whole, newest_id, parse_bytes, quick_report, resolve_path, sorted_ids)
+from .signal_row import SignalRow, badge, header_text, layout
 from .themes import ORDER, load_themes, resolve, uses_ascii
 
 REFRESH_S = 0.25
+MARGIN = 16          # rows fetched before the sparkline window (mean5 at a cursor on its left edge)
 WIDE = 160
 MAIN_ONLY = {"cursor", "cursor_home", "cursor_end", "goto", "focus_signal", "detail", "chart", "follow",
              "ack", "switch_pane", "alert_jump", "log_scale"}
@@ -94,10 +96,16 @@ class GrpoApp(App):
         self.loading: float | None = None      # history fill progress (huge files)
         self._skip_until: int | None = None    # follower bytes already covered by the history fill
         self._held: list[str] = []             # lines that arrived during the history fill
+        self._painted = threading.Event()      # the history thread waits for the tail's paint
         self._dirty = True
-        self._ids = np.empty(0, np.int64)
+        self._n = 0                            # rollouts in the current segment
+        self._last: int | None = None          # newest rollout id
+        self._win: tuple = ((), np.empty(0, np.int64))   # (key, window ids) cache
+        self._rows: list[SignalRow] = []
+        self.fetched_w: int | None = None      # sparkline width the rows' data was read for
         self._follower: Follower | None = None
         self._side_key: tuple = ()
+        self._sketch = Sketch()                # the side chart's incremental downsample
         for th in load_themes():
             self.register_theme(th)
         self._theme_name = resolve(theme)
@@ -147,14 +155,20 @@ class GrpoApp(App):
                 if big:
                     self._skip_until = last_newline_before(self.path, file_size(self.path))
                     self._history_worker(self.path, self._skip_until)
-                self._follow_worker(self.path)
+                # A huge file: the history thread parses what is there; the follower starts
+                # at its last line (reading 1 GB on the event loop only to drop it delayed
+                # the first paint by seconds).
+                self._follow_worker(self.path, from_start=not big)
 
     @property
     def rows(self) -> list[SignalRow]:
-        return list(self.query(SignalRow))
+        if not self._rows:
+            self._rows = list(self.query(SignalRow))
+        return self._rows
 
     def on_resize(self, _event) -> None:
         self._apply_width()
+        self._dirty = True
 
     def _apply_width(self) -> None:
         wide = self.size.width >= WIDE
@@ -173,8 +187,8 @@ class GrpoApp(App):
         return path
 
     @work(exclusive=True, group="follow")
-    async def _follow_worker(self, path: str) -> None:
-        self._follower = Follower(path, from_start=True, poll_interval=1.0)
+    async def _follow_worker(self, path: str, from_start: bool = True) -> None:
+        self._follower = Follower(path, from_start=from_start, poll_interval=1.0)
         try:
             async for item in self._follower.events():
                 if isinstance(item, Lines):
@@ -214,7 +228,10 @@ class GrpoApp(App):
     def _history_worker(self, path: str, end: int) -> None:
         self.call_from_thread(setattr, self, "loading", 0.0)
         quick = parse_bytes(path, max(0, end - TAIL_BYTES), end, self.ranges)
+        self._painted.clear()
         self.post_message(LoadProgress(0.0, feed=quick))
+        # Let the UI paint the tail before the full parse takes the GIL (at most 1 s).
+        self._painted.wait(1.0)
         last = [0.0]
 
         def progress(f: float) -> None:
@@ -234,6 +251,9 @@ class GrpoApp(App):
             held, self._held = self._held, []
             self.feed.feed_lines(held)
         self._on_new_data()
+        if msg.feed is not None:             # a new feed: paint now, not on the next tick
+            self.refresh_view()
+            self.call_after_refresh(self._painted.set)
 
     @work(exclusive=True, group="replay")
     async def _replay_worker(self, path: str, speed: float) -> None:
@@ -278,13 +298,14 @@ class GrpoApp(App):
         self._dirty = True
 
     def _on_new_data(self) -> None:
+        """O(1) per update: the rollout count and the newest id, never the id array."""
         seg = self.feed.store.current
-        old_last = int(self._ids[-1]) if len(self._ids) else None
-        self._ids = seg.rollout_ids()
-        last = int(self._ids[-1]) if len(self._ids) else None
+        old_last = self._last
+        self._n = len(seg.ids)
+        self._last = last = newest_id(seg)
         if self.cursor is None or (self.following and self.cursor == old_last):
             self.cursor = last
-        elif self.cursor is not None and len(self._ids) and self.cursor not in seg.row_of:
+        elif self.cursor is not None and self._n and self.cursor not in seg.row_of:
             self.cursor = last
         if self.live and self.state == "waiting for file" and seg.records:
             self.state = "live"
@@ -307,41 +328,60 @@ class GrpoApp(App):
     # ------------------------------------------------------------------ painting
     def window_ids(self, width: int) -> np.ndarray:
         """The rollout ids the sparklines show: ends at the newest (or the pause point),
-        scrolled so the cursor is always visible. Same for all rows, so they line up."""
-        ids = self._ids
-        n = len(ids)
+        scrolled so the cursor is always visible. Same for all rows, so they line up.
+        Reads only `width` rows (O(1) in the history length while following)."""
+        seg = self.feed.store.current
+        key = (id(self.feed), id(seg), len(seg.ids), width, self.cursor, self.following, self.pause_last)
+        if self._win[0] == key:
+            return self._win[1]
+        ids = self._compute_window(seg, width)
+        self._win = (key, ids)
+        return ids
+
+    def _compute_window(self, seg, width: int) -> np.ndarray:
+        n = len(seg.ids)
         if n == 0 or width <= 0:
-            return ids[:0]
-        e = n - 1
-        if not self.following and self.pause_last is not None:
-            e = min(n - 1, int(np.searchsorted(ids, self.pause_last)))
-        if self.cursor is not None:
-            c = min(n - 1, int(np.searchsorted(ids, self.cursor)))
-            if c > e:
-                e = c
-            elif c < e - width + 1:
-                e = min(n - 1, c + width // 2)
-        return ids[max(0, e - width + 1): e + 1]
+            return np.empty(0, np.int64)
+        upto = self.pause_last if not self.following and self.pause_last is not None else None
+        ids = seg.ids_at(seg.rows_upto(width, upto))
+        c = self.cursor
+        if c is not None and len(ids):
+            if c > ids[-1]:
+                ids = seg.ids_at(seg.rows_upto(width, c))
+            elif c < ids[0]:                      # cursor left of the window: centre it
+                sids, i = id_position(seg, c)
+                ids = seg.ids_at(seg.rows_upto(width, int(sids[min(n - 1, i + width // 2)])))
+        return ids
 
     def refresh_view(self) -> None:
         self._dirty = False
         feed = self.feed
-        report = feed.engine.report()
+        report = quick_report(feed)
         seg = feed.store.current
         ascii = uses_ascii(self.current_theme) or self.force_ascii
-        for row in self.rows:
-            ids, vals = signal_series(seg, row.sig)
-            row.set_data(report.signals[row.sig.id], np.asarray(ids), np.asarray(vals))
-        self.query_one("#colhdr", Static).update(header_text(self.rows[0].size.width or 80))
+        rows = self.rows
+        # Before the first layout the rows have no width yet: guess it from the screen
+        # (a row repaints through refresh_view if its real width differs, see SignalRow).
+        row_w = rows[0].size.width or (100 if self.size.width >= WIDE else self.size.width) or 80
+        spark_w, _ = layout(row_w)
+        self.fetched_w = spark_w
+        win = self.window_ids(spark_w)
+        at_newest = not len(win) or int(win[-1]) == self._last
+        upto = None if at_newest else int(win[-1])
+        need = max(len(win), spark_w, layout(self.size.width)[0]) + MARGIN
+        for row in rows:
+            ids, vals = signal_series(seg, row.sig, last=need, upto=upto)
+            row.set_data(report.signals[row.sig.id], np.asarray(ids), np.asarray(vals), at_newest)
+        self.query_one("#colhdr", Static).update(header_text(row_w))
         self.query_one("#header", Static).update(self._header_text(report, ascii))
         self.query_one(AlertPane).set_alerts(report.alerts, ascii)
         self.query_one("#status", Static).update(self._status_text())
         if self.screen_stack[0].has_class("wide"):
-            key = (feed.changes, len(self._ids), self.focus_index, self.cursor, self.log_scale, id(feed))
+            key = (feed.changes, self._n, self.focus_index, self.cursor, self.log_scale, id(feed))
             if key != self._side_key:
                 self._side_key = key
                 draw(self.query_one("#side-chart", PlotextPlot), feed, SIGNALS[self.focus_index].id,
-                     log=self.log_scale, cursor=self.cursor)
+                     log=self.log_scale, cursor=self.cursor, sketch=self._sketch)
 
     def display_state(self) -> str:
         if self.loading is not None:
@@ -359,9 +399,13 @@ class GrpoApp(App):
         return "● live"
 
     def pending_new(self) -> int:
-        if self.pause_last is None or not len(self._ids):
+        seg = self.feed.store.current
+        if self.pause_last is None or not seg.ids:
             return 0
-        return int(len(self._ids) - np.searchsorted(self._ids, self.pause_last, side="right"))
+        if seg.ordered and seg.ids[-1] <= self.pause_last:
+            return 0
+        ids = sorted_ids(seg)
+        return len(ids) - bisect.bisect_right(ids, self.pause_last)
 
     def _header_text(self, report, ascii: bool) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
@@ -369,8 +413,13 @@ class GrpoApp(App):
         t.append_text(badge(report.status if report.status != "warning" else "warning", self.current_theme,
                             ascii))
         t.append("  ")
-        name = Path(self.path).name if self.path else "(no file)"
-        t.append(clean(name), style="bold")
+        name = clean(Path(self.path).name if self.path else "(no file)")
+        rest = self._header_rest(report)
+        room = (self.size.width or 80) - t.cell_len - len(rest) - 2
+        if len(name) > room:               # a long file name must not push the state off screen
+            keep = max(8, room - 1)
+            name = name[: keep - keep // 2] + "…" + name[len(name) - keep // 2:]
+        t.append(name, style="bold")
         t.append("  " + self.display_state())
         last = report.last_rollout
         t.append(f"  rollout {'-' if last is None else last}")
@@ -380,6 +429,17 @@ class GrpoApp(App):
         if self.live and self.last_data_wall is not None and self.replay is None:
             t.append(f"  {time.time() - self.last_data_wall:.0f}s ago", style="dim")
         return t
+
+    def _header_rest(self, report) -> str:
+        """The header after the file name, as plain text (its length sizes the name)."""
+        last = report.last_rollout
+        out = f"  {self.display_state()}  rollout {'-' if last is None else last}"
+        if self.cursor is not None and self.cursor != last:
+            out += f"  cursor {self.cursor}"
+        out += f"  K={report.steps_per_rollout}"
+        if self.live and self.last_data_wall is not None and self.replay is None:
+            out += f"  {time.time() - self.last_data_wall:.0f}s ago"
+        return out
 
     def _status_text(self) -> Text:
         c = self.feed.parser.counts
@@ -402,28 +462,37 @@ class GrpoApp(App):
         self._side_key = ()
         self.refresh_view()
 
+    def _nearest_id(self, rollout: int, step: int = 0) -> int | None:
+        """The id `step` places after the first id >= rollout (clamped); O(1) when ordered."""
+        seg = self.feed.store.current
+        if not seg.ids:
+            return None
+        ids, i = id_position(seg, rollout)
+        return int(ids[max(0, min(len(ids) - 1, i + step))])
+
     def action_cursor(self, step: int) -> None:
-        ids = self._ids
-        if not len(ids):
+        if self._last is None:
             return
-        i = int(np.searchsorted(ids, self.cursor if self.cursor is not None else ids[-1]))
-        i = max(0, min(len(ids) - 1, i + step))
-        self._set_cursor(int(ids[i]))
+        r = self._nearest_id(self.cursor if self.cursor is not None else self._last, step)
+        if r is not None:
+            self._set_cursor(r)
 
     def action_cursor_home(self) -> None:
-        if len(self._ids):
-            self._set_cursor(int(self._ids[0]))
+        seg = self.feed.store.current
+        if seg.ids:
+            self._set_cursor(int(seg.ids[0]) if seg.ordered else int(min(seg.ids)))
 
     def action_cursor_end(self) -> None:
-        if len(self._ids):
-            self._set_cursor(int(self._ids[-1]))
+        if self._last is not None:
+            self._set_cursor(self._last)
 
     def action_goto(self) -> None:
         def done(r: int | None) -> None:
-            if r is None or not len(self._ids):
+            if r is None:
                 return
-            i = min(len(self._ids) - 1, int(np.searchsorted(self._ids, r)))
-            self._set_cursor(int(self._ids[i]))
+            got = self._nearest_id(r)
+            if got is not None:
+                self._set_cursor(got)
         self.push_screen(GotoScreen(), done)
 
     def action_focus_signal(self, step: int) -> None:
@@ -457,10 +526,10 @@ class GrpoApp(App):
         self.following = not self.following
         if self.following:
             self.pause_last = None
-            if len(self._ids):
-                self.cursor = int(self._ids[-1])
+            if self._last is not None:
+                self.cursor = self._last
         else:
-            self.pause_last = int(self._ids[-1]) if len(self._ids) else None
+            self.pause_last = self._last
         self.refresh_view()
 
     def action_ack(self) -> None:
@@ -489,7 +558,7 @@ class GrpoApp(App):
         if not rs:
             self.notify("no alerts")
             return
-        cur = self.cursor if self.cursor is not None else (int(self._ids[-1]) if len(self._ids) else 0)
+        cur = self.cursor if self.cursor is not None else (self._last if self._last is not None else 0)
         cands = [r for r in rs if r < cur] if direction < 0 else [r for r in rs if r > cur]
         if not cands:
             self.notify("no earlier alert" if direction < 0 else "no later alert")

@@ -1,5 +1,5 @@
 """Chart of one signal: raw values dim, trailing five-step mean bright, healthy band,
-alert rollouts marked; min/max-bucket downsampling keeps spikes at <= ~400 points."""
+alert rollouts marked; min/max-bucket downsampling keeps spikes at <= 2 points per column."""
 
 from __future__ import annotations
 
@@ -18,40 +18,134 @@ from ..stats import trailing_mean
 from .model import clean, downsample
 
 
-def draw(plot: PlotextPlot, feed, sig_id: str, *, log: bool = False, cursor: int | None = None) -> None:
-    """Redraw `plot` for one signal from the feed's current segment."""
-    plt = plot.plt
-    plt.clear_data()
-    plt.clear_figure()
-    sig = BY_ID[sig_id]
-    seg = feed.store.current
+BUCKETS = 200      # at most this many buckets of rows, min and max of each plotted
+SETTLE = 64        # the newest rows may still get values (late train steps): never frozen
+
+
+def _pick(rows: np.ndarray, y: np.ndarray, size: int) -> np.ndarray:
+    """Indices of the min and max point of each bucket of `size` rows (rows ascending)."""
+    if not len(rows):
+        return np.empty(0, np.int64)
+    b = rows // size
+    order = np.lexsort((y, b))                   # by bucket, then value
+    bs = b[order]
+    first = np.flatnonzero(np.r_[True, bs[1:] != bs[:-1]])
+    last = np.r_[first[1:] - 1, len(bs) - 1]
+    return np.unique(np.concatenate([order[first], order[last]]))
+
+
+class Sketch:
+    """A signal's whole history reduced to <= ~2*BUCKETS points, kept up to date cheaply.
+
+    Buckets are `size` rows wide (a power of two, so <= BUCKETS of them); a bucket whose
+    rows are all older than SETTLE is reduced once and kept, so a redraw after a new
+    rollout reads only the rows since the last kept bucket: O(size + SETTLE), not O(history).
+    The five-step mean is causal, so its kept points never change either; the last four
+    kept values carry it across the boundary.
+    """
+
+    def __init__(self) -> None:
+        self.key: tuple = ()
+        self.rows = 0
+        self.parts: list[tuple[np.ndarray, ...]] = []
+        self.carry = np.empty(0)
+
+    def points(self, seg, sig, log: bool, buckets: int = BUCKETS) -> tuple[np.ndarray, ...]:
+        """(x, y, xm, ym): raw points and five-step mean points to plot."""
+        n = len(seg.ids)
+        size = 1 << max(0, math.ceil(math.log2(max(1, n) / buckets)))
+        key = (id(seg), sig.id, log, size)
+        if key != self.key or n < self.rows:
+            self.key, self.rows, self.parts, self.carry = key, 0, [], np.empty(0)
+        a = self.rows
+        ids, vals = signal_series(seg, sig, last=n - a)
+        ids = np.asarray(ids)
+        vals = np.asarray(vals, dtype=float)
+        if log:
+            vals = np.where(vals > 0, vals, np.nan)
+        fin = np.isfinite(vals)
+        ids, y = ids[fin], vals[fin]
+        rows = a + np.searchsorted(seg.ids_at(np.arange(a, n)), ids)
+        k = len(self.carry)
+        mean = trailing_mean(np.concatenate([self.carry, y]), 5)[k:]
+        freeze = max(a, (n - SETTLE) // size * size)
+        old = rows < freeze
+        if freeze > a:
+            i = _pick(rows[old], y[old], size)
+            j = _pick(rows[old], mean[old], size)
+            self.parts.append((ids[old][i], y[old][i], ids[old][j], mean[old][j]))
+            self.carry = np.concatenate([self.carry, y[old]])[-4:]
+            self.rows = freeze
+        new = ~old
+        ends = np.r_[0, new.sum() - 1] if new.any() else np.empty(0, np.int64)   # newest always shown
+        i = np.union1d(_pick(rows[new], y[new], size), ends)
+        j = np.union1d(_pick(rows[new], mean[new], size), ends)
+        tail = (ids[new][i], y[new][i], ids[new][j], mean[new][j])
+        cols = list(zip(*self.parts, tail))
+        return tuple(np.concatenate(c) for c in cols)
+
+
+def _series_points(seg, sig, log: bool, sketch: Sketch | None,
+                   buckets: int = BUCKETS) -> tuple[np.ndarray, ...]:
+    if sketch is not None and seg.ordered and len(seg.ids) > 2 * buckets:
+        return sketch.points(seg, sig, log, buckets)
     ids, vals = signal_series(seg, sig)
-    title = sig.label + (f" ({sig.unit})" if sig.unit else "") + ("  [log y]" if log else "")
-    plt.title(clean(title))
-    plt.xlabel("rollout")
     ids = np.asarray(ids, dtype=float)
     vals = np.asarray(vals, dtype=float)
     if log:
         vals = np.where(vals > 0, vals, np.nan)
     fin = np.isfinite(vals)
-    if not fin.any():
+    x, y = ids[fin], vals[fin]
+    if not len(x):
+        return x, y, x, y
+    mean = trailing_mean(y, 5)
+    xd, yd = downsample(x, y, 2 * buckets)
+    xm, ym = downsample(x, mean, 2 * buckets)
+    return xd, yd, xm, ym
+
+
+def _steps(x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A piecewise-constant edge by its change points only (the same line, fewer points)."""
+    if len(e) <= 2:
+        return x, e
+    keep = np.r_[True, e[1:] != e[:-1]] | np.r_[e[:-1] != e[1:], True]
+    return x[keep], e[keep]
+
+
+def draw(plot: PlotextPlot, feed, sig_id: str, *, log: bool = False, cursor: int | None = None,
+         sketch: Sketch | None = None) -> None:
+    """Redraw `plot` for one signal from the feed's current segment.
+
+    With a `sketch` (kept by the caller between redraws) the cost of a redraw does not
+    grow with the history: see Sketch."""
+    plt = plot.plt
+    plt.clear_data()
+    plt.clear_figure()
+    sig = BY_ID[sig_id]
+    seg = feed.store.current
+    title = sig.label + (f" ({sig.unit})" if sig.unit else "") + ("  [log y]" if log else "")
+    plt.title(clean(title))
+    plt.xlabel("rollout")
+    # About one bucket (<= 2 points) per plot column: more points are not visible (one
+    # marker per cell) and only make plotext slower.
+    buckets = max(50, min(BUCKETS, plot.size.width or BUCKETS))
+    xd, yd, xm, ym = _series_points(seg, sig, log, sketch, buckets)
+    if not len(xd):
         plot.refresh()
         return
-    x, y = ids[fin], vals[fin]
-    mean = trailing_mean(y, 5)
-    xd, yd = downsample(x, y)
-    xm, ym = downsample(x, mean)
+    xd = xd.astype(float)
+    xm = xm.astype(float)
     if log:
         plt.yscale("log")
     plt.plot(xd.tolist(), yd.tolist(), color="gray", marker="dot", label="raw")
     plt.plot(xm.tolist(), ym.tolist(), color="cyan+", marker="braille", label="mean5")
-    band = feed.engine.ranges.bounds_many(sig_id, x)
+    band = feed.engine.ranges.bounds_many(sig_id, xd)     # at the plotted x only
     if band is not None:
         lo, hi = band
         for edge, name in ((lo, "healthy lo"), (hi, "healthy hi")):
             ok = np.isfinite(edge) & ((edge > 0) if log else True)
             if ok.any():
-                xe, ye = downsample(x[ok], edge[ok])
+                xe, ye = _steps(xd[ok], edge[ok])
                 plt.plot(xe.tolist(), ye.tolist(), color="green", marker="-" if not log else "dot",
                          label=name)
     for a in feed.engine.alerts:
@@ -75,6 +169,7 @@ class ChartScreen(Screen):
     def __init__(self, feed, sig_id: str, log: bool = False, cursor: int | None = None) -> None:
         super().__init__()
         self.feed, self.sig_id, self.log_y, self.cursor = feed, sig_id, log, cursor
+        self.sketch = Sketch()
 
     def compose(self) -> ComposeResult:
         yield Static(id="chart-title")
@@ -90,7 +185,8 @@ class ChartScreen(Screen):
         t.append(f" {sig.label}", style="bold")
         t.append(f"  ·  {clean(sig.tells)}")
         self.query_one("#chart-title", Static).update(t)
-        draw(self.query_one(PlotextPlot), self.feed, self.sig_id, log=self.log_y, cursor=self.cursor)
+        draw(self.query_one(PlotextPlot), self.feed, self.sig_id, log=self.log_y, cursor=self.cursor,
+             sketch=self.sketch)
 
     def action_toggle_log(self) -> None:
         self.log_y = not self.log_y

@@ -14,16 +14,26 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from ..signals import SIGNALS, metric_for
-from .model import clean, fmt_range, fmt_value
+from .model import clean, fmt_range, fmt_value, id_position
 
 
-def _mean5_at(seg, name: str, rollout: int) -> float | None:
-    ids, vals = seg.series(name)
-    if not len(ids):
+LOOKBACK = 32     # rows read before the rollout for its five-step mean (not the whole history)
+
+
+def _rows_before(seg, rollout: int) -> np.ndarray:
+    """Row indices of the newest LOOKBACK rollouts up to `rollout`, in id order."""
+    row = seg.row_of.get(rollout)
+    if seg.ordered and row is not None:
+        return np.arange(max(0, row + 1 - LOOKBACK), row + 1)
+    return seg.rows_upto(LOOKBACK, rollout)
+
+
+def _mean5_at(seg, name: str, rollout: int, rows: np.ndarray | None = None) -> float | None:
+    rows = _rows_before(seg, rollout) if rows is None else rows
+    if not len(rows):
         return None
-    i = int(np.searchsorted(ids, rollout, side="right"))
-    window = vals[max(0, i - 5):i]
-    window = window[np.isfinite(window)]
+    vals = seg.values_at_rows(name, rows)
+    window = vals[np.isfinite(vals)][-5:]
     return float(np.mean(window)) if len(window) else None
 
 
@@ -70,10 +80,11 @@ class DetailScreen(Screen):
             if m:
                 sig_of[m] = sig
         rows = []
+        before = _rows_before(seg, r)
         for name, v in seg.rollout_dict(r).items():
             sig = sig_of.get(name)
             rng = ranges.bounds(sig.id, r) if sig else None
-            m5 = _mean5_at(seg, name, r) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+            m5 = _mean5_at(seg, name, r, before) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
             dev = None
             if m5 is not None and isinstance(v, (int, float)) and math.isfinite(float(v)):
                 dev = float(v) - m5
@@ -131,11 +142,11 @@ class DetailScreen(Screen):
         self.rebuild()
 
     def action_move(self, step: int) -> None:
-        ids = self.feed.store.current.rollout_ids()
-        if not len(ids):
+        seg = self.feed.store.current
+        if not seg.ids:
             return
-        i = int(np.searchsorted(ids, self.rollout)) + step
-        i = max(0, min(len(ids) - 1, i))
+        ids, i = id_position(seg, self.rollout)
+        i = max(0, min(len(ids) - 1, i + step))
         self.rollout = int(ids[i])
         self.rebuild()
 

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.keys import format_key
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -17,7 +18,7 @@ def _rows(bindings) -> list[tuple[str, str]]:
         if isinstance(b, tuple):
             b = Binding(*b)
         desc = b.description or b.action
-        keys = ",".join(k.strip() for k in b.key.split(","))
+        keys = ",".join(format_key(k.strip()) for k in b.key.split(","))   # "?" not "question_mark"
         if desc in seen:                # merge keys that share one action description
             i = seen[desc]
             out[i] = (out[i][0] + "," + keys, desc)

@@ -58,9 +58,13 @@ class SignalRow(Widget, can_focus=True):
         self.status: SignalStatus | None = None
         self.ids = np.empty(0, np.int64)
         self.vals = np.empty(0)
+        self.at_newest = True
 
-    def set_data(self, status: SignalStatus, ids: np.ndarray, vals: np.ndarray) -> None:
-        self.status, self.ids, self.vals = status, ids, vals
+    def set_data(self, status: SignalStatus, ids: np.ndarray, vals: np.ndarray,
+                 at_newest: bool = True) -> None:
+        """ids/vals: only the rows around the sparkline window (not the whole history);
+        at_newest: they end at the segment's newest rollout."""
+        self.status, self.ids, self.vals, self.at_newest = status, ids, vals, at_newest
         self.refresh()
 
     def render(self) -> Text:
@@ -73,6 +77,10 @@ class SignalRow(Widget, can_focus=True):
         t = Text(no_wrap=True, overflow="crop")
         t.append(clean(self.sig.label)[:LABEL_W].ljust(LABEL_W) + " ")
         win = app.window_ids(spark_w) if hasattr(app, "window_ids") else np.empty(0, np.int64)
+        fetched = getattr(app, "fetched_w", None)
+        if fetched is not None and fetched != spark_w:      # laid out wider/narrower than read
+            app.fetched_w = spark_w
+            app.call_later(app.refresh_view)
         cursor = getattr(app, "cursor", None)
         t.append_text(spark_text(win, self.ids, self.vals, cursor, ascii=ascii, width=spark_w,
                                  bad_style=f"bold {theme.error}" if theme.error else "bold"))
@@ -84,7 +92,8 @@ class SignalRow(Widget, can_focus=True):
             i = int(np.searchsorted(self.ids, cursor))
             if i < len(self.ids) and self.ids[i] == cursor:
                 cur_val = self.vals[i]
-            if i < len(self.ids) - 1 or cur_val is None:     # cursor in the past: mean5 there
+            past = i < len(self.ids) - 1 or not self.at_newest
+            if past or cur_val is None:                      # cursor in the past: mean5 there
                 w = self.vals[max(0, i + 1 - 5): i + 1] if cur_val is not None else self.vals[max(0, i - 5):i]
                 w = w[np.isfinite(w)]
                 mean5 = float(np.mean(w)) if len(w) else None
