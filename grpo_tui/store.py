@@ -9,6 +9,7 @@ Built incrementally: `add()` takes a few items at a time and says what changed.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -83,6 +84,8 @@ class Segment:
         self.kinds: dict[int, set[str]] = {}          # row -> record kinds seen
         self.first_ts = _Column(self._cap)
         self.last_ts = _Column(self._cap)
+        self._max_id: int | None = None                # running max: O(1) for every live update
+        self._max_steps = 0                           # most steps seen in one rollout
         self._idcol = _Column(self._cap)              # ids as numbers: O(1) access for live reads
         self.steps: dict[tuple[str, int], StepRow] = {}
         self.step_order: list[tuple[str, int]] = []
@@ -106,8 +109,7 @@ class Segment:
     @property
     def steps_per_rollout(self) -> int:
         """K: from the launch flags, else inferred from step and rollout ids, else 1."""
-        return steps_per_rollout(self.flags) or self._k_inferred or (
-            max(self.steps_of_rollout.values()) if self.steps_of_rollout else 1)
+        return steps_per_rollout(self.flags) or self._k_inferred or max(1, self._max_steps)
 
     @property
     def k_source(self) -> str:
@@ -132,6 +134,8 @@ class Segment:
             self.ordered = False
         self.ids.append(rollout)
         self.row_of[rollout] = row
+        if self._max_id is None or rollout > self._max_id:
+            self._max_id = rollout
         if row >= self._cap:
             self._cap *= 2
             for col in (*self.columns.values(), *self.train_sum.values(), *self.train_cnt.values(),
@@ -210,6 +214,7 @@ class Segment:
         self.step_order.append(key)
         self.rollout_steps.setdefault(rollout, []).append(key)
         self.steps_of_rollout[rollout] = self.steps_of_rollout.get(rollout, 0) + 1
+        self._max_steps = max(self._max_steps, self.steps_of_rollout[rollout])
         row = self._row(rollout)
         self.kinds.setdefault(row, set()).add("step")
         self._stamp(row, rec.ts)
@@ -315,9 +320,11 @@ class Segment:
     def _nonfinite_mask(self, name: str, rows: np.ndarray) -> np.ndarray:
         """Rows where the metric was logged as nan (kept: nan is a value, not a gap)."""
         bad = self.nonfinite_rows.get(name)
-        if not bad:
+        if not bad or not len(rows):
             return np.zeros(len(rows), dtype=bool)
-        return np.isin(rows, np.fromiter(bad, dtype=np.int64, count=len(bad)))
+        lo, hi = int(rows.min()), int(rows.max())
+        near = [r for r in bad if lo <= r <= hi] if len(bad) > 64 else list(bad)
+        return np.isin(rows, np.asarray(near, dtype=np.int64))
 
     def value(self, rollout: int, name: str) -> Any:
         """One rollout's value of one metric (train metrics: mean over its K steps)."""
@@ -355,7 +362,7 @@ class Segment:
 
     @property
     def last_rollout(self) -> int | None:
-        return max(self.ids) if self.ids else None
+        return self._max_id
 
 
 def _intlike(seg: Segment, name: str, row: int) -> bool:
@@ -425,8 +432,5 @@ class MetricStore:
 
 
 def _end_upto(ids: list[int], upto: int) -> int:
-    """Rows are in id order: index after the last row with id <= upto, scanning from the end."""
-    end = len(ids)
-    while end > 0 and ids[end - 1] > upto:
-        end -= 1
-    return end
+    """Rows are in id order: index after the last row with id <= upto (binary search)."""
+    return bisect.bisect_right(ids, upto)
