@@ -604,7 +604,9 @@ class LineParser:
             return None
         if (op == "update_weights" or fn == "update_weights") and phase in ("start", "end"):
             if op == "update_weights" or phase == "end":
-                return ev("weight_update_" + phase, **{k: v for k, v in fields.items()})
+                # One per rollout: keep the few fields a marker needs, not the whole line's.
+                keep = {k: fields[k] for k in ("rollout", "ok", "elapsed_s") if k in fields}
+                return ev("weight_update_" + phase, **keep)
         return None
 
 

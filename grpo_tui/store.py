@@ -78,7 +78,9 @@ class Segment:
         self.objects: dict[str, dict[int, Any]] = {}  # non-numeric values: name -> row -> value
         self.nonfinite: dict[int, dict[str, str]] = {}  # row -> metric -> raw token
         self.nonfinite_rows: dict[str, set[int]] = {}  # metric -> rows holding nan/inf
-        self.int_cells: dict[str, set[int]] = {}      # cells logged as ints (kept ints in export)
+        # Which cells were logged as ints (kept ints in export): per column "i" (all ints),
+        # "f" (no ints) or a set of the int rows when a column mixes both (rare).
+        self.int_state: dict[str, str | set[int]] = {}
         self.names: dict[str, None] = {}              # rollout-axis names, first-seen order
         self.train_names: dict[str, None] = {}        # step-axis names, first-seen order
         self.kinds: dict[int, set[str]] = {}          # row -> record kinds seen
@@ -173,15 +175,27 @@ class Segment:
             if _is_number(value):
                 self._col(self.columns, name).data[row] = value
                 self.objects.get(name, {}).pop(row, None)
-                if isinstance(value, int):
-                    self.int_cells.setdefault(name, set()).add(row)
-                elif name in self.int_cells:
-                    self.int_cells[name].discard(row)
+                self._note_int(name, row, isinstance(value, int))
             else:
                 self.objects.setdefault(name, {})[row] = value
         if rec.nonfinite:
             self._mark_nonfinite(row, rec.nonfinite)
         return rec.n
+
+    def _note_int(self, name: str, row: int, is_int: bool) -> None:
+        state = self.int_state.get(name)
+        if state is None:
+            self.int_state[name] = "i" if is_int else "f"
+        elif isinstance(state, set):
+            (state.add if is_int else state.discard)(row)
+        elif (state == "i") != is_int:
+            # The column turns mixed: remember the int rows explicitly from now on.
+            col = self.columns[name].data[: len(self.ids)]
+            rows = set(np.flatnonzero(~np.isnan(col)).tolist()) if state == "i" else set()
+            rows.discard(row)
+            if is_int:
+                rows.add(row)
+            self.int_state[name] = rows
 
     def _stamp(self, row: int, ts: float | None) -> None:
         if ts is None:
@@ -369,8 +383,10 @@ def _intlike(seg: Segment, name: str, row: int) -> bool:
     """Ints stay ints in export when the logged value was an int (counts, max/min lengths)."""
     if name in seg.train_sum:
         return False
-    cells = seg.int_cells.get(name)
-    return bool(cells) and row in cells
+    state = seg.int_state.get(name)
+    if isinstance(state, set):
+        return row in state
+    return state == "i"
 
 
 @dataclass(slots=True)
