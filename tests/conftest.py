@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
-SAMPLE_LOG = Path(os.environ.get("GRPO_TUI_SAMPLE_LOG", "/work/shared/docs/miles-log-sample.log"))
 FIXTURES = Path(__file__).parent / "fixtures"
+# A byte-exact copy of shared/docs/miles-log-sample.log ships with the tests, so a clean clone
+# needs nothing beside it.
+SAMPLE_LOG = Path(os.environ.get("GRPO_TUI_SAMPLE_LOG", str(FIXTURES / "miles-log-sample.log")))
 
 
 @pytest.fixture(scope="session")
 def sample_path() -> Path:
-    """miles-log-sample.log (a copy ships in tests/fixtures when the docs folder is absent)."""
+    """miles-log-sample.log (tests/fixtures, or GRPO_TUI_SAMPLE_LOG)."""
     path = SAMPLE_LOG if SAMPLE_LOG.exists() else FIXTURES / "miles-log-sample.log"
     if not path.exists():
         pytest.skip("miles-log-sample.log not found")
