@@ -277,30 +277,59 @@ def rule_grad_norm(ctx: RuleContext) -> list[Condition]:
 
 
 def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
+    """Reward falls while length rises: a trend test on 8 rollouts, or a rise against the run's
+    own recent past (five-step means), which answers sooner when reward is noisy."""
     li, lv = _finite(*ctx.series("length"))
     ri, rv = _finite(*ctx.series("reward"))
     if len(lv) < 8 or len(rv) < 8 or li[-1] != ctx.upto:
         return []
-    common = np.intersect1d(li, ri)[-8:]
+    common = np.intersect1d(li, ri)
     if len(common) < 8:
         return []
     L = lv[np.searchsorted(li, common)]
     R = rv[np.searchsorted(ri, common)]
-    med = float(np.median(L))
-    ev = stats.grows(common, L, delta=0.20 * abs(med), windows=(8,))
-    if not ev:
+    hit = _hacking_trend(ctx, common[-8:], L[-8:], R[-8:]) or _hacking_vs_own_past(common, L, R)
+    if hit is None:
         return []
+    start, evidence = hit
+    w = evidence["window"]
+    return [Condition("length-hacking", "critical", start,
+                      f"reward falls ({R[-w]:.3f} -> {R[-1]:.3f}) while length rises ({L[-w]:.0f} -> {L[-1]:.0f})",
+                      {"rollouts": [int(common[-w]), int(common[-1])], "length": [_r(v) for v in L[-w:]],
+                       "reward": [_r(v) for v in R[-w:]], **{k: v for k, v in evidence.items() if k != "window"}},
+                      signal="length")]
+
+
+def _hacking_trend(ctx: RuleContext, ids: np.ndarray, L: np.ndarray, R: np.ndarray):
+    ev = stats.grows(ids, L, delta=0.20 * abs(float(np.median(L))), windows=(8,))
+    if not ev:
+        return None
     tau = stats.kendall_tau(L, R)
     p_down = stats.mk_p_down(R)
     b = ctx.ranges.bounds("reward", ctx.upto)
     below = b is not None and float(np.mean(R[-MEAN_WINDOW:])) < b[0]
     if not (p_down < 0.10 or tau < -0.5 or below):
-        return []
-    return [Condition("length-hacking", "critical", int(common[0]),
-                      f"reward falls ({R[0]:.3f} -> {R[-1]:.3f}) while length rises ({L[0]:.0f} -> {L[-1]:.0f})",
-                      {"rollouts": [int(common[0]), int(common[-1])], "length": [_r(v) for v in L],
-                       "reward": [_r(v) for v in R], "kendall_tau": _r(tau), "reward_mk_p_down": _r(p_down)},
-                      signal="length")]
+        return None
+    return int(ids[0]), {"window": 8, "test": "trend", "kendall_tau": _r(tau), "reward_mk_p_down": _r(p_down)}
+
+
+def _hacking_vs_own_past(ids: np.ndarray, L: np.ndarray, R: np.ndarray):
+    """Five-step mean of length >= 15 % above its lowest of the previous rollouts and still
+    rising, while the five-step mean of reward sits >= 0.04 under its recent best."""
+    if len(L) < 12:
+        return None
+    L5 = stats.trailing_mean(L, MEAN_WINDOW)
+    R5 = stats.trailing_mean(R, MEAN_WINDOW)
+    past = slice(max(0, len(L) - 16), len(L) - 4)
+    low = float(np.nanmin(L5[past]))
+    best = float(np.nanmax(R5[past]))
+    rising = L5[-1] > L5[-4] > L5[-7]
+    if not (low > 0 and L5[-1] >= 1.15 * low and rising and R5[-1] <= best - 0.04):
+        return None
+    start = int(ids[past][int(np.nanargmin(L5[past]))])
+    return start, {"window": min(len(L), 12), "test": "own past", "length_mean5_low": _r(low),
+                   "length_mean5": _r(float(L5[-1])), "reward_mean5_best": _r(best),
+                   "reward_mean5": _r(float(R5[-1]))}
 
 
 def rule_off_policy(ctx: RuleContext) -> list[Condition]:
