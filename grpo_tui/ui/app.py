@@ -37,6 +37,7 @@ from .help_screen import HelpScreen
 from .messages import DataChanged, FileEventMsg, LoadProgress
 from .model import (BIG_FILE, TAIL_BYTES, Feed, clean, file_size, id_position, last_newline_before,
                     load_whole, newest_id, parse_bytes, quick_report, resolve_path, sorted_ids)
+from .text_line import TextLine
 from .signal_row import SignalRow, badge, header_text, layout
 from .themes import ORDER, load_themes, resolve, uses_ascii
 
@@ -113,7 +114,7 @@ class GrpoApp(App):
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield Static(id="header")
+        yield TextLine(id="header")
         with Horizontal(id="top"):
             with Vertical(id="signals"):
                 yield Static(id="colhdr")
@@ -142,7 +143,7 @@ class GrpoApp(App):
             self._on_new_data()
             self.refresh_view()
         else:
-            self.set_interval(REFRESH_S, self._throttled)
+            self._refresh_timer = self.set_interval(REFRESH_S, self._throttled)
             if self.replay is not None and self.path:
                 self.state = f"replay {self.replay:g}x" if self.replay else "replay max"
                 self._replay_worker(self.path, float(self.replay))
@@ -319,11 +320,30 @@ class GrpoApp(App):
             self.growing = False
             if ch:
                 self._dirty = True
-        self._dirty = True    # the age text moves
+        if not self._dirty:
+            self._refresh_header()    # only the age text moves: don't repaint the rows
+
+    def _refresh_header(self) -> None:
+        ascii = uses_ascii(self.current_theme) or self.force_ascii
+        self.query_one("#header", TextLine).update(self._header_text(quick_report(self.feed), ascii))
+
+    @property
+    def _dirty(self) -> bool:
+        return self._dirty_flag
+
+    @_dirty.setter
+    def _dirty(self, value: bool) -> None:
+        """Marking the view dirty wakes the repaint timer; it sleeps while nothing changes."""
+        self._dirty_flag = value
+        timer = getattr(self, "_refresh_timer", None)
+        if value and timer is not None:
+            timer.resume()
 
     def _throttled(self) -> None:
         if self._dirty:
             self.refresh_view()
+        else:
+            self._refresh_timer.pause()   # idle: no 4 Hz wake-ups
 
     # ------------------------------------------------------------------ painting
     def window_ids(self, width: int) -> np.ndarray:
@@ -373,7 +393,7 @@ class GrpoApp(App):
             ids, vals = signal_series(seg, row.sig, last=need, upto=upto)
             row.set_data(report.signals[row.sig.id], np.asarray(ids), np.asarray(vals), at_newest)
         self.query_one("#colhdr", Static).update(header_text(row_w))
-        self.query_one("#header", Static).update(self._header_text(report, ascii))
+        self.query_one("#header", TextLine).update(self._header_text(report, ascii))
         self.query_one(AlertPane).set_alerts(report.alerts, ascii)
         self.query_one("#status", Static).update(self._status_text())
         if self.screen_stack[0].has_class("wide"):
