@@ -197,3 +197,14 @@ async def test_markup_in_metric_key_is_literal(tmp_path):
         await pilot.press("escape")
         header = str(app.query_one("#header").content)
         assert "markup[bold].log" in header
+
+
+async def test_open_criticals_are_listed_above_warnings_at_80x24():
+    app = GrpoApp(str(LOGS / "length-hacking.log"), live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        alerts = app.query_one(AlertPane).alerts
+        assert alerts[0].rule == "length-hacking" and alerts[0].severity == "critical"
+        assert len(alerts) > 1 and all(a.severity == "warning" for a in alerts[1:] if a.active)
+        table = app.query_one(AlertTable)
+        assert table.region.height >= 2   # the first (critical) row is on screen

@@ -51,7 +51,9 @@ class AlertPane(Vertical):
         return self.alerts[t.cursor_row]
 
     def set_alerts(self, alerts: list[Alert], ascii: bool = False, force: bool = False) -> None:
-        alerts = sorted(alerts, key=lambda a: -a.seq)
+        # Open, unacknowledged criticals first (a small terminal must show the broken-run sign),
+        # then open warnings, then acknowledged and cleared ones; newest first in each group.
+        alerts = sorted(alerts, key=_order)
         sig = tuple((a.seq, a.active, a.acknowledged, a.severity, a.message) for a in alerts)
         if sig == self._sig and not force:
             return
@@ -100,3 +102,11 @@ class AlertPane(Vertical):
 
 AlertTable.HELP_BINDINGS = [("enter", "select", "move cursor to the alert's rollout"),
                             ("up,down", "move", "select alert")]
+
+
+def _order(a: Alert) -> tuple[int, int]:
+    if a.active and not a.acknowledged:
+        group = 0 if a.severity == "critical" else 1
+    else:
+        group = 2
+    return (group, -a.seq)
