@@ -51,8 +51,7 @@ class AlertPane(Vertical):
         return self.alerts[t.cursor_row]
 
     def set_alerts(self, alerts: list[Alert], ascii: bool = False, force: bool = False) -> None:
-        # Open, unacknowledged criticals first (a small terminal must show the broken-run sign),
-        # then open warnings, then acknowledged and cleared ones; newest first in each group.
+        # Criticals first (a small terminal must show the broken-run sign), see _order.
         alerts = sorted(alerts, key=_order)
         sig = tuple((a.seq, a.active, a.acknowledged, a.severity, a.message) for a in alerts)
         if sig == self._sig and not force:
@@ -104,9 +103,8 @@ AlertTable.HELP_BINDINGS = [("enter", "select", "move cursor to the alert's roll
                             ("up,down", "move", "select alert")]
 
 
-def _order(a: Alert) -> tuple[int, int]:
-    if a.active and not a.acknowledged:
-        group = 0 if a.severity == "critical" else 1
-    else:
-        group = 2
-    return (group, -a.seq)
+def _order(a: Alert) -> tuple[int, int, int]:
+    """Criticals (even cleared: the run was broken), then warnings, then acknowledged ones;
+    open before cleared, newest first."""
+    group = 2 if a.acknowledged else (0 if a.severity == "critical" else 1)
+    return (group, 0 if a.active else 1, -a.seq)
