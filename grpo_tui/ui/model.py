@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..health import SEVERITY_ORDER, AlertChange, HealthEngine, Report
-from ..loader import iter_lines
+from ..loader import iter_line_blocks, iter_lines
 from ..parse import LineParser
 from ..ranges import RangeSet
 from ..signals import SIGNALS
@@ -105,36 +105,7 @@ def resolve_path(path: str | None) -> str | None:
 
 def read_range(path: str, start: int, end: int, chunk: int = 1 << 20):
     """Complete lines of bytes [start, end): start is moved past the first newline if >0."""
-    with open(path, "rb") as fh:
-        if start > 0:
-            fh.seek(start - 1)
-            # skip to the first line that begins at or after start
-            pos = start - 1
-            while True:
-                b = fh.read(chunk)
-                if not b:
-                    return
-                i = b.find(b"\n")
-                if i >= 0:
-                    pos += i + 1
-                    break
-                pos += len(b)
-            fh.seek(pos)
-        else:
-            pos = 0
-        rest = b""
-        while pos < end:
-            b = fh.read(min(chunk, end - pos))
-            if not b:
-                break
-            pos += len(b)
-            b = rest + b
-            cut = b.rfind(b"\n")
-            if cut < 0:
-                rest = b
-                continue
-            rest = b[cut + 1:]
-            yield b[:cut].decode("utf-8", "replace").split("\n")
+    yield from iter_line_blocks(path, chunk, start=start, end=end)
 
 
 def last_newline_before(path: str, size: int) -> int:
