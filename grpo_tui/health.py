@@ -11,6 +11,7 @@ log, wall time when live.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -371,10 +372,6 @@ class HealthEngine:
                                    f"no metric line {(now - start) / 60:.0f} min after the log started",
                                    {"since": _fmt_ts(start) if not live else None,
                                     "minutes": round((now - start) / 60, 1)}))
-        if live and self._retry_burst is not None:
-            b = self._retry_burst
-            if now - b[0] > ENGINE_DOWN_AFTER and (last_data_wall is None or True):
-                pass  # bursts are judged from their own (log) timestamps in _on_event
         if live and last_data_wall is not None and seg.records:
             limit = max(STALL_MIN, STALL_FACTOR * (self.median_interval() or 0.0))
             quiet = now - last_data_wall
@@ -484,11 +481,4 @@ def _event_label(ev: Event) -> str:
 def _fmt_ts(ts: float | None) -> str | None:
     if ts is None:
         return None
-    import time as _t
-    return _t.strftime("%Y-%m-%d %H:%M:%S", _t.gmtime(ts))
-
-
-def judge(store: MetricStore, ranges: RangeSet | None = None) -> HealthEngine:
-    """Judge a finished store from scratch, replaying it rollout by rollout like live."""
-    eng = HealthEngine(store, ranges)
-    return eng
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))

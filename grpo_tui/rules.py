@@ -365,7 +365,7 @@ def rule_off_policy(ctx: RuleContext) -> list[Condition]:
 def _first_step_clipfrac(seg: Segment, rollouts: np.ndarray) -> list[tuple[int, float]]:
     out = []
     for r in rollouts.tolist():
-        steps = [st for st in seg.steps_of_tail(int(r)) if st.role == ""]
+        steps = [st for st in seg.steps_of(int(r)) if st.role == ""]
         if not steps:
             continue
         first = min(steps, key=lambda st: st.n)

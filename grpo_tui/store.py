@@ -369,8 +369,6 @@ class Segment:
                 out[name] = v
         return out
 
-    steps_of_tail = property(lambda self: self.steps_of)
-
     def steps_of(self, rollout: int) -> list[StepRow]:
         return [self.steps[k] for k in self.rollout_steps.get(rollout, ())]
 

@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 PY = sys.executable
 
