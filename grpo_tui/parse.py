@@ -11,7 +11,7 @@ from __future__ import annotations
 import calendar
 from collections import deque
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .formats import parse_trl, parse_verl
 from .launch import parse_launch_flags, ARG_DUMP_NAMES
@@ -80,6 +80,28 @@ def is_candidate(line: str) -> bool:
             or line[:2] in ("{'", ' {', '{"') or ") {" in line
             # verl `step:N - key:value` lines and TRL log dicts
             or "step:" in line or "{'" in line)
+
+
+_SKIPPED_PER_SOURCE = 16       # skipped lines kept per source to find its newest time
+
+
+def _source_key(raw: str) -> str:
+    """The raw Ray prefix of a line (same process, same text), "" when it has none.
+
+    Cheap on purpose (it runs on skipped noise lines); pasted lines (`grep -n`, `> `,
+    indented) go through the full peel so they key like their unpasted selves."""
+    first = raw[:1]
+    if first == "(" or first == "\x1b":
+        k = raw.find(")", 0, 200)
+        return raw[:k + 1] if k > 0 else ""
+    if first and (first in "> \t" or first.isdigit()):
+        return raw[:0] + _paste_key(raw)
+    return ""
+
+
+def _paste_key(raw: str) -> str:
+    text = _PASTE.sub("", raw, count=1).lstrip(" \t")
+    return _source_key(text) if text[:1] in ("(", "\x1b") else ""
 
 
 _CONT_LIMIT_LINES = 400          # a wrapped dict longer than this is given up (counted as cut)
@@ -156,6 +178,10 @@ class LineParser:
         self._prev_raw = ""
         self._trl_index = 0           # TRL dicts carry no step: count them
         self._last_stamped = ""      # the newest skipped line carrying a timestamp
+        # Skipped (fast-path) lines that may carry a header, per raw source prefix: a header-less
+        # line reads its source's time from them, exactly as if every line had been parsed.
+        self._skipped: dict[str, deque[str]] = {}
+        self._cur_key = ""
         self.counts = ParseCounts()
         self._pending: _Pending | None = None
         self._last_time: dict[str | None, tuple[str | None, float | None]] = {}
@@ -184,10 +210,12 @@ class LineParser:
                 self._observe(raw)
             elif "[" in raw[:64]:
                 self._last_stamped = raw
+                self._remember_skipped(raw)
             c.noise += 1
             self._noise_run.append((raw, line_no))
             return out
         prev, self._prev_raw = self._prev_raw, raw
+        self._cur_key = _source_key(raw) if self.quick_reject else ""
         pre = self._peel(raw)
         text = pre.text
         header = self._header(text)
@@ -229,6 +257,7 @@ class LineParser:
                 self._prev_raw = raw
                 if "[" in raw[:64]:
                     self._last_stamped = raw
+                    self._remember_skipped(raw)
                 run.append((raw, n_lines))
                 continue
             c.lines, c.noise = n_lines, n_noise
@@ -410,6 +439,8 @@ class LineParser:
         self._note_time(ts)
         self._last_stamped = ""
         self._last_time[pre.pid] = (time_text, ts)
+        if self._skipped:
+            self._skipped.pop(self._cur_key, None)   # this header is newer than what was skipped
         msg = gd["msg"]
         proc = gd.get("proc")
         source = gd.get("file")
@@ -437,6 +468,27 @@ class LineParser:
         self._note_time(ts)
         self._last_time[pre.pid] = (time_text, ts)
 
+    def _remember_skipped(self, raw: str) -> None:
+        key = _source_key(raw)
+        dq = self._skipped.get(key)
+        if dq is None:
+            dq = self._skipped[key] = deque(maxlen=_SKIPPED_PER_SOURCE)
+        dq.append(raw)
+
+    def _catch_up(self, key: str) -> None:
+        """Give this source the time of its newest skipped header line (the full path's time)."""
+        dq = self._skipped.pop(key, None)
+        if not dq:
+            return
+        for raw in reversed(dq):
+            pre = self._peel(raw)
+            m = self._header(pre.text)
+            if m is not None:
+                gd = m.groupdict()
+                time_text = f"{gd['date']} {gd['time']}" + (f".{gd['ms']}" if gd.get("ms") else "")
+                self._last_time[pre.pid] = (time_text, _fast_ts(gd["date"], gd["time"], gd.get("ms")))
+                return
+
     def _note_time(self, ts: float | None) -> None:
         if ts is not None:
             if self.last_ts is None or ts > self.last_ts:
@@ -446,8 +498,8 @@ class LineParser:
 
     def _headerless(self, pre: _Line, line_no: int, out: list[Item], prev: str = "") -> None:
         text = pre.text
-        if self.quick_reject and prev:
-            self._observe(prev)
+        if self.quick_reject:
+            self._catch_up(self._cur_key)
         last = self._last_time.get(pre.pid, (None, None))
         if ": {" in text:
             mm = _METRIC_ANY.search(text)
