@@ -17,7 +17,7 @@ What it measures
     still measured from the last piece (the first moment the line can be emitted).
 
 Reference (same run, same schedule, same seed)
-    grpo_tui.follow.Follower in this process, on another temp file: the time from the
+    grpo_tui.follow.follower.Follower in this process, on another temp file: the time from the
     write to the Lines batch that holds the record.  The difference is tail's own cost
     (parse + store + rules + JSON + pipe) on top of the file-watching floor.
 
@@ -53,7 +53,7 @@ def _ensure_env() -> None:
     """Import grpo_tui (and watchfiles) from the repo; re-exec under the venv if needed."""
     sys.path.insert(0, str(REPO))
     try:
-        import grpo_tui.follow  # noqa: F401
+        import grpo_tui.follow.follower  # noqa: F401
     except ImportError:
         venv_py = REPO / ".venv" / "bin" / "python"
         if venv_py.exists() and Path(sys.prefix).resolve() != (REPO / ".venv").resolve():
@@ -62,7 +62,7 @@ def _ensure_env() -> None:
 
 
 _ensure_env()
-from grpo_tui.follow import Follower, Lines  # noqa: E402
+from grpo_tui.follow.follower import Follower, Lines  # noqa: E402
 
 
 def _sleep_until(t: float) -> None:

@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grpo_tui.signals import SIGNALS  # noqa: E402
+from grpo_tui.judge.signals import SIGNALS  # noqa: E402
 
 LABELS = [s.label[:14] for s in SIGNALS]          # as the rows show them (LABEL_W = 14)
 _NUM = re.compile(r"(?<![\w.])-?\d+(\.\d+)?(e[-+]?\d+)?(?![\w])")

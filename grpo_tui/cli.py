@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .loader import InputError
+from .lines.files import InputError
 
 SUBCOMMANDS = ("check", "export", "calibrate", "simulate", "tail")
 UNKNOWN = 3

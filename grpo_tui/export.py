@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any, TextIO
 
-from .store import MetricStore, Segment
+from .store.metric_store import MetricStore, Segment
 
 
 _RAW = "\x00raw"  # internal: raw nan/inf tokens of a row, never a column

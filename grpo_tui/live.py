@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from .health import AlertChange, HealthEngine
-from .parse import LineParser
-from .ranges import RangeSet
-from .records import Event, MetricRecord
-from .store import MetricStore, StoreUpdate
+from .judge.engine import AlertChange, HealthEngine
+from .lines.parse import LineParser
+from .judge.ranges import RangeSet
+from .lines.records import Event, MetricRecord
+from .store.metric_store import MetricStore, StoreUpdate
 
 GROWING_WINDOW = 60.0   # s: the file counts as "still growing" if a line came this recently
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .health import HealthEngine
-from .loader import InputError, check_readable, iter_line_blocks
-from .parse import LineParser
-from .ranges import RangeSet
-from .store import MetricStore
+from .judge.engine import HealthEngine
+from .lines.files import InputError, check_readable, iter_line_blocks
+from .lines.parse import LineParser
+from .judge.ranges import RangeSet
+from .store.metric_store import MetricStore
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Tests for grpo_tui.calibration (grpo-health.md section 3.3)."""
+"""Tests for grpo_tui.judge.calibration (grpo-health.md section 3.3)."""
 
 import json
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from grpo_tui.calibration import Envelope, calibrate, calibrate_with_check, leave_one_out
+from grpo_tui.judge.calibration import Envelope, calibrate, calibrate_with_check, leave_one_out
 
 STEPS = np.arange(40)
 

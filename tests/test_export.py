@@ -13,7 +13,7 @@ import pytest
 
 from grpo_tui import cli
 from grpo_tui.export import render, rows
-from grpo_tui.loader import load
+from grpo_tui.lines.files import load
 
 PY = sys.executable
 

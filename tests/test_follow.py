@@ -1,4 +1,4 @@
-"""Tests of grpo_tui.follow against real files, pipes and a real watcher.
+"""Tests of grpo_tui.follow.follower against real files, pipes and a real watcher.
 
 Waits poll a condition (collect_until); no fixed sleeps, no timing asserts.
 """
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from grpo_tui.follow import FileEvent, Follower, Lines, follow_stdin, read_lines_once
+from grpo_tui.follow.follower import FileEvent, Follower, Lines, follow_stdin, read_lines_once
 
 FAST = {"poll_interval": 0.1, "debounce_ms": 10}
 

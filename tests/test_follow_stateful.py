@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from grpo_tui.follow import FileEvent, Follower, Lines
+from grpo_tui.follow.follower import FileEvent, Follower, Lines
 
 ALPHABET = st.sampled_from(list("ab z09{}:,.-_'\t\r\n\n\n") + ["é", "ß", "中", "😀", "\u200b"])
 PAYLOAD = st.text(ALPHABET, max_size=300) | st.text(ALPHABET, min_size=1000, max_size=4000)

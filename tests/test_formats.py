@@ -7,8 +7,8 @@ import math
 import subprocess
 import sys
 
-from grpo_tui.formats import parse_trl, parse_verl
-from grpo_tui.parse import parse_lines
+from grpo_tui.lines.formats import parse_trl, parse_verl
+from grpo_tui.lines.parse import parse_lines
 
 
 def test_verl_line_with_ray_prefix_numpy_values_and_tqdm_glue():

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from grpo_tui.health import HealthEngine
-from grpo_tui.parse import LineParser, parse_lines
-from grpo_tui.ranges import load_ranges
+from grpo_tui.judge.engine import HealthEngine
+from grpo_tui.lines.parse import LineParser, parse_lines
+from grpo_tui.judge.ranges import load_ranges
 from grpo_tui.simulate import SCENARIOS, generate, onset_of
-from grpo_tui.store import MetricStore
+from grpo_tui.store.metric_store import MetricStore
 from grpo_tui.verdict import judge_file
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,12 +7,12 @@ import subprocess
 import sys
 
 CORE = [
-    "grpo_tui.values", "grpo_tui.records", "grpo_tui.parse", "grpo_tui.launch", "grpo_tui.store",
-    "grpo_tui.loader", "grpo_tui.export", "grpo_tui.commands.export_cmd",
+    "grpo_tui.lines.values", "grpo_tui.lines.records", "grpo_tui.lines.parse", "grpo_tui.lines.launch", "grpo_tui.store.metric_store",
+    "grpo_tui.lines.files", "grpo_tui.export", "grpo_tui.commands.export_cmd",
     # written in parallel; skipped while they do not exist
-    "grpo_tui.health", "grpo_tui.signals", "grpo_tui.ranges", "grpo_tui.follow", "grpo_tui.simulate",
-    "grpo_tui.stats", "grpo_tui.calibration", "grpo_tui.rules", "grpo_tui.verdict", "grpo_tui.live",
-    "grpo_tui.replay", "grpo_tui.commands.check_cmd", "grpo_tui.commands.tail_cmd",
+    "grpo_tui.judge.engine", "grpo_tui.judge.signals", "grpo_tui.judge.ranges", "grpo_tui.follow.follower", "grpo_tui.simulate",
+    "grpo_tui.judge.stats", "grpo_tui.judge.calibration", "grpo_tui.judge.rules", "grpo_tui.verdict", "grpo_tui.live",
+    "grpo_tui.follow.replay", "grpo_tui.commands.check_cmd", "grpo_tui.commands.tail_cmd",
     "grpo_tui.commands.calibrate_cmd", "grpo_tui.commands.simulate_cmd",
 ]
 
@@ -39,7 +39,7 @@ def test_core_does_not_import_textual():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert "grpo_tui.parse" in res["loaded"] and "grpo_tui.store" in res["loaded"]
+    assert "grpo_tui.lines.parse" in res["loaded"] and "grpo_tui.store.metric_store" in res["loaded"]
     assert res["bad"] == [], f"core modules pulled in {res['bad']}"
 
 

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from grpo_tui.parse import LineParser, parse_lines
-from grpo_tui.records import Event, MetricRecord
+from grpo_tui.lines.parse import LineParser, parse_lines
+from grpo_tui.lines.records import Event, MetricRecord
 
 ESC = "\x1b"
 CYAN, GREEN, YELLOW, RESET = ESC + "[36m", ESC + "[32m", ESC + "[33m", ESC + "[0m"

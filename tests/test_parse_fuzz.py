@@ -8,10 +8,10 @@ import tempfile
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from grpo_tui.loader import load
-from grpo_tui.parse import LineParser, parse_lines
-from grpo_tui.records import MetricRecord
-from grpo_tui.values import parse_dict
+from grpo_tui.lines.files import load
+from grpo_tui.lines.parse import LineParser, parse_lines
+from grpo_tui.lines.records import MetricRecord
+from grpo_tui.lines.values import parse_dict
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

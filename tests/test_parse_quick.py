@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grpo_tui.loader import iter_lines
-from grpo_tui.parse import LineParser
+from grpo_tui.lines.files import iter_lines
+from grpo_tui.lines.parse import LineParser
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = sorted((ROOT / "sample_logs").glob("*.log")) + [ROOT / "tests" / "fixtures" / "miles-log-sample.log"]

@@ -1,4 +1,4 @@
-"""Tests for grpo_tui.stats: hand-computed values and the grpo-health.md section 3.1 table."""
+"""Tests for grpo_tui.judge.stats: hand-computed values and the grpo-health.md section 3.1 table."""
 
 import math
 
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grpo_tui import stats
-from grpo_tui.stats import (
+from grpo_tui.judge import stats
+from grpo_tui.judge.stats import (
     cusum_up,
     falls,
     grows,

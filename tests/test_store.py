@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from grpo_tui.loader import load
-from grpo_tui.parse import parse_lines
-from grpo_tui.store import MetricStore
+from grpo_tui.lines.files import load
+from grpo_tui.lines.parse import parse_lines
+from grpo_tui.store.metric_store import MetricStore
 
 H = "[2026-08-21 10:00:{s:02d}.000 {proc}] {file} - "
 

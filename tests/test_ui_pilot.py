@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input
 
-from grpo_tui.signals import SIGNALS
+from grpo_tui.judge.signals import SIGNALS
 from grpo_tui.ui.alert_pane import AlertPane, AlertTable
 from grpo_tui.ui.app import GrpoApp
 from grpo_tui.ui.chart_screen import ChartScreen
@@ -165,7 +165,7 @@ async def test_paused_counts_new(tmp_path):
         app.state = "live"
         await pilot.press("f")
         assert app.display_state() == "paused (+0 new)"
-        from grpo_tui.loader import iter_lines
+        from grpo_tui.lines.files import iter_lines
         more = [ln.replace("rollout 47:", "rollout 48:") for ln in iter_lines(GAP) if "rollout 47:" in ln]
         app.feed.feed_lines(more)
         app._on_new_data()

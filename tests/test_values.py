@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from grpo_tui.values import parse_dict, parse_number
+from grpo_tui.lines.values import parse_dict, parse_number
 
 
 def test_plain_numbers_keep_full_precision_and_int_type():

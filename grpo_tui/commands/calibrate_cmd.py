@@ -12,10 +12,10 @@ import time
 
 import numpy as np
 
-from ..calibration import calibrate_with_check
-from ..loader import InputError
-from ..ranges import dump_ranges
-from ..signals import SIGNALS, signal_series
+from ..judge.calibration import calibrate_with_check
+from ..lines.files import InputError
+from ..judge.ranges import dump_ranges
+from ..judge.signals import SIGNALS, signal_series
 from ..verdict import judge_file
 
 

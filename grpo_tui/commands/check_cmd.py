@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
-from ..loader import InputError
-from ..ranges import RangesError, load_ranges
-from ..signals import BY_ID
+from ..lines.files import InputError
+from ..judge.ranges import RangesError, load_ranges
+from ..judge.signals import BY_ID
 from ..verdict import judge_file
 
 EXIT = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}

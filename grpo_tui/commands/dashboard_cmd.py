@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 
-from ..loader import InputError
+from ..lines.files import InputError
 
 
 def run(args) -> int:
-    from ..ranges import RangesError, load_ranges
+    from ..judge.ranges import RangesError, load_ranges
 
     try:
         ranges = load_ranges(args.ranges) if getattr(args, "ranges", None) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..export import render
-from ..loader import InputError, load
+from ..lines.files import InputError, load
 
 
 def run(args) -> int:

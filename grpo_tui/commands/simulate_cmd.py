@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..loader import InputError
+from ..lines.files import InputError
 from ..simulate import FORMATS, SCENARIOS, generate, onset_of, write_log
 
 

@@ -11,11 +11,11 @@ import os
 import sys
 
 from ..export import _jsonable
-from ..follow import FileEvent, Follower, Lines, follow_stdin
+from ..follow.follower import FileEvent, Follower, Lines, follow_stdin
 from ..live import LiveRun, LiveUpdate
-from ..loader import InputError
-from ..ranges import RangesError, load_ranges
-from ..replay import replay_lines
+from ..lines.files import InputError
+from ..judge.ranges import RangesError, load_ranges
+from ..follow.replay import replay_lines
 
 PRINTED_FILE_EVENTS = ("created", "truncated", "replaced", "deleted", "eof")
 TICK = 1.0
@@ -144,7 +144,7 @@ async def _ticks(live: LiveRun, out: _Out) -> None:
 
 
 async def _replay(path: str, speed: float, live: LiveRun, out: _Out) -> int:
-    from ..loader import check_readable
+    from ..lines.files import check_readable
     check_readable(path)
     async for batch in replay_lines(path, speed):
         out.update(live.feed(batch))

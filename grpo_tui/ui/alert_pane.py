@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from ..health import Alert
+from ..judge.engine import Alert
 from .model import clean
 
 SEV = {"critical": ("✗ crit", "x crit"), "warning": ("! warn", "! warn")}

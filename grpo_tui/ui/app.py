@@ -25,10 +25,10 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
-from ..follow import FileEvent, Follower, Lines
-from ..loader import iter_lines
-from ..ranges import RangeSet
-from ..signals import SIGNALS, signal_series
+from ..follow.follower import FileEvent, Follower, Lines
+from ..lines.files import iter_lines
+from ..judge.ranges import RangeSet
+from ..judge.signals import SIGNALS, signal_series
 from .alert_pane import AlertPane, AlertTable
 from .chart_screen import ChartScreen, Sketch, draw
 from .detail_screen import DetailScreen

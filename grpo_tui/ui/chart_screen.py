@@ -13,8 +13,8 @@ from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 from rich.text import Text
 
-from ..signals import BY_ID, signal_series
-from ..stats import trailing_mean
+from ..judge.signals import BY_ID, signal_series
+from ..judge.stats import trailing_mean
 from .model import clean, downsample
 
 

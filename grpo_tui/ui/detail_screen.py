@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from ..signals import SIGNALS, metric_for
+from ..judge.signals import SIGNALS, metric_for
 from .model import clean, fmt_range, fmt_value, id_position
 
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..health import SEVERITY_ORDER, AlertChange, HealthEngine, Report
-from ..loader import iter_line_blocks, iter_lines
-from ..parse import LineParser
-from ..ranges import RangeSet
-from ..signals import SIGNALS
-from ..store import MetricStore
+from ..judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report
+from ..lines.files import iter_line_blocks, iter_lines
+from ..lines.parse import LineParser
+from ..judge.ranges import RangeSet
+from ..judge.signals import SIGNALS
+from ..store.metric_store import MetricStore
 
 BIG_FILE = 50 << 20      # above this, first paint parses only the tail
 TAIL_BYTES = 2 << 20     # ~0.1 s to parse: the first paint's data (the rest fills in behind)

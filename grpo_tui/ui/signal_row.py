@@ -6,8 +6,8 @@ import numpy as np
 from rich.text import Text
 from textual.widget import Widget
 
-from ..health import SignalStatus
-from ..signals import Signal
+from ..judge.engine import SignalStatus
+from ..judge.signals import Signal
 from .model import clean, fmt_range, fmt_value
 from .sparkline import spark_text
 from .themes import uses_ascii

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from .parse import LineParser
-from .store import MetricStore
+from ..store.metric_store import MetricStore
 
 CHUNK = 4 << 20
 

@@ -16,8 +16,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .launch import arg_dump_to_flag, groups_per_rollout, steps_per_rollout
-from .records import Event, Item, MetricRecord
+from ..lines.launch import arg_dump_to_flag, groups_per_rollout, steps_per_rollout
+from ..lines.records import Event, Item, MetricRecord
 
 _NAN = math.nan
 

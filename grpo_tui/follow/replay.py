@@ -11,8 +11,8 @@ import re
 import time
 from typing import AsyncIterator
 
-from .loader import iter_lines
-from .parse import _fast_ts
+from ..lines.files import iter_lines
+from ..lines.parse import _fast_ts
 
 _TS = re.compile(r"\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:[.,](\d{3}))?")
 MAX_BATCH = 2000

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from .ranges import RangeSet, defaults
-from .records import Event
+from ..lines.records import Event
 from .rules import RULES, Condition, evaluate_metrics
 from .signals import BY_ID, SIGNALS, groups_of, metric_for, signal_series
-from .store import MetricStore, Segment, StoreUpdate
+from ..store.metric_store import MetricStore, Segment, StoreUpdate
 
 CLEAR_AFTER = 3                 # rollouts without the condition before an alert clears
 NO_STEPS_AFTER = 600.0          # s after the log starts with no metric line

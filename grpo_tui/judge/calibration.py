@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_tui.stats import MAD_TO_SIGMA, persistent_above, persistent_below
+from grpo_tui.judge.stats import MAD_TO_SIGMA, persistent_above, persistent_below
 
 KINDS = ("trending", "flat")
 CENTRE_WIDTH = 5

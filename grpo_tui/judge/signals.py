@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .store import Segment
+from ..store.metric_store import Segment
 
 EARLY_ROLLOUTS = 10   # rollouts 0-9 use the first range set
 

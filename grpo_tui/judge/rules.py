@@ -17,7 +17,7 @@ import numpy as np
 from . import stats
 from .ranges import RangeSet
 from .signals import BY_ID, signal_series, metric_for, groups_of
-from .store import Segment
+from ..store.metric_store import Segment
 
 WINDOW = 24                     # rollouts a rule may look back
 MEAN_WINDOW = 5

@@ -1,0 +1,1 @@
+"""Following: a growing file or stdin -> batches of complete lines; replay by log time."""

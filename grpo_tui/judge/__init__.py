@@ -1,0 +1,1 @@
+"""Judging: signals, ranges, rules, the health engine, calibration (pure)."""

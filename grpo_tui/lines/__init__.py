@@ -1,0 +1,1 @@
+"""Reading: log lines -> metric records and events (pure)."""

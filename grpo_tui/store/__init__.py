@@ -1,0 +1,1 @@
+"""The store: records -> numpy columns per rollout, segments, events (pure)."""
