@@ -26,6 +26,7 @@ def run(args) -> int:
             raise InputError("--replay SPEED must be >= 0")
     from ..ui.app import GrpoApp
 
-    app = GrpoApp(path, live=True, replay=replay, theme=getattr(args, "theme", None), ranges=ranges)
+    app = GrpoApp(path, live=True, replay=replay, theme=getattr(args, "theme", None), ranges=ranges,
+                  ranges_label=getattr(args, "ranges", None))
     app.run()
     return 0

@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 
 from ..export import render
-from ..lines.files import InputError, load
+from ..lines.files import InputError
+from ..pipeline import judge_path
 
 
 def run(args) -> int:
-    loaded = load(args.path)
+    loaded = judge_path(args.path, judging=False)
     c = loaded.parser.counts
     if not any(seg.has_data for seg in loaded.store.segments):
         # An empty, binary or metric-free file is almost always the wrong path: say so.

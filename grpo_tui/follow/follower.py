@@ -22,7 +22,7 @@ import stat
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import watchfiles
 
@@ -38,6 +38,7 @@ class Lines:
 
     lines: list[str]
     offset: int  # byte offset in the current file just after the last line
+    written_at: float | None = field(default=None, compare=False)  # the file's mtime after the read
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,7 +374,11 @@ class Follower:
         if lines:
             self._lines += len(lines)
             self._batches += 1
-            out.append(Lines(lines, self._pos - len(self._splitter.buf)))
+            try:
+                mtime = os.fstat(self._fd).st_mtime if self._fd is not None else None
+            except OSError:
+                mtime = None
+            out.append(Lines(lines, self._pos - len(self._splitter.buf), mtime))
 
     def _emit(self, out: list[Item], event: str, detail: str = "") -> None:
         self._events[event] += 1

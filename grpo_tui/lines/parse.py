@@ -286,6 +286,16 @@ class LineParser:
             self._close_pending(out)
         return out
 
+    def sync_time(self) -> float | None:
+        """The newest log time seen, skipped (fast-path) lines included; changes nothing else."""
+        raw = self._last_stamped
+        if self.quick_reject and raw:
+            m = self._header(self._peel(raw).text)
+            if m is not None:
+                gd = m.groupdict()
+                self._note_time(_fast_ts(gd["date"], gd["time"], gd.get("ms")))
+        return self.last_ts
+
     @property
     def has_pending(self) -> bool:
         return self._pending is not None

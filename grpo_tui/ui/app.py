@@ -26,17 +26,18 @@ from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
 from ..follow.follower import FileEvent, Follower, Lines
-from ..lines.files import iter_lines
+from ..follow.replay import replay_lines
 from ..judge.ranges import RangeSet
 from ..judge.signals import SIGNALS, signal_series
+from ..pipeline import Pipeline, feed_file, fmt_age, judge_path
 from .alert_pane import AlertPane, AlertTable
 from .chart_screen import ChartScreen, Sketch, draw
 from .detail_screen import DetailScreen
 from .goto_screen import GotoScreen
 from .help_screen import HelpScreen
 from .messages import DataChanged, FileEventMsg, LoadProgress
-from .model import (BIG_FILE, TAIL_BYTES, Feed, clean, file_size, id_position, last_newline_before,
-                    load_whole, newest_id, parse_bytes, quick_report, resolve_path, sorted_ids)
+from .model import (BIG_FILE, TAIL_BYTES, clean, file_size, id_position, last_newline_before, newest_id,
+                    resolve_path, sorted_ids)
 from .text_line import TextLine
 from .signal_row import SignalRow, badge, header_text, layout
 from .themes import ORDER, load_themes, resolve, uses_ascii
@@ -74,29 +75,29 @@ class GrpoApp(App):
 
     def __init__(self, path: str | None = None, *, live: bool = True, replay: float | None = None,
                  theme: str | None = None, ranges: RangeSet | None = None, demo_rate: float = 0.5,
-                 force_ascii: bool | None = None) -> None:
+                 force_ascii: bool | None = None, ranges_label: str | None = None) -> None:
         super().__init__()
         self.ranges = ranges
+        self.ranges_label = ranges_label
         self.live = live
         self.replay = replay
         self.demo = path is None and live and replay is None
         self.path = resolve_path(path)
         self.demo_rate = demo_rate
-        self.feed = Feed(ranges)
+        self.feed = self._new_pipeline()
         self.cursor: int | None = None
         self.following = True
         self.pause_last: int | None = None
         self.focus_index = 0
         self.log_scale = False
         self.force_ascii = bool(os.environ.get("GRPO_TUI_ASCII")) if force_ascii is None else force_ascii
-        self.state = "starting"
+        self.state = "starting"                # replay / finished; the run's own state is the pipeline's
         self.last_event = ""
-        self.last_data_wall: float | None = None
-        self.start_wall = time.time()
-        self.growing = False
         self.loading: float | None = None      # history fill progress (huge files)
         self._skip_until: int | None = None    # follower bytes already covered by the history fill
-        self._held: list[str] = []             # lines that arrived during the history fill
+        self._held: list = []                  # follower items that arrived during the history fill
+        self._generation = 0                   # bumped when the file restarts: stale history is dropped
+        self._quitting = False                 # background loading stops when this is set
         self._painted = threading.Event()      # the history thread waits for the tail's paint
         self._dirty = True
         self._n = 0                            # rollouts in the current segment
@@ -136,10 +137,7 @@ class GrpoApp(App):
         self._apply_width()
         if not self.live:
             if self.path and os.path.exists(self.path):
-                self.feed = load_whole(self.path, self.ranges)
-                self.state = "finished"
-            else:
-                self.state = "waiting for file"
+                self.feed = judge_path(self.path, self.ranges, ranges_label=self.ranges_label)
             self._on_new_data()
             self.refresh_view()
         else:
@@ -150,7 +148,6 @@ class GrpoApp(App):
             else:
                 if self.demo:
                     self.path = self._start_demo()
-                self.state = "waiting for file"
                 self.set_interval(1.0, self._health_tick)
                 big = file_size(self.path) > BIG_FILE
                 if big:
@@ -187,8 +184,13 @@ class GrpoApp(App):
                          daemon=True, name="demo-writer").start()
         return path
 
+    def _new_pipeline(self) -> Pipeline:
+        return Pipeline(self.ranges, ranges_label=self.ranges_label)
+
     @work(exclusive=True, group="follow")
     async def _follow_worker(self, path: str, from_start: bool = True) -> None:
+        """Lines and file events go into the pipeline here, in file order (a restart's
+        event is never handled later than the lines that follow it)."""
         self._follower = Follower(path, from_start=from_start, poll_interval=1.0)
         try:
             async for item in self._follower.events():
@@ -196,17 +198,27 @@ class GrpoApp(App):
                     lines = self._past_history(item)
                     if not lines:
                         continue
-                    self.growing = True
                     if self.loading is not None:
-                        self._held.extend(lines)
+                        self._held.append(Lines(lines, item.offset, item.written_at))
                         continue
-                    self.feed.feed_lines(lines)
-                    self.last_data_wall = time.time()
+                    self.feed.feed(lines, item.written_at)
                     self.post_message(DataChanged(len(self.feed.store.current.ids)))
                 elif isinstance(item, FileEvent):
+                    if item.event in ("truncated", "replaced", "created") and self.loading is not None:
+                        self._drop_history()          # the history being read is no longer the file
+                    self.feed.file_event(item.event)
                     self.post_message(FileEventMsg(item.event, item.detail))
         finally:
             self._follower = None
+
+    def _drop_history(self) -> None:
+        """The file restarted while its history was loading: keep what the follower reads."""
+        self._generation += 1
+        self.loading = None
+        self._skip_until = None
+        for held in self._held:
+            self.feed.feed(held.lines, held.written_at)
+        self._held = []
 
     def _past_history(self, item: Lines) -> list[str]:
         """Drop follower lines the history fill already parsed (bytes < _skip_until)."""
@@ -227,10 +239,13 @@ class GrpoApp(App):
 
     @work(thread=True, exclusive=True, group="history")
     def _history_worker(self, path: str, end: int) -> None:
+        gen = self._generation
         self.call_from_thread(setattr, self, "loading", 0.0)
-        quick = parse_bytes(path, max(0, end - TAIL_BYTES), end, self.ranges)
+        stale = lambda: gen != self._generation or self._quitting  # noqa: E731
+        quick = self._new_pipeline()
+        feed_file(quick, path, max(0, end - TAIL_BYTES), end, cancelled=stale)
         self._painted.clear()
-        self.post_message(LoadProgress(0.0, feed=quick))
+        self.post_message(LoadProgress(0.0, feed=quick, generation=gen))
         # Let the UI paint the tail before the full parse takes the GIL (at most 1 s).
         self._painted.wait(1.0)
         last = [0.0]
@@ -238,19 +253,22 @@ class GrpoApp(App):
         def progress(f: float) -> None:
             if f - last[0] >= 0.02:
                 last[0] = f
-                self.post_message(LoadProgress(f))
+                self.post_message(LoadProgress(f, generation=gen))
 
-        full = parse_bytes(path, 0, end, self.ranges, progress)
-        self.post_message(LoadProgress(1.0, feed=full, done=True))
+        full = self._new_pipeline()
+        if feed_file(full, path, 0, end, progress, cancelled=stale):
+            self.post_message(LoadProgress(1.0, feed=full, done=True, generation=gen))
 
     def on_load_progress(self, msg: LoadProgress) -> None:
+        if msg.generation != self._generation:
+            return                               # the file restarted: this history is stale
         if msg.feed is not None:
             self.feed = msg.feed
-            self.last_data_wall = time.time()
         self.loading = None if msg.done else msg.fraction
         if msg.done and self._held:
             held, self._held = self._held, []
-            self.feed.feed_lines(held)
+            for item in held:
+                self.feed.feed(item.lines, item.written_at)
         self._on_new_data()
         if msg.feed is not None:             # a new feed: paint now, not on the next tick
             self.refresh_view()
@@ -258,30 +276,21 @@ class GrpoApp(App):
 
     @work(exclusive=True, group="replay")
     async def _replay_worker(self, path: str, speed: float) -> None:
-        parser = self.feed.parser
-        pending: list = []
-        prev_ts: float | None = None
-        n = 0
-        for line in iter_lines(path):
-            n += 1
-            for item in parser.feed(line):
-                ts = getattr(item, "ts", None)
-                if speed > 0 and ts is not None:
-                    if prev_ts is not None and ts > prev_ts:
-                        if pending:
-                            self.feed.feed_items(pending)
-                            pending = []
-                            self.post_message(DataChanged())
-                        await asyncio.sleep(min((ts - prev_ts) / speed, 5.0))
-                    prev_ts = ts if prev_ts is None else max(prev_ts, ts)
-                pending.append(item)
-            if speed <= 0 and n % 2000 == 0:
-                self.feed.feed_items(pending)
-                pending = []
-                self.post_message(DataChanged())
-                await asyncio.sleep(0)
-        self.feed.feed_items(pending)
-        self.feed.finish()
+        """Replay by the log's clock (time rules judged on it), then judged at the file's real
+        age exactly as `check` does."""
+        pipe = self.feed
+        pipe.clock = lambda: pipe.parser.sync_time() or 0.0
+        async for batch in replay_lines(path, speed):
+            pipe.feed(batch)
+            if speed > 0:
+                pipe.tick()
+            self.post_message(DataChanged())
+        try:
+            pipe.anchor(os.stat(path).st_mtime)
+        except OSError:
+            pass
+        pipe.clock = time.time
+        pipe.finish()
         self.state = "finished"
         self.post_message(DataChanged())
 
@@ -290,13 +299,9 @@ class GrpoApp(App):
 
     def on_file_event_msg(self, msg: FileEventMsg) -> None:
         self.last_event = msg.event + (f" ({msg.detail})" if msg.detail else "")
-        if msg.event == "waiting":
-            self.state = "waiting for file"
-        elif msg.event in ("truncated", "replaced"):
-            self.feed = Feed(self.ranges)     # a new log: start over
-            self.cursor = None
-            self._skip_until = None
-        self._dirty = True
+        if msg.event in ("truncated", "replaced"):
+            self.cursor = None                # the pipeline started a new segment: follow it
+        self._on_new_data()
 
     def _on_new_data(self) -> None:
         """O(1) per update: the rollout count and the newest id, never the id array."""
@@ -308,24 +313,20 @@ class GrpoApp(App):
             self.cursor = last
         elif self.cursor is not None and self._n and self.cursor not in seg.row_of:
             self.cursor = last
-        if self.live and self.state == "waiting for file" and seg.records:
-            self.state = "live"
         self._dirty = True
         if not self.live:
             self.refresh_view()
 
     def _health_tick(self) -> None:
-        if self.replay is None:
-            ch = self.feed.engine.tick(time.time(), self.growing, self.last_data_wall, self.start_wall)
-            self.growing = False
-            if ch:
+        if self.replay is None and self.loading is None:
+            if self.feed.tick():
                 self._dirty = True
         if not self._dirty:
             self._refresh_header()    # only the age text moves: don't repaint the rows
 
     def _refresh_header(self) -> None:
         ascii = uses_ascii(self.current_theme) or self.force_ascii
-        self.query_one("#header", TextLine).update(self._header_text(quick_report(self.feed), ascii))
+        self.query_one("#header", TextLine).update(self._header_text(self.feed.report(), ascii))
 
     @property
     def _dirty(self) -> bool:
@@ -376,7 +377,7 @@ class GrpoApp(App):
     def refresh_view(self) -> None:
         self._dirty = False
         feed = self.feed
-        report = quick_report(feed)
+        report = feed.report()
         seg = feed.store.current
         ascii = uses_ascii(self.current_theme) or self.force_ascii
         rows = self.rows
@@ -403,20 +404,23 @@ class GrpoApp(App):
                 draw(self.query_one("#side-chart", PlotextPlot), feed, SIGNALS[self.focus_index].id,
                      log=self.log_scale, cursor=self.cursor, sketch=self._sketch)
 
-    def display_state(self) -> str:
+    def display_state(self, report=None) -> str:
+        """The run's state as the header shows it: from the pipeline (the log's and the
+        file's time), never from when the dashboard opened the file."""
         if self.loading is not None:
-            return f"loading history {self.loading:.0%}"
-        if not self.live or self.state == "finished":
-            return "finished"
-        if self.state == "waiting for file":
-            return "waiting for file"
-        if not self.following:
+            return f"loading {self.loading:.0%}"
+        if self.replay is not None and self.state != "finished":
+            return "▶ " + (f"replay {self.replay:g}x" if self.replay else "replay max")
+        st = report.run_state if report is not None else self.feed.state()
+        if st.name == "waiting":
+            return "waiting for file" if not self.feed.fed else "empty file"
+        if not self.following and st.name != "finished":
             return f"paused (+{self.pending_new()} new)"
-        if any(a.rule == "stalled" for a in self.feed.engine.open_alerts):
-            return "stalled"
-        if self.replay is not None:
-            return "▶ " + self.state
-        return "● live"
+        dot = "* " if self._ascii() else "● "
+        return (dot + "live") if st.name == "live" else st.label
+
+    def _ascii(self) -> bool:
+        return uses_ascii(self.current_theme) or self.force_ascii
 
     def pending_new(self) -> int:
         seg = self.feed.store.current
@@ -430,8 +434,10 @@ class GrpoApp(App):
     def _header_text(self, report, ascii: bool) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(" ")
-        t.append_text(badge(report.status if report.status != "warning" else "warning", self.current_theme,
-                            ascii))
+        if self.loading is not None:         # no verdict the loaded part does not support
+            t.append("… load" if not ascii else "~ load", style="dim")
+        else:
+            t.append_text(badge(report.status, self.current_theme, ascii))
         t.append("  ")
         name = clean(Path(self.path).name if self.path else "(no file)")
         rest = self._header_rest(report)
@@ -440,26 +446,29 @@ class GrpoApp(App):
             keep = max(8, room - 1)
             name = name[: keep - keep // 2] + "…" + name[len(name) - keep // 2:]
         t.append(name, style="bold")
-        t.append("  " + self.display_state())
-        last = report.last_rollout
-        t.append(f"  rollout {'-' if last is None else last}")
-        if self.cursor is not None and self.cursor != last:
-            t.append(f"  cursor {self.cursor}", style="reverse")
-        t.append(f"  K={report.steps_per_rollout}")
-        if self.live and self.last_data_wall is not None and self.replay is None:
-            t.append(f"  {time.time() - self.last_data_wall:.0f}s ago", style="dim")
+        t.append(rest[: len(rest) - len(self._age_text(report))])
+        t.append(self._age_text(report), style="dim")
         return t
 
     def _header_rest(self, report) -> str:
         """The header after the file name, as plain text (its length sizes the name)."""
         last = report.last_rollout
-        out = f"  {self.display_state()}  rollout {'-' if last is None else last}"
+        out = f"  {self.display_state(report)}  rollout {'-' if last is None else last}"
         if self.cursor is not None and self.cursor != last:
             out += f"  cursor {self.cursor}"
         out += f"  K={report.steps_per_rollout}"
-        if self.live and self.last_data_wall is not None and self.replay is None:
-            out += f"  {time.time() - self.last_data_wall:.0f}s ago"
-        return out
+        return out + self._age_text(report)
+
+    def _age_text(self, report) -> str:
+        """How old the newest metric is, by the log and the file (not by our clock)."""
+        st = report.run_state
+        if not self.live or (self.replay is not None and self.state != "finished"):
+            return ""                         # tests and snapshots: no clock on screen
+        if st.data_age is not None:
+            return f"  data {fmt_age(st.data_age)} ago"
+        if st.line_age is not None:
+            return f"  line {fmt_age(st.line_age)} ago"
+        return ""
 
     def _status_text(self) -> Text:
         c = self.feed.parser.counts
@@ -601,6 +610,11 @@ class GrpoApp(App):
         sections.append(("alert list", AlertTable.HELP_BINDINGS))
         self.push_screen(HelpScreen(sections))
 
+    async def action_quit(self) -> None:
+        self._quitting = True
+        await super().action_quit()
+
     def on_unmount(self) -> None:
+        self._quitting = True
         if self._follower is not None:
             self._follower.stop()
