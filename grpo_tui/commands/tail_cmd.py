@@ -45,10 +45,12 @@ class _Out:
     def changes(self, changes) -> None:
         for ch in changes:
             a = ch.alert
-            if ch.kind == "raised":
+            if ch.kind in ("raised", "escalated"):
                 obj = {"type": "alert", "rule": a.rule, "severity": a.severity, "rollout": a.rollout,
                        "message": a.message, "meaning": a.meaning, "first_check": a.check,
                        "raised_at": a.first_seen, "log_time": a.time}
+                if ch.kind == "escalated":
+                    obj["escalated"] = True
             else:
                 obj = {"type": "cleared", "rule": a.rule, "rollout": a.rollout, "cleared_at": a.cleared_at}
             if a.signal:

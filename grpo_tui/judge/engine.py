@@ -65,7 +65,7 @@ class Alert:
 
 @dataclass(slots=True)
 class AlertChange:
-    kind: str                       # "raised" | "cleared"
+    kind: str                       # "raised" | "escalated" (now critical) | "cleared"
     alert: Alert
 
 
@@ -336,8 +336,8 @@ class HealthEngine:
             a = self._open.get(c.key)
             if a is None:
                 out.append(AlertChange("raised", self._raise(c, r)))
-            else:
-                self._refresh(a, c)
+            elif self._refresh(a, c):
+                out.append(AlertChange("escalated", a))
         return out
 
     def _apply(self, conds: list[Condition], r: int, seg: Segment) -> list[AlertChange]:
@@ -350,8 +350,8 @@ class HealthEngine:
             a = self._open.get(c.key)
             if a is None:
                 out.append(AlertChange("raised", self._raise(c, r)))
-            else:
-                self._refresh(a, c)
+            elif self._refresh(a, c):
+                out.append(AlertChange("escalated", a))
         for key, a in list(self._open.items()):
             if key in seen or key[0] in ("stalled", "no-steps"):
                 continue
@@ -374,7 +374,7 @@ class HealthEngine:
         return a
 
     @staticmethod
-    def _refresh(a: Alert, c: Condition) -> None:
+    def _refresh(a: Alert, c: Condition) -> bool:
         """The sign still holds. The message keeps the values of the rollout where the alert
         fired; it changes only when the alert escalates, or a crash learns its cause."""
         a._misses = 0
@@ -384,6 +384,7 @@ class HealthEngine:
             a.evidence = c.evidence
         if escalates:
             a.severity = c.severity
+        return escalates
 
     def median_interval(self) -> float | None:
         """Median seconds between rollouts of this run (by their log time)."""
