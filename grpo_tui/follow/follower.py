@@ -142,6 +142,7 @@ class Follower:
         self._ident: tuple[int, int] | None = None  # (dev, ino) of the open fd
         self._pos = 0  # bytes read from the open fd
         self._head = b""  # first min(64, pos) bytes, as read
+        self._tail = b""  # the bytes just before _pos, as read: a rewrite that keeps the head changes them
         self._splitter = _LineSplitter()
         self._first_open = True
         self._announce_created = False  # next successful open says "created"
@@ -306,6 +307,8 @@ class Follower:
             self._restart(out, f"size {size} < offset {self._pos}")
         elif self._head and os.pread(self._fd, len(self._head), 0) != self._head:
             self._restart(out, "head changed")
+        elif self._tail and os.pread(self._fd, len(self._tail), self._pos - len(self._tail)) != self._tail:
+            self._restart(out, "rewritten (bytes before the read offset changed)")
 
     def _restart(self, out: list[Item], why: str) -> None:
         """Truncated in place: drop the partial line, read again from 0."""
@@ -313,6 +316,7 @@ class Follower:
         self._splitter.buf = b""
         self._pos = 0
         self._head = b""
+        self._tail = b""
 
     def _try_open(self, out: list[Item]) -> None:
         """Open the path if it is a readable regular file, else report once."""
@@ -342,6 +346,7 @@ class Follower:
             start = _last_line_start(fd, st.st_size, self.chunk_bytes)
         self._pos = start
         self._head = os.pread(fd, min(HEAD_BYTES, start), 0) if start else b""
+        self._tail = os.pread(fd, min(HEAD_BYTES, start), start - min(HEAD_BYTES, start)) if start else b""
         if self._announce_created:
             self._emit(out, "created")
         self._first_open = False
@@ -355,6 +360,7 @@ class Follower:
         if self._pos < HEAD_BYTES:
             self._head += data[: HEAD_BYTES - self._pos]
         self._pos += len(data)
+        self._tail = (self._tail + data[-HEAD_BYTES:])[-HEAD_BYTES:]
         self._bytes_read += len(data)
         self._more = len(data) == self.chunk_bytes
         self._lines_out(out, self._splitter.feed(data))
@@ -395,7 +401,7 @@ class Follower:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
         self._fd, self._ident = None, None
-        self._pos, self._head = 0, b""
+        self._pos, self._head, self._tail = 0, b"", b""
 
 
 def _ident(path: str) -> tuple[int, int] | None:
