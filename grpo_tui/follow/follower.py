@@ -56,25 +56,50 @@ class FileEvent:
 Item = Lines | FileEvent
 
 
-class _LineSplitter:
-    """Split a byte stream on b"\\n", keeping the unfinished tail buffered."""
+MAX_LINE = 1 << 20  # longer lines are cut here: a 200 MB line (or /dev/zero) is never held whole
 
-    __slots__ = ("buf",)
+
+class _LineSplitter:
+    """Split a byte stream on b"\\n", keeping the unfinished tail buffered: at most MAX_LINE
+    bytes (a longer line is emitted cut, the rest of it up to its newline is dropped)."""
+
+    __slots__ = ("buf", "skipping", "cut_lines")
 
     def __init__(self) -> None:
         self.buf = b""
+        self.skipping = False   # inside the dropped rest of an over-long line
+        self.cut_lines = 0
 
     def feed(self, data: bytes) -> list[str]:
         """Return the lines completed by ``data``; decode only whole lines."""
+        if self.skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return []
+            data, self.skipping = data[nl + 1:], False
         cut = data.rfind(b"\n")
         if cut < 0:
             self.buf += data
-            return []
+            return self._bound_tail([])
         done = self.buf + data[:cut]
         self.buf = data[cut + 1 :]
         # '\n' is never part of a multibyte UTF-8 sequence, so decoding the
         # whole block and splitting on "\n" equals splitting bytes first.
-        return done.decode("utf-8", "replace").split("\n")
+        lines = done.decode("utf-8", "replace").split("\n")
+        if len(done) > MAX_LINE:
+            for i, line in enumerate(lines):
+                if len(line) > MAX_LINE:
+                    lines[i] = line[:MAX_LINE]
+                    self.cut_lines += 1
+        return self._bound_tail(lines)
+
+    def _bound_tail(self, lines: list[str]) -> list[str]:
+        """An unfinished line past MAX_LINE goes out cut; the rest of it is skipped."""
+        if len(self.buf) > MAX_LINE:
+            lines.append(self.buf[:MAX_LINE].decode("utf-8", "replace"))
+            self.buf, self.skipping = b"", True
+            self.cut_lines += 1
+        return lines
 
     def flush(self) -> list[str]:
         """Emit the partial tail as a line: its file will never complete it."""
@@ -424,10 +449,11 @@ async def follow_stdin(stream=None, *, chunk_bytes: int = 1 << 20) -> AsyncItera
     fd = stream if isinstance(stream, int) else stream.fileno()
     splitter = _LineSplitter()
     consumed = 0
-    if stat.S_ISREG(os.fstat(fd).st_mode):
-        chunks = _file_chunks(fd, chunk_bytes)
-    else:
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd):
         chunks = _pipe_chunks(fd, chunk_bytes)
+    else:   # a regular file, /dev/null, /dev/zero...: epoll can't watch these
+        chunks = _file_chunks(fd, chunk_bytes)
     async for data in chunks:
         consumed += len(data)
         if lines := splitter.feed(data):
@@ -438,10 +464,10 @@ async def follow_stdin(stream=None, *, chunk_bytes: int = 1 << 20) -> AsyncItera
 
 
 async def _file_chunks(fd: int, chunk_bytes: int) -> AsyncIterator[bytes]:
-    """Chunks of a regular file; regular files never block, so read directly."""
-    while data := os.read(fd, chunk_bytes):
+    """Chunks of a regular file or a character device, read in a thread: an endless device
+    (/dev/zero) still lets the loop run, print and stop."""
+    while data := await asyncio.to_thread(os.read, fd, chunk_bytes):
         yield data
-        await asyncio.sleep(0)
 
 
 async def _pipe_chunks(fd: int, chunk_bytes: int) -> AsyncIterator[bytes]:

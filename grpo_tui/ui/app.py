@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -126,7 +127,22 @@ class GrpoApp(App):
         yield Static(id="status")
         yield Footer()
 
+    def _on_signal(self, signum: int) -> None:
+        """SIGTERM / SIGHUP / SIGINT: leave like `q` does, so the terminal is restored
+        (alternate screen left, cursor shown, mouse tracking off)."""
+        self._quitting = True
+        self.exit(return_code=128 + signum)
+
+    def _install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, int(sig))
+            except (ValueError, RuntimeError, NotImplementedError):
+                pass            # not the main thread (tests), or no such signal here
+
     def on_mount(self) -> None:
+        self._install_signal_handlers()
         try:
             self.theme = self._theme_name
         except Exception:
