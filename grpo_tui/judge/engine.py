@@ -401,6 +401,23 @@ class HealthEngine:
         return float(np.median(d)) if len(d) else None
 
     # -- reading -------------------------------------------------------------------------
+    def range_applies(self, sig_id: str) -> bool:
+        """Whether a healthy range judges this signal in this run (the chart draws only such
+        a band): no clip-fraction range with K > 1 updates per rollout, no zero-std fraction
+        range without a group count."""
+        seg = self.store.current
+        if sig_id == "clipfrac" and seg.steps_per_rollout > 1:
+            return False
+        if sig_id == "zero_std" and groups_of(seg) is None:
+            return False
+        return True
+
+    def band(self, sig_id: str, rollouts):
+        """The healthy band at these rollouts, or None where no range is used."""
+        if not self.range_applies(sig_id):
+            return None
+        return self.ranges.for_framework(self.store.current.framework).bounds_many(sig_id, rollouts)
+
     def signal_status(self, sig_id: str) -> SignalStatus:
         seg = self.store.current
         sig = BY_ID[sig_id]
@@ -413,11 +430,7 @@ class HealthEngine:
         fin = vals[np.isfinite(vals)]
         mean5 = float(np.mean(vals[-5:])) if np.all(np.isfinite(vals[-5:])) else (
             float(np.mean(fin[-5:])) if len(fin) else None)
-        rng = self.ranges.for_framework(seg.framework).bounds(sig_id, r)
-        if sig_id == "clipfrac" and seg.steps_per_rollout > 1:
-            rng = None
-        if sig_id == "zero_std" and groups_of(seg) is None:
-            rng = None
+        rng = self.ranges.for_framework(seg.framework).bounds(sig_id, r) if self.range_applies(sig_id) else None
         # ok only where a range judged it; without one (rollout time, verl/TRL signals) it is
         # unknown (shown `? n/a`) unless an alert names it
         status = "unknown"

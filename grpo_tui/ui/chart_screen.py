@@ -139,7 +139,7 @@ def draw(plot: PlotextPlot, feed, sig_id: str, *, log: bool = False, cursor: int
         plt.yscale("log")
     plt.plot(xd.tolist(), yd.tolist(), color="gray", marker="dot", label="raw")
     plt.plot(xm.tolist(), ym.tolist(), color="cyan+", marker="braille", label="mean5")
-    band = feed.engine.ranges.bounds_many(sig_id, xd)     # at the plotted x only
+    band = feed.engine.band(sig_id, xd)     # at the plotted x only; none where no range judges
     if band is not None:
         lo, hi = band
         for edge, name in ((lo, "healthy lo"), (hi, "healthy hi")):
