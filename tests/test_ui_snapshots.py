@@ -49,3 +49,9 @@ def test_high_contrast_theme(snap_compare):
 
 def test_ascii_glyphs(snap_compare):
     assert snap_compare(GrpoApp(GAP, live=False, theme="ascii"), terminal_size=(80, 24))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_main_gap_jump_whole_run(snap_compare, size):
+    """`w`: every sparkline summarises the whole run; the gap's jump at rollout 16 is visible."""
+    assert snap_compare(GrpoApp(GAP, live=False), press=["w"], terminal_size=size)

@@ -41,13 +41,14 @@ from .model import (BIG_FILE, TAIL_BYTES, clean, file_size, id_position, last_ne
                     resolve_path, sorted_ids)
 from .text_line import TextLine
 from .signal_row import SignalRow, badge, header_text, layout
+from .sparkline import whole_run_cells
 from .themes import ORDER, load_themes, resolve, uses_ascii
 
 REFRESH_S = 0.25
 MARGIN = 16          # rows fetched before the sparkline window (mean5 at a cursor on its left edge)
 WIDE = 160
 MAIN_ONLY = {"cursor", "cursor_home", "cursor_end", "goto", "focus_signal", "detail", "chart", "follow",
-             "ack", "switch_pane", "alert_jump", "log_scale"}
+             "ack", "switch_pane", "alert_jump", "log_scale", "whole_run"}
 
 
 class GrpoApp(App):
@@ -72,6 +73,7 @@ class GrpoApp(App):
         Binding("right_square_bracket", "alert_jump(1)", "next alert rollout", show=False),
         Binding("t", "cycle_theme", "theme"),
         Binding("y", "log_scale", "log scale (chart)", show=False),
+        Binding("w", "whole_run", "sparklines: whole run / last N"),
     ]
 
     def __init__(self, path: str | None = None, *, live: bool = True, replay: float | None = None,
@@ -91,6 +93,7 @@ class GrpoApp(App):
         self.pause_last: int | None = None
         self.focus_index = 0
         self.log_scale = False
+        self.whole_run = False                 # sparklines summarise the whole run (w)
         self.force_ascii = bool(os.environ.get("GRPO_TUI_ASCII")) if force_ascii is None else force_ascii
         self.state = "starting"                # replay / finished; the run's own state is the pipeline's
         self.last_event = ""
@@ -406,10 +409,15 @@ class GrpoApp(App):
         at_newest = not len(win) or int(win[-1]) == self._last
         upto = None if at_newest else int(win[-1])
         need = max(len(win), spark_w, layout(self.size.width)[0]) + MARGIN
+        all_ids = np.sort(seg.id_array()) if self.whole_run and len(seg.ids) else None
         for row in rows:
             ids, vals = signal_series(seg, row.sig, last=need, upto=upto)
-            row.set_data(report.signals[row.sig.id], np.asarray(ids), np.asarray(vals), at_newest)
-        self.query_one("#colhdr", Static).update(header_text(row_w))
+            cells = None
+            if all_ids is not None:
+                sid, sval = signal_series(seg, row.sig)
+                cells = whole_run_cells(all_ids, np.asarray(sid), np.asarray(sval), spark_w, row.sig.log)
+            row.set_data(report.signals[row.sig.id], np.asarray(ids), np.asarray(vals), at_newest, cells)
+        self.query_one("#colhdr", Static).update(header_text(row_w, self.whole_run))
         self.query_one("#header", TextLine).update(self._header_text(report, ascii))
         self.query_one(AlertPane).set_alerts(report.alerts, ascii)
         self.query_one("#status", Static).update(self._status_text())
@@ -561,6 +569,14 @@ class GrpoApp(App):
 
     def action_chart(self) -> None:
         self.push_screen(ChartScreen(self.feed, SIGNALS[self.focus_index].id, self.log_scale, self.cursor))
+
+    def action_whole_run(self) -> None:
+        """Sparklines: the last N rollouts (cursor window) <-> the whole run in buckets that keep
+        each bucket's most extreme value (a spike 10,000 rollouts ago stays visible)."""
+        self.whole_run = not self.whole_run
+        self.notify("sparklines: whole run" if self.whole_run else "sparklines: last rollouts",
+                    timeout=1.5, markup=False)
+        self.refresh_view()
 
     def action_log_scale(self) -> None:
         self.log_scale = not self.log_scale
