@@ -153,6 +153,7 @@ class GrpoApp(App):
                         markup=False)
             self.theme = "grpo-dark"
         self.rows[0].focus()
+        self._sync_ascii()
         self._apply_width()
         if not self.live:
             if self.path and os.path.exists(self.path):
@@ -395,6 +396,7 @@ class GrpoApp(App):
 
     def refresh_view(self) -> None:
         self._dirty = False
+        self._apply_width()          # the app's own resize handler is not called: check here
         feed = self.feed
         report = feed.report()
         seg = feed.store.current
@@ -426,7 +428,7 @@ class GrpoApp(App):
             if key != self._side_key:
                 self._side_key = key
                 draw(self.query_one("#side-chart", PlotextPlot), feed, SIGNALS[self.focus_index].id,
-                     log=self.log_scale, cursor=self.cursor, sketch=self._sketch)
+                     log=self.log_scale, cursor=self.cursor, sketch=self._sketch, ascii=ascii)
 
     def display_state(self, report=None) -> str:
         """The run's state as the header shows it: from the pipeline (the log's and the
@@ -445,6 +447,23 @@ class GrpoApp(App):
 
     def _ascii(self) -> bool:
         return uses_ascii(self.current_theme) or self.force_ascii
+
+    def _sync_ascii(self) -> None:
+        """The ascii theme draws ASCII only: borders, footer keys, toasts, charts (CSS `.ascii`)."""
+        a = self._ascii()
+        for scr in self.screen_stack:
+            scr.set_class(a, "ascii")
+
+    def push_screen(self, screen, *args, **kwargs):
+        if not isinstance(screen, str):
+            screen.set_class(self._ascii(), "ascii")
+        return super().push_screen(screen, *args, **kwargs)
+
+    def get_key_display(self, binding: Binding) -> str:
+        shown = super().get_key_display(binding)
+        if self._ascii() and not shown.isascii():
+            return binding.key.split(",")[0].replace("_", " ")
+        return shown
 
     def pending_new(self) -> int:
         seg = self.feed.store.current
@@ -630,17 +649,21 @@ class GrpoApp(App):
         names = [n for n in ORDER if n in self.available_themes]
         i = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(i + 1) % len(names)]
+        self._sync_ascii()
+        self.query_one(Footer).recompose()
         self.notify(f"theme: {self.theme}", markup=False, timeout=1.5)
         self.query_one(AlertPane)._sig = ()
         self._side_key = ()
         self.refresh_view()
 
     def action_help(self) -> None:
-        sections = [("dashboard", self.BINDINGS)]
-        if len(self.screen_stack) > 1:
-            sections.insert(0, ("this view", list(getattr(self.screen, "BINDINGS", []))))
-        sections.append(("alert list", AlertTable.HELP_BINDINGS))
-        self.push_screen(HelpScreen(sections))
+        """Every key of every view (the bindings themselves, never a hand-written list)."""
+        sections = [("dashboard", self.BINDINGS), ("alert list (tab)", AlertTable.HELP_BINDINGS),
+                    ("detail view (enter)", DetailScreen.BINDINGS), ("chart view (c)", ChartScreen.BINDINGS),
+                    ("go to rollout (g)", GotoScreen.BINDINGS)]
+        here = type(self.screen)
+        sections.sort(key=lambda s: 0 if s[1] is getattr(here, "BINDINGS", None) else 1)
+        self.push_screen(HelpScreen(sections, ascii=self._ascii()))
 
     async def action_quit(self) -> None:
         self._quitting = True

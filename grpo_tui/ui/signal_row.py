@@ -78,7 +78,9 @@ class SignalRow(Widget, can_focus=True):
         ascii = uses_ascii(theme) or getattr(app, "force_ascii", False)
         st = self.status
         t = Text(no_wrap=True, overflow="crop")
-        t.append(clean(self.sig.label)[:LABEL_W].ljust(LABEL_W) + " ")
+        t.append(clean(self.sig.label)[:LABEL_W].ljust(LABEL_W))
+        # focus is marked by a glyph, not only by bold/colour (NO_COLOR, ascii)
+        t.append((">" if ascii else "▸") if self.has_focus else " ", style="bold")
         win = app.window_ids(spark_w) if hasattr(app, "window_ids") else np.empty(0, np.int64)
         fetched = getattr(app, "fetched_w", None)
         if fetched is not None and fetched != spark_w:      # laid out wider/narrower than read
