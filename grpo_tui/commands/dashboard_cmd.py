@@ -31,6 +31,7 @@ def run(args) -> int:
     from ..ui.app import GrpoApp
 
     app = GrpoApp(path, live=True, replay=replay, theme=getattr(args, "theme", None), ranges=ranges,
-                  ranges_label=getattr(args, "ranges", None))
+                  ranges_label=getattr(args, "ranges", None), notify=not getattr(args, "no_notify", False),
+                  on_critical=getattr(args, "on_critical", None))
     app.run()
     return app.return_code or 0

@@ -30,6 +30,7 @@ from ..follow.follower import FileEvent, Follower, Lines
 from ..follow.replay import replay_lines
 from ..judge.ranges import RangeSet
 from ..judge.signals import SIGNALS, signal_series
+from ..notify import Hook, alert_payload, new_criticals, osc_notification
 from ..pipeline import Pipeline, feed_file, fmt_age, judge_path
 from .alert_pane import AlertPane, AlertTable
 from .chart_screen import ChartScreen, Sketch, draw
@@ -78,8 +79,12 @@ class GrpoApp(App):
 
     def __init__(self, path: str | None = None, *, live: bool = True, replay: float | None = None,
                  theme: str | None = None, ranges: RangeSet | None = None, demo_rate: float = 0.5,
-                 force_ascii: bool | None = None, ranges_label: str | None = None) -> None:
+                 force_ascii: bool | None = None, ranges_label: str | None = None,
+                 notify: bool = True, on_critical: str | None = None) -> None:
         super().__init__()
+        self.notify_terminal = notify          # bell + desktop notification on a new critical
+        self.hook = Hook(on_critical)
+        self._armed_at: int | None = None      # follower offset from which alerts are news
         self.ranges = ranges
         self.ranges_label = ranges_label
         self.live = live
@@ -129,6 +134,18 @@ class GrpoApp(App):
         yield AlertPane()
         yield Static(id="status")
         yield Footer()
+
+    def _announce(self, changes) -> None:
+        """A new critical while watching: bell + desktop notification escape (unless
+        --no-notify), the --on-critical hook, and a toast."""
+        for alert in new_criticals(changes):
+            if self.notify_terminal and self._driver is not None:
+                self._driver.write(osc_notification(f"grpo-tui: {alert.rule}",
+                                                    f"{Path(self.path or '').name}: {alert.message}"))
+                self._driver.flush()
+            self.hook(alert_payload(alert, self.path))
+            self.notify(f"{alert.rule}: {clean(alert.message)}", title="new critical alert",
+                        severity="error", markup=False, timeout=8)
 
     def _on_signal(self, signum: int) -> None:
         """SIGTERM / SIGHUP / SIGINT: leave like `q` does, so the terminal is restored
@@ -212,6 +229,7 @@ class GrpoApp(App):
         """Lines and file events go into the pipeline here, in file order (a restart's
         event is never handled later than the lines that follow it)."""
         self._follower = Follower(path, from_start=from_start, poll_interval=1.0)
+        self._armed_at = max(0, file_size(path))   # what the file holds now is history, not news
         try:
             async for item in self._follower.events():
                 if isinstance(item, Lines):
@@ -221,7 +239,9 @@ class GrpoApp(App):
                     if self.loading is not None:
                         self._held.append(Lines(lines, item.offset, item.written_at))
                         continue
-                    self.feed.feed(lines, item.written_at)
+                    up = self.feed.feed(lines, item.written_at)
+                    if self._armed_at is not None and item.offset > self._armed_at:
+                        self._announce(up.changes)
                     self.post_message(DataChanged(len(self.feed.store.current.ids)))
                 elif isinstance(item, FileEvent):
                     if item.event in ("truncated", "replaced", "created") and self.loading is not None:
@@ -339,8 +359,11 @@ class GrpoApp(App):
 
     def _health_tick(self) -> None:
         if self.replay is None and self.loading is None:
-            if self.feed.tick():
+            changes = self.feed.tick()
+            if changes:
                 self._dirty = True
+                if self._armed_at is not None:
+                    self._announce(changes)
         if not self._dirty:
             self._refresh_header()    # only the age text moves: don't repaint the rows
 
