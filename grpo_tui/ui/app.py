@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import dataclasses
 import os
 import signal
 import tempfile
@@ -107,6 +108,8 @@ class GrpoApp(App):
         self._held: list = []                  # follower items that arrived during the history fill
         self._generation = 0                   # bumped when the file restarts: stale history is dropped
         self._quitting = False                 # background loading stops when this is set
+        self._report = None                    # the verdict of the last repaint (header reuses it)
+        self._report_of: dict = {}
         self._painted = threading.Event()      # the history thread waits for the tail's paint
         self._dirty = True
         self._n = 0                            # rollouts in the current segment
@@ -368,8 +371,15 @@ class GrpoApp(App):
             self._refresh_header()    # only the age text moves: don't repaint the rows
 
     def _refresh_header(self) -> None:
+        """Only the state and the ages move between data updates: reuse the last verdict
+        (nine signal statuses are not recomputed every second on an idle run)."""
         ascii = uses_ascii(self.current_theme) or self.force_ascii
-        self.query_one("#header", TextLine).update(self._header_text(self.feed.report(), ascii))
+        rep = self._report if self._report is not None and self._report.report is not None else None
+        if rep is None or rep.report is not self._report_of.get(id(self.feed)):
+            rep = self.feed.report()
+        else:
+            rep = dataclasses.replace(rep, run_state=self.feed.state())
+        self.query_one("#header", TextLine).update(self._header_text(rep, ascii))
 
     @property
     def _dirty(self) -> bool:
@@ -422,6 +432,8 @@ class GrpoApp(App):
         self._apply_width()          # the app's own resize handler is not called: check here
         feed = self.feed
         report = feed.report()
+        self._report = report
+        self._report_of = {id(feed): report.report}
         seg = feed.store.current
         ascii = uses_ascii(self.current_theme) or self.force_ascii
         rows = self.rows
