@@ -38,6 +38,7 @@ from .chart_screen import ChartScreen, Sketch, draw
 from .detail_screen import DetailScreen
 from .goto_screen import GotoScreen
 from .help_screen import HelpScreen
+from .log_screen import LogScreen
 from .messages import DataChanged, FileEventMsg, LoadProgress
 from .model import (BIG_FILE, TAIL_BYTES, clean, file_size, id_position, last_newline_before, newest_id,
                     resolve_path, sorted_ids)
@@ -50,7 +51,7 @@ REFRESH_S = 0.25
 MARGIN = 16          # rows fetched before the sparkline window (mean5 at a cursor on its left edge)
 WIDE = 160
 MAIN_ONLY = {"cursor", "cursor_home", "cursor_end", "goto", "focus_signal", "detail", "chart", "follow",
-             "ack", "switch_pane", "alert_jump", "log_scale", "whole_run"}
+             "ack", "switch_pane", "alert_jump", "log_scale", "whole_run", "log"}
 
 
 class GrpoApp(App):
@@ -76,6 +77,7 @@ class GrpoApp(App):
         Binding("t", "cycle_theme", "theme"),
         Binding("y", "log_scale", "log scale (chart)", show=False),
         Binding("w", "whole_run", "sparklines: whole run / last N"),
+        Binding("L", "log", "raw log at the cursor"),
     ]
 
     def __init__(self, path: str | None = None, *, live: bool = True, replay: float | None = None,
@@ -663,10 +665,21 @@ class GrpoApp(App):
             self.query_one(AlertTable).focus()
 
     def on_data_table_row_selected(self, event) -> None:
+        """enter on an alert: the cursor goes to its rollout and the raw log opens at its line."""
         if isinstance(event.data_table, AlertTable):
             a = self.query_one(AlertPane).selected
             if a is not None and a.rollout is not None:
                 self._set_cursor(a.rollout)
+            if a is not None and self.path and os.path.isfile(self.path):
+                line = (a.evidence or {}).get("line")
+                self.push_screen(LogScreen(self.path, line=line if isinstance(line, int) else None,
+                                           rollout=None if isinstance(line, int) else a.rollout))
+
+    def action_log(self) -> None:
+        if not self.path or not os.path.isfile(self.path):
+            self.notify("no log file yet")
+            return
+        self.push_screen(LogScreen(self.path, rollout=self.cursor))
 
     def action_alert_jump(self, direction: int) -> None:
         rs = sorted({a.rollout for a in self.feed.engine.alerts if a.rollout is not None})
@@ -695,7 +708,7 @@ class GrpoApp(App):
         """Every key of every view (the bindings themselves, never a hand-written list)."""
         sections = [("dashboard", self.BINDINGS), ("alert list (tab)", AlertTable.HELP_BINDINGS),
                     ("detail view (enter)", DetailScreen.BINDINGS), ("chart view (c)", ChartScreen.BINDINGS),
-                    ("go to rollout (g)", GotoScreen.BINDINGS)]
+                    ("raw log (L)", LogScreen.BINDINGS), ("go to rollout (g)", GotoScreen.BINDINGS)]
         here = type(self.screen)
         sections.sort(key=lambda s: 0 if s[1] is getattr(here, "BINDINGS", None) else 1)
         self.push_screen(HelpScreen(sections, ascii=self._ascii()))
