@@ -93,3 +93,21 @@ async def test_opening_a_broken_log_is_not_announced(tmp_path):
         await pilot.pause(1.2)
         assert any(a.rule == "gap-jump" for a in app.feed.engine.alerts)
     assert not out.exists()
+
+
+async def test_an_old_hung_log_is_critical_but_not_announced(tmp_path):
+    import os
+    import shutil
+    log = tmp_path / "stalled.log"
+    shutil.copyfile(LOGS / "stalled.log", log)
+    t = time.time() - 3600
+    os.utime(log, (t, t))
+    out = tmp_path / "hook.jsonl"
+    app = GrpoApp(str(log), live=True, on_critical=_hook_cmd(out))
+    async with app.run_test(size=(80, 24)) as pilot:
+        end = time.monotonic() + 10
+        while not any(a.rule == "stalled" for a in app.feed.engine.alerts) and time.monotonic() < end:
+            await pilot.pause(0.05)
+        await pilot.pause(1.5)
+        assert any(a.rule == "stalled" for a in app.feed.engine.alerts)
+    assert not out.exists()

@@ -72,3 +72,8 @@ async def _open_log(pilot):
             break
         await asyncio.sleep(0.05)
     await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_events_view(snap_compare, size):
+    assert snap_compare(GrpoApp(str(LOGS / "engine-down.log"), live=False), press=["e"], terminal_size=size)

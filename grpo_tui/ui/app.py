@@ -38,6 +38,7 @@ from .chart_screen import ChartScreen, Sketch, draw
 from .detail_screen import DetailScreen
 from .goto_screen import GotoScreen
 from .help_screen import HelpScreen
+from .events_screen import EventsScreen
 from .log_screen import LogScreen
 from .messages import DataChanged, FileEventMsg, LoadProgress
 from .model import (BIG_FILE, TAIL_BYTES, clean, file_size, id_position, last_newline_before, newest_id,
@@ -51,7 +52,7 @@ REFRESH_S = 0.25
 MARGIN = 16          # rows fetched before the sparkline window (mean5 at a cursor on its left edge)
 WIDE = 160
 MAIN_ONLY = {"cursor", "cursor_home", "cursor_end", "goto", "focus_signal", "detail", "chart", "follow",
-             "ack", "switch_pane", "alert_jump", "log_scale", "whole_run", "log"}
+             "ack", "switch_pane", "alert_jump", "log_scale", "whole_run", "log", "events"}
 
 
 class GrpoApp(App):
@@ -78,6 +79,7 @@ class GrpoApp(App):
         Binding("y", "log_scale", "log scale (chart)", show=False),
         Binding("w", "whole_run", "sparklines: whole run / last N"),
         Binding("L", "log", "raw log at the cursor"),
+        Binding("e", "events", "events timeline"),
     ]
 
     def __init__(self, path: str | None = None, *, live: bool = True, replay: float | None = None,
@@ -88,6 +90,7 @@ class GrpoApp(App):
         self.notify_terminal = notify          # bell + desktop notification on a new critical
         self.hook = Hook(on_critical)
         self._armed_at: int | None = None      # follower offset from which alerts are news
+        self._ticked = False                   # a health tick judged the file as first read
         self.ranges = ranges
         self.ranges_label = ranges_label
         self.live = live
@@ -367,8 +370,11 @@ class GrpoApp(App):
             changes = self.feed.tick()
             if changes:
                 self._dirty = True
-                if self._armed_at is not None:
+                if self._armed_at is not None and self._ticked:
                     self._announce(changes)
+            # the first tick after the file was read judges its past (an old hung log's
+            # stall): history, not news
+            self._ticked = self._ticked or (self._armed_at is not None and self.feed.fed)
         if not self._dirty:
             self._refresh_header()    # only the age text moves: don't repaint the rows
 
@@ -675,6 +681,9 @@ class GrpoApp(App):
                 self.push_screen(LogScreen(self.path, line=line if isinstance(line, int) else None,
                                            rollout=None if isinstance(line, int) else a.rollout))
 
+    def action_events(self) -> None:
+        self.push_screen(EventsScreen(self.feed, self.path))
+
     def action_log(self) -> None:
         if not self.path or not os.path.isfile(self.path):
             self.notify("no log file yet")
@@ -708,7 +717,8 @@ class GrpoApp(App):
         """Every key of every view (the bindings themselves, never a hand-written list)."""
         sections = [("dashboard", self.BINDINGS), ("alert list (tab)", AlertTable.HELP_BINDINGS),
                     ("detail view (enter)", DetailScreen.BINDINGS), ("chart view (c)", ChartScreen.BINDINGS),
-                    ("raw log (L)", LogScreen.BINDINGS), ("go to rollout (g)", GotoScreen.BINDINGS)]
+                    ("raw log (L)", LogScreen.BINDINGS), ("events (e)", EventsScreen.BINDINGS),
+                    ("go to rollout (g)", GotoScreen.BINDINGS)]
         here = type(self.screen)
         sections.sort(key=lambda s: 0 if s[1] is getattr(here, "BINDINGS", None) else 1)
         self.push_screen(HelpScreen(sections, ascii=self._ascii()))
