@@ -18,6 +18,9 @@ from ..judge.stats import trailing_mean
 from .model import clean, downsample
 
 
+EVENT_MARKS = {"checkpoint_saved": "c", "eval_skipped": "e", "engine_retry": "r", "max_retries": "r",
+               "launch": "R", "traceback": "x", "oom": "x", "nccl_timeout": "x", "ft_fail": "x",
+               "engines_recovered": "+", "health_check_failed": "h"}
 BUCKETS = 200      # at most this many buckets of rows, min and max of each plotted
 SETTLE = 64        # the newest rows may still get values (late train steps): never frozen
 
@@ -127,7 +130,7 @@ def draw(plot: PlotextPlot, feed, sig_id: str, *, log: bool = False, cursor: int
     seg = feed.store.current
     dot, line = ("*", "+") if ascii else ("dot", "braille")
     title = (sig.label + (f" ({sig.unit})" if sig.unit else "") + ("  [log y]" if log else "")
-             + f"   {'*' if ascii else '·'} raw  {'+' if ascii else '⠿'} mean5  - healthy band  | cursor, alerts")
+             + f"   {'*' if ascii else '·'} raw  {'+' if ascii else '⠿'} mean5  - band  | cursor, onsets  c/r/R/x events")
     plt.title(clean(title))
     plt.xlabel("rollout")
     if ascii:
@@ -174,6 +177,16 @@ def draw(plot: PlotextPlot, feed, sig_id: str, *, log: bool = False, cursor: int
         vline(float(r), "red" if sev == "critical" else "orange")
     for r in sorted({r for r, _ in onsets})[:4]:
         plt.text(f"onset {r}", x=float(r), y=top, color="red", alignment="left")
+    # events along the bottom: c checkpoint, e eval, r retry burst, R restart/launch, x crash
+    marks: dict[str, set[float]] = {}
+    for ev in seg.events:
+        m = EVENT_MARKS.get(ev.kind)
+        r = ev.data.get("after_rollout")
+        if m and r is not None:
+            marks.setdefault(m, set()).add(float(r))
+    for m, xs in marks.items():
+        xs_l = sorted(xs)
+        plt.scatter(xs_l, [bottom] * len(xs_l), marker=m, color="yellow")
     if cursor is not None:
         vline(float(cursor), "white")
         plt.text(f"cursor {cursor}", x=float(cursor), y=bottom, color="white", alignment="left")
