@@ -7,6 +7,7 @@ from the file when drawn (LineIndex); ANSI colours are stripped and control char
 
 from __future__ import annotations
 
+import os
 import re
 
 from rich.text import Text
@@ -19,6 +20,7 @@ from textual.strip import Strip
 from textual.widgets import Footer, Input, Static
 
 from .log_index import LineIndex
+from .model import clean
 
 GUTTER = 9
 
@@ -124,7 +126,7 @@ class LogScreen(Screen):
     def _title(self) -> None:
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(" log ", style="bold")
-        t.append(self.path)
+        t.append(clean(os.path.basename(self.path)))
         t.append(f"  {self.index.lines:,} lines" + ("" if self.index.done else " (indexing…)"), style="dim")
         if self.view.pattern is not None:
             t.append(f"  /{self.view.pattern.pattern}/", style="bold")
