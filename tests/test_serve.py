@@ -297,6 +297,9 @@ async def test_too_many_sessions_are_refused_with_a_reason(tmp_path):
             async with http.ws_connect(s.local("/ws?width=120&height=40")) as first:
                 screen = await _first_frame(first)
                 assert b"crit" in screen                    # the dashboard of that file is running
+                kids = subprocess.run(["ps", "-o", "args=", "--ppid", str(s.proc.pid)], capture_output=True,
+                                      text=True).stdout.splitlines()
+                assert len(kids) == 1 and kids[0].split()[:3] == [sys.executable, "-m", "grpo_tui"], kids
                 async with http.ws_connect(s.local("/ws")) as second:
                     msg = await second.receive(timeout=APP_S)
                     assert msg.type == aiohttp.WSMsgType.CLOSE and second.close_code == 1013

@@ -135,7 +135,9 @@ class GuardedServer(Server):
         reader: asyncio.Task | None = None
         try:
             await websocket.prepare(request)
-            service = AppService(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
+            # `exec`: the shell textual-serve starts becomes the dashboard, so the process it
+            # stops (quit, then kill) is the dashboard itself, never a shell left above it.
+            service = AppService("exec " + self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
                                  close=websocket.close, download_manager=self.download_manager, debug=False)
             self.services.add(service)
             await service.start(width, height)
