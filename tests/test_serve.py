@@ -316,6 +316,43 @@ async def test_too_many_sessions_are_refused_with_a_reason(tmp_path):
     assert _listing(tmp_path) == before                     # no pwned file, nothing written
 
 
+async def test_a_dashboard_that_fails_closes_its_tab_with_the_reason(tmp_path):
+    _need_web()
+    import aiohttp
+    script = ("import sys; from grpo_tui.web.server import GuardedServer; "
+              "GuardedServer(sys.argv[1], host='127.0.0.1', port=0, token=None, max_sessions=1, title='t', "
+              "out=lambda p: print(f'grpo-tui serve: http://127.0.0.1:{p}/', flush=True)).serve()")
+    failing = f"{shlex.quote(sys.executable)} -c 'import sys; sys.exit(3)'"
+    proc = subprocess.Popen([sys.executable, "-c", script, failing], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, bufsize=1,
+                            start_new_session=True)
+    s = Served(proc)
+    try:
+        async with aiohttp.ClientSession() as http:
+            end = time.monotonic() + APP_S
+            failed = 0
+            while failed < 2:                               # twice: its slot is freed after it
+                async with http.ws_connect(s.local("/ws")) as ws:
+                    msg = await ws.receive(timeout=APP_S)
+                assert msg.type == aiohttp.WSMsgType.CLOSE, msg
+                if ws.close_code == 1013:                   # the first one's slot is being freed
+                    assert failed == 1 and time.monotonic() < end, "the failed session's slot stays taken"
+                    await asyncio.sleep(0.1)
+                    continue
+                assert ws.close_code == 1011 and "exited with code 3" in msg.extra
+                failed += 1
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait(timeout=10)
+
+
 # --- the browser ------------------------------------------------------------------------------
 
 HOOK = "this.terminal=new v.Terminal("
