@@ -84,10 +84,10 @@ class Served:
     def wait_url(self) -> str:
         end = time.monotonic() + START_S
         while time.monotonic() < end:
-            for line in list(self.out):
-                m = re.search(r"grpo-tui serve: (http://\S+)", line)
-                if m:
-                    return m.group(1)
+            out = "".join(self.out)
+            m = re.search(r"grpo-tui serve: (http://\S+)", out)
+            if m and "Ctrl+C stops the server" in out:       # the last line it prints at start
+                return m.group(1)
             if self.proc.poll() is not None:
                 break
             try:
@@ -109,7 +109,11 @@ class Served:
         """The URL on 127.0.0.1 (whatever the server was bound to)."""
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def stderr(self) -> str:
+    def stderr(self, wait_for: str = "") -> str:
+        """Its stderr so far; with `wait_for`, once that text arrived (a reader thread lags a little)."""
+        end = time.monotonic() + 10
+        while wait_for not in "".join(self.err) and time.monotonic() < end:
+            time.sleep(0.05)
         return "".join(self.err)
 
 
@@ -254,7 +258,7 @@ async def test_default_is_loopback_only_and_refuses_other_hosts_and_origins(run_
             async with http.ws_connect(s.local("/ws?width=100&height=30"),
                                        headers={"Origin": f"http://127.0.0.1:{s.port}"}) as ws:
                 await ws.send_json(["stdin", "q"])          # same origin: a session starts (and quits)
-        assert "refused" in s.stderr()
+        assert "refused" in s.stderr("refused")
     assert _listing(run_dir) == before
 
 
@@ -265,7 +269,7 @@ async def test_bound_elsewhere_needs_the_token(run_dir):
     with serve(LOG.name, "--host", "0.0.0.0", "--port", "0", cwd=run_dir) as s:
         token = s.token
         assert token and len(token) >= 16
-        assert "WARNING" in s.stderr() and "anyone who can reach this port" in s.stderr()
+        assert "anyone who can reach this port" in s.stderr("WARNING")
         for path in ("/", "/?token=wrong", "/static/js/textual.js", "/download/x"):
             status, body, _ = _http(s.local(path))
             assert status == 403 and "token" in body, path
@@ -312,7 +316,7 @@ async def test_too_many_sessions_are_refused_with_a_reason(tmp_path):
             while _http(s.local())[0] != 200:
                 assert time.monotonic() < end, "the session slot was never freed"
                 await asyncio.sleep(0.2)
-        assert "refused" in s.stderr() and "--max-sessions 1" in s.stderr()
+        assert "--max-sessions 1" in s.stderr("refused")
     assert _listing(tmp_path) == before                     # no pwned file, nothing written
 
 
@@ -321,7 +325,8 @@ async def test_a_dashboard_that_fails_closes_its_tab_with_the_reason(tmp_path):
     import aiohttp
     script = ("import sys; from grpo_tui.web.server import GuardedServer; "
               "GuardedServer(sys.argv[1], host='127.0.0.1', port=0, token=None, max_sessions=1, title='t', "
-              "out=lambda p: print(f'grpo-tui serve: http://127.0.0.1:{p}/', flush=True)).serve()")
+              "out=lambda p: print(f'grpo-tui serve: http://127.0.0.1:{p}/\\nCtrl+C stops the server.', flush=True))"
+              ".serve()")
     failing = f"{shlex.quote(sys.executable)} -c 'import sys; sys.exit(3)'"
     proc = subprocess.Popen([sys.executable, "-c", script, failing], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, bufsize=1,
