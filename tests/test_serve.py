@@ -420,7 +420,7 @@ def test_browser_dashboard_keys_and_screenshot(run_dir, tmp_path):
                     assert time.monotonic() < end, f"timed out waiting for {what}; screen:\n{text}"
                     page.wait_for_timeout(100)
 
-            page.goto(s.local())
+            page.goto(s.local("/?fontsize=13"))        # 13 px: 160+ columns, the wide layout with its chart
             assert hooked == [True], "textual.js changed: update HOOK in this test"
             text = wait_screen(lambda t: "q quit" in t and "gap-jump" in t and "log-prob gap" in t, "the dashboard")
             first = text.splitlines()[0]
@@ -447,7 +447,7 @@ def test_browser_dashboard_keys_and_screenshot(run_dir, tmp_path):
             page.keyboard.press("?")
             wait_screen(lambda t: "grpo-tui keys" not in t, "the help screen to close")
             page.keyboard.press("c")
-            wait_screen(lambda t: "close chart" in t and "mean5" in t and "healthy lo" in t, "the chart")
+            wait_screen(lambda t: "close chart" in t and "mean5" in t and "rollout" in t, "the chart")
             page.keyboard.press("q")
             page.wait_for_selector("body.-closed", state="attached")
             assert page.evaluate("() => document.querySelector('.closed-dialog .message').textContent") \
