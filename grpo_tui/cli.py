@@ -12,7 +12,7 @@ import sys
 
 from .lines.files import InputError
 
-SUBCOMMANDS = ("check", "export", "calibrate", "simulate", "tail")
+SUBCOMMANDS = ("check", "export", "calibrate", "simulate", "tail", "serve")
 UNKNOWN = 3
 
 
@@ -74,6 +74,16 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     _add_notify(p, bell=False)
     ps["tail"] = p
 
+    p = _Parser(prog="grpo-tui serve", description="The dashboard in a browser (extra `web`): one per tab.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log file or folder (newest *.log)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: reach it by SSH port-forward)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any free port)")
+    p.add_argument("--token", help="secret the URL must carry (random by default when --host is not local)")
+    p.add_argument("--max-sessions", type=int, default=4, metavar="N", help="browser tabs at once (default 4)")
+    p.add_argument("--theme", metavar="NAME")
+    _add_ranges(p)
+    ps["serve"] = p
+
     p = _Parser(prog="grpo-tui", description="GRPO run health dashboard. Commands: " + ", ".join(SUBCOMMANDS)
                 + ". No PATH: a demo on a simulated live run.")
     p.add_argument("paths", nargs="*", metavar="PATH", help="log file or folder (newest *.log)")
@@ -126,6 +136,8 @@ def _run(cmd: str, args: argparse.Namespace) -> int:
         from .commands.simulate_cmd import run
     elif cmd == "tail":
         from .commands.tail_cmd import run
+    elif cmd == "serve":
+        from .commands.serve_cmd import run
     else:
         from .commands.dashboard_cmd import run
     return run(args)

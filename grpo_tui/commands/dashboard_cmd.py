@@ -25,7 +25,8 @@ def run(args) -> int:
             raise InputError(f"{path}: no such file")
         if replay < 0:
             raise InputError("--replay SPEED must be >= 0")
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    web = "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")     # `grpo-tui serve`: a browser tab, no tty
+    if not web and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise InputError("the dashboard needs a terminal (stdin and stdout); for scripts use "
                          "`grpo-tui check PATH` or `grpo-tui tail PATH`")
     from ..ui.app import GrpoApp
