@@ -31,6 +31,11 @@ def _add_ranges(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ranges", metavar="FILE", help="healthy ranges TOML (from `grpo-tui calibrate`)")
 
 
+def _add_force(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true",
+                   help="allow -o FILE in an input log's folder (never onto the log itself)")
+
+
 def build_parsers() -> dict[str, argparse.ArgumentParser]:
     ps: dict[str, argparse.ArgumentParser] = {}
     p = _Parser(prog="grpo-tui check", description="Verdict on a log: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
@@ -44,12 +49,14 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("--axis", choices=("rollout", "step"), default="rollout")
     p.add_argument("-o", "--output", metavar="FILE")
+    _add_force(p)
     _add_ranges(p)
     ps["export"] = p
 
     p = _Parser(prog="grpo-tui calibrate", description="Your own healthy ranges from 2-3 seed runs of one config.")
     p.add_argument("paths", nargs="+")
     p.add_argument("-o", "--output", metavar="FILE.toml", required=True)
+    _add_force(p)
     _add_ranges(p)
     ps["calibrate"] = p
 

@@ -1,7 +1,8 @@
-"""Hostile input files (issue #9; design.md §7).
+"""Hostile input files and outputs (issue #9; design.md §7).
 
 Every failure is one line on stderr, never a traceback; nothing blocks on a FIFO or reads a
-device forever; no line is held whole in memory, however long.
+device forever; no write is half-done, lands on the input log, or lands in the log's folder;
+no log text reaches a spreadsheet as a formula or a terminal as an escape.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from hypothesis import given, settings, strategies as st
 from grpo_tui import cli
 from grpo_tui.lines import files
 from grpo_tui.lines.files import InputError, check_readable, iter_line_blocks
+from grpo_tui.output import atomic_open, check_output_path, csv_safe, safe_text, write_text_atomic
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,3 +164,149 @@ def test_calibrate_refuses_a_fifo(tmp_path, outdir, capsys):
                          str(outdir / "r.toml"), capsys=capsys)
     assert code == 1 and "not a regular file" in one_line(err)
     assert leftovers(outdir) == []
+
+
+# ------------------------------------------------------------------ safe_text / csv_safe
+
+
+def test_safe_text_strips_controls_and_bidi():
+    s = "ok\x1b[31mred\x9b2J\u202eevil\u2066x\u2069\x00\x07\x7f end"
+    assert safe_text(s) == "ok[31mred2Jevilx end"
+    assert safe_text("a\tb\nc\r") == "a b c "
+    assert safe_text("λ 中文 ✓ é") == "λ 中文 ✓ é"  # ordinary text is untouched
+    assert safe_text(3.5) == "3.5"
+
+
+@given(st.text())
+def test_safe_text_never_lets_a_control_through(s):
+    out = safe_text(s)
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or 0x202A <= ord(c) <= 0x202E
+                   or 0x2066 <= ord(c) <= 0x2069 for c in out)
+
+
+@pytest.mark.parametrize("cell, expected", [
+    ("=1+1", "'=1+1"), ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"), ("-2+3", "'-2+3"),
+    ("@SUM(A1)", "'@SUM(A1)"), ("\tx", "'\tx"), ("\rx", "'\rx"), ("- note", "'- note"),
+    ("-0.5", "-0.5"), ("+3", "+3"), ("-1e-9", "-1e-9"), ("-inf", "-inf"), ("plain", "plain"), ("", ""),
+    (-0.5, -0.5), (-3, -3), (True, True),
+])
+def test_csv_safe(cell, expected):
+    assert csv_safe(cell) == expected
+
+
+def test_export_csv_defuses_formulas_but_keeps_negative_numbers(tmp_path, outdir, capsys):
+    p = tmp_path / "a.log"
+    p.write_text("[2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - perf 0: {'perf/rollout_time': 1.5, "
+                 "'note': '=HYPERLINK(\"http://x\")', 'neg_s': '-0.5', '=evil': 3, 'train/x': -0.5, "
+                 "'p': '@cmd'}\n")
+    code, out, err = run("export", str(p), capsys=capsys)
+    assert code == 0, err
+    header, row = list(csv.reader(io.StringIO(out)))
+    cells = dict(zip(header, row))
+    assert cells["note"] == "'=HYPERLINK(\"http://x\")" and cells["p"] == "'@cmd"
+    assert cells["train/x"] == "-0.5" and cells["neg_s"] == "-0.5"
+    assert "'=evil" in header and cells["'=evil"] == "3"
+
+
+# ------------------------------------------------------------------ atomic output
+
+
+def test_atomic_open_replaces_only_on_success(outdir):
+    target = outdir / "out.csv"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    with pytest.raises(RuntimeError):
+        with atomic_open(str(target)) as fh:
+            fh.write("half")
+            raise RuntimeError("mid-write")
+    assert target.read_text() == "old\n" and leftovers(outdir) == ["out.csv"]
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_open(str(target)) as fh:
+            fh.write("half")
+            raise KeyboardInterrupt
+    assert target.read_text() == "old\n" and leftovers(outdir) == ["out.csv"]
+    write_text_atomic(str(target), "new\n")
+    assert target.read_text() == "new\n" and leftovers(outdir) == ["out.csv"]
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_atomic_open_writes_through_a_symlink_and_into_devices(outdir):
+    real = outdir / "real.csv"
+    real.write_text("old")
+    link = outdir / "link.csv"
+    link.symlink_to(real)
+    write_text_atomic(str(link), "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    write_text_atomic("/dev/null", "discarded")  # not replaced by a regular file
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_atomic_open_errors_are_one_line(outdir):
+    with pytest.raises(InputError, match="cannot write: No such file or directory"):
+        write_text_atomic(str(outdir / "no" / "dir" / "x.csv"), "x")
+    with pytest.raises(InputError, match="is a directory"):
+        write_text_atomic(str(outdir), "x")
+    assert leftovers(outdir) == []
+
+
+def test_output_path_guard(log, outdir):
+    inputs = [str(log)]
+    with pytest.raises(InputError, match="is the input log"):
+        check_output_path(str(log), inputs)
+    with pytest.raises(InputError, match="is the input log"):
+        check_output_path(str(log), inputs, force=True)  # --force never allows overwriting the log
+    hard = outdir / "hard.log"
+    os.link(log, hard)
+    with pytest.raises(InputError, match="is the input log"):
+        check_output_path(str(hard), inputs, force=True)
+    sym = outdir / "sym.log"
+    sym.symlink_to(log)
+    with pytest.raises(InputError, match="is the input log"):
+        check_output_path(str(sym), inputs, force=True)
+    rel = os.path.relpath(log.parent / ".." / "logs" / "run.log")
+    with pytest.raises(InputError, match="is the input log"):
+        check_output_path(rel, inputs)
+    with pytest.raises(InputError, match="folder of the input log"):
+        check_output_path(str(log.parent / "x.csv"), inputs)
+    for folder in (outdir, log.parent):  # a symlinked log has two folders: the link's and the target's
+        with pytest.raises(InputError, match="folder of the input log"):
+            check_output_path(str(folder / "x.csv"), [str(sym)])
+    check_output_path(str(log.parent / "x.csv"), inputs, force=True)
+    check_output_path(str(log.parent / "sub" / "x.csv"), inputs)   # a subfolder is not the folder
+    check_output_path(str(outdir / "x.csv"), inputs)
+    check_output_path(str(outdir / "x.csv"), ["-"])
+
+
+def test_export_onto_its_own_log_is_refused(log, capsys):
+    before = log.read_bytes()
+    for extra in ([], ["--force"]):
+        code, out, err = run("export", str(log), "-o", str(log), *extra, capsys=capsys)
+        assert code == 1 and "is the input log" in one_line(err)
+        assert log.read_bytes() == before
+    assert leftovers(log.parent) == ["run.log"]
+
+
+def test_export_into_the_log_folder_needs_force(log, capsys):
+    target = log.parent / "run.csv"
+    code, out, err = run("export", str(log), "-o", str(target), capsys=capsys)
+    assert code == 1 and "--force" in one_line(err)
+    assert leftovers(log.parent) == ["run.log"]
+    code, out, err = run("export", str(log), "-o", str(target), "--force", capsys=capsys)
+    assert code == 0, err
+    assert target.read_text().startswith("rollout,")
+
+
+def test_calibrate_output_is_guarded(tmp_path, capsys):
+    logs = tmp_path / "seeds"
+    logs.mkdir()
+    for i in (1, 2):
+        (logs / f"s{i}.log").write_bytes((SAMPLES / f"healthy-seed{i}.log").read_bytes())
+    a, b = str(logs / "s1.log"), str(logs / "s2.log")
+    code, out, err = run("calibrate", a, b, "-o", b, capsys=capsys)
+    assert code == 1 and "is the input log" in one_line(err)
+    code, out, err = run("calibrate", a, b, "-o", str(logs / "r.toml"), capsys=capsys)
+    assert code == 1 and "folder of the input log" in one_line(err)
+    assert leftovers(logs) == ["s1.log", "s2.log"]
+    code, out, err = run("calibrate", a, b, "-o", str(tmp_path / "r.toml"), capsys=capsys)
+    assert code == 0, err
+    assert (tmp_path / "r.toml").read_text().startswith("# grpo-tui healthy ranges")
