@@ -1,8 +1,8 @@
-"""Hostile input files and outputs (issue #9; design.md §7).
+"""Hostile input files, outputs and the top-level guard (issue #9; design.md §6, §7).
 
-Every failure is one line on stderr, never a traceback; nothing blocks on a FIFO or reads a
-device forever; no write is half-done, lands on the input log, or lands in the log's folder;
-no log text reaches a spreadsheet as a formula or a terminal as an escape.
+Every failure is one line on stderr and a documented exit code, never a traceback; nothing
+blocks on a FIFO or reads a device forever; no write is half-done, lands on the input log,
+or lands in the log's folder.
 """
 
 from __future__ import annotations
@@ -310,3 +310,102 @@ def test_calibrate_output_is_guarded(tmp_path, capsys):
     code, out, err = run("calibrate", a, b, "-o", str(tmp_path / "r.toml"), capsys=capsys)
     assert code == 0, err
     assert (tmp_path / "r.toml").read_text().startswith("# grpo-tui healthy ranges")
+
+
+# ------------------------------------------------------------------ the top-level guard
+
+
+@pytest.mark.parametrize("cmd, argv, code", [("export", ["x.log"], 1), ("check", ["x.log"], 3),
+                                             ("calibrate", ["a", "b", "-o", "r.toml"], 1)])
+def test_internal_error_is_one_line(monkeypatch, capsys, cmd, argv, code):
+    def bug(c, args):
+        raise RuntimeError("boom\n  on two lines \x1b[2J")
+    monkeypatch.setattr(cli, "_run", bug)
+    got, out, err = run(cmd, *argv, capsys=capsys)
+    assert got == code
+    assert one_line(err) == (f"grpo-tui {cmd}: internal error: RuntimeError: boom on two lines [2J "
+                             f"(run with --debug for the traceback)")
+
+
+def test_debug_prints_the_traceback(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_run", lambda c, a: 1 / 0)
+    code, out, err = run("--debug", "export", "x.log", capsys=capsys)
+    assert code == 1 and "Traceback" in err and "ZeroDivisionError" in err
+    code, out, err = run("check", "x.log", "--debug", capsys=capsys)
+    assert code == 3 and "Traceback" in err
+
+
+def test_ctrl_c_exits_130_quietly(monkeypatch, capsys):
+    def interrupted(c, a):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "_run", interrupted)
+    assert run("export", "x.log", capsys=capsys) == (130, "", "")
+
+
+def test_broken_pipe_in_process_is_quiet(log, monkeypatch, capsys):
+    class Closed(io.StringIO):
+        def write(self, s):
+            raise BrokenPipeError(32, "Broken pipe")
+    monkeypatch.setattr(sys, "stdout", Closed())
+    code = cli.main(["export", str(log)])
+    err = capsys.readouterr().err
+    assert code == 1 and "Broken pipe" not in err and "Traceback" not in err
+
+
+def test_broken_pipe_subprocess_is_quiet(log):
+    """`grpo-tui export big.log | head -1`: the reader is gone before we write."""
+    proc = subprocess.Popen([PY, "-m", "grpo_tui", "export", str(SAMPLES / "healthy-seed1.log")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert "Traceback" not in err and "Exception ignored" not in err and "Broken pipe" not in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["export", "{log}"], ["export", "{log}", "--format", "json"],
+                                  ["check", "{log}"], ["simulate", "--rollouts", "3"]])
+def test_full_disk_on_stdout(log, argv):
+    argv = [a.format(log=log) for a in argv]
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([PY, "-m", "grpo_tui", *argv], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert r.returncode == (3 if argv[0] == "check" else 1)
+    assert one_line(r.stderr) == f"grpo-tui {argv[0]}: cannot write output: No space left on device"
+
+
+# -- an exception mid-write leaves nothing behind (the guard reports it as one line)
+
+
+def test_export_failure_mid_write_leaves_nothing(log, outdir, capsys, monkeypatch):
+    target = outdir / "x.json"
+    target.write_text("previous export")
+
+    def boom(*a, **k):
+        raise MemoryError("out of memory while rendering")
+    import grpo_tui.output as output
+    real_open = output.os.fdopen
+
+    def failing_fdopen(fd, *a, **k):
+        fh = real_open(fd, *a, **k)
+        fh.write = boom
+        return fh
+    monkeypatch.setattr(output.os, "fdopen", failing_fdopen)
+    code, out, err = run("export", str(log), "--format", "json", "-o", str(target), capsys=capsys)
+    assert code == 1 and "internal error: MemoryError" in one_line(err)
+    assert target.read_text() == "previous export" and leftovers(outdir) == ["x.json"]
+
+
+def test_simulate_output_is_atomic(outdir, capsys, monkeypatch):
+    import grpo_tui.commands.simulate_cmd as sim_cmd
+
+    def half(*a, **k):
+        yield 0.0, "first line"
+        raise RuntimeError("generator broke")
+    monkeypatch.setattr(sim_cmd, "generate", half)
+    code, out, err = run("simulate", "--rollouts", "3", "-o", str(outdir / "s.log"), capsys=capsys)
+    assert code == 1 and "internal error: RuntimeError: generator broke" in one_line(err)
+    assert leftovers(outdir) == []
+    monkeypatch.undo()
+    code, out, err = run("simulate", "--rollouts", "3", "-o", str(outdir / "s.log"), capsys=capsys)
+    assert code == 0 and leftovers(outdir) == ["s.log"]
+    assert "rollout 2:" in (outdir / "s.log").read_text()
