@@ -2,7 +2,7 @@
 
 Writes (or takes) a ~1 GB Miles log with ~97 % noise lines, then times:
   reference: grep -o "'rollout/raw_reward': [0-9.]*" FILE | wc -l
-  ours:      grpo_tui.lines.files.load(FILE)  (every metric record and event, into the store)
+  ours:      grpo_tui.pipeline.judge_path(FILE, judging=False)  (every metric record and event, into the store)
 and prints both, their ratio, and the parse's peak RSS (it streams in bounded memory).
 
     python benchmarks/parse_speed.py                 # makes /tmp/grpo_bench_1g.log if missing
@@ -28,9 +28,9 @@ from benchmarks.make_big_log import make  # noqa: E402
 _CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
-from grpo_tui.lines.files import load
+from grpo_tui.pipeline import judge_path
 t = time.perf_counter()
-loaded = load(sys.argv[1])
+loaded = judge_path(sys.argv[1], judging=False)
 dt = time.perf_counter() - t
 c = loaded.parser.counts
 print(json.dumps({"seconds": dt, "lines": c.lines, "records": c.records, "events": c.event_lines,

@@ -6,10 +6,10 @@ What it measures
     simulated once for BLOCK rollouts and repeated with rollout/step ids and log times
     shifted, so a history of any length reads as one long run.  For each history length:
 
-    (a) core: a LiveRun holding the history; time LiveRun.feed(lines of one rollout)
+    (a) core: a Pipeline holding the history; time Pipeline.feed(lines of one rollout)
         (parse + store + health update), median over --new rollouts.
     (b) UI:  the dashboard (GrpoApp, headless run_test at 200x50, i.e. the wide layout
-        with the side chart) holding the same history (the LiveRun's parser, store and
+        with the side chart) holding the same history (the Pipeline's parser, store and
         engine, after (a)'s rollouts); in the app's own
         thread time  feed.feed_lines(one rollout) + _on_new_data() + refresh_view()
         ("update"), and separately the repaint Textual does afterwards ("paint": one
@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from grpo_tui.live import LiveRun  # noqa: E402
+from grpo_tui.pipeline import Pipeline  # noqa: E402
 from grpo_tui.simulate import generate  # noqa: E402
 
 BLOCK = 2000
@@ -89,15 +89,15 @@ def history(groups, span, head, n: int) -> list[list[str]]:
     return [head] + [rollout_lines(groups, span, r) for r in range(n)]
 
 
-def build(batches: list[list[str]]) -> LiveRun:
+def build(batches: list[list[str]]) -> Pipeline:
     """The history, fed in big chunks (the engine judges the newest 64 rollouts of each)."""
-    run = LiveRun()
+    run = Pipeline()
     for b in batches:
         run.feed(b)
     return run
 
 
-def bench_core(run: LiveRun, new: list[list[str]]) -> list[float]:
+def bench_core(run: Pipeline, new: list[list[str]]) -> list[float]:
     out = []
     for lines in new:
         t = time.perf_counter()
@@ -106,12 +106,9 @@ def bench_core(run: LiveRun, new: list[list[str]]) -> list[float]:
     return out
 
 
-async def bench_ui(run: LiveRun, new: list[list[str]], size: tuple[int, int]):
+async def bench_ui(run: Pipeline, new: list[list[str]], size: tuple[int, int]):
     from grpo_tui.ui.app import GrpoApp
-    from grpo_tui.ui.model import Feed
-
-    feed = Feed(parser=run.parser, store=run.store)    # the same history, the same engine
-    feed.engine = run.engine
+    feed = run                                         # the same history, the same pipeline
     app = GrpoApp(None, live=False)
     upd: list[float] = []
     paint: list[float] = []
@@ -125,7 +122,7 @@ async def bench_ui(run: LiveRun, new: list[list[str]], size: tuple[int, int]):
         await pilot.pause(0.2)
         for lines in new:
             t = time.perf_counter()
-            app.feed.feed_lines(lines)
+            app.feed.feed(lines)
             tf = time.perf_counter()
             app._on_new_data()                 # -> refresh_view()
             t1 = time.perf_counter()
@@ -170,12 +167,12 @@ def main() -> int:
         print(f"{n:>7} rollouts (history built in {built:.1f} s): "
               f"core feed {res[n][0]:.2f} ms   UI update {res[n][1]:.2f} ms   "
               f"paint {res[n][2]:.2f} ms   UI total {res[n][3]:.2f} ms")
-        print(f"          UI update = Feed.feed_lines {res[n][4]:.2f} ms (core, rollout by rollout) "
+        print(f"          UI update = Pipeline.feed {res[n][4]:.2f} ms (core, rollout by rollout) "
               f"+ _on_new_data/refresh_view {res[n][5]:.2f} ms")
         print(f"          row 0 at the end: {shown!r}")
     if len(args.sizes) >= 2:
         a, b = args.sizes[0], args.sizes[-1]
-        names = ("core feed", "UI update", "paint", "UI total", "  of which Feed.feed_lines",
+        names = ("core feed", "UI update", "paint", "UI total", "  of which Pipeline.feed",
                  "  of which refresh_view")
         print(f"ratio {b} / {a} rollouts (median per new rollout; bar: UI <= 2):")
         for i, name in enumerate(names):

@@ -85,6 +85,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--replay", type=float, metavar="SPEED",
                    help="replay a finished log by its own timestamps at SPEED x (0 = max), then summarise")
     _add_ranges(p)
+    _add_notify(p, bell=False)
     ps["tail"] = p
 
     p = _Parser(prog="grpo-tui", description="GRPO run health dashboard. Commands: " + ", ".join(SUBCOMMANDS)
@@ -93,8 +94,17 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--replay", type=float, metavar="SPEED", help="play a finished log at SPEED x (0 = max)")
     p.add_argument("--theme", metavar="NAME")
     _add_ranges(p)
+    _add_notify(p, bell=True)
     ps["dashboard"] = p
     return ps
+
+
+def _add_notify(p: argparse.ArgumentParser, bell: bool) -> None:
+    p.add_argument("--on-critical", metavar="CMD",
+                   help="run CMD for each new critical alert, the alert as JSON on its stdin")
+    if bell:
+        p.add_argument("--no-notify", action="store_true",
+                       help="no terminal bell / desktop notification on a new critical alert")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ import pytest
 
 from grpo_tui import cli
 from grpo_tui.export import render, rows
-from grpo_tui.lines.files import load
+from grpo_tui.pipeline import judge_path
 
 PY = sys.executable
 
@@ -175,7 +175,7 @@ def test_subprocess_entry_point(sample_path):
 
 
 def test_render_matches_rows(sample_path):
-    st = load(str(sample_path)).store
+    st = judge_path(str(sample_path), judging=False).store
     data = rows(st)
     assert [r["rollout"] for r in data] == [3, 4, 19]
     parsed = json.loads(render(st, "json"))

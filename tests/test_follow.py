@@ -380,3 +380,27 @@ def test_read_lines_once(tmp_path):
     assert [ln for b in batches for ln in b] == ["α line\r", "β", "", "last é"]
     assert all(batches)
     assert list(read_lines_once(str(log))) == [["α line\r", "β", ""], ["last é"]]
+
+
+def test_rewrite_keeping_the_head_is_seen_as_truncation(tmp_path):
+    """A restart that rewrites the file with the same launch line (same first 64 bytes) and
+    grows past the read offset before the next poll: the bytes before the offset changed, so
+    it is a truncation and every new line is read from the start (issue #9: 96 of 300 lost)."""
+    log = tmp_path / "train.log"
+    head = "EXEC: python3 train.py --rollout-batch-size 32 --n-samples-per-prompt 8 " + "x" * 40 + "\n"
+    old = head + "".join(f"old {i}\n" for i in range(100))
+    new = head + "".join(f"new {i}\n" for i in range(300))
+    log.write_text(old)
+    f = Follower(str(log), **FAST)
+    got = []
+    for item in f._poll():
+        got.append(item)
+    assert sum(len(i.lines) for i in got if isinstance(i, Lines)) == 101
+    log.write_text(new)                   # in place (same inode), longer than the old offset
+    items = []
+    for _ in range(5):
+        items += f._poll()
+    events = [i.event for i in items if isinstance(i, FileEvent)]
+    lines = [ln for i in items if isinstance(i, Lines) for ln in i.lines]
+    assert events == ["truncated"]
+    assert lines == new.splitlines()

@@ -14,7 +14,7 @@ from grpo_tui.lines.parse import LineParser, parse_lines
 from grpo_tui.judge.ranges import load_ranges
 from grpo_tui.simulate import SCENARIOS, generate, onset_of
 from grpo_tui.store.metric_store import MetricStore
-from grpo_tui.verdict import judge_file
+from grpo_tui.pipeline import Pipeline, judge_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
@@ -22,19 +22,11 @@ BROKEN = [s for s in SCENARIOS if s != "healthy"]
 
 
 def judge_lines(lines, ranges=None):
-    parser, store = LineParser(), MetricStore()
-    eng = HealthEngine(store, ranges)
-    buf = []
-    for i, line in enumerate(lines):
-        buf.extend(parser.feed(line))
-        if i % 200 == 0 and buf:
-            eng.update(store.add(buf))
-            buf = []
-    buf.extend(parser.flush())
-    eng.update(store.add(buf))
-    eng.see_log_time(parser.first_ts, parser.last_ts)
-    eng.finalize()
-    return eng.report()
+    pipe = Pipeline(ranges)
+    for i in range(0, len(lines), 200):
+        pipe.feed(lines[i:i + 200])
+    pipe.finish()
+    return pipe.report()
 
 
 def sim(scenario, seed=3, **kw):
@@ -87,8 +79,7 @@ def test_healthy_seeds_raise_no_critical_alert():
 
 @pytest.mark.parametrize("name", ["healthy-seed1.log", "healthy-seed2.log", "healthy-seed3.log"])
 def test_bundled_healthy_samples_are_ok(name):
-    judged = judge_file(str(SAMPLES / name))
-    rep = judged.engine.report()
+    rep = judge_path(str(SAMPLES / name)).report()
     assert [a.rule for a in rep.alerts if a.severity == "critical"] == []
     assert rep.status in ("ok", "warning")
     assert rep.rollouts == 48 and rep.steps_per_rollout == 1
@@ -138,7 +129,7 @@ def test_zero_std_groups_from_percentage_when_no_flags():
     store = MetricStore()
     eng = HealthEngine(store)
     eng.update(store.add(items))
-    eng.finalize()
+    eng.judge_rest()
     zs = eng.report().signals["zero_std"]
     assert zs.extra["groups"] == 32 and zs.last == pytest.approx(4 / 32)
 

@@ -11,7 +11,7 @@ CORE = [
     "grpo_tui.lines.files", "grpo_tui.export", "grpo_tui.commands.export_cmd",
     # written in parallel; skipped while they do not exist
     "grpo_tui.judge.engine", "grpo_tui.judge.signals", "grpo_tui.judge.ranges", "grpo_tui.follow.follower", "grpo_tui.simulate",
-    "grpo_tui.judge.stats", "grpo_tui.judge.calibration", "grpo_tui.judge.rules", "grpo_tui.verdict", "grpo_tui.live",
+    "grpo_tui.judge.stats", "grpo_tui.judge.calibration", "grpo_tui.judge.rules", "grpo_tui.pipeline",
     "grpo_tui.follow.replay", "grpo_tui.commands.check_cmd", "grpo_tui.commands.tail_cmd",
     "grpo_tui.commands.calibrate_cmd", "grpo_tui.commands.simulate_cmd",
 ]

@@ -8,7 +8,7 @@ import tempfile
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from grpo_tui.lines.files import load
+from grpo_tui.pipeline import judge_path
 from grpo_tui.lines.parse import LineParser, parse_lines
 from grpo_tui.lines.records import MetricRecord
 from grpo_tui.lines.values import parse_dict
@@ -62,7 +62,7 @@ def test_random_bytes_file_never_raises(data):
         path = os.path.join(d, "fuzz.log")
         with open(path, "wb") as fh:
             fh.write(data)
-        loaded = load(path)
+        loaded = judge_path(path, judging=False)
     c = loaded.parser.counts
     check_counts(c)
     assert c.lines == (data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1))

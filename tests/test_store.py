@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from grpo_tui.lines.files import load
+from grpo_tui.pipeline import judge_path
 from grpo_tui.lines.parse import parse_lines
 from grpo_tui.store.metric_store import MetricStore
 
@@ -37,7 +37,7 @@ def launch(**flags) -> str:
 
 @pytest.fixture(scope="module")
 def sample_store(sample_path):
-    return load(str(sample_path)).store
+    return judge_path(str(sample_path), judging=False).store
 
 
 def test_sample_single_segment_rollouts(sample_store):

@@ -62,3 +62,91 @@ async def test_replay_max_speed():
         await wait_for(pilot, lambda: app.display_state() == "finished")
         assert app.cursor == 47
         assert any(a.rule == "gap-jump" for a in app.feed.engine.alerts)
+
+
+# --- one verdict: the dashboard header shows exactly `check`'s status, and time from the file ---
+import json as _json
+import os as _os
+
+import pytest as _pytest
+
+from grpo_tui.pipeline import judge_path
+
+TWO_DAYS = 2 * 86400
+OLD_FILES = ["gap-jump.log", "healthy-seed1.log", "stalled.log", "crashed.log", "no-steps.log",
+             "engine-down.log"]
+
+
+def _aged_copy(src: Path, tmp_path: Path, age: float) -> Path:
+    dst = tmp_path / src.name
+    shutil.copyfile(src, dst)
+    t = time.time() - age
+    _os.utime(dst, (t, t))
+    return dst
+
+
+def _alert_set(alerts):
+    return {(a.rule, a.signal, a.severity, a.rollout, a.cleared_at) for a in alerts}
+
+
+@_pytest.mark.parametrize("name", OLD_FILES)
+@_pytest.mark.parametrize("big", [False, True], ids=["follow", "history-fill"])
+async def test_old_finished_log_matches_check_and_is_never_live(name, big, tmp_path, monkeypatch):
+    """A log last written two days ago: the header shows check's status, never `live`, at once
+    (through the follower, and through the huge-file history fill)."""
+    if big:
+        monkeypatch.setattr(app_mod, "BIG_FILE", 1000)
+        monkeypatch.setattr(app_mod, "TAIL_BYTES", 5000)
+    log = _aged_copy(LOGS / name, tmp_path, TWO_DAYS)
+    expected = judge_path(str(log)).report()
+    n_lines = log.read_bytes().count(b"\n")
+    app = GrpoApp(str(log), live=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        # the whole file is in, and the health tick gave the silent file its final pass
+        await wait_for(pilot, lambda: app.loading is None and app.feed.lines_seen >= n_lines
+                       and app.feed._final_done, timeout=30)
+        await pilot.pause(0.3)
+        report = app.feed.report()
+        assert report.status == expected.status
+        assert _alert_set(report.alerts) == _alert_set(expected.alerts)
+        state = app.display_state()
+        assert "live" not in state and state in ("finished", "quiet 2.0 d")
+        badge = {"ok": "✓ ok", "warning": "! warn", "critical": "✗ crit", "unknown": "? n/a"}[expected.status]
+        assert badge in str(app._header_text(report, False))
+        assert "data 2.0 d ago" in str(app._header_text(report, False)) or expected.rollouts == 0
+
+
+async def test_hung_log_opened_an_hour_later_is_critical_at_once(tmp_path):
+    """stalled.log with mtime an hour ago: `stalled` is open the moment the file is read."""
+    log = _aged_copy(LOGS / "stalled.log", tmp_path, 3600)
+    app = GrpoApp(str(log), live=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: any(a.rule == "stalled" for a in app.feed.engine.alerts), timeout=5)
+        assert app.feed.report().status == "critical"
+        assert app.display_state().startswith("quiet")
+
+
+@_pytest.mark.parametrize("how", ["rewrite-in-place", "replace"])
+async def test_restart_into_the_same_file_shows_the_new_run_whole(how, tmp_path):
+    """A restart rewritten into the same path (truncate + write, or a new file renamed over it)
+    while the dashboard follows: the new run is shown whole, nothing fed after the event is lost."""
+    log = tmp_path / "run.log"
+    old = (LOGS / "healthy-seed1.log").read_text(encoding="utf-8")
+    new = (LOGS / "gap-jump.log").read_text(encoding="utf-8")
+    log.write_text(old, encoding="utf-8")
+    app = GrpoApp(str(log), live=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.cursor == 47)
+        if how == "rewrite-in-place":
+            with log.open("r+", encoding="utf-8") as fh:     # same first bytes: same launch line
+                fh.truncate(0)
+                fh.write(new)
+        else:
+            tmp = tmp_path / "run.log.new"
+            tmp.write_text(new, encoding="utf-8")
+            _os.replace(tmp, log)
+        await wait_for(pilot, lambda: app.feed.store.current.index >= 1 and app.cursor == 47
+                       and any(a.rule == "gap-jump" for a in app.feed.engine.alerts))
+        seg = app.feed.store.current
+        assert len(seg.ids) == 48, "the restarted run must be shown whole"
+        assert app.feed.report().status == judge_path(str(log)).report().status == "critical"

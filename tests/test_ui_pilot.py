@@ -157,17 +157,18 @@ async def test_help_follow_ack_theme_quit():
 
 
 async def test_paused_counts_new(tmp_path):
-    """Paused: the cursor stays and the header counts rollouts that arrive."""
-    app = GrpoApp(GAP, live=False)
+    """Paused: the cursor stays and the header counts rollouts that arrive (a run not finished)."""
+    from grpo_tui.lines.files import iter_lines
+    lines = [ln for ln in iter_lines(GAP) if "Job '" not in ln]
+    log = tmp_path / "running.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    app = GrpoApp(str(log), live=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        app.live = True
-        app.state = "live"
         await pilot.press("f")
         assert app.display_state() == "paused (+0 new)"
-        from grpo_tui.lines.files import iter_lines
-        more = [ln.replace("rollout 47:", "rollout 48:") for ln in iter_lines(GAP) if "rollout 47:" in ln]
-        app.feed.feed_lines(more)
+        more = [ln.replace("rollout 47:", "rollout 48:") for ln in lines if "rollout 47:" in ln]
+        app.feed.feed(more)
         app._on_new_data()
         assert app.cursor == 47
         assert app.display_state() == "paused (+1 new)"

@@ -17,14 +17,14 @@ from ..lines.files import InputError
 from ..judge.ranges import dump_ranges
 from ..output import check_output_path, safe_text, write_text_atomic
 from ..judge.signals import SIGNALS, signal_series
-from ..verdict import judge_file
+from ..pipeline import judge_path
 
 
 def run(args) -> int:
     if len(args.paths) < 2:
         raise InputError("calibrate needs at least 2 seed runs of the same config")
     check_output_path(args.output, args.paths, force=getattr(args, "force", False))
-    stores = [judge_file(p).store for p in args.paths]
+    stores = [judge_path(p).store for p in args.paths]
     envelopes, notes = {}, {}
     print(f"calibrating from {len(stores)} seeds:", file=sys.stderr)
     for sig in SIGNALS:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from ..lines.files import InputError
 
@@ -24,8 +25,13 @@ def run(args) -> int:
             raise InputError(f"{path}: no such file")
         if replay < 0:
             raise InputError("--replay SPEED must be >= 0")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise InputError("the dashboard needs a terminal (stdin and stdout); for scripts use "
+                         "`grpo-tui check PATH` or `grpo-tui tail PATH`")
     from ..ui.app import GrpoApp
 
-    app = GrpoApp(path, live=True, replay=replay, theme=getattr(args, "theme", None), ranges=ranges)
+    app = GrpoApp(path, live=True, replay=replay, theme=getattr(args, "theme", None), ranges=ranges,
+                  ranges_label=getattr(args, "ranges", None), notify=not getattr(args, "no_notify", False),
+                  on_critical=getattr(args, "on_critical", None))
     app.run()
-    return 0
+    return app.return_code or 0

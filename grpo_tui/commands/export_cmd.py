@@ -5,14 +5,15 @@ from __future__ import annotations
 import sys
 
 from ..export import render
-from ..lines.files import InputError, load
+from ..lines.files import InputError
 from ..output import check_output_path, safe_text, write_text_atomic
+from ..pipeline import judge_path
 
 
 def run(args) -> int:
     if args.output:  # before reading: a refused path should not cost a parse of a big log
         check_output_path(args.output, [args.path], force=getattr(args, "force", False))
-    loaded = load(args.path)
+    loaded = judge_path(args.path, judging=False)
     c = loaded.parser.counts
     if not any(seg.has_data for seg in loaded.store.segments):
         # An empty, binary or metric-free file is almost always the wrong path: say so.

@@ -1,6 +1,8 @@
-"""`grpo-tui tail PATH [--new-only]`: a flushed JSON-lines stream of records, alerts and file events.
+"""`grpo-tui tail PATH [--new-only] [--replay SPEED]`: a flushed JSON-lines stream of records,
+alerts, the run's state and file events.
 
 The integration point for scripts and notifications, and how the follower is tested end to end.
+It drives the same Pipeline as `check` and the dashboard.
 """
 
 from __future__ import annotations
@@ -9,49 +11,64 @@ import asyncio
 import json
 import os
 import sys
+import time
 
 from ..export import _jsonable
 from ..follow.follower import FileEvent, Follower, Lines, follow_stdin
-from ..live import LiveRun, LiveUpdate
-from ..lines.files import InputError
-from ..judge.ranges import RangesError, load_ranges
 from ..follow.replay import replay_lines
+from ..judge.ranges import RangesError, load_ranges
+from ..lines.files import InputError, check_readable
+from ..notify import Hook, alert_payload, new_criticals
+from ..pipeline import Pipeline, Update
 
 PRINTED_FILE_EVENTS = ("created", "truncated", "replaced", "deleted", "eof")
 TICK = 1.0
 
 
 class _Out:
-    def __init__(self, stream) -> None:
+    def __init__(self, stream, hook: Hook | None = None, path: str | None = None) -> None:
         self.stream = stream
         self.quiet = False
+        self.state: str | None = None
+        self.hook = hook          # --on-critical CMD: new criticals only, not the history's
+        self.path = path
 
     def emit(self, obj: dict) -> None:
         if self.quiet:
             return
-        self.stream.write(json.dumps(obj, allow_nan=False) + "\n")
+        self.stream.write(json.dumps(obj, allow_nan=False, default=str) + "\n")
         self.stream.flush()
 
-    def update(self, up: LiveUpdate) -> None:
+    def update(self, up: Update) -> None:
         for rec in up.records:
             self.emit({"type": "record", "kind": rec.kind if not rec.role else f"{rec.role}-{rec.kind}",
                        "n": rec.n, "time": rec.time, "metrics": _metrics(rec)})
         self.changes(up.changes)
 
     def changes(self, changes) -> None:
+        if self.hook is not None and not self.quiet:
+            for alert in new_criticals(changes):
+                self.hook(alert_payload(alert, self.path))
         for ch in changes:
             a = ch.alert
-            if ch.kind == "raised":
+            if ch.kind in ("raised", "escalated"):
                 obj = {"type": "alert", "rule": a.rule, "severity": a.severity, "rollout": a.rollout,
-                       "message": a.message}
-                if a.signal:
-                    obj["signal"] = a.signal
-                self.emit(obj)
+                       "message": a.message, "meaning": a.meaning, "first_check": a.check,
+                       "raised_at": a.first_seen, "log_time": a.time}
+                if ch.kind == "escalated":
+                    obj["escalated"] = True
             else:
-                obj = {"type": "cleared", "rule": a.rule}
-                if a.signal:
-                    obj["signal"] = a.signal
-                self.emit(obj)
+                obj = {"type": "cleared", "rule": a.rule, "rollout": a.rollout, "cleared_at": a.cleared_at}
+            if a.signal:
+                obj["signal"] = a.signal
+            self.emit(obj)
+
+    def run_state(self, pipe: Pipeline) -> None:
+        """Print the run's state when it changes (live -> quiet -> finished)."""
+        st = pipe.state()
+        if st.name != self.state and st.name != "waiting":
+            self.state = st.name
+            self.emit({"type": "state", **st.to_json()})
 
 
 def _metrics(rec) -> dict:
@@ -68,7 +85,7 @@ def run(args) -> int:
         raise InputError(str(exc)) from None
     if args.path != "-" and os.path.isdir(args.path):
         raise InputError(f"{args.path}: is a directory (give a log file)")
-    out = _Out(sys.stdout)
+    out = _Out(sys.stdout, Hook(getattr(args, "on_critical", None)), args.path)
     try:
         return asyncio.run(_tail(args, ranges, out))
     except KeyboardInterrupt:
@@ -76,10 +93,10 @@ def run(args) -> int:
 
 
 async def _tail(args, ranges, out: _Out) -> int:
-    live = LiveRun(ranges)
     replay = getattr(args, "replay", None)
     if replay is not None:
-        return await _replay(args.path, replay, live, out)
+        return await _replay(args.path, replay, ranges, args.ranges, out)
+    pipe = Pipeline(ranges, ranges_label=args.ranges)
     history_end = None
     if args.path != "-" and os.path.exists(args.path):
         history_end = os.path.getsize(args.path)
@@ -88,21 +105,20 @@ async def _tail(args, ranges, out: _Out) -> int:
     if args.new_only and history_end:
         out.quiet = True
     source = follow_stdin() if args.path == "-" else Follower(args.path, from_start=True)
-    ticker = asyncio.create_task(_ticks(live, out))
+    ticker = asyncio.create_task(_ticks(pipe, out))
     try:
         async for item in source:
             if isinstance(item, Lines):
-                lines = item.lines
                 if out.quiet and history_end is not None and item.offset > history_end:
-                    lines = _split_history(live, out, item, history_end)
+                    _split_history(pipe, out, item, history_end)
                 else:
-                    out.update(live.feed(lines))
+                    out.update(pipe.feed(item.lines, item.written_at))
                 if out.quiet and (history_end is None or item.offset >= history_end):
-                    live.end_of_history()
                     out.quiet = False
                     history_end = None
+                out.run_state(pipe)
             elif isinstance(item, FileEvent):
-                out.update(live.flush())
+                out.update(pipe.file_event(item.event))
                 if item.event in PRINTED_FILE_EVENTS:
                     out.emit({"type": "file", "event": item.event})
                 elif item.event in ("waiting", "error"):
@@ -114,50 +130,63 @@ async def _tail(args, ranges, out: _Out) -> int:
         ticker.cancel()
         if isinstance(source, Follower):
             source.stop()
-    out.update(live.flush())
+    out.update(pipe.finish())
+    out.run_state(pipe)
     return 0
 
 
-def _split_history(live: LiveRun, out: _Out, item: Lines, history_end: int) -> list[str]:
+def _split_history(pipe: Pipeline, out: _Out, item: Lines, history_end: int) -> None:
     """A batch that straddles the end of the history: feed the old part quietly."""
     sizes = [len(line.encode("utf-8", "replace")) + 1 for line in item.lines]
-    start = item.offset - sum(sizes)
-    pos = start
+    pos = item.offset - sum(sizes)
     cut = 0
     for i, size in enumerate(sizes):
         if pos + size > history_end:
             break
         pos += size
         cut = i + 1
-    out.update(live.feed(item.lines[:cut]))
-    live.end_of_history()
+    out.update(pipe.feed(item.lines[:cut], item.written_at))
     out.quiet = False
-    rest = item.lines[cut:]
-    out.update(live.feed(rest))
-    return rest
+    out.update(pipe.feed(item.lines[cut:], item.written_at))
 
 
-async def _ticks(live: LiveRun, out: _Out) -> None:
+async def _ticks(pipe: Pipeline, out: _Out) -> None:
     while True:
         await asyncio.sleep(TICK)
-        out.changes(live.tick())
+        out.changes(pipe.tick())
+        out.run_state(pipe)
 
 
-async def _replay(path: str, speed: float, live: LiveRun, out: _Out) -> int:
-    from ..lines.files import check_readable
+async def _replay(path: str, speed: float, ranges, ranges_label, out: _Out) -> int:
+    """Replay by the log's own clock: alerts fire at the log time they would have fired live.
+
+    At SPEED > 0 time rules are judged on the log's clock as it plays; at the end the run is
+    judged at the file's real age, exactly as `check` judges it."""
     check_readable(path)
+    pipe = Pipeline(ranges, ranges_label=ranges_label)
+    pipe.clock = lambda: pipe.parser.sync_time() or 0.0
     async for batch in replay_lines(path, speed):
-        out.update(live.feed(batch))
-    out.update(live.flush())
-    out.changes(live.engine.finalize())
-    first = min(live.engine.alerts, key=lambda a: a.seq, default=None)
-    crit = min((a for a in live.engine.alerts if a.severity == "critical"), key=lambda a: a.seq, default=None)
-    out.emit({"type": "summary", "status": live.engine.report().status,
-              "first_alert": _when(first), "first_critical": _when(crit)})
+        out.update(pipe.feed(batch))
+        if speed > 0:
+            out.changes(pipe.tick())
+    try:
+        pipe.anchor(os.stat(path).st_mtime)
+    except OSError:
+        pass
+    pipe.clock = time.time
+    out.update(pipe.finish())
+    out.run_state(pipe)
+    alerts = pipe.engine.alerts
+    first = min(alerts, key=lambda a: a.seq, default=None)
+    crit = min((a for a in alerts if a.severity == "critical"), key=lambda a: a.seq, default=None)
+    out.emit({"type": "summary", "status": pipe.report().status, "state": pipe.state().name,
+              "first_alert": _when(first), "first_critical": _when(crit),
+              "alerts": [_when(a) for a in sorted(alerts, key=lambda a: a.seq)]})
     return 0
 
 
 def _when(a) -> dict | None:
     if a is None:
         return None
-    return {"rule": a.rule, "rollout": a.rollout, "seen_at_rollout": a.first_seen, "log_time": a.time}
+    return {"rule": a.rule, "severity": a.severity, "rollout": a.rollout, "seen_at_rollout": a.first_seen,
+            "log_time": a.time, "cleared_at": a.cleared_at}

@@ -22,13 +22,14 @@ import stat
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import watchfiles
 
 __all__ = ["FileEvent", "Follower", "Lines", "follow_stdin", "read_lines_once"]
 
 HEAD_BYTES = 64
+MAX_BACKOFF = 4  # an idle follower re-stats every 4 x poll_interval at most
 _SCAN_BLOCK = 1 << 16
 
 
@@ -38,6 +39,7 @@ class Lines:
 
     lines: list[str]
     offset: int  # byte offset in the current file just after the last line
+    written_at: float | None = field(default=None, compare=False)  # the file's mtime after the read
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,25 +57,50 @@ class FileEvent:
 Item = Lines | FileEvent
 
 
-class _LineSplitter:
-    """Split a byte stream on b"\\n", keeping the unfinished tail buffered."""
+MAX_LINE = 1 << 20  # longer lines are cut here: a 200 MB line (or /dev/zero) is never held whole
 
-    __slots__ = ("buf",)
+
+class _LineSplitter:
+    """Split a byte stream on b"\\n", keeping the unfinished tail buffered: at most MAX_LINE
+    bytes (a longer line is emitted cut, the rest of it up to its newline is dropped)."""
+
+    __slots__ = ("buf", "skipping", "cut_lines")
 
     def __init__(self) -> None:
         self.buf = b""
+        self.skipping = False   # inside the dropped rest of an over-long line
+        self.cut_lines = 0
 
     def feed(self, data: bytes) -> list[str]:
         """Return the lines completed by ``data``; decode only whole lines."""
+        if self.skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return []
+            data, self.skipping = data[nl + 1:], False
         cut = data.rfind(b"\n")
         if cut < 0:
             self.buf += data
-            return []
+            return self._bound_tail([])
         done = self.buf + data[:cut]
         self.buf = data[cut + 1 :]
         # '\n' is never part of a multibyte UTF-8 sequence, so decoding the
         # whole block and splitting on "\n" equals splitting bytes first.
-        return done.decode("utf-8", "replace").split("\n")
+        lines = done.decode("utf-8", "replace").split("\n")
+        if len(done) > MAX_LINE:
+            for i, line in enumerate(lines):
+                if len(line) > MAX_LINE:
+                    lines[i] = line[:MAX_LINE]
+                    self.cut_lines += 1
+        return self._bound_tail(lines)
+
+    def _bound_tail(self, lines: list[str]) -> list[str]:
+        """An unfinished line past MAX_LINE goes out cut; the rest of it is skipped."""
+        if len(self.buf) > MAX_LINE:
+            lines.append(self.buf[:MAX_LINE].decode("utf-8", "replace"))
+            self.buf, self.skipping = b"", True
+            self.cut_lines += 1
+        return lines
 
     def flush(self) -> list[str]:
         """Emit the partial tail as a line: its file will never complete it."""
@@ -141,6 +168,7 @@ class Follower:
         self._ident: tuple[int, int] | None = None  # (dev, ino) of the open fd
         self._pos = 0  # bytes read from the open fd
         self._head = b""  # first min(64, pos) bytes, as read
+        self._tail = b""  # the bytes just before _pos, as read: a rewrite that keeps the head changes them
         self._splitter = _LineSplitter()
         self._first_open = True
         self._announce_created = False  # next successful open says "created"
@@ -155,6 +183,7 @@ class Follower:
         self._wake: asyncio.Event | None = None
         self._stopped = False
         self._started = False
+        self._backoff = 1
 
     # ------------------------------------------------------------------ API
     def __aiter__(self) -> AsyncIterator[Item]:
@@ -208,9 +237,16 @@ class Follower:
 
     # --------------------------------------------------------------- waking
     async def _wait(self) -> None:
-        """Sleep until the watcher reports a change, stop(), or poll_interval."""
+        """Sleep until the watcher reports a change, stop(), or the re-stat interval.
+
+        The re-stat is a safety net for missed watcher events: while nothing changes it backs
+        off from poll_interval to MAX_BACKOFF x poll_interval (an idle follower wakes rarely),
+        and any change brings it back at once."""
+        woke = False
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), self.poll_interval)
+            await asyncio.wait_for(self._wake.wait(), self.poll_interval * self._backoff)
+            woke = True
+        self._backoff = 1 if woke else min(MAX_BACKOFF, self._backoff * 2)
 
     async def _join(self, watcher: asyncio.Task) -> None:
         """Let the watcher thread see the stop event (it checks every step)."""
@@ -305,6 +341,8 @@ class Follower:
             self._restart(out, f"size {size} < offset {self._pos}")
         elif self._head and os.pread(self._fd, len(self._head), 0) != self._head:
             self._restart(out, "head changed")
+        elif self._tail and os.pread(self._fd, len(self._tail), self._pos - len(self._tail)) != self._tail:
+            self._restart(out, "rewritten (bytes before the read offset changed)")
 
     def _restart(self, out: list[Item], why: str) -> None:
         """Truncated in place: drop the partial line, read again from 0."""
@@ -312,6 +350,7 @@ class Follower:
         self._splitter.buf = b""
         self._pos = 0
         self._head = b""
+        self._tail = b""
 
     def _try_open(self, out: list[Item]) -> None:
         """Open the path if it is a readable regular file, else report once."""
@@ -341,6 +380,7 @@ class Follower:
             start = _last_line_start(fd, st.st_size, self.chunk_bytes)
         self._pos = start
         self._head = os.pread(fd, min(HEAD_BYTES, start), 0) if start else b""
+        self._tail = os.pread(fd, min(HEAD_BYTES, start), start - min(HEAD_BYTES, start)) if start else b""
         if self._announce_created:
             self._emit(out, "created")
         self._first_open = False
@@ -351,9 +391,11 @@ class Follower:
         data = os.pread(self._fd, self.chunk_bytes, self._pos)
         if not data:
             return 0
+        self._backoff = 1
         if self._pos < HEAD_BYTES:
             self._head += data[: HEAD_BYTES - self._pos]
         self._pos += len(data)
+        self._tail = (self._tail + data[-HEAD_BYTES:])[-HEAD_BYTES:]
         self._bytes_read += len(data)
         self._more = len(data) == self.chunk_bytes
         self._lines_out(out, self._splitter.feed(data))
@@ -373,7 +415,11 @@ class Follower:
         if lines:
             self._lines += len(lines)
             self._batches += 1
-            out.append(Lines(lines, self._pos - len(self._splitter.buf)))
+            try:
+                mtime = os.fstat(self._fd).st_mtime if self._fd is not None else None
+            except OSError:
+                mtime = None
+            out.append(Lines(lines, self._pos - len(self._splitter.buf), mtime))
 
     def _emit(self, out: list[Item], event: str, detail: str = "") -> None:
         self._events[event] += 1
@@ -390,7 +436,7 @@ class Follower:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
         self._fd, self._ident = None, None
-        self._pos, self._head = 0, b""
+        self._pos, self._head, self._tail = 0, b"", b""
 
 
 def _ident(path: str) -> tuple[int, int] | None:
@@ -413,10 +459,11 @@ async def follow_stdin(stream=None, *, chunk_bytes: int = 1 << 20) -> AsyncItera
     fd = stream if isinstance(stream, int) else stream.fileno()
     splitter = _LineSplitter()
     consumed = 0
-    if stat.S_ISREG(os.fstat(fd).st_mode):
-        chunks = _file_chunks(fd, chunk_bytes)
-    else:
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd):
         chunks = _pipe_chunks(fd, chunk_bytes)
+    else:   # a regular file, /dev/null, /dev/zero...: epoll can't watch these
+        chunks = _file_chunks(fd, chunk_bytes)
     async for data in chunks:
         consumed += len(data)
         if lines := splitter.feed(data):
@@ -427,10 +474,10 @@ async def follow_stdin(stream=None, *, chunk_bytes: int = 1 << 20) -> AsyncItera
 
 
 async def _file_chunks(fd: int, chunk_bytes: int) -> AsyncIterator[bytes]:
-    """Chunks of a regular file; regular files never block, so read directly."""
-    while data := os.read(fd, chunk_bytes):
+    """Chunks of a regular file or a character device, read in a thread: an endless device
+    (/dev/zero) still lets the loop run, print and stop."""
+    while data := await asyncio.to_thread(os.read, fd, chunk_bytes):
         yield data
-        await asyncio.sleep(0)
 
 
 async def _pipe_chunks(fd: int, chunk_bytes: int) -> AsyncIterator[bytes]:

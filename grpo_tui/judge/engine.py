@@ -11,6 +11,7 @@ log, wall time when live.
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,12 +58,14 @@ class Alert:
 
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule, "severity": self.severity, "rollout": self.rollout,
-                "message": self.message, "check": self.check, "evidence": self.evidence}
+                "signal": self.signal, "message": self.message, "meaning": self.meaning,
+                "first_check": self.check, "raised_at": self.first_seen, "log_time": self.time,
+                "cleared_at": self.cleared_at, "evidence": self.evidence}
 
 
 @dataclass(slots=True)
 class AlertChange:
-    kind: str                       # "raised" | "cleared"
+    kind: str                       # "raised" | "escalated" (now critical) | "cleared"
     alert: Alert
 
 
@@ -127,7 +130,6 @@ class HealthEngine:
         self._crash_cause: Event | None = None
         self._crash_rollout: int | None = None
         self._engine_trouble: Condition | None = None
-        self.live = False
 
     # -- feeding ------------------------------------------------------------------------
     def update(self, up: StoreUpdate) -> list[AlertChange]:
@@ -148,8 +150,8 @@ class HealthEngine:
                 changes.extend(self._judge(seg, r))
         return changes
 
-    def finalize(self) -> list[AlertChange]:
-        """End of a finished log: judge the last rollout and the log-time rules."""
+    def judge_rest(self) -> list[AlertChange]:
+        """The final pass (end of a finished or silent log): judge every rollout not yet judged."""
         seg = self.store.current
         changes: list[AlertChange] = []
         if seg.ids:
@@ -157,41 +159,45 @@ class HealthEngine:
             if self._evaluated is None or last > self._evaluated:
                 for r in [i for i in sorted(seg.ids) if self._evaluated is None or i > self._evaluated]:
                     changes.extend(self._judge(seg, r))
-        changes.extend(self._time_rules(self._last_ts, live=False))
-        changes.extend(self._stalled_in_log())
         return changes
 
-    def _stalled_in_log(self) -> list[AlertChange]:
-        """A finished log that kept going (engine chatter, retries) long after its last metric line."""
+    def judge_time(self, *, data_age: float | None, run_age: float | None, finished: bool,
+                   log_quiet: float = 0.0, last_line_time: float | None = None) -> list[AlertChange]:
+        """Time rules from the data's age (the pipeline reads it from the log and the file).
+
+        stalled: no new metric record for max(10 min, 5 x the usual interval), and the run
+        has not finished; no-steps: no metric record 10 min after the log started. Both clear
+        when data comes again."""
         seg = self.store.current
-        if not seg.records or self._last_ts is None or seg.last_record_ts is None:
-            return []
-        quiet = self._last_ts - seg.last_record_ts
-        limit = max(STALL_MIN, STALL_FACTOR * (self.median_interval() or 0.0))
-        if quiet <= limit or ("stalled", None) in self._open:
-            return []
-        c = Condition("stalled", "critical", seg.last_rollout,
-                      f"the log goes on for {quiet / 60:.0f} min after the last metric line "
-                      f"(usual rollout interval {(self.median_interval() or 0) / 60:.1f} min): the run hung",
-                      {"quiet_s": round(quiet), "limit_s": round(limit), "last_metric_time": _fmt_ts(seg.last_record_ts),
-                       "last_line_time": _fmt_ts(self._last_ts)})
-        return [AlertChange("raised", self._raise(c, seg.last_rollout))]
-
-    def tick(self, now: float, growing: bool = False, last_data_wall: float | None = None,
-             start_wall: float | None = None) -> list[AlertChange]:
-        """Live: wall-clock rules (stalled, no-steps, engine-down while retries go on)."""
-        self.live = True
-        changes = self._time_rules(now, live=True, growing=growing, last_data_wall=last_data_wall,
-                                   start_wall=start_wall)
-        return changes
-
-    # -- internals -----------------------------------------------------------------------
-    def see_log_time(self, first: float | None, last: float | None) -> None:
-        """Log time from every header line (noise included): no-steps needs the log's span."""
-        if first is not None:
-            self._see_time(first)
-        if last is not None:
-            self._see_time(last)
+        conds: list[Condition] = []
+        if seg.records == 0 and run_age is not None and run_age > NO_STEPS_AFTER:
+            conds.append(Condition("no-steps", "critical", None,
+                                   f"no metric line {run_age / 60:.0f} min after the log started",
+                                   {"minutes": round(run_age / 60, 1)}))
+        if seg.records and data_age is not None and not finished:
+            usual = self.median_interval() or 0.0
+            limit = max(STALL_MIN, STALL_FACTOR * usual)
+            if data_age > limit:
+                how = ("the log goes on without metrics" if log_quiet > limit / 2
+                       else "the log is silent")
+                conds.append(Condition(
+                    "stalled", "critical", seg.last_rollout,
+                    f"no new rollout for {_fmt_minutes(data_age)} (usual interval {usual / 60:.1f} min); {how}",
+                    {"quiet_s": round(data_age), "limit_s": round(limit),
+                     "last_metric_time": _fmt_ts(seg.last_record_ts), "last_line_time": _fmt_ts(last_line_time),
+                     "log_goes_on_s": round(log_quiet)}))
+        out = []
+        keys = {c.key for c in conds}
+        for c in conds:
+            if c.key not in self._open:
+                out.append(AlertChange("raised", self._raise(c, seg.last_rollout)))
+        for key in [("stalled", None), ("no-steps", None)]:
+            if key not in keys and key in self._open:
+                a = self._open.pop(key)
+                a.active = False
+                a.cleared_at = seg.last_rollout
+                out.append(AlertChange("cleared", a))
+        return out
 
     def _reset_for_segment(self) -> None:
         self.alerts = []
@@ -255,10 +261,26 @@ class HealthEngine:
         exc = ev.data.get("exception") or ev.text
         if cause is not None:
             exc = f"{exc} -> {cause.data.get('exception') or cause.text}"
+        where = ev.time or "line " + str(ev.line_no)
         return Condition("crashed", "critical", self._crash_rollout,
-                         f"{_event_label(ev)} at {ev.time or 'line ' + str(ev.line_no)}: {exc[:160]}",
+                         f"{self.crash_headline} ({_event_label(ev)} at {where})",
                          {"line": ev.line_no, "time": ev.time, "event": ev.kind, "text": exc[:400],
                           "lines": (ev.lines or (cause.lines if cause is not None else []))[:12]})
+
+    @property
+    def crash_headline(self) -> str | None:
+        """What failed, in words: the cause when known (CUDA OOM, NCCL timeout), else the
+        exception line, cut at a word boundary."""
+        if self._crash is None:
+            return None
+        texts = [e.data.get("exception") or e.text for e in (self._crash_cause, self._crash) if e is not None]
+        texts += [line for e in (self._crash_cause, self._crash) if e is not None for line in e.lines[-3:]]
+        joined = " ".join(texts)
+        low = joined.lower()
+        for needle, name in _CAUSES:
+            if needle in low:
+                return name
+        return _cut_words(_strip_prefixes(texts[0]), 160)
 
     def _on_event(self, ev: Event) -> list[AlertChange]:
         if ev.ts is not None:
@@ -314,8 +336,8 @@ class HealthEngine:
             a = self._open.get(c.key)
             if a is None:
                 out.append(AlertChange("raised", self._raise(c, r)))
-            else:
-                self._refresh(a, c)
+            elif self._refresh(a, c):
+                out.append(AlertChange("escalated", a))
         return out
 
     def _apply(self, conds: list[Condition], r: int, seg: Segment) -> list[AlertChange]:
@@ -328,8 +350,8 @@ class HealthEngine:
             a = self._open.get(c.key)
             if a is None:
                 out.append(AlertChange("raised", self._raise(c, r)))
-            else:
-                self._refresh(a, c)
+            elif self._refresh(a, c):
+                out.append(AlertChange("escalated", a))
         for key, a in list(self._open.items()):
             if key in seen or key[0] in ("stalled", "no-steps"):
                 continue
@@ -352,51 +374,17 @@ class HealthEngine:
         return a
 
     @staticmethod
-    def _refresh(a: Alert, c: Condition) -> None:
+    def _refresh(a: Alert, c: Condition) -> bool:
+        """The sign still holds. The message keeps the values of the rollout where the alert
+        fired; it changes only when the alert escalates, or a crash learns its cause."""
         a._misses = 0
-        if c.start is not None:   # a "still outside" hold keeps the original story
+        escalates = SEVERITY_ORDER[c.severity] > SEVERITY_ORDER[a.severity]
+        if escalates or (a.rule == "crashed" and c.message != a.message):
             a.message = c.message
             a.evidence = c.evidence
-        if SEVERITY_ORDER[c.severity] > SEVERITY_ORDER[a.severity]:
+        if escalates:
             a.severity = c.severity
-
-    def _time_rules(self, now: float | None, live: bool, growing: bool = False,
-                    last_data_wall: float | None = None, start_wall: float | None = None) -> list[AlertChange]:
-        if now is None:
-            return []
-        seg = self.store.current
-        conds: list[Condition] = []
-        start = start_wall if live and start_wall is not None else self._first_ts
-        if seg.records == 0 and start is not None and now - start > NO_STEPS_AFTER:
-            conds.append(Condition("no-steps", "critical", None,
-                                   f"no metric line {(now - start) / 60:.0f} min after the log started",
-                                   {"since": _fmt_ts(start) if not live else None,
-                                    "minutes": round((now - start) / 60, 1)}))
-        if live and last_data_wall is not None and seg.records:
-            limit = max(STALL_MIN, STALL_FACTOR * (self.median_interval() or 0.0))
-            quiet = now - last_data_wall
-            if quiet > limit:
-                conds.append(Condition("stalled", "critical", seg.last_rollout,
-                                       f"no new rollout for {quiet / 60:.0f} min (usual interval "
-                                       f"{(self.median_interval() or 0) / 60:.1f} min); the file is "
-                                       + ("still growing without metrics" if growing else "silent"),
-                                       {"quiet_s": round(quiet), "limit_s": round(limit),
-                                        "file_growing": growing}))
-        out = []
-        keys = {c.key for c in conds}
-        for c in conds:
-            a = self._open.get(c.key)
-            if a is None:
-                out.append(AlertChange("raised", self._raise(c, seg.last_rollout)))
-            else:
-                self._refresh(a, c)
-        for key in [("stalled", None), ("no-steps", None)]:
-            if key not in keys and key in self._open and live:
-                a = self._open.pop(key)
-                a.active = False
-                a.cleared_at = seg.last_rollout
-                out.append(AlertChange("cleared", a))
-        return out
+        return escalates
 
     def median_interval(self) -> float | None:
         """Median seconds between rollouts of this run (by their log time)."""
@@ -413,6 +401,49 @@ class HealthEngine:
         return float(np.median(d)) if len(d) else None
 
     # -- reading -------------------------------------------------------------------------
+    def range_applies(self, sig_id: str) -> bool:
+        """Whether a healthy range judges this signal in this run (the chart draws only such
+        a band): no clip-fraction range with K > 1 updates per rollout, no zero-std fraction
+        range without a group count."""
+        seg = self.store.current
+        if sig_id == "clipfrac" and seg.steps_per_rollout > 1:
+            return False
+        if sig_id == "zero_std" and groups_of(seg) is None:
+            return False
+        return True
+
+    def judge_at(self, sig_id: str, r: int, mean5: float | None, value: float | None,
+                 open_only: bool = False) -> tuple[tuple[float, float] | None, str]:
+        """(range, status) of a signal at rollout r: its five-step mean against the band for
+        that rollout, a non-finite value, and the alerts naming it that were open at r.
+
+        ok only where a range judged it; without one (rollout time, verl/TRL signals) it is
+        unknown (shown `? n/a`) unless an alert names it."""
+        seg = self.store.current
+        rng = self.ranges.for_framework(seg.framework).bounds(sig_id, r) if self.range_applies(sig_id) else None
+        status = "unknown"
+        if rng is not None and mean5 is not None:
+            tol = 1e-6 * (rng[0] == rng[1])
+            status = "ok" if rng[0] - tol <= mean5 <= rng[1] + tol else "warning"
+        if value is not None and not math.isfinite(value):
+            status = "critical"
+        alerts = self._open.values() if open_only else self.alerts
+        for a in alerts:
+            if a.signal != sig_id and sig_id not in RULES[a.rule].signals:
+                continue
+            if not open_only and not (a.rollout is not None and a.rollout <= r
+                                      and (a.cleared_at is None or r < a.cleared_at)):
+                continue
+            if SEVERITY_ORDER[a.severity] > SEVERITY_ORDER[status]:
+                status = a.severity
+        return rng, status
+
+    def band(self, sig_id: str, rollouts):
+        """The healthy band at these rollouts, or None where no range is used."""
+        if not self.range_applies(sig_id):
+            return None
+        return self.ranges.for_framework(self.store.current.framework).bounds_many(sig_id, rollouts)
+
     def signal_status(self, sig_id: str) -> SignalStatus:
         seg = self.store.current
         sig = BY_ID[sig_id]
@@ -425,20 +456,7 @@ class HealthEngine:
         fin = vals[np.isfinite(vals)]
         mean5 = float(np.mean(vals[-5:])) if np.all(np.isfinite(vals[-5:])) else (
             float(np.mean(fin[-5:])) if len(fin) else None)
-        rng = self.ranges.for_framework(seg.framework).bounds(sig_id, r)
-        if sig_id == "clipfrac" and seg.steps_per_rollout > 1:
-            rng = None
-        if sig_id == "zero_std" and groups_of(seg) is None:
-            rng = None
-        status = "ok"   # no range (rollout time): judged by its trend rule only
-        if rng is not None and mean5 is not None and not (rng[0] - 1e-6 * (rng[0] == rng[1]) <= mean5 <= rng[1] + 1e-6 * (rng[0] == rng[1])):
-            status = "warning"
-        if not math.isfinite(last):
-            status = "critical"
-        for a in self._open.values():
-            if a.signal == sig_id or sig_id in RULES[a.rule].signals:
-                if SEVERITY_ORDER[a.severity] > SEVERITY_ORDER[status]:
-                    status = a.severity
+        rng, status = self.judge_at(sig_id, r, mean5, last, open_only=True)
         extra = {}
         if sig_id == "zero_std":
             g = groups_of(seg)
@@ -482,3 +500,33 @@ def _fmt_ts(ts: float | None) -> str | None:
     if ts is None:
         return None
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
+
+
+_CAUSES = (("cuda out of memory", "CUDA out of memory"), ("outofmemoryerror", "CUDA out of memory"),
+           ("watchdog caught collective operation timeout", "NCCL timeout"), ("nccl timeout", "NCCL timeout"),
+           ("nccl error", "NCCL error"), ("illegal memory access", "CUDA illegal memory access"),
+           ("device-side assert", "CUDA device-side assert"), ("max retries", "engine requests exhausted"))
+_PREFIX = re.compile(r"^(?:\d+[:-]|>\s*|\s+)+|\x1b\[[0-9;]*m|\([A-Za-z_]\w* pid=\d+[^)]*\)\s*")
+
+
+def _strip_prefixes(text: str) -> str:
+    """Drop paste prefixes (`grep -n`, `> `), ANSI colours and Ray actor prefixes."""
+    prev = None
+    while prev != text:
+        prev, text = text, _PREFIX.sub("", text, count=1).strip()
+    return text
+
+
+def _cut_words(text: str, n: int) -> str:
+    if len(text) <= n:
+        return text
+    cut = text[:n].rsplit(" ", 1)[0]
+    return (cut if len(cut) > n // 2 else text[:n]) + " …"
+
+
+def _fmt_minutes(seconds: float) -> str:
+    if seconds < 3 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 72 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"

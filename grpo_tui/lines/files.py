@@ -1,18 +1,15 @@
-"""Read a whole finished log into a store: one pass, bounded memory, binary-safe.
+"""Read a log file as blocks of complete lines: one pass, bounded memory, binary-safe.
 
-`check`, `export`, `calibrate` and the dashboard's history fill all go through here, so a
-verdict never differs between them.
+The pipeline (grpo_tui/pipeline.py) feeds these blocks to the parser for `check`, `export`,
+`calibrate` and the dashboard's history fill.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Iterator
 
-from .parse import LineParser
-from ..store.metric_store import MetricStore
 
 CHUNK = 4 << 20
 MAX_LINE = 1 << 20   # bytes kept of one line; the reader never holds more of it
@@ -154,25 +151,3 @@ def iter_lines(path: str, chunk: int = CHUNK) -> Iterator[str]:
     """Complete lines one by one (see iter_line_blocks)."""
     for block in iter_line_blocks(path, chunk):
         yield from block
-
-
-@dataclass
-class Loaded:
-    store: MetricStore
-    parser: LineParser
-    path: str
-    size: int
-
-
-def load(path: str, progress: Callable[[int], None] | None = None) -> Loaded:
-    """Parse the whole file into a fresh store."""
-    check_readable(path)
-    parser = LineParser()
-    store = MetricStore()
-    for block in iter_line_blocks(path):
-        store.add(parser.feed_lines(block))
-        if progress is not None:
-            progress(parser.counts.lines)
-    store.add(parser.flush())
-    size = os.path.getsize(path) if path != "-" else parser.counts.lines
-    return Loaded(store, parser, path, size)

@@ -49,7 +49,7 @@ _EVAL_SKIPPED = re.compile(r"(?<![\w/])eval (?P<n>\d+) skipped: (?P<reason>.*)$"
 _RETRY = re.compile(r"retrying\.\.\. \(attempt (?P<k>\d+)/(?P<max>\d+)(?:, url=(?P<url>[^,)]*))?")
 _RECOVERED = re.compile(r"Recovered (?P<n>\d+) dead rollout engines")
 _CKPT = re.compile(r"(?P<ok>successfully saved|saving) checkpoint (?:from |at )?iteration\s+(?P<it>\d+)")
-_JOB = re.compile(r"Job '(?P<job>[^']+)' (?P<state>failed|succeeded)")
+_JOB = re.compile(r"Job '(?P<job>[^']+)' (?P<state>failed|succeeded|stopped)")
 _DATE_START = re.compile(r"^\[(?:\d{1,4}(?:-\d{0,2}){0,2}(?: [\d:]{0,8})?)?$|^\[\d{4}-\d\d-\d\d \d\d:\d\d")
 _REJOIN_PARTS = 8                # a wrapped header is looked for this many lines back
 _ARG_DUMP = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*) \.{3,} (?P<value>\S.*?)\s*$")
@@ -285,6 +285,16 @@ class LineParser:
         if self._pending is not None:
             self._close_pending(out)
         return out
+
+    def sync_time(self) -> float | None:
+        """The newest log time seen, skipped (fast-path) lines included; changes nothing else."""
+        raw = self._last_stamped
+        if self.quick_reject and raw:
+            m = self._header(self._peel(raw).text)
+            if m is not None:
+                gd = m.groupdict()
+                self._note_time(_fast_ts(gd["date"], gd["time"], gd.get("ms")))
+        return self.last_ts
 
     @property
     def has_pending(self) -> bool:

@@ -21,6 +21,7 @@ EVENT_KINDS = (
     "nccl_timeout",
     "job_failed",
     "job_succeeded",
+    "job_stopped",
     "fatal",
     "weight_update_start",
     "weight_update_end",

@@ -415,6 +415,15 @@ class MetricStore:
     def _new_segment(self, line_no: int, flags: dict | None) -> None:
         self.segments.append(Segment(len(self.segments), line_no, flags))
 
+    def start_segment(self) -> bool:
+        """The file was rewritten or replaced: what comes next is a new run (a restart).
+
+        Returns whether a segment was started (not when the current one is still empty)."""
+        if not self.current.has_data:
+            return False
+        self._new_segment(0, self.current.flags)
+        return True
+
     def add(self, items: Iterable[Item]) -> StoreUpdate:
         up = StoreUpdate()
         for item in items:
@@ -440,6 +449,7 @@ class MetricStore:
         elif ev.kind == "arg":
             name = arg_dump_to_flag(ev.data["name"])
             self.current.flags.setdefault(name, ev.data["value"])
+        ev.data.setdefault("after_rollout", self.current._max_id)   # where it sits on the timeline
         self.events.append(ev)
         self.current.events.append(ev)
         up.events.append(ev)

@@ -19,6 +19,16 @@ SEV = {"critical": ("✗ crit", "x crit"), "warning": ("! warn", "! warn")}
 class AlertTable(DataTable):
     """DataTable of alerts; enter moves the app cursor to the alert's rollout."""
 
+    user_moved = False      # the selection follows the top alert until the user moves it
+
+    def action_cursor_up(self) -> None:
+        self.user_moved = True
+        super().action_cursor_up()
+
+    def action_cursor_down(self) -> None:
+        self.user_moved = True
+        super().action_cursor_down()
+
 
 class AlertPane(Vertical):
     DEFAULT_CSS = """
@@ -70,13 +80,16 @@ class AlertPane(Vertical):
             rest = "dim" if dim else ""
             state = "" if a.active else " (cleared)"
             state += " (ack)" if a.acknowledged else ""
-            t.add_row(sev, Text(clean(a.rule), style=rest),
+            rule = ("ack " if a.acknowledged else "") + clean(a.rule)   # a text marker, not only dim
+            t.add_row(sev, Text(rule, style=rest),
                       Text("-" if a.rollout is None else str(a.rollout), style=rest),
                       Text(clean(a.message) + state, style=rest), key=str(a.seq))
-        if keep is not None:
+        if keep is not None and t.user_moved:
             for i, a in enumerate(alerts):
                 if a.seq == keep:
                     t.move_cursor(row=i)
+        elif alerts:
+            t.move_cursor(row=0)      # the top item: an open critical when there is one
         self.show_evidence()
 
     def show_evidence(self) -> None:

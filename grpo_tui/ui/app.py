@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import dataclasses
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -26,26 +28,31 @@ from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
 from ..follow.follower import FileEvent, Follower, Lines
-from ..lines.files import iter_lines
+from ..follow.replay import replay_lines
 from ..judge.ranges import RangeSet
 from ..judge.signals import SIGNALS, signal_series
+from ..notify import Hook, alert_payload, new_criticals, osc_notification
+from ..pipeline import Pipeline, feed_file, fmt_age, judge_path
 from .alert_pane import AlertPane, AlertTable
 from .chart_screen import ChartScreen, Sketch, draw
 from .detail_screen import DetailScreen
 from .goto_screen import GotoScreen
 from .help_screen import HelpScreen
+from .events_screen import EventsScreen
+from .log_screen import LogScreen
 from .messages import DataChanged, FileEventMsg, LoadProgress
-from .model import (BIG_FILE, TAIL_BYTES, Feed, clean, file_size, id_position, last_newline_before,
-                    load_whole, newest_id, parse_bytes, quick_report, resolve_path, sorted_ids)
+from .model import (BIG_FILE, TAIL_BYTES, clean, file_size, id_position, last_newline_before, newest_id,
+                    resolve_path, sorted_ids)
 from .text_line import TextLine
 from .signal_row import SignalRow, badge, header_text, layout
+from .sparkline import whole_run_cells
 from .themes import ORDER, load_themes, resolve, uses_ascii
 
 REFRESH_S = 0.25
 MARGIN = 16          # rows fetched before the sparkline window (mean5 at a cursor on its left edge)
 WIDE = 160
 MAIN_ONLY = {"cursor", "cursor_home", "cursor_end", "goto", "focus_signal", "detail", "chart", "follow",
-             "ack", "switch_pane", "alert_jump", "log_scale"}
+             "ack", "switch_pane", "alert_jump", "log_scale", "whole_run", "log", "events"}
 
 
 class GrpoApp(App):
@@ -70,33 +77,44 @@ class GrpoApp(App):
         Binding("right_square_bracket", "alert_jump(1)", "next alert rollout", show=False),
         Binding("t", "cycle_theme", "theme"),
         Binding("y", "log_scale", "log scale (chart)", show=False),
+        Binding("w", "whole_run", "sparklines: whole run / last N"),
+        Binding("L", "log", "raw log at the cursor"),
+        Binding("e", "events", "events timeline"),
     ]
 
     def __init__(self, path: str | None = None, *, live: bool = True, replay: float | None = None,
                  theme: str | None = None, ranges: RangeSet | None = None, demo_rate: float = 0.5,
-                 force_ascii: bool | None = None) -> None:
+                 force_ascii: bool | None = None, ranges_label: str | None = None,
+                 notify: bool = True, on_critical: str | None = None) -> None:
         super().__init__()
+        self.notify_terminal = notify          # bell + desktop notification on a new critical
+        self.hook = Hook(on_critical)
+        self._armed_at: int | None = None      # follower offset from which alerts are news
+        self._ticked = False                   # a health tick judged the file as first read
         self.ranges = ranges
+        self.ranges_label = ranges_label
         self.live = live
         self.replay = replay
         self.demo = path is None and live and replay is None
         self.path = resolve_path(path)
         self.demo_rate = demo_rate
-        self.feed = Feed(ranges)
+        self.feed = self._new_pipeline()
         self.cursor: int | None = None
         self.following = True
         self.pause_last: int | None = None
         self.focus_index = 0
         self.log_scale = False
+        self.whole_run = False                 # sparklines summarise the whole run (w)
         self.force_ascii = bool(os.environ.get("GRPO_TUI_ASCII")) if force_ascii is None else force_ascii
-        self.state = "starting"
+        self.state = "starting"                # replay / finished; the run's own state is the pipeline's
         self.last_event = ""
-        self.last_data_wall: float | None = None
-        self.start_wall = time.time()
-        self.growing = False
         self.loading: float | None = None      # history fill progress (huge files)
         self._skip_until: int | None = None    # follower bytes already covered by the history fill
-        self._held: list[str] = []             # lines that arrived during the history fill
+        self._held: list = []                  # follower items that arrived during the history fill
+        self._generation = 0                   # bumped when the file restarts: stale history is dropped
+        self._quitting = False                 # background loading stops when this is set
+        self._report = None                    # the verdict of the last repaint (header reuses it)
+        self._report_of: dict = {}
         self._painted = threading.Event()      # the history thread waits for the tail's paint
         self._dirty = True
         self._n = 0                            # rollouts in the current segment
@@ -125,7 +143,34 @@ class GrpoApp(App):
         yield Static(id="status")
         yield Footer()
 
+    def _announce(self, changes) -> None:
+        """A new critical while watching: bell + desktop notification escape (unless
+        --no-notify), the --on-critical hook, and a toast."""
+        for alert in new_criticals(changes):
+            if self.notify_terminal and self._driver is not None:
+                self._driver.write(osc_notification(f"grpo-tui: {alert.rule}",
+                                                    f"{Path(self.path or '').name}: {alert.message}"))
+                self._driver.flush()
+            self.hook(alert_payload(alert, self.path))
+            self.notify(f"{alert.rule}: {clean(alert.message)}", title="new critical alert",
+                        severity="error", markup=False, timeout=8)
+
+    def _on_signal(self, signum: int) -> None:
+        """SIGTERM / SIGHUP / SIGINT: leave like `q` does, so the terminal is restored
+        (alternate screen left, cursor shown, mouse tracking off)."""
+        self._quitting = True
+        self.exit(return_code=128 + signum)
+
+    def _install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, int(sig))
+            except (ValueError, RuntimeError, NotImplementedError):
+                pass            # not the main thread (tests), or no such signal here
+
     def on_mount(self) -> None:
+        self._install_signal_handlers()
         try:
             self.theme = self._theme_name
         except Exception:
@@ -133,13 +178,11 @@ class GrpoApp(App):
                         markup=False)
             self.theme = "grpo-dark"
         self.rows[0].focus()
+        self._sync_ascii()
         self._apply_width()
         if not self.live:
             if self.path and os.path.exists(self.path):
-                self.feed = load_whole(self.path, self.ranges)
-                self.state = "finished"
-            else:
-                self.state = "waiting for file"
+                self.feed = judge_path(self.path, self.ranges, ranges_label=self.ranges_label)
             self._on_new_data()
             self.refresh_view()
         else:
@@ -150,7 +193,6 @@ class GrpoApp(App):
             else:
                 if self.demo:
                     self.path = self._start_demo()
-                self.state = "waiting for file"
                 self.set_interval(1.0, self._health_tick)
                 big = file_size(self.path) > BIG_FILE
                 if big:
@@ -187,26 +229,44 @@ class GrpoApp(App):
                          daemon=True, name="demo-writer").start()
         return path
 
+    def _new_pipeline(self) -> Pipeline:
+        return Pipeline(self.ranges, ranges_label=self.ranges_label)
+
     @work(exclusive=True, group="follow")
     async def _follow_worker(self, path: str, from_start: bool = True) -> None:
+        """Lines and file events go into the pipeline here, in file order (a restart's
+        event is never handled later than the lines that follow it)."""
         self._follower = Follower(path, from_start=from_start, poll_interval=1.0)
+        self._armed_at = max(0, file_size(path))   # what the file holds now is history, not news
         try:
             async for item in self._follower.events():
                 if isinstance(item, Lines):
                     lines = self._past_history(item)
                     if not lines:
                         continue
-                    self.growing = True
                     if self.loading is not None:
-                        self._held.extend(lines)
+                        self._held.append(Lines(lines, item.offset, item.written_at))
                         continue
-                    self.feed.feed_lines(lines)
-                    self.last_data_wall = time.time()
+                    up = self.feed.feed(lines, item.written_at)
+                    if self._armed_at is not None and item.offset > self._armed_at:
+                        self._announce(up.changes)
                     self.post_message(DataChanged(len(self.feed.store.current.ids)))
                 elif isinstance(item, FileEvent):
+                    if item.event in ("truncated", "replaced", "created") and self.loading is not None:
+                        self._drop_history()          # the history being read is no longer the file
+                    self.feed.file_event(item.event)
                     self.post_message(FileEventMsg(item.event, item.detail))
         finally:
             self._follower = None
+
+    def _drop_history(self) -> None:
+        """The file restarted while its history was loading: keep what the follower reads."""
+        self._generation += 1
+        self.loading = None
+        self._skip_until = None
+        for held in self._held:
+            self.feed.feed(held.lines, held.written_at)
+        self._held = []
 
     def _past_history(self, item: Lines) -> list[str]:
         """Drop follower lines the history fill already parsed (bytes < _skip_until)."""
@@ -227,10 +287,13 @@ class GrpoApp(App):
 
     @work(thread=True, exclusive=True, group="history")
     def _history_worker(self, path: str, end: int) -> None:
+        gen = self._generation
         self.call_from_thread(setattr, self, "loading", 0.0)
-        quick = parse_bytes(path, max(0, end - TAIL_BYTES), end, self.ranges)
+        stale = lambda: gen != self._generation or self._quitting  # noqa: E731
+        quick = self._new_pipeline()
+        feed_file(quick, path, max(0, end - TAIL_BYTES), end, cancelled=stale)
         self._painted.clear()
-        self.post_message(LoadProgress(0.0, feed=quick))
+        self.post_message(LoadProgress(0.0, feed=quick, generation=gen))
         # Let the UI paint the tail before the full parse takes the GIL (at most 1 s).
         self._painted.wait(1.0)
         last = [0.0]
@@ -238,19 +301,22 @@ class GrpoApp(App):
         def progress(f: float) -> None:
             if f - last[0] >= 0.02:
                 last[0] = f
-                self.post_message(LoadProgress(f))
+                self.post_message(LoadProgress(f, generation=gen))
 
-        full = parse_bytes(path, 0, end, self.ranges, progress)
-        self.post_message(LoadProgress(1.0, feed=full, done=True))
+        full = self._new_pipeline()
+        if feed_file(full, path, 0, end, progress, cancelled=stale):
+            self.post_message(LoadProgress(1.0, feed=full, done=True, generation=gen))
 
     def on_load_progress(self, msg: LoadProgress) -> None:
+        if msg.generation != self._generation:
+            return                               # the file restarted: this history is stale
         if msg.feed is not None:
             self.feed = msg.feed
-            self.last_data_wall = time.time()
         self.loading = None if msg.done else msg.fraction
         if msg.done and self._held:
             held, self._held = self._held, []
-            self.feed.feed_lines(held)
+            for item in held:
+                self.feed.feed(item.lines, item.written_at)
         self._on_new_data()
         if msg.feed is not None:             # a new feed: paint now, not on the next tick
             self.refresh_view()
@@ -258,30 +324,21 @@ class GrpoApp(App):
 
     @work(exclusive=True, group="replay")
     async def _replay_worker(self, path: str, speed: float) -> None:
-        parser = self.feed.parser
-        pending: list = []
-        prev_ts: float | None = None
-        n = 0
-        for line in iter_lines(path):
-            n += 1
-            for item in parser.feed(line):
-                ts = getattr(item, "ts", None)
-                if speed > 0 and ts is not None:
-                    if prev_ts is not None and ts > prev_ts:
-                        if pending:
-                            self.feed.feed_items(pending)
-                            pending = []
-                            self.post_message(DataChanged())
-                        await asyncio.sleep(min((ts - prev_ts) / speed, 5.0))
-                    prev_ts = ts if prev_ts is None else max(prev_ts, ts)
-                pending.append(item)
-            if speed <= 0 and n % 2000 == 0:
-                self.feed.feed_items(pending)
-                pending = []
-                self.post_message(DataChanged())
-                await asyncio.sleep(0)
-        self.feed.feed_items(pending)
-        self.feed.finish()
+        """Replay by the log's clock (time rules judged on it), then judged at the file's real
+        age exactly as `check` does."""
+        pipe = self.feed
+        pipe.clock = lambda: pipe.parser.sync_time() or 0.0
+        async for batch in replay_lines(path, speed):
+            pipe.feed(batch)
+            if speed > 0:
+                pipe.tick()
+            self.post_message(DataChanged())
+        try:
+            pipe.anchor(os.stat(path).st_mtime)
+        except OSError:
+            pass
+        pipe.clock = time.time
+        pipe.finish()
         self.state = "finished"
         self.post_message(DataChanged())
 
@@ -290,13 +347,9 @@ class GrpoApp(App):
 
     def on_file_event_msg(self, msg: FileEventMsg) -> None:
         self.last_event = msg.event + (f" ({msg.detail})" if msg.detail else "")
-        if msg.event == "waiting":
-            self.state = "waiting for file"
-        elif msg.event in ("truncated", "replaced"):
-            self.feed = Feed(self.ranges)     # a new log: start over
-            self.cursor = None
-            self._skip_until = None
-        self._dirty = True
+        if msg.event in ("truncated", "replaced"):
+            self.cursor = None                # the pipeline started a new segment: follow it
+        self._on_new_data()
 
     def _on_new_data(self) -> None:
         """O(1) per update: the rollout count and the newest id, never the id array."""
@@ -308,24 +361,33 @@ class GrpoApp(App):
             self.cursor = last
         elif self.cursor is not None and self._n and self.cursor not in seg.row_of:
             self.cursor = last
-        if self.live and self.state == "waiting for file" and seg.records:
-            self.state = "live"
         self._dirty = True
         if not self.live:
             self.refresh_view()
 
     def _health_tick(self) -> None:
-        if self.replay is None:
-            ch = self.feed.engine.tick(time.time(), self.growing, self.last_data_wall, self.start_wall)
-            self.growing = False
-            if ch:
+        if self.replay is None and self.loading is None:
+            changes = self.feed.tick()
+            if changes:
                 self._dirty = True
+                if self._armed_at is not None and self._ticked:
+                    self._announce(changes)
+            # the first tick after the file was read judges its past (an old hung log's
+            # stall): history, not news
+            self._ticked = self._ticked or (self._armed_at is not None and self.feed.fed)
         if not self._dirty:
             self._refresh_header()    # only the age text moves: don't repaint the rows
 
     def _refresh_header(self) -> None:
+        """Only the state and the ages move between data updates: reuse the last verdict
+        (nine signal statuses are not recomputed every second on an idle run)."""
         ascii = uses_ascii(self.current_theme) or self.force_ascii
-        self.query_one("#header", TextLine).update(self._header_text(quick_report(self.feed), ascii))
+        rep = self._report if self._report is not None and self._report.report is not None else None
+        if rep is None or rep.report is not self._report_of.get(id(self.feed)):
+            rep = self.feed.report()
+        else:
+            rep = dataclasses.replace(rep, run_state=self.feed.state())
+        self.query_one("#header", TextLine).update(self._header_text(rep, ascii))
 
     @property
     def _dirty(self) -> bool:
@@ -375,8 +437,11 @@ class GrpoApp(App):
 
     def refresh_view(self) -> None:
         self._dirty = False
+        self._apply_width()          # the app's own resize handler is not called: check here
         feed = self.feed
-        report = quick_report(feed)
+        report = feed.report()
+        self._report = report
+        self._report_of = {id(feed): report.report}
         seg = feed.store.current
         ascii = uses_ascii(self.current_theme) or self.force_ascii
         rows = self.rows
@@ -389,10 +454,15 @@ class GrpoApp(App):
         at_newest = not len(win) or int(win[-1]) == self._last
         upto = None if at_newest else int(win[-1])
         need = max(len(win), spark_w, layout(self.size.width)[0]) + MARGIN
+        all_ids = np.sort(seg.id_array()) if self.whole_run and len(seg.ids) else None
         for row in rows:
             ids, vals = signal_series(seg, row.sig, last=need, upto=upto)
-            row.set_data(report.signals[row.sig.id], np.asarray(ids), np.asarray(vals), at_newest)
-        self.query_one("#colhdr", Static).update(header_text(row_w))
+            cells = None
+            if all_ids is not None:
+                sid, sval = signal_series(seg, row.sig)
+                cells = whole_run_cells(all_ids, np.asarray(sid), np.asarray(sval), spark_w, row.sig.log)
+            row.set_data(report.signals[row.sig.id], np.asarray(ids), np.asarray(vals), at_newest, cells)
+        self.query_one("#colhdr", Static).update(header_text(row_w, self.whole_run))
         self.query_one("#header", TextLine).update(self._header_text(report, ascii))
         self.query_one(AlertPane).set_alerts(report.alerts, ascii)
         self.query_one("#status", Static).update(self._status_text())
@@ -401,22 +471,42 @@ class GrpoApp(App):
             if key != self._side_key:
                 self._side_key = key
                 draw(self.query_one("#side-chart", PlotextPlot), feed, SIGNALS[self.focus_index].id,
-                     log=self.log_scale, cursor=self.cursor, sketch=self._sketch)
+                     log=self.log_scale, cursor=self.cursor, sketch=self._sketch, ascii=ascii)
 
-    def display_state(self) -> str:
+    def display_state(self, report=None) -> str:
+        """The run's state as the header shows it: from the pipeline (the log's and the
+        file's time), never from when the dashboard opened the file."""
         if self.loading is not None:
-            return f"loading history {self.loading:.0%}"
-        if not self.live or self.state == "finished":
-            return "finished"
-        if self.state == "waiting for file":
-            return "waiting for file"
-        if not self.following:
+            return f"loading {self.loading:.0%}"
+        if self.replay is not None and self.state != "finished":
+            return "▶ " + (f"replay {self.replay:g}x" if self.replay else "replay max")
+        st = report.run_state if report is not None else self.feed.state()
+        if st.name == "waiting":
+            return "waiting for file" if not self.feed.fed else "empty file"
+        if not self.following and st.name != "finished":
             return f"paused (+{self.pending_new()} new)"
-        if any(a.rule == "stalled" for a in self.feed.engine.open_alerts):
-            return "stalled"
-        if self.replay is not None:
-            return "▶ " + self.state
-        return "● live"
+        dot = "* " if self._ascii() else "● "
+        return (dot + "live") if st.name == "live" else st.label
+
+    def _ascii(self) -> bool:
+        return uses_ascii(self.current_theme) or self.force_ascii
+
+    def _sync_ascii(self) -> None:
+        """The ascii theme draws ASCII only: borders, footer keys, toasts, charts (CSS `.ascii`)."""
+        a = self._ascii()
+        for scr in self.screen_stack:
+            scr.set_class(a, "ascii")
+
+    def push_screen(self, screen, *args, **kwargs):
+        if not isinstance(screen, str):
+            screen.set_class(self._ascii(), "ascii")
+        return super().push_screen(screen, *args, **kwargs)
+
+    def get_key_display(self, binding: Binding) -> str:
+        shown = super().get_key_display(binding)
+        if self._ascii() and not shown.isascii():
+            return binding.key.split(",")[0].replace("_", " ")
+        return shown
 
     def pending_new(self) -> int:
         seg = self.feed.store.current
@@ -430,8 +520,10 @@ class GrpoApp(App):
     def _header_text(self, report, ascii: bool) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(" ")
-        t.append_text(badge(report.status if report.status != "warning" else "warning", self.current_theme,
-                            ascii))
+        if self.loading is not None:         # no verdict the loaded part does not support
+            t.append("… load" if not ascii else "~ load", style="dim")
+        else:
+            t.append_text(badge(report.status, self.current_theme, ascii))
         t.append("  ")
         name = clean(Path(self.path).name if self.path else "(no file)")
         rest = self._header_rest(report)
@@ -440,26 +532,29 @@ class GrpoApp(App):
             keep = max(8, room - 1)
             name = name[: keep - keep // 2] + "…" + name[len(name) - keep // 2:]
         t.append(name, style="bold")
-        t.append("  " + self.display_state())
-        last = report.last_rollout
-        t.append(f"  rollout {'-' if last is None else last}")
-        if self.cursor is not None and self.cursor != last:
-            t.append(f"  cursor {self.cursor}", style="reverse")
-        t.append(f"  K={report.steps_per_rollout}")
-        if self.live and self.last_data_wall is not None and self.replay is None:
-            t.append(f"  {time.time() - self.last_data_wall:.0f}s ago", style="dim")
+        t.append(rest[: len(rest) - len(self._age_text(report))])
+        t.append(self._age_text(report), style="dim")
         return t
 
     def _header_rest(self, report) -> str:
         """The header after the file name, as plain text (its length sizes the name)."""
         last = report.last_rollout
-        out = f"  {self.display_state()}  rollout {'-' if last is None else last}"
+        out = f"  {self.display_state(report)}  rollout {'-' if last is None else last}"
         if self.cursor is not None and self.cursor != last:
             out += f"  cursor {self.cursor}"
         out += f"  K={report.steps_per_rollout}"
-        if self.live and self.last_data_wall is not None and self.replay is None:
-            out += f"  {time.time() - self.last_data_wall:.0f}s ago"
-        return out
+        return out + self._age_text(report)
+
+    def _age_text(self, report) -> str:
+        """How old the newest metric is, by the log and the file (not by our clock)."""
+        st = report.run_state
+        if not self.live or (self.replay is not None and self.state != "finished"):
+            return ""                         # tests and snapshots: no clock on screen
+        if st.data_age is not None:
+            return f"  data {fmt_age(st.data_age)} ago"
+        if st.line_age is not None:
+            return f"  line {fmt_age(st.line_age)} ago"
+        return ""
 
     def _status_text(self) -> Text:
         c = self.feed.parser.counts
@@ -537,6 +632,14 @@ class GrpoApp(App):
     def action_chart(self) -> None:
         self.push_screen(ChartScreen(self.feed, SIGNALS[self.focus_index].id, self.log_scale, self.cursor))
 
+    def action_whole_run(self) -> None:
+        """Sparklines: the last N rollouts (cursor window) <-> the whole run in buckets that keep
+        each bucket's most extreme value (a spike 10,000 rollouts ago stays visible)."""
+        self.whole_run = not self.whole_run
+        self.notify("sparklines: whole run" if self.whole_run else "sparklines: last rollouts",
+                    timeout=1.5, markup=False)
+        self.refresh_view()
+
     def action_log_scale(self) -> None:
         self.log_scale = not self.log_scale
         self._side_key = ()
@@ -568,10 +671,24 @@ class GrpoApp(App):
             self.query_one(AlertTable).focus()
 
     def on_data_table_row_selected(self, event) -> None:
+        """enter on an alert: the cursor goes to its rollout and the raw log opens at its line."""
         if isinstance(event.data_table, AlertTable):
             a = self.query_one(AlertPane).selected
             if a is not None and a.rollout is not None:
                 self._set_cursor(a.rollout)
+            if a is not None and self.path and os.path.isfile(self.path):
+                line = (a.evidence or {}).get("line")
+                self.push_screen(LogScreen(self.path, line=line if isinstance(line, int) else None,
+                                           rollout=None if isinstance(line, int) else a.rollout))
+
+    def action_events(self) -> None:
+        self.push_screen(EventsScreen(self.feed, self.path))
+
+    def action_log(self) -> None:
+        if not self.path or not os.path.isfile(self.path):
+            self.notify("no log file yet")
+            return
+        self.push_screen(LogScreen(self.path, rollout=self.cursor))
 
     def action_alert_jump(self, direction: int) -> None:
         rs = sorted({a.rollout for a in self.feed.engine.alerts if a.rollout is not None})
@@ -589,18 +706,28 @@ class GrpoApp(App):
         names = [n for n in ORDER if n in self.available_themes]
         i = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(i + 1) % len(names)]
+        self._sync_ascii()
+        self.query_one(Footer).recompose()
         self.notify(f"theme: {self.theme}", markup=False, timeout=1.5)
         self.query_one(AlertPane)._sig = ()
         self._side_key = ()
         self.refresh_view()
 
     def action_help(self) -> None:
-        sections = [("dashboard", self.BINDINGS)]
-        if len(self.screen_stack) > 1:
-            sections.insert(0, ("this view", list(getattr(self.screen, "BINDINGS", []))))
-        sections.append(("alert list", AlertTable.HELP_BINDINGS))
-        self.push_screen(HelpScreen(sections))
+        """Every key of every view (the bindings themselves, never a hand-written list)."""
+        sections = [("dashboard", self.BINDINGS), ("alert list (tab)", AlertTable.HELP_BINDINGS),
+                    ("detail view (enter)", DetailScreen.BINDINGS), ("chart view (c)", ChartScreen.BINDINGS),
+                    ("raw log (L)", LogScreen.BINDINGS), ("events (e)", EventsScreen.BINDINGS),
+                    ("go to rollout (g)", GotoScreen.BINDINGS)]
+        here = type(self.screen)
+        sections.sort(key=lambda s: 0 if s[1] is getattr(here, "BINDINGS", None) else 1)
+        self.push_screen(HelpScreen(sections, ascii=self._ascii()))
+
+    async def action_quit(self) -> None:
+        self._quitting = True
+        await super().action_quit()
 
     def on_unmount(self) -> None:
+        self._quitting = True
         if self._follower is not None:
             self._follower.stop()

@@ -73,7 +73,7 @@ class DetailScreen(Screen):
     def _collect(self) -> list[tuple]:
         seg = self.feed.store.current
         r = self.rollout
-        ranges = self.feed.engine.ranges
+        ranges = self.feed.engine.ranges.for_framework(seg.framework)
         sig_of = {}
         for sig in SIGNALS:
             m = metric_for(seg, sig)
@@ -83,7 +83,7 @@ class DetailScreen(Screen):
         before = _rows_before(seg, r)
         for name, v in seg.rollout_dict(r).items():
             sig = sig_of.get(name)
-            rng = ranges.bounds(sig.id, r) if sig else None
+            rng = ranges.bounds(sig.id, r) if sig and self.feed.engine.range_applies(sig.id) else None
             m5 = _mean5_at(seg, name, r, before) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
             dev = None
             if m5 is not None and isinstance(v, (int, float)) and math.isfinite(float(v)):
@@ -151,8 +151,9 @@ class DetailScreen(Screen):
         self.rebuild()
 
     def action_close(self) -> None:
+        """esc leaves the filter first (typing or applied), then the view."""
         inp = self.query_one("#detail-filter", Input)
-        if self.has_class("filtering") and inp.has_focus:
+        if self.has_class("filtering") or self.pattern is not None:
             inp.value = ""
             self.remove_class("filtering")
             self.pattern = None

@@ -26,3 +26,4 @@ class LoadProgress(Message):
     fraction: float
     feed: object | None = None
     done: bool = False
+    generation: int = 0          # the file restarted since: the app drops this history

@@ -1,0 +1,357 @@
+"""The one pipeline: log lines -> parser -> store -> health engine, with the run's clocks.
+
+Every reader feeds it: `check`, `export` and `calibrate` (through `judge_path`), `tail`,
+replay, and the dashboard (live follow and history fill). Nothing else wires a parser to a
+store or an engine, so a verdict cannot differ between them.
+
+Its answer does not depend on how lines are batched: records are stored and judged one
+rollout at a time whatever the batch size, and the clocks are read only when time is judged.
+
+Time comes from the log and the file, never from when we opened it: each batch says when its
+lines were written (the file's mtime after the read; the arrival time for a pipe), and the
+log's own timestamps place the newest metric record and the first line relative to it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report
+from .judge.ranges import RangeSet
+from .judge.signals import SIGNALS
+from .lines.files import InputError, check_readable, iter_line_blocks
+from .lines.parse import LineParser
+from .lines.records import Event, MetricRecord
+from .store.metric_store import MetricStore, StoreUpdate
+
+LIVE_WINDOW = 120.0        # s: a line this recent means the run is live
+FINAL_PASS_AFTER = 60.0    # s of silence before a growing log's last rollout is judged as `check` does
+FINISH_EVENTS = ("job_succeeded", "job_failed", "job_stopped")
+FATAL_EVENTS = ("traceback", "oom", "nccl_timeout", "fatal", "ft_fail", "job_failed")
+
+
+@dataclass(slots=True)
+class Update:
+    """What one feed changed: new records (a doubled step line once), events, alert changes."""
+
+    records: list[MetricRecord] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    changes: list[AlertChange] = field(default_factory=list)
+    store: StoreUpdate | None = None
+
+    def extend(self, other: "Update") -> None:
+        self.records.extend(other.records)
+        self.events.extend(other.events)
+        self.changes.extend(other.changes)
+        if other.store is not None:
+            self.store = other.store
+
+
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """live | quiet | finished | waiting, with the ages it was read from (seconds)."""
+
+    name: str
+    line_age: float | None = None      # since the newest line was written
+    data_age: float | None = None      # since the newest metric record
+    finished_by: str | None = None     # the line that ended the run
+
+    @property
+    def label(self) -> str:
+        if self.name == "quiet" and self.line_age is not None:
+            return f"quiet {fmt_age(self.line_age)}"
+        return self.name
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.name, "line_age_s": _round(self.line_age), "data_age_s": _round(self.data_age),
+                "finished_by": self.finished_by}
+
+
+def fmt_age(seconds: float) -> str:
+    """A short human age: 40 s, 12 min, 3.5 h, 2.0 d."""
+    s = max(0.0, seconds)
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 90 * 60:
+        return f"{s / 60:.0f} min"
+    if s < 48 * 3600:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} d"
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 1)
+
+
+class Pipeline:
+    """Owns one LineParser, MetricStore and HealthEngine, and the run's clocks."""
+
+    def __init__(self, ranges: RangeSet | None = None, *, clock: Callable[[], float] = time.time,
+                 ranges_label: str | None = None, judging: bool = True) -> None:
+        self.parser = LineParser()
+        self.store = MetricStore()
+        self.engine = HealthEngine(self.store, ranges)
+        self.ranges_label = ranges_label or ("defaults" if ranges is None else "file")
+        self.clock = clock
+        self.changes = 0                        # alert raises/clears so far (views cache on it)
+        self.lines_seen = 0
+        self.fed = False                        # any line at all arrived
+        self.finished_by: str | None = None     # Job '...' succeeded / a fatal error
+        self._fatal: str | None = None          # a crash after the newest metric record
+        self._line_wall: float | None = None    # when the newest line was written
+        self._line_ts: float | None = None      # ... and its log time (the parser's newest)
+        self._seen_steps: set[tuple[int, str, int]] = set()
+        self._final_done = False
+        self.judging = judging                  # False: store only (export reads no verdict)
+
+    # ------------------------------------------------------------------ feeding
+    def feed(self, lines: list[str], written_at: float | None = None) -> Update:
+        """Parse a batch of complete lines written at `written_at` (default: now)."""
+        up = self._add(self.parser.feed_lines(lines))
+        if lines:
+            self.fed = True
+            self.lines_seen += len(lines)
+            self._note_written(self.clock() if written_at is None else written_at)
+        return up
+
+    def flush(self) -> Update:
+        """Close a record still waiting for continuation lines (file event, end of input)."""
+        return self._add(self.parser.flush())
+
+    def file_event(self, event: str) -> Update:
+        """The followed file was truncated, replaced or deleted: what follows is a new log.
+
+        Handled in order with the lines, so nothing fed after the event is lost; the store
+        starts a new segment at the next record (the old one stays for reference).
+        """
+        up = self.flush()
+        if event in ("truncated", "replaced", "created") and self.store.current.has_data:
+            self.store.start_segment()
+            up.changes.extend(self.engine.update(StoreUpdate(new_segment=True)))
+            self.finished_by = None
+            self._fatal = None
+            self._final_done = False
+        return up
+
+    def anchor(self, written_at: float) -> None:
+        """Say when the newest line was written (a replay that reached the end of its file)."""
+        self._line_wall = written_at
+        self._line_ts = self.parser.sync_time()
+
+    def finish(self, now: float | None = None) -> Update:
+        """End of input (a finished file): the final pass, then the time rules at `now`."""
+        up = self.flush()
+        up.changes.extend(self._final_pass())
+        up.changes.extend(self._time_rules(self.clock() if now is None else now))
+        self.changes += len(up.changes)
+        return up
+
+    def tick(self, now: float | None = None) -> list[AlertChange]:
+        """Live: judge time. A log silent for FINAL_PASS_AFTER gets `check`'s final pass."""
+        now = self.clock() if now is None else now
+        changes: list[AlertChange] = []
+        age = self._line_age(now)
+        if not self._final_done and age is not None and age >= FINAL_PASS_AFTER:
+            changes.extend(self.flush().changes)
+            changes.extend(self._final_pass())
+        changes.extend(self._time_rules(now))
+        self.changes += len(changes)
+        return changes
+
+    def _add(self, items: list) -> Update:
+        """Store and judge one rollout at a time, so the engine sees the same sequence of
+        updates whatever the read batch size."""
+        up = Update()
+        if not items:
+            return up
+        start = 0
+        last_n = None
+        seen = False
+        for i, it in enumerate(items):
+            if getattr(it, "kind", None) == "rollout" and it.n != last_n:
+                if seen and i > start:
+                    self._store(items[start:i], up)
+                    start = i
+                seen = True
+                last_n = it.n
+        self._store(items[start:], up)
+        self.changes += len(up.changes)
+        return up
+
+    def _store(self, items: list, up: Update) -> None:
+        st = self.store.add(items)
+        up.store = st
+        seg = self.store.current.index
+        for rec in st.records:
+            if rec.kind == "step":
+                key = (seg, rec.role, rec.n)
+                if key in self._seen_steps:
+                    continue
+                self._seen_steps.add(key)
+            up.records.append(rec)
+        if st.records:
+            self._final_done = False
+            self._fatal = None
+        for ev in st.events:
+            if ev.kind in FINISH_EVENTS:
+                self.finished_by = ev.text.strip()[:200]
+            elif ev.kind in FATAL_EVENTS and self._fatal is None:
+                self._fatal = (ev.data.get("exception") or ev.text).strip()[:200]
+        up.events.extend(st.events)
+        if not self.judging:
+            return
+        up.changes.extend(self.engine.update(st))
+        if self.finished_by is not None and not self._final_done:
+            up.changes.extend(self._final_pass())
+
+    def _final_pass(self) -> list[AlertChange]:
+        self._final_done = True
+        return self.engine.judge_rest() if self.judging else []
+
+    def _note_written(self, wall: float) -> None:
+        if self._line_wall is None or wall >= self._line_wall:
+            self._line_wall = wall
+            self._line_ts = self.parser.sync_time()
+
+    # ------------------------------------------------------------------ clocks
+    def _line_age(self, now: float) -> float | None:
+        return None if self._line_wall is None else max(0.0, now - self._line_wall)
+
+    def _log_lag(self, ts: float | None) -> float:
+        """How long before the newest line (by the log's own clock) time `ts` was."""
+        if ts is None or self._line_ts is None:
+            return 0.0
+        return max(0.0, self._line_ts - ts)
+
+    def data_age(self, now: float | None = None) -> float | None:
+        """Seconds since the newest metric record of the current run was written."""
+        now = self.clock() if now is None else now
+        seg = self.store.current
+        age = self._line_age(now)
+        if age is None or not seg.records:
+            return None
+        return age + self._log_lag(seg.last_record_ts)
+
+    def run_age(self, now: float | None = None) -> float | None:
+        """Seconds since the log's first line (by the log's clock, anchored on the file)."""
+        now = self.clock() if now is None else now
+        age = self._line_age(now)
+        if age is None:
+            return None
+        return age + self._log_lag(self.parser.first_ts)
+
+    def state(self, now: float | None = None) -> RunState:
+        now = self.clock() if now is None else now
+        age = self._line_age(now)
+        if age is None:
+            return RunState("waiting")
+        data = self.data_age(now)
+        if self.finished_by is not None:
+            return RunState("finished", age, data, self.finished_by)
+        if self._fatal is not None and age >= FINAL_PASS_AFTER:
+            return RunState("finished", age, data, "crashed: " + (self.engine.crash_headline or self._fatal))
+        if age <= LIVE_WINDOW:
+            return RunState("live", age, data)
+        return RunState("quiet", age, data)
+
+    def _time_rules(self, now: float) -> list[AlertChange]:
+        if not self.judging:
+            return []
+        st = self.state(now)
+        return self.engine.judge_time(data_age=st.data_age, run_age=self.run_age(now),
+                                      finished=st.name == "finished",
+                                      log_quiet=self._log_lag(self.store.current.last_record_ts),
+                                      last_line_time=self._line_ts)
+
+    # ------------------------------------------------------------------ reading
+    def report(self, now: float | None = None) -> "RunReport":
+        """The verdict: per-signal status, alerts, status, and the run's state.
+
+        Reads only the newest rows (O(1) in the history length while following)."""
+        eng = self.engine
+        seg = self.store.current
+        sigs = {s.id: eng.signal_status(s.id) for s in SIGNALS}
+        alerts = sorted(eng.alerts, key=lambda a: (not a.active, -SEVERITY_ORDER[a.severity], -a.seq))
+        judged = [s.status for s in sigs.values() if s.status in SEVERITY_ORDER and s.status != "unknown"]
+        worst = [a.severity for a in alerts] + judged
+        status = max(worst, key=lambda s: SEVERITY_ORDER[s]) if worst else "unknown"
+        last = None
+        if seg.ids:
+            last = int(seg.ids[-1]) if seg.ordered else int(max(seg.ids))
+        rep = Report(status, len(seg.ids), last, seg.steps_per_rollout, sigs, alerts,
+                     segments=len(self.store.segments))
+        return RunReport(rep, self.state(now), self.ranges_label)
+
+
+@dataclass
+class RunReport:
+    """A Report plus the run's state and which ranges judged it (what every surface shows)."""
+
+    report: Report
+    run_state: RunState
+    ranges: str
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.report, name)
+
+    def to_json(self, path: str) -> dict[str, Any]:
+        obj = self.report.to_json(path)
+        obj["state"] = self.run_state.name
+        obj["ranges"] = self.ranges
+        obj["time"] = self.run_state.to_json()
+        return obj
+
+
+def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str | None = None,
+               now: float | None = None, judging: bool = True) -> Pipeline:
+    """A whole file (or '-') through the pipeline, judged at `now` like a live run would be
+    (`judging=False`: the store only, for export)."""
+    check_readable(path)
+    pipe = Pipeline(ranges, ranges_label=ranges_label, judging=judging)
+    written = _mtime(path)
+    for block in iter_line_blocks(path):
+        pipe.feed(block, written_at=written if written is not None else pipe.clock())
+    pipe.finish(now)
+    return pipe
+
+
+def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
+              progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None,
+              chunk: int = 1 << 20) -> bool:
+    """Feed the complete lines of bytes [start, end) of a file, stamped with its mtime.
+
+    Returns False if `cancelled()` said stop (the dashboard quitting or the file restarting)."""
+    written = _mtime(path)
+    done = 0
+    span = max(1, (end if end is not None else max(1, _size(path))) - start)
+    for lines in iter_line_blocks(path, chunk, start=start, end=end):
+        if cancelled is not None and cancelled():
+            return False
+        pipe.feed(lines, written_at=written)
+        done += sum(len(x) + 1 for x in lines)
+        if progress is not None:
+            progress(min(1.0, done / span))
+    return True
+
+
+def _mtime(path: str) -> float | None:
+    if path == "-":
+        return None
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+__all__ = ["Pipeline", "Update", "RunState", "RunReport", "judge_path", "feed_file", "InputError",
+           "fmt_age"]
