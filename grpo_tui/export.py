@@ -2,6 +2,7 @@
 
 Numbers keep full precision; nan/inf become JSON null with the raw token in `_nonfinite`;
 strings and bools are kept.  Columns are the union of metric names in first-seen order.
+CSV text cells (and names) that a spreadsheet would run as a formula get a leading `'`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import math
 from typing import Any, TextIO
 
+from .output import csv_safe
 from .store.metric_store import MetricStore, Segment
 
 
@@ -91,13 +93,13 @@ def _csv_cell(v: Any) -> Any:
         return ""
     if isinstance(v, float):
         return repr(v)
-    return v
+    return csv_safe(v)
 
 
 def write_csv(data: list[dict[str, Any]], fh: TextIO) -> None:
     cols = columns(data)
     w = csv.writer(fh, lineterminator="\n")
-    w.writerow(cols)
+    w.writerow([csv_safe(c) for c in cols])
     for r in data:
         w.writerow([_csv_cell(r.get(c)) for c in cols])
 
