@@ -14,19 +14,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The common case (plain numbers only) is validated and read by two C-level regex calls.
-_FAST_VALUE = r"-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)"
+# `\d+(?:\.\d*)?`, not `\d+\.?\d*`: the latter splits a digit run in n ways, and a long run
+# that fails to match later costs quadratic time (a 40k-digit value took 87 s).
+_FAST_VALUE = r"-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)"
 _FAST_DICT = re.compile(
     r"\{(?:'[^'\\]*': " + _FAST_VALUE + r"(?:, '[^'\\]*': " + _FAST_VALUE + r")*)?\}\s*"
 )
 _FAST_PAIR = re.compile(r"'([^'\\]*)': (" + _FAST_VALUE + r")")
 
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
 _WORD = re.compile(r"[-+]?[A-Za-z_][\w.]*")
 _WS = re.compile(r"\s*")
 _EXP_TAIL = re.compile(r"[eE][-+]?")
 
-NONFINITE_TOKENS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "+inf": math.inf,
-                    "NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+NONFINITE_TOKENS = {"nan": math.nan, "-nan": math.nan, "+nan": math.nan,   # C's printf writes -nan
+                    "inf": math.inf, "-inf": -math.inf, "+inf": math.inf,
+                    "NaN": math.nan, "-NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_INT_DIGITS = 308      # any int of at most this many digits fits a float64 column (< 1.8e308)
+_TOKEN_MAX = 24        # a longer raw token (a 5,000-digit int) is kept abbreviated
 
 
 @dataclass(slots=True)
@@ -49,10 +54,25 @@ class _Bad(Exception):
 
 
 def parse_number(token: str) -> int | float:
-    """Int when the token is integral text, float otherwise (full precision via repr)."""
-    if token.lstrip("+-").isdigit():
+    """Int when the token is integral text, float otherwise (full precision via repr).
+
+    An int too long for a float64 column reads as a float instead: ``float()`` has no digit
+    limit and gives ±inf past 1.8e308 (the caller marks it non-finite), where ``int()`` would
+    stop at Python's 4,300-digit limit and the store could not hold the result anyway.
+    """
+    digits = token.lstrip("+-")
+    if digits.isdecimal() and len(digits) <= _INT_DIGITS:
         return int(token)
     return float(token)
+
+
+def raw_token(token: str) -> str:
+    """A non-finite value's text as logged, abbreviated when it is absurdly long."""
+    return token if len(token) <= _TOKEN_MAX else token[:_TOKEN_MAX] + "\u2026"
+
+
+def _is_nonfinite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def parse_dict(text: str) -> ParsedDict:
@@ -60,11 +80,10 @@ def parse_dict(text: str) -> ParsedDict:
     if _FAST_DICT.fullmatch(text):
         out = ParsedDict()
         for key, tok in _FAST_PAIR.findall(text):
-            if tok[-1] in "nf":  # nan / inf / -inf
-                out.values[key] = NONFINITE_TOKENS[tok]
-                out.raw_nonfinite[key] = tok
-            else:
-                out.values[key] = parse_number(tok)
+            value = NONFINITE_TOKENS[tok] if tok[-1] in "nf" else parse_number(tok)
+            out.values[key] = value
+            if _is_nonfinite(value):  # nan / inf, and numbers past float64 (1e999999)
+                out.raw_nonfinite[key] = raw_token(tok)
         return out
     return _SlowParser(text).run()
 
@@ -72,12 +91,13 @@ def parse_dict(text: str) -> ParsedDict:
 class _SlowParser:
     """A small recursive-descent reader for everything the fast path refuses."""
 
-    __slots__ = ("text", "pos", "out")
+    __slots__ = ("text", "pos", "out", "token")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
         self.out = ParsedDict()
+        self.token = ""     # the last number or word read: a non-finite value's raw text
 
     def run(self) -> ParsedDict:
         out = self.out
@@ -106,14 +126,12 @@ class _SlowParser:
                 self._skip_ws()
                 self._expect(":")
                 self._skip_ws()
-                start = self.pos
                 value = self._value()
-                end = self.pos
                 self._skip_ws()
                 if self.pos < len(self.text) and self.text[self.pos] not in ",}":
                     raise _Bad(self.text[self.pos])  # `2e}`: the value was not what it seemed
-                if isinstance(value, float) and not math.isfinite(value):
-                    out.raw_nonfinite[key] = self._nonfinite_token(start, end)
+                if _is_nonfinite(value):
+                    out.raw_nonfinite[key] = raw_token(self.token)
                 out.values[key] = value
                 ch = self._peek()
                 if ch == ",":
@@ -169,11 +187,6 @@ class _SlowParser:
             buf.append(ch)
             i += 1
 
-    def _nonfinite_token(self, start: int, end: int) -> str:
-        raw = self.text[start:end]
-        m = re.search(r"[-+]?(?:nan|inf|NaN|Infinity)", raw)
-        return m.group(0) if m else raw.strip()
-
     def _value(self) -> Any:
         ch = self._peek()
         if ch in "'\"":
@@ -192,7 +205,8 @@ class _SlowParser:
                 # a number at the very end (`0.00`, `2.1e`, `2.1e-`) may continue on the next line
                 raise _Incomplete()
             self.pos = end
-            return parse_number(m.group(0))
+            self.token = m.group(0)
+            return parse_number(self.token)
         if ch in "-+." and self.pos + 1 == len(self.text):
             raise _Incomplete()  # a lone sign at the very end
         raise _Bad(ch)
@@ -203,6 +217,7 @@ class _SlowParser:
         if end == len(self.text):
             raise _Incomplete()
         self.pos = end
+        self.token = word
         if word in NONFINITE_TOKENS:
             return NONFINITE_TOKENS[word]
         if word == "True":

@@ -1,0 +1,140 @@
+"""Hostile lines (issue #9, part 2): the reading core stays bounded and never crashes.
+
+Each test names the failure it guards.  Work bounds are checked by counting (characters
+handed to the value reader, the pending buffer), never by wall-clock time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from grpo_tui.lines.parse import LineParser
+from grpo_tui.lines.records import MetricRecord
+from grpo_tui.lines.values import parse_dict
+
+H = "[2026-08-21 10:00:00.000 actor_cell0_rank0] log_utils.py:123 - "
+
+
+def run(lines, quick=True):
+    """Every line through one parser (the batch fast path by default); counts must add up."""
+    p = LineParser(quick_reject=quick)
+    items = p.feed_lines(lines) if quick else p.feed_many(lines)
+    items += p.flush()
+    c = p.counts
+    assert c.lines == len(lines)
+    assert c.lines == c.metric_lines + c.event_lines + c.noise + c.unreadable
+    return items, c
+
+
+# -- long digit runs -------------------------------------------------------------------------
+
+def test_long_digit_run_that_does_not_fit_the_fast_pattern_is_rejected_quickly():
+    # `\d+\.?\d*` split a digit run in n ways: 20,000 digits followed by junk took ~26 s
+    # (40,000: 87 s) inside the fast-path regex before failing.  Now one pass.
+    d = parse_dict("{'a': " + "1" * 20_000 + "x}")
+    assert d.error and d.values == {}
+
+
+# -- huge numbers (item 2) -------------------------------------------------------------------
+
+def _json_export(items) -> list[dict]:
+    import json
+
+    from grpo_tui.export import render
+    from grpo_tui.store.metric_store import MetricStore
+    store = MetricStore()
+    store.add(items)
+    render(store, "csv")
+    return json.loads(render(store, "json"))
+
+
+@pytest.mark.parametrize("digits", [400, 5_000, 200_000])
+def test_int_too_long_for_float64_reads_as_marked_inf(digits):
+    # 400 digits: OverflowError in the store; 5,000: ValueError (int-string limit) in the reader.
+    for body in ("{'a': 1, 'b': " + "9" * digits + "}", "{'s': 'x', 'b': -" + "9" * digits + "}"):
+        items, c = run([H + "rollout 3: " + body])
+        (rec,) = items
+        assert math.isinf(rec.metrics["b"]) and rec.nonfinite["b"].lstrip("-").startswith("9" * 20)
+        assert len(rec.nonfinite["b"]) < 30      # abbreviated, not the whole token
+        (row,) = _json_export(items)
+        assert row["b"] is None and row["_nonfinite"]["b"] == rec.nonfinite["b"]
+
+
+def test_int_that_fits_float64_stays_an_int():
+    (rec,), _ = run([H + "rollout 3: {'a': " + "9" * 308 + ", 'b': " + "1" * 40 + "}"])
+    assert rec.metrics == {"a": int("9" * 308), "b": int("1" * 40)} and rec.nonfinite == {}
+
+
+@pytest.mark.parametrize("token,sign", [("1e999999", 1), ("-1e999999", -1), ("1E+400", 1), ("-9.9e99999", -1)])
+@pytest.mark.parametrize("slow", [False, True])
+def test_float_overflow_is_marked_like_inf(token, sign, slow):
+    # Before: the reader's fast path turned 1e999999 into inf without marking it, so `check`
+    # said OK on a run whose grad norm had overflowed.
+    text = H + "step 3: {'train/grad_norm': " + token + (", 's': 'x'}" if slow else "}")
+    for quick in (True, False):
+        (rec,), _ = run([text], quick)
+        assert rec.metrics["train/grad_norm"] == sign * math.inf
+        assert rec.nonfinite == {"train/grad_norm": token}
+
+
+def test_float_overflow_raises_the_non_finite_rule(tmp_path, capsys):
+    import json
+
+    from grpo_tui.cli import main
+    log = tmp_path / "run.log"
+    log.write_text("".join(f"{H}step {i}: {{'train/grad_norm': {'1e999999' if i == 4 else '0.5'}, "
+                           f"'train/loss': 0.1}}\n" for i in range(5)))
+    code = main(["check", str(log), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert "non-finite" in {a["rule"] for a in out["alerts"]} and code == 2
+
+
+NONFINITE_TEXT = ["1e999999", "-1e999999", "nan", "NaN", "-nan", "inf", "-inf", "+inf", "Infinity",
+                  "-Infinity", "np.float64(nan)", "np.float64(1e999)", "np.float64(-1e999)",
+                  "np.float32(-inf)", "tensor(nan, device='cuda:0')", "tensor(1e999)", "9" * 400,
+                  "-" + "9" * 5000]
+OTHER_TEXT = ["0.5", "-3", "1e-06", "np.float64(0.25)", "'text'", "True", "None", "[1, 2]", "8192"]
+
+
+def _key(item):
+    """Everything that must agree between the paths (nan compared by its repr)."""
+    return (type(item).__name__, item.kind, getattr(item, "n", None), item.time, item.line_no,
+            repr(getattr(item, "metrics", None)), getattr(item, "nonfinite", None),
+            getattr(item, "cut", None), getattr(item, "data", None), getattr(item, "lines", None))
+
+
+def _three_ways(lines):
+    """feed_lines (batch fast path), feed line by line, and the full path without quick reject."""
+    out = []
+    for quick, batch in ((True, True), (True, False), (False, False)):
+        p = LineParser(quick_reject=quick)
+        items = p.feed_lines(lines) if batch else [i for ln in lines for i in p.feed(ln)]
+        items += p.flush()
+        out.append(([_key(i) for i in items], p.counts, items))
+    return out
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(
+    st.sampled_from(["", "(MegatronTrainRayActor pid=7) ", "(RolloutManager pid=9) "]),
+    st.sampled_from([H, "[2026-08-21 10:00:01] ", "", "noise line with no anchor "]),
+    st.sampled_from(["step", "rollout", "perf", "eval"]),
+    st.integers(0, 50),
+    st.lists(st.sampled_from(NONFINITE_TEXT + OTHER_TEXT), min_size=1, max_size=6),
+), max_size=12))
+def test_nonfinite_values_agree_between_fast_and_full_paths(specs):
+    lines = []
+    for prefix, header, kind, n, vals in specs:
+        body = "{" + ", ".join(f"'k{i}': {v}" for i, v in enumerate(vals)) + "}"
+        lines.append(prefix + header + f"{kind} {n}: {body}")
+        lines.append(prefix + "plain noise between records")
+    (a, ca, recs), (b, cb, _), (c, cc, _) = _three_ways(lines)
+    assert a == b == c and ca == cb == cc
+    for rec in recs:
+        if isinstance(rec, MetricRecord):
+            # every non-finite float is marked, exactly as a bare `inf` would be
+            bad = {k for k, v in rec.metrics.items() if isinstance(v, float) and not math.isfinite(v)}
+            assert bad == set(rec.nonfinite), (rec.metrics, rec.nonfinite)
