@@ -138,3 +138,32 @@ def test_nonfinite_values_agree_between_fast_and_full_paths(specs):
             # every non-finite float is marked, exactly as a bare `inf` would be
             bad = {k for k, v in rec.metrics.items() if isinstance(v, float) and not math.isfinite(v)}
             assert bad == set(rec.nonfinite), (rec.metrics, rec.nonfinite)
+
+
+# -- deep nesting (item 1) -------------------------------------------------------------------
+
+@pytest.mark.parametrize("opener,closer", [("[", "]"), ("(", ")"), ("np.float64(", ")"), ("[f(", ")]")])
+@pytest.mark.parametrize("depth", [65, 5_000, 100_000])
+def test_deep_nesting_is_unreadable_not_a_recursion_error(opener, closer, depth):
+    value = opener * depth + "1" + closer * depth
+    for quick in (True, False):
+        items, c = run([H + "step 3: {'a': " + value + "}"], quick)
+        assert items == [] and c.unreadable == 1
+        # pairs before the deep value are kept, the record is marked cut
+        (rec,), c = run([H + "step 3: {'x': 0.5, 'a': " + value + ", 'y': 1}"], quick)
+        assert rec.metrics == {"x": 0.5} and rec.cut and c.cut_records == 1
+
+
+def test_nesting_up_to_the_bound_is_read():
+    d = parse_dict("{'a': " + "[" * 64 + "1" + "]" * 64 + ", 'b': " + "f(" * 32 + "[2]" + ")" * 32 + "}")
+    assert d.complete and not d.error
+    v = d.values["a"]
+    for _ in range(63):
+        (v,) = v
+    assert v == [1] and d.values["b"] == [2]
+
+
+def test_deep_nested_dict_text_is_kept_as_text():
+    # nested dicts are skipped as balanced text (a loop, not recursion)
+    d = parse_dict("{'a': " + "{" * 100_000 + "}" * 100_000 + ", 'b': 2}")
+    assert d.complete and d.values["b"] == 2 and len(d.values["a"]) == 200_000

@@ -32,6 +32,7 @@ NONFINITE_TOKENS = {"nan": math.nan, "-nan": math.nan, "+nan": math.nan,   # C's
                     "NaN": math.nan, "-NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _INT_DIGITS = 308      # any int of at most this many digits fits a float64 column (< 1.8e308)
 _TOKEN_MAX = 24        # a longer raw token (a 5,000-digit int) is kept abbreviated
+_MAX_DEPTH = 64        # lists/calls nested deeper are unreadable (the reader recurses per level)
 
 
 @dataclass(slots=True)
@@ -91,13 +92,14 @@ def parse_dict(text: str) -> ParsedDict:
 class _SlowParser:
     """A small recursive-descent reader for everything the fast path refuses."""
 
-    __slots__ = ("text", "pos", "out", "token")
+    __slots__ = ("text", "pos", "out", "token", "depth")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
         self.out = ParsedDict()
         self.token = ""     # the last number or word read: a non-finite value's raw text
+        self.depth = 0      # open lists and calls around the current value
 
     def run(self) -> ParsedDict:
         out = self.out
@@ -232,11 +234,19 @@ class _SlowParser:
 
     def _call(self, name: str) -> Any:
         """``np.float64(0.5)``, ``tensor(0.5, device='cuda:0')``: keep the first argument."""
+        self._nest(1)
         self.pos += 1  # "("
         self._skip_ws()
         inner = self._value()
         self._skip_balanced("(", ")", depth=1)
+        self._nest(-1)
         return inner
+
+    def _nest(self, step: int) -> None:
+        """Bound the recursion: thousands of `[` or `f(` would hit Python's recursion limit."""
+        self.depth += step
+        if self.depth > _MAX_DEPTH:
+            raise _Bad("nesting")
 
     def _skip_balanced(self, open_ch: str, close_ch: str, depth: int) -> None:
         """Move past the bracket that closes `depth` open ones, ignoring brackets in strings."""
@@ -260,6 +270,7 @@ class _SlowParser:
             self.pos += 1
 
     def _sequence(self) -> list:
+        self._nest(1)
         close = "]" if self._peek() == "[" else ")"
         self.pos += 1
         items: list = []
@@ -267,6 +278,7 @@ class _SlowParser:
             self._skip_ws()
             if self._peek() == close:
                 self.pos += 1
+                self._nest(-1)
                 return items
             items.append(self._value())
             self._skip_ws()
