@@ -167,3 +167,40 @@ def test_deep_nested_dict_text_is_kept_as_text():
     # nested dicts are skipped as balanced text (a loop, not recursion)
     d = parse_dict("{'a': " + "{" * 100_000 + "}" * 100_000 + ", 'b': 2}")
     assert d.complete and d.values["b"] == 2 and len(d.values["a"]) == 200_000
+
+
+# -- ids (item 3) ----------------------------------------------------------------------------
+
+BAD_IDS = ["-1", "-0", str(2**53), str(2**63), "99999999999999999999", "9" * 5_000, "\uff11\uff12\uff13", "\u0663"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+@pytest.mark.parametrize("kind", ["rollout", "step", "perf", "eval", "critic-step"])
+def test_unusable_id_makes_the_line_unreadable_and_never_reaches_the_store(bad, kind):
+    lines = [H + f"rollout 1: {{'a': 1}}", H + f"{kind} {bad}: {{'a': 2}}", f"{kind} {bad}: {{'a': 3}}",
+             f"step:{bad} - a:1 - b:2", H + "rollout 2: {'a': 4}"]
+    for quick in (True, False):
+        items, c = run(lines, quick)
+        assert [r.n for r in items] == [1, 2] and c.unreadable == 3
+        rows = _json_export(items)
+        assert [r["rollout"] for r in rows] == [1, 2]    # was a KeyError in export
+
+
+def test_largest_usable_id_is_kept():
+    (rec,), _ = run([H + f"rollout {2**53 - 1}: {{'a': 1}}"])
+    assert rec.n == 2**53 - 1
+    assert _json_export([rec])[0]["rollout"] == 2**53 - 1
+
+
+@pytest.mark.parametrize("line", [
+    H + "eval {n} skipped: no data",
+    H + "Error: 503 retrying... (attempt {n}/{n}, url=http://x)",
+    H + "Recovered {n} dead rollout engines (worker_type=regular)",
+    "  successfully saved checkpoint from iteration {n} to /x",
+    H + "ft op=train phase=start rollout=3 attempt={n}",
+    "(A pid=1) " + H + "rollout 3: {{'a': 1}} [repeated {n}x across cluster]",
+])
+def test_huge_counts_in_events_never_raise(line):
+    for n in ("9" * 5_000, "\uff11\uff12", "123"):
+        items, c = run([line.format(n=n)])
+        assert c.unreadable == 0 and len(items) <= 1

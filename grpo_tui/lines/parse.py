@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .formats import parse_trl, parse_verl
 from .launch import parse_launch_flags, ARG_DUMP_NAMES
-from .records import Event, Item, MetricRecord
+from .records import Event, Item, MetricRecord, bounded_int
 from .values import parse_dict
 
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -40,10 +40,10 @@ _RAY_DRIVER = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?P<msg>.*)$"
 )
 _METRIC_MSG = re.compile(
-    r"^(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>\d+): (?P<d>\{.*)$"
+    r"^(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): (?P<d>\{.*)$"
 )
 _METRIC_ANY = re.compile(
-    r"(?<![\w/.])(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>\d+): (?P<d>\{.*)$"
+    r"(?<![\w/.])(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): (?P<d>\{.*)$"
 )
 _EVAL_SKIPPED = re.compile(r"(?<![\w/])eval (?P<n>\d+) skipped: (?P<reason>.*)$")
 _RETRY = re.compile(r"retrying\.\.\. \(attempt (?P<k>\d+)/(?P<max>\d+)(?:, url=(?P<url>[^,)]*))?")
@@ -328,7 +328,7 @@ class LineParser:
         if "across cluster]" in text or "Ray deduplicates" in text:
             m = _DEDUP.search(text)
             if m:
-                line.repeated = int(m.group("n"))
+                line.repeated = bounded_int(m.group("n")) or 0
                 text = text[: m.start()]
             else:
                 text = _DEDUP_NOTE.sub("", text)
@@ -518,6 +518,9 @@ class LineParser:
         got = parse_verl(text)
         if got is not None:
             n, metrics, raw = got
+            if n is None:
+                self.counts.unreadable += 1   # `step:-1 - …`, `step:99999999999999999999 - …`
+                return True
             kind, source = "rollout", "verl"
         else:
             trl = parse_trl(text) if "{'" in text else None
@@ -536,9 +539,13 @@ class LineParser:
     def _start_record(self, mm: re.Match, pre: _Line, line_no: int, time_text, ts, proc, source,
                       out: list[Item]) -> None:
         c = self.counts
+        n = bounded_int(mm.group("n"))
+        if n is None:
+            c.unreadable += 1   # `rollout -1:`, `rollout 99999999999999999999:`, `rollout １２３:`
+            return
         c.metric_lines += 1
         rec = MetricRecord(
-            kind=mm.group("kind"), n=int(mm.group("n")), metrics={}, role=(mm.group("role") or ""),
+            kind=mm.group("kind"), n=n, metrics={}, role=(mm.group("role") or ""),
             time=time_text, ts=ts, proc=proc, source=source, actor=pre.actor, line_no=line_no,
             repeated=pre.repeated,
         )
@@ -598,7 +605,7 @@ class LineParser:
                 "conn" if "connection" in msg.lower() else "error")
             data = {"status": status}
             if m:
-                data.update(attempt=int(m.group("k")), max=int(m.group("max")), url=m.group("url"))
+                data.update(attempt=bounded_int(m.group("k")), max=bounded_int(m.group("max")), url=m.group("url"))
             return ev("engine_retry", **data)
         if "Max retries (" in msg:
             return ev("max_retries")
@@ -612,12 +619,12 @@ class LineParser:
             return self._ft_event(stripped, ev)
         m = _EVAL_SKIPPED.search(msg)
         if m:
-            return ev("eval_skipped", rollout=int(m.group("n")), reason=m.group("reason").strip())
+            return ev("eval_skipped", rollout=bounded_int(m.group("n")), reason=m.group("reason").strip())
         if "Health check failed" in msg:
             return ev("health_check_failed")
         m = _RECOVERED.search(msg)
         if m:
-            return ev("engines_recovered", count=int(m.group("n")))
+            return ev("engines_recovered", count=bounded_int(m.group("n")))
         if _OOM.search(msg):
             return ev("oom")
         if "Watchdog caught collective operation timeout" in msg:
@@ -630,7 +637,7 @@ class LineParser:
         m = _CKPT.search(msg)
         if m:
             kind = "checkpoint_saved" if m.group("ok").startswith("success") else "checkpoint_start"
-            return ev(kind, iteration=int(m.group("it")))
+            return ev(kind, iteration=bounded_int(m.group("it")))
         if "W&B" in msg and "mode enabled" in msg or stripped.startswith("wandb:"):
             return ev("wandb")
         if "Saving tensorboard log to" in msg:
@@ -647,10 +654,7 @@ class LineParser:
             return ev("ft_fail", **{k: v.strip('"') for k, v in fields.items()})
         op, fn, phase = fields.get("op"), fields.get("fn"), fields.get("phase")
         if op == "train" and phase == "start":
-            try:
-                attempt = int(fields.get("attempt", "0") or 0)
-            except ValueError:
-                attempt = 0
+            attempt = bounded_int(fields.get("attempt", "0")) or 0
             if attempt >= 1:
                 return ev("train_retry", attempt=attempt, rollout=fields.get("rollout"))
             return None
