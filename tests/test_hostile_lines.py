@@ -11,6 +11,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from grpo_tui.export import _json_value
 from grpo_tui.lines.parse import LineParser
 from grpo_tui.lines.records import MetricRecord
 from grpo_tui.lines.values import parse_dict
@@ -95,7 +96,7 @@ def test_float_overflow_raises_the_non_finite_rule(tmp_path, capsys):
 NONFINITE_TEXT = ["1e999999", "-1e999999", "nan", "NaN", "-nan", "inf", "-inf", "+inf", "Infinity",
                   "-Infinity", "np.float64(nan)", "np.float64(1e999)", "np.float64(-1e999)",
                   "np.float32(-inf)", "tensor(nan, device='cuda:0')", "tensor(1e999)", "9" * 400,
-                  "-" + "9" * 5000]
+                  "-" + "9" * 5000, "[nan, inf, 1]", "[[1, np.float64(-inf)]]", "tensor([1.0, nan])"]
 OTHER_TEXT = ["0.5", "-3", "1e-06", "np.float64(0.25)", "'text'", "True", "None", "[1, 2]", "8192"]
 
 
@@ -136,7 +137,7 @@ def test_nonfinite_values_agree_between_fast_and_full_paths(specs):
     for rec in recs:
         if isinstance(rec, MetricRecord):
             # every non-finite float is marked, exactly as a bare `inf` would be
-            bad = {k for k, v in rec.metrics.items() if isinstance(v, float) and not math.isfinite(v)}
+            bad = {k for k, v in rec.metrics.items() if _json_value(v)[1] is not None}
             assert bad == set(rec.nonfinite), (rec.metrics, rec.nonfinite)
 
 
@@ -204,3 +205,37 @@ def test_huge_counts_in_events_never_raise(line):
     for n in ("9" * 5_000, "\uff11\uff12", "123"):
         items, c = run([line.format(n=n)])
         assert c.unreadable == 0 and len(items) <= 1
+
+
+# -- non-finite values inside lists (item 4) -------------------------------------------------
+
+def test_nan_inside_a_list_exports_as_null_with_its_text_kept(tmp_path):
+    import json
+
+    from grpo_tui.cli import main
+    log = tmp_path / "run.log"
+    log.write_text(H + "rollout 3: {'a': [nan, inf, 1], 'b': (1, [-inf]), 'c': [0.5], 'd': nan}\n"
+                   + H + "step 3: {'train/x': [np.float64(nan), 2]}\n")
+    for axis in ("rollout", "step"):
+        out = tmp_path / f"{axis}.json"
+        assert main(["export", str(log), "--format", "json", "--axis", axis, "-o", str(out)]) == 0
+        rows = json.loads(out.read_text())
+        assert rows[0]["train/x"] == [None, 2]
+        assert rows[0]["_nonfinite"]["train/x"] == "[np.float64(nan), 2]"
+    (row,) = json.loads((tmp_path / "rollout.json").read_text())
+    assert row["a"] == [None, None, 1] and row["b"] == [1, [None]] and row["c"] == [0.5]
+    assert row["_nonfinite"] == {"a": "[nan, inf, 1]", "b": "(1, [-inf])", "d": "nan",
+                                 "train/x": "[np.float64(nan), 2]"}
+
+
+def test_json_value_is_iterative():
+    deep = [math.nan]
+    for _ in range(100_000):
+        deep = [deep]
+    got, first = _json_value(deep)
+    assert math.isnan(first)
+    for _ in range(100_000):
+        (got,) = got
+    assert got == [None]
+    assert _json_value({"k": (1.0, math.inf)}) == ({"k": [1.0, None]}, math.inf)
+    assert _json_value("nan") == ("nan", None) and _json_value(True) == (True, None)

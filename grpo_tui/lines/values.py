@@ -92,7 +92,7 @@ def parse_dict(text: str) -> ParsedDict:
 class _SlowParser:
     """A small recursive-descent reader for everything the fast path refuses."""
 
-    __slots__ = ("text", "pos", "out", "token", "depth")
+    __slots__ = ("text", "pos", "out", "token", "depth", "bad")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -100,6 +100,7 @@ class _SlowParser:
         self.out = ParsedDict()
         self.token = ""     # the last number or word read: a non-finite value's raw text
         self.depth = 0      # open lists and calls around the current value
+        self.bad = False    # a non-finite number was read inside the current value
 
     def run(self) -> ParsedDict:
         out = self.out
@@ -128,12 +129,16 @@ class _SlowParser:
                 self._skip_ws()
                 self._expect(":")
                 self._skip_ws()
+                start, self.bad = self.pos, False
                 value = self._value()
+                end = self.pos
                 self._skip_ws()
                 if self.pos < len(self.text) and self.text[self.pos] not in ",}":
                     raise _Bad(self.text[self.pos])  # `2e}`: the value was not what it seemed
-                if _is_nonfinite(value):
-                    out.raw_nonfinite[key] = raw_token(self.token)
+                if self.bad:
+                    # `nan`, `np.float64(1e999)`: the number; `[nan, inf, 1]`: the value's text
+                    out.raw_nonfinite[key] = raw_token(
+                        self.token if _is_nonfinite(value) else self.text[start:end])
                 out.values[key] = value
                 ch = self._peek()
                 if ch == ",":
@@ -208,7 +213,7 @@ class _SlowParser:
                 raise _Incomplete()
             self.pos = end
             self.token = m.group(0)
-            return parse_number(self.token)
+            return self._note(parse_number(self.token))
         if ch in "-+." and self.pos + 1 == len(self.text):
             raise _Incomplete()  # a lone sign at the very end
         raise _Bad(ch)
@@ -221,7 +226,7 @@ class _SlowParser:
         self.pos = end
         self.token = word
         if word in NONFINITE_TOKENS:
-            return NONFINITE_TOKENS[word]
+            return self._note(NONFINITE_TOKENS[word])
         if word == "True":
             return True
         if word == "False":
@@ -231,6 +236,11 @@ class _SlowParser:
         if self.text.startswith("(", end):
             return self._call(word)
         raise _Bad(word)
+
+    def _note(self, number: int | float) -> int | float:
+        if _is_nonfinite(number):
+            self.bad = True
+        return number
 
     def _call(self, name: str) -> Any:
         """``np.float64(0.5)``, ``tensor(0.5, device='cuda:0')``: keep the first argument."""
