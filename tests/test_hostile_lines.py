@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from grpo_tui.export import _json_value
-from grpo_tui.lines.parse import LineParser
+from grpo_tui.lines.parse import MAX_LINE, LineParser
 from grpo_tui.lines.records import MetricRecord
 from grpo_tui.lines.values import parse_dict
 
@@ -239,3 +239,31 @@ def test_json_value_is_iterative():
     assert got == [None]
     assert _json_value({"k": (1.0, math.inf)}) == ({"k": [1.0, None]}, math.inf)
     assert _json_value("nan") == ("nan", None) and _json_value(True) == (True, None)
+
+
+# -- line length (item 5) --------------------------------------------------------------------
+
+def test_line_longer_than_the_bound_is_cut_counted_and_ends_its_record():
+    pairs = "".join(f"'k{i:07d}': {i}.5, " for i in range(120_000))     # ~2.2 MB
+    lines = [H + "rollout 1: {" + pairs + "'z': 1}", "  'more': 2}", "x" * (3 * MAX_LINE),
+             H + "rollout 2: {'a': 1}"]
+    for quick in (True, False):
+        p = LineParser(quick_reject=quick)
+        items = p.feed_lines(lines) if quick else p.feed_many(lines)
+        items += p.flush()
+        c = p.counts
+        assert c.long_lines == 2 and c.lines == 4
+        assert c.lines == c.metric_lines + c.event_lines + c.noise + c.unreadable
+        first, second = items
+        assert first.cut and "z" not in first.metrics and "more" not in first.metrics
+        assert 0 < len(first.metrics) < 120_000 and first.metrics["k0000000"] == 0.5
+        assert second.n == 2 and not second.cut
+        assert c.noise == 2     # the header-less line after the cut one stands alone
+        assert len(p._prev_raw) <= MAX_LINE
+
+
+def test_long_lines_agree_between_fast_and_full_paths():
+    long_noise = "y" * (MAX_LINE + 10)
+    lines = [H + "rollout 1: {'a': 1}", long_noise, long_noise + ": {", H + "rollout 2: {'a': " + "7" * MAX_LINE]
+    (a, ca, _), (b, cb, _), (c, cc, _) = _three_ways(lines)
+    assert a == b == c and ca == cb == cc and ca.long_lines == 3

@@ -83,6 +83,7 @@ def is_candidate(line: str) -> bool:
 
 
 _SKIPPED_PER_SOURCE = 16       # skipped lines kept per source to find its newest time
+MAX_LINE = 1 << 20             # characters; a longer line is cut to this before any other work
 
 
 def _source_key(raw: str) -> str:
@@ -123,6 +124,7 @@ class ParseCounts:
     records: int = 0
     cut_records: int = 0       # records kept partially (cut or abridged before the end)
     abridged_records: int = 0
+    long_lines: int = 0        # lines cut to MAX_LINE (each is still counted in one class above)
 
     def as_dict(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -183,6 +185,7 @@ class LineParser:
         self._skipped: dict[str, deque[str]] = {}
         self._cur_key = ""
         self.counts = ParseCounts()
+        self._line_cut = False        # the current line was cut to MAX_LINE: it can't continue
         self._pending: _Pending | None = None
         self._last_time: dict[str | None, tuple[str | None, float | None]] = {}
         self._last_error: dict[str | None, str] = {}
@@ -199,6 +202,7 @@ class LineParser:
         c.lines += 1
         line_no = c.lines
         out: list[Item] = []
+        raw = self._bound(raw)
         if raw.endswith("\r"):
             raw = raw.rstrip("\r")
         if "\x00" in raw or ("\ufffd" in raw and raw.count("\ufffd") > 4):
@@ -250,7 +254,8 @@ class LineParser:
         n_lines = c.lines
         n_noise = c.noise
         for raw in lines:
-            if (self._pending is None and self.first_ts is not None and not cand(raw)
+            if (self._pending is None and self.first_ts is not None and len(raw) <= MAX_LINE
+                    and not cand(raw)
                     and "\x00" not in raw and "\ufffd" not in raw and not raw.endswith("\r")):
                 n_lines += 1
                 n_noise += 1
@@ -267,6 +272,15 @@ class LineParser:
                 out.extend(got)
         c.lines, c.noise = n_lines, n_noise
         return out
+
+    def _bound(self, raw: str) -> str:
+        """Cut a line longer than MAX_LINE (a 200 MB line must not become a 200 MB dict, nor be
+        scanned by every regex); the cut line is counted and ends any record it holds."""
+        self._line_cut = len(raw) > MAX_LINE
+        if self._line_cut:
+            self.counts.long_lines += 1
+            return raw[:MAX_LINE]
+        return raw
 
     def feed_many(self, lines) -> list[Item]:
         out: list[Item] = []
@@ -388,7 +402,7 @@ class LineParser:
         pend.head = head
         pend.lines += 1
         self.counts.metric_lines += 1
-        if parsed.complete or pend.lines >= _CONT_LIMIT_LINES:
+        if parsed.complete or pend.lines >= _CONT_LIMIT_LINES or self._line_cut:
             self._finish_record(pend.record, parsed, out)
             self._pending = None
         return True
@@ -551,7 +565,7 @@ class LineParser:
         )
         head = mm.group("d")
         parsed = parse_dict(head)
-        if parsed.complete or parsed.error:
+        if parsed.complete or parsed.error or self._line_cut:
             self._finish_record(rec, parsed, out)
             return
         self._pending = _Pending(source=pre.pid, record=rec, head=head)
