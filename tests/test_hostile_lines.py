@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from grpo_tui.export import _json_value
-from grpo_tui.lines.parse import MAX_LINE, LineParser
+from grpo_tui.lines.parse import _PENDING_MAX, MAX_LINE, LineParser
 from grpo_tui.lines.records import MetricRecord
 from grpo_tui.lines.values import parse_dict
 
@@ -267,3 +267,81 @@ def test_long_lines_agree_between_fast_and_full_paths():
     lines = [H + "rollout 1: {'a': 1}", long_noise, long_noise + ": {", H + "rollout 2: {'a': " + "7" * MAX_LINE]
     (a, ca, _), (b, cb, _), (c, cc, _) = _three_ways(lines)
     assert a == b == c and ca == cb == cc and ca.long_lines == 3
+
+
+# -- linear work on wrapped and unclosed records (item 6) -------------------------------------
+
+class ReaderWork:
+    """Characters handed to the value reader (first lines and continuations)."""
+
+    def __init__(self, monkeypatch):
+        import grpo_tui.lines.parse as parse_mod
+        self.chars = 0
+        for name in ("parse_dict", "parse_more"):
+            real = getattr(parse_mod, name, None)
+            if real is not None:
+                monkeypatch.setattr(parse_mod, name, self._counting(real))
+
+    def _counting(self, real):
+        def wrapper(text):
+            self.chars += len(text)
+            return real(text)
+        return wrapper
+
+
+def _unclosed_quote_then_long_lines(total: int, width: int = 25_000) -> list[str]:
+    lines = [H + "rollout 1: {'a': 0.5, 'b': 'xxx"]
+    while sum(map(len, lines)) < total:
+        lines.append("y" * width)
+    return lines
+
+
+def test_unclosed_quote_followed_by_long_lines_is_read_in_linear_work(monkeypatch):
+    # Before: every line re-joined and re-read the whole open dict (10 MB took minutes).
+    lines = _unclosed_quote_then_long_lines(2_000_000)
+    size = sum(map(len, lines))
+    work = ReaderWork(monkeypatch)
+    p = LineParser()
+    held = 0
+    for ln in lines:
+        p.feed(ln)
+        pend = p._pending
+        if pend is not None:
+            held = max(held, pend.size, len(pend.tail))
+    (rec,) = p.flush() or [None]
+    assert work.chars <= 2 * size
+    assert held <= _PENDING_MAX + 25_000
+    c = p.counts
+    assert c.lines == c.metric_lines + c.event_lines + c.noise + c.unreadable
+
+
+def test_one_value_over_many_tiny_lines_is_bounded_work(monkeypatch):
+    # the worst split for re-reading: a 60 KB unfinished value, then one character per line
+    lines = [H + "rollout 1: {'a': 1, 'b': [" + "1, " * 20_000] + ["2,"] * 399 + ["3]}"]
+    size = sum(map(len, lines))
+    work = ReaderWork(monkeypatch)
+    items, c = run(lines)
+    (rec,) = [i for i in items if isinstance(i, MetricRecord)]
+    assert rec.metrics == {"a": 1} and rec.cut
+    assert work.chars <= 6 * size
+
+
+@pytest.mark.parametrize("width", [100, 133, 200])   # at most 400 lines (_CONT_LIMIT_LINES)
+def test_big_dict_wrapped_at_a_narrow_column_is_still_read_whole(monkeypatch, width):
+    body = "{" + ", ".join(f"'eval/set{i}/pass@{k}': {i / 7!r}" for i in range(400) for k in (1, 8)) + "}"
+    text = H + "eval 5: " + body
+    lines = [text[i:i + width] for i in range(0, len(text), width)]
+    work = ReaderWork(monkeypatch)
+    items, c = run(lines)
+    (rec,) = items
+    assert not rec.cut and len(rec.metrics) == 800 and c.metric_lines == len(lines)
+    assert work.chars <= 3 * len(text)
+
+
+def test_endless_traceback_keeps_a_bounded_text():
+    lines = [H + "Traceback (most recent call last):"] + ['  File "x.py", line 1, in f' + " " * 100] * 5_000 \
+        + ["ValueError: boom"]
+    items, c = run(lines)
+    (tb,) = [i for i in items if i.kind == "traceback"]
+    assert c.event_lines == len(lines) and tb.data["exception"] == "ValueError: boom"
+    assert sum(map(len, tb.lines)) <= _PENDING_MAX + 200

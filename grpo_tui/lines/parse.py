@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .formats import parse_trl, parse_verl
 from .launch import parse_launch_flags, ARG_DUMP_NAMES
 from .records import Event, Item, MetricRecord, bounded_int
-from .values import parse_dict
+from .values import ParsedDict, parse_dict, parse_more
 
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # '\r' is kept for the tqdm split
@@ -106,6 +106,13 @@ def _paste_key(raw: str) -> str:
 
 
 _CONT_LIMIT_LINES = 400          # a wrapped dict longer than this is given up (counted as cut)
+# What an open record or traceback may hold: past this many characters it is closed (cut).
+_PENDING_MAX = 64 << 10
+# A continuation re-reads the unfinished pair (tail); over a record that re-reading may come to
+# at most this many times the text taken in (plus the slack), so the work stays linear even for
+# one value spread over hundreds of lines.  A real wrapped dict re-reads about 1x.
+_RESCAN_FACTOR = 4
+_RESCAN_SLACK = 1 << 10
 _QUICK_ANCHORS = (": {", "retrying", "Traceback", "Max retries", "ft ", "Health check failed",
                   "Recovered ", "out of memory", "OutOfMemory", "memory pressure", "Watchdog caught",
                   "Job '", "Fatal async", "checkpoint", "W&B", "wandb", "tensorboard", "EXEC:",
@@ -136,9 +143,18 @@ class _Pending:
 
     source: str | None               # Ray pid, or None for unprefixed text
     record: MetricRecord | None = None
-    head: str = ""                    # the dict text so far
+    parsed: ParsedDict | None = None  # the pairs read so far
+    tail: str = ""                    # the unfinished pair's text: read again with the next line
+    size: int = 0                     # characters taken in
+    rescanned: int = 0                # characters of tails read again
     lines: int = 1
     event: Event | None = None
+
+    def full(self) -> bool:
+        """Give up on this record (keep it cut): too many lines, too much text, or too much
+        re-reading of one unfinished value (quadratic work otherwise)."""
+        return (self.lines >= _CONT_LIMIT_LINES or self.size > _PENDING_MAX
+                or self.rescanned > _RESCAN_FACTOR * self.size + _RESCAN_SLACK)
 
 
 @dataclass(slots=True)
@@ -380,7 +396,9 @@ class LineParser:
             exc = _EXC_LINE.match(text) is not None
             if text and not text[0].isspace() and not exc and not _TB_GLUE.match(text):
                 return False  # the traceback is over: this is an unrelated line
-            ev.lines.append(text)
+            if pend.size <= _PENDING_MAX:
+                ev.lines.append(text)   # past the bound the lines still count, unkept
+            pend.size += len(text)
             pend.lines += 1
             self.counts.event_lines += 1
             if _OOM.search(text) and not ev.data.get("oom"):
@@ -389,21 +407,24 @@ class LineParser:
             if exc:
                 ev.data["exception"] = text.strip()
             return True
-        head = pend.head + pre.text
-        parsed = parse_dict(head)
-        if parsed.error and pre.paste and not pre.has_prefix:
+        text = pend.tail + pre.text
+        more = parse_more(text)
+        if more.error and pre.paste and not pre.has_prefix:
             # `3: 0.5, …` looked like a `grep -n` prefix but is wrapped dict text
-            head = pend.head + pre.paste + pre.text
-            parsed = parse_dict(head)
-        if parsed.error:
+            text = pend.tail + pre.paste + pre.text
+            more = parse_more(text)
+        if more.error:
             # The open dict was cut (a truncated line) and this line is something else:
             # the record keeps its complete pairs and the line is read on its own.
             return False
-        pend.head = head
+        pend.parsed.extend(more)
+        pend.rescanned += len(pend.tail)
+        pend.size += len(text) - len(pend.tail)
+        pend.tail = text[more.resume:]
         pend.lines += 1
         self.counts.metric_lines += 1
-        if parsed.complete or pend.lines >= _CONT_LIMIT_LINES or self._line_cut:
-            self._finish_record(pend.record, parsed, out)
+        if more.complete or pend.full() or self._line_cut:
+            self._finish_record(pend.record, pend.parsed, out)
             self._pending = None
         return True
 
@@ -443,7 +464,7 @@ class LineParser:
         self._pending = None
         if pend is None or pend.record is None:
             return
-        self._finish_record(pend.record, parse_dict(pend.head), out)
+        self._finish_record(pend.record, pend.parsed, out)
 
     # -- messages ------------------------------------------------------------------
     def _with_header(self, pre: _Line, m: re.Match, line_no: int, out: list[Item]) -> None:
@@ -565,10 +586,11 @@ class LineParser:
         )
         head = mm.group("d")
         parsed = parse_dict(head)
-        if parsed.complete or parsed.error or self._line_cut:
+        if parsed.complete or parsed.error or self._line_cut or len(head) > _PENDING_MAX:
             self._finish_record(rec, parsed, out)
             return
-        self._pending = _Pending(source=pre.pid, record=rec, head=head)
+        self._pending = _Pending(source=pre.pid, record=rec, parsed=parsed,
+                                 tail=head[parsed.resume:], size=len(head))
 
     def _finish_record(self, rec: MetricRecord, parsed, out: list[Item]) -> None:
         c = self.counts
@@ -610,7 +632,7 @@ class LineParser:
         if "Traceback (most recent call last)" in msg:
             e = ev("traceback")
             e.lines.append(msg)
-            self._pending = _Pending(source=pre.pid, event=e)
+            self._pending = _Pending(source=pre.pid, event=e, size=len(msg))
             return e
         if "retrying..." in msg:
             m = _RETRY.search(msg)

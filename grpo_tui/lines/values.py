@@ -26,6 +26,7 @@ _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\
 _WORD = re.compile(r"[-+]?[A-Za-z_][\w.]*")
 _WS = re.compile(r"\s*")
 _EXP_TAIL = re.compile(r"[eE][-+]?")
+_STRING_RUN = {"'": re.compile(r"[^'\\]*"), '"': re.compile(r'[^"\\]*')}
 
 NONFINITE_TOKENS = {"nan": math.nan, "-nan": math.nan, "+nan": math.nan,   # C's printf writes -nan
                     "inf": math.inf, "-inf": -math.inf, "+inf": math.inf,
@@ -44,6 +45,14 @@ class ParsedDict:
     complete: bool = True   # closing brace reached
     abridged: bool = False  # ``...`` before the closing brace
     error: bool = False     # something unreadable stopped the scan
+    resume: int = 0         # incomplete: where the unfinished pair starts (see parse_more)
+
+    def extend(self, more: ParsedDict) -> None:
+        """Take the pairs a continuation read (parse_more) after these."""
+        self.values.update(more.values)
+        self.raw_nonfinite.update(more.raw_nonfinite)
+        self.abridged |= more.abridged
+        self.complete, self.error = more.complete, more.error
 
 
 class _Incomplete(Exception):
@@ -89,6 +98,14 @@ def parse_dict(text: str) -> ParsedDict:
     return _SlowParser(text).run()
 
 
+def parse_more(text: str) -> ParsedDict:
+    """Continue an incomplete dict: `text` is its unfinished tail (from ParsedDict.resume on)
+    plus the text that followed.  Only the pairs in `text` are read and returned (merge them
+    with ParsedDict.extend), so a dict wrapped over many lines is read once, not once per line.
+    """
+    return _SlowParser(text).run(inside=True)
+
+
 class _SlowParser:
     """A small recursive-descent reader for everything the fast path refuses."""
 
@@ -102,60 +119,68 @@ class _SlowParser:
         self.depth = 0      # open lists and calls around the current value
         self.bad = False    # a non-finite number was read inside the current value
 
-    def run(self) -> ParsedDict:
+    def run(self, inside: bool = False) -> ParsedDict:
+        """Read pairs up to the closing brace.  `inside`: the text starts at a pair (the tail a
+        continuation re-reads, from ParsedDict.resume), not at the opening brace."""
         out = self.out
         try:
-            self._expect("{")
-            self._skip_ws()
-            if self._peek() == "}":
-                return out
+            if not inside:
+                self._expect("{")
             while True:
+                out.resume = self.pos   # a pair starts here: the point a continuation re-reads from
                 self._skip_ws()
+                if self._peek() == "}":  # `{}`, `{'a': 1, }`
+                    return out
                 if self.text.startswith(("...", "\u2026"), self.pos):
-                    # Abridged by hand (`, ...}` or `…, 'k': v, …}` in pasted logs): keep
-                    # every pair, before and after the ellipsis.
-                    out.abridged = True
-                    self.pos += 3 if self.text[self.pos] == "." else 1
-                    self._skip_ws()
-                    ch = self._peek()
-                    if ch == "}":
+                    if self._ellipsis():
                         return out
-                    if ch == ",":
-                        self.pos += 1
-                        continue
-                    out.complete = False
+                elif self._pair():
                     return out
-                key = self._string()
-                self._skip_ws()
-                self._expect(":")
-                self._skip_ws()
-                start, self.bad = self.pos, False
-                value = self._value()
-                end = self.pos
-                self._skip_ws()
-                if self.pos < len(self.text) and self.text[self.pos] not in ",}":
-                    raise _Bad(self.text[self.pos])  # `2e}`: the value was not what it seemed
-                if self.bad:
-                    # `nan`, `np.float64(1e999)`: the number; `[nan, inf, 1]`: the value's text
-                    out.raw_nonfinite[key] = raw_token(
-                        self.token if _is_nonfinite(value) else self.text[start:end])
-                out.values[key] = value
-                ch = self._peek()
-                if ch == ",":
-                    self.pos += 1
-                    self._skip_ws()
-                    if self._peek() == "}":
-                        return out
-                    continue
-                if ch == "}":
-                    return out
-                raise _Bad(ch)
         except _Incomplete:
             out.complete = False
         except _Bad:
             out.complete = False
             out.error = True
         return out
+
+    def _ellipsis(self) -> bool:
+        """Abridged by hand (`, ...}` or `…, 'k': v, …}` in pasted logs): every pair before and
+        after it is kept.  True when the dict closes right after it."""
+        self.out.abridged = True
+        self.pos += 3 if self.text[self.pos] == "." else 1
+        self._skip_ws()
+        ch = self._peek()
+        if ch == ",":
+            self.pos += 1
+            return False
+        if ch == "}":
+            return True
+        raise _Incomplete()   # `... <something>`: keep what was read, the dict is not whole
+
+    def _pair(self) -> bool:
+        """One `'key': value` and the comma after it; True when the closing brace follows."""
+        key = self._string()
+        self._skip_ws()
+        self._expect(":")
+        self._skip_ws()
+        start, self.bad = self.pos, False
+        value = self._value()
+        end = self.pos
+        self._skip_ws()
+        if self.pos < len(self.text) and self.text[self.pos] not in ",}":
+            raise _Bad(self.text[self.pos])  # `2e}`: the value was not what it seemed
+        if self.bad:
+            # `nan`, `np.float64(1e999)`: the number; `[nan, inf, 1]`: the value's text
+            self.out.raw_nonfinite[key] = raw_token(
+                self.token if _is_nonfinite(value) else self.text[start:end])
+        self.out.values[key] = value
+        ch = self._peek()
+        if ch == ",":
+            self.pos += 1
+            return False
+        if ch == "}":
+            return True
+        raise _Bad(ch)
 
     # -- tokens -------------------------------------------------------------
     def _peek(self) -> str:
@@ -172,27 +197,27 @@ class _SlowParser:
         self.pos += 1
 
     def _string(self) -> str:
+        """A quoted string; a run without quote or backslash is one regex step, not a loop."""
         quote = self._peek()
         if quote not in "'\"":
             raise _Bad(quote)
+        plain = _STRING_RUN[quote]
+        text = self.text
         i = self.pos + 1
         buf: list[str] = []
-        text = self.text
         while True:
+            m = plain.match(text, i)
+            buf.append(m.group())
+            i = m.end()
             if i >= len(text):
                 raise _Incomplete()
-            ch = text[i]
-            if ch == "\\":
-                if i + 1 >= len(text):
-                    raise _Incomplete()
-                buf.append(_unescape(text[i + 1]))
-                i += 2
-                continue
-            if ch == quote:
+            if text[i] == quote:
                 self.pos = i + 1
                 return "".join(buf)
-            buf.append(ch)
-            i += 1
+            if i + 1 >= len(text):
+                raise _Incomplete()   # a backslash at the very end
+            buf.append(_unescape(text[i + 1]))
+            i += 2
 
     def _value(self) -> Any:
         ch = self._peek()
