@@ -345,3 +345,49 @@ def test_endless_traceback_keeps_a_bounded_text():
     (tb,) = [i for i in items if i.kind == "traceback"]
     assert c.event_lines == len(lines) and tb.data["exception"] == "ValueError: boom"
     assert sum(map(len, tb.lines)) <= _PENDING_MAX + 200
+
+
+# -- regexes that backtracked over long runs (item 7) ----------------------------------------
+# No timing is asserted: before the fix each of these ran for minutes (100k blanks: 146 s for
+# the dedup suffix, 268 s for the argument dump); now they finish with the suite.
+
+def test_dedup_suffix_after_a_long_blank_run():
+    items, c = run([H + "x across cluster]" + " " * 300_000 + "x",
+                    "(A pid=1) " + H + "rollout 3: {'a': 1}" + " " * 300_000 + "[repeated 7x across cluster]   "])
+    (rec,) = items
+    assert rec.repeated == 7 and rec.metrics == {"a": 1}
+
+
+@pytest.mark.parametrize("suffix,text,repeated", [
+    (" [repeated 7x across cluster]", "msg", 7),
+    (" [repeated 7x across cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 x.)", "msg", 7),
+    ("  (Ray deduplicates logs by default. x)  ", "msg", 0),
+    (" [repeated 2x across cluster] [repeated 3x across cluster]", "msg [repeated 2x across cluster]", 3),
+    (" [repeated 7x across cluster] more", "msg [repeated 7x across cluster] more", 0),
+    (" [repeated 99999999999999999999x across cluster]", "msg", 0),
+])
+def test_dedup_suffix_forms(suffix, text, repeated):
+    pre = LineParser()._peel("(A pid=1) msg" + suffix)
+    assert (pre.text, pre.repeated) == (text, repeated)
+
+
+def test_argument_dump_value_with_a_long_blank_run():
+    items, c = run(["    num_rollout ......... 3" + " " * 300_000 + "x", "    num_rollout ......... 3   "])
+    assert [e.data["value"] for e in items] == ["3" + " " * 300_000 + "x", "3"]
+
+
+def test_ft_line_of_one_long_word():
+    items, c = run([H + "ft " + "a" * 300_000, H + "ft " + "ab " * 100_000 + "op=train phase=fail"])
+    (ev,) = items
+    assert ev.kind == "ft_fail" and c.event_lines == 1 and c.noise == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.integers(-10**30, 10**30), st.floats(allow_nan=True, allow_infinity=True)),
+                max_size=30), st.sampled_from(["", " ", "  "]), st.sampled_from(["[]", "()"]))
+def test_number_lists_round_trip(values, gap, brackets):
+    text = brackets[0] + ("," + gap).join(repr(v) for v in values) + brackets[1]
+    d = parse_dict("{'a': " + text + ", 'b': 1}")
+    assert d.complete and not d.error and repr(d.values["a"]) == repr(values)
+    bad = any(isinstance(v, float) and not math.isfinite(v) for v in values)
+    assert ("a" in d.raw_nonfinite) == bad

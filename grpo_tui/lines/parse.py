@@ -20,14 +20,12 @@ from .values import ParsedDict, parse_dict, parse_more
 
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # '\r' is kept for the tqdm split
-_PASTE = re.compile(r"^(?:>[ \t]?)+|^(?:[\w./-]+\.(?:log|txt|out|err):)?\d{1,9}[:-](?=[\[(\x1b ]|EXEC|Traceback|[a-z_]+ \d+: \{)")
+_PASTE = re.compile(r"^(?:>[ \t]?)++|^(?:[\w./-]+\.(?:log|txt|out|err):)?\d{1,9}[:-](?=[\[(\x1b ]|EXEC|Traceback|[a-z_]+ \d+: \{)")
 _INDENTED_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[.,\d]*[ \w.-]*\] \S")
 _RAY = re.compile(r"^\((?:(?P<actor>[^\s()]+) )?pid=(?P<pid>[^,)]+)(?:, ip=(?P<ip>[^)]+))?\) ?")
 _RAY_SYS = re.compile(r"^\((?P<sys>raylet|autoscaler[^)]*|gcs_server|dashboard[^)]*)\) ?")
-_DEDUP = re.compile(
-    r"\s*\[repeated (?P<n>\d+)x across cluster\](?: \(Ray deduplicates logs by default\..*\))?\s*$"
-)
-_DEDUP_NOTE = re.compile(r"\s*\(Ray deduplicates logs by default\..*\)\s*$")
+_DEDUP_MARK = re.compile(r"\[repeated (?P<n>\d+)x across cluster\]")
+_DEDUP_NOTE = "(Ray deduplicates logs by default."
 _MILES = re.compile(
     r"^\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?"
     r"(?: ?(?P<proc>[A-Za-z_][\w.-]*))?\s*\] "
@@ -52,8 +50,10 @@ _CKPT = re.compile(r"(?P<ok>successfully saved|saving) checkpoint (?:from |at )?
 _JOB = re.compile(r"Job '(?P<job>[^']+)' (?P<state>failed|succeeded)")
 _DATE_START = re.compile(r"^\[(?:\d{1,4}(?:-\d{0,2}){0,2}(?: [\d:]{0,8})?)?$|^\[\d{4}-\d\d-\d\d \d\d:\d\d")
 _REJOIN_PARTS = 8                # a wrapped header is looked for this many lines back
-_ARG_DUMP = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*) \.{3,} (?P<value>\S.*?)\s*$")
-_FT_FIELD = re.compile(r"(\w+)=(\"(?:[^\"\\]|\\.)*\"|\S*)")
+# Regexes here run on lines up to MAX_LINE long: none may backtrack over a run of blanks or word
+# characters from every start (`\S.*?\s*$` and an unanchored `(\w+)=` were quadratic).
+_ARG_DUMP = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*) \.{3,} (?P<value>\S.*)$")
+_FT_FIELD = re.compile(r"(?<!\w)(\w+)=(\"(?:[^\"\\]|\\.)*\"|\S*)")
 # The last line of a traceback (`ValueError: x`, `ray.exceptions.RayTaskError(OutOfMemoryError): …`).
 _EXC_LINE = re.compile(
     r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*(?:\([^)]*\))?(?::|$)"
@@ -181,6 +181,23 @@ def _fast_ts(date: str, time: str, ms: str | None) -> float | None:
 
 
 _day_cache: dict[tuple[int, int, int], int] = {}
+
+
+def _strip_dedup(text: str) -> tuple[str, int]:
+    """Take Ray's dedup suffix (`[repeated 7x across cluster]`, its note, or both) off the end.
+
+    Found from its fixed text with find/rfind: the regex search `\\s*\\[repeated …$` it replaces
+    restarted at every blank of a long run of spaces (quadratic: 100k spaces took 146 s)."""
+    note = text.find(_DEDUP_NOTE)
+    if note >= 0 and text.rstrip().endswith(")"):
+        text = text[:note].rstrip()
+    body = text.rstrip()
+    if body.endswith("x across cluster]"):
+        mark = body.rfind("[repeated ")
+        m = _DEDUP_MARK.fullmatch(body, mark) if mark >= 0 else None
+        if m:
+            return body[:mark].rstrip(), bounded_int(m.group("n")) or 0
+    return text, 0
 
 
 class LineParser:
@@ -356,12 +373,7 @@ class LineParser:
             parts = [p for p in text.split("\r") if p.strip()]
             text = parts[-1] if parts else ""
         if "across cluster]" in text or "Ray deduplicates" in text:
-            m = _DEDUP.search(text)
-            if m:
-                line.repeated = bounded_int(m.group("n")) or 0
-                text = text[: m.start()]
-            else:
-                text = _DEDUP_NOTE.sub("", text)
+            text, line.repeated = _strip_dedup(text)
         line.text = text
         return line
 
@@ -430,13 +442,18 @@ class LineParser:
 
     def _rejoin(self, pre: _Line, out: list[Item]) -> bool:
         """A metric line hard-wrapped inside its header or message (a paste at a fixed column):
-        join this header-less line to the noise lines just before it."""
+        join this header-less line to the noise lines just before it.  Wrapped parts are short:
+        past _PENDING_MAX characters in all it is not tried (each try peels and joins them)."""
         run = list(self._noise_run)
         tails = [pre.text]
         if pre.paste and not pre.has_prefix:
             tails.append(pre.paste + pre.text)  # `3: {…` is the rest of `rollout 3: {…`, not `grep -n`
         parts: list[_Line] = []
+        size = len(pre.text)
         for raw, first_no in reversed(run):
+            size += len(raw)
+            if size > _PENDING_MAX:
+                return False
             part = self._peel(raw)
             if parts and parts[-1].has_prefix and parts[-1].pid != part.pid:
                 return False
@@ -680,7 +697,7 @@ class LineParser:
             return ev("tensorboard")
         m = _ARG_DUMP.match(msg)
         if m and m.group("name") in ARG_DUMP_NAMES:
-            return ev("arg", name=m.group("name"), value=m.group("value"))
+            return ev("arg", name=m.group("name"), value=m.group("value").rstrip())
         return None
 
     @staticmethod
