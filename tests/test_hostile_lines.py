@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from grpo_tui.export import _json_value
-from grpo_tui.lines.parse import _PENDING_MAX, MAX_LINE, LineParser
+from grpo_tui.lines.parse import _PENDING_MAX, MAX_LINE, MAX_NAMES, LineParser
 from grpo_tui.lines.records import MetricRecord
 from grpo_tui.lines.values import parse_dict
 
@@ -246,7 +246,7 @@ def test_json_value_is_iterative():
 def test_line_longer_than_the_bound_is_cut_counted_and_ends_its_record():
     pairs = "".join(f"'k{i:07d}': {i}.5, " for i in range(120_000))     # ~2.2 MB
     lines = [H + "rollout 1: {" + pairs + "'z': 1}", "  'more': 2}", "x" * (3 * MAX_LINE),
-             H + "rollout 2: {'a': 1}"]
+             H + "rollout 2: {'k0000001': 1}"]
     for quick in (True, False):
         p = LineParser(quick_reject=quick)
         items = p.feed_lines(lines) if quick else p.feed_many(lines)
@@ -256,7 +256,7 @@ def test_line_longer_than_the_bound_is_cut_counted_and_ends_its_record():
         assert c.lines == c.metric_lines + c.event_lines + c.noise + c.unreadable
         first, second = items
         assert first.cut and "z" not in first.metrics and "more" not in first.metrics
-        assert 0 < len(first.metrics) < 120_000 and first.metrics["k0000000"] == 0.5
+        assert len(first.metrics) == MAX_NAMES and first.metrics["k0000000"] == 0.5
         assert second.n == 2 and not second.cut
         assert c.noise == 2     # the header-less line after the cut one stands alone
         assert len(p._prev_raw) <= MAX_LINE
@@ -391,3 +391,31 @@ def test_number_lists_round_trip(values, gap, brackets):
     assert d.complete and not d.error and repr(d.values["a"]) == repr(values)
     bad = any(isinstance(v, float) and not math.isfinite(v) for v in values)
     assert ("a" in d.raw_nonfinite) == bad
+
+
+# -- left for lines/launch.py (not part of this change) ---------------------------------------
+
+@pytest.mark.xfail(raises=OverflowError, strict=True,
+                   reason="launch._int does int(float(v)) and catches only ValueError: "
+                          "`--rollout-batch-size 1e999` (or a 400-digit value) is an OverflowError "
+                          "when the store asks for K; fix: except (ValueError, OverflowError)")
+def test_launch_flag_past_float64_does_not_crash_the_store():
+    from grpo_tui.store.metric_store import MetricStore
+    items, c = run(["EXEC: python3 train.py --rollout-batch-size 1e999 --n-samples-per-prompt 8 "
+                    "--global-batch-size 8", H + "step 3: {'a': 1}"])
+    MetricStore().add(items)
+
+
+# -- metric names (item 7): the store keeps a dense column per name ---------------------------
+
+def test_metric_names_past_the_bound_are_dropped_and_counted():
+    many = "{" + ", ".join(f"'m{i}': {'nan' if i == 2000 else 1}" for i in range(5_000)) + "}"
+    lines = [H + "rollout 0: {'a': 1}", H + "rollout 1: " + many, H + "rollout 2: {'a': 2, 'zz': 3}",
+             "step:3 - other:1", H + "rollout 4: {'zz': 1}"]
+    for quick in (True, False):
+        items, c = run(lines, quick)
+        r0, r1, r2 = items
+        assert len(r1.metrics) == MAX_NAMES - 1 and r1.nonfinite == {}
+        assert r2.metrics == {"a": 2}
+        assert c.dropped_metrics == (5_000 - MAX_NAMES + 1) + 1 + 1 + 1
+        assert c.unreadable == 2      # the verl line and rollout 4 held only unknown names
