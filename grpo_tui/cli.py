@@ -109,6 +109,51 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     return ps
 
 
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("grpo-tui")
+    except Exception:  # noqa: BLE001 - not installed (run from a checkout)
+        return "0.1.0"
+
+
+THEME_ALIASES = ("dark", "light", "high-contrast", "hc", "ascii")
+
+
+def known_themes() -> list[str]:
+    """Theme names --theme takes: the aliases, grpo-* names, and any themes/*.toml palette."""
+    import tomllib
+    from pathlib import Path
+    names = list(THEME_ALIASES) + [f"grpo-{a}" for a in ("dark", "light", "high-contrast", "ascii")]
+    folder = Path(__file__).resolve().parents[1] / "themes"
+    for f in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+        try:
+            names.append(str(tomllib.loads(f.read_text(encoding="utf-8")).get("name", f.stem)))
+        except (OSError, ValueError):
+            continue
+        names.append(f.stem)
+    return list(dict.fromkeys(names))
+
+
+def _wrong_words(cmd: str, args) -> str | None:
+    """A misspelt command (`grpo-tui chek x.log`) or an unknown theme: an error, not a
+    dashboard waiting for a file named `chek` or a toast."""
+    import difflib
+    theme = getattr(args, "theme", None)
+    if theme is not None and theme not in known_themes():
+        return f"unknown theme {theme!r} (themes: {', '.join(THEME_ALIASES[:2] + THEME_ALIASES[2:3] + THEME_ALIASES[4:])})"
+    if cmd != "dashboard":
+        return None
+    for p in getattr(args, "paths", None) or []:
+        if os.path.exists(p) or os.sep in p or "." in p:
+            continue
+        near = difflib.get_close_matches(p, SUBCOMMANDS, 1, 0.5)
+        hint = f"; did you mean `grpo-tui {near[0]}`?" if near else ""
+        return (f"{p!r} is not a command nor an existing file (commands: {', '.join(SUBCOMMANDS)}){hint} "
+                f"To wait for a log that does not exist yet, give its path, e.g. ./{p}")
+    return None
+
+
 def _add_notify(p: argparse.ArgumentParser, bell: bool) -> None:
     p.add_argument("--on-critical", metavar="CMD",
                    help="run CMD for each new critical alert, the alert as JSON on its stdin")
@@ -129,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in argv[:cut]
     if debug:
         argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]
+    if argv[:1] in (["--version"], ["-V"]):
+        print(f"grpo-tui {_version()}")
+        return 0
     cmd = argv[0] if argv and argv[0] in SUBCOMMANDS else "dashboard"
     if cmd != "dashboard":
         argv = argv[1:]
@@ -140,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         except _UsageError as exc:
             _say(str(exc))
             return UNKNOWN if cmd == "check" else 2
+        wrong = _wrong_words(cmd, args)
+        if wrong:
+            _say(f"{prog}: {wrong}")
+            return 2
         code = _run(cmd, args)
         sys.stdout.flush()  # a full disk or a closed pipe must fail here, inside the guard
         return code

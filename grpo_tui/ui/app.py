@@ -143,6 +143,32 @@ class GrpoApp(App):
         yield Static(id="status")
         yield Footer()
 
+    def get_system_commands(self, screen):
+        """The command palette (ctrl+p) offers the app's own actions first."""
+        from textual.app import SystemCommand
+        yield SystemCommand("Go to rollout…", "move the step cursor to a rollout", self.action_goto)
+        yield SystemCommand("Raw log at the cursor", "the log file at the cursor's rollout", self.action_log)
+        yield SystemCommand("Events timeline", "weight updates, checkpoints, retries, restarts",
+                            self.action_events)
+        yield SystemCommand("Sparklines: whole run / last N", "toggle the sparkline span", self.action_whole_run)
+        for i, sig in enumerate(SIGNALS):
+            yield SystemCommand(f"Chart: {sig.label}", sig.tells, lambda i=i: self._chart_of(i))
+        for name in ORDER:
+            yield SystemCommand(f"Theme: {name.removeprefix('grpo-')}", "switch the colour theme",
+                                lambda name=name: self._set_theme(name))
+        yield from super().get_system_commands(screen)
+
+    def _chart_of(self, index: int) -> None:
+        self.focus_index = index
+        self.rows[index].focus()
+        self.action_chart()
+
+    def _set_theme(self, name: str) -> None:
+        self.theme = name
+        self._sync_ascii()
+        self._side_key = ()
+        self.refresh_view()
+
     def _announce(self, changes) -> None:
         """A new critical while watching: bell + desktop notification escape (unless
         --no-notify), the --on-critical hook, and a toast."""
