@@ -22,7 +22,13 @@ from grpo_tui.lines.parse import LineParser, is_candidate
 from grpo_tui.simulate import SCENARIOS, generate
 
 try:
-    _scan = importlib.import_module("grpo_tui.lines._scan")
+    if os.environ.get("GRPO_TUI_SCAN_SO"):   # CI: a build with -fsanitize=address,undefined
+        import importlib.util
+        _spec = importlib.util.spec_from_file_location("grpo_tui.lines._scan", os.environ["GRPO_TUI_SCAN_SO"])
+        _scan = importlib.util.module_from_spec(_spec)
+        _spec.loader.exec_module(_scan)
+    else:
+        _scan = importlib.import_module("grpo_tui.lines._scan")
 except ImportError:
     _scan = None
 
