@@ -3,7 +3,9 @@
 Writes (or takes) a ~1 GB Miles log with ~97 % noise lines, then times:
   reference: grep -o "'rollout/raw_reward': [0-9.]*" FILE | wc -l
   ours:      grpo_tui.pipeline.judge_path(FILE, judging=False)  (every metric record and event, into the store)
-and prints both, their ratio, and the parse's peak RSS (it streams in bounded memory).
+and prints grep's time and the parse's, accelerated (the C noise scanner grpo_tui/lines/_scan.c,
+when built) and pure (GRPO_TUI_PURE=1), each in its own process with its peak RSS (it streams in
+bounded memory).
 
     python benchmarks/parse_speed.py                 # makes /tmp/grpo_bench_1g.log if missing
     python benchmarks/parse_speed.py --file big.log
@@ -28,12 +30,13 @@ from benchmarks.make_big_log import make  # noqa: E402
 _CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
+from grpo_tui.lines.parse import SCAN
 from grpo_tui.pipeline import judge_path
 t = time.perf_counter()
 loaded = judge_path(sys.argv[1], judging=False)
 dt = time.perf_counter() - t
 c = loaded.parser.counts
-print(json.dumps({"seconds": dt, "lines": c.lines, "records": c.records, "events": c.event_lines,
+print(json.dumps({"accel": SCAN is not None, "seconds": dt, "lines": c.lines, "records": c.records, "events": c.event_lines,
                   "noise": c.noise, "unreadable": c.unreadable,
                   "rollouts": sum(len(s.ids) for s in loaded.store.segments),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
@@ -59,18 +62,28 @@ def main() -> None:
     size = os.path.getsize(a.file)
     subprocess.run(["cat", a.file], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
     grep_s, grep_hits = min(time_grep(a.file) for _ in range(a.repeat))
-    r = subprocess.run([sys.executable, "-c", _CHILD, a.file, str(ROOT)], capture_output=True, text=True,
-                       check=True)
-    ours = json.loads(r.stdout)
-    metric_lines = ours["records"]
+    runs = {}
+    for mode, pure in (("accelerated", "0"), ("pure", "1")):
+        env = dict(os.environ, GRPO_TUI_PURE=pure)
+        r = subprocess.run([sys.executable, "-c", _CHILD, a.file, str(ROOT)], capture_output=True, text=True,
+                           check=True, env=env)
+        runs[mode] = json.loads(r.stdout)
+    ours = runs["pure"]
     print(f"file: {a.file}  {size / 1e6:.0f} MB, {ours['lines']:,} lines, "
           f"{100 * ours['noise'] / max(1, ours['lines']):.1f} % noise")
     print(f"grep -o raw_reward:  {grep_s:7.2f} s  ({grep_hits:,} matches)")
-    print(f"grpo-tui full parse: {ours['seconds']:7.2f} s  ({metric_lines:,} records, {ours['events']:,} event lines,"
-          f" {ours['rollouts']:,} rollouts, {ours['unreadable']} unreadable)")
-    print(f"ratio parse/grep:    {ours['seconds'] / grep_s:7.1f} x   (bar <= 2.0, goal <= 1.0)")
-    print(f"parse throughput:    {size / 1e6 / ours['seconds']:7.1f} MB/s; peak RSS {ours['peak_rss_mb']:.0f} MB (bar < 200)")
-
+    for mode, r in runs.items():
+        if mode == "accelerated" and not r["accel"]:
+            print("accelerated:         (not built: grpo_tui.lines._scan is missing; pip install -e . with a C compiler)")
+            continue
+        print(f"{mode + ':':<20} {r['seconds']:7.2f} s  ({r['records']:,} records, {r['events']:,} event lines,"
+              f" {r['rollouts']:,} rollouts, {r['unreadable']} unreadable)")
+        print(f"  ratio parse/grep:  {r['seconds'] / grep_s:7.1f} x   (bar <= 2.0, goal <= 1.0); "
+              f"{size / 1e6 / r['seconds']:.1f} MB/s; peak RSS {r['peak_rss_mb']:.0f} MB (bar < 200)")
+    acc = runs["accelerated"]
+    if acc["accel"]:
+        same = all(acc[k] == ours[k] for k in ("lines", "records", "events", "noise", "unreadable", "rollouts"))
+        print(f"speed-up accelerated vs pure: {ours['seconds'] / acc['seconds']:.1f} x; same counts: {same}")
 
 if __name__ == "__main__":
     main()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import calendar
 from collections import deque
+import os
 import re
 from dataclasses import dataclass
 
@@ -88,9 +89,24 @@ def is_candidate(line: str) -> bool:
             or "step:" in line or "{'" in line)
 
 
-_SKIPPED_PER_SOURCE = 16       # skipped lines kept per source to find its newest time
+_SKIPPED_PER_SOURCE = 16       # skipped lines kept per source to find its newest time (_scan.c: PER_KEY)
 MAX_LINE = 1 << 20             # characters; a longer line is cut to this before any other work
 MAX_NAMES = 1024               # distinct metric names per parse (real runs log one to two hundred)
+
+
+def _load_scan():
+    """The one place the noise scanner is chosen: the C accelerator (grpo_tui/lines/_scan.c)
+    when it was built and GRPO_TUI_PURE is unset (or "0"), else None (the pure-Python path)."""
+    if os.environ.get("GRPO_TUI_PURE", "") not in ("", "0"):
+        return None
+    try:
+        from . import _scan
+    except ImportError:
+        return None
+    return _scan
+
+
+SCAN = _load_scan()
 
 
 def _source_key(raw: str) -> str:
@@ -216,8 +232,10 @@ class LineParser:
     choice while idle).
     """
 
-    def __init__(self, quick_reject: bool = True) -> None:
+    def __init__(self, quick_reject: bool = True, accel: bool = True) -> None:
         self.quick_reject = quick_reject
+        # feed_lines' noise scanner: the C one (SCAN) unless accel=False or it is not built
+        self._scan = SCAN if accel else None
         self._prev_raw = ""
         self._trl_index = 0           # TRL dicts carry no step: count them
         self._names: set[str] = set()  # metric names handed out so far (at most MAX_NAMES)
@@ -288,6 +306,10 @@ class LineParser:
         """`feed` for a batch: the noise fast path runs inline (a finished file is 97 % noise)."""
         if not self.quick_reject:
             return self.feed_many(lines)
+        if self._scan is not None and lines:
+            got = self._feed_lines_scanned(lines)
+            if got is not None:
+                return got
         out: list[Item] = []
         c = self.counts
         run = self._noise_run
@@ -313,6 +335,56 @@ class LineParser:
             if got:
                 out.extend(got)
         c.lines, c.noise = n_lines, n_noise
+        return out
+
+    def _feed_lines_scanned(self, lines: list[str]) -> list[Item] | None:
+        """feed_lines with the C scanner: the noise lines between two candidates are taken as
+        one run (the same counts and bookkeeping as the inline path, per run instead of per
+        line).  None when the batch can't be scanned as is (a line holding a newline)."""
+        blob = "\n".join(lines).encode("utf-8", "surrogatepass")
+        n, cands, keep = self._scan.scan(blob)
+        if n != len(lines):
+            return None
+        cands.append(n)
+        keep.append(n)
+        out: list[Item] = []
+        c = self.counts
+        run = self._noise_run
+        feed = self.feed
+        skipped = self._skipped
+        ci = ki = 0
+        i = 0
+        base = c.lines        # line i of the batch is line number base + i + 1
+        while i < n:
+            if self._pending is None and self.first_ts is not None:
+                j = cands[ci]
+                if j > i:
+                    # lines i..j-1 are noise the inline path would skip: bookkeep them as a run
+                    c.lines += j - i
+                    c.noise += j - i
+                    self._prev_raw = lines[j - 1]
+                    while keep[ki] < i:
+                        ki += 1
+                    while keep[ki] < j:
+                        raw = lines[keep[ki]]
+                        key = _source_key(raw)
+                        dq = skipped.get(key)
+                        if dq is None:
+                            dq = skipped[key] = deque(maxlen=_SKIPPED_PER_SOURCE)
+                        dq.append(raw)
+                        self._last_stamped = raw
+                        ki += 1
+                    for k in range(max(i, j - _REJOIN_PARTS), j):
+                        run.append((lines[k], base + k + 1))
+                    i = j
+                    if i >= n:
+                        break
+            got = feed(lines[i])
+            if got:
+                out.extend(got)
+            i += 1
+            while cands[ci] < i:
+                ci += 1
         return out
 
     def _bound(self, raw: str) -> str:

@@ -1,0 +1,211 @@
+"""The optional C noise scanner (grpo_tui/lines/_scan.c) changes nothing but speed.
+
+LineParser.feed_lines with the scanner and without it (the pure-Python inline path) must give
+identical items (every dataclass field), counts, first/last times and skipped-line bookkeeping,
+whatever the input and however it is cut into batches.  The scanner module is imported
+directly, so these run under GRPO_TUI_PURE=1 too; they skip only when it was not built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import importlib
+import os
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from grpo_tui.lines.files import iter_line_blocks
+from grpo_tui.lines.parse import LineParser, is_candidate
+from grpo_tui.simulate import SCENARIOS, generate
+
+try:
+    if os.environ.get("GRPO_TUI_SCAN_SO"):   # CI: a build with -fsanitize=address,undefined
+        import importlib.util
+        _spec = importlib.util.spec_from_file_location("grpo_tui.lines._scan", os.environ["GRPO_TUI_SCAN_SO"])
+        _scan = importlib.util.module_from_spec(_spec)
+        _spec.loader.exec_module(_scan)
+    else:
+        _scan = importlib.import_module("grpo_tui.lines._scan")
+except ImportError:
+    _scan = None
+
+pytestmark = pytest.mark.skipif(
+    _scan is None, reason="grpo_tui.lines._scan is not built (no C compiler at install): pure path only")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOGS = sorted(glob.glob(os.path.join(ROOT, "sample_logs", "*.log"))
+              + glob.glob(os.path.join(ROOT, "tests", "fixtures", "*.log")))
+FUZZ = settings(max_examples=int(os.environ.get("GRPO_TUI_SCAN_EXAMPLES", "150")), deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _parse(batches, accel: bool) -> LineParser:
+    p = LineParser(accel=accel)
+    if accel:
+        p._scan = _scan           # the built module, whatever GRPO_TUI_PURE says
+    p.items = []
+    for lines in batches:
+        p.items.extend(p.feed_lines(list(lines)))
+    p.items.extend(p.flush())
+    return p
+
+
+def _state(p: LineParser):
+    return (repr([(type(x).__name__, dataclasses.asdict(x)) for x in p.items]),   # repr: nan == nan
+            p.counts.as_dict(), p.first_ts, p.last_ts, p._last_stamped, p._prev_raw,
+            {k: list(v) for k, v in p._skipped.items()}, list(p._noise_run), p._last_time)
+
+
+def assert_same(batches) -> LineParser:
+    batches = [list(b) for b in batches]
+    fast, pure = _parse(batches, True), _parse(batches, False)
+    assert _state(fast) == _state(pure)
+    return fast
+
+
+def _cut(lines: list[str], sizes) -> list[list[str]]:
+    out, i = [], 0
+    sizes = list(sizes) or [len(lines) or 1]
+    k = 0
+    while i < len(lines):
+        n = max(1, sizes[k % len(sizes)])
+        out.append(lines[i:i + n])
+        i += n
+        k += 1
+    return out
+
+
+# -- real and simulated logs -----------------------------------------------------------------
+
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+@pytest.mark.parametrize("chunk", [4 << 20, 4096, 333])
+def test_logs_agree(path, chunk):
+    p = assert_same(iter_line_blocks(path, chunk))
+    assert p.counts.lines > 0
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_simulated_runs_agree(scenario):
+    lines = [ln for _, ln in generate(scenario, 24, 3, noise_per_rollout=60)]
+    assert_same([lines])
+    assert_same(_cut(lines, [1, 7, 50, 300]))
+
+
+def test_simulated_formats_agree():
+    for fmt in ("slime", "level"):
+        lines = [ln for _, ln in generate("healthy", 12, 1, fmt=fmt, noise_per_rollout=40)]
+        assert_same(_cut(lines, [13, 200]))
+
+
+# -- the skipped-line bookkeeping: many sources, long runs, pasted prefixes -------------------
+
+def _noise(i: int, src: str) -> str:
+    return f"{src}[2026-08-21 10:{i // 60 % 60:02d}:{i % 60:02d}] Decode batch, #running-req: {i}"
+
+
+def test_long_runs_over_many_sources_agree():
+    rng = random.Random(5)
+    heads = ([f"\x1b[36m(SGLangEngine pid={p})\x1b[0m " for p in range(90)]   # past the 64 keys tracked
+             + ["(A pid=1) ", "", "> (A pid=1) ", "    (A pid=1) ", "12:(A pid=1) ", "\u0661 x ",
+                "(" + "x" * 300 + ") ", "(\u00e9\u00e9 pid=2) ", "\u2588 "])
+    lines = ["[2026-08-21 10:00:00.000 main] log_utils.py:1 - start"]
+    for i in range(6000):
+        if i % 997 == 0:
+            lines.append("retrying... (attempt 1/60)")        # header-less: catches up on skipped times
+        if i % 1500 == 0:
+            lines.append(f"rollout {i}: {{'rollout/raw_reward': 0.5}}")
+        lines.append(_noise(i, rng.choice(heads[:3]) if i % 3 else rng.choice(heads)))
+    assert_same([lines])
+    assert_same(_cut(lines, [17, 1000, 2]))
+
+
+# -- hypothesis: line mixes --------------------------------------------------------------------
+
+try:
+    from tests.test_parse_fuzz import LINE, hostile_line
+except ImportError:           # run from another directory
+    LINE = st.text(max_size=120)
+    hostile_line = None
+
+SAMPLE = [ln for path in LOGS[:3] for ln in open(path, encoding="utf-8", errors="replace").read().split("\n")]
+MIX = st.one_of(LINE, st.sampled_from(SAMPLE),
+                st.builds(_noise, st.integers(0, 10_000), st.sampled_from(["", "(A pid=1) ", "\x1b[36m(B pid=2)\x1b[0m ",
+                                                                          "> ", "7:", "  "])),
+                *([hostile_line()] if hostile_line else []))
+
+
+@FUZZ
+@given(st.lists(MIX, max_size=40), st.lists(st.integers(1, 12), max_size=4), st.booleans())
+def test_fuzzed_line_mixes_agree(lines, sizes, keep_newlines):
+    if not keep_newlines:
+        lines = [ln.replace("\n", " ") for ln in lines]   # else: a line holding '\n' takes the pure path
+    assert_same([lines])
+    assert_same(_cut(lines, sizes))
+
+
+# -- the scanner itself ------------------------------------------------------------------------
+
+def _inline_skips(raw: str) -> bool:
+    """What feed_lines' inline path skips (given no open record and a known first time)."""
+    return (len(raw) <= 1 << 20 and not is_candidate(raw) and "\x00" not in raw and "\ufffd" not in raw
+            and not raw.endswith("\r"))
+
+
+@FUZZ
+@given(st.lists(st.one_of(MIX, st.binary(max_size=60).map(lambda b: b.decode("utf-8", "replace"))), max_size=30))
+def test_scanner_never_skips_a_candidate(lines):
+    lines = [ln.replace("\n", " ") for ln in lines]
+    n, cands, keep = _scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
+    assert n == max(1, len(lines))
+    cs = set(cands)
+    for i, ln in enumerate(lines):
+        if i not in cs:
+            assert _inline_skips(ln), ln
+    assert set(keep).isdisjoint(cs) and keep == sorted(keep) and cands == sorted(cands)
+    for i in keep:
+        assert "[" in lines[i][:64]
+
+
+@FUZZ
+@given(st.binary(max_size=300))
+def test_scanner_on_raw_bytes_splits_like_bytes_split(data):
+    n, cands, keep = _scan.scan(data)
+    parts = data.split(b"\n")
+    assert n == len(parts)
+    assert all(0 <= i < n for i in cands + keep)
+    for i, b in enumerate(parts):
+        text = b.decode("utf-8", "replace")
+        if i not in cands:
+            assert _inline_skips(text) and text.encode() == b, b
+
+
+@pytest.mark.parametrize("data", [
+    b"", b"\n", b"\n\n", b"\x00", b"no newline at all", b"[x] ends mid-line", b"Erro", b": ", b"{",
+    b"\xe2\x96", b"\xf0\x9f\x98", b"a\n\xff", b"x\r", b"\r", b"(" * 500, b"(A pid=1" + b"x" * 300,
+    b"\x1b[36m(A pid=1)\x1b[0m [", b"[" * 70, b"a" * 63 + b"[", b"a" * 64 + b"[", b"\xc3\xa9" * 63 + b"[",
+    b"\xc3\xa9" * 64 + b"[", b"\xef\xbf\xbd", b"\xed\xa0\x80", b"\xc0\x80", b"\xf4\x90\x80\x80",
+    b"x" * ((1 << 20) + 1),
+])
+def test_scanner_edges(data):
+    """Buffers ending mid-line, mid-character or mid-anchor, empty, NULs: bounded, and right."""
+    # a bytes slice of a larger buffer: the scanner must not read past the slice it is given
+    big = data + b"Error: {'a': 1}\n" * 4
+    view = memoryview(big)[:len(data)]
+    assert _scan.scan(view) == _scan.scan(bytes(data))
+    n, cands, keep = _scan.scan(data)
+    parts = data.split(b"\n")
+    assert n == len(parts)
+    for i, b in enumerate(parts):
+        text = b.decode("utf-8", "replace")
+        assert (i in cands) != (_inline_skips(text) and text.encode() == b)
+        assert (i in keep) == (i not in cands and "[" in text[:64])   # one line per run: always kept
+
+
+def test_scanner_rejects_non_buffers():
+    with pytest.raises(TypeError):
+        _scan.scan("text")
+    with pytest.raises(TypeError):
+        _scan.scan(None)
