@@ -31,11 +31,19 @@ def _add_ranges(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ranges", metavar="FILE", help="healthy ranges TOML (from `grpo-tui calibrate`)")
 
 
+def _add_baseline(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--baseline", nargs="+", metavar="SEED",
+                   help="judge against the envelope of 2-3 seed runs of the same setup (what calibrate writes)")
+
+
 def build_parsers() -> dict[str, argparse.ArgumentParser]:
     ps: dict[str, argparse.ArgumentParser] = {}
-    p = _Parser(prog="grpo-tui check", description="Verdict on a log: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
-    p.add_argument("path")
+    p = _Parser(prog="grpo-tui check", description="Verdict on a log: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. "
+                "Several logs or a folder: one line per run, exit = the worst status.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log file(s) or folder(s) (their *.log)")
+    p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
     _add_ranges(p)
+    _add_baseline(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (design.md §6)")
     ps["check"] = p
 
