@@ -83,10 +83,13 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
 
     p = _Parser(prog="grpo-tui", description="GRPO run health dashboard. Commands: " + ", ".join(SUBCOMMANDS)
                 + ". No PATH: a demo on a simulated live run.")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="log file or folder (newest *.log)")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="log file (its dashboard), or folder(s) / several files (the runs overview)")
+    p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
     p.add_argument("--replay", type=float, metavar="SPEED", help="play a finished log at SPEED x (0 = max)")
     p.add_argument("--theme", metavar="NAME")
     _add_ranges(p)
+    _add_baseline(p)
     ps["dashboard"] = p
     return ps
 

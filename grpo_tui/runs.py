@@ -111,7 +111,7 @@ def top_alert(alerts: list[Alert]) -> Alert | None:
 def alert_words(a: Alert | None) -> str:
     if a is None:
         return ""
-    where = f" @{a.rollout}" if a.rollout is not None else ""
+    where = f"@{a.rollout}" if a.rollout is not None else ""
     cleared = "" if a.active else f" (cleared at {a.cleared_at})"
     return f"{a.rule}{where}: {a.message}{cleared}"
 
@@ -216,7 +216,7 @@ class RunSet:
 
     def __init__(self, paths: Iterable[str], *, recursive: bool = False, ranges: RangeSet | None = None,
                  ranges_label: str | None = None, clock: Callable[[], float] = time.time,
-                 chunks: int = 4) -> None:
+                 chunks: int = 2) -> None:
         self.paths = list(paths)
         self.recursive = recursive
         self.roots = [p for p in self.paths if os.path.isdir(p)]
@@ -276,10 +276,11 @@ class RunSet:
                 r.close()
 
     # ------------------------------------------------------------------ reading
-    def pass_once(self, now: float | None = None) -> list[RunRow]:
+    def pass_once(self, now: float | None = None, after_run: Callable[[], None] | None = None) -> list[RunRow]:
         """Read what each run wrote since the last pass, judge time, return the rows that
-        changed. A run is judged on time only once its file has been read to the end (a
-        half-read old log must not get the final pass early)."""
+        changed (`after_run()` is called after each run: a reader can post progress while a
+        long first pass loads many histories). A run is judged on time only once its file has
+        been read to the end (a half-read old log must not get the final pass early)."""
         if self.roots and time.monotonic() - self._last_scan >= RESCAN_S:
             self.rescan()
         with self._lock:
@@ -294,16 +295,16 @@ class RunSet:
                 if row != run.row:
                     run.row = row
                     changed.append(row)
+            if after_run is not None:
+                after_run()
         return changed
 
     def load_all(self, now: float | None = None) -> list[RunRow]:
         """Read every run to its end now (tests, non-live views)."""
         while True:
             self.pass_once(now)
-            with self._lock:
-                if all(r.loaded for r in self.runs.values()):
-                    break
-        return self.rows()
+            if self.all_loaded():
+                return self.rows()
 
     def _read(self, run: _Run) -> None:
         for _ in range(self.chunks):
@@ -344,10 +345,10 @@ class RunSet:
         status = rep.status
         if run.error and not pipe.fed:
             status = "unknown"
+        line_at, data_at = pipe.written_at()
         return RunRow(
             run.path, run.name, status, st.name, rollouts=rep.rollouts, last_rollout=rep.last_rollout,
-            last_data_at=None if st.data_age is None else round(now - st.data_age, 1),
-            last_line_at=None if st.line_age is None else round(now - st.line_age, 1),
+            last_data_at=data_at, last_line_at=line_at,
             finished_by=st.finished_by, top=alert_words(top), top_severity=top.severity if top else None,
             alerts=len(rep.alerts), reward=tuple(float(v) for v in np.asarray(vals, float)),
             error=run.error, ranges=pipe.ranges_label)
@@ -367,6 +368,10 @@ class RunSet:
         run = self.runs[path]
         with run.lock:
             return fn(run.pipe.store)
+
+    def all_loaded(self) -> bool:
+        with self._lock:
+            return all(r.loaded for r in self.runs.values())
 
     def loaded(self, path: str) -> bool:
         run = self.runs.get(path)

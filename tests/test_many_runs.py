@@ -67,7 +67,7 @@ def test_check_human_table_one_line_per_run_with_top_alert(capsys):
     assert lines[0].split()[:3] == ["status", "run", "state"]
     body = lines[1:5]
     assert [ln.split()[0] for ln in body] == ["✓", "✓", "✗", "✗"]
-    assert "gap-jump @16" in body[2] and "stalled @15" in body[3]
+    assert "gap-jump@16" in body[2] and "stalled@15" in body[3]
     assert body[0].rstrip().endswith("-")                 # a healthy run has no alert
     assert lines[-1].startswith("4 runs: 2 critical, 2 ok; worst CRITICAL (exit 2)")
 
@@ -163,7 +163,7 @@ def test_runset_rows_agree_with_check_and_sort_by_severity(tmp_path):
     verdicts = {Path(r.path).name: r.status for r in judge_many(sorted(map(str, d.iterdir())))}
     assert {n: r.status for n, r in by_name.items()} == verdicts
     assert [r.status for r in rows][:2] == ["critical", "critical"]
-    assert by_name["gap-jump.log"].top.startswith("gap-jump @16")
+    assert by_name["gap-jump.log"].top.startswith("gap-jump@16")
     assert by_name["stalled.log"].state == "quiet" and by_name["gap-jump.log"].state == "finished"
     assert len(by_name["healthy-seed1.log"].reward) == 48
     assert rs.pass_once() == []                           # nothing changed: no row is re-sent
