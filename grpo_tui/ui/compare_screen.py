@@ -20,7 +20,7 @@ from .model import clean, downsample
 # one colour per run (Okabe-Ito, colour-blind safe): plotext takes RGB, the legend the same hex
 COLOURS = (((86, 180, 233), "#56b4e9"), ((230, 159, 0), "#e69f00"), ((204, 121, 167), "#cc79a7"),
            ((240, 228, 66), "#f0e442"))
-SEED_COLOUR = (110, 110, 150)     # the seeds' curves: dim, behind the run's own colours in meaning
+SEED_COLOUR = (110, 110, 150)     # the seeds' curves: dim, under the run's own
 
 
 def _finite(ids, vals, log: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -132,23 +132,28 @@ class BaselineChartScreen(ChartScreen):
         self.baseline = baseline
 
     def redraw(self) -> None:
-        super().redraw()
-        if self.baseline is None:
-            return
-        seeds = self.baseline.series.get(self.sig_id, [])
+        """The seeds first, then the ordinary chart over them (its own clearing is held off
+        for that call), so the run's raw points and mean are never hidden by the seeds'."""
+        seeds = self.baseline.series.get(self.sig_id, []) if self.baseline is not None else []
         if not seeds:
-            return
+            return super().redraw()
         plot = self.query_one(PlotextPlot)
         plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
         limit = 2 * max(50, min(200, plot.size.width or 200))
         for _name, ids, vals in seeds:
             x, y = _finite(ids, vals, self.log_y)
             if len(x):
                 xd, yd = downsample(x, y, limit)
                 plt.plot(xd.tolist(), yd.tolist(), color=SEED_COLOUR, marker="dot")
+        plt.clear_data = plt.clear_figure = lambda *a, **k: None
+        try:
+            super().redraw()
+        finally:
+            del plt.clear_data, plt.clear_figure
         title = self.query_one("#chart-title", Static)
         base = title.content
         t = Text(f" baseline: {len(seeds)} seeds dimmed ·", style="dim", no_wrap=True, overflow="ellipsis")
         t.append_text(base if isinstance(base, Text) else Text(str(base)))
         title.update(t)
-        plot.refresh()

@@ -69,7 +69,7 @@ def columns(width: int, longest_name: int) -> list[tuple[str, str, int]]:
     takes what is left (at 80 columns about 20 cells)."""
     name_w = max(8, min(longest_name, 18 if width < 100 else 32))
     spark_w = 8 if width < 100 else min(30, 10 + (width - 100) // 5)
-    cols = [("mark", "", 2), ("status", "status", 7), ("run", "run", name_w + 1), ("state", "state", 9),
+    cols = [("mark", "", 3), ("status", "status", 7), ("run", "run", name_w + 1), ("state", "state", 9),
             ("rollouts", "roll", 5), ("age", "data", 7), ("reward", "reward", spark_w + 1)]
     used = sum(c[2] for c in cols)
     cols.append(("alert", "top alert", max(10, width - used)))
@@ -134,7 +134,7 @@ class OverviewScreen(Screen):
         self.rows: list[RunRow] = []
         self.selected: list[str] = []       # compare, in selection order
         self.baseline_marks: list[str] = []
-        self.baseline_note = ""
+        self.baseline_names: list[str] = []     # the seeds of the baseline in use
         self.message = ""
         self._ov_layout: tuple = ()
         self._order: list[str] = []
@@ -238,7 +238,7 @@ class OverviewScreen(Screen):
         ascii = self._ascii()
         now = time.time()
         mark = ("B" if r.path in self.baseline_marks else " ") + ("*" if ascii else "●") * (r.path in self.selected)
-        cells: list[Text] = [Text(mark.ljust(2), style="bold")]
+        cells: list[Text] = [Text(mark.ljust(3), style="bold")]
         colour = {"ok": theme.success, "warning": theme.warning, "critical": theme.error}.get(r.status)
         blocks, plain = BADGE.get(r.status, BADGE["unknown"])
         cells.append(Text((plain if ascii else blocks).ljust(w["status"]), style=f"bold {colour}" if colour else "dim"))
@@ -293,8 +293,9 @@ class OverviewScreen(Screen):
                 colour = {"ok": theme.success, "warning": theme.warning, "critical": theme.error}.get(st)
                 label = BADGE[st][1 if ascii else 0].split()[0]
                 t.append(f" {label} {counts[st]}", style=f"bold {colour}" if colour else "dim")
-        if self.baseline_note:
-            t.append("   baseline: " + clean(self.baseline_note), style="dim")
+        if self.baseline_names:
+            t.append(f"   baseline of {len(self.baseline_names)} seeds: "
+                     + clean(", ".join(self.baseline_names)), style="dim")
         self.query_one("#ov-header", TextLine).update(t)
 
     def _paint_status(self) -> None:

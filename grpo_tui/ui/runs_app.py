@@ -100,7 +100,7 @@ class RunsApp(BaselineApp, inherit_bindings=False):
         self.overview.baseline_marks = [known[os.path.realpath(p)] for p in baseline_paths
                                         if os.path.realpath(p) in known]
         if baseline is not None:
-            self.overview.baseline_note = ", ".join(baseline.names)
+            self.overview.baseline_names = list(baseline.names)
 
     # ------------------------------------------------------------------ start and stop
     def on_mount(self) -> None:
@@ -215,7 +215,7 @@ class RunsApp(BaselineApp, inherit_bindings=False):
     def on_baseline_changed(self, msg: BaselineChanged) -> None:
         self.baseline = msg.baseline
         ov = self.overview
-        ov.baseline_note = ", ".join(msg.baseline.names) if msg.baseline is not None else ""
+        ov.baseline_names = list(msg.baseline.names) if msg.baseline is not None else []
         if msg.error:
             ov.say(msg.error)
         elif msg.baseline is not None:
