@@ -47,8 +47,10 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--json", action="store_true", help="print one JSON object (design.md §6)")
     ps["check"] = p
 
-    p = _Parser(prog="grpo-tui export", description="Every metric per rollout (or per train step) as CSV or JSON.")
-    p.add_argument("path")
+    p = _Parser(prog="grpo-tui export", description="Every metric per rollout (or per train step) as CSV or JSON. "
+                "Several logs or a folder: one table, a `run` column first.")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("--axis", choices=("rollout", "step"), default="rollout")
     p.add_argument("-o", "--output", metavar="FILE")

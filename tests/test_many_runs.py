@@ -215,3 +215,29 @@ def test_baseline_judges_like_check_with_calibrated_file(tmp_path):
     assert [(x.rule, x.signal, x.rollout) for x in a.alerts] == [(x.rule, x.signal, x.rollout) for x in b.alerts]
     assert {k: s.status for k, s in a.signals.items()} == {k: s.status for k, s in b.signals.items()}
     assert [s.id for s in SIGNALS]
+
+
+# ---------------------------------------------------------------------- export of several runs
+def test_export_several_runs_one_table_with_run_column(tmp_path, capsys):
+    import csv
+    import io
+
+    code = main(["export", SEEDS[0], GAP, "--format", "json"])
+    many = json.loads(capsys.readouterr().out)
+    assert code == 0 and list(many[0])[0] == "run"
+    for path in (SEEDS[0], GAP):
+        assert main(["export", path, "--format", "json"]) == 0
+        one = json.loads(capsys.readouterr().out)
+        mine = [{k: v for k, v in r.items() if k != "run"} for r in many if r["run"] == Path(path).name]
+        assert mine == one                                  # each run's rows are `export RUN`'s
+    d = _folder(tmp_path, ["healthy-seed1.log", "no-steps.log", "gap-jump.log"])
+    out = tmp_path / "all.csv"
+    assert main(["export", str(d), "--axis", "step", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "skipped" in err and "no-steps.log" in err      # no metric lines: said, not silent
+    table = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert {r["run"] for r in table} == {"gap-jump.log", "healthy-seed1.log"}
+    assert list(table[0])[:3] == ["run", "step", "rollout"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["export", str(empty)]) == 1
