@@ -195,6 +195,7 @@ class _Run:
         self.lock = threading.Lock()
         self.clock = clock
         self.row: RunRow | None = None
+        self.key: tuple = ()
         self.reset(ranges, label)
 
     def reset(self, ranges: RangeSet | None, label: str) -> None:
@@ -289,12 +290,20 @@ class RunSet:
         for run in runs:
             with run.lock:
                 self._read(run)
+                t = self.clock() if now is None else now
                 if run.loaded:
-                    run.pipe.tick(self.clock() if now is None else now)
-                row = self._row(run, now)
-                if row != run.row:
-                    run.row = row
-                    changed.append(row)
+                    run.pipe.tick(t)
+                # an idle run costs a stat and an O(1) state: its row is rebuilt only when
+                # lines, alerts, file events or its state (live -> quiet) changed
+                key = (run.generation, run.loaded, run.pipe.lines_seen, run.pipe.changes,
+                       len(run.pipe.store.segments), run.error, run.pipe.state(t).name,
+                       None if run.loaded else run.follower.stats.get("position"))
+                if key != run.key or run.row is None:
+                    run.key = key
+                    row = self._row(run, t)
+                    if row != run.row:
+                        run.row = row
+                        changed.append(row)
             if after_run is not None:
                 after_run()
         return changed

@@ -122,8 +122,8 @@ class OverviewScreen(Screen):
         Binding("enter", "open", "open run"),
         Binding("space", "select", "select"),
         Binding("c", "compare", "compare"),
-        Binding("b", "baseline", "baseline"),
-        Binding("escape", "clear", "clear selection", show=False),
+        Binding("b", "baseline", "mark baseline"),
+        Binding("escape", "clear", "clear the selection", show=False),
         Binding("j", "cursor(1)", "next run", show=False),
         Binding("k", "cursor(-1)", "previous run", show=False),
     ]
@@ -139,6 +139,7 @@ class OverviewScreen(Screen):
         self._ov_layout: tuple = ()
         self._order: list[str] = []
         self._cells: dict[str, tuple] = {}
+        self._ages: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
         yield TextLine(id="ov-header")
@@ -157,7 +158,13 @@ class OverviewScreen(Screen):
     def on_mount(self) -> None:
         if self.live:
             self.set_interval(1.0, self._tick)
+        self.watch(self.app, "theme", self._on_theme, init=False)
         self.set_rows(self.rows)
+
+    def _on_theme(self, _theme) -> None:
+        self._cells = {}                 # badge and sparkline colours come from the theme
+        self._ov_layout = ()
+        self._paint()
 
     def on_screen_resume(self) -> None:
         rows = getattr(self.app, "run_rows", None)
@@ -168,9 +175,16 @@ class OverviewScreen(Screen):
         self.set_rows(self.rows)
 
     def _tick(self) -> None:
-        """Ages move with the clock: repaint their cells only."""
-        if self.is_current and self.rows:
-            self._paint(force_ages=True)
+        """Ages move with the clock: repaint the age cells whose text changed, nothing else."""
+        if not (self.is_current and self.rows and self._order):
+            return
+        t = self.table
+        width = {k: w for k, _, w in self._ov_layout[1]}["age"] if self._ov_layout else 7
+        for r in self.rows:
+            text = self._age(r)
+            if self._ages.get(r.path) != text and r.path in self._cells:
+                self._ages[r.path] = text
+                t.update_cell(r.path, "age", Text(text.rjust(width - 1) + " ", style="dim"))
 
     # ------------------------------------------------------------------ painting
     @property
@@ -189,7 +203,13 @@ class OverviewScreen(Screen):
     def _ascii(self) -> bool:
         return uses_ascii(self.app.current_theme) or bool(getattr(self.app, "force_ascii", False))
 
-    def _paint(self, force_ages: bool = False) -> None:
+    def _age(self, r: RunRow) -> str:
+        """Since the newest metric (live only: tests and snapshots show no clock)."""
+        if self.live and r.last_data_at is not None:
+            return fmt_age(time.time() - r.last_data_at)
+        return "-"
+
+    def _paint(self) -> None:
         t = self.table
         width = max(40, (self.size.width or 80) - 1)
         longest = max([len(clean(r.name)) for r in self.rows] + [8])
@@ -218,12 +238,9 @@ class OverviewScreen(Screen):
         else:
             for r in self.rows:
                 sig = self._sig(r)
-                if sig == self._cells.get(r.path) and not force_ages:
+                if sig == self._cells.get(r.path):
                     continue
-                cells = self._row_cells(r, cols)
-                for (key, _, _), cell in zip(cols, cells):
-                    if force_ages and sig == self._cells.get(r.path) and key not in ("age", "state"):
-                        continue
+                for (key, _, _), cell in zip(cols, self._row_cells(r, cols)):
                     t.update_cell(r.path, key, cell)
                 self._cells[r.path] = sig
         self._paint_header()
@@ -236,7 +253,6 @@ class OverviewScreen(Screen):
         w = {k: width for k, _, width in cols}
         theme = self.app.current_theme
         ascii = self._ascii()
-        now = time.time()
         mark = ("B" if r.path in self.baseline_marks else " ") + ("*" if ascii else "●") * (r.path in self.selected)
         cells: list[Text] = [Text(mark.ljust(3), style="bold")]
         colour = {"ok": theme.success, "warning": theme.warning, "critical": theme.error}.get(r.status)
@@ -257,9 +273,7 @@ class OverviewScreen(Screen):
         state_style = {"live": f"bold {theme.success}" if theme.success else "bold"}.get(state, "")
         cells.append(Text(state[: w["state"] - 1].ljust(w["state"]), style=state_style))
         cells.append(Text(str(r.rollouts).rjust(w["rollouts"] - 1) + " "))
-        age = "-"
-        if self.live and r.last_data_at is not None:
-            age = fmt_age(now - r.last_data_at)
+        age = self._ages[r.path] = self._age(r)
         cells.append(Text(age.rjust(w["age"] - 1) + " ", style="dim"))
         cells.append(Text(spark(list(r.reward), w["reward"] - 1, ascii).ljust(w["reward"]),
                           style=theme.primary or ""))
