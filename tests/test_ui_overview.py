@@ -234,3 +234,22 @@ def test_dashboard_command_routes_folders_and_baseline(tmp_path, monkeypatch):
     assert main([str(LOGS / "gap-jump.log"), "--baseline", str(d / FOUR[0]), str(d / FOUR[1])]) == 0
     assert type(started[-1]) is BaselineApp and started[-1].baseline is not None
     assert main([str(d), "--replay", "1"]) == 1                      # replay takes one file
+
+
+async def test_command_line_baseline_marks_its_seeds(tmp_path):
+    d = _folder(tmp_path, ["healthy-seed1.log", "healthy-seed2.log", "gap-jump.log"])
+    seeds = [str(d / "healthy-seed1.log"), str(d / "healthy-seed2.log")]
+    app = RunsApp([str(d)], live=False, baseline=load_baseline(seeds), baseline_paths=seeds)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert sorted(app.overview.baseline_marks) == sorted(seeds)
+        assert {r.ranges for r in app.run_rows} == {"baseline"}
+        assert [r[0].strip() for r in _cells(app)] == ["", "B", "B"]
+    # seeds outside the overview: the baseline holds until 2 marks replace it
+    other = _folder(tmp_path, ["gap-jump.log", "healthy-seed3.log"], sub="other")
+    app = RunsApp([str(other)], live=False, baseline=load_baseline(seeds), baseline_paths=seeds)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.overview.baseline_marks == [] and app.baseline is not None
+        await pilot.press("b")
+        assert app.baseline is not None and {r.ranges for r in app.run_rows} == {"baseline"}

@@ -101,6 +101,9 @@ class RunsApp(BaselineApp, inherit_bindings=False):
                                         if os.path.realpath(p) in known]
         if baseline is not None:
             self.overview.baseline_names = list(baseline.names)
+        # --baseline seeds that are not rows of the overview: marks can replace that baseline
+        # (2-3 marks) but fewer marks do not drop it
+        self._fixed_baseline = baseline is not None and not self.overview.baseline_marks
 
     # ------------------------------------------------------------------ start and stop
     def on_mount(self) -> None:
@@ -171,6 +174,9 @@ class RunsApp(BaselineApp, inherit_bindings=False):
             self.overview.say("mark one more run as baseline (2-3 seeds of the same setup)")
         else:
             self.overview.say(f"building the baseline from {len(marks)} seeds…" if marks else "")
+        if len(marks) < 2 and self._fixed_baseline:
+            return                      # the command line's baseline stays until marks replace it
+        self._fixed_baseline = False
         if self.runs_live:
             self._commands.put(("baseline", list(marks)))
             self._wake_runs.set()
