@@ -112,9 +112,11 @@ class RunsApp(BaselineApp, inherit_bindings=False):
         if not self.runs_live:
             self.run_rows = self.runset.load_all()
             self.overview.rows = self.run_rows
-        else:
-            self._runs_worker()
         self.push_screen("overview")
+        if self.runs_live:
+            # after the first paint: the reader's first pass parses histories and would hold
+            # the GIL while the overview's rows are laid out
+            self.call_after_refresh(self._runs_worker)
 
     def on_unmount(self) -> None:
         super().on_unmount()
