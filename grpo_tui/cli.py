@@ -8,11 +8,16 @@ exit 2 is turned into 3 (UNKNOWN) so it can't be read as CRITICAL.
 from __future__ import annotations
 
 import argparse
+import errno
+import io
+import os
 import sys
+import traceback
 
 from .lines.files import InputError
+from .output import safe_text
 
-SUBCOMMANDS = ("check", "export", "calibrate", "simulate", "tail")
+SUBCOMMANDS = ("check", "export", "calibrate", "simulate", "tail", "serve")
 UNKNOWN = 3
 
 
@@ -29,6 +34,13 @@ class _UsageError(Exception):
 
 def _add_ranges(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ranges", metavar="FILE", help="healthy ranges TOML (from `grpo-tui calibrate`)")
+    # main() takes --debug out of argv before parsing; listed here so --help shows it.
+    p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback")
+
+
+def _add_force(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true",
+                   help="allow -o FILE in an input log's folder (never onto the log itself)")
 
 
 def _add_baseline(p: argparse.ArgumentParser) -> None:
@@ -54,12 +66,14 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("--axis", choices=("rollout", "step"), default="rollout")
     p.add_argument("-o", "--output", metavar="FILE")
+    _add_force(p)
     _add_ranges(p)
     ps["export"] = p
 
     p = _Parser(prog="grpo-tui calibrate", description="Your own healthy ranges from 2-3 seed runs of one config.")
     p.add_argument("paths", nargs="+")
     p.add_argument("-o", "--output", metavar="FILE.toml", required=True)
+    _add_force(p)
     _add_ranges(p)
     ps["calibrate"] = p
 
@@ -81,7 +95,18 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--replay", type=float, metavar="SPEED",
                    help="replay a finished log by its own timestamps at SPEED x (0 = max), then summarise")
     _add_ranges(p)
+    _add_notify(p, bell=False)
     ps["tail"] = p
+
+    p = _Parser(prog="grpo-tui serve", description="The dashboard in a browser (extra `web`): one per tab.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log file or folder (newest *.log)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: reach it by SSH port-forward)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any free port)")
+    p.add_argument("--token", help="secret the URL must carry (random by default when --host is not local)")
+    p.add_argument("--max-sessions", type=int, default=4, metavar="N", help="browser tabs at once (default 4)")
+    p.add_argument("--theme", metavar="NAME")
+    _add_ranges(p)
+    ps["serve"] = p
 
     p = _Parser(prog="grpo-tui", description="GRPO run health dashboard. Commands: " + ", ".join(SUBCOMMANDS)
                 + ". No PATH: a demo on a simulated live run.")
@@ -92,30 +117,150 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--theme", metavar="NAME")
     _add_ranges(p)
     _add_baseline(p)
+    _add_notify(p, bell=True)
     ps["dashboard"] = p
     return ps
 
 
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("grpo-tui")
+    except Exception:  # noqa: BLE001 - not installed (run from a checkout)
+        return "0.1.0"
+
+
+THEME_ALIASES = ("dark", "light", "high-contrast", "hc", "ascii")
+
+
+def known_themes() -> list[str]:
+    """Theme names --theme takes: the aliases, grpo-* names, and any themes/*.toml palette."""
+    import tomllib
+    from pathlib import Path
+    names = list(THEME_ALIASES) + [f"grpo-{a}" for a in ("dark", "light", "high-contrast", "ascii")]
+    folder = Path(__file__).resolve().parents[1] / "themes"
+    for f in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+        try:
+            names.append(str(tomllib.loads(f.read_text(encoding="utf-8")).get("name", f.stem)))
+        except (OSError, ValueError):
+            continue
+        names.append(f.stem)
+    return list(dict.fromkeys(names))
+
+
+def _wrong_words(cmd: str, args) -> str | None:
+    """A misspelt command (`grpo-tui chek x.log`) or an unknown theme: an error, not a
+    dashboard waiting for a file named `chek` or a toast."""
+    import difflib
+    theme = getattr(args, "theme", None)
+    if theme is not None and theme not in known_themes():
+        return f"unknown theme {theme!r} (themes: {', '.join(THEME_ALIASES[:2] + THEME_ALIASES[2:3] + THEME_ALIASES[4:])})"
+    if cmd != "dashboard":
+        return None
+    for p in getattr(args, "paths", None) or []:
+        if os.path.exists(p) or os.sep in p or "." in p:
+            continue
+        near = difflib.get_close_matches(p, SUBCOMMANDS, 1, 0.5)
+        hint = f"; did you mean `grpo-tui {near[0]}`?" if near else ""
+        return (f"{p!r} is not a command nor an existing file (commands: {', '.join(SUBCOMMANDS)}){hint} "
+                f"To wait for a log that does not exist yet, give its path, e.g. ./{p}")
+    return None
+
+
+def _add_notify(p: argparse.ArgumentParser, bell: bool) -> None:
+    p.add_argument("--on-critical", metavar="CMD",
+                   help="run CMD for each new critical alert, the alert as JSON on its stdin")
+    if bell:
+        p.add_argument("--no-notify", action="store_true",
+                       help="no terminal bell / desktop notification on a new critical alert")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; whatever happens, at most one line on stderr and a documented exit code.
+
+    Exit codes (README, Commands): `check` 0/1/2/3 by Nagios, 3 for any failure; other
+    commands 0 done, 1 failed (bad input, cannot write, internal error), 2 bad arguments;
+    130 after Ctrl-C.  `--debug` (anywhere before `--`) adds the traceback of an internal error.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    debug = "--debug" in argv[:cut]
+    if debug:
+        argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]
+    if argv[:1] in (["--version"], ["-V"]):
+        print(f"grpo-tui {_version()}")
+        return 0
     cmd = argv[0] if argv and argv[0] in SUBCOMMANDS else "dashboard"
     if cmd != "dashboard":
         argv = argv[1:]
-    parsers = build_parsers()
+    fail = UNKNOWN if cmd == "check" else 1
+    prog = "grpo-tui" if cmd == "dashboard" else f"grpo-tui {cmd}"
     try:
-        args = parsers[cmd].parse_args(argv)
-    except _UsageError as exc:
-        print(str(exc), file=sys.stderr)
-        return UNKNOWN if cmd == "check" else 2
-    try:
-        return _run(cmd, args)
+        try:
+            args = build_parsers()[cmd].parse_args(argv)
+        except _UsageError as exc:
+            _say(str(exc))
+            return UNKNOWN if cmd == "check" else 2
+        wrong = _wrong_words(cmd, args)
+        if wrong:
+            _say(f"{prog}: {wrong}")
+            return 2
+        code = _run(cmd, args)
+        sys.stdout.flush()  # a full disk or a closed pipe must fail here, inside the guard
+        return code
     except InputError as exc:
-        print(f"grpo-tui {cmd if cmd != 'dashboard' else ''}: {exc}".replace("  ", " "), file=sys.stderr)
-        return UNKNOWN if cmd == "check" else 1
+        _say(f"{prog}: {exc}")
+        return fail
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
+    except OSError as exc:
+        if not _stdout_failed(exc):
+            return _internal(prog, exc, debug, fail)
+        try:
+            sys.stdout.flush()  # still fails: stdout is the broken stream, so stop using it
+        except (OSError, ValueError):
+            _silence_stdout()
+        if exc.errno != errno.EPIPE:
+            _say(f"{prog}: cannot write output: {exc.strerror or exc}")
+        return fail
+    except Exception as exc:  # noqa: BLE001 - the one place that turns a bug into one line
+        return _internal(prog, exc, debug, fail)
+
+
+# errno values meaning "the output can't take more": a closed pipe, a full disk, a broken device
+_WRITE_ERRNOS = {errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+def _stdout_failed(exc: OSError) -> bool:
+    """Our own files report their errors as InputError, so an OSError of this kind is stdout."""
+    return isinstance(exc, BrokenPipeError) or exc.errno in _WRITE_ERRNOS
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null (the Python docs' recipe for SIGPIPE), so the flush at exit
+    can't fail again and print "Exception ignored ..." after our one line."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+
+
+def _say(line: str) -> None:
+    """One sanitised line on stderr; a stderr that can't be written is ignored, not raised."""
+    try:
+        print(safe_text(line), file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _internal(prog: str, exc: BaseException, debug: bool, code: int) -> int:
+    if debug:
+        traceback.print_exception(exc)
+    msg = " ".join(str(exc).split())[:300]
+    _say(f"{prog}: internal error: {type(exc).__name__}: {msg} (run with --debug for the traceback)")
+    return code
 
 
 def _run(cmd: str, args: argparse.Namespace) -> int:
@@ -129,6 +274,8 @@ def _run(cmd: str, args: argparse.Namespace) -> int:
         from .commands.simulate_cmd import run
     elif cmd == "tail":
         from .commands.tail_cmd import run
+    elif cmd == "serve":
+        from .commands.serve_cmd import run
     else:
         from .commands.dashboard_cmd import run
     return run(args)

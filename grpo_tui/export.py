@@ -2,6 +2,7 @@
 
 Numbers keep full precision; nan/inf become JSON null with the raw token in `_nonfinite`;
 strings and bools are kept.  Columns are the union of metric names in first-seen order.
+CSV text cells (and names) that a spreadsheet would run as a formula get a leading `'`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import math
 from typing import Any, TextIO
 
+from .output import csv_safe
 from .store.metric_store import MetricStore, Segment
 
 
@@ -56,20 +58,53 @@ def rows(store: MetricStore, axis: str = "rollout") -> list[dict[str, Any]]:
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    """A row JSON accepts (design.md §6): every nan/inf, also inside a list, becomes null and the
+    metric's raw token (for a list, its text as logged) goes to the `_nonfinite` map."""
     out: dict[str, Any] = {}
     bad: dict[str, str] = {}
     raw = row.get(_RAW, {})
     for k, v in row.items():
         if k == _RAW:
             continue
-        if isinstance(v, float) and not math.isfinite(v):
-            out[k] = None
-            bad[k] = raw.get(k) or ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
-        else:
-            out[k] = v
+        out[k], first_bad = _json_value(v)
+        if first_bad is not None:
+            bad[k] = raw.get(k) or _token(first_bad)
     if bad:
         out["_nonfinite"] = bad
     return out
+
+
+def _token(v: float) -> str:
+    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+
+
+def _json_value(value: Any) -> tuple[Any, float | None]:
+    """`value` with nested non-finite floats as None, and the first such float (None if none).
+
+    A loop over an explicit stack, not recursion: a deeply nested list can't hit the recursion
+    limit.  Lists and tuples come back as lists, dicts as dicts; scalars are not copied.
+    """
+    if isinstance(value, float):
+        return (value, None) if math.isfinite(value) else (None, value)
+    if not isinstance(value, (list, tuple, dict)):
+        return value, None
+    first: float | None = None
+    top = [value]
+    todo: list[tuple[Any, Any]] = [(top, 0)]      # (container, index or key) still to convert
+    while todo:
+        box, i = todo.pop()
+        v = box[i]
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                box[i] = None
+                first = v if first is None else first
+        elif isinstance(v, (list, tuple)):
+            box[i] = copy = list(v)
+            todo.extend((copy, j) for j in reversed(range(len(copy))))
+        elif isinstance(v, dict):
+            box[i] = copy = dict(v)
+            todo.extend((copy, j) for j in reversed(list(copy)))
+    return top[0], first
 
 
 def write_json(data: list[dict[str, Any]], fh: TextIO) -> None:
@@ -91,13 +126,13 @@ def _csv_cell(v: Any) -> Any:
         return ""
     if isinstance(v, float):
         return repr(v)
-    return v
+    return csv_safe(v)
 
 
 def write_csv(data: list[dict[str, Any]], fh: TextIO) -> None:
     cols = columns(data)
     w = csv.writer(fh, lineterminator="\n")
-    w.writerow(cols)
+    w.writerow([csv_safe(c) for c in cols])
     for r in data:
         w.writerow([_csv_cell(r.get(c)) for c in cols])
 

@@ -10,7 +10,8 @@ from grpo_tui.cli import main
 def _export(tmp_path, text: str, *args: str) -> list[dict]:
     p = tmp_path / "frag.log"
     p.write_bytes(text.encode())
-    out = tmp_path / "out.json"
+    out = tmp_path / "out" / "out.json"  # never next to the log (design.md §7)
+    out.parent.mkdir()
     assert main(["export", str(p), "--format", "json", "-o", str(out), *args]) == 0
     return json.loads(out.read_text())
 

@@ -196,3 +196,63 @@ def test_cut_dict_keeps_only_complete_pairs(d, data):
         exp = d[k][0]
         # a string value cut exactly after its closing quote is complete; anything else must match too
         assert same(parsed.values[k], exp), (k, parsed.values[k], exp)
+
+
+# --------------------------------------------------------------------------------------------
+# structured hostile lines (issue #9): deep, huge, binary, unbounded
+# --------------------------------------------------------------------------------------------
+
+SIZES = st.sampled_from([0, 1, 2, 65, 3_000, 70_000])
+HOSTILE_VALUE = st.one_of(
+    st.sampled_from(["1", "-0.5", "nan", "-nan", "inf", "-inf", "1e999999", "-1e999999", "np.float64(nan)",
+                     "np.float64(1e999)", "np.float64(", "tensor(", "[nan, inf, 1]", "'x", '"', "\\", "...",
+                     "\u2026", "True", "None", "{'k': 1}", "[", "(", ")", "]", "}", "{"]),
+    st.tuples(st.sampled_from(["[", "(", "np.float64(", "{", "[f(", "'"]), SIZES).map(lambda t: t[0] * t[1]),
+    st.tuples(st.sampled_from(["9", "1.", ",", " ", "\r", "\x00", "\ufffd", "\ud800", "\x1b[", "a.", "-"]),
+              SIZES).map(lambda t: t[0] * t[1]),
+    SIZES.map(lambda n: "[" + "1, " * n + "]"),
+    st.text(max_size=40),                                   # binary junk after 'replace' decoding
+)
+HOSTILE_KEY = st.one_of(st.sampled_from(["'a'", "'train/grad_norm'", "'k", "\"it's\"", "{'x': 1}", ""]),
+                        SIZES.map(lambda n: "'" + "k" * n + "'"))
+HOSTILE_ID = st.sampled_from(["0", "3", "17", "-1", str(2**53), str(2**63), "99999999999999999999",
+                              "9" * 5_000, "\uff11\uff12\uff13", "", "3.5"])
+HOSTILE_HEAD = st.sampled_from(["", "(MegatronTrainRayActor pid=1) ", "\x1b[36m(A pid=2)\x1b[0m ",
+                                "[2026-08-21 10:00:00.000 actor_cell0_rank0] log_utils.py:1 - ",
+                                "[2026-08-21 10:00:00] ", "12:", "> ", "    ", "\x00", "step:"])
+
+
+@st.composite
+def hostile_line(draw) -> str:
+    pairs = draw(st.lists(st.tuples(HOSTILE_KEY, HOSTILE_VALUE), max_size=4))
+    body = "{" + ", ".join(f"{k}: {v}" for k, v in pairs) + draw(st.sampled_from(["}", "", ", ...}", "}}"]))
+    kind = draw(st.sampled_from(["rollout", "step", "perf", "eval", "critic-step", "eval 3 skipped:"]))
+    line = draw(HOSTILE_HEAD) + f"{kind} {draw(HOSTILE_ID)}: " + body
+    if draw(st.booleans()):
+        line += draw(st.sampled_from([" [repeated 3x across cluster]", "\r" * 1000, " " * 5_000 + "x"]))
+    return line.replace("\n", " ")
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.data_too_large])
+@given(st.lists(st.one_of(hostile_line(), LINE), max_size=12))
+def test_structured_hostile_lines_never_raise_and_agree(lines):
+    import json
+
+    from grpo_tui.export import _jsonable
+    from grpo_tui.lines.records import MAX_ID
+    lines = [ln.replace("\n", " ") for ln in lines]
+    items, c = run(lines)
+    keys = []
+    for quick, batch in ((True, True), (False, False)):
+        p = LineParser(quick_reject=quick)
+        got = p.feed_lines(lines) if batch else p.feed_many(lines)
+        got += p.flush()
+        check_counts(p.counts)
+        keys.append(([(type(i).__name__, i.kind, getattr(i, "n", None), repr(getattr(i, "metrics", None)),
+                       getattr(i, "nonfinite", None), i.line_no) for i in got], p.counts))
+    assert keys[0] == keys[1] and keys[0][1] == c
+    for rec in items:
+        if isinstance(rec, MetricRecord):
+            assert 0 <= rec.n <= MAX_ID
+            json.dumps(_jsonable({**rec.metrics, "\x00raw": rec.nonfinite}), allow_nan=False)

@@ -120,7 +120,9 @@ def test_tail_new_only_prints_only_new_records(tmp_path):
     log.write_text("".join(_rollout(i) for i in range(5)))
     proc = _start_tail(log, "--new-only")
     try:
-        time.sleep(1.0)
+        # the history is read once tail prints the run's state (a slow start must not count
+        # the new line as history)
+        _read_until(proc, lambda o: any(x["type"] == "state" for x in o))
         with open(log, "a") as fh:
             fh.write(_rollout(5))
         objs = _read_until(proc, lambda o: len(_records(o)) >= 1)

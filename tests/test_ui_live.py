@@ -102,8 +102,10 @@ async def test_old_finished_log_matches_check_and_is_never_live(name, big, tmp_p
     n_lines = log.read_bytes().count(b"\n")
     app = GrpoApp(str(log), live=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.loading is None and app.feed.lines_seen >= n_lines)
-        await pilot.pause(1.2)               # one health tick: the silent file's final pass
+        # the whole file is in, and the health tick gave the silent file its final pass
+        await wait_for(pilot, lambda: app.loading is None and app.feed.lines_seen >= n_lines
+                       and app.feed._final_done, timeout=30)
+        await pilot.pause(0.3)
         report = app.feed.report()
         assert report.status == expected.status
         assert _alert_set(report.alerts) == _alert_set(expected.alerts)

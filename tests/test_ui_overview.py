@@ -210,7 +210,7 @@ async def test_baseline_app_judges_one_run_against_seeds():
         rep = app.feed.report()
         assert app.feed.ranges_label == "baseline" and rep.status == "critical"
         assert rep.signals["reward"].range == pytest.approx(base.ranges.bounds("reward", rep.last_rollout))
-        assert "baseline of healthy-seed1.log" in app._status_text().plain
+        assert "ranges: baseline (3 seeds)" in app._status_text().plain
         await pilot.press("down", "down", "down", "c")
         await pilot.pause()
         assert isinstance(app.screen, BaselineChartScreen) and app.screen.sig_id == "gap"

@@ -71,6 +71,12 @@ async def test_alert_jumps_and_enter_on_alert():
         assert isinstance(app.focused, AlertTable)
         await pilot.press("enter")
         assert app.cursor == app.query_one(AlertPane).selected.rollout
+        # enter also opened the raw log at the alert; esc comes back to the alert list
+        from grpo_tui.ui.log_screen import LogScreen
+        assert isinstance(app.screen, LogScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, LogScreen)
         await pilot.press("tab")
         assert isinstance(app.focused, SignalRow)
 

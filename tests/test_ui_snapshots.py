@@ -49,3 +49,31 @@ def test_high_contrast_theme(snap_compare):
 
 def test_ascii_glyphs(snap_compare):
     assert snap_compare(GrpoApp(GAP, live=False, theme="ascii"), terminal_size=(80, 24))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_main_gap_jump_whole_run(snap_compare, size):
+    """`w`: every sparkline summarises the whole run; the gap's jump at rollout 16 is visible."""
+    assert snap_compare(GrpoApp(GAP, live=False), press=["w"], terminal_size=size)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_log_view(snap_compare, size):
+    """enter on the crash alert: the raw log at the traceback's first line, ANSI stripped."""
+    assert snap_compare(GrpoApp(str(LOGS / "crashed.log"), live=False), run_before=_open_log, terminal_size=size)
+
+
+async def _open_log(pilot):
+    import asyncio
+    await pilot.press("tab", "enter")
+    for _ in range(100):
+        scr = pilot.app.screen
+        if scr.query("LogView") and scr.query_one("LogView").target is not None:
+            break
+        await asyncio.sleep(0.05)
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_events_view(snap_compare, size):
+    assert snap_compare(GrpoApp(str(LOGS / "engine-down.log"), live=False), press=["e"], terminal_size=size)

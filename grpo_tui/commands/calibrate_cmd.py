@@ -15,6 +15,7 @@ import numpy as np
 from ..judge.calibration import calibrate_with_check
 from ..lines.files import InputError
 from ..judge.ranges import dump_ranges
+from ..output import check_output_path, safe_text, write_text_atomic
 from ..judge.signals import SIGNALS, signal_series
 from ..pipeline import judge_path
 
@@ -22,6 +23,7 @@ from ..pipeline import judge_path
 def run(args) -> int:
     if len(args.paths) < 2:
         raise InputError("calibrate needs at least 2 seed runs of the same config")
+    check_output_path(args.output, args.paths, force=getattr(args, "force", False))
     stores = [judge_path(p).store for p in args.paths]
     envelopes, notes = {}, {}
     print(f"calibrating from {len(stores)} seeds:", file=sys.stderr)
@@ -52,10 +54,7 @@ def run(args) -> int:
             "rollouts": [len(st.current.ids) for st in stores],
             "steps_per_rollout": [st.current.steps_per_rollout for st in stores]}
     text = dump_ranges(envelopes, meta, notes)
-    try:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise InputError(f"{args.output}: cannot write: {exc.strerror or exc}") from None
-    print(f"wrote {args.output} ({len(envelopes)} signals); use it with --ranges {args.output}", file=sys.stderr)
+    write_text_atomic(args.output, text, newline=None)
+    out = safe_text(args.output)
+    print(f"wrote {out} ({len(envelopes)} signals); use it with --ranges {out}", file=sys.stderr)
     return 0

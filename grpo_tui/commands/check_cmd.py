@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 
 from ..judge.ranges import RangesError, load_ranges
 from ..judge.signals import BY_ID
 from ..lines.files import InputError
+from ..output import safe_text
 from ..pipeline import fmt_age, judge_path
 from ..runs import RANK, alert_words, discover, judge_many, top_alert, unknown_json, worst
 
 EXIT = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
 BADGE = {"ok": "✓ ok", "warning": "! warning", "critical": "✗ critical", "unknown": "? n/a"}
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def safe(text: object) -> str:
-    """Log text for a terminal: control characters and bidi overrides become '?'."""
-    return _UNSAFE.sub("?", str(text))
+safe = safe_text       # log text for a terminal: control characters and bidi overrides neutralised
 
 
 def _fmt(sig_id: str, v) -> str:

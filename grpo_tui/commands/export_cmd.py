@@ -7,6 +7,7 @@ import sys
 
 from ..export import render
 from ..lines.files import InputError
+from ..output import check_output_path, safe_text, write_text_atomic
 from ..pipeline import judge_path
 
 
@@ -15,19 +16,17 @@ def run(args) -> int:
         from .export_runs import run as run_many     # several runs: one table, a `run` column
         return run_many(args)
     args.path = args.paths[0]
+    if args.output:  # before reading: a refused path should not cost a parse of a big log
+        check_output_path(args.output, [args.path], force=getattr(args, "force", False))
     loaded = judge_path(args.path, judging=False)
     c = loaded.parser.counts
     if not any(seg.has_data for seg in loaded.store.segments):
         # An empty, binary or metric-free file is almost always the wrong path: say so.
-        raise InputError(f"{args.path}: no metric lines found ({c.lines} lines read, "
+        raise InputError(f"{safe_text(args.path)}: no metric lines found ({c.lines} lines read, "
                          f"{c.unreadable} unreadable)")
     text = render(loaded.store, args.format, args.axis)
     if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
-        except OSError as exc:
-            raise InputError(f"{args.output}: cannot write: {exc.strerror or exc}") from None
+        write_text_atomic(args.output, text)
     else:
         sys.stdout.write(text)
     print(f"grpo-tui export: {c.lines} lines, {c.records} metric records, "

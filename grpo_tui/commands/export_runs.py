@@ -2,7 +2,8 @@
 
 Each run goes through the one pipeline (store only) and `export.rows`, so a run's rows are the
 ones `export RUN` gives, with its name in front. Runs with no metric line are skipped with a
-warning (a folder may hold other logs); none at all is an error.
+warning (a folder may hold other logs); none at all is an error. `-o` is refused onto an input
+log or into its folder (--force), and written atomically.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 import io
 import os
 import sys
-import tempfile
 
 from ..export import rows, write_csv, write_json
 from ..lines.files import InputError
+from ..output import check_output_path, safe_text, write_text_atomic
 from ..pipeline import judge_path
 from ..runs import discover, display_names
 
@@ -22,6 +23,8 @@ def run(args) -> int:
     paths = discover(args.paths, getattr(args, "recursive", False))
     if not paths:
         raise InputError(", ".join(args.paths) + ": no *.log files")
+    if args.output:  # before reading: never onto an input log or into its folder (--force)
+        check_output_path(args.output, paths, force=getattr(args, "force", False))
     names = display_names(paths, [p for p in args.paths if os.path.isdir(p)])
     data: list[dict] = []
     done = 0
@@ -29,10 +32,10 @@ def run(args) -> int:
         try:
             loaded = judge_path(p, judging=False)
         except InputError as exc:
-            print(f"grpo-tui export: skipped {exc}", file=sys.stderr)
+            print(f"grpo-tui export: skipped {safe_text(exc)}", file=sys.stderr)
             continue
         if not any(seg.has_data for seg in loaded.store.segments):
-            print(f"grpo-tui export: skipped {p}: no metric lines found", file=sys.stderr)
+            print(f"grpo-tui export: skipped {safe_text(p)}: no metric lines found", file=sys.stderr)
             continue
         data.extend({"run": names[p], **r} for r in rows(loaded.store, args.axis))
         done += 1
@@ -42,24 +45,9 @@ def run(args) -> int:
     (write_json if args.format == "json" else write_csv)(data, buf)
     text = buf.getvalue()
     if args.output:
-        _write_atomic(args.output, text)
+        write_text_atomic(args.output, text)
     else:
         sys.stdout.write(text)
     print(f"grpo-tui export: {done} runs, {len(data)} rows", file=sys.stderr)
     return 0
 
-
-def _write_atomic(path: str, text: str) -> None:
-    """The whole table or nothing: a temporary file in the same folder, then a rename."""
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".grpo-tui-export-", dir=folder)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except (OSError, UnboundLocalError):
-            pass
-        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None

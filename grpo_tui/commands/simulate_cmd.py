@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..lines.files import InputError
+from ..output import atomic_open, safe_text
 from ..simulate import FORMATS, SCENARIOS, generate, onset_of, write_log
 
 
@@ -18,13 +19,19 @@ def run(args) -> int:
     if args.rollouts < 1 or args.steps_per_rollout < 1:
         raise InputError("--rollouts and --steps-per-rollout must be at least 1")
     kw = dict(steps_per_rollout=args.steps_per_rollout, fmt=args.fmt)
-    if args.output:
+    if args.output and args.rate:
+        # A live log must grow in place, so a reader can follow it: no temporary file here.
         try:
             write_log(args.output, args.scenario, args.rollouts, args.seed, rate=args.rate, **kw)
         except OSError as exc:
             raise InputError(f"{args.output}: cannot write: {exc.strerror or exc}") from None
+    elif args.output:
+        with atomic_open(args.output) as fh:
+            for _, line in generate(args.scenario, args.rollouts, args.seed, **kw):
+                fh.write(line + "\n")
+    if args.output:
         onset = onset_of(args.scenario, args.rollouts)
-        print(f"grpo-tui simulate: wrote {args.output} ({args.scenario}, {args.rollouts} rollouts, "
+        print(f"grpo-tui simulate: wrote {safe_text(args.output)} ({args.scenario}, {args.rollouts} rollouts, "
               f"seed {args.seed}" + (f", break at rollout {onset}" if onset is not None else "") + ")",
               file=sys.stderr)
         return 0

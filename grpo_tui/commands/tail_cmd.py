@@ -18,6 +18,7 @@ from ..follow.follower import FileEvent, Follower, Lines, follow_stdin
 from ..follow.replay import replay_lines
 from ..judge.ranges import RangesError, load_ranges
 from ..lines.files import InputError, check_readable
+from ..notify import Hook, alert_payload, new_criticals
 from ..pipeline import Pipeline, Update
 
 PRINTED_FILE_EVENTS = ("created", "truncated", "replaced", "deleted", "eof")
@@ -25,10 +26,12 @@ TICK = 1.0
 
 
 class _Out:
-    def __init__(self, stream) -> None:
+    def __init__(self, stream, hook: Hook | None = None, path: str | None = None) -> None:
         self.stream = stream
         self.quiet = False
         self.state: str | None = None
+        self.hook = hook          # --on-critical CMD: new criticals only, not the history's
+        self.path = path
 
     def emit(self, obj: dict) -> None:
         if self.quiet:
@@ -43,6 +46,9 @@ class _Out:
         self.changes(up.changes)
 
     def changes(self, changes) -> None:
+        if self.hook is not None and not self.quiet:
+            for alert in new_criticals(changes):
+                self.hook(alert_payload(alert, self.path))
         for ch in changes:
             a = ch.alert
             if ch.kind in ("raised", "escalated"):
@@ -79,7 +85,7 @@ def run(args) -> int:
         raise InputError(str(exc)) from None
     if args.path != "-" and os.path.isdir(args.path):
         raise InputError(f"{args.path}: is a directory (give a log file)")
-    out = _Out(sys.stdout)
+    out = _Out(sys.stdout, Hook(getattr(args, "on_critical", None)), args.path)
     try:
         return asyncio.run(_tail(args, ranges, out))
     except KeyboardInterrupt:

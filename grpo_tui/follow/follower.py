@@ -29,6 +29,7 @@ import watchfiles
 __all__ = ["FileEvent", "Follower", "Lines", "follow_stdin", "read_lines_once"]
 
 HEAD_BYTES = 64
+MAX_BACKOFF = 4  # an idle follower re-stats every 4 x poll_interval at most
 _SCAN_BLOCK = 1 << 16
 
 
@@ -182,6 +183,7 @@ class Follower:
         self._wake: asyncio.Event | None = None
         self._stopped = False
         self._started = False
+        self._backoff = 1
 
     # ------------------------------------------------------------------ API
     def __aiter__(self) -> AsyncIterator[Item]:
@@ -250,9 +252,16 @@ class Follower:
 
     # --------------------------------------------------------------- waking
     async def _wait(self) -> None:
-        """Sleep until the watcher reports a change, stop(), or poll_interval."""
+        """Sleep until the watcher reports a change, stop(), or the re-stat interval.
+
+        The re-stat is a safety net for missed watcher events: while nothing changes it backs
+        off from poll_interval to MAX_BACKOFF x poll_interval (an idle follower wakes rarely),
+        and any change brings it back at once."""
+        woke = False
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), self.poll_interval)
+            await asyncio.wait_for(self._wake.wait(), self.poll_interval * self._backoff)
+            woke = True
+        self._backoff = 1 if woke else min(MAX_BACKOFF, self._backoff * 2)
 
     async def _join(self, watcher: asyncio.Task) -> None:
         """Let the watcher thread see the stop event (it checks every step)."""
@@ -397,6 +406,7 @@ class Follower:
         data = os.pread(self._fd, self.chunk_bytes, self._pos)
         if not data:
             return 0
+        self._backoff = 1
         if self._pos < HEAD_BYTES:
             self._head += data[: HEAD_BYTES - self._pos]
         self._pos += len(data)

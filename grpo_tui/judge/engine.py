@@ -412,6 +412,32 @@ class HealthEngine:
             return False
         return True
 
+    def judge_at(self, sig_id: str, r: int, mean5: float | None, value: float | None,
+                 open_only: bool = False) -> tuple[tuple[float, float] | None, str]:
+        """(range, status) of a signal at rollout r: its five-step mean against the band for
+        that rollout, a non-finite value, and the alerts naming it that were open at r.
+
+        ok only where a range judged it; without one (rollout time, verl/TRL signals) it is
+        unknown (shown `? n/a`) unless an alert names it."""
+        seg = self.store.current
+        rng = self.ranges.for_framework(seg.framework).bounds(sig_id, r) if self.range_applies(sig_id) else None
+        status = "unknown"
+        if rng is not None and mean5 is not None:
+            tol = 1e-6 * (rng[0] == rng[1])
+            status = "ok" if rng[0] - tol <= mean5 <= rng[1] + tol else "warning"
+        if value is not None and not math.isfinite(value):
+            status = "critical"
+        alerts = self._open.values() if open_only else self.alerts
+        for a in alerts:
+            if a.signal != sig_id and sig_id not in RULES[a.rule].signals:
+                continue
+            if not open_only and not (a.rollout is not None and a.rollout <= r
+                                      and (a.cleared_at is None or r < a.cleared_at)):
+                continue
+            if SEVERITY_ORDER[a.severity] > SEVERITY_ORDER[status]:
+                status = a.severity
+        return rng, status
+
     def band(self, sig_id: str, rollouts):
         """The healthy band at these rollouts, or None where no range is used."""
         if not self.range_applies(sig_id):
@@ -430,19 +456,7 @@ class HealthEngine:
         fin = vals[np.isfinite(vals)]
         mean5 = float(np.mean(vals[-5:])) if np.all(np.isfinite(vals[-5:])) else (
             float(np.mean(fin[-5:])) if len(fin) else None)
-        rng = self.ranges.for_framework(seg.framework).bounds(sig_id, r) if self.range_applies(sig_id) else None
-        # ok only where a range judged it; without one (rollout time, verl/TRL signals) it is
-        # unknown (shown `? n/a`) unless an alert names it
-        status = "unknown"
-        if rng is not None and mean5 is not None:
-            tol = 1e-6 * (rng[0] == rng[1])
-            status = "ok" if rng[0] - tol <= mean5 <= rng[1] + tol else "warning"
-        if not math.isfinite(last):
-            status = "critical"
-        for a in self._open.values():
-            if a.signal == sig_id or sig_id in RULES[a.rule].signals:
-                if SEVERITY_ORDER[a.severity] > SEVERITY_ORDER[status]:
-                    status = a.severity
+        rng, status = self.judge_at(sig_id, r, mean5, last, open_only=True)
         extra = {}
         if sig_id == "zero_std":
             g = groups_of(seg)

@@ -14,12 +14,15 @@ A bad file is an error naming the file and the line, never a traceback.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .calibration import Envelope
+from ..lines.files import InputError, open_regular
+from ..output import safe_text
 from .signals import BY_ID, SIGNALS, default_range
 
 
@@ -87,74 +90,211 @@ def defaults() -> RangeSet:
     return RangeSet()
 
 
-def _line_of(text: str, needle: str) -> int:
-    for i, line in enumerate(text.splitlines(), 1):
-        if needle in line:
+MAX_BYTES = 1 << 20       # a calibrated file is a few kB; anything near this is not a ranges file
+MAX_DEPTH = 5             # containers: document > signals > id > list (meta: up to 5 as well)
+KINDS = ("trending", "flat")
+SIGNAL_KEYS = ("lo", "hi", "steps", "centre", "sigma0", "kind", "log", "eps", "margin")
+
+
+class _Bad(ValueError):
+    """One problem in a signal table, with the key it is about (for the line number)."""
+
+    def __init__(self, key: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.key = key
+
+
+def _where(path: str, line: int | None) -> str:
+    return f"{path}:{line}" if line else path
+
+
+def _header_line(lines: list[str], sig_id: str) -> int | None:
+    """1-based line of `[signals.<id>]` (bare or quoted key), or None."""
+    pat = re.compile(r"\s*\[\s*signals\s*\.\s*([\"']?)" + re.escape(sig_id) + r"\1\s*\]")
+    for i, line in enumerate(lines, 1):
+        if pat.match(line):
             return i
-    return 1
+    return None
+
+
+def _key_line(lines: list[str], sig_id: str, key: str | None) -> int | None:
+    """Line of `key = ...` inside `[signals.<id>]`; the header's line if not found there."""
+    head = _header_line(lines, sig_id)
+    if head is None or key is None:
+        return head
+    pat = re.compile(r"\s*([\"']?)" + re.escape(key) + r"\1\s*=")
+    for i in range(head, len(lines)):
+        if lines[i].lstrip().startswith("["):
+            break
+        if pat.match(lines[i]):
+            return i + 1
+    return head
+
+
+def _read(path: str) -> bytes:
+    """The file's bytes: a regular file of at most MAX_BYTES, never a FIFO or a device."""
+    try:
+        fh = open_regular(path if path != "-" else "./-")  # `-` is a file name here, never stdin
+    except InputError as exc:
+        raise RangesError(f"{safe_text(exc)} (ranges file)") from None
+    with fh:
+        try:
+            raw = fh.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise RangesError(f"{safe_text(path)}: cannot read ranges file: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise RangesError(f"{safe_text(path)}: too large for a ranges file (over {MAX_BYTES >> 20} MiB)")
+    return raw
+
+
+def _too_deep(doc: dict) -> bool:
+    """More nested tables/lists than MAX_DEPTH, checked without recursion."""
+    todo = [(doc, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if depth > MAX_DEPTH:
+            return True
+        kids = node.values() if isinstance(node, dict) else node
+        todo.extend((k, depth + 1) for k in kids if isinstance(k, (dict, list)))
+    return False
 
 
 def load_ranges(path: str | None) -> RangeSet:
-    """Read a ranges TOML; RangesError with `path:line: reason` on any problem."""
+    """Read a ranges TOML; RangesError with `FILE:LINE: reason` (or `FILE: reason`) on any problem.
+
+    Every value is checked here, so a bad file fails at start-up with its line, never later
+    as a nan band, a crash in np.interp, or a silently ignored typo.
+    """
     if not path:
         return defaults()
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise RangesError(f"{path}: cannot read ranges file: {exc.strerror or exc}") from None
+    raw = _read(path)
+    name = safe_text(path)
+    if b"\x00" in raw:
+        raise RangesError(f"{name}: not a text file (binary data)")
     try:
         text = raw.decode("utf-8")
         doc = tomllib.loads(text)
     except UnicodeDecodeError:
-        raise RangesError(f"{path}:1: not a text (UTF-8) file") from None
+        raise RangesError(f"{name}: not a text (UTF-8) file") from None
     except tomllib.TOMLDecodeError as exc:
-        msg = str(exc)
-        line = msg.split("line ")[-1].split(",")[0] if "line " in msg else "1"
-        raise RangesError(f"{path}:{line}: invalid TOML: {msg}") from None
-    out = RangeSet(path=path, meta=doc.get("meta", {}) if isinstance(doc.get("meta"), dict) else {})
+        m = re.search(r"at line (\d+)", str(exc))
+        raise RangesError(f"{_where(name, int(m.group(1)) if m else None)}: invalid TOML: "
+                          f"{safe_text(exc)}") from None
+    except RecursionError:
+        raise RangesError(f"{name}: nested deeper than a ranges file allows") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise RangesError(f"{name}: invalid TOML: {safe_text(exc)}") from None
+    if _too_deep(doc):
+        raise RangesError(f"{name}: nested deeper than a ranges file allows (at most {MAX_DEPTH} levels)")
+    lines = text.splitlines()
+    for key in doc:
+        if key not in ("meta", "signals"):
+            line = next((i for i, ln in enumerate(lines, 1) if key in ln), None)
+            raise RangesError(f"{_where(name, line)}: unknown top-level key `{safe_text(key)}` "
+                              f"(a ranges file has [meta] and [signals.<id>] tables)")
+    meta = doc.get("meta", {})
+    if not isinstance(meta, dict):
+        raise RangesError(f"{name}: `meta` must be a table")
+    out = RangeSet(path=path, meta=meta)
     sigs = doc.get("signals", {})
     if not isinstance(sigs, dict):
-        raise RangesError(f"{path}:{_line_of(text, 'signals')}: `signals` must be a table of signal ids")
+        raise RangesError(f"{name}: `signals` must be a table of signal ids")
     for sig_id, table in sigs.items():
-        where = f"{path}:{_line_of(text, f'[signals.{sig_id}]')}"
         if sig_id not in BY_ID:
             known = ", ".join(s.id for s in SIGNALS)
-            raise RangesError(f"{where}: unknown signal `{sig_id}` (known: {known})")
+            raise RangesError(f"{_where(name, _header_line(lines, sig_id))}: unknown signal "
+                              f"`{safe_text(sig_id)}` (known: {known})")
         if not isinstance(table, dict):
-            raise RangesError(f"{where}: `signals.{sig_id}` must be a table")
+            raise RangesError(f"{_where(name, _key_line(lines, sig_id, None))}: `signals.{sig_id}` must be a table")
         try:
             _load_signal(out, sig_id, table)
-        except (TypeError, ValueError, KeyError) as exc:
-            raise RangesError(f"{where}: signals.{sig_id}: {exc}") from None
+        except _Bad as exc:
+            raise RangesError(f"{_where(name, _key_line(lines, sig_id, exc.key))}: signals.{sig_id}: "
+                              f"{safe_text(exc)}") from None
     return out
 
 
+def _num(t: dict, key: str, *, lo: float | None = None, above: float | None = None) -> float:
+    """A finite number (not a bool, not a string) at least `lo` / greater than `above`."""
+    v = t[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _Bad(key, f"`{key}` must be a number, not {_kind_of(v)}")
+    try:
+        f = float(v)
+    except OverflowError:
+        f = math.inf
+    if not math.isfinite(f):
+        raise _Bad(key, f"`{key}` must be finite, got {v}")
+    if lo is not None and f < lo:
+        raise _Bad(key, f"`{key}` must be >= {lo:g}, got {f:g}")
+    if above is not None and f <= above:
+        raise _Bad(key, f"`{key}` must be > {above:g}, got {f:g}")
+    return f
+
+
+def _nums(t: dict, key: str, n: int | None = None) -> np.ndarray:
+    """A non-empty list of finite numbers (of length n when given)."""
+    v = t[key]
+    if not isinstance(v, list) or not v:
+        raise _Bad(key, f"`{key}` must be a non-empty list of numbers")
+    out = np.asarray([_num({key: x}, key) for x in v], dtype=float)
+    if n is not None and len(out) != n:
+        raise _Bad(key, f"`{key}` has {len(out)} values, `steps` has {n}")
+    return out
+
+
+def _kind_of(v) -> str:
+    return {bool: "a boolean", str: "a string", list: "a list", dict: "a table"}.get(type(v), type(v).__name__)
+
+
 def _load_signal(out: RangeSet, sig_id: str, t: dict) -> None:
-    lo, hi = t.get("lo"), t.get("hi")
-    if lo is None or hi is None:
-        raise ValueError("needs both `lo` and `hi`")
-    if isinstance(lo, list) or isinstance(hi, list):
-        steps = t.get("steps")
-        if not (isinstance(steps, list) and isinstance(lo, list) and isinstance(hi, list)
-                and len(steps) == len(lo) == len(hi) and steps):
-            raise ValueError("`steps`, `lo` and `hi` must be lists of the same, non-zero length")
-        env = Envelope.from_dict({
-            "steps": steps, "lo": lo, "hi": hi, "centre": t.get("centre", [(a + b) / 2 for a, b in zip(lo, hi)]),
-            "sigma0": float(t.get("sigma0", BY_ID[sig_id].sigma0)), "kind": str(t.get("kind", "trending")),
-            "log": bool(t.get("log", False)), "eps": float(t.get("eps", 0.0)),
-            "margin": float(t.get("margin", 2.0)),
-        })
-        if np.any(np.asarray(env.lo, float) > np.asarray(env.hi, float)):
-            raise ValueError("`lo` is above `hi` somewhere")
-        out.envelopes[sig_id] = env
-    else:
-        lo, hi = float(lo), float(hi)
+    """Validate one [signals.<id>] table and add it to `out` (raises _Bad).
+
+    sigma0 = 0 and lo == hi stay valid: calibrate writes both for a signal that was 0 in
+    every seed (clip fraction), meaning "must stay exactly 0".
+    """
+    for key in t:
+        if key not in SIGNAL_KEYS:
+            raise _Bad(key, f"unknown key `{key}` (known: {', '.join(SIGNAL_KEYS)})")
+    for key in ("lo", "hi"):
+        if key not in t:
+            raise _Bad(None, "needs both `lo` and `hi`")
+    sigma0 = _num(t, "sigma0", lo=0.0) if "sigma0" in t else None
+    if "kind" in t and t["kind"] not in KINDS:
+        raise _Bad("kind", f"`kind` must be one of {', '.join(KINDS)}, got {safe_text(t['kind'])!r}")
+    if "log" in t and not isinstance(t["log"], bool):
+        raise _Bad("log", f"`log` must be true or false, not {_kind_of(t['log'])}")
+    eps = _num(t, "eps", lo=0.0) if "eps" in t else 0.0
+    margin = _num(t, "margin", above=0.0) if "margin" in t else 2.0
+    if not isinstance(t["lo"], list) and not isinstance(t["hi"], list):
+        if "steps" in t or "centre" in t:
+            raise _Bad("steps" if "steps" in t else "centre",
+                       "`steps`/`centre` need `lo` and `hi` lists (one value per step)")
+        lo, hi = _num(t, "lo"), _num(t, "hi")
         if lo > hi:
-            raise ValueError(f"lo {lo} is above hi {hi}")
+            raise _Bad("lo", f"lo {lo:g} is above hi {hi:g}")
         out.constant[sig_id] = (lo, hi)
-    if "sigma0" in t and not isinstance(lo, list):
-        out.sigmas[sig_id] = float(t["sigma0"])
+        if sigma0 is not None:
+            out.sigmas[sig_id] = sigma0
+        return
+    if "steps" not in t:
+        raise _Bad("lo", "`lo` and `hi` lists need a `steps` list (the rollout ids)")
+    steps = _nums(t, "steps")
+    if np.any(np.diff(steps) <= 0):
+        raise _Bad("steps", "`steps` must be strictly increasing")
+    lo, hi = _nums(t, "lo", len(steps)), _nums(t, "hi", len(steps))
+    bad = np.flatnonzero(lo > hi)
+    if bad.size:
+        i = int(bad[0])
+        raise _Bad("lo", f"lo {lo[i]:g} is above hi {hi[i]:g} at step {steps[i]:g}")
+    centre = _nums(t, "centre", len(steps)) if "centre" in t else (lo + hi) / 2
+    log = bool(t.get("log", False))
+    if log:
+        for key, arr in (("lo", lo), ("hi", hi), ("centre", centre)):
+            if np.any(arr + eps < 0):
+                raise _Bad(key, f"`{key}` + eps must not be negative when log = true (log scale)")
+    out.envelopes[sig_id] = Envelope(steps, lo, hi, centre, sigma0 if sigma0 is not None else BY_ID[sig_id].sigma0,
+                                     str(t.get("kind", "trending")), log, eps=eps, margin=margin)
 
 
 def _fmt(v) -> str:
@@ -168,6 +308,7 @@ def _fmt(v) -> str:
         f = float(v)
         return repr(f) if math.isfinite(f) else ("nan" if math.isnan(f) else ("inf" if f > 0 else "-inf"))
     s = str(v).replace("\\", "\\\\").replace('"', '\\"')
+    s = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group()):04x}", s)  # TOML forbids raw controls
     return f'"{s}"'
 
 

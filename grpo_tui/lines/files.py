@@ -7,10 +7,12 @@ The pipeline (grpo_tui/pipeline.py) feeds these blocks to the parser for `check`
 from __future__ import annotations
 
 import os
-from typing import Iterator
+import stat
+from typing import BinaryIO, Iterator
 
 
 CHUNK = 4 << 20
+MAX_LINE = 1 << 20   # bytes kept of one line; the reader never holds more of it
 
 
 class InputError(Exception):
@@ -18,15 +20,50 @@ class InputError(Exception):
 
 
 def check_readable(path: str) -> None:
-    """Raise InputError for a missing file, a folder, or no permission."""
+    """Raise InputError unless `path` is `-` or an existing, readable regular file.
+
+    Decided by stat alone, before any open(): opening a FIFO blocks until a writer comes,
+    and /dev/zero or /dev/urandom never end, so those are refused here, not read.
+    """
     if path == "-":
         return
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    if os.path.isdir(path):
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
         raise InputError(f"{path}: is a directory (give a log file)")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{path}: not a regular file")
     if not os.access(path, os.R_OK):
         raise InputError(f"{path}: permission denied")
+
+
+def open_regular(path: str) -> BinaryIO:
+    """Open a regular file for reading in binary, or raise InputError; `-` is stdin.
+
+    check_readable first (stat), then open with O_NONBLOCK so that a file swapped for a FIFO
+    in between can't block us, then fstat the open descriptor to close that race.
+    """
+    if path == "-":
+        return os.fdopen(os.dup(0), "rb")
+    check_readable(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(f"{path}: not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
 
 def iter_line_blocks(path: str, chunk: int = CHUNK, start: int = 0,
@@ -35,17 +72,17 @@ def iter_line_blocks(path: str, chunk: int = CHUNK, start: int = 0,
 
     With `start` > 0 reading begins at the first line that starts at or after it; with `end`
     it stops there and a last line without its newline is left out (the dashboard reads a
-    file's tail first, then the rest, this way).
+    file's tail first, then the rest, this way).  Memory stays bounded whatever the input:
+    a line longer than MAX_LINE bytes keeps its first MAX_LINE bytes and the rest, up to
+    the next newline, is skipped unread into memory (stdin `-` included).
     """
-    try:
-        f = open(path, "rb") if path != "-" else os.fdopen(os.dup(0), "rb")
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    f = open_regular(path)
     with f:
         pos = _seek_line_start(f, start, chunk) if start > 0 else 0
         if pos is None:
             return
-        rest = b""
+        rest = b""          # the current line's start (at most MAX_LINE bytes)
+        skipping = False    # `rest` is a cut line: drop bytes until the next newline
         while end is None or pos < end:
             try:
                 block = f.read(chunk if end is None else min(chunk, end - pos))
@@ -54,15 +91,44 @@ def iter_line_blocks(path: str, chunk: int = CHUNK, start: int = 0,
             if not block:
                 break
             pos += len(block)
+            head: list[bytes] = []
+            if skipping:
+                i = block.find(b"\n")
+                if i < 0:
+                    continue
+                head, block, rest, skipping = [rest], block[i + 1:], b"", False
             block = rest + block
             cut = block.rfind(b"\n")
-            if cut < 0:
-                rest = block
-                continue
             rest = block[cut + 1:]
-            yield block[:cut].decode("utf-8", "replace").split("\n")
+            if len(rest) > MAX_LINE:
+                rest, skipping = rest[:MAX_LINE], True
+            if cut < 0:
+                if head:
+                    yield _decode(head)
+                continue
+            done = block[:cut]
+            if head or _has_long_line(done):
+                yield _decode(head + done.split(b"\n"))
+            else:
+                yield done.decode("utf-8", "replace").split("\n")
         if rest and end is None:
             yield [rest.decode("utf-8", "replace")]
+
+
+def _has_long_line(b: bytes) -> bool:
+    """Whether some line of `b` is longer than MAX_LINE, in a few rfind calls per block."""
+    p = 0
+    while len(b) - p > MAX_LINE:
+        q = b.rfind(b"\n", p, p + MAX_LINE + 1)
+        if q < 0:
+            return True
+        p = q + 1
+    return False
+
+
+def _decode(lines: list[bytes]) -> list[str]:
+    """Decode lines, each cut to MAX_LINE bytes (the slow path, only when one is too long)."""
+    return [ln[:MAX_LINE].decode("utf-8", "replace") for ln in lines]
 
 
 def _seek_line_start(f, start: int, chunk: int) -> int | None:

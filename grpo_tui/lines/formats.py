@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .values import NONFINITE_TOKENS, parse_dict
+from .records import bounded_int
+from .values import NONFINITE_TOKENS, parse_dict, parse_number, raw_token
 
-_VERL = re.compile(r"(?:^|[^\w/])step:(?P<n>\d+) - (?P<body>.+)$")
+_VERL = re.compile(r"(?:^|[^\w/])step:(?P<n>-?\d+) - (?P<body>.+)$")
 _NP = re.compile(r"^(?:np|numpy)\.\w+\((?P<v>[^()]*)\)$")
 _TRL_KEYS = ("loss", "grad_norm", "learning_rate", "reward", "epoch", "completions/mean_length")
 
@@ -28,13 +29,16 @@ def _number(text: str) -> Any:
     if t in ("True", "False"):
         return 1 if t == "True" else 0
     try:
-        return int(t) if t.lstrip("+-").isdigit() else float(t)
+        return parse_number(t)
     except ValueError:
         return None
 
 
-def parse_verl(text: str) -> tuple[int, dict[str, Any], dict[str, str]] | None:
-    """(step, metrics, raw non-finite tokens) from a verl console line, else None."""
+def parse_verl(text: str) -> tuple[int | None, dict[str, Any], dict[str, str]] | None:
+    """(step, metrics, raw non-finite tokens) from a verl console line, else None.
+
+    The step is None when it can't be an id (negative, past 2**53, not ASCII digits): the
+    caller counts the line unreadable."""
     if "step:" not in text:
         return None
     m = _VERL.search(text)
@@ -52,10 +56,10 @@ def parse_verl(text: str) -> tuple[int, dict[str, Any], dict[str, str]] | None:
         key = key.strip()
         metrics[key] = v
         if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
-            raw[key] = value.strip()
+            raw[key] = raw_token(value.strip())
     if not metrics:
         return None
-    return int(m.group("n")), metrics, raw
+    return bounded_int(m.group("n")), metrics, raw
 
 
 def parse_trl(text: str) -> tuple[str, dict[str, Any], dict[str, str]] | None:
@@ -78,7 +82,7 @@ def parse_trl(text: str) -> tuple[str, dict[str, Any], dict[str, str]] | None:
             if num is None:
                 continue
             if isinstance(num, float) and (num != num or num in (float("inf"), float("-inf"))):
-                raw[k] = v
+                raw[k] = raw_token(v)
             v = num
         if v is None:
             continue

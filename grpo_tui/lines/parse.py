@@ -15,19 +15,17 @@ from dataclasses import dataclass
 
 from .formats import parse_trl, parse_verl
 from .launch import parse_launch_flags, ARG_DUMP_NAMES
-from .records import Event, Item, MetricRecord
-from .values import parse_dict
+from .records import Event, Item, MetricRecord, bounded_int
+from .values import ParsedDict, parse_dict, parse_more
 
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # '\r' is kept for the tqdm split
-_PASTE = re.compile(r"^(?:>[ \t]?)+|^(?:[\w./-]+\.(?:log|txt|out|err):)?\d{1,9}[:-](?=[\[(\x1b ]|EXEC|Traceback|[a-z_]+ \d+: \{)")
+_PASTE = re.compile(r"^(?:>[ \t]?)++|^(?:[\w./-]+\.(?:log|txt|out|err):)?\d{1,9}[:-](?=[\[(\x1b ]|EXEC|Traceback|[a-z_]+ \d+: \{)")
 _INDENTED_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[.,\d]*[ \w.-]*\] \S")
 _RAY = re.compile(r"^\((?:(?P<actor>[^\s()]+) )?pid=(?P<pid>[^,)]+)(?:, ip=(?P<ip>[^)]+))?\) ?")
 _RAY_SYS = re.compile(r"^\((?P<sys>raylet|autoscaler[^)]*|gcs_server|dashboard[^)]*)\) ?")
-_DEDUP = re.compile(
-    r"\s*\[repeated (?P<n>\d+)x across cluster\](?: \(Ray deduplicates logs by default\..*\))?\s*$"
-)
-_DEDUP_NOTE = re.compile(r"\s*\(Ray deduplicates logs by default\..*\)\s*$")
+_DEDUP_MARK = re.compile(r"\[repeated (?P<n>\d+)x across cluster\]")
+_DEDUP_NOTE = "(Ray deduplicates logs by default."
 _MILES = re.compile(
     r"^\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?"
     r"(?: ?(?P<proc>[A-Za-z_][\w.-]*))?\s*\] "
@@ -40,20 +38,22 @@ _RAY_DRIVER = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?P<msg>.*)$"
 )
 _METRIC_MSG = re.compile(
-    r"^(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>\d+): (?P<d>\{.*)$"
+    r"^(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): (?P<d>\{.*)$"
 )
 _METRIC_ANY = re.compile(
-    r"(?<![\w/.])(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>\d+): (?P<d>\{.*)$"
+    r"(?<![\w/.])(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): (?P<d>\{.*)$"
 )
 _EVAL_SKIPPED = re.compile(r"(?<![\w/])eval (?P<n>\d+) skipped: (?P<reason>.*)$")
 _RETRY = re.compile(r"retrying\.\.\. \(attempt (?P<k>\d+)/(?P<max>\d+)(?:, url=(?P<url>[^,)]*))?")
 _RECOVERED = re.compile(r"Recovered (?P<n>\d+) dead rollout engines")
 _CKPT = re.compile(r"(?P<ok>successfully saved|saving) checkpoint (?:from |at )?iteration\s+(?P<it>\d+)")
-_JOB = re.compile(r"Job '(?P<job>[^']+)' (?P<state>failed|succeeded)")
+_JOB = re.compile(r"Job '(?P<job>[^']+)' (?P<state>failed|succeeded|stopped)")
 _DATE_START = re.compile(r"^\[(?:\d{1,4}(?:-\d{0,2}){0,2}(?: [\d:]{0,8})?)?$|^\[\d{4}-\d\d-\d\d \d\d:\d\d")
 _REJOIN_PARTS = 8                # a wrapped header is looked for this many lines back
-_ARG_DUMP = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*) \.{3,} (?P<value>\S.*?)\s*$")
-_FT_FIELD = re.compile(r"(\w+)=(\"(?:[^\"\\]|\\.)*\"|\S*)")
+# Regexes here run on lines up to MAX_LINE long: none may backtrack over a run of blanks or word
+# characters from every start (`\S.*?\s*$` and an unanchored `(\w+)=` were quadratic).
+_ARG_DUMP = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*) \.{3,} (?P<value>\S.*)$")
+_FT_FIELD = re.compile(r"(?<!\w)(\w+)=(\"(?:[^\"\\]|\\.)*\"|\S*)")
 # The last line of a traceback (`ValueError: x`, `ray.exceptions.RayTaskError(OutOfMemoryError): …`).
 _EXC_LINE = re.compile(
     r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*(?:\([^)]*\))?(?::|$)"
@@ -83,6 +83,8 @@ def is_candidate(line: str) -> bool:
 
 
 _SKIPPED_PER_SOURCE = 16       # skipped lines kept per source to find its newest time
+MAX_LINE = 1 << 20             # characters; a longer line is cut to this before any other work
+MAX_NAMES = 1024               # distinct metric names per parse (real runs log one to two hundred)
 
 
 def _source_key(raw: str) -> str:
@@ -105,6 +107,13 @@ def _paste_key(raw: str) -> str:
 
 
 _CONT_LIMIT_LINES = 400          # a wrapped dict longer than this is given up (counted as cut)
+# What an open record or traceback may hold: past this many characters it is closed (cut).
+_PENDING_MAX = 64 << 10
+# A continuation re-reads the unfinished pair (tail); over a record that re-reading may come to
+# at most this many times the text taken in (plus the slack), so the work stays linear even for
+# one value spread over hundreds of lines.  A real wrapped dict re-reads about 1x.
+_RESCAN_FACTOR = 4
+_RESCAN_SLACK = 1 << 10
 _QUICK_ANCHORS = (": {", "retrying", "Traceback", "Max retries", "ft ", "Health check failed",
                   "Recovered ", "out of memory", "OutOfMemory", "memory pressure", "Watchdog caught",
                   "Job '", "Fatal async", "checkpoint", "W&B", "wandb", "tensorboard", "EXEC:",
@@ -123,6 +132,8 @@ class ParseCounts:
     records: int = 0
     cut_records: int = 0       # records kept partially (cut or abridged before the end)
     abridged_records: int = 0
+    long_lines: int = 0        # lines cut to MAX_LINE (each is still counted in one class above)
+    dropped_metrics: int = 0   # values whose name came after the first MAX_NAMES names
 
     def as_dict(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -134,9 +145,18 @@ class _Pending:
 
     source: str | None               # Ray pid, or None for unprefixed text
     record: MetricRecord | None = None
-    head: str = ""                    # the dict text so far
+    parsed: ParsedDict | None = None  # the pairs read so far
+    tail: str = ""                    # the unfinished pair's text: read again with the next line
+    size: int = 0                     # characters taken in
+    rescanned: int = 0                # characters of tails read again
     lines: int = 1
     event: Event | None = None
+
+    def full(self) -> bool:
+        """Give up on this record (keep it cut): too many lines, too much text, or too much
+        re-reading of one unfinished value (quadratic work otherwise)."""
+        return (self.lines >= _CONT_LIMIT_LINES or self.size > _PENDING_MAX
+                or self.rescanned > _RESCAN_FACTOR * self.size + _RESCAN_SLACK)
 
 
 @dataclass(slots=True)
@@ -165,6 +185,23 @@ def _fast_ts(date: str, time: str, ms: str | None) -> float | None:
 _day_cache: dict[tuple[int, int, int], int] = {}
 
 
+def _strip_dedup(text: str) -> tuple[str, int]:
+    """Take Ray's dedup suffix (`[repeated 7x across cluster]`, its note, or both) off the end.
+
+    Found from its fixed text with find/rfind: the regex search `\\s*\\[repeated …$` it replaces
+    restarted at every blank of a long run of spaces (quadratic: 100k spaces took 146 s)."""
+    note = text.find(_DEDUP_NOTE)
+    if note >= 0 and text.rstrip().endswith(")"):
+        text = text[:note].rstrip()
+    body = text.rstrip()
+    if body.endswith("x across cluster]"):
+        mark = body.rfind("[repeated ")
+        m = _DEDUP_MARK.fullmatch(body, mark) if mark >= 0 else None
+        if m:
+            return body[:mark].rstrip(), bounded_int(m.group("n")) or 0
+    return text, 0
+
+
 class LineParser:
     """Feed physical lines in order; get records and events back.
 
@@ -177,12 +214,14 @@ class LineParser:
         self.quick_reject = quick_reject
         self._prev_raw = ""
         self._trl_index = 0           # TRL dicts carry no step: count them
+        self._names: set[str] = set()  # metric names handed out so far (at most MAX_NAMES)
         self._last_stamped = ""      # the newest skipped line carrying a timestamp
         # Skipped (fast-path) lines that may carry a header, per raw source prefix: a header-less
         # line reads its source's time from them, exactly as if every line had been parsed.
         self._skipped: dict[str, deque[str]] = {}
         self._cur_key = ""
         self.counts = ParseCounts()
+        self._line_cut = False        # the current line was cut to MAX_LINE: it can't continue
         self._pending: _Pending | None = None
         self._last_time: dict[str | None, tuple[str | None, float | None]] = {}
         self._last_error: dict[str | None, str] = {}
@@ -199,6 +238,7 @@ class LineParser:
         c.lines += 1
         line_no = c.lines
         out: list[Item] = []
+        raw = self._bound(raw)
         if raw.endswith("\r"):
             raw = raw.rstrip("\r")
         if "\x00" in raw or ("\ufffd" in raw and raw.count("\ufffd") > 4):
@@ -250,7 +290,8 @@ class LineParser:
         n_lines = c.lines
         n_noise = c.noise
         for raw in lines:
-            if (self._pending is None and self.first_ts is not None and not cand(raw)
+            if (self._pending is None and self.first_ts is not None and len(raw) <= MAX_LINE
+                    and not cand(raw)
                     and "\x00" not in raw and "\ufffd" not in raw and not raw.endswith("\r")):
                 n_lines += 1
                 n_noise += 1
@@ -267,6 +308,15 @@ class LineParser:
                 out.extend(got)
         c.lines, c.noise = n_lines, n_noise
         return out
+
+    def _bound(self, raw: str) -> str:
+        """Cut a line longer than MAX_LINE (a 200 MB line must not become a 200 MB dict, nor be
+        scanned by every regex); the cut line is counted and ends any record it holds."""
+        self._line_cut = len(raw) > MAX_LINE
+        if self._line_cut:
+            self.counts.long_lines += 1
+            return raw[:MAX_LINE]
+        return raw
 
     def feed_many(self, lines) -> list[Item]:
         out: list[Item] = []
@@ -336,12 +386,7 @@ class LineParser:
             parts = [p for p in text.split("\r") if p.strip()]
             text = parts[-1] if parts else ""
         if "across cluster]" in text or "Ray deduplicates" in text:
-            m = _DEDUP.search(text)
-            if m:
-                line.repeated = int(m.group("n"))
-                text = text[: m.start()]
-            else:
-                text = _DEDUP_NOTE.sub("", text)
+            text, line.repeated = _strip_dedup(text)
         line.text = text
         return line
 
@@ -376,7 +421,9 @@ class LineParser:
             exc = _EXC_LINE.match(text) is not None
             if text and not text[0].isspace() and not exc and not _TB_GLUE.match(text):
                 return False  # the traceback is over: this is an unrelated line
-            ev.lines.append(text)
+            if pend.size <= _PENDING_MAX:
+                ev.lines.append(text)   # past the bound the lines still count, unkept
+            pend.size += len(text)
             pend.lines += 1
             self.counts.event_lines += 1
             if _OOM.search(text) and not ev.data.get("oom"):
@@ -385,33 +432,41 @@ class LineParser:
             if exc:
                 ev.data["exception"] = text.strip()
             return True
-        head = pend.head + pre.text
-        parsed = parse_dict(head)
-        if parsed.error and pre.paste and not pre.has_prefix:
+        text = pend.tail + pre.text
+        more = parse_more(text)
+        if more.error and pre.paste and not pre.has_prefix:
             # `3: 0.5, …` looked like a `grep -n` prefix but is wrapped dict text
-            head = pend.head + pre.paste + pre.text
-            parsed = parse_dict(head)
-        if parsed.error:
+            text = pend.tail + pre.paste + pre.text
+            more = parse_more(text)
+        if more.error:
             # The open dict was cut (a truncated line) and this line is something else:
             # the record keeps its complete pairs and the line is read on its own.
             return False
-        pend.head = head
+        pend.parsed.extend(more)
+        pend.rescanned += len(pend.tail)
+        pend.size += len(text) - len(pend.tail)
+        pend.tail = text[more.resume:]
         pend.lines += 1
         self.counts.metric_lines += 1
-        if parsed.complete or pend.lines >= _CONT_LIMIT_LINES:
-            self._finish_record(pend.record, parsed, out)
+        if more.complete or pend.full() or self._line_cut:
+            self._finish_record(pend.record, pend.parsed, out)
             self._pending = None
         return True
 
     def _rejoin(self, pre: _Line, out: list[Item]) -> bool:
         """A metric line hard-wrapped inside its header or message (a paste at a fixed column):
-        join this header-less line to the noise lines just before it."""
+        join this header-less line to the noise lines just before it.  Wrapped parts are short:
+        past _PENDING_MAX characters in all it is not tried (each try peels and joins them)."""
         run = list(self._noise_run)
         tails = [pre.text]
         if pre.paste and not pre.has_prefix:
             tails.append(pre.paste + pre.text)  # `3: {…` is the rest of `rollout 3: {…`, not `grep -n`
         parts: list[_Line] = []
+        size = len(pre.text)
         for raw, first_no in reversed(run):
+            size += len(raw)
+            if size > _PENDING_MAX:
+                return False
             part = self._peel(raw)
             if parts and parts[-1].has_prefix and parts[-1].pid != part.pid:
                 return False
@@ -439,7 +494,7 @@ class LineParser:
         self._pending = None
         if pend is None or pend.record is None:
             return
-        self._finish_record(pend.record, parse_dict(pend.head), out)
+        self._finish_record(pend.record, pend.parsed, out)
 
     # -- messages ------------------------------------------------------------------
     def _with_header(self, pre: _Line, m: re.Match, line_no: int, out: list[Item]) -> None:
@@ -528,6 +583,9 @@ class LineParser:
         got = parse_verl(text)
         if got is not None:
             n, metrics, raw = got
+            if n is None:
+                self.counts.unreadable += 1   # `step:-1 - …`, `step:99999999999999999999 - …`
+                return True
             kind, source = "rollout", "verl"
         else:
             trl = parse_trl(text) if "{'" in text else None
@@ -537,6 +595,10 @@ class LineParser:
             source = "trl"
             self._trl_index += kind == "rollout"
             n = max(0, self._trl_index - 1)
+        metrics = self._capped(metrics, raw)
+        if not metrics:
+            self.counts.unreadable += 1
+            return True
         self.counts.metric_lines += 1
         self.counts.records += 1
         out.append(MetricRecord(kind=kind, n=n, metrics=metrics, time=last[0], ts=last[1], proc=source,
@@ -546,27 +608,33 @@ class LineParser:
     def _start_record(self, mm: re.Match, pre: _Line, line_no: int, time_text, ts, proc, source,
                       out: list[Item]) -> None:
         c = self.counts
+        n = bounded_int(mm.group("n"))
+        if n is None:
+            c.unreadable += 1   # `rollout -1:`, `rollout 99999999999999999999:`, `rollout １２３:`
+            return
         c.metric_lines += 1
         rec = MetricRecord(
-            kind=mm.group("kind"), n=int(mm.group("n")), metrics={}, role=(mm.group("role") or ""),
+            kind=mm.group("kind"), n=n, metrics={}, role=(mm.group("role") or ""),
             time=time_text, ts=ts, proc=proc, source=source, actor=pre.actor, line_no=line_no,
             repeated=pre.repeated,
         )
         head = mm.group("d")
         parsed = parse_dict(head)
-        if parsed.complete or parsed.error:
+        if parsed.complete or parsed.error or self._line_cut or len(head) > _PENDING_MAX:
             self._finish_record(rec, parsed, out)
             return
-        self._pending = _Pending(source=pre.pid, record=rec, head=head)
+        self._pending = _Pending(source=pre.pid, record=rec, parsed=parsed,
+                                 tail=head[parsed.resume:], size=len(head))
 
     def _finish_record(self, rec: MetricRecord, parsed, out: list[Item]) -> None:
         c = self.counts
-        if not parsed.values:
+        values = self._capped(parsed.values, parsed.raw_nonfinite)
+        if not values:
             # Counted as unreadable: its physical lines move from metric to unreadable.
             c.unreadable += 1
             c.metric_lines -= 1
             return
-        rec.metrics = parsed.values
+        rec.metrics = values
         rec.nonfinite = parsed.raw_nonfinite
         rec.abridged = parsed.abridged
         rec.cut = not parsed.complete or parsed.error
@@ -576,6 +644,25 @@ class LineParser:
         if rec.abridged:
             c.abridged_records += 1
         out.append(rec)
+
+    def _capped(self, metrics: dict, nonfinite: dict) -> dict:
+        """Drop (and count) values whose name is past the first MAX_NAMES names of this parse.
+
+        The store keeps a dense column per name: 50,000 one-off names in a 0.8 MB log took
+        860 MB, and more rollouts multiply that."""
+        names = self._names
+        if len(names) + len(metrics) <= MAX_NAMES or names.issuperset(metrics):
+            names.update(metrics)
+            return metrics
+        kept = {}
+        for k, v in metrics.items():
+            if k in names or len(names) < MAX_NAMES:
+                names.add(k)
+                kept[k] = v
+        self.counts.dropped_metrics += len(metrics) - len(kept)
+        for k in nonfinite.keys() - kept.keys():
+            del nonfinite[k]
+        return kept
 
     def _events(self, msg: str, pre: _Line, line_no: int, time_text, ts, out: list[Item],
                 header: bool) -> bool:
@@ -599,7 +686,7 @@ class LineParser:
         if "Traceback (most recent call last)" in msg:
             e = ev("traceback")
             e.lines.append(msg)
-            self._pending = _Pending(source=pre.pid, event=e)
+            self._pending = _Pending(source=pre.pid, event=e, size=len(msg))
             return e
         if "retrying..." in msg:
             m = _RETRY.search(msg)
@@ -608,7 +695,7 @@ class LineParser:
                 "conn" if "connection" in msg.lower() else "error")
             data = {"status": status}
             if m:
-                data.update(attempt=int(m.group("k")), max=int(m.group("max")), url=m.group("url"))
+                data.update(attempt=bounded_int(m.group("k")), max=bounded_int(m.group("max")), url=m.group("url"))
             return ev("engine_retry", **data)
         if "Max retries (" in msg:
             return ev("max_retries")
@@ -622,12 +709,12 @@ class LineParser:
             return self._ft_event(stripped, ev)
         m = _EVAL_SKIPPED.search(msg)
         if m:
-            return ev("eval_skipped", rollout=int(m.group("n")), reason=m.group("reason").strip())
+            return ev("eval_skipped", rollout=bounded_int(m.group("n")), reason=m.group("reason").strip())
         if "Health check failed" in msg:
             return ev("health_check_failed")
         m = _RECOVERED.search(msg)
         if m:
-            return ev("engines_recovered", count=int(m.group("n")))
+            return ev("engines_recovered", count=bounded_int(m.group("n")))
         if _OOM.search(msg):
             return ev("oom")
         if "Watchdog caught collective operation timeout" in msg:
@@ -640,14 +727,14 @@ class LineParser:
         m = _CKPT.search(msg)
         if m:
             kind = "checkpoint_saved" if m.group("ok").startswith("success") else "checkpoint_start"
-            return ev(kind, iteration=int(m.group("it")))
+            return ev(kind, iteration=bounded_int(m.group("it")))
         if "W&B" in msg and "mode enabled" in msg or stripped.startswith("wandb:"):
             return ev("wandb")
         if "Saving tensorboard log to" in msg:
             return ev("tensorboard")
         m = _ARG_DUMP.match(msg)
         if m and m.group("name") in ARG_DUMP_NAMES:
-            return ev("arg", name=m.group("name"), value=m.group("value"))
+            return ev("arg", name=m.group("name"), value=m.group("value").rstrip())
         return None
 
     @staticmethod
@@ -657,10 +744,7 @@ class LineParser:
             return ev("ft_fail", **{k: v.strip('"') for k, v in fields.items()})
         op, fn, phase = fields.get("op"), fields.get("fn"), fields.get("phase")
         if op == "train" and phase == "start":
-            try:
-                attempt = int(fields.get("attempt", "0") or 0)
-            except ValueError:
-                attempt = 0
+            attempt = bounded_int(fields.get("attempt", "0")) or 0
             if attempt >= 1:
                 return ev("train_retry", attempt=attempt, rollout=fields.get("rollout"))
             return None

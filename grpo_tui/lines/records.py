@@ -21,6 +21,7 @@ EVENT_KINDS = (
     "nccl_timeout",
     "job_failed",
     "job_succeeded",
+    "job_stopped",
     "fatal",
     "weight_update_start",
     "weight_update_end",
@@ -30,6 +31,21 @@ EVENT_KINDS = (
     "wandb",
     "tensorboard",
 )
+
+
+MAX_ID = 2**53 - 1    # rollout/step ids live in float64 columns: exact up to 2**53
+
+
+def bounded_int(text: str) -> int | None:
+    """An id or count as logged: ASCII digits up to MAX_ID, else None.
+
+    `\\d` also matches '１２３' and any number of digits; int() of those gives a surprise id, an
+    id the store's float64 columns round, or Python's 4,300-digit ValueError.
+    """
+    if len(text) > 16 or not (text.isascii() and text.isdigit()):
+        return None
+    n = int(text)
+    return n if n <= MAX_ID else None
 
 
 @dataclass(slots=True)

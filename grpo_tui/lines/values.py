@@ -14,19 +14,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The common case (plain numbers only) is validated and read by two C-level regex calls.
-_FAST_VALUE = r"-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)"
+# `\d+(?:\.\d*)?`, not `\d+\.?\d*`: the latter splits a digit run in n ways, and a long run
+# that fails to match later costs quadratic time (a 40k-digit value took 87 s).
+_FAST_VALUE = r"-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)"
 _FAST_DICT = re.compile(
     r"\{(?:'[^'\\]*': " + _FAST_VALUE + r"(?:, '[^'\\]*': " + _FAST_VALUE + r")*)?\}\s*"
 )
 _FAST_PAIR = re.compile(r"'([^'\\]*)': (" + _FAST_VALUE + r")")
 
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
+_NUMBER_RUN = re.compile(r"(?:\s*" + _NUMBER.pattern + r"\s*,)+")   # list items up to a comma
 _WORD = re.compile(r"[-+]?[A-Za-z_][\w.]*")
 _WS = re.compile(r"\s*")
 _EXP_TAIL = re.compile(r"[eE][-+]?")
+_STRING_RUN = {"'": re.compile(r"[^'\\]*"), '"': re.compile(r'[^"\\]*')}
+_BALANCED_RUN = {"(": re.compile(r"[^()'\"]*"), "{": re.compile(r"[^{}'\"]*")}
 
-NONFINITE_TOKENS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "+inf": math.inf,
-                    "NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+NONFINITE_TOKENS = {"nan": math.nan, "-nan": math.nan, "+nan": math.nan,   # C's printf writes -nan
+                    "inf": math.inf, "-inf": -math.inf, "+inf": math.inf,
+                    "NaN": math.nan, "-NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_INT_DIGITS = 308      # any int of at most this many digits fits a float64 column (< 1.8e308)
+_TOKEN_MAX = 24        # a longer raw token (a 5,000-digit int) is kept abbreviated
+_MAX_DEPTH = 64        # lists/calls nested deeper are unreadable (the reader recurses per level)
 
 
 @dataclass(slots=True)
@@ -38,6 +47,14 @@ class ParsedDict:
     complete: bool = True   # closing brace reached
     abridged: bool = False  # ``...`` before the closing brace
     error: bool = False     # something unreadable stopped the scan
+    resume: int = 0         # incomplete: where the unfinished pair starts (see parse_more)
+
+    def extend(self, more: ParsedDict) -> None:
+        """Take the pairs a continuation read (parse_more) after these."""
+        self.values.update(more.values)
+        self.raw_nonfinite.update(more.raw_nonfinite)
+        self.abridged |= more.abridged
+        self.complete, self.error = more.complete, more.error
 
 
 class _Incomplete(Exception):
@@ -49,10 +66,25 @@ class _Bad(Exception):
 
 
 def parse_number(token: str) -> int | float:
-    """Int when the token is integral text, float otherwise (full precision via repr)."""
-    if token.lstrip("+-").isdigit():
+    """Int when the token is integral text, float otherwise (full precision via repr).
+
+    An int too long for a float64 column reads as a float instead: ``float()`` has no digit
+    limit and gives ±inf past 1.8e308 (the caller marks it non-finite), where ``int()`` would
+    stop at Python's 4,300-digit limit and the store could not hold the result anyway.
+    """
+    digits = token.lstrip("+-")
+    if digits.isdecimal() and len(digits) <= _INT_DIGITS:
         return int(token)
     return float(token)
+
+
+def raw_token(token: str) -> str:
+    """A non-finite value's text as logged, abbreviated when it is absurdly long."""
+    return token if len(token) <= _TOKEN_MAX else token[:_TOKEN_MAX] + "\u2026"
+
+
+def _is_nonfinite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def parse_dict(text: str) -> ParsedDict:
@@ -60,77 +92,97 @@ def parse_dict(text: str) -> ParsedDict:
     if _FAST_DICT.fullmatch(text):
         out = ParsedDict()
         for key, tok in _FAST_PAIR.findall(text):
-            if tok[-1] in "nf":  # nan / inf / -inf
-                out.values[key] = NONFINITE_TOKENS[tok]
-                out.raw_nonfinite[key] = tok
-            else:
-                out.values[key] = parse_number(tok)
+            value = NONFINITE_TOKENS[tok] if tok[-1] in "nf" else parse_number(tok)
+            out.values[key] = value
+            if _is_nonfinite(value):  # nan / inf, and numbers past float64 (1e999999)
+                out.raw_nonfinite[key] = raw_token(tok)
         return out
     return _SlowParser(text).run()
+
+
+def parse_more(text: str) -> ParsedDict:
+    """Continue an incomplete dict: `text` is its unfinished tail (from ParsedDict.resume on)
+    plus the text that followed.  Only the pairs in `text` are read and returned (merge them
+    with ParsedDict.extend), so a dict wrapped over many lines is read once, not once per line.
+    """
+    return _SlowParser(text).run(inside=True)
 
 
 class _SlowParser:
     """A small recursive-descent reader for everything the fast path refuses."""
 
-    __slots__ = ("text", "pos", "out")
+    __slots__ = ("text", "pos", "out", "token", "depth", "bad")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
         self.out = ParsedDict()
+        self.token = ""     # the last number or word read: a non-finite value's raw text
+        self.depth = 0      # open lists and calls around the current value
+        self.bad = False    # a non-finite number was read inside the current value
 
-    def run(self) -> ParsedDict:
+    def run(self, inside: bool = False) -> ParsedDict:
+        """Read pairs up to the closing brace.  `inside`: the text starts at a pair (the tail a
+        continuation re-reads, from ParsedDict.resume), not at the opening brace."""
         out = self.out
         try:
-            self._expect("{")
-            self._skip_ws()
-            if self._peek() == "}":
-                return out
+            if not inside:
+                self._expect("{")
             while True:
+                out.resume = self.pos   # a pair starts here: the point a continuation re-reads from
                 self._skip_ws()
+                if self._peek() == "}":  # `{}`, `{'a': 1, }`
+                    return out
                 if self.text.startswith(("...", "\u2026"), self.pos):
-                    # Abridged by hand (`, ...}` or `…, 'k': v, …}` in pasted logs): keep
-                    # every pair, before and after the ellipsis.
-                    out.abridged = True
-                    self.pos += 3 if self.text[self.pos] == "." else 1
-                    self._skip_ws()
-                    ch = self._peek()
-                    if ch == "}":
+                    if self._ellipsis():
                         return out
-                    if ch == ",":
-                        self.pos += 1
-                        continue
-                    out.complete = False
+                elif self._pair():
                     return out
-                key = self._string()
-                self._skip_ws()
-                self._expect(":")
-                self._skip_ws()
-                start = self.pos
-                value = self._value()
-                end = self.pos
-                self._skip_ws()
-                if self.pos < len(self.text) and self.text[self.pos] not in ",}":
-                    raise _Bad(self.text[self.pos])  # `2e}`: the value was not what it seemed
-                if isinstance(value, float) and not math.isfinite(value):
-                    out.raw_nonfinite[key] = self._nonfinite_token(start, end)
-                out.values[key] = value
-                ch = self._peek()
-                if ch == ",":
-                    self.pos += 1
-                    self._skip_ws()
-                    if self._peek() == "}":
-                        return out
-                    continue
-                if ch == "}":
-                    return out
-                raise _Bad(ch)
         except _Incomplete:
             out.complete = False
         except _Bad:
             out.complete = False
             out.error = True
         return out
+
+    def _ellipsis(self) -> bool:
+        """Abridged by hand (`, ...}` or `…, 'k': v, …}` in pasted logs): every pair before and
+        after it is kept.  True when the dict closes right after it."""
+        self.out.abridged = True
+        self.pos += 3 if self.text[self.pos] == "." else 1
+        self._skip_ws()
+        ch = self._peek()
+        if ch == ",":
+            self.pos += 1
+            return False
+        if ch == "}":
+            return True
+        raise _Incomplete()   # `... <something>`: keep what was read, the dict is not whole
+
+    def _pair(self) -> bool:
+        """One `'key': value` and the comma after it; True when the closing brace follows."""
+        key = self._string()
+        self._skip_ws()
+        self._expect(":")
+        self._skip_ws()
+        start, self.bad = self.pos, False
+        value = self._value()
+        end = self.pos
+        self._skip_ws()
+        if self.pos < len(self.text) and self.text[self.pos] not in ",}":
+            raise _Bad(self.text[self.pos])  # `2e}`: the value was not what it seemed
+        if self.bad:
+            # `nan`, `np.float64(1e999)`: the number; `[nan, inf, 1]`: the value's text
+            self.out.raw_nonfinite[key] = raw_token(
+                self.token if _is_nonfinite(value) else self.text[start:end])
+        self.out.values[key] = value
+        ch = self._peek()
+        if ch == ",":
+            self.pos += 1
+            return False
+        if ch == "}":
+            return True
+        raise _Bad(ch)
 
     # -- tokens -------------------------------------------------------------
     def _peek(self) -> str:
@@ -147,32 +199,27 @@ class _SlowParser:
         self.pos += 1
 
     def _string(self) -> str:
+        """A quoted string; a run without quote or backslash is one regex step, not a loop."""
         quote = self._peek()
         if quote not in "'\"":
             raise _Bad(quote)
+        plain = _STRING_RUN[quote]
+        text = self.text
         i = self.pos + 1
         buf: list[str] = []
-        text = self.text
         while True:
+            m = plain.match(text, i)
+            buf.append(m.group())
+            i = m.end()
             if i >= len(text):
                 raise _Incomplete()
-            ch = text[i]
-            if ch == "\\":
-                if i + 1 >= len(text):
-                    raise _Incomplete()
-                buf.append(_unescape(text[i + 1]))
-                i += 2
-                continue
-            if ch == quote:
+            if text[i] == quote:
                 self.pos = i + 1
                 return "".join(buf)
-            buf.append(ch)
-            i += 1
-
-    def _nonfinite_token(self, start: int, end: int) -> str:
-        raw = self.text[start:end]
-        m = re.search(r"[-+]?(?:nan|inf|NaN|Infinity)", raw)
-        return m.group(0) if m else raw.strip()
+            if i + 1 >= len(text):
+                raise _Incomplete()   # a backslash at the very end
+            buf.append(_unescape(text[i + 1]))
+            i += 2
 
     def _value(self) -> Any:
         ch = self._peek()
@@ -192,7 +239,8 @@ class _SlowParser:
                 # a number at the very end (`0.00`, `2.1e`, `2.1e-`) may continue on the next line
                 raise _Incomplete()
             self.pos = end
-            return parse_number(m.group(0))
+            self.token = m.group(0)
+            return self._note(parse_number(self.token))
         if ch in "-+." and self.pos + 1 == len(self.text):
             raise _Incomplete()  # a lone sign at the very end
         raise _Bad(ch)
@@ -203,8 +251,9 @@ class _SlowParser:
         if end == len(self.text):
             raise _Incomplete()
         self.pos = end
+        self.token = word
         if word in NONFINITE_TOKENS:
-            return NONFINITE_TOKENS[word]
+            return self._note(NONFINITE_TOKENS[word])
         if word == "True":
             return True
         if word == "False":
@@ -215,36 +264,63 @@ class _SlowParser:
             return self._call(word)
         raise _Bad(word)
 
+    def _note(self, number: int | float) -> int | float:
+        if _is_nonfinite(number):
+            self.bad = True
+        return number
+
     def _call(self, name: str) -> Any:
         """``np.float64(0.5)``, ``tensor(0.5, device='cuda:0')``: keep the first argument."""
+        self._nest(1)
         self.pos += 1  # "("
         self._skip_ws()
         inner = self._value()
         self._skip_balanced("(", ")", depth=1)
+        self._nest(-1)
         return inner
 
+    def _nest(self, step: int) -> None:
+        """Bound the recursion: thousands of `[` or `f(` would hit Python's recursion limit."""
+        self.depth += step
+        if self.depth > _MAX_DEPTH:
+            raise _Bad("nesting")
+
     def _skip_balanced(self, open_ch: str, close_ch: str, depth: int) -> None:
-        """Move past the bracket that closes `depth` open ones, ignoring brackets in strings."""
+        """Move past the bracket that closes `depth` open ones, ignoring brackets in strings.
+
+        Runs of other characters are one regex step each: a 1 MB `{{{…` or `f(…` costs a few
+        milliseconds, not a second of per-character Python."""
         text = self.text
-        quote = ""
+        plain = _BALANCED_RUN[open_ch]
         while depth:
+            self.pos = plain.match(text, self.pos).end()
             if self.pos >= len(text):
                 raise _Incomplete()
             ch = text[self.pos]
-            if quote:
-                if ch == "\\":
-                    self.pos += 1
-                elif ch == quote:
-                    quote = ""
-            elif ch in "'\"":
-                quote = ch
-            elif ch == open_ch:
-                depth += 1
-            elif ch == close_ch:
-                depth -= 1
-            self.pos += 1
+            if ch in "'\"":
+                self._skip_quoted(ch)
+            else:
+                depth += 1 if ch == open_ch else -1
+                self.pos += 1
+
+    def _skip_quoted(self, quote: str) -> None:
+        """Move past the string that starts at pos (backslash escapes honoured)."""
+        text = self.text
+        plain = _STRING_RUN[quote]
+        i = self.pos + 1
+        while True:
+            i = plain.match(text, i).end()
+            if i >= len(text):
+                raise _Incomplete()
+            if text[i] == quote:
+                self.pos = i + 1
+                return
+            i += 2   # a backslash and the character it escapes
+            if i >= len(text):
+                raise _Incomplete()
 
     def _sequence(self) -> list:
+        self._nest(1)
         close = "]" if self._peek() == "[" else ")"
         self.pos += 1
         items: list = []
@@ -252,7 +328,13 @@ class _SlowParser:
             self._skip_ws()
             if self._peek() == close:
                 self.pos += 1
+                self._nest(-1)
                 return items
+            run = _NUMBER_RUN.match(self.text, self.pos)
+            if run:  # `1, 2.5, 3, …`: all but the last plain number in one regex step
+                items.extend(self._note(parse_number(t)) for t in _NUMBER.findall(run.group()))
+                self.pos = run.end()
+                continue
             items.append(self._value())
             self._skip_ws()
             ch = self._peek()

@@ -449,6 +449,7 @@ class MetricStore:
         elif ev.kind == "arg":
             name = arg_dump_to_flag(ev.data["name"])
             self.current.flags.setdefault(name, ev.data["value"])
+        ev.data.setdefault("after_rollout", self.current._max_id)   # where it sits on the timeline
         self.events.append(ev)
         self.current.events.append(ev)
         up.events.append(ev)

@@ -80,7 +80,8 @@ class AlertPane(Vertical):
             rest = "dim" if dim else ""
             state = "" if a.active else " (cleared)"
             state += " (ack)" if a.acknowledged else ""
-            t.add_row(sev, Text(clean(a.rule), style=rest),
+            rule = ("ack " if a.acknowledged else "") + clean(a.rule)   # a text marker, not only dim
+            t.add_row(sev, Text(rule, style=rest),
                       Text("-" if a.rollout is None else str(a.rollout), style=rest),
                       Text(clean(a.message) + state, style=rest), key=str(a.seq))
         if keep is not None and t.user_moved:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import dataclasses
 import os
 import signal
 import tempfile
@@ -30,24 +31,28 @@ from ..follow.follower import FileEvent, Follower, Lines
 from ..follow.replay import replay_lines
 from ..judge.ranges import RangeSet
 from ..judge.signals import SIGNALS, signal_series
+from ..notify import Hook, alert_payload, new_criticals, osc_notification
 from ..pipeline import Pipeline, feed_file, fmt_age, judge_path
 from .alert_pane import AlertPane, AlertTable
 from .chart_screen import ChartScreen, Sketch, draw
 from .detail_screen import DetailScreen
 from .goto_screen import GotoScreen
 from .help_screen import HelpScreen
+from .events_screen import EventsScreen
+from .log_screen import LogScreen
 from .messages import DataChanged, FileEventMsg, LoadProgress
 from .model import (BIG_FILE, TAIL_BYTES, clean, file_size, id_position, last_newline_before, newest_id,
                     resolve_path, sorted_ids)
 from .text_line import TextLine
 from .signal_row import SignalRow, badge, header_text, layout
+from .sparkline import whole_run_cells
 from .themes import ORDER, load_themes, resolve, uses_ascii
 
 REFRESH_S = 0.25
 MARGIN = 16          # rows fetched before the sparkline window (mean5 at a cursor on its left edge)
 WIDE = 160
 MAIN_ONLY = {"cursor", "cursor_home", "cursor_end", "goto", "focus_signal", "detail", "chart", "follow",
-             "ack", "switch_pane", "alert_jump", "log_scale"}
+             "ack", "switch_pane", "alert_jump", "log_scale", "whole_run", "log", "events"}
 
 
 class GrpoApp(App):
@@ -72,12 +77,20 @@ class GrpoApp(App):
         Binding("right_square_bracket", "alert_jump(1)", "next alert rollout", show=False),
         Binding("t", "cycle_theme", "theme"),
         Binding("y", "log_scale", "log scale (chart)", show=False),
+        Binding("w", "whole_run", "sparklines: whole run / last N"),
+        Binding("L", "log", "raw log at the cursor"),
+        Binding("e", "events", "events timeline"),
     ]
 
     def __init__(self, path: str | None = None, *, live: bool = True, replay: float | None = None,
                  theme: str | None = None, ranges: RangeSet | None = None, demo_rate: float = 0.5,
-                 force_ascii: bool | None = None, ranges_label: str | None = None) -> None:
+                 force_ascii: bool | None = None, ranges_label: str | None = None,
+                 notify: bool = True, on_critical: str | None = None) -> None:
         super().__init__()
+        self.notify_terminal = notify          # bell + desktop notification on a new critical
+        self.hook = Hook(on_critical)
+        self._armed_at: int | None = None      # follower offset from which alerts are news
+        self._ticked = False                   # a health tick judged the file as first read
         self.ranges = ranges
         self.ranges_label = ranges_label
         self.live = live
@@ -91,6 +104,7 @@ class GrpoApp(App):
         self.pause_last: int | None = None
         self.focus_index = 0
         self.log_scale = False
+        self.whole_run = False                 # sparklines summarise the whole run (w)
         self.force_ascii = bool(os.environ.get("GRPO_TUI_ASCII")) if force_ascii is None else force_ascii
         self.state = "starting"                # replay / finished; the run's own state is the pipeline's
         self.last_event = ""
@@ -99,6 +113,8 @@ class GrpoApp(App):
         self._held: list = []                  # follower items that arrived during the history fill
         self._generation = 0                   # bumped when the file restarts: stale history is dropped
         self._quitting = False                 # background loading stops when this is set
+        self._report = None                    # the verdict of the last repaint (header reuses it)
+        self._report_of: dict = {}
         self._painted = threading.Event()      # the history thread waits for the tail's paint
         self._dirty = True
         self._n = 0                            # rollouts in the current segment
@@ -127,6 +143,44 @@ class GrpoApp(App):
         yield Static(id="status")
         yield Footer()
 
+    def get_system_commands(self, screen):
+        """The command palette (ctrl+p) offers the app's own actions first."""
+        from textual.app import SystemCommand
+        yield SystemCommand("Go to rollout…", "move the step cursor to a rollout", self.action_goto)
+        yield SystemCommand("Raw log at the cursor", "the log file at the cursor's rollout", self.action_log)
+        yield SystemCommand("Events timeline", "weight updates, checkpoints, retries, restarts",
+                            self.action_events)
+        yield SystemCommand("Sparklines: whole run / last N", "toggle the sparkline span", self.action_whole_run)
+        for i, sig in enumerate(SIGNALS):
+            yield SystemCommand(f"Chart: {sig.label}", sig.tells, lambda i=i: self._chart_of(i))
+        for name in ORDER:
+            yield SystemCommand(f"Theme: {name.removeprefix('grpo-')}", "switch the colour theme",
+                                lambda name=name: self._set_theme(name))
+        yield from super().get_system_commands(screen)
+
+    def _chart_of(self, index: int) -> None:
+        self.focus_index = index
+        self.rows[index].focus()
+        self.action_chart()
+
+    def _set_theme(self, name: str) -> None:
+        self.theme = name
+        self._sync_ascii()
+        self._side_key = ()
+        self.refresh_view()
+
+    def _announce(self, changes) -> None:
+        """A new critical while watching: bell + desktop notification escape (unless
+        --no-notify), the --on-critical hook, and a toast."""
+        for alert in new_criticals(changes):
+            if self.notify_terminal and self._driver is not None:
+                self._driver.write(osc_notification(f"grpo-tui: {alert.rule}",
+                                                    f"{Path(self.path or '').name}: {alert.message}"))
+                self._driver.flush()
+            self.hook(alert_payload(alert, self.path))
+            self.notify(f"{alert.rule}: {clean(alert.message)}", title="new critical alert",
+                        severity="error", markup=False, timeout=8)
+
     def _on_signal(self, signum: int) -> None:
         """SIGTERM / SIGHUP / SIGINT: leave like `q` does, so the terminal is restored
         (alternate screen left, cursor shown, mouse tracking off)."""
@@ -150,6 +204,7 @@ class GrpoApp(App):
                         markup=False)
             self.theme = "grpo-dark"
         self.rows[0].focus()
+        self._sync_ascii()
         self._apply_width()
         if not self.live:
             if self.path and os.path.exists(self.path):
@@ -208,6 +263,7 @@ class GrpoApp(App):
         """Lines and file events go into the pipeline here, in file order (a restart's
         event is never handled later than the lines that follow it)."""
         self._follower = Follower(path, from_start=from_start, poll_interval=1.0)
+        self._armed_at = max(0, file_size(path))   # what the file holds now is history, not news
         try:
             async for item in self._follower.events():
                 if isinstance(item, Lines):
@@ -217,7 +273,9 @@ class GrpoApp(App):
                     if self.loading is not None:
                         self._held.append(Lines(lines, item.offset, item.written_at))
                         continue
-                    self.feed.feed(lines, item.written_at)
+                    up = self.feed.feed(lines, item.written_at)
+                    if self._armed_at is not None and item.offset > self._armed_at:
+                        self._announce(up.changes)
                     self.post_message(DataChanged(len(self.feed.store.current.ids)))
                 elif isinstance(item, FileEvent):
                     if item.event in ("truncated", "replaced", "created") and self.loading is not None:
@@ -335,14 +393,27 @@ class GrpoApp(App):
 
     def _health_tick(self) -> None:
         if self.replay is None and self.loading is None:
-            if self.feed.tick():
+            changes = self.feed.tick()
+            if changes:
                 self._dirty = True
+                if self._armed_at is not None and self._ticked:
+                    self._announce(changes)
+            # the first tick after the file was read judges its past (an old hung log's
+            # stall): history, not news
+            self._ticked = self._ticked or (self._armed_at is not None and self.feed.fed)
         if not self._dirty:
             self._refresh_header()    # only the age text moves: don't repaint the rows
 
     def _refresh_header(self) -> None:
+        """Only the state and the ages move between data updates: reuse the last verdict
+        (nine signal statuses are not recomputed every second on an idle run)."""
         ascii = uses_ascii(self.current_theme) or self.force_ascii
-        self.query_one("#header", TextLine).update(self._header_text(self.feed.report(), ascii))
+        rep = self._report if self._report is not None and self._report.report is not None else None
+        if rep is None or rep.report is not self._report_of.get(id(self.feed)):
+            rep = self.feed.report()
+        else:
+            rep = dataclasses.replace(rep, run_state=self.feed.state())
+        self.query_one("#header", TextLine).update(self._header_text(rep, ascii))
 
     @property
     def _dirty(self) -> bool:
@@ -392,8 +463,11 @@ class GrpoApp(App):
 
     def refresh_view(self) -> None:
         self._dirty = False
+        self._apply_width()          # the app's own resize handler is not called: check here
         feed = self.feed
         report = feed.report()
+        self._report = report
+        self._report_of = {id(feed): report.report}
         seg = feed.store.current
         ascii = uses_ascii(self.current_theme) or self.force_ascii
         rows = self.rows
@@ -406,10 +480,15 @@ class GrpoApp(App):
         at_newest = not len(win) or int(win[-1]) == self._last
         upto = None if at_newest else int(win[-1])
         need = max(len(win), spark_w, layout(self.size.width)[0]) + MARGIN
+        all_ids = np.sort(seg.id_array()) if self.whole_run and len(seg.ids) else None
         for row in rows:
             ids, vals = signal_series(seg, row.sig, last=need, upto=upto)
-            row.set_data(report.signals[row.sig.id], np.asarray(ids), np.asarray(vals), at_newest)
-        self.query_one("#colhdr", Static).update(header_text(row_w))
+            cells = None
+            if all_ids is not None:
+                sid, sval = signal_series(seg, row.sig)
+                cells = whole_run_cells(all_ids, np.asarray(sid), np.asarray(sval), spark_w, row.sig.log)
+            row.set_data(report.signals[row.sig.id], np.asarray(ids), np.asarray(vals), at_newest, cells)
+        self.query_one("#colhdr", Static).update(header_text(row_w, self.whole_run))
         self.query_one("#header", TextLine).update(self._header_text(report, ascii))
         self.query_one(AlertPane).set_alerts(report.alerts, ascii)
         self.query_one("#status", Static).update(self._status_text())
@@ -418,7 +497,7 @@ class GrpoApp(App):
             if key != self._side_key:
                 self._side_key = key
                 draw(self.query_one("#side-chart", PlotextPlot), feed, SIGNALS[self.focus_index].id,
-                     log=self.log_scale, cursor=self.cursor, sketch=self._sketch)
+                     log=self.log_scale, cursor=self.cursor, sketch=self._sketch, ascii=ascii)
 
     def display_state(self, report=None) -> str:
         """The run's state as the header shows it: from the pipeline (the log's and the
@@ -437,6 +516,23 @@ class GrpoApp(App):
 
     def _ascii(self) -> bool:
         return uses_ascii(self.current_theme) or self.force_ascii
+
+    def _sync_ascii(self) -> None:
+        """The ascii theme draws ASCII only: borders, footer keys, toasts, charts (CSS `.ascii`)."""
+        a = self._ascii()
+        for scr in self.screen_stack:
+            scr.set_class(a, "ascii")
+
+    def push_screen(self, screen, *args, **kwargs):
+        if not isinstance(screen, str):
+            screen.set_class(self._ascii(), "ascii")
+        return super().push_screen(screen, *args, **kwargs)
+
+    def get_key_display(self, binding: Binding) -> str:
+        shown = super().get_key_display(binding)
+        if self._ascii() and not shown.isascii():
+            return binding.key.split(",")[0].replace("_", " ")
+        return shown
 
     def pending_new(self) -> int:
         seg = self.feed.store.current
@@ -562,6 +658,14 @@ class GrpoApp(App):
     def action_chart(self) -> None:
         self.push_screen(ChartScreen(self.feed, SIGNALS[self.focus_index].id, self.log_scale, self.cursor))
 
+    def action_whole_run(self) -> None:
+        """Sparklines: the last N rollouts (cursor window) <-> the whole run in buckets that keep
+        each bucket's most extreme value (a spike 10,000 rollouts ago stays visible)."""
+        self.whole_run = not self.whole_run
+        self.notify("sparklines: whole run" if self.whole_run else "sparklines: last rollouts",
+                    timeout=1.5, markup=False)
+        self.refresh_view()
+
     def action_log_scale(self) -> None:
         self.log_scale = not self.log_scale
         self._side_key = ()
@@ -593,10 +697,24 @@ class GrpoApp(App):
             self.query_one(AlertTable).focus()
 
     def on_data_table_row_selected(self, event) -> None:
+        """enter on an alert: the cursor goes to its rollout and the raw log opens at its line."""
         if isinstance(event.data_table, AlertTable):
             a = self.query_one(AlertPane).selected
             if a is not None and a.rollout is not None:
                 self._set_cursor(a.rollout)
+            if a is not None and self.path and os.path.isfile(self.path):
+                line = (a.evidence or {}).get("line")
+                self.push_screen(LogScreen(self.path, line=line if isinstance(line, int) else None,
+                                           rollout=None if isinstance(line, int) else a.rollout))
+
+    def action_events(self) -> None:
+        self.push_screen(EventsScreen(self.feed, self.path))
+
+    def action_log(self) -> None:
+        if not self.path or not os.path.isfile(self.path):
+            self.notify("no log file yet")
+            return
+        self.push_screen(LogScreen(self.path, rollout=self.cursor))
 
     def action_alert_jump(self, direction: int) -> None:
         rs = sorted({a.rollout for a in self.feed.engine.alerts if a.rollout is not None})
@@ -614,17 +732,22 @@ class GrpoApp(App):
         names = [n for n in ORDER if n in self.available_themes]
         i = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(i + 1) % len(names)]
+        self._sync_ascii()
+        self.query_one(Footer).recompose()
         self.notify(f"theme: {self.theme}", markup=False, timeout=1.5)
         self.query_one(AlertPane)._sig = ()
         self._side_key = ()
         self.refresh_view()
 
     def action_help(self) -> None:
-        sections = [("dashboard", self.BINDINGS)]
-        if len(self.screen_stack) > 1:
-            sections.insert(0, ("this view", list(getattr(self.screen, "BINDINGS", []))))
-        sections.append(("alert list", AlertTable.HELP_BINDINGS))
-        self.push_screen(HelpScreen(sections))
+        """Every key of every view (the bindings themselves, never a hand-written list)."""
+        sections = [("dashboard", self.BINDINGS), ("alert list (tab)", AlertTable.HELP_BINDINGS),
+                    ("detail view (enter)", DetailScreen.BINDINGS), ("chart view (c)", ChartScreen.BINDINGS),
+                    ("raw log (L)", LogScreen.BINDINGS), ("events (e)", EventsScreen.BINDINGS),
+                    ("go to rollout (g)", GotoScreen.BINDINGS)]
+        here = type(self.screen)
+        sections.sort(key=lambda s: 0 if s[1] is getattr(here, "BINDINGS", None) else 1)
+        self.push_screen(HelpScreen(sections, ascii=self._ascii()))
 
     async def action_quit(self) -> None:
         self._quitting = True

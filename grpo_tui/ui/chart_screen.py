@@ -18,6 +18,9 @@ from ..judge.stats import trailing_mean
 from .model import clean, downsample
 
 
+EVENT_MARKS = {"checkpoint_saved": "c", "eval_skipped": "e", "engine_retry": "r", "max_retries": "r",
+               "launch": "R", "traceback": "x", "oom": "x", "nccl_timeout": "x", "ft_fail": "x",
+               "engines_recovered": "+", "health_check_failed": "h"}
 BUCKETS = 200      # at most this many buckets of rows, min and max of each plotted
 SETTLE = 64        # the newest rows may still get values (late train steps): never frozen
 
@@ -113,19 +116,25 @@ def _steps(x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def draw(plot: PlotextPlot, feed, sig_id: str, *, log: bool = False, cursor: int | None = None,
-         sketch: Sketch | None = None) -> None:
+         sketch: Sketch | None = None, ascii: bool = False) -> None:
     """Redraw `plot` for one signal from the feed's current segment.
 
     With a `sketch` (kept by the caller between redraws) the cost of a redraw does not
-    grow with the history: see Sketch."""
+    grow with the history: see Sketch. The legend is the title line (never over the data);
+    y labels are short (3 significant digits or scientific), x ticks are whole rollouts; the
+    cursor and each alert's onset are labelled vertical lines. `ascii`: ASCII markers, no frame."""
     plt = plot.plt
     plt.clear_data()
     plt.clear_figure()
     sig = BY_ID[sig_id]
     seg = feed.store.current
-    title = sig.label + (f" ({sig.unit})" if sig.unit else "") + ("  [log y]" if log else "")
+    dot, line = ("*", "+") if ascii else ("dot", "braille")
+    title = (sig.label + (f" ({sig.unit})" if sig.unit else "") + ("  [log y]" if log else "")
+             + f"   {'*' if ascii else '·'} raw  {'+' if ascii else '⠿'} mean5  - band  | cursor, onsets  c/r/R/x events")
     plt.title(clean(title))
     plt.xlabel("rollout")
+    if ascii:
+        plt.frame(False)
     # About one bucket (<= 2 points) per plot column: more points are not visible (one
     # marker per cell) and only make plotext slower.
     buckets = max(50, min(BUCKETS, plot.size.width or BUCKETS))
@@ -137,23 +146,75 @@ def draw(plot: PlotextPlot, feed, sig_id: str, *, log: bool = False, cursor: int
     xm = xm.astype(float)
     if log:
         plt.yscale("log")
-    plt.plot(xd.tolist(), yd.tolist(), color="gray", marker="dot", label="raw")
-    plt.plot(xm.tolist(), ym.tolist(), color="cyan+", marker="braille", label="mean5")
+    plt.plot(xd.tolist(), yd.tolist(), color="gray", marker=dot)
+    plt.plot(xm.tolist(), ym.tolist(), color="cyan+", marker=line)
+    ys = [yd, ym]
     band = feed.engine.band(sig_id, xd)     # at the plotted x only; none where no range judges
     if band is not None:
         lo, hi = band
-        for edge, name in ((lo, "healthy lo"), (hi, "healthy hi")):
+        for edge in (lo, hi):
             ok = np.isfinite(edge) & ((edge > 0) if log else True)
             if ok.any():
                 xe, ye = _steps(xd[ok], edge[ok])
-                plt.plot(xe.tolist(), ye.tolist(), color="green", marker="-" if not log else "dot",
-                         label=name)
-    for a in feed.engine.alerts:
-        if a.rollout is not None and (a.signal in (None, sig_id) or a.signal == sig_id):
-            plt.vline(float(a.rollout), "red" if a.severity == "critical" else "orange")
+                plt.plot(xe.tolist(), ye.tolist(), color="green", marker="-" if not log else ".")
+                ys.append(ye)
+    y_all = np.concatenate([np.asarray(y, float) for y in ys])
+    y_all = y_all[np.isfinite(y_all) & ((y_all > 0) if log else True)]
+    if len(y_all):
+        _ticks(plt, float(xd.min()), float(xd.max()), float(y_all.min()), float(y_all.max()), log)
+    top = float(y_all.max()) if len(y_all) else 0.0
+    bottom = float(y_all.min()) if len(y_all) else 0.0
+
+    def vline(x: float, color: str) -> None:
+        if ascii:                            # plotext's vline glyph is a box-drawing character
+            plt.plot([x, x], [bottom, top], color=color, marker="|")
+        else:
+            plt.vline(x, color)
+
+    onsets = sorted({(a.rollout, a.severity) for a in feed.engine.alerts
+                     if a.rollout is not None and a.signal in (None, sig_id)})
+    for r, sev in onsets:
+        vline(float(r), "red" if sev == "critical" else "orange")
+    for r in sorted({r for r, _ in onsets})[:4]:
+        plt.text(f"onset {r}", x=float(r), y=top, color="red", alignment="left")
+    # events along the bottom: c checkpoint, e eval, r retry burst, R restart/launch, x crash
+    marks: dict[str, set[float]] = {}
+    for ev in seg.events:
+        m = EVENT_MARKS.get(ev.kind)
+        r = ev.data.get("after_rollout")
+        if m and r is not None:
+            marks.setdefault(m, set()).add(float(r))
+    for m, xs in marks.items():
+        xs_l = sorted(xs)
+        plt.scatter(xs_l, [bottom] * len(xs_l), marker=m, color="yellow")
     if cursor is not None:
-        plt.vline(float(cursor), "white")
+        vline(float(cursor), "white")
+        plt.text(f"cursor {cursor}", x=float(cursor), y=bottom, color="white", alignment="left")
     plot.refresh()
+
+
+def eng(v: float) -> str:
+    """A short axis label: 3 significant digits, scientific outside 1e-3..1e4."""
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g}"
+    if 1e-3 <= abs(v) < 1e4:
+        return f"{v:.3g}"
+    return f"{v:.1e}"
+
+
+def _ticks(plt, x0: float, x1: float, y0: float, y1: float, log: bool) -> None:
+    """Whole-rollout x ticks at a round step; five short y labels."""
+    span = max(1.0, x1 - x0)
+    raw = span / 6
+    mag = 10 ** math.floor(math.log10(raw)) if raw >= 1 else 1
+    step = max(1, int(next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)))
+    xt = list(range(int(math.ceil(x0 / step) * step), int(x1) + 1, step))
+    if xt:
+        plt.xticks(xt, [str(x) for x in xt])
+    if y1 <= y0:
+        return
+    yt = np.geomspace(y0, y1, 5) if log and y0 > 0 else np.linspace(y0, y1, 5)
+    plt.yticks(yt.tolist(), [eng(float(v)) for v in yt])
 
 
 class ChartScreen(Screen):
@@ -183,10 +244,10 @@ class ChartScreen(Screen):
         sig = BY_ID[self.sig_id]
         t = Text(no_wrap=True)
         t.append(f" {sig.label}", style="bold")
-        t.append(f"  ·  {clean(sig.tells)}")
+        t.append(f"  {'-' if self.has_class('ascii') else '·'}  {clean(sig.tells)}")
         self.query_one("#chart-title", Static).update(t)
         draw(self.query_one(PlotextPlot), self.feed, self.sig_id, log=self.log_y, cursor=self.cursor,
-             sketch=self.sketch)
+             sketch=self.sketch, ascii=self.has_class("ascii"))
 
     def action_toggle_log(self) -> None:
         self.log_y = not self.log_y

@@ -151,8 +151,9 @@ class DetailScreen(Screen):
         self.rebuild()
 
     def action_close(self) -> None:
+        """esc leaves the filter first (typing or applied), then the view."""
         inp = self.query_one("#detail-filter", Input)
-        if self.has_class("filtering") and inp.has_focus:
+        if self.has_class("filtering") or self.pattern is not None:
             inp.value = ""
             self.remove_class("filtering")
             self.pattern = None

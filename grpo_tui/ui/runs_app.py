@@ -18,6 +18,7 @@ import queue
 import threading
 import time
 
+from rich.text import Text
 from textual import work
 from textual.app import App
 from textual.binding import Binding
@@ -63,9 +64,12 @@ class BaselineApp(GrpoApp):
 
     def _status_text(self):
         t = super()._status_text()
-        if self.baseline is not None:
-            t.append("  ranges: baseline of " + clean(", ".join(self.baseline.names)))
-        return t
+        if self.baseline is None:
+            return t
+        head = Text(f" ranges: baseline ({len(self.baseline.names)} seeds) ", no_wrap=True, overflow="ellipsis",
+                    style="dim")
+        head.append_text(t)
+        return head
 
 
 class RunsApp(BaselineApp, inherit_bindings=False):
@@ -74,9 +78,11 @@ class RunsApp(BaselineApp, inherit_bindings=False):
     def __init__(self, paths: list[str], *, recursive: bool = False, live: bool = True,
                  theme: str | None = None, ranges: RangeSet | None = None, ranges_label: str | None = None,
                  baseline: Baseline | None = None, baseline_paths: list[str] | tuple = (),
-                 force_ascii: bool | None = None, poll_s: float = 1.0) -> None:
+                 force_ascii: bool | None = None, poll_s: float = 1.0, notify: bool = True,
+                 on_critical: str | None = None) -> None:
+        self._alerting = dict(notify=notify, on_critical=on_critical)   # each opened run's
         super().__init__(None, live=False, theme=theme, ranges=ranges, ranges_label=ranges_label,
-                         force_ascii=force_ascii)
+                         force_ascii=force_ascii, **self._alerting)
         self.baseline = baseline
         self.base_ranges = ranges
         self.base_label = ranges_label or ("defaults" if ranges is None else "file")
@@ -251,7 +257,7 @@ class RunsApp(BaselineApp, inherit_bindings=False):
         ranges, label = ((self.baseline.ranges, "baseline") if self.baseline is not None
                          else (self.base_ranges, self.base_label))
         fresh = GrpoApp(path, live=self.runs_live, theme=self.requested_theme, ranges=ranges,
-                        ranges_label=label, force_ascii=self.force_ascii)
+                        ranges_label=label, force_ascii=self.force_ascii, **self._alerting)
         for k in run_keys():
             setattr(self, k, getattr(fresh, k))
         self._generation = gen + 1
@@ -299,8 +305,9 @@ class RunsApp(BaselineApp, inherit_bindings=False):
 
     def _status_text(self):
         t = super()._status_text()
-        t.append("  esc: runs overview")
-        return t
+        head = Text(" esc: runs ·", no_wrap=True, overflow="ellipsis", style="dim")
+        head.append_text(t)
+        return head
 
     def action_overview(self) -> None:
         if len(self.screen_stack) == 1:
