@@ -213,7 +213,8 @@ def test_nan_inside_a_list_exports_as_null_with_its_text_kept(tmp_path):
     import json
 
     from grpo_tui.cli import main
-    log = tmp_path / "run.log"
+    (tmp_path / "logs").mkdir()
+    log = tmp_path / "logs" / "run.log"          # outputs never go into the log's own folder
     log.write_text(H + "rollout 3: {'a': [nan, inf, 1], 'b': (1, [-inf]), 'c': [0.5], 'd': nan}\n"
                    + H + "step 3: {'train/x': [np.float64(nan), 2]}\n")
     for axis in ("rollout", "step"):
