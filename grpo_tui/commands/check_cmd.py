@@ -143,5 +143,10 @@ def _print_human(path: str, report, counts) -> None:
             if len(ev) > 300:
                 ev = ev[:300].rsplit(" ", 1)[0] + " …"
             w(f"      evidence: {ev}\n")
+    extra = ""
+    if getattr(counts, "long_lines", 0):
+        extra += f", {counts.long_lines} lines cut at 1 MiB"
+    if getattr(counts, "dropped_metrics", 0):
+        extra += f", {counts.dropped_metrics} values of metric names past the 1,024-name bound dropped"
     w(f"\n{counts.lines} lines read: {counts.records} metric records, {counts.event_lines} event lines, "
-      f"{counts.noise} noise, {counts.unreadable} unreadable, {counts.cut_records} cut records\n")
+      f"{counts.noise} noise, {counts.unreadable} unreadable, {counts.cut_records} cut records{extra}\n")

@@ -38,7 +38,7 @@ def _int(flags: dict, name: str) -> int | None:
         return None
     try:
         return int(float(v))
-    except ValueError:
+    except (ValueError, OverflowError):     # `--rollout-batch-size 1e999`, a 400-digit value
         return None
 
 

@@ -4,6 +4,12 @@ The pipeline per line follows miles-log-format.md §8: paste prefixes (``grep -n
 ANSI, the Ray prefix, ``\\r``-joined progress bars, the Ray dedup suffix, then one of the
 known headers (Miles new/old, SGLang, Ray driver).  A header-less line continues the
 previous record of the same source: a wrapped dict, a traceback, the httpx second line.
+
+Hostile input is bounded, and every bound is counted (issue #9): a line is cut to MAX_LINE
+characters (counts.long_lines) before any regex work; an open record holds at most
+_PENDING_MAX characters and re-reads only its unfinished pair, within a budget, so work stays
+linear; an id that is negative, not ASCII digits or past 2**53 makes its line unreadable;
+names past MAX_NAMES are dropped (counts.dropped_metrics).
 """
 
 from __future__ import annotations

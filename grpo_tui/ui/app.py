@@ -586,6 +586,10 @@ class GrpoApp(App):
         c = self.feed.parser.counts
         t = Text(no_wrap=True, overflow="ellipsis", style="dim")
         t.append(f" lines {c.lines}  records {c.records}  unreadable {c.unreadable}  cut {c.cut_records}")
+        if getattr(c, "long_lines", 0):
+            t.append(f"  long lines {c.long_lines}")
+        if getattr(c, "dropped_metrics", 0):
+            t.append(f"  dropped values {c.dropped_metrics}")
         if len(self.feed.store.segments) > 1:
             t.append(f"  segments {len(self.feed.store.segments)}")
         if self.last_event:
