@@ -43,16 +43,26 @@ def _add_force(p: argparse.ArgumentParser) -> None:
                    help="allow -o FILE in an input log's folder (never onto the log itself)")
 
 
+def _add_baseline(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--baseline", nargs="+", metavar="SEED",
+                   help="judge against the envelope of 2-3 seed runs of the same setup (what calibrate writes)")
+
+
 def build_parsers() -> dict[str, argparse.ArgumentParser]:
     ps: dict[str, argparse.ArgumentParser] = {}
-    p = _Parser(prog="grpo-tui check", description="Verdict on a log: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.")
-    p.add_argument("path")
+    p = _Parser(prog="grpo-tui check", description="Verdict on a log: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. "
+                "Several logs or a folder: one line per run, exit = the worst status.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log file(s) or folder(s) (their *.log)")
+    p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
     _add_ranges(p)
+    _add_baseline(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (design.md §6)")
     ps["check"] = p
 
-    p = _Parser(prog="grpo-tui export", description="Every metric per rollout (or per train step) as CSV or JSON.")
-    p.add_argument("path")
+    p = _Parser(prog="grpo-tui export", description="Every metric per rollout (or per train step) as CSV or JSON. "
+                "Several logs or a folder: one table, a `run` column first.")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("--axis", choices=("rollout", "step"), default="rollout")
     p.add_argument("-o", "--output", metavar="FILE")
@@ -100,10 +110,13 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
 
     p = _Parser(prog="grpo-tui", description="GRPO run health dashboard. Commands: " + ", ".join(SUBCOMMANDS)
                 + ". No PATH: a demo on a simulated live run.")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="log file or folder (newest *.log)")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="log file (its dashboard), or folder(s) / several files (the runs overview)")
+    p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
     p.add_argument("--replay", type=float, metavar="SPEED", help="play a finished log at SPEED x (0 = max)")
     p.add_argument("--theme", metavar="NAME")
     _add_ranges(p)
+    _add_baseline(p)
     _add_notify(p, bell=True)
     ps["dashboard"] = p
     return ps

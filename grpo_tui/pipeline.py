@@ -243,6 +243,15 @@ class Pipeline:
             return None
         return age + self._log_lag(self.parser.first_ts)
 
+    def written_at(self) -> tuple[float | None, float | None]:
+        """(newest line, newest metric record of the current run): when they were written,
+        wall-clock seconds; the ages without a clock (the runs overview sorts on them)."""
+        if self._line_wall is None:
+            return None, None
+        seg = self.store.current
+        data = self._line_wall - self._log_lag(seg.last_record_ts) if seg.records else None
+        return self._line_wall, data
+
     def state(self, now: float | None = None) -> RunState:
         now = self.clock() if now is None else now
         age = self._line_age(now)

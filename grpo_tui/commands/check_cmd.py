@@ -1,8 +1,11 @@
-"""`grpo-tui check PATH [--ranges FILE] [--json]`: a verdict with Nagios exit codes."""
+"""`grpo-tui check PATH [PATH ...] [--ranges FILE] [--baseline SEED ...] [--json]`: a verdict with
+Nagios exit codes. One file: the run's full report (design.md §6). Several paths or a folder:
+one line per run (JSON `{"runs": [...]}`), exit code = the worst status."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from ..judge.ranges import RangesError, load_ranges
@@ -10,6 +13,7 @@ from ..judge.signals import BY_ID
 from ..lines.files import InputError
 from ..output import safe_text
 from ..pipeline import fmt_age, judge_path
+from ..runs import RANK, alert_words, discover, judge_many, top_alert, unknown_json, worst
 
 EXIT = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
 BADGE = {"ok": "✓ ok", "warning": "! warning", "critical": "✗ critical", "unknown": "? n/a"}
@@ -26,29 +30,85 @@ def _fmt(sig_id: str, v) -> str:
 
 
 def run(args) -> int:
+    paths = list(args.paths)
+    single = len(paths) == 1 and not os.path.isdir(paths[0])
     try:
         ranges = load_ranges(args.ranges)
-    except RangesError as exc:
-        return _unknown(args, str(exc))
+        label = args.ranges or "defaults"
+        if getattr(args, "baseline", None):
+            from ..judge.baseline import load_baseline
+            ranges, label = load_baseline(args.baseline, ranges if args.ranges else None).ranges, "baseline"
+    except (RangesError, InputError) as exc:
+        return _unknown(args, str(exc), None if single else discover(paths, args.recursive))
+    if not single:
+        return _run_many(args, discover(paths, args.recursive), ranges, label)
+    path = paths[0]
     try:
-        pipe = judge_path(args.path, ranges, ranges_label=args.ranges or "defaults")
+        pipe = judge_path(path, ranges, ranges_label=label)
     except InputError as exc:
         return _unknown(args, str(exc))
     report = pipe.report()
     if args.json:
-        print(json.dumps(report.to_json(args.path), allow_nan=False, default=str))
+        print(json.dumps(report.to_json(path), allow_nan=False, default=str))
     else:
-        _print_human(args.path, report, pipe.parser.counts)
+        _print_human(path, report, pipe.parser.counts)
     return EXIT[report.status]
 
 
-def _unknown(args, message: str) -> int:
+def _unknown(args, message: str, many: list[str] | None = None) -> int:
     print(f"grpo-tui check: {safe(message)}", file=sys.stderr)
     if getattr(args, "json", False):
-        print(json.dumps({"path": args.path, "status": "unknown", "state": None, "ranges": None,
-                          "rollouts": 0, "last_rollout": None, "steps_per_rollout": 1, "signals": {},
-                          "alerts": [], "error": message}))
+        if many is None:
+            print(json.dumps(unknown_json(args.paths[0], message)))
+        else:
+            print(json.dumps({"runs": [unknown_json(p, message) for p in many]}))
     return EXIT["unknown"]
+
+
+def _run_many(args, paths: list[str], ranges, label: str) -> int:
+    if not paths:
+        where = ", ".join(args.paths)
+        return _unknown(args, f"{where}: no *.log files" + ("" if args.recursive else " (-r: look in subfolders)"),
+                        [])
+    results = judge_many(paths, ranges, ranges_label=label)
+    status = worst(r.status for r in results)
+    if args.json:
+        print(json.dumps({"runs": [r.to_json() for r in results]}, allow_nan=False, default=str))
+    else:
+        _print_many(results, status)
+    return EXIT[status]
+
+
+def _middle_cut(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    return text[: keep - keep // 2] + "…" + text[len(text) - keep // 2:]
+
+
+def _print_many(results, status: str) -> None:
+    """One line per run: status, run, state, rollouts, last data, and its top alert."""
+    w = sys.stdout.write
+    name_w = min(40, max([3] + [len(safe(r.path)) for r in results]))
+    w(f"{'status':<10}  {'run':<{name_w}}  {'state':<12} {'rollouts':>8}  {'last data':>10}  top alert\n")
+    for r in results:
+        name = _middle_cut(safe(r.path), name_w)
+        if r.report is None:
+            w(f"{BADGE['unknown']:<10}  {name:<{name_w}}  {'-':<12} {0:>8}  {'-':>10}  {safe(r.error)}\n")
+            continue
+        rep = r.report
+        st = rep.run_state
+        age = "-" if st.data_age is None else fmt_age(st.data_age) + " ago"
+        top = top_alert(rep.alerts)
+        words = safe(alert_words(top)) if top else "-"
+        if top and len(rep.alerts) > 1:
+            words += f" (+{len(rep.alerts) - 1} more)"
+        w(f"{BADGE[rep.status]:<10}  {name:<{name_w}}  {st.label:<12} {rep.rollouts:>8}  {age:>10}  {words}\n")
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    parts = ", ".join(f"{counts[s]} {s}" for s in sorted(counts, key=lambda s: -RANK.get(s, 1)))
+    w(f"\n{len(results)} runs: {parts}; worst {status.upper()} (exit {EXIT[status]})\n")
 
 
 def state_text(st) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from ..export import render
@@ -11,6 +12,10 @@ from ..pipeline import judge_path
 
 
 def run(args) -> int:
+    if len(args.paths) > 1 or os.path.isdir(args.paths[0]):
+        from .export_runs import run as run_many     # several runs: one table, a `run` column
+        return run_many(args)
+    args.path = args.paths[0]
     if args.output:  # before reading: a refused path should not cost a parse of a big log
         check_output_path(args.output, [args.path], force=getattr(args, "force", False))
     loaded = judge_path(args.path, judging=False)

@@ -196,6 +196,21 @@ class Follower:
             self._stop.set()
             self._wake.set()
 
+    def poll(self) -> list[Item]:
+        """One synchronous re-stat and read of at most one chunk, without the watcher: for a
+        caller that polls many files from one thread (the runs overview). ``more`` says a
+        full chunk was read (call again for the rest)."""
+        return self._poll()
+
+    @property
+    def more(self) -> bool:
+        return self._more
+
+    def close(self) -> None:
+        """Close the file a polled follower holds open (the watcher path closes it itself)."""
+        self._stopped = True
+        self._close()
+
     @property
     def stats(self) -> dict:
         """Counters for status bars and for tests that wait until caught up."""

@@ -1,0 +1,133 @@
+"""A baseline from reference runs: the seeds' envelope per rollout, used as a run's ranges.
+
+It is the envelope `grpo-tui calibrate SEED... -o FILE` writes (grpo-health.md §3.3: step-aligned
+centre, pooled robust noise, leave-one-seed-out widening), computed on the fly from the seeds'
+stores and cached in memory by the seeds' file identity (path, size, mtime), so marking runs as
+baseline in the overview or `check RUN --baseline SEED...` never writes a ranges file.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..lines.files import InputError
+from .calibration import Envelope, calibrate_with_check
+from .ranges import RangeSet
+from .signals import SIGNALS, signal_series
+
+MIN_SEEDS = 2
+CACHE_SIZE = 8
+
+
+@dataclass
+class Baseline:
+    """The seeds' envelopes as a RangeSet, what calibrating said, and the seeds' raw curves."""
+
+    names: list[str]
+    ranges: RangeSet
+    notes: dict[str, str] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    # signal id -> [(seed name, rollout ids, values)]: the dimmed curves a chart overlays
+    series: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return "baseline"
+
+
+def seed_envelopes(stores) -> tuple[dict[str, Envelope], dict[str, str], list[str]]:
+    """Per signal, the envelope of the seeds' current segments (signals fewer than 2 seeds
+    log at >= 3 finite points are skipped). Returns (envelopes, notes, one line per signal)."""
+    envelopes: dict[str, Envelope] = {}
+    notes: dict[str, str] = {}
+    lines: list[str] = []
+    for sig in SIGNALS:
+        series = []
+        for st in stores:
+            ids, vals = signal_series(st.current, sig)
+            ok = np.isfinite(vals)
+            if ok.sum() >= 3:
+                series.append((ids[ok].astype(float), vals[ok]))
+        if len(series) < MIN_SEEDS:
+            lines.append(f"{sig.id:<13} skipped (fewer than 2 seeds log it)")
+            continue
+        kind = "flat" if sig.flat else "trending"
+        log = sig.log and all(np.all(v > 0) for _, v in series)
+        env, widened, report = calibrate_with_check(series, kind, log=log)
+        envelopes[sig.id] = env
+        frac = report.get("max_frac_outside", 0.0)
+        line = (f"{sig.id:<13} {kind:<8} sigma0={env.sigma0:.3g}{' (log)' if env.log else ''} "
+                f"held-out points outside: {frac:.0%}")
+        if widened:
+            line += f"  -> margin widened to {env.margin:g} sigma0 (a held-out seed stayed outside)"
+            notes[sig.id] = "margin widened by the leave-one-seed-out check"
+        lines.append(line)
+    return envelopes, notes, lines
+
+
+def as_ranges(envelopes: dict[str, Envelope], base: RangeSet | None = None, names: list[str] | None = None) -> RangeSet:
+    """The seeds' envelopes over `base` (a --ranges file or the defaults) for what they cover."""
+    base = base or RangeSet()
+    return RangeSet(envelopes={**{k: v for k, v in base.envelopes.items() if k not in envelopes}, **envelopes},
+                    constant={k: v for k, v in base.constant.items() if k not in envelopes},
+                    sigmas={k: v for k, v in base.sigmas.items() if k not in envelopes},
+                    path=None, meta={"baseline": list(names or [])}, use_defaults=base.use_defaults)
+
+
+def from_stores(stores, names: list[str], base: RangeSet | None = None) -> Baseline:
+    if len(stores) < MIN_SEEDS:
+        raise InputError(f"a baseline needs at least {MIN_SEEDS} seed runs of the same setup "
+                         f"(got {len(stores)})")
+    envelopes, notes, lines = seed_envelopes(stores)
+    if not envelopes:
+        raise InputError("no signal found in the baseline runs: nothing to compare against")
+    series: dict[str, list] = {}
+    for sig in SIGNALS:
+        for name, st in zip(names, stores):
+            ids, vals = signal_series(st.current, sig)
+            if len(ids):
+                series.setdefault(sig.id, []).append((name, np.array(ids), np.array(vals, float)))
+    return Baseline(list(names), as_ranges(envelopes, base, names), notes, lines, series)
+
+
+_cache: OrderedDict = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _identity(path: str) -> tuple:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    return (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+
+
+def load_baseline(paths: list[str], base: RangeSet | None = None) -> Baseline:
+    """The baseline of these seed logs, read through the one pipeline (cached while the
+    files do not change)."""
+    from ..pipeline import judge_path     # the pipeline imports judge/: import here
+
+    if len(paths) < MIN_SEEDS:
+        raise InputError(f"--baseline needs at least {MIN_SEEDS} seed runs of the same setup "
+                         f"(got {len(paths)})")
+    key = (tuple(_identity(p) for p in paths), id(base), getattr(base, "path", None))
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
+    stores = [judge_path(p, judging=False).store for p in paths]
+    got = from_stores(stores, [os.path.basename(p) for p in paths], base)
+    with _cache_lock:
+        _cache[key] = got
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return got
+
+
+__all__ = ["Baseline", "seed_envelopes", "as_ranges", "from_stores", "load_baseline", "MIN_SEEDS"]
