@@ -215,3 +215,15 @@ async def test_open_criticals_are_listed_above_warnings_at_80x24():
         assert len(alerts) > 1 and all(a.severity == "warning" for a in alerts[1:])
         table = app.query_one(AlertTable)
         assert table.region.height >= 2   # the first (critical) row is on screen
+
+
+async def test_sigterm_handler_leaves_like_q():
+    """SIGTERM/SIGHUP/SIGINT run the same exit as `q` (Textual restores the terminal on exit);
+    the process exit code says which signal (128 + n). Background loading is told to stop."""
+    import signal as _signal
+    app = GrpoApp(GAP, live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app._on_signal(int(_signal.SIGTERM))
+        await pilot.pause()
+    assert app.return_code == 128 + int(_signal.SIGTERM) and app._quitting
