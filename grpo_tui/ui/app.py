@@ -737,7 +737,7 @@ class GrpoApp(App):
         i = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(i + 1) % len(names)]
         self._sync_ascii()
-        self.query_one(Footer).recompose()
+        self.query_one(Footer).refresh(recompose=True)   # key glyphs follow the theme
         self.notify(f"theme: {self.theme}", markup=False, timeout=1.5)
         self.query_one(AlertPane)._sig = ()
         self._side_key = ()
