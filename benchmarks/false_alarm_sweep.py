@@ -55,7 +55,8 @@ class Run:
     critical: list[str] = field(default_factory=list)
     warning: list[str] = field(default_factory=list)
     status: str = "ok"
-    own_at: int | None = None         # rollout at which the scenario's own rule was first raised
+    caught: bool = False              # the scenario's own rule raised a critical alert
+    own_at: int | None = None         # rollout at which it was first raised (None: before any rollout)
     early: bool = False               # own rule raised before the onset (a false alarm)
     seconds: float = 0.0
 
@@ -93,6 +94,7 @@ def run_one(run: Run) -> Run:
     own = [a for a in rep.alerts if a.rule == run.scenario and a.severity == "critical"]
     if own:
         first = min(own, key=lambda a: a.seq)
+        run.caught = True
         run.own_at = first.first_seen
         if run.onset is not None and run.scenario not in TIME_RULES and first.first_seen is not None:
             run.early = first.first_seen < run.onset - 1
@@ -150,10 +152,10 @@ def summarise(done: list[Run]) -> dict:
             continue
         b = broken[(r.label, r.setup)]
         b["runs"] += 1
-        caught = r.own_at is not None and not r.early
+        caught = r.caught and not r.early
         b["caught"] += caught
         b["early"] += r.early
-        if caught and r.scenario not in TIME_RULES:
+        if caught and r.scenario not in TIME_RULES and r.own_at is not None:
             b["delays"].append(r.own_at - r.onset)
         other = [x for x in r.critical if x != r.scenario]
         b["unrelated"] += bool(other)

@@ -436,7 +436,7 @@ def _setup_rollout_series(su: Setup, scenario: str, n: int, seed: int, onset: in
     if scenario == "length-hacking":
         r_on = float(_curve(su, lv, np.array([float(o)]), "reward")[0])
         l_on = float(_curve(su, lv, np.array([float(o)]), "length")[0])
-        true_r = np.where(hit, np.clip(r_on - 0.01 * pace * d, 0.01, 0.99), true_r)
+        true_r = np.where(hit, np.clip(np.maximum(r_on - 0.01 * pace * d, 0.45 * r_on), 0.01, 0.99), true_r)
         length = np.where(hit, np.minimum(l_on * 1.03 ** (pace * d) * np.exp(0.02 * hz[:, 0]), 0.93 * su.cap), length)
     elif scenario == "rollout-slowdown":
         l_on = float(_curve(su, lv, np.array([float(o)]), "length")[0])
@@ -1082,7 +1082,11 @@ class _Run:
         checks for 15 minutes: the trainer hangs (an NCCL wait) while the engines stay up."""
         ch, rng = _Chunk(), _rng(self.seed, 7, 0)
         _filler(self.L, ch, rng, self.t + 2, self.t + 150, min(self.noise, 5))
-        for minute in range(1, 16):
+        minutes = 15
+        if self.su.name != "manual" and self.onset:
+            # a hang outlasts this setup's own rollout interval several times over
+            minutes = max(15, math.ceil(6 * (self.t - 150.0) / self.onset / 60))
+        for minute in range(1, minutes + 1):
             t = self.t + 150 + 60 * minute
             ch.add(t, self.L.sglang(t, 0, 'INFO:     10.0.0.5:41000 - "GET /health HTTP/1.1" 200 OK'), 5)
         return ch.lines(None)
