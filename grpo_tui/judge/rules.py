@@ -318,15 +318,12 @@ def _explosion(ctx: RuleContext, sig_id: str, ids: np.ndarray, lv: np.ndarray,
         tops.append(("own baseline", base.centre + max(3 * base.sigma, math.log(1.5))))
     absurd = ABSURD.get(sig_id)
     last = float(lv[-1])
+    beyond_all = bool(tops) and last > max(t for _, t in tops) + EXPLOSION
     if absurd is not None and last > math.log(absurd):
-        return {"value": math.exp(last), "times": {"absurd bound": _r(math.exp(last) / absurd)}}
-    if not tops:
+        tops.append(("never-healthy bound", math.log(absurd)))
+    elif not beyond_all:
         return None
-    edge = max(t for _, t in tops)
-    if last <= edge + EXPLOSION:
-        return None
-    return {"value": math.exp(last),
-            "times": {name: _r(math.exp(last - t)) for name, t in tops}}
+    return {"value": math.exp(last), "times": {name: _r(math.exp(last - t)) for name, t in tops}}
 
 
 # -- rules -----------------------------------------------------------------------------------
