@@ -50,6 +50,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p = _Parser(prog="grpo-tui calibrate", description="Your own healthy ranges from 2-3 seed runs of one config.")
     p.add_argument("paths", nargs="+")
     p.add_argument("-o", "--output", metavar="FILE.toml", required=True)
+    p.add_argument("--force", action="store_true", help="write the ranges even when a seed looks broken")
     _add_ranges(p)
     ps["calibrate"] = p
 
