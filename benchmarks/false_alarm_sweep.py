@@ -59,6 +59,7 @@ class Run:
     own_at: int | None = None         # rollout at which it was first raised (None: before any rollout)
     early: bool = False               # own rule raised before the onset (a false alarm)
     seconds: float = 0.0
+    ranges: str = "defaults"          # or "calibrated": bands from 3 healthy seeds of the same setup and K
 
     @property
     def label(self) -> str:
@@ -82,11 +83,36 @@ def judge_lines(lines, ranges=None):
     return eng.report()
 
 
+_CALIBRATED: dict = {}
+
+
+def calibrated_ranges(setup: str, k: int, rollouts: int):
+    """Bands from 3 healthy seeds of this setup and K, as `grpo-tui calibrate` would make them."""
+    key = (setup, k, rollouts)
+    if key not in _CALIBRATED:
+        from grpo_tui.judge.ranges import RangeSet
+        from grpo_tui.judge.seeds import seed_envelopes
+        stores = []
+        for seed in (900, 901, 902):
+            parser, store = LineParser(), MetricStore()
+            items = []
+            for _, line in generate("healthy", rollouts, seed, steps_per_rollout=k, noise_per_rollout=0, setup=setup):
+                items.extend(parser.feed(line))
+            items.extend(parser.flush())
+            store.add(items)
+            stores.append(store)
+        _CALIBRATED[key] = RangeSet(envelopes=seed_envelopes(stores).envelopes, path="calibrated")
+    return _CALIBRATED[key]
+
+
 def run_one(run: Run) -> Run:
     t = time.perf_counter()
     lines = [line for _, line in generate(run.scenario, run.rollouts, run.seed, steps_per_rollout=run.k,
                                           noise_per_rollout=2, onset=run.onset, setup=run.setup, pace=run.pace)]
-    rep = judge_lines(lines)
+    ranges = None
+    if run.ranges == "calibrated":
+        ranges = calibrated_ranges(run.setup, run.k, min(SETUPS[run.setup].rollouts, 100))
+    rep = judge_lines(lines, ranges)
     run.critical = sorted({a.rule for a in rep.alerts if a.severity == "critical"})
     run.warning = sorted({a.rule if a.rule != "out-of-range" else f"out-of-range:{a.signal}"
                           for a in rep.alerts if a.severity == "warning"})
@@ -127,6 +153,12 @@ def plan(quick: bool = False, setups: list[str] | None = None, healthy_per_setup
                     continue
                 runs.append(Run(name, sc, seed, su.steps_per_rollout, onset + 64, onset, pace))
     return runs
+
+
+def with_calibrated(runs: list[Run]) -> list[Run]:
+    """The same runs judged a second time with calibrated ranges."""
+    return runs + [Run(r.setup, r.scenario, r.seed, r.k, r.rollouts, r.onset, r.pace, ranges="calibrated")
+                   for r in runs]
 
 
 def sweep(runs: list[Run], jobs: int = 1) -> list[Run]:
@@ -170,11 +202,11 @@ def _delay(ds: list[int]) -> str:
     return f"{statistics.median(ds):g}/{max(ds)}"
 
 
-def table(summary: dict, setups: list[str]) -> str:
+def table(summary: dict, setups: list[str], mode: str = "defaults") -> str:
     out = []
     h = summary["healthy"]
     tot = {"runs": 0, "false_critical": 0, "any_warning": 0, "not_ok": 0}
-    out.append("HEALTHY RUNS (default ranges)")
+    out.append(f"HEALTHY RUNS ({mode} ranges)")
     out.append(f"{'setup':<14}{'runs':>6}{'false crit':>12}{'any warn':>10}{'not OK':>8}  false-critical rules")
     for s in setups:
         if s not in h:
@@ -227,6 +259,8 @@ def main(argv=None) -> int:
     ap.add_argument("--healthy", type=int, help="healthy runs per setup (default 45; quick 3)")
     ap.add_argument("--broken-seeds", type=int, help="seeds per broken scenario and setup (default 2; quick 1)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (the machine is shared: keep it small)")
+    ap.add_argument("--calibrated", action="store_true",
+                    help="also judge every run with ranges calibrated from 3 healthy seeds of its setup")
     ap.add_argument("--json", metavar="FILE", help="also write every run as JSON")
     args = ap.parse_args(argv)
     setups = args.setups.split(",") if args.setups else list(SETUPS)
@@ -234,12 +268,20 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown setup(s): {', '.join(unknown)} (known: {', '.join(SETUPS)})")
     runs = plan(args.quick, setups, args.healthy, args.broken_seeds)
+    if args.calibrated:
+        runs = with_calibrated(runs)
     t = time.perf_counter()
     done = sweep(runs, args.jobs)
-    n_h = sum(r.scenario == "healthy" for r in done)
-    print(f"{len(done)} runs ({n_h} healthy, {len(done) - n_h} broken) over {len(setups)} setups "
-          f"in {time.perf_counter() - t:.0f} s\n")
-    print(table(summarise(done), setups))
+    for mode in ("defaults", "calibrated"):
+        part = [r for r in done if r.ranges == mode]
+        if not part:
+            continue
+        n_h = sum(r.scenario == "healthy" for r in part)
+        print(f"{len(part)} runs ({n_h} healthy, {len(part) - n_h} broken) over {len(setups)} setups, "
+              f"{mode} ranges\n")
+        print(table(summarise(part), setups, mode))
+        print()
+    print(f"({time.perf_counter() - t:.0f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) for r in done], indent=1))
     return 0
