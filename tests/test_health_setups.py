@@ -22,7 +22,7 @@ MANUAL_EXEC = ("EXEC: python3 /root/miles/train.py --hf-checkpoint /root/models/
 
 
 def synth(n, *, reward=None, length=None, grad=None, gap=None, kl=None, rt=None, trunc=None, c0=None, c1=None,
-          exec_line=MANUAL_EXEC, seed=0, percentages=True):
+          entropy=None, exec_line=MANUAL_EXEC, seed=0, percentages=True):
     """A minimal Miles log, one value per rollout from the given functions of r (defaults: the manual's
     healthy levels with mild noise)."""
     rng = np.random.default_rng(seed)
@@ -36,6 +36,7 @@ def synth(n, *, reward=None, length=None, grad=None, gap=None, kl=None, rt=None,
         "rt": rt or (lambda r: 90.0 * math.exp(0.03 * z[r, 5])),
         "trunc": trunc or (lambda r: 0.25),
         "c0": c0 or (lambda r: 7), "c1": c1 or (lambda r: 3),
+        "entropy": entropy or (lambda r: 0.0),
     }
     lines = [exec_line] if exec_line else []
     for r in range(n):
@@ -52,7 +53,8 @@ def synth(n, *, reward=None, length=None, grad=None, gap=None, kl=None, rt=None,
         lines.append(tr + f"log_utils.py:123 - rollout {r}: {{'rollout/raw_reward': {float(f['reward'](r))!r}, "
                      f"'rollout/response_lengths': {float(f['length'](r))!r}}}")
         step = {"train/pg_clipfrac": 0.0, "train/ppo_kl": 0.0, "train/train_rollout_logprob_abs_diff": float(f["gap"](r)),
-                "train/train_rollout_kl": float(f["kl"](r)), "train/grad_norm": float(f["grad"](r)), "train/step": r}
+                "train/train_rollout_kl": float(f["kl"](r)), "train/grad_norm": float(f["grad"](r)),
+                "train/entropy_loss": float(f["entropy"](r)), "train/step": r}
         lines.append(tr + f"log_utils.py:542 - step {r}: {step!r}")
     return lines
 
@@ -227,3 +229,19 @@ def test_small_false_alarm_sweep():
     assert other == []
     slow = [(r.setup, r.scenario, r.own_at - r.onset) for r in done if r.scenario != "healthy" and r.own_at - r.onset > 8]
     assert slow == []
+
+
+# ---------------------------------------------------------------- entropy
+
+
+def test_entropy_collapse_with_a_flat_reward_is_critical():
+    lines = synth(40, entropy=lambda r: 0.5 if r < 15 else 0.5 * 0.6 ** (r - 14), reward=lambda r: 0.6)
+    rep = judge_lines(lines)
+    a = first(rep, "entropy-collapse")
+    assert a.severity == "critical" and 18 <= a.first_seen <= 22 and "exploration" in a.message
+
+
+def test_a_normal_early_entropy_fall_and_an_unlogged_entropy_are_fine():
+    healthy = synth(60, entropy=lambda r: 0.5 * (0.4 + 0.6 * math.exp(-r / 10)))
+    assert "entropy-collapse" not in {a.rule for a in judge_lines(healthy).alerts}
+    assert "entropy-collapse" not in {a.rule for a in judge_lines(synth(30)).alerts}   # Miles' constant 0.0

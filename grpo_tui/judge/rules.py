@@ -32,7 +32,7 @@ import numpy as np
 from . import stats
 from .ranges import RangeSet
 from .setup import defaults_fit
-from .signals import BY_ID, first_rows, groups_of, metric_for, signal_at_rows, signal_series
+from .signals import BY_ID, Signal, first_rows, groups_of, metric_for, signal_at_rows, signal_series
 from ..store.metric_store import Segment
 
 WINDOW = 40                     # rollouts a rule may look back
@@ -84,6 +84,8 @@ RULES: dict[str, RuleInfo] = {r.id: r for r in (
     RuleInfo("crashed", "critical", "a process failed", "the first failing traceback, not the last", ()),
     RuleInfo("stalled", "critical", "hang, dead engine, NCCL timeout", "py-spy dump, engine health", ()),
     RuleInfo("out-of-range", "warning", "compare with your own seeds", "the signal's detail", ()),
+    RuleInfo("entropy-collapse", "critical", "exploration is gone: the policy answers the same way every time",
+             "rollout temperature, clip_ratio_high (Clip-Higher), LR", ()),
 )}
 
 WATCHED_NONFINITE = ("rollout/raw_reward", "rollout/rewards", "train/loss", "train/pg_loss",
@@ -796,8 +798,42 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
                        "test": how}, signal="zero_std")]
 
 
+# Policy entropy, when the log has it (Miles logs 0.0 unless --observe-training-entropy).
+ENTROPY = Signal("entropy", "entropy", ("train/entropy_loss", "actor/entropy", "entropy"), "", "", "", None, None)
+ENTROPY_SHARE = 0.15        # grpo-health.md 1.1: below 15 % of its own first-3 median
+
+
+def rule_entropy_collapse(ctx: RuleContext) -> list[Condition]:
+    """Entropy below 15 % of its own start in 3 of the last 4 rollouts (an early fall of 50-70 %
+    is normal: Cui et al. 2505.22617).  Critical when reward is not rising over the last 8
+    rollouts either (exploration gone, nothing learned from it); a warning while it still rises."""
+    seg = ctx.seg
+    if metric_for(seg, ENTROPY) is None:
+        return []
+    ids, vals = _finite(*signal_at_rows(seg, ENTROPY, seg.rows_upto(WINDOW, ctx.upto)))
+    if len(vals) < 4 or ids[-1] != ctx.upto:
+        return []
+    _, start = _finite(*signal_at_rows(seg, ENTROPY, first_rows(seg, 3, ctx.upto)))
+    if len(start) < 3:
+        return []
+    e0 = float(np.median(start))
+    if not e0 > 1e-9:
+        return []               # not observed: a constant 0.0
+    edge = ENTROPY_SHARE * e0
+    if not stats.persistent_below(vals, edge, 3, 4):
+        return []
+    _, rv = _finite(*ctx.series("reward"))
+    rising = len(rv) >= 8 and stats.mk_p_up(rv[-8:]) < 0.05
+    sev = "warning" if rising else "critical"
+    return [Condition("entropy-collapse", sev, int(ids[-4]),
+                      f"entropy collapsed to {vals[-1]:.3g} ({vals[-1] / e0:.0%} of its start, {e0:.3g})"
+                      + ("; reward still rising" if rising else "; reward flat or falling: exploration is gone"),
+                      {"entropy_last4": [_r(v) for v in vals[-4:]], "entropy_start": _r(e0), "edge": _r(edge),
+                       "reward_rising": rising})]
+
+
 METRIC_RULES = (rule_non_finite, rule_gap, rule_grad_norm, rule_length_hacking, rule_off_policy,
-                rule_rollout_slowdown, rule_no_signal, rule_out_of_range)
+                rule_rollout_slowdown, rule_no_signal, rule_entropy_collapse, rule_out_of_range)
 
 
 def _still_outside(ctx: RuleContext, rule: str, sig_id: str) -> Condition | None:
