@@ -19,7 +19,7 @@ import numpy as np
 
 from .ranges import RangeSet, defaults
 from ..lines.records import Event
-from .rules import RULES, Condition, evaluate_metrics
+from .rules import RULES, Condition, evaluate_metrics, ranges_for
 from .signals import BY_ID, SIGNALS, groups_of, metric_for, signal_series
 from ..store.metric_store import MetricStore, Segment, StoreUpdate
 
@@ -425,7 +425,7 @@ class HealthEngine:
         fin = vals[np.isfinite(vals)]
         mean5 = float(np.mean(vals[-5:])) if np.all(np.isfinite(vals[-5:])) else (
             float(np.mean(fin[-5:])) if len(fin) else None)
-        rng = self.ranges.for_framework(seg.framework).bounds(sig_id, r)
+        rng = ranges_for(seg, self.ranges).bounds(sig_id, r)   # without the defaults when they don't fit
         if sig_id == "clipfrac" and seg.steps_per_rollout > 1:
             rng = None
         if sig_id == "zero_std" and groups_of(seg) is None:
