@@ -44,11 +44,12 @@ K_LEVEL = 2.5                   # level edge: baseline + max(rho, K_LEVEL x the 
 K_RISE = 4.0                    # rise over W rollouts must beat K_RISE x its own noise, sigma sqrt(12 / W)
 ALPHA_SHORT, ALPHA_LONG = 0.01, 0.01    # one-sided Mann-Kendall level on 8 / on 16-32 rollouts
 K_FALL = 2.5                    # length-hacking: reward's fall over W must beat K_FALL x its noise
+HACK_MIN = 12                   # ... judged once 12 rollouts show the run's own reward noise
 # noise floors in judging units (log units for log signals)
 FLOOR = {"gap": 0.02, "kl": 0.03, "grad_norm": 0.08, "rollout_time": 0.03, "length": 0.02, "reward": 0.01}
 # smallest drift that matters (log ratio): the gap can rise 10 % and plateau in a healthy run,
 # rollout time x1.3 with heat, grad norm drifts x1.4 over a long run
-RHO = {"gap": math.log(1.25), "kl": math.log(1.5), "grad_norm": math.log(2.0), "rollout_time": math.log(1.5)}
+RHO = {"gap": math.log(1.25), "kl": math.log(1.5), "grad_norm": math.log(2.5), "rollout_time": math.log(1.5)}
 ABSURD = {"grad_norm": 1e4}     # never healthy, whatever the setup (pre-clip norm)
 
 
@@ -239,6 +240,17 @@ def _noise(ids: np.ndarray, v: np.ndarray, sig_id: str, floor: float | None = No
     return max([f, *cands])
 
 
+def _lazy(f):
+    """f() computed once, on first call: the noise is only needed when a cheap gate passed."""
+    box: list = []
+
+    def get():
+        if not box:
+            box.append(f())
+        return box[0]
+    return get
+
+
 def _fitted_ends(ids: np.ndarray, v: np.ndarray) -> tuple[float, float]:
     """Theil-Sen line at the window's first and last rollout: numbers that go the trend's way."""
     slope = stats.theil_sen_slope(ids, v)
@@ -246,7 +258,7 @@ def _fitted_ends(ids: np.ndarray, v: np.ndarray) -> tuple[float, float]:
     return icpt + slope * float(ids[0]), icpt + slope * float(ids[-1])
 
 
-def drift_up(ids: np.ndarray, v: np.ndarray, base: float | None, sigma: float, rho: float,
+def drift_up(ids: np.ndarray, v: np.ndarray, base: float | None, sigma, rho: float,
              band_hi: np.ndarray | None = None, windows=None) -> dict | None:
     """"Grows step after step" against the run's own baseline (and a band when there is one).
 
@@ -261,6 +273,10 @@ def drift_up(ids: np.ndarray, v: np.ndarray, base: float | None, sigma: float, r
         return None
     edge = None
     level_ok = False
+    if not (base is not None and float(np.mean(v[-4:])) > base + rho) and band_hi is None:
+        return None          # cheap gate first: nothing above the size that matters
+    if callable(sigma):
+        sigma = sigma()      # the run's noise, computed only when a drift is possible
     if base is not None:
         # the mean of the last 4 (noise ~0.6 sigma with a slow drift's autocorrelation) above the
         # own edge, and 3 of those 4 above the baseline by the size that matters
@@ -317,7 +333,8 @@ def _explosion(ctx: RuleContext, sig_id: str, ids: np.ndarray, lv: np.ndarray,
     if hi is not None and math.isfinite(float(hi[-1])):
         tops.append(("range top", float(hi[-1])))
     if base is not None:
-        tops.append(("own baseline", base.centre + max(3 * base.sigma, math.log(1.5))))
+        # the baseline's own top: median x3 or 3 sigma up (isolated healthy spikes reach x10-20)
+        tops.append(("own baseline", base.centre + max(3 * base.sigma, math.log(3.0))))
     absurd = ABSURD.get(sig_id)
     last = float(lv[-1])
     beyond_all = bool(tops) and last > max(t for _, t in tops) + EXPLOSION
@@ -401,12 +418,13 @@ def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Conditio
     if len(lv) < 4:
         return None, None
     hi = _hi_edge(ctx, sig_id, ids, log=True)
-    s = _noise(ids, lv, sig_id)
+    noise = _lazy(lambda: _noise(ids, lv, sig_id))
     rho = RHO[sig_id]
     rising = jump = None
-    ev = drift_up(ids, lv, base.centre if base else None, s, rho, band_hi=hi)
+    ev = drift_up(ids, lv, base.centre if base else None, noise, rho, band_hi=hi)
     if ev and not _jump_shaped(lv[-ev["window"]:], ev["rise"]):
         w = ev["window"]
+        s = noise()
         start = _onset(ids[-w:], lv[-w:], s)
         b = math.exp(base.centre) if base else math.exp(ev["first"])
         now = math.exp(float(np.median(lv[-3:])))
@@ -420,12 +438,15 @@ def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Conditio
         # Jump (a rise already called gap-rising stays that): 3 of the last 4 above the level before (x1.5 and 3 sigma) - and above the band
         # when one applies - reached in one step.
         before = float(np.percentile(lv[:-3], 20))
-        edge = np.full(len(lv), before + max(math.log(1.5), 3 * s))
-        if hi is not None:
-            edge = np.maximum(edge, np.where(np.isfinite(hi), hi, -np.inf))
         d = np.diff(lv)
         k = int(np.argmax(d))
-        if (stats.persistent_above(lv, edge, 3, 4) and d[k] >= math.log(1.5)
+        if d[k] >= math.log(1.5) and stats.persistent_above(lv, before + math.log(1.5), 3, 4):
+            edge = np.full(len(lv), before + max(math.log(1.5), 3 * noise()))
+            if hi is not None:
+                edge = np.maximum(edge, np.where(np.isfinite(hi), hi, -np.inf))
+        else:
+            edge = None
+        if (edge is not None and stats.persistent_above(lv, edge, 3, 4)
                 and d[k] >= 0.5 * (float(np.median(lv[-3:])) - before)):
             at = int(ids[k + 1])
             jump = Condition("gap-jump", "critical", at,
@@ -464,10 +485,11 @@ def rule_grad_norm(ctx: RuleContext) -> list[Condition]:
     if len(vals) < 8:
         return []
     hi = _hi_edge(ctx, "grad_norm", ids, log=True)
-    s = _noise(ids, lv, "grad_norm")
-    ev = drift_up(ids, lv, base.centre if base else None, s, RHO["grad_norm"], band_hi=hi)
+    noise = _lazy(lambda: _noise(ids, lv, "grad_norm"))
+    ev = drift_up(ids, lv, base.centre if base else None, noise, RHO["grad_norm"], band_hi=hi)
     if not ev:
         return []
+    s = noise()
     w = ev["window"]
     b = math.exp(base.centre) if base else math.exp(ev["first"])
     now = math.exp(float(np.median(lv[-3:])))
@@ -483,10 +505,10 @@ def _joint(ctx: RuleContext):
     """(ids, length, reward, cut share or None) on the rollouts that log both length and reward."""
     li, lv = _finite(*ctx.series("length"))
     ri, rv = _finite(*ctx.series("reward"))
-    if len(lv) < 8 or len(rv) < 8 or li[-1] != ctx.upto:
+    if len(lv) < HACK_MIN or len(rv) < HACK_MIN or li[-1] != ctx.upto:
         return None
     common = np.intersect1d(li, ri)
-    if len(common) < 8:
+    if len(common) < HACK_MIN:
         return None
     ti, tv = _finite(*ctx.series("truncated"))
     T = None
@@ -510,9 +532,10 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
         return []
     ids, L, R, T = got
     # confirmed: the sign must show at this rollout and at the one before (noise makes one-offs)
-    hit = _hacking_trend(ids, L, R, T) or _hacking_below_band(ctx, ids, L, R)
-    if hit is not None and len(L) > 8 and not (
-            _hacking_trend(ids[:-1], L[:-1], R[:-1], None if T is None else T[:-1])
+    noise = _hacking_noise(ids, L, R, T)
+    hit = _hacking_trend(ids, L, R, T, noise) or _hacking_below_band(ctx, ids, L, R)
+    if hit is not None and not (
+            _hacking_trend(ids[:-1], L[:-1], R[:-1], None if T is None else T[:-1], noise)
             or _hacking_below_band(ctx, ids[:-1], L[:-1], R[:-1])):
         hit = None
     if hit is None:
@@ -532,27 +555,37 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
                        "reward": [_r(v) for v in wr], **ev}, signal="length")]
 
 
-def _hacking_trend(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray | None = None):
+def _hacking_noise(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray | None) -> dict:
+    """The run's own noise of length, reward and cut share over the lookback, computed on demand."""
+    fi = ids.astype(float)
+    out = {"length": _lazy(lambda: _noise(fi, L, "length", FLOOR["length"] * abs(float(np.median(L))))),
+           "reward": _lazy(lambda: _noise(fi, R, "reward"))}
+    if T is not None:
+        out["truncated"] = _lazy(lambda: _noise(fi, T, "truncated", 0.005))
+    return out
+
+
+def _hacking_trend(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray | None = None,
+                   noise: dict | None = None):
     """(window, evidence) when length rises while reward falls on one window, else None.
 
     With the cut share (T) rising hard as well - answers running into the cap, which zeroes
     their reward - a smaller, still significant fall of reward is enough on 8-12 rollouts.
     """
-    s_len_all = _noise(ids.astype(float), L, "length", FLOOR["length"] * abs(float(np.median(L))))
-    s_rew = _noise(ids.astype(float), R, "reward")
+    noise = noise or _hacking_noise(ids, L, R, T)
     if T is not None and len(T) == len(L):
-        s_cut = _noise(ids.astype(float), T, "truncated", 0.005)
         for w in (8, 12):
             if w > len(L):
                 break
             wi, wl, wr, wt = ids[-w:].astype(float), L[-w:], R[-w:], T[-w:]
-            if stats.mk_p_up(wl) >= 0.05 or stats.mk_p_up(wt) >= 0.01 or stats.mk_p_down(wr) >= 0.10:
+            if stats.mk_p_up(wl) >= 0.05 or stats.mk_p_down(wr) >= 0.10 or stats.mk_p_up(wt) >= 0.01:
                 continue
             scale = math.sqrt(12.0 / w)
             l_rise, t_rise = stats.theil_sen_rise(wi, wl), stats.theil_sen_rise(wi, wt)
             r_fall = -stats.theil_sen_rise(wi, wr)
-            if (l_rise >= max(0.15 * abs(float(np.median(wl))), K_RISE * s_len_all * scale)
-                    and t_rise >= max(0.10, K_RISE * s_cut * scale)
+            s_rew = noise["reward"]()
+            if (l_rise >= max(0.15 * abs(float(np.median(wl))), K_RISE * noise["length"]() * scale)
+                    and t_rise >= max(0.10, K_RISE * noise["truncated"]() * scale)
                     and r_fall >= max(0.03, 1.5 * s_rew * scale)
                     and float(np.median(wr[-4:])) < float(np.median(wr[:4]))):
                 return w, {"test": "length and cut share rising, reward falling", "length_rise": _r(l_rise),
@@ -561,12 +594,18 @@ def _hacking_trend(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray 
         if w > len(L):
             break
         wi, wl, wr = ids[-w:].astype(float), L[-w:], R[-w:]
-        p_len, p_rew = stats.mk_p_up(wl), stats.mk_p_down(wr)
-        if p_len >= 0.05 or p_rew >= 0.10:
+        p_rew = stats.mk_p_down(wr)
+        if p_rew >= 0.10:
+            continue
+        p_len = stats.mk_p_up(wl)
+        if p_len >= 0.05:
             continue
         l_rise = stats.theil_sen_rise(wi, wl)
         r_fall = -stats.theil_sen_rise(wi, wr)
-        s_len = max(_resid_sigma(wi, wl), s_len_all)
+        if r_fall < 0.03 or l_rise < 0.15 * abs(float(np.median(wl))):
+            continue
+        s_len = max(_resid_sigma(wi, wl), noise["length"]())
+        s_rew = noise["reward"]()
         scale = math.sqrt(12.0 / w)
         if l_rise < max(0.15 * abs(float(np.median(wl))), K_RISE * s_len * scale):
             continue
@@ -716,11 +755,12 @@ def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:
     start_t = float(np.median(lt[:head]))
     base_tok = min(float(np.median(b_tok)), start_tok) if len(b_tok) >= 3 else start_tok
     base_t = min(float(np.median(b_t)), start_t) if len(b_t) >= 3 else start_t
-    s = _noise(ids, per_tok, "rollout_time")
+    noise = _lazy(lambda: _noise(ids, per_tok, "rollout_time"))
     rho = RHO["rollout_time"]
-    ev = drift_up(ids, per_tok, base_tok, s, rho)
+    ev = drift_up(ids, per_tok, base_tok, noise, rho)
     if not ev:
         return []
+    s = noise()
     if not stats.persistent_above(lt, base_t + 0.8 * rho, 3, 4):
         return []  # per-token time rose because the longest answer got shorter: not slower
     w = ev["window"]
@@ -769,7 +809,10 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
     if stats.persistent_above(frac, 0.8 - 1e-9, 3, 4):
         how = ">= 80 % of groups"
     elif len(frac) >= 8 and stats.persistent_above(frac, 0.65 - 1e-9, 3, 4):
-        if len(rv) >= 8 and float(np.ptp(rv[-8:])) < 0.05:
+        _, wv_ = _finite(*ctx.series("zero_std", "wrong"))
+        mostly_right = len(wv_) and float(wv_[-1]) < 0.5 * float(frac[-1])
+        flat = len(rv) >= 8 and float(np.ptp(rv[-8:])) < (0.02 if mostly_right else 0.05)
+        if flat:   # (saturating - mostly all-right - is still learning unless reward is stuck)
             how = ">= 65 % of groups with a flat reward"
         else:
             # all-wrong groups (not all-right: that is saturation) jumped above the run's own level
