@@ -44,7 +44,8 @@ K_LEVEL = 2.5                   # level edge: baseline + max(rho, K_LEVEL x the 
 K_RISE = 4.0                    # rise over W rollouts must beat K_RISE x its own noise, sigma sqrt(12 / W)
 ALPHA_SHORT, ALPHA_LONG = 0.01, 0.01    # one-sided Mann-Kendall level on 8 / on 16-32 rollouts
 K_FALL = 2.5                    # length-hacking: reward's fall over W must beat K_FALL x its noise
-HACK_MIN = 12                   # ... judged once 12 rollouts show the run's own reward noise
+HACK_MIN = 16                   # ... judged once 16 rollouts show the run's own reward noise
+ALPHA_FALL = 0.05               # ... and reward's one-sided Mann-Kendall p must be below this
 # noise floors in judging units (log units for log signals)
 FLOOR = {"gap": 0.02, "kl": 0.03, "grad_norm": 0.08, "rollout_time": 0.03, "length": 0.02, "reward": 0.01}
 # smallest drift that matters (log ratio): the gap can rise 10 % and plateau in a healthy run,
@@ -595,7 +596,7 @@ def _hacking_trend(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray 
             break
         wi, wl, wr = ids[-w:].astype(float), L[-w:], R[-w:]
         p_rew = stats.mk_p_down(wr)
-        if p_rew >= 0.10:
+        if p_rew >= ALPHA_FALL:
             continue
         p_len = stats.mk_p_up(wl)
         if p_len >= 0.05:
@@ -829,14 +830,17 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
     share = "groups" if g == 1 else f"of {g} groups"
     n = f"{frac[-1]:.0%}" if g == 1 else f"{frac[-1] * g:.0f}"
     msg = f"{n} {share} score the same (no learning signal)"
+    severity = "critical"
     if len(wrong) and len(right):
         w_, r_ = float(wrong[-1]), float(right[-1])
         msg += f": {w_ * g:.0f} all wrong, {r_ * g:.0f} all right" if g > 1 else f": {w_:.0%} all wrong, {r_:.0%} all right"
         if w_ >= 0.8 * float(frac[-1]):
             msg += "; mostly all-wrong: too hard, or a systemic failure (timeouts, truncation, reward parser)?"
         elif r_ >= 0.8 * float(frac[-1]):
+            # saturation is success, not breakage: the run has little left to learn from this data
             msg += "; mostly all-right: the data is too easy (saturated)"
-    return [Condition("no-signal", "critical", int(ids[-4]), msg,
+            severity = "warning"
+    return [Condition("no-signal", severity, int(ids[-4]), msg,
                       {"signal": "zero_std", "fraction_last4": [_r(v) for v in frac[-4:]], "groups": g,
                        "test": how}, signal="zero_std")]
 
