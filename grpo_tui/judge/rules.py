@@ -546,8 +546,8 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
         return []
     w, ev = hit
     wi, wl, wr = ids[-w:].astype(float), L[-w:], R[-w:]
-    r0, r1 = _fitted_ends(wi, wr)
-    l0, l1 = _fitted_ends(wi, wl)
+    r0, r1 = np.clip(_fitted_ends(wi, wr), wr.min(), wr.max())    # (a line may overshoot a reward of 0)
+    l0, l1 = np.clip(_fitted_ends(wi, wl), wl.min(), wl.max())
     s_len = max(_resid_sigma(wi, wl), FLOOR["length"] * abs(float(np.median(wl))))
     return [Condition("length-hacking", "critical", _onset(ids[-w:], wl, s_len),
                       f"reward falls ({r0:.3f} -> {r1:.3f}) while length rises ({l0:.0f} -> {l1:.0f}) "
@@ -922,7 +922,7 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
             continue  # a degenerate window is not a verdict
     fired = {c.rule for c in out}
-    if "no-signal" in fired and "length-hacking" not in open_rules:
+    if ("no-signal" in fired or "no-signal" in open_rules) and "length-hacking" not in open_rules:
         # reward collapsed with the groups: that explains a falling reward, not longer answers
         out = [c for c in out if c.rule != "length-hacking"]
     for rule, sig_ids in _LATCHED.items():
