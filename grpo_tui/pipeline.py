@@ -27,6 +27,7 @@ from .lines.parse import LineParser
 from .lines.records import Event, MetricRecord
 from .store.metric_store import MetricStore, StoreUpdate
 
+TREND_JUDGED = 8           # rollouts the rules must have judged before a range-less run can be OK
 LIVE_WINDOW = 120.0        # s: a line this recent means the run is live
 FINAL_PASS_AFTER = 60.0    # s of silence before a growing log's last rollout is judged as `check` does
 FINISH_EVENTS = ("job_succeeded", "job_failed", "job_stopped")
@@ -286,6 +287,8 @@ class Pipeline:
         alerts = sorted(eng.alerts, key=lambda a: (not a.active, -SEVERITY_ORDER[a.severity], -a.seq))
         judged = [s.status for s in sigs.values() if s.status in SEVERITY_ORDER and s.status != "unknown"]
         worst = [a.severity for a in alerts] + judged
+        if not worst and eng.rollouts_judged() >= TREND_JUDGED:
+            worst = ["ok"]      # no range fits, but the trend and event rules had a window to judge
         status = max(worst, key=lambda s: SEVERITY_ORDER[s]) if worst else "unknown"
         last = None
         if seg.ids:

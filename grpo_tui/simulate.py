@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
@@ -59,6 +60,81 @@ _SLIME_SITES = {
 _ENDLESS = {"crashed", "engine-down", "stalled", "no-steps"}  # no clean end of run
 
 
+@dataclass(frozen=True)
+class Setup:
+    """One training setup: model, data, batch shape, cap, and how its healthy curves move.
+
+    `manual` is the manual's own setup (design.md §4) and keeps the original generator byte
+    for byte; every other setup draws its metrics from a small model of a GRPO rollout
+    (per-group accuracy ~ Beta, answers ~ Binomial, lengths ~ log-normal under the cap), so
+    reward noise, zero-std groups and the cut share hang together the way they do in real runs.
+    Seeds of one setup differ in their levels (gap, KL, grad norm, speed) by tens of percent.
+    """
+
+    name: str
+    what: str
+    model: str = "Qwen3-0.6B"
+    params: float = 0.6e9
+    data: str = "gsm8k/train.parquet"
+    groups: int = GROUPS
+    per_group: int = PER_GROUP
+    cap: int = CAP
+    steps_per_rollout: int = 1
+    rollouts: int = 48
+    layers: tuple[int, int, int, int, int] = (28, 1024, 3072, 16, 8)   # layers, hidden, ffn, heads, kv groups
+    # healthy curves: value at rollout 0 -> value at `horizon`, then flat
+    reward: tuple[float, float] = (0.625, 0.80)
+    length: tuple[float, float] = (720.0, 455.0)
+    horizon: float = 47.0
+    shape: float = 1.2
+    concentration: float = 2.0      # Beta(r c, (1 - r) c) per-prompt accuracy: lower = more zero-std groups
+    gap: float = 0.01525
+    kl: float = 0.00069
+    grad: float = 1.2
+    grad_sigma: float = 0.25        # log-scale noise of the gradient norm
+    grad_drift: float = 1.0         # healthy multiplicative drift of grad norm over the horizon
+    rt_base: float = 20.0           # rollout time = base + per_token x longest answer
+    rt_per_token: float = 0.08
+    heavy: bool = False             # Student-t noise and isolated spikes
+    spike_p: float = 0.0            # chance per step/rollout of an isolated spike
+    gap_bump: float = 0.0           # healthy gap step-up (fraction) at a random rollout, then a plateau
+    heat: float = 1.0               # healthy rollout-time ramp (factor over 16 rollouts), then a plateau
+    entropy: float | None = None    # logged policy entropy at rollout 0 (None: not observed, logged as 0.0)
+    prompt_len: float = PROMPT_LEN
+
+
+SETUPS: dict[str, Setup] = {s.name: s for s in (
+    Setup("manual", "the manual's setup: Qwen3-0.6B on GSM8K, 32x8, 1,024-token cap (the default ranges)"),
+    Setup("math-7b", "7B on MATH: low, slow reward (0.32->0.52), 64x8, 4,096 cap, K=2, small grad norm",
+          model="Qwen2.5-7B", params=7.6e9, data="math/train.parquet", groups=64, per_group=8, cap=4096,
+          steps_per_rollout=2, rollouts=80, layers=(28, 3584, 18944, 28, 4), reward=(0.32, 0.52),
+          length=(680.0, 610.0), horizon=120.0, shape=0.8, concentration=1.5, gap=0.0082, kl=0.00034,
+          grad=0.17, grad_sigma=0.22, rt_base=30.0, rt_per_token=0.09, gap_bump=0.10, heat=1.3, entropy=0.36),
+    Setup("reasoning-4b", "4B on DAPO-style data: long reasoning, length grows 400->1,400 with reward 0.30->0.60",
+          model="Qwen3-4B", params=4.0e9, data="dapo-math-17k/train.parquet", groups=32, per_group=16, cap=8192,
+          rollouts=100, layers=(36, 2560, 9728, 32, 8), reward=(0.30, 0.60), length=(400.0, 1400.0),
+          horizon=100.0, shape=1.0, concentration=1.6, gap=0.0121, kl=0.00052, grad=0.30, grad_sigma=0.22,
+          grad_drift=1.4, rt_base=25.0, rt_per_token=0.05, heat=1.3, entropy=0.55),
+    Setup("k4", "1.7B on GSM8K with K=4 optimizer steps per rollout (64x8, global batch 128), 2,048 cap",
+          model="Qwen3-1.7B", params=1.7e9, groups=64, per_group=8, cap=2048, steps_per_rollout=4, rollouts=60,
+          layers=(28, 2048, 6144, 16, 8), reward=(0.55, 0.80), length=(520.0, 380.0), horizon=50.0,
+          gap=0.0183, kl=0.00081, grad=0.62, grad_sigma=0.25, rt_base=18.0, rt_per_token=0.06, gap_bump=0.10),
+    Setup("puzzles-3b", "3B on logic puzzles: heavy-tailed noise with isolated spikes, reward 0.18->0.45",
+          model="Qwen2.5-3B", params=3.1e9, data="knights-knaves/train.parquet", groups=32, per_group=8,
+          cap=4096, rollouts=150, layers=(36, 2048, 11008, 16, 2), reward=(0.18, 0.45), length=(900.0, 700.0),
+          horizon=150.0, shape=1.3, concentration=1.5, gap=0.0247, kl=0.0011, grad=0.45, grad_sigma=0.30,
+          rt_base=25.0, rt_per_token=0.07, heavy=True, spike_p=0.03, heat=1.3, entropy=0.48),
+    Setup("plateau", "1B on GSM8K: reward saturates at 0.78 after 10 rollouts, length flat, 2,048 cap",
+          model="Llama-3.2-1B-Instruct", params=1.2e9, groups=32, per_group=8, cap=2048, rollouts=120,
+          layers=(16, 2048, 8192, 32, 8), reward=(0.68, 0.78), length=(520.0, 505.0), horizon=10.0, shape=0.7,
+          gap=0.0105, kl=0.00047, grad=0.85, grad_sigma=0.25, rt_base=15.0, rt_per_token=0.05, gap_bump=0.10),
+    Setup("long", "0.6B on GSM8K for 240 rollouts, 1,536 cap: slow healthy drifts (gap +10 %, heat x1.3)",
+          rollouts=240, cap=1536, reward=(0.55, 0.85), length=(640.0, 420.0), horizon=150.0, shape=1.0,
+          gap=0.0141, kl=0.00066, grad=1.0, grad_sigma=0.28, grad_drift=1.3, rt_base=12.0, rt_per_token=0.06,
+          gap_bump=0.10, heat=1.3),
+)}
+
+
 # ---------------------------------------------------------------- public API
 
 
@@ -82,15 +158,19 @@ def generate(
     noise_per_rollout: int = 30,
     onset: int | None = None,
     start: datetime | None = None,
+    setup: str = "manual",
+    pace: float = 1.0,
 ) -> Iterator[tuple[float, str]]:
     """Yield (log_time_as_unix_seconds, physical_line_without_newline) in file order.
 
     The time is what the line's own header says (second resolution for SGLang and old
     formats); header-less lines carry the time they would be written. A naive `start`
     is read as UTC so the result does not depend on the machine's time zone.
+    `setup` picks the training setup (SETUPS); `pace` scales how fast a trend break grows
+    (0.3 = a slow drift: gap x1.035 a rollout instead of x1.12, rollout time x1.04 ...).
     """
     for chunk in _chunks(scenario, rollouts, seed, steps_per_rollout, fmt,
-                         noise_per_rollout, onset, start):
+                         noise_per_rollout, onset, start, setup, pace):
         yield from chunk
 
 
@@ -98,7 +178,8 @@ def write_log(path, scenario="healthy", rollouts=48, seed=0, *, rate: float | No
     """Write the whole log; with rate=SECONDS, write one rollout's lines at a time, flushing
     and sleeping `rate` between rollouts (for live demos)."""
     chunks = _chunks(scenario, rollouts, seed, kw.pop("steps_per_rollout", 1), kw.pop("fmt", "miles"),
-                     kw.pop("noise_per_rollout", 30), kw.pop("onset", None), kw.pop("start", None))
+                     kw.pop("noise_per_rollout", 30), kw.pop("onset", None), kw.pop("start", None),
+                     kw.pop("setup", "manual"), kw.pop("pace", 1.0))
     if kw:
         raise TypeError(f"unexpected arguments: {sorted(kw)}")
     with open(path, "w", encoding="utf-8", newline="") as fh:
@@ -131,6 +212,13 @@ def main_sample_logs(outdir) -> list[Path]:
 def _check_scenario(scenario: str) -> None:
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
+
+
+def setup_of(name: str) -> Setup:
+    """The named setup, or ValueError listing the known ones."""
+    if name not in SETUPS:
+        raise ValueError(f"unknown setup {name!r}; choose from {', '.join(SETUPS)}")
+    return SETUPS[name]
 
 
 def _rng(seed: int, *key: int) -> np.random.Generator:
@@ -168,7 +256,7 @@ def _since(r: np.ndarray, onset: int | None) -> np.ndarray:
     return np.where(r >= onset, r - onset + 1, 0).astype(float)
 
 
-def _rollout_series(scenario: str, n: int, seed: int, onset: int | None) -> dict[str, np.ndarray]:
+def _rollout_series(scenario: str, n: int, seed: int, onset: int | None, pace: float = 1.0) -> dict[str, np.ndarray]:
     """Per-rollout sample statistics: the healthy curves plus the scenario's break."""
     r = np.arange(n, dtype=float)
     z = np.array([_rng(seed, 1, i).normal(size=12) for i in range(n)]).reshape(n, 12)
@@ -187,8 +275,8 @@ def _rollout_series(scenario: str, n: int, seed: int, onset: int | None) -> dict
     keep = ~hit
     if scenario == "length-hacking":
         o = int(onset)
-        reward = np.where(hit, np.clip(_reward_curve(np.array([o]))[0] - 0.01 * d + 0.03 * rn, 0.02, 0.98), reward)
-        length = np.where(hit, np.minimum(_length_curve(np.array([o]))[0] * 1.03 ** d + 18 * z[:, 1], 990), length)
+        reward = np.where(hit, np.clip(_reward_curve(np.array([o]))[0] - 0.01 * pace * d + 0.03 * rn, 0.02, 0.98), reward)
+        length = np.where(hit, np.minimum(_length_curve(np.array([o]))[0] * 1.03 ** (pace * d) + 18 * z[:, 1], 990), length)
     elif scenario == "rollout-slowdown":
         length = np.where(hit, _length_curve(np.array([float(onset)]))[0] + 12 * z[:, 1], length)
     elif scenario == "no-signal":
@@ -200,7 +288,7 @@ def _rollout_series(scenario: str, n: int, seed: int, onset: int | None) -> dict
     c0, c1 = _zero_std(reward, z, scenario, hit)
     rt = (10 + 0.04 * CAP + 0.07 * length) * np.exp(0.04 * z[:, 5])
     if scenario == "rollout-slowdown":
-        rt = rt * 1.15 ** d
+        rt = rt * 1.15 ** (pace * d)
     return {
         "reward": np.round(reward * BATCH) / BATCH, "length": np.round(length * BATCH) / BATCH,
         "trunc": np.round(trunc * BATCH) / BATCH, "c0": c0, "c1": c1, "rollout_time": rt,
@@ -238,7 +326,7 @@ def _zero_std(reward, z, scenario, hit):
     return c0.astype(int), c1.astype(int)
 
 
-def _step_series(scenario: str, n: int, K: int, seed: int, onset: int | None) -> dict[str, list]:
+def _step_series(scenario: str, n: int, K: int, seed: int, onset: int | None, pace: float = 1.0) -> dict[str, list]:
     """Per optimizer step train metrics (K steps per rollout)."""
     m = n * K
     s = np.arange(m)
@@ -258,11 +346,11 @@ def _step_series(scenario: str, n: int, K: int, seed: int, onset: int | None) ->
     ppo_kl = np.where(later, 1e-5 + 3e-4 * u[:, 3], 0.0)
     ess = np.where(later, 0.9995 - 0.0045 * u[:, 4], 1.0)
     if scenario == "gap-rising":
-        gap, kl = gap * 1.12 ** d, kl * 1.25 ** d
+        gap, kl = gap * 1.12 ** (pace * d), kl * 1.25 ** (pace * d)
     elif scenario == "gap-jump":
         gap, kl = np.where(hit, gap * 3, gap), np.where(hit, kl * 9, kl)
     elif scenario == "grad-norm-rising":
-        grad = grad * 1.25 ** d
+        grad = grad * 1.25 ** (pace * d)
     elif scenario == "off-policy":
         clip = np.where(hit, 0.002 + 0.018 * u[:, 2], clip)
         ppo_kl = np.where(hit, 1e-4 + 9e-4 * u[:, 3], ppo_kl)
@@ -286,14 +374,177 @@ def _break_finite(out: dict, u: np.ndarray, hit: np.ndarray, onset: int | None, 
             out["loss"][i] = math.nan
 
 
+# ---------------------------------------------------------------- other setups
+
+
+def _t_noise(rng: np.random.Generator, size, heavy: bool) -> np.ndarray:
+    """Unit-scale noise: normal, or Student-t with 3 degrees of freedom (heavy tails)."""
+    if not heavy:
+        return rng.normal(size=size)
+    return rng.standard_t(3, size=size) / math.sqrt(3.0)
+
+
+def _ramp(x: np.ndarray) -> np.ndarray:
+    return np.clip(x, 0.0, 1.0)
+
+
+def _levels(su: Setup, seed: int) -> dict[str, float]:
+    """Per-seed levels: two seeds of one setup differ by tens of percent in gap, KL, grad norm, speed."""
+    z = _rng(seed, 8, 0).normal(size=12)
+    u = _rng(seed, 8, 1).random(size=12)
+    return {
+        "r0": su.reward[0] + 0.03 * z[0], "r1": su.reward[1] + 0.03 * z[1], "l0": math.exp(0.08 * z[2]),
+        "l1": math.exp(0.08 * z[3]), "gap": math.exp(0.2 * z[4]), "kl": math.exp(0.2 * z[5]),
+        "grad": math.exp(0.2 * z[6]), "rt": math.exp(0.1 * z[7]), "ent": math.exp(0.1 * z[8]),
+        # healthy slow features switch on for about half the seeds, at a random rollout
+        "bump_at": u[0], "bump_on": u[1] < 0.6, "heat_at": u[2], "heat_on": u[3] < 0.6,
+        "drift_on": u[4] < 0.7,
+    }
+
+
+def _curve(su: Setup, lv: dict, r: np.ndarray, which: str) -> np.ndarray:
+    x = np.minimum(r / su.horizon, 1.0) ** su.shape
+    if which == "reward":
+        return lv["r0"] + (lv["r1"] - lv["r0"]) * x
+    return su.length[0] * lv["l0"] + (su.length[1] * lv["l1"] - su.length[0] * lv["l0"]) * x
+
+
+def _norm_sf(z: np.ndarray) -> np.ndarray:
+    return 0.5 * np.vectorize(math.erfc)(np.asarray(z, float) / math.sqrt(2.0))
+
+
+def _setup_rollout_series(su: Setup, scenario: str, n: int, seed: int, onset: int | None,
+                          pace: float = 1.0) -> dict[str, np.ndarray]:
+    """Per-rollout sample statistics of a non-manual setup: the healthy curves plus the break.
+
+    Reward comes from G groups of n answers (accuracy per prompt ~ Beta, answers ~ Binomial),
+    so its noise and the all-wrong / all-right group counts follow from one model; lengths are
+    log-normal under the cap, which gives the cut share and the longest answer.
+    """
+    r = np.arange(n, dtype=float)
+    z = np.array([_rng(seed, 1, i).normal(size=12) for i in range(n)]).reshape(n, 12)
+    lv = _levels(su, seed)
+    d = _since(r, onset)
+    hit = d > 0
+    heavy = su.heavy
+    hz = np.array([_t_noise(_rng(seed, 9, i), 4, heavy) for i in range(n)]).reshape(n, 4)
+    G, m = su.groups, su.per_group
+    B = G * m
+    true_r = np.clip(_curve(su, lv, r, "reward") + 0.02 * _ar1(z[:, 0], 0.9), 0.005, 0.995)
+    length = _curve(su, lv, r, "length") * np.exp(0.035 * _ar1(hz[:, 0], 0.5))
+    o = int(onset) if onset is not None else 0
+    if scenario == "length-hacking":
+        r_on = float(_curve(su, lv, np.array([float(o)]), "reward")[0])
+        l_on = float(_curve(su, lv, np.array([float(o)]), "length")[0])
+        true_r = np.where(hit, np.clip(np.maximum(r_on - 0.01 * pace * d, 0.45 * r_on), 0.01, 0.99), true_r)
+        length = np.where(hit, np.minimum(l_on * 1.03 ** (pace * d) * np.exp(0.02 * hz[:, 0]), 0.93 * su.cap), length)
+    elif scenario == "rollout-slowdown":
+        l_on = float(_curve(su, lv, np.array([float(o)]), "length")[0])
+        length = np.where(hit, l_on * np.exp(0.02 * hz[:, 0]), length)
+    variant = seed % 3
+    if scenario == "no-signal":
+        true_r = np.where(hit, (0.03, 0.97, 0.0)[variant], true_r)
+    length = np.minimum(length, 0.95 * su.cap)
+    reward = np.empty(n)
+    c0 = np.zeros(n, int)
+    c1 = np.zeros(n, int)
+    for i in range(n):
+        g = _rng(seed, 11, i)
+        p = float(true_r[i])
+        if p <= 0.0:
+            k = np.zeros(G, int)
+        else:
+            acc = g.beta(p * su.concentration, (1 - p) * su.concentration, size=G)
+            k = g.binomial(m, acc)
+        reward[i] = k.sum() / B
+        c0[i] = int((k == 0).sum())
+        c1[i] = int((k == m).sum())
+    s_log = 0.55
+    mu = np.log(length) - s_log ** 2 / 2
+    p_cut = _norm_sf((math.log(su.cap) - mu) / s_log)
+    trunc = np.array([_rng(seed, 12, i).binomial(B, min(max(float(p_cut[i]), 0.0), 1.0)) for i in range(n)]) / B
+    top = np.exp(mu + s_log * 2.7)
+    longest = np.where(trunc > 0, su.cap, np.minimum(su.cap - 1, np.round(top))).astype(int)
+    rt = (su.rt_base + su.rt_per_token * longest) * lv["rt"] * np.exp((0.06 if heavy else 0.04) * hz[:, 1])
+    if lv["heat_on"] and su.heat != 1.0:
+        at = n * (0.2 + 0.5 * lv["heat_at"])
+        rt = rt * (1 + (su.heat - 1) * _ramp((r - at) / 16.0))
+    if su.spike_p:
+        u = np.array([_rng(seed, 13, i).random(size=2) for i in range(n)]).reshape(n, 2)
+        rt = rt * np.where(u[:, 0] < su.spike_p, 1.5 + 0.8 * u[:, 1], 1.0)
+    if scenario == "rollout-slowdown":
+        rt = rt * 1.15 ** (pace * d)
+    return {
+        "reward": reward, "length": np.round(length * B) / B, "trunc": trunc, "c0": c0, "c1": c1,
+        "rollout_time": rt, "max": longest,
+        "median": np.round(2 * length * (0.945 + 0.012 * z[:, 6])) / 2,
+        "min": np.clip(np.round(0.15 * length + 30 * z[:, 7]), 8, None).astype(int),
+        "logp": -(0.31 - 0.08 * np.minimum(r / su.horizon, 1)) + 0.006 * z[:, 8],
+        "adv": 0.0015 * z[:, 9], "prompt": su.prompt_len + 2.5 * z[:, 10], "z": z,
+    }
+
+
+def _setup_step_series(su: Setup, scenario: str, n: int, K: int, seed: int, onset: int | None,
+                       pace: float = 1.0) -> dict[str, list]:
+    """Per optimizer step train metrics of a non-manual setup (K steps per rollout)."""
+    m = n * K
+    s = np.arange(m)
+    r = (s // K).astype(float)
+    j = s % K
+    z = np.array([_rng(seed, 2, i).normal(size=6) for i in range(m)]).reshape(m, 6)
+    u = np.array([_rng(seed, 3, i).random(size=6) for i in range(m)]).reshape(m, 6)
+    hz = np.array([_t_noise(_rng(seed, 10, i), 3, su.heavy) for i in range(m)]).reshape(m, 3)
+    sp = np.array([_rng(seed, 14, i).random(size=3) for i in range(m)]).reshape(m, 3)
+    lv = _levels(su, seed)
+    d = _since(r, onset)
+    hit = d > 0
+    gap = su.gap * lv["gap"] * np.exp(0.035 * _ar1(hz[:, 0], 0.6))
+    if lv["bump_on"] and su.gap_bump:
+        at = n * (0.2 + 0.5 * lv["bump_at"])
+        gap = gap * (1 + su.gap_bump * _ramp((r - at) / 5.0))
+    kl = su.kl * lv["kl"] * (gap / (su.gap * lv["gap"])) ** 1.5 * np.exp(0.04 * hz[:, 1])
+    grad = su.grad * lv["grad"] * np.exp(su.grad_sigma * _ar1(hz[:, 2], 0.4))
+    if lv["drift_on"] and su.grad_drift != 1.0:
+        grad = grad * su.grad_drift ** np.minimum(r / su.horizon, 1.0)
+    if su.spike_p:
+        spike = sp[:, 0] < su.spike_p
+        grad = grad * np.where(spike, 2.0 + 3.0 * sp[:, 1], 1.0)
+        gap = gap * np.where(sp[:, 2] < su.spike_p, 1.6 + 0.6 * sp[:, 1], 1.0)
+    later = j > 0  # with K > 1 only the first step of a rollout is exactly on-policy
+    clip = np.where(later, 0.0005 + 0.0035 * u[:, 2], 0.0)
+    ppo_kl = np.where(later, 1e-5 + 3e-4 * u[:, 3], 0.0)
+    ess = np.where(later, 0.9995 - 0.0045 * u[:, 4], 1.0)
+    if scenario == "gap-rising":
+        gap, kl = gap * 1.12 ** (pace * d), kl * 1.25 ** (pace * d)
+    elif scenario == "gap-jump":
+        gap, kl = np.where(hit, gap * 3, gap), np.where(hit, kl * 9, kl)
+    elif scenario == "grad-norm-rising":
+        grad = grad * 1.25 ** (pace * d)
+    elif scenario == "off-policy":
+        clip = np.where(hit, 0.002 + 0.018 * u[:, 2], clip)
+        ppo_kl = np.where(hit, 1e-4 + 9e-4 * u[:, 3], ppo_kl)
+        ess = np.where(hit, 0.995 - 0.035 * u[:, 4], ess)
+    loss = 0.002 * z[:, 3]
+    out = {"gap": gap.tolist(), "kl": kl.tolist(), "grad": grad.tolist(), "clip": clip.tolist(),
+           "ppo_kl": ppo_kl.tolist(), "ess": ess.tolist(), "loss": loss.tolist()}
+    if su.entropy is not None:
+        e0 = su.entropy * lv["ent"]
+        ent = e0 * (0.6 + 0.4 * np.exp(-r / max(su.horizon / 3, 1.0))) * np.exp(0.03 * z[:, 5])
+        out["entropy"] = ent.tolist()
+    if scenario == "non-finite":
+        _break_finite(out, u[:, 5], hit, onset, K)
+    return out
+
+
 # ---------------------------------------------------------------- metric dicts
 
 
 def _rm_perf(v: dict, i: int) -> dict:
     """RolloutManager `perf N:` dict: sample statistics and generation throughput."""
-    z = v["z"][i]
+    z, su = v["z"][i], v["su"]
+    groups, batch, cap = su.groups, su.groups * su.per_group, su.cap
     mean, rt, trunc = float(v["length"][i]), float(v["rollout_time"][i]), float(v["trunc"][i])
-    top = CAP if trunc > 0 else int(min(CAP - 1, mean * 1.7))
+    top = int(v["max"][i]) if "max" in v else (cap if trunc > 0 else int(min(cap - 1, mean * 1.7)))
     d: dict = {
         "rollout/response_len/mean": mean, "rollout/response_len/median": float(v["median"][i]),
         "rollout/response_len/max": top, "rollout/response_len/min": int(v["min"][i]),
@@ -305,15 +556,15 @@ def _rm_perf(v: dict, i: int) -> dict:
         d["rollout/zero_std/count_1"] = c1
     hit = 0.87 + 0.01 * float(z[11])
     d.update({
-        "rollout/zero_std/all_zero_percentage": c0 / GROUPS, "rollout/zero_std/all_one_percentage": c1 / GROUPS,
-        "rollout/prefix_cache_hit_rate": hit, "rollout/avg_cached_tokens_per_sample": hit * PROMPT_LEN,
+        "rollout/zero_std/all_zero_percentage": c0 / groups, "rollout/zero_std/all_one_percentage": c1 / groups,
+        "rollout/prefix_cache_hit_rate": hit, "rollout/avg_cached_tokens_per_sample": hit * su.prompt_len,
         "rollout/repetition_frac": 0.0, "rollout/truncated_ratio": trunc,
         "rollout/weight_version/mean": float(i + 1), "rollout/weight_version/median": float(i + 1),
         "rollout/weight_version/max": i + 1, "rollout/weight_version/min": i + 1,
         "rollout/weight_version/mixed_version_ratio": 0.0,
-        "perf/rollout_time": rt, "perf/tokens_per_gpu_per_sec": mean * BATCH / rt / GPUS,
+        "perf/rollout_time": rt, "perf/tokens_per_gpu_per_sec": mean * batch / rt / GPUS,
         "perf/longest_sample_tokens_per_sec": top / rt,
-        "perf/effective_tokens_per_gpu_per_sec": mean * BATCH / rt / GPUS,
+        "perf/effective_tokens_per_gpu_per_sec": mean * batch / rt / GPUS,
         "perf/longest_effective_sample_tokens_per_sec": top / rt,
     })
     return d
@@ -339,16 +590,17 @@ def _train_rollout(v: dict, i: int) -> dict:
 def _step_dict(st: dict, s: int) -> dict:
     """Trainer `step S:` dict; loss == pg_loss because entropy and KL coefficients are 0."""
     return {
-        "train/loss": st["loss"][s], "train/pg_loss": st["loss"][s], "train/entropy_loss": 0.0,
+        "train/loss": st["loss"][s], "train/pg_loss": st["loss"][s],
+        "train/entropy_loss": st["entropy"][s] if "entropy" in st else 0.0,
         "train/pg_clipfrac": st["clip"][s], "train/ppo_kl": st["ppo_kl"][s], "train/ess_ratio": st["ess"][s],
         "train/train_rollout_logprob_abs_diff": st["gap"][s], "train/train_rollout_kl": st["kl"][s],
         "train/grad_norm": st["grad"][s], "train/lr-pg_0": 1e-06, "train/step": s,
     }
 
 
-def _train_perf(tm: dict, train_wait: float, tokens: float) -> dict:
+def _train_perf(tm: dict, train_wait: float, tokens: float, params: float = 0.6e9) -> dict:
     """Trainer `perf N:` dict: timers since the last print plus derived TFLOPs and MFU."""
-    fwd = 2 * 0.6e9 * tokens / GPUS / 1e12
+    fwd = 2 * params * tokens / GPUS / 1e12
     train = tm["prep"] + tm["ref"] + tm["logp"] + tm["actor"] + tm["extra"]
     step = train_wait + train
     return {
@@ -363,10 +615,10 @@ def _train_perf(tm: dict, train_wait: float, tokens: float) -> dict:
     }
 
 
-def _timings(seed: int, i: int, length: float) -> dict:
+def _timings(seed: int, i: int, length: float, prompt_len: float = PROMPT_LEN) -> dict:
     """Phase durations of one training round (~20-40 s), growing with the tokens trained on."""
     u = _rng(seed, 4, i).random(size=8).tolist()
-    scale = (float(length) + PROMPT_LEN) / 860.0
+    scale = (float(length) + prompt_len) / 860.0
     return {
         "wake": 2.0 + 1.5 * u[0], "prep": 0.6 + 0.5 * u[1], "ref": (2.5 + 1.5 * u[2]) * scale,
         "logp": (2.5 + 1.5 * u[3]) * scale, "actor": (10.0 + 5.0 * u[4]) * scale, "extra": 0.8 + 0.4 * u[7],
@@ -519,15 +771,23 @@ def _filler(L: _Log, ch: _Chunk, rng: np.random.Generator, lo: float, hi: float,
 class _Run:
     """Walks the timeline of one simulated run and yields it chunk by chunk."""
 
-    def __init__(self, scenario, rollouts, seed, K, fmt, noise, onset, start):
+    def __init__(self, scenario, rollouts, seed, K, fmt, noise, onset, start, su: Setup = None, pace=1.0):
         _check_scenario(scenario)
         if K < 1 or rollouts < 0 or noise < 0:
             raise ValueError("steps_per_rollout >= 1, rollouts >= 0 and noise_per_rollout >= 0 required")
+        if not pace > 0:
+            raise ValueError("pace must be > 0")
+        self.su = su = su or SETUPS["manual"]
         self.sc, self.n, self.seed, self.K, self.noise = scenario, rollouts, seed, K, noise
         self.onset = onset_of(scenario, rollouts, onset)
         self.L = _Log(fmt, start or DEFAULT_START, seed)
-        self.v = _rollout_series(scenario, rollouts, seed, self.onset)
-        self.st = _step_series(scenario, rollouts, K, seed, self.onset)
+        if su.name == "manual":
+            self.v = _rollout_series(scenario, rollouts, seed, self.onset, pace)
+            self.st = _step_series(scenario, rollouts, K, seed, self.onset, pace)
+        else:
+            self.v = _setup_rollout_series(su, scenario, rollouts, seed, self.onset, pace)
+            self.st = _setup_step_series(su, scenario, rollouts, K, seed, self.onset, pace)
+        self.v["su"] = su
         self.t = 0.0
         self.prev = {"sleep": 2.1, "update": 3.4}
         self.train_end = 140.0  # the trainer is ready after the initial weight sync
@@ -535,21 +795,24 @@ class _Run:
     # -- startup ---------------------------------------------------------------
 
     def exec_line(self) -> str:
-        gbs = BATCH // self.K
-        extra = f" --num-steps-per-rollout {self.K}" if BATCH % self.K else ""
+        su = self.su
+        batch = su.groups * su.per_group
+        gbs = batch // self.K
+        extra = f" --num-steps-per-rollout {self.K}" if batch % self.K else ""
+        nl, hid, ffn, heads, kv = su.layers
         env = ('{"env_vars": {"PYTHONUNBUFFERED": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1", "NCCL_NVLS_ENABLE": "1", '
                '"no_proxy": "127.0.0.1,127.0.0.1", "MASTER_ADDR": "127.0.0.1", '
                '"PYTHONPATH": "/root/Megatron-LM:/root/miles"}}')
         return (
             "EXEC: export no_proxy=127.0.0.1 && export PYTHONUNBUFFERED=1 && ray job submit "
             f"--address=\"http://127.0.0.1:8265\" --runtime-env-json='{env}' -- python3 /root/miles/train.py "
-            "--swiglu --num-layers 28 --hidden-size 1024 --ffn-hidden-size 3072 --num-attention-heads 16 "
-            "--group-query-attention --num-query-groups 8 --kv-channels 128 --qk-layernorm "
-            "--hf-checkpoint /root/models/Qwen3-0.6B --ref-load /root/models/Qwen3-0.6B_torch_dist "
-            "--prompt-data /root/datasets/gsm8k/train.parquet --input-key messages --label-key label "
+            f"--swiglu --num-layers {nl} --hidden-size {hid} --ffn-hidden-size {ffn} --num-attention-heads {heads} "
+            f"--group-query-attention --num-query-groups {kv} --kv-channels 128 --qk-layernorm "
+            f"--hf-checkpoint /root/models/{su.model} --ref-load /root/models/{su.model}_torch_dist "
+            f"--prompt-data /root/datasets/{su.data} --input-key messages --label-key label "
             "--apply-chat-template --rollout-shuffle --rm-type math "
-            f"--num-rollout {self.n} --rollout-batch-size {GROUPS} --n-samples-per-prompt {PER_GROUP} "
-            f"--rollout-max-response-len {CAP} --rollout-temperature 1.0 --global-batch-size {gbs}{extra} "
+            f"--num-rollout {self.n} --rollout-batch-size {su.groups} --n-samples-per-prompt {su.per_group} "
+            f"--rollout-max-response-len {su.cap} --rollout-temperature 1.0 --global-batch-size {gbs}{extra} "
             "--advantage-estimator grpo --lr 1e-6 --actor-num-nodes 1 --actor-num-gpus-per-node 8 --colocate "
             "--rollout-num-gpus-per-engine 1 --save-interval 20 --use-wandb --wandb-mode offline"
         )
@@ -572,9 +835,10 @@ class _Run:
         w = L.when(2.114)
         ch.add(2.114, (L.t0 + 2.114, f"{w:%Y-%m-%d %H:%M:%S},114\tINFO worker.py:1942 -- Connected to Ray cluster. "
                                     "View the dashboard at http://127.0.0.1:8265 "), 1)
-        args = {"advantage_estimator": "grpo", "global_batch_size": BATCH // self.K, "lr": "1e-06",
-                "n_samples_per_prompt": PER_GROUP, "num_rollout": self.n, "rollout_batch_size": GROUPS,
-                "rollout_max_response_len": CAP, "save_interval": 20, "use_wandb": "True"}
+        su = self.su
+        args = {"advantage_estimator": "grpo", "global_batch_size": su.groups * su.per_group // self.K, "lr": "1e-06",
+                "n_samples_per_prompt": su.per_group, "num_rollout": self.n, "rollout_batch_size": su.groups,
+                "rollout_max_response_len": su.cap, "save_interval": 20, "use_wandb": "True"}
         dump = ["------------------------ arguments ------------------------"]
         dump += [f"  {k} {'.' * (48 - len(k))} {val}" for k, val in args.items()]
         dump.append("-------------------- end of arguments ---------------------")
@@ -608,7 +872,7 @@ class _Run:
         self._generation(ch, nrng, t0, gen_end, i)
         t = gen_end + 0.25
         ch.add(t, L.log(t, "rm", ("metrics.py", 89), f"perf {i}: {_rm_perf(v, i)}"))
-        tm = _timings(self.seed, i, float(v["length"][i]))
+        tm = _timings(self.seed, i, float(v["length"][i]), self.su.prompt_len)
         tm["prev_sleep"], tm["prev_update"] = self.prev["sleep"], self.prev["update"]
         t = self._train(ch, i, t, tm)
         if not (self.sc == "crashed" and i == self.onset):
@@ -628,7 +892,7 @@ class _Run:
         ch.add(t, L.sglang(t, int(rng.integers(GPUS)),
                            f'INFO:     10.0.0.5:{int(rng.integers(40000, 60000))} - "GET /health HTTP/1.1" 200 OK'), 5)
         t = gen_end - 0.02
-        ch.add(t, L.bare(t, "rm", _tqdm("Rollout generation", BATCH, gen_end - t0)), 1)
+        ch.add(t, L.bare(t, "rm", _tqdm("Rollout generation", self.su.groups * self.su.per_group, gen_end - t0)), 1)
 
     def _train(self, ch: _Chunk, i: int, t: float, tm: dict) -> float:
         """From `ft op=train phase=start` to the trainer `perf N:` line (or the crash)."""
@@ -674,8 +938,9 @@ class _Run:
         ch.add(t, _timer(L, t, "actor_train", tm["actor"]), 3)
         self.train_end = t
         t += 0.27
-        tokens = BATCH * (float(self.v["length"][i]) + float(self.v["prompt"][i]))
-        ch.add(t, L.log(t, "rank0", ("train_metric_utils.py", 56), f"perf {i}: {_train_perf(tm, train_wait, tokens)}"))
+        tokens = self.su.groups * self.su.per_group * (float(self.v["length"][i]) + float(self.v["prompt"][i]))
+        perf = _train_perf(tm, train_wait, tokens, self.su.params)
+        ch.add(t, L.log(t, "rank0", ("train_metric_utils.py", 56), f"perf {i}: {perf}"))
         t += 0.1
         ch.add(t, L.log(t, "main", ("cell.py", 247),
                         f"ft op=execute phase=end cell=0 fn=train ok=true elapsed_s={t - exec_start:.1f}"), 4)
@@ -715,7 +980,7 @@ class _Run:
         """Megatron save every 20 rollouts: Timer lines plus bare rank-0 prints."""
         L = self.L
         ch.add(t, _timer(L, t, "save_model"), 8)
-        where = "/root/shared_data/checkpoints/qwen3-0.6b-grpo"
+        where = f"/root/shared_data/checkpoints/{self.su.model.lower()}-grpo"
         ch.add(t + 0.5, L.bare(t + 0.5, "rank0", f"saving checkpoint at iteration {i:7d} to {where} in torch_dist format"), 8)
         t += 6.0
         ch.add(t - 0.1, L.bare(t - 0.1, "rank0",
@@ -817,7 +1082,11 @@ class _Run:
         checks for 15 minutes: the trainer hangs (an NCCL wait) while the engines stay up."""
         ch, rng = _Chunk(), _rng(self.seed, 7, 0)
         _filler(self.L, ch, rng, self.t + 2, self.t + 150, min(self.noise, 5))
-        for minute in range(1, 16):
+        minutes = 15
+        if self.su.name != "manual" and self.onset:
+            # a hang outlasts this setup's own rollout interval several times over
+            minutes = max(15, math.ceil(6 * (self.t - 150.0) / self.onset / 60))
+        for minute in range(1, minutes + 1):
             t = self.t + 150 + 60 * minute
             ch.add(t, self.L.sglang(t, 0, 'INFO:     10.0.0.5:41000 - "GET /health HTTP/1.1" 200 OK'), 5)
         return ch.lines(None)
@@ -848,9 +1117,10 @@ class _Run:
         return ch.lines(None)
 
 
-def _chunks(scenario, rollouts, seed, K, fmt, noise, onset, start) -> Iterator[list[tuple[float, str]]]:
+def _chunks(scenario, rollouts, seed, K, fmt, noise, onset, start, setup="manual",
+            pace=1.0) -> Iterator[list[tuple[float, str]]]:
     """The log as chunks: start-up, one per rollout, then the scenario's ending."""
-    run = _Run(scenario, rollouts, seed, K, fmt, noise, onset, start)
+    run = _Run(scenario, rollouts, seed, K, fmt, noise, onset, start, setup_of(setup), pace)
     yield run.startup()
     if scenario == "no-steps":
         yield from run.no_steps()

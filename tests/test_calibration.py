@@ -271,3 +271,44 @@ def test_leave_one_out_two_seeds_and_one_seed():
     assert len(leave_one_out(two, "trending")["seeds"]) == 2
     one = leave_one_out(seeds(1), "trending")
     assert one["seeds"] == [] and one["any_persistent"] is False
+
+
+# ---------------------------------------------------------------- domains, minimum width, seed checks
+
+
+def test_bands_respect_the_domain():
+    rng = np.random.default_rng(3)
+    share = [(STEPS, np.clip(0.02 + rng.normal(0, 0.03, 40), 0, 1)) for _ in range(2)]
+    env = calibrate(share, "trending", domain=(0.0, 1.0))
+    assert np.all(env.lo >= 0) and np.all(env.hi <= 1)
+    lo, _ = env.bounds_at(np.arange(200))
+    assert np.all(lo >= 0)
+
+
+def test_log_band_stays_positive_with_zeros_among_the_values():
+    rng = np.random.default_rng(4)
+    kl = [(STEPS, np.where(STEPS % 9 == 0, 0.0, 7e-4 * np.exp(rng.normal(0, 0.05, 40)))) for _ in range(2)]
+    env = calibrate(kl, "flat", log=True, domain=(0.0, None))
+    assert env.log and np.all(env.lo >= 0) and np.all(env.hi > 6e-4)
+
+
+def test_a_share_the_seeds_never_hit_gets_a_measurement_floor_not_a_zero_band():
+    never = [(STEPS, np.zeros(40))] * 2
+    env = calibrate(never, "trending", abs_floor=1 / 256, domain=(0.0, 1.0), zero_band=False)
+    assert env.sigma0 == pytest.approx(1 / 256)
+    lo, hi = env.bounds_at(10)
+    assert lo == 0.0 and hi == pytest.approx(2 / 256)
+
+
+def test_calibrate_names_a_broken_seed_and_writes_nothing_unless_forced(tmp_path, capsys):
+    from pathlib import Path
+
+    from grpo_tui.cli import main
+
+    samples = Path(__file__).resolve().parents[1] / "sample_logs"
+    out = tmp_path / "r.toml"
+    args = ["calibrate", str(samples / "gap-jump.log"), str(samples / "healthy-seed2.log"), "-o", str(out)]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "seed gap-jump.log shows a broken-run sign: gap-jump" in err and not out.exists()
+    assert main(args + ["--force"]) == 0 and out.exists()

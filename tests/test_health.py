@@ -53,9 +53,10 @@ def test_alert_fires_within_a_few_rollouts_of_the_onset(scenario):
     onset = onset_of(scenario, 48)
     alert = min((a for a in rep.alerts if a.rule == scenario), key=lambda a: a.seq)
     assert alert.first_seen is not None and onset <= alert.first_seen + 1
-    # Length hacking needs a falling reward (the noisiest signal) and grad norm is judged on a
-    # log scale against heavy-tailed noise: both take a longer window.
-    bound = {"length-hacking": 12, "grad-norm-rising": 10}.get(scenario, 8)
+    # Length hacking needs a significant fall of reward (the noisiest signal) on the same
+    # window as a significant rise of length, confirmed on two rollouts; grad norm is judged
+    # on a log scale against heavy-tailed noise: both take a longer window.
+    bound = {"length-hacking": 14, "grad-norm-rising": 10}.get(scenario, 8)
     assert alert.first_seen - onset <= bound, f"{scenario} first seen at {alert.first_seen}, onset {onset}"
 
 

@@ -394,3 +394,61 @@ def test_sample_logs(tmp_path):
     assert {"healthy-seed1.log", "healthy-seed2.log", "healthy-seed3.log", "gap-jump.log", "no-steps.log"} <= names
     assert len(paths) == 3 + len(sim.SCENARIOS) - 1
     assert all(0 < p.stat().st_size < 1_000_000 for p in paths)
+
+
+# ---------------------------------------------------------------- setups beyond the manual's
+
+
+def test_manual_setup_and_pace_one_are_the_default_output():
+    assert gen("gap-rising", 20, 3) == gen("gap-rising", 20, 3, setup="manual", pace=1.0)
+    assert gen("gap-rising", 20, 3, pace=0.3) != gen("gap-rising", 20, 3)
+    with pytest.raises(ValueError):
+        gen("healthy", 2, setup="nope")
+
+
+@pytest.mark.parametrize("name", [n for n in sim.SETUPS if n != "manual"])
+def test_every_setup_generates_its_own_launch_line_and_shape(name):
+    su = sim.SETUPS[name]
+    lines = gen("healthy", 12, 1, steps_per_rollout=su.steps_per_rollout, noise_per_rollout=0, setup=name)
+    assert f"--hf-checkpoint /root/models/{su.model} " in lines[0][1]
+    assert f"--rollout-max-response-len {su.cap} " in lines[0][1]
+    rows = by_rollout(metrics(lines), K=su.steps_per_rollout)
+    assert sorted(rows) == list(range(12))
+    steps = [n for kind, n, _ in metrics(lines) if kind == "step"]
+    assert len(steps) == 2 * 12 * su.steps_per_rollout  # doubled Megatron lines
+    for row in rows.values():
+        assert 0 <= row["rollout/raw_reward"] <= 1 and 0 <= row["rollout/truncated_ratio"] <= 1
+        same = row.get("rollout/zero_std/count_0", 0) + row.get("rollout/zero_std/count_1", 0)
+        assert same <= su.groups
+        assert 0 < row["rollout/response_len/mean"] < su.cap
+        assert row["train/grad_norm"] > 0 and row["perf/rollout_time"] > 0
+
+
+def test_reasoning_setup_grows_length_with_reward():
+    rows = by_rollout(metrics(gen("healthy", 100, 2, noise_per_rollout=0, setup="reasoning-4b")))
+    mean = lambda key, rs: sum(rows[r][key] for r in rs) / len(rs)  # noqa: E731
+    assert mean("rollout/response_len/mean", range(90, 100)) > 2.5 * mean("rollout/response_len/mean", range(10))
+    assert mean("rollout/raw_reward", range(90, 100)) > mean("rollout/raw_reward", range(10)) + 0.2
+
+
+def test_heavy_tailed_setup_has_isolated_spikes():
+    rows = by_rollout(metrics(gen("healthy", 150, 4, noise_per_rollout=0, setup="puzzles-3b")))
+    g = sorted(rows[r]["train/grad_norm"] for r in rows)
+    assert g[-1] > 3 * g[len(g) // 2]
+
+
+@pytest.mark.parametrize("scenario", ["gap-rising", "grad-norm-rising", "length-hacking", "rollout-slowdown",
+                                      "no-signal", "off-policy"])
+def test_breaks_on_other_setups_start_at_the_onset(scenario):
+    kw = dict(noise_per_rollout=0, setup="math-7b", steps_per_rollout=2)
+    healthy = by_rollout(metrics(gen("healthy", 30, 5, **kw)), K=2)
+    broken = by_rollout(metrics(gen(scenario, 30, 5, onset=12, **kw)), K=2)
+    assert all(healthy[r] == broken[r] for r in range(12))
+    assert healthy[14] != broken[14]
+
+
+def test_slow_pace_drifts_slowly():
+    fast = by_rollout(metrics(gen("grad-norm-rising", 60, 3, noise_per_rollout=0, onset=10)))
+    slow = by_rollout(metrics(gen("grad-norm-rising", 60, 3, noise_per_rollout=0, onset=10, pace=0.3)))
+    assert slow[45]["train/grad_norm"] < fast[45]["train/grad_norm"] / 100
+    assert sum(slow[r]["train/grad_norm"] for r in range(50, 60)) > 5 * sum(slow[r]["train/grad_norm"] for r in range(0, 10))

@@ -14,6 +14,10 @@ Conventions:
   rollout) gets sigma0 = 0 and lo = hi = 0 (stored with log=False, since
   log(0) has no scale): it needs a hard "must be 0" rule, not a noise scale,
   and the zero band expresses exactly that. Any value > 0 is outside it.
+  With ``zero_band=False`` (a cut share the seeds never hit) the band is
+  [0, margin * abs_floor] instead: the floor is the measurement's own noise.
+- ``domain=(lo, hi)`` clips a band to the values the metric can take (ratios
+  in [0, 1], counts >= 0); log bands are > 0 by construction.
 """
 
 from __future__ import annotations
@@ -84,6 +88,8 @@ class Envelope:
             lo = np.where(beyond, np.min(lo_t[-HOLD_LAST:]) - extra, lo)
             hi = np.where(beyond, np.max(hi_t[-HOLD_LAST:]) + extra, hi)
         lo, hi = self.inverse(lo), self.inverse(hi)
+        if np.any(beyond) and np.all(np.asarray(self.lo) >= 0):
+            lo = np.maximum(lo, 0.0)   # widening never takes a non-negative metric's band below 0
         if s.ndim == 0:
             return float(lo), float(hi)
         return lo, hi
@@ -225,6 +231,15 @@ def _to_log(seeds, eps: float):
 # ---------------------------------------------------------------- public API
 
 
+def _clip_domain(env: Envelope, domain) -> Envelope:
+    lo_d, hi_d = domain if domain is not None else (None, None)
+    if lo_d is not None:
+        env.lo, env.hi, env.centre = (np.maximum(a, lo_d) for a in (env.lo, env.hi, env.centre))
+    if hi_d is not None:
+        env.lo, env.hi, env.centre = (np.minimum(a, hi_d) for a in (env.lo, env.hi, env.centre))
+    return env
+
+
 def calibrate(
     seed_series,
     kind: str = "trending",
@@ -232,6 +247,8 @@ def calibrate(
     margin: float = 2.0,
     abs_floor: float = 1e-4,
     log: bool = False,
+    domain: tuple[float | None, float | None] | None = None,
+    zero_band: bool = True,
 ) -> Envelope:
     """Build the envelope for one metric from per-seed (steps, values) series.
 
@@ -244,7 +261,15 @@ def calibrate(
         raise ValueError("no finite points in any seed")
     raw = np.concatenate([v for _, v in seeds])
     if np.all(raw == 0):
-        return _zero_envelope(_grid(seeds)[0], kind, margin)
+        if zero_band:
+            return _zero_envelope(_grid(seeds)[0], kind, margin)
+        steps = _grid(seeds)[0]
+        z = np.zeros(steps.size)
+        env = Envelope(steps, z - margin * abs_floor, z + margin * abs_floor, z.copy(), float(abs_floor),
+                       kind, False, eps=0.0, margin=margin)
+        return _clip_domain(env, domain)
+    if log and not np.any(raw > 0):
+        log = False
     eps = _log_eps(raw) if log else 0.0
     if log:
         seeds = _to_log(seeds, eps)
@@ -255,7 +280,10 @@ def calibrate(
     lo, hi = band(mat, sigma0, margin)
     env = Envelope(steps, lo, hi, centre, sigma0, kind, log, eps=eps, margin=margin)
     env.lo, env.hi, env.centre = env.inverse(lo), env.inverse(hi), env.inverse(centre)
-    return env
+    if log:
+        # log(x + eps) can undershoot x = 0 by at most eps: a log band stays above 0
+        env.lo = np.maximum(env.lo, 0.0)
+    return _clip_domain(env, domain)
 
 
 def _replay(env: Envelope, steps: np.ndarray, values: np.ndarray) -> dict:
@@ -276,7 +304,8 @@ def _replay(env: Envelope, steps: np.ndarray, values: np.ndarray) -> dict:
 
 
 def leave_one_out(
-    seed_series, kind: str = "trending", log: bool = False, margin: float = 2.0, *, abs_floor: float = 1e-4
+    seed_series, kind: str = "trending", log: bool = False, margin: float = 2.0, *, abs_floor: float = 1e-4,
+    domain=None, zero_band: bool = True,
 ) -> dict:
     """Calibrate on S-1 seeds, replay the held-out one (with S = 2, each against the other)."""
     seeds = _clean(seed_series)
@@ -284,7 +313,10 @@ def leave_one_out(
     if len(seeds) >= 2:
         for i, (steps, values) in enumerate(seeds):
             others = seeds[:i] + seeds[i + 1:]
-            env = calibrate(others, kind, margin=margin, abs_floor=abs_floor, log=log)
+            if not any(s.size for s, _ in others):
+                continue
+            env = calibrate(others, kind, margin=margin, abs_floor=abs_floor, log=log, domain=domain,
+                            zero_band=zero_band)
             per_seed.append({"held_out": i, **_replay(env, steps, values)})
     return {
         "margin": float(margin),
@@ -302,13 +334,15 @@ def calibrate_with_check(
     margin: float = 2.0,
     abs_floor: float = 1e-4,
     widened_margin: float = 3.0,
+    domain=None,
+    zero_band: bool = True,
 ) -> tuple[Envelope, bool, dict]:
     """Calibrate; if a held-out seed would go red, raise M (2 -> 3) for this metric.
 
     Returns (envelope, widened, leave-one-out report at the original margin).
     """
-    report = leave_one_out(seed_series, kind, log, margin, abs_floor=abs_floor)
+    report = leave_one_out(seed_series, kind, log, margin, abs_floor=abs_floor, domain=domain, zero_band=zero_band)
     widened = report["any_persistent"]
     used = widened_margin if widened else margin
-    env = calibrate(seed_series, kind, margin=used, abs_floor=abs_floor, log=log)
+    env = calibrate(seed_series, kind, margin=used, abs_floor=abs_floor, log=log, domain=domain, zero_band=zero_band)
     return env, widened, report

@@ -10,6 +10,7 @@ log, wall time when live.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import time
@@ -20,7 +21,7 @@ import numpy as np
 
 from .ranges import RangeSet, defaults
 from ..lines.records import Event
-from .rules import RULES, Condition, evaluate_metrics
+from .rules import RULES, Condition, evaluate_metrics, ranges_for
 from .signals import BY_ID, SIGNALS, groups_of, metric_for, signal_series
 from ..store.metric_store import MetricStore, Segment, StoreUpdate
 
@@ -412,6 +413,15 @@ class HealthEngine:
             return False
         return True
 
+    def rollouts_judged(self) -> int:
+        """How many rollouts of the current run the rules have judged."""
+        seg = self.store.current
+        if self._evaluated is None or not seg.ids:
+            return 0
+        if seg.ordered:
+            return bisect.bisect_right(seg.ids, self._evaluated)
+        return sum(1 for r in seg.ids if r <= self._evaluated)
+
     def judge_at(self, sig_id: str, r: int, mean5: float | None, value: float | None,
                  open_only: bool = False) -> tuple[tuple[float, float] | None, str]:
         """(range, status) of a signal at rollout r: its five-step mean against the band for
@@ -420,7 +430,7 @@ class HealthEngine:
         ok only where a range judged it; without one (rollout time, verl/TRL signals) it is
         unknown (shown `? n/a`) unless an alert names it."""
         seg = self.store.current
-        rng = self.ranges.for_framework(seg.framework).bounds(sig_id, r) if self.range_applies(sig_id) else None
+        rng = ranges_for(seg, self.ranges).bounds(sig_id, r) if self.range_applies(sig_id) else None   # no defaults where they don't fit
         status = "unknown"
         if rng is not None and mean5 is not None:
             tol = 1e-6 * (rng[0] == rng[1])
@@ -442,7 +452,7 @@ class HealthEngine:
         """The healthy band at these rollouts, or None where no range is used."""
         if not self.range_applies(sig_id):
             return None
-        return self.ranges.for_framework(self.store.current.framework).bounds_many(sig_id, rollouts)
+        return ranges_for(self.store.current, self.ranges).bounds_many(sig_id, rollouts)
 
     def signal_status(self, sig_id: str) -> SignalStatus:
         seg = self.store.current

@@ -7,6 +7,7 @@ wrong for other setups; `grpo-tui calibrate` builds a user's own.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ class Signal:
     flat: bool = False              # expected flat (constant band) vs trending
     sigma0: float = 0.0             # default noise scale (log units when log=True)
     fmt: str = "{:.3g}"
+    domain: tuple[float | None, float | None] = (None, None)   # values a healthy band may take
 
 
 SIGNALS: tuple[Signal, ...] = (
@@ -40,29 +42,32 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("length", "answer length", ("rollout/response_lengths", "rollout/response_len/mean",
                              "response_length/mean", "completions/mean_length"), "tok",
            "mean answer length in tokens: rising with falling reward is length hacking",
-           "falls", (626, 787), (396, 787), sigma0=30.0, fmt="{:.0f}"),
+           "falls", (626, 787), (396, 787), sigma0=30.0, fmt="{:.0f}", domain=(0.0, None)),
     Signal("truncated", "cut share", ("rollout/truncated", "rollout/truncated_ratio",
                          "response_length/clip_ratio", "completions/clipped_ratio"), "",
            "share of answers cut at the length cap: loops run to the cap",
-           "falls with length", (0.19, 0.43), (0.02, 0.43), sigma0=0.04, fmt="{:.3f}"),
+           "falls with length", (0.19, 0.43), (0.02, 0.43), sigma0=0.04, fmt="{:.3f}", domain=(0.0, 1.0)),
     Signal("gap", "log-prob gap", ("train/train_rollout_logprob_abs_diff", "sampling/sampling_logp_difference/mean"), "",
            "mean |trainer - engine| log-prob: grows when trainer and engine hold different weights",
-           "flat", (0.0141, 0.0164), (0.0136, 0.0164), log=True, flat=True, sigma0=0.05, fmt="{:.4f}"),
+           "flat", (0.0141, 0.0164), (0.0136, 0.0164), log=True, flat=True, sigma0=0.05, fmt="{:.4f}",
+           domain=(0.0, None)),
     Signal("kl", "KL to engine", ("train/train_rollout_kl", "rollout_corr/k3_kl"), "",
            "KL(engine || trainer) at sampled tokens: the same mismatch, another estimator",
-           "flat", (0.00063, 0.00075), (0.00063, 0.00076), log=True, flat=True, sigma0=0.05, fmt="{:.2e}"),
+           "flat", (0.00063, 0.00075), (0.00063, 0.00076), log=True, flat=True, sigma0=0.05, fmt="{:.2e}",
+           domain=(0.0, None)),
     Signal("grad_norm", "gradient norm", ("train/grad_norm", "actor/grad_norm", "grad_norm"), "",
            "pre-clip gradient norm: growing step after step means the learning rate is too high",
-           "one range, rare spikes", (0.35, 4.95), (0.35, 4.95), log=True, sigma0=0.35, fmt="{:.3g}"),
+           "one range, rare spikes", (0.35, 4.95), (0.35, 4.95), log=True, sigma0=0.35, fmt="{:.3g}",
+           domain=(0.0, None)),
     Signal("clipfrac", "clip fraction", ("train/pg_clipfrac", "actor/pg_clipfrac", "clip_ratio/region_mean"), "",
            "share of tokens clipped by PPO: 0 with one update per rollout, else samples are stale",
-           "0 with one update per rollout", (0.0, 0.0), (0.0, 0.0), flat=True, fmt="{:.3g}"),
+           "0 with one update per rollout", (0.0, 0.0), (0.0, 0.0), flat=True, fmt="{:.3g}", domain=(0.0, 1.0)),
     Signal("rollout_time", "rollout time", ("perf/rollout_time", "timing_s/gen"), "s",
            "wall seconds to generate the rollout: growing at flat length means a slower engine/GPU",
-           "falls with length", None, None, log=True, sigma0=0.1, fmt="{:.1f}"),
+           "falls with length", None, None, log=True, sigma0=0.1, fmt="{:.1f}", domain=(0.0, None)),
     Signal("zero_std", "zero-std groups", ("rollout/zero_std/count_*",), "",
            "groups whose answers all got one reward (no learning signal); all-wrong and all-right apart",
-           "most groups mixed", (0.0, 0.5), (0.0, 0.5), fmt="{:.2f}"),
+           "most groups mixed", (0.0, 0.5), (0.0, 0.5), fmt="{:.2f}", domain=(0.0, 1.0)),
 )
 
 BY_ID = {s.id: s for s in SIGNALS}
@@ -70,6 +75,10 @@ ZERO_STD_PREFIX = "rollout/zero_std/count_"
 ZERO_STD_FRACTION = "frac_reward_zero_std"      # TRL logs the fraction itself
 ALL_WRONG_KEYS = ("rollout/zero_std/count_0", "rollout/zero_std/count_0.0")
 ALL_RIGHT_KEYS = ("rollout/zero_std/count_1", "rollout/zero_std/count_1.0")
+# Newer Miles logs the shares themselves (miles#1034): too hard vs too easy.
+ALL_ZERO_RATIO = "rollout/zero_std/all_zero_ratio"
+ALL_ONE_RATIO = "rollout/zero_std/all_one_ratio"
+ZERO_STD_RATIOS = "rollout/zero_std/all_*_ratio"
 
 
 def default_range(sig: Signal, rollout: int) -> tuple[float, float] | None:
@@ -80,13 +89,33 @@ def default_range(sig: Signal, rollout: int) -> tuple[float, float] | None:
 def metric_for(seg: Segment, sig: Signal) -> str | None:
     """Which logged name carries the signal in this segment (aliases differ by version)."""
     if sig.id == "zero_std":
-        if any(n.startswith(ZERO_STD_PREFIX) for n in seg.names):
+        if _has_counts(seg):
             return ZERO_STD_PREFIX + "*"
-        return ZERO_STD_FRACTION if ZERO_STD_FRACTION in seg.columns else None
+        if ZERO_STD_FRACTION in seg.columns:
+            return ZERO_STD_FRACTION
+        return ZERO_STD_RATIOS if _has_ratios(seg) else None
     for name in sig.aliases:
         if name in seg.columns or name in seg.train_sum:
             return name
     return None
+
+
+def _has_counts(seg: Segment) -> bool:
+    return any(n.startswith(ZERO_STD_PREFIX) for n in seg.names)
+
+
+def _has_ratios(seg: Segment) -> bool:
+    return ALL_ZERO_RATIO in seg.columns or ALL_ONE_RATIO in seg.columns
+
+
+def _zero_std_ratios(seg: Segment, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(all-same share, all-wrong share, all-right share) per row from the ratio keys."""
+    wrong = seg.values_at_rows(ALL_ZERO_RATIO, rows)
+    right = seg.values_at_rows(ALL_ONE_RATIO, rows)
+    seen = ~np.isnan(wrong) | ~np.isnan(right)
+    w, r = np.where(np.isnan(wrong), 0.0, wrong), np.where(np.isnan(right), 0.0, right)
+    nan = np.full(len(rows), math.nan)
+    return np.where(seen, w + r, nan), np.where(seen, w, nan), np.where(seen, r, nan)
 
 
 def _zero_std_counts(seg: Segment, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -116,8 +145,8 @@ def _zero_std_counts(seg: Segment, rows: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def groups_of(seg: Segment) -> int | None:
     """Prompt groups per rollout: the launch flag, else derived from a percentage key."""
-    if ZERO_STD_FRACTION in seg.columns and not any(n.startswith(ZERO_STD_PREFIX) for n in seg.names):
-        return 1   # TRL: the logged value is already a fraction of groups
+    if (ZERO_STD_FRACTION in seg.columns or _has_ratios(seg)) and not _has_counts(seg):
+        return 1   # TRL, newer Miles: the logged value is already a share of groups
     g = seg.groups
     if g:
         return g
@@ -137,6 +166,28 @@ def groups_of(seg: Segment) -> int | None:
             if ok.any():
                 i = int(np.flatnonzero(ok)[-1])
                 return int(round(cv[i] / pv[i]))
+    return _groups_from_exact_reward(seg)
+
+
+def _groups_from_exact_reward(seg: Segment) -> int | None:
+    """A rollout whose mean reward is exactly 0 (or 1) had every group all wrong (all right):
+    its count_0 (count_1) is the number of groups."""
+    n = len(seg.ids)
+    lo = max(0, n - 64)
+    for name in BY_ID["reward"].aliases:
+        col = seg.columns.get(name)
+        if col is None:
+            continue
+        rv = col.data[lo:n]
+        for keys, target in ((ALL_WRONG_KEYS, 0.0), (ALL_RIGHT_KEYS, 1.0)):
+            for key in keys:
+                c = seg.columns.get(key)
+                if c is None:
+                    continue
+                cv = c.data[lo:n]
+                ok = (rv == target) & (cv > 0)
+                if ok.any():
+                    return int(round(cv[int(np.flatnonzero(ok)[-1])]))
     return None
 
 
@@ -146,7 +197,22 @@ def signal_series(seg: Segment, sig: Signal, last: int | None = None,
 
     zero_std is a fraction of groups when the group count is known, else a plain count.
     """
-    rows = seg.rows_upto(last, upto)
+    return signal_at_rows(seg, sig, seg.rows_upto(last, upto), part)
+
+
+def first_rows(seg: Segment, n: int, upto: int | None = None) -> np.ndarray:
+    """Rows of the segment's first `n` rollouts (by id) up to rollout `upto`: its own baseline."""
+    if not seg.ids:
+        return np.empty(0, np.int64)
+    if seg.ordered:
+        end = len(seg.ids) if upto is None else bisect.bisect_right(seg.ids, upto)
+        return np.arange(0, min(n, end))
+    return seg.rows_upto(None, upto)[:n]
+
+
+def signal_at_rows(seg: Segment, sig: Signal, rows: np.ndarray,
+                   part: str = "total") -> tuple[np.ndarray, np.ndarray]:
+    """(rollout ids, values) of one signal at the given rows (sorted by id)."""
     if sig.id == "zero_std" and metric_for(seg, sig) == ZERO_STD_FRACTION:
         sig = Signal("zero_std", sig.label, (ZERO_STD_FRACTION,), "", "", "", None, None)
     if sig.id != "zero_std" or sig.aliases == (ZERO_STD_FRACTION,):
@@ -159,9 +225,13 @@ def signal_series(seg: Segment, sig: Signal, last: int | None = None,
         return ids[keep], vals[keep]
     if not len(rows):
         return np.empty(0, np.int64), np.empty(0)
-    total, wrong, right = _zero_std_counts(seg, rows)
+    if not _has_counts(seg) and _has_ratios(seg):
+        total, wrong, right = _zero_std_ratios(seg, rows)
+        g = None
+    else:
+        total, wrong, right = _zero_std_counts(seg, rows)
+        g = groups_of(seg)
     vals = {"total": total, "wrong": wrong, "right": right}[part]
-    g = groups_of(seg)
     if g:
         vals = vals / g
     ids = seg.ids_at(rows)

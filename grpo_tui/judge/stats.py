@@ -63,8 +63,13 @@ def _finite_pairs(steps, x) -> tuple[np.ndarray, np.ndarray]:
     return s[order], v[order]
 
 
+@lru_cache(maxsize=128)
 def _upper_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.triu_indices(n, k=1)
+    """Index pairs i < j (cached: windows come in a handful of sizes; read-only)."""
+    i, j = np.triu_indices(n, k=1)
+    i.flags.writeable = False
+    j.flags.writeable = False
+    return i, j
 
 
 def _norm_sf(z: float) -> float:
