@@ -41,33 +41,11 @@ class Baseline:
 
 
 def seed_envelopes(stores) -> tuple[dict[str, Envelope], dict[str, str], list[str]]:
-    """Per signal, the envelope of the seeds' current segments (signals fewer than 2 seeds
-    log at >= 3 finite points are skipped). Returns (envelopes, notes, one line per signal)."""
-    envelopes: dict[str, Envelope] = {}
-    notes: dict[str, str] = {}
-    lines: list[str] = []
-    for sig in SIGNALS:
-        series = []
-        for st in stores:
-            ids, vals = signal_series(st.current, sig)
-            ok = np.isfinite(vals)
-            if ok.sum() >= 3:
-                series.append((ids[ok].astype(float), vals[ok]))
-        if len(series) < MIN_SEEDS:
-            lines.append(f"{sig.id:<13} skipped (fewer than 2 seeds log it)")
-            continue
-        kind = "flat" if sig.flat else "trending"
-        log = sig.log and all(np.all(v > 0) for _, v in series)
-        env, widened, report = calibrate_with_check(series, kind, log=log)
-        envelopes[sig.id] = env
-        frac = report.get("max_frac_outside", 0.0)
-        line = (f"{sig.id:<13} {kind:<8} sigma0={env.sigma0:.3g}{' (log)' if env.log else ''} "
-                f"held-out points outside: {frac:.0%}")
-        if widened:
-            line += f"  -> margin widened to {env.margin:g} sigma0 (a held-out seed stayed outside)"
-            notes[sig.id] = "margin widened by the leave-one-seed-out check"
-        lines.append(line)
-    return envelopes, notes, lines
+    """Per signal, the envelope of the seeds' current segments: exactly what `calibrate` writes
+    (judge/seeds.py: domains, minimum widths). Returns (envelopes, notes, one line per signal)."""
+    from .seeds import seed_envelopes as calibrated
+    cal = calibrated(stores)
+    return dict(cal.envelopes), dict(cal.notes), [line.strip() for line in cal.lines]
 
 
 def as_ranges(envelopes: dict[str, Envelope], base: RangeSet | None = None, names: list[str] | None = None) -> RangeSet:

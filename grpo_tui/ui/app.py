@@ -23,6 +23,7 @@ from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
@@ -392,6 +393,12 @@ class GrpoApp(App):
             self.refresh_view()
 
     def _health_tick(self) -> None:
+        try:
+            self._health_tick_once()
+        except NoMatches:
+            pass                    # the app is shutting down: its widgets are already gone
+
+    def _health_tick_once(self) -> None:
         if self.replay is None and self.loading is None:
             changes = self.feed.tick()
             if changes:
@@ -429,7 +436,10 @@ class GrpoApp(App):
 
     def _throttled(self) -> None:
         if self._dirty:
-            self.refresh_view()
+            try:
+                self.refresh_view()
+            except NoMatches:
+                pass                # shutting down
         else:
             self._refresh_timer.pause()   # idle: no 4 Hz wake-ups
 
