@@ -224,11 +224,13 @@ def test_port_in_use_is_one_line(capsys):
 
 # --- refusals (HTTP and websocket, no browser) -----------------------------------------------
 
-async def _first_frame(ws, timeout: float = APP_S) -> bytes:
+async def _first_frame(ws, timeout: float = APP_S, until: bytes | None = None) -> bytes:
+    """The session's output until it holds `until` (or 2000 bytes when no marker is asked):
+    the first paint may come before the log's data, so a marker waits for the data's frame."""
     import aiohttp
     end = time.monotonic() + timeout
     got = b""
-    while len(got) < 2000:
+    while (until not in got) if until is not None else (len(got) < 2000):
         msg = await ws.receive(timeout=max(0.1, end - time.monotonic()))
         if msg.type == aiohttp.WSMsgType.BINARY:
             got += msg.data
@@ -299,7 +301,7 @@ async def test_too_many_sessions_are_refused_with_a_reason(tmp_path):
     with serve(name, "--port", "0", "--max-sessions", "1", cwd=d) as s:
         async with aiohttp.ClientSession() as http:
             async with http.ws_connect(s.local("/ws?width=120&height=40")) as first:
-                screen = await _first_frame(first)
+                screen = await _first_frame(first, until=b"crit")
                 assert b"crit" in screen                    # the dashboard of that file is running
                 kids = subprocess.run(["ps", "-o", "args=", "--ppid", str(s.proc.pid)], capture_output=True,
                                       text=True).stdout.splitlines()
