@@ -53,7 +53,9 @@ def test_check_four_logs_one_verdict_each_exit_worst(capsys):
         code1, out1 = _check(capsys, r["path"], "--json")
         one = json.loads(out1)
         assert code1 == {"ok": 0, "critical": 2}[r["status"]]
-        same = ("path", "status", "state", "ranges", "rollouts", "last_rollout", "signals")
+        # (state is left out: a checkout's mtime can cross the 2-minute `live` edge between the calls)
+        same = ("path", "status", "ranges", "rollouts", "last_rollout", "signals")
+        assert one["state"] in ("live", "quiet", "finished") and r["state"] in ("live", "quiet", "finished")
         assert {k: one[k] for k in same} == {k: r[k] for k in same}
         # (a stalled alert's words carry the age at the moment it was judged)
         assert [(a["rule"], a["severity"], a["rollout"]) for a in one["alerts"]] == [

@@ -66,11 +66,12 @@ def test_log_view(snap_compare, size):
 async def _open_log(pilot):
     import asyncio
     await pilot.press("tab", "enter")
-    for _ in range(100):
+    for _ in range(200):
         scr = pilot.app.screen
-        if scr.query("LogView") and scr.query_one("LogView").target is not None:
+        if scr.query("LogView") and scr.query_one("LogView").target is not None and scr.index.done:
             break
         await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)          # one more poll: the title says the index is complete
     await pilot.pause()
 
 
