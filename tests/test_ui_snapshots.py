@@ -68,11 +68,18 @@ async def _open_log(pilot):
     await pilot.press("tab", "enter")
     for _ in range(200):
         scr = pilot.app.screen
-        if scr.query("LogView") and scr.query_one("LogView").target is not None and scr.index.done:
+        if scr.query("LogView") and _settled(scr.query_one("LogView")) and scr.index.done:
             break
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.3)          # one more poll: the title says the index is complete
     await pilot.pause()
+
+
+def _settled(view) -> bool:
+    """The target is placed and the scrollbar has caught up with it (it repaints a frame later)."""
+    bar = view.vertical_scrollbar
+    return (view.target is not None and not view._unplaced and view.scroll_y > 0
+            and bar.position == view.scroll_y and bar.window_virtual_size == view.virtual_size.height)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])

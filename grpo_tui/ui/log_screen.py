@@ -34,16 +34,32 @@ class LogView(ScrollView, can_focus=True):
         super().__init__(**kw)
         self.index = index
         self.target: int | None = None          # highlighted line (0-based)
+        self._unplaced = False                  # goto() came before the view had a height
         self.pattern: re.Pattern[str] | None = None
 
     def sync_size(self) -> None:
         self.virtual_size = Size(GUTTER + 400, max(1, self.index.lines))
 
     def goto(self, line: int) -> None:
+        """Highlight a line and put it a third of the way down, once the view's height is known
+        (placing it earlier would depend on how fast the first layout came)."""
         self.target = max(0, line)
+        self._unplaced = True
         self.sync_size()
-        self.scroll_to(y=max(0, line - self.size.height // 3), animate=False, force=True)
+        # after the next layout: by then the new virtual size has shown the scrollbar, which
+        # only follows scrolls made while it is shown
+        self.call_after_refresh(self._place_target)
+
+    def _place_target(self) -> None:
+        if self.target is None or not self._unplaced or self.size.height == 0:
+            return
+        self._unplaced = False
+        self.scroll_to(y=max(0, self.target - self.size.height // 3), animate=False, force=True)
+        self.vertical_scrollbar.position = self.scroll_y
         self.refresh()
+
+    def on_resize(self) -> None:
+        self._place_target()
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
