@@ -43,6 +43,11 @@ def _add_force(p: argparse.ArgumentParser) -> None:
                    help="allow -o FILE in an input log's folder (never onto the log itself)")
 
 
+def _file_or_stdout(value: str) -> str | None:
+    """`-o -` is standard output, as for most Unix tools (not a file named "-")."""
+    return None if value == "-" else value
+
+
 def _add_baseline(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", nargs="+", metavar="SEED",
                    help="judge against the envelope of 2-3 seed runs of the same setup (what calibrate writes)")
@@ -65,7 +70,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("--axis", choices=("rollout", "step"), default="rollout")
-    p.add_argument("-o", "--output", metavar="FILE")
+    p.add_argument("-o", "--output", metavar="FILE", type=_file_or_stdout, help="default or -: standard output")
     _add_force(p)
     _add_ranges(p)
     ps["export"] = p
@@ -85,7 +90,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--steps-per-rollout", type=int, default=None, help="K (default: the setup's, 1 for manual)")
     p.add_argument("--setup", default="manual", help="training setup (see --list)")
     p.add_argument("--format", dest="fmt", choices=("miles", "slime", "level"), default="miles")
-    p.add_argument("-o", "--output", metavar="FILE")
+    p.add_argument("-o", "--output", metavar="FILE", type=_file_or_stdout, help="default or -: standard output")
     p.add_argument("--list", action="store_true", help="list scenarios")
     _add_ranges(p)
     ps["simulate"] = p

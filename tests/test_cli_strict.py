@@ -48,3 +48,15 @@ async def test_command_palette_offers_the_apps_actions():
         cmd.callback()
         await pilot.pause()
         assert app.theme == "grpo-ascii" and app.screen.has_class("ascii")
+
+
+def test_output_dash_is_stdout(tmp_path, monkeypatch, capsys):
+    """`-o -` writes to standard output, not to a file named "-"."""
+    from grpo_tui.cli import main
+    log = Path(__file__).resolve().parents[1] / "sample_logs" / "healthy-seed1.log"
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", str(log), "-o", "-"]) == 0
+    assert capsys.readouterr().out.startswith("rollout,")
+    assert main(["simulate", "--rollouts", "2", "-o", "-"]) == 0
+    assert "rollout 1: {" in capsys.readouterr().out
+    assert not (tmp_path / "-").exists()
