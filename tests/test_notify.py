@@ -70,9 +70,11 @@ async def test_dashboard_announces_a_new_critical_not_the_history(tmp_path):
     out = tmp_path / "hook.jsonl"
     app = GrpoApp(str(log), live=True, on_critical=_hook_cmd(out))
     async with app.run_test(size=(80, 24)) as pilot:
+        # the history is read (its last rollout is 14: "perf 14" comes before "rollout 14")
         end = time.monotonic() + 10
-        while app.cursor != 13 and time.monotonic() < end:
+        while not (app.feed.lines_seen >= cut and app.cursor is not None) and time.monotonic() < end:
             await pilot.pause(0.05)
+        assert app.feed.lines_seen >= cut and app.cursor is not None
         with log.open("a", encoding="utf-8") as fh:
             fh.write("".join(lines[cut:]))
         end = time.monotonic() + 20
