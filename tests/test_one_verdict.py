@@ -98,7 +98,18 @@ async def _follow_while_written(path: Path, src: Path, seed: int, monkeypatch) -
     class Watched(pipeline.Pipeline):
         def __init__(self, *a, **kw):
             super().__init__(*a, **kw)
+            self.ticks_after_final = 0
             pipes.append(self)
+
+        def _final_pass(self):
+            self.ticks_after_final = 0
+            return super()._final_pass()
+
+        def tick(self, now=None):
+            changes = super().tick(now)
+            if self._final_done:         # this tick judged time after (or with) the last final pass
+                self.ticks_after_final += 1
+            return changes
 
     monkeypatch.setattr(tail_cmd, "Pipeline", Watched)
     monkeypatch.setattr(tail_cmd, "Follower", QuickFollower)
@@ -117,12 +128,12 @@ async def _follow_while_written(path: Path, src: Path, seed: int, monkeypatch) -
             if rng.random() < 0.3:
                 await asyncio.sleep(rng.choice((0, 0.01, 0.05)))
     # Wait until tail has every line (a last line without newline waits for the final pass),
-    # the file's final pass is done, and one tick has judged time after it.
-    for _ in range(300):
-        await asyncio.sleep(0.05)
-        if pipes and pipes[0].lines_seen >= n_lines - 1 and pipes[0]._final_done:
+    # the file's final pass is done, and one tick has judged time after it (a condition, not a
+    # fixed sleep: tail's ticker runs every TICK).
+    for _ in range(750):
+        await asyncio.sleep(0.02)
+        if pipes and pipes[0].lines_seen >= n_lines - 1 and pipes[0]._final_done and pipes[0].ticks_after_final:
             break
-    await asyncio.sleep(0.25)
     task.cancel()
     try:
         await task
