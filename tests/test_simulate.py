@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from collections import Counter, defaultdict
@@ -50,6 +51,13 @@ def by_rollout(recs, K=1) -> dict[int, dict]:
 
 def gen(*a, **kw):
     return list(sim.generate(*a, **kw))
+
+
+@functools.lru_cache(maxsize=None)
+def healthy48(seed: int) -> tuple:
+    """metrics of the quiet 48-rollout healthy run of a seed: generated and parsed once for the
+    range and trend tests (generate is deterministic per seed, test_deterministic_per_seed)."""
+    return tuple(metrics(gen("healthy", 48, seed, noise_per_rollout=0)))
 
 
 # ---------------------------------------------------------------- shape
@@ -172,8 +180,8 @@ def test_times_match_headers_and_advance():
 
 @pytest.mark.parametrize("seed", range(20))
 def test_healthy_values_inside_design_ranges(seed):
-    rows = by_rollout(metrics(gen("healthy", 48, seed, noise_per_rollout=0)))
-    steps = [d for kind, _, d in metrics(gen("healthy", 48, seed, noise_per_rollout=0)) if kind == "step"]
+    rows = by_rollout(healthy48(seed))
+    steps = [d for kind, _, d in healthy48(seed) if kind == "step"]
     for r, row in rows.items():
         early = r < 10
         assert 0.53 <= row["rollout/raw_reward"] <= (0.74 if early else 0.87)
@@ -195,7 +203,7 @@ def test_healthy_values_inside_design_ranges(seed):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_healthy_trends(seed):
-    rows = by_rollout(metrics(gen("healthy", 48, seed, noise_per_rollout=0)))
+    rows = by_rollout(healthy48(seed))
     mean = lambda key, rs: sum(rows[r][key] for r in rs) / len(rs)  # noqa: E731
     first, last = range(0, 8), range(40, 48)
     assert mean("rollout/raw_reward", last) > mean("rollout/raw_reward", first) + 0.08
