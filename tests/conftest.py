@@ -41,3 +41,20 @@ def _ui_stable_env(monkeypatch):
     """NO_COLOR / TEXTUAL_THEME / GRPO_TUI_ASCII change what the dashboard draws."""
     for var in ("NO_COLOR", "TEXTUAL_THEME", "GRPO_TUI_ASCII"):
         monkeypatch.delenv(var, raising=False)
+
+
+# --- markers: `ui` (drives a Textual app or the browser) and `accel` (needs the C scanner) ---
+UI_MODULES = {"test_serve"}
+
+
+def pytest_collection_modifyitems(items):
+    """Mark `ui` every test that runs the dashboard (Pilot `run_test`, `snap_compare`) or the
+    browser, so CI's pure-path pass can run them serially, apart from the rest (-m ui / -m "not ui":
+    together the whole suite)."""
+    for item in items:
+        mod = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        fn = getattr(item, "function", None)
+        code = getattr(fn, "__code__", None)
+        if (mod in UI_MODULES or mod.startswith("test_ui_") or "snap_compare" in getattr(item, "fixturenames", ())
+                or (code is not None and "run_test" in code.co_names)):
+            item.add_marker(_pytest_ui.mark.ui)
