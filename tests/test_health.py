@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -128,23 +126,22 @@ def test_zero_std_groups_from_percentage_when_no_flags():
     assert zs.extra["groups"] == 32 and zs.last == pytest.approx(4 / 32)
 
 
-def test_calibrate_on_two_seeds_accepts_the_third(tmp_path):
+def test_calibrate_on_two_seeds_accepts_the_third(tmp_path, capsys):
+    """In process (cli.main): the console entry point itself is tested as a subprocess elsewhere."""
+    from grpo_tui import cli
     out = tmp_path / "ranges.toml"
-    cli = [sys.executable, "-m", "grpo_tui"]
-    r = subprocess.run(cli + ["calibrate", str(SAMPLES / "healthy-seed1.log"), str(SAMPLES / "healthy-seed2.log"),
-                              "-o", str(out)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    rc = cli.main(["calibrate", str(SAMPLES / "healthy-seed1.log"), str(SAMPLES / "healthy-seed2.log"), "-o", str(out)])
+    assert rc == 0, capsys.readouterr().err
     ranges = load_ranges(str(out))
     assert set(ranges.envelopes) >= {"reward", "length", "gap", "kl", "grad_norm"}
-    r = subprocess.run(cli + ["check", "--ranges", str(out), "--json", str(SAMPLES / "healthy-seed3.log")],
-                       capture_output=True, text=True)
-    obj = json.loads(r.stdout)
-    assert obj["status"] in ("ok", "warning") and r.returncode in (0, 1)
+    capsys.readouterr()
+    rc = cli.main(["check", "--ranges", str(out), "--json", str(SAMPLES / "healthy-seed3.log")])
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["status"] in ("ok", "warning") and rc in (0, 1)
     assert not [a for a in obj["alerts"] if a["severity"] == "critical"]
     # ... and still catches a broken run.
-    r = subprocess.run(cli + ["check", "--ranges", str(out), "--json", str(SAMPLES / "gap-jump.log")],
-                       capture_output=True, text=True)
-    assert r.returncode == 2 and "gap-jump" in {a["rule"] for a in json.loads(r.stdout)["alerts"]}
+    rc = cli.main(["check", "--ranges", str(out), "--json", str(SAMPLES / "gap-jump.log")])
+    assert rc == 2 and "gap-jump" in {a["rule"] for a in json.loads(capsys.readouterr().out)["alerts"]}
 
 
 def test_alerts_clear_after_the_condition_is_gone():
