@@ -332,11 +332,17 @@ def test_unwritable_output(sample_path, tmp_path, capsys):
     assert_clean_failure(*run_cli("export", str(sample_path), "-o", str(target), capsys=capsys))
 
 
-@pytest.mark.parametrize("content", [b"", b"\x00\x01\x02\n", b"just text\n"])
+@pytest.mark.parametrize("content", [b"", b"\x00\x01\x02\n", b"just text\n", None])
 def test_bad_input_subprocess(tmp_path, content):
+    """As a user: one stderr line, no traceback. None: a missing file and a bad flag (neither
+    reads the content, so they run once, not once per content)."""
     log = tmp_path / "bad.log"
-    log.write_bytes(content)
-    for argv in (["export", str(log)], ["export", str(tmp_path / "missing.log")], ["export", "--format"]):
+    if content is None:
+        cases = (["export", str(tmp_path / "missing.log")], ["export", "--format"])
+    else:
+        log.write_bytes(content)
+        cases = (["export", str(log)],)
+    for argv in cases:
         proc = subprocess.run([PY, "-m", "grpo_tui", *argv], capture_output=True, text=True, timeout=60)
         assert proc.returncode != 0
         assert "Traceback" not in proc.stderr

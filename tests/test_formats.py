@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
+from grpo_tui import cli
 from grpo_tui.lines.formats import parse_trl, parse_verl
 from grpo_tui.lines.parse import parse_lines
 
@@ -43,7 +42,7 @@ def test_trl_dicts_bare_and_string_formatted_eval_and_summary():
     assert parse_trl("{'train_runtime': 10.0, 'train_loss': 0.1, 'epoch': 1.0}") is None
 
 
-def test_check_on_verl_and_trl_gives_json_and_matching_exit_codes(tmp_path):
+def test_check_on_verl_and_trl_gives_json_and_matching_exit_codes(tmp_path, capsys):
     verl = tmp_path / "verl.log"
     verl.write_text("".join(f"step:{i} - critic/score/mean:{0.3 + i * 0.01} - actor/grad_norm:0.5 - "
                             f"actor/pg_clipfrac:0.002 - response_length/mean:{400 + i}\n" for i in range(1, 30)))
@@ -51,10 +50,9 @@ def test_check_on_verl_and_trl_gives_json_and_matching_exit_codes(tmp_path):
     trl.write_text("".join(f"{{'loss': 0.01, 'grad_norm': 0.4, 'reward': {0.5 + i * 0.001}, "
                            f"'frac_reward_zero_std': 0.2, 'epoch': {i / 100}}}\n" for i in range(30)))
     for path in (verl, trl):
-        r = subprocess.run([sys.executable, "-m", "grpo_tui", "check", "--json", str(path)],
-                           capture_output=True, text=True)
-        obj = json.loads(r.stdout)
-        assert r.returncode == {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[obj["status"]]
+        rc = cli.main(["check", "--json", str(path)])      # in process: same exit code and JSON
+        obj = json.loads(capsys.readouterr().out)
+        assert rc == {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[obj["status"]]
         # Miles defaults don't apply to other setups: no signal is judged against a range (n/a),
         # but the trend rules judged 29 steps and none fired: OK, never a false WARNING.
         assert obj["status"] == "ok" and obj["alerts"] == [], obj["alerts"]
