@@ -3,6 +3,7 @@ health, the launch line; enter opens the raw log at the event's line."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from grpo_tui.pipeline import judge_path
@@ -34,5 +35,7 @@ async def test_events_screen_opens_the_log_at_an_event():
         i = next(k for k, r in enumerate(scr.rows) if r.kind == "max_retries")
         scr.query_one("DataTable").move_cursor(row=i)
         await pilot.press("enter")
-        await pilot.pause(0.5)
+        end = time.monotonic() + 10                  # wait for the screen, not a fixed pause
+        while not isinstance(app.screen, LogScreen) and time.monotonic() < end:
+            await pilot.pause(0.05)
         assert isinstance(app.screen, LogScreen) and app.screen.start_line == scr.rows[i].line

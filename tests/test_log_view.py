@@ -14,6 +14,13 @@ from grpo_tui.ui.log_screen import LogScreen, LogView
 LOGS = Path(__file__).resolve().parents[1] / "sample_logs"
 
 
+async def _until(pilot, cond, timeout: float = 10.0) -> None:
+    """Wait for a condition (a fixed pause is a race under load); the assert after it says what."""
+    end = time.monotonic() + timeout
+    while not cond() and time.monotonic() < end:
+        await pilot.pause(0.05)
+
+
 def _wait_index(idx: LineIndex) -> None:
     end = time.monotonic() + 10
     while not idx.done and time.monotonic() < end:
@@ -42,16 +49,14 @@ async def test_enter_on_the_crash_alert_opens_the_log_at_its_line():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         await pilot.press("tab", "enter")
-        await pilot.pause(0.5)
+        await _until(pilot, lambda: isinstance(app.screen, LogScreen) and app.screen.query(LogView)
+                     and app.screen.query_one(LogView).target is not None)
         assert isinstance(app.screen, LogScreen)
         view = app.screen.query_one(LogView)
-        end = time.monotonic() + 5
-        while view.target is None and time.monotonic() < end:
-            await pilot.pause(0.1)
         assert view.target == 469                     # evidence line 470, 1-based
         assert "\x1b" not in app.screen.index.read(469)
         await pilot.press("slash", *"OutOfMemoryError", "enter")
-        await pilot.pause(0.3)
+        await _until(pilot, lambda: view.target != 469)
         assert "OutOfMemoryError" in app.screen.index.read(view.target)
         await pilot.press("escape", "escape")
         assert not isinstance(app.screen, LogScreen)
@@ -63,9 +68,7 @@ async def test_L_opens_the_log_at_the_cursor_rollout():
         await pilot.pause()
         app._set_cursor(16)
         await pilot.press("L")
-        await pilot.pause(0.3)
+        await _until(pilot, lambda: isinstance(app.screen, LogScreen) and app.screen.query(LogView)
+                     and app.screen.query_one(LogView).target is not None)
         view = app.screen.query_one(LogView)
-        end = time.monotonic() + 5
-        while view.target is None and time.monotonic() < end:
-            await pilot.pause(0.1)
         assert re.search(r"\b(rollout|step) 16: ", app.screen.index.read(view.target))

@@ -105,7 +105,10 @@ async def test_old_finished_log_matches_check_and_is_never_live(name, big, tmp_p
         # the whole file is in, and the health tick gave the silent file its final pass
         await wait_for(pilot, lambda: app.loading is None and app.feed.lines_seen >= n_lines
                        and app.feed._final_done, timeout=30)
-        await pilot.pause(0.3)
+        end = time.monotonic() + 5        # ... and a tick judged time after it (a condition, not a pause)
+        while (app.feed.report().status != expected.status
+               or _alert_set(app.feed.report().alerts) != _alert_set(expected.alerts)) and time.monotonic() < end:
+            await pilot.pause(0.05)
         report = app.feed.report()
         assert report.status == expected.status
         assert _alert_set(report.alerts) == _alert_set(expected.alerts)

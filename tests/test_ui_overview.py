@@ -126,7 +126,9 @@ async def test_live_overview_follows_growth_new_logs_and_the_open_run(tmp_path):
         await _until(pilot, lambda: len(app.run_rows) == 2 and all(r.status != "loading" for r in app.run_rows),
                      timeout=40)
         assert [r.name for r in app.run_rows] == ["b.log", "a.log"]      # the critical one on top
-        await pilot.pause(0.3)
+        end = time.monotonic() + 10                                      # the table follows its rows
+        while [r[2].strip() for r in _cells(app)] != ["b.log", "a.log"] and time.monotonic() < end:
+            await pilot.pause(0.05)
         assert [r[2].strip() for r in _cells(app)] == ["b.log", "a.log"]
 
 
