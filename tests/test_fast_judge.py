@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from grpo_tui.judge import bulk as bulk_mod
 from grpo_tui.judge import engine as engine_mod
+from grpo_tui.judge.bulk import BulkMismatch
 from grpo_tui.judge import rules
 from grpo_tui.lines.files import iter_line_blocks
 from grpo_tui.pipeline import Pipeline
@@ -23,7 +25,7 @@ LOGS = sorted((ROOT / "sample_logs").glob("*.log")) + sorted((ROOT / "tests" / "
 SCEN = list(SCENARIOS)
 # every scenario on every setup (one seed each), and on the manual's setup with more seeds and K
 CASES = [(scen, setup, 101 + i * 7 + j, None) for i, scen in enumerate(SCEN) for j, setup in enumerate(SETUPS)]
-CASES += [(scen, "manual", seed, k) for i, scen in enumerate(SCEN) for seed, k in ((5 + i, 2), (61 + i, 4))]
+CASES += [(scen, "manual", 61 + i, (2, 4)[i % 2]) for i, scen in enumerate(SCEN)]
 
 
 def _key(conds) -> list:
@@ -54,14 +56,34 @@ def _plain(seg, ranges, upto, open_rules):
         rules.USE_GATES = old
 
 
-def _judge(lines, monkeypatch, batch=500) -> _Both:
-    both = _Both()
-    monkeypatch.setattr(rules, "USE_GATES", True)
-    monkeypatch.setattr(engine_mod, "evaluate_metrics", both)
-    pipe = Pipeline()
+NOW = 1.9e9     # judge time: a fixed clock, so the three judgements see the same ages
+
+
+def _run(lines, batch, defer=False) -> Pipeline:
+    pipe = Pipeline(clock=lambda: NOW)
+    if defer:
+        pipe.defer()
     for i in range(0, len(lines), batch):
-        pipe.feed(lines[i:i + batch])
-    pipe.finish()
+        pipe.feed(lines[i:i + batch], written_at=NOW - 30)
+    pipe.finish(NOW)
+    return pipe
+
+
+def _alerts(pipe: Pipeline) -> list:
+    return [(a.rule, a.signal, a.severity, a.rollout, a.first_seen, a.cleared_at, a.active, a.seq, a.time,
+             a.message, repr(a.evidence)) for a in pipe.engine.alerts]
+
+
+def _judge(lines, monkeypatch, batch=500) -> _Both:
+    """Rollout by rollout, the gated rules' conditions equal the plain rules' at every judged
+    rollout (so their alerts are the plain alerts); the bulk path gives the same alerts."""
+    monkeypatch.setattr(rules, "USE_GATES", True)
+    bulk = _run(lines, batch, defer=True)
+    both = _Both()
+    monkeypatch.setattr(engine_mod, "evaluate_metrics", both)
+    plain = _run(lines, batch)
+    assert _alerts(bulk) == _alerts(plain)
+    assert plain.report().status == bulk.report().status
     return both
 
 
@@ -70,7 +92,7 @@ def test_gated_rules_equal_plain_rules_on_simulated_runs(scen, setup, seed, k, m
     kw = {"setup": setup, "noise_per_rollout": 0}
     if k is not None:
         kw["steps_per_rollout"] = k
-    n = 48 if setup == "manual" else min(SETUPS[setup].rollouts, 90)
+    n = 48 if setup == "manual" else 60
     lines = [line for _, line in generate(scen, n, seed, **kw)]
     both = _judge(lines, monkeypatch)
     assert both.calls > 0 or scen == "no-steps"
@@ -82,8 +104,32 @@ def test_gated_rules_equal_plain_rules_on_sample_logs(path, monkeypatch):
     _judge(lines, monkeypatch)
 
 
-def test_long_run_past_the_window(monkeypatch):
-    """Past the 40-rollout window and the 10-rollout baseline, with slow drifts and heat."""
-    lines = [line for _, line in generate("gap-rising", 160, 9, setup="long", noise_per_rollout=0, pace=0.3)]
+@pytest.mark.parametrize("scen", SCEN)
+def test_long_runs_past_the_window(scen, monkeypatch):
+    """Past the 40-rollout window and the 10-rollout baseline (where the bulk gates take over),
+    breaks late and slow, every scenario; the bulk path must really be taken."""
+    lines = [line for _, line in generate(scen, 140, 9, setup="long", noise_per_rollout=0, pace=0.3,
+                                          onset=90)]
+    replays = []
+    orig = bulk_mod.replay
+
+    def counting(eng, tape, *a):
+        replays.append(sum(1 for op in tape if op[0] != 0))
+        return orig(eng, tape, *a)
+    monkeypatch.setattr(bulk_mod, "replay", counting)
     both = _judge(lines, monkeypatch, batch=97)
-    assert both.calls >= 150
+    assert both.calls >= 80 or scen == "no-steps"
+    assert sum(replays) >= 80 or scen in ("no-steps",), "the bulk path was not taken"
+
+
+def test_a_rewritten_row_falls_back_to_rollout_by_rollout(monkeypatch):
+    """A record for an already-judged rollout (a late step line) makes the bulk path decline."""
+    lines = [line for _, line in generate("healthy", 60, 4, noise_per_rollout=0)]
+    late = next(i for i, line in enumerate(lines) if "step 5:" in line)
+    moved = lines[:late] + lines[late + 1:]
+    moved.insert(len(moved) - 5, lines[late].replace("step 5:", "step 5:"))
+    pipe = Pipeline(clock=lambda: NOW).defer()
+    with pytest.raises(BulkMismatch):
+        for i in range(0, len(moved), 50):
+            pipe.feed(moved[i:i + 50], written_at=NOW - 30)
+        pipe.finish(NOW)

@@ -949,26 +949,49 @@ def _still_outside(ctx: RuleContext, rule: str, sig_id: str) -> Condition | None
 _LATCHED = {"gap-rising": ("gap", "kl"), "gap-jump": ("gap", "kl"), "grad-norm-rising": ("grad_norm",)}
 
 
-def _may_fire(rule, ctx: RuleContext, win) -> bool:
-    """A gate's answer; any doubt (a gate that fails on an odd window) runs the rule."""
+# the alerts whose rule holds on other tests while they are open (their gates must not skip)
+_HOLDS = {"rule_gap": ("gap-rising", "gap-jump"), "rule_grad_norm": ("grad-norm-rising",),
+          "rule_length_hacking": ("length-hacking",)}
+_HELD = frozenset(a for v in _HOLDS.values() for a in v)
+
+
+def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
+    """A gate's answer (precomputed for the whole history by judge/bulk.py, else the scalar
+    gate); any doubt (a gate that fails on an odd window) runs the rule."""
     try:
         if rule is rule_out_of_range:
-            ctx.only_signals = gates.oor_signals(ctx, win)
+            got = pre.get("oor") if pre else None
+            ctx.only_signals = got if got is not None else gates.oor_signals(ctx, win())
             return bool(ctx.only_signals)
-        gate = gates.GATES.get(rule.__name__)
-        return gate is None or bool(gate(ctx, win))
+        name = rule.__name__
+        got = pre.get(name) if pre else None
+        if got is not None:
+            return got or any(a in ctx.open_rules for a in _HOLDS.get(name, ()))
+        gate = gates.GATES.get(name)
+        return gate is None or bool(gate(ctx, win()))
     except Exception:       # noqa: BLE001 - never a reason to skip a rule
         ctx.only_signals = None
         return True
 
 
 def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
-                     open_rules: frozenset[str] = frozenset()) -> list[Condition]:
+                     open_rules: frozenset[str] = frozenset(), pre: dict | None = None) -> list[Condition]:
+    """Every metric rule's condition at rollout `upto`.  `pre`: the gates' answers for this
+    rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire."""
+    gated = USE_GATES and seg.ordered
+    if (gated and pre and pre.get("quiet") and not (open_rules & _HELD)
+            and not seg.nonfinite.get(seg.row_of.get(upto, -1))):
+        return []
     ctx = RuleContext(seg, ranges, upto, open_rules)
     out: list[Condition] = []
-    win = gates.Window(seg, upto, WINDOW) if USE_GATES and seg.ordered else None
+    box: list = []
+
+    def win():
+        if not box:
+            box.append(gates.Window(seg, upto, WINDOW))
+        return box[0]
     for rule in METRIC_RULES:
-        if win is not None and not _may_fire(rule, ctx, win):
+        if gated and not _may_fire(rule, ctx, win, pre):
             continue  # it cannot fire here (an exact necessary condition, judge/gates.py)
         try:
             out.extend(rule(ctx))
