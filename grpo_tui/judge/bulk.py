@@ -31,7 +31,7 @@ from numpy.lib.stride_tricks import sliding_window_view as _sw
 from . import gates
 from .rules import (ABSURD, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, WINDOW, evaluate_metrics, metric_for,
                     ranges_for)
-from .signals import BY_ID, groups_of, signal_at_rows
+from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows
 from ..store.metric_store import Segment
 
 EPS = gates.EPS
@@ -141,6 +141,21 @@ def _answers(seg: Segment, ranges, rows: np.ndarray) -> list[dict]:
     return out
 
 
+def _bounds(rs, sig_id: str, ids: np.ndarray):
+    """rs.bounds_many(sig_id, ids) without a Python loop over the rollouts for the defaults."""
+    if sig_id in rs.envelopes or sig_id in rs.constant or not rs.use_defaults:
+        return rs.bounds_many(sig_id, ids)
+    sig = BY_ID[sig_id]
+    early, whole = sig.early, sig.whole
+    if early is None and whole is None:
+        return None
+    if early is None or whole is None:
+        return rs.bounds_many(sig_id, ids)
+    is_early = ids < EARLY_ROLLOUTS
+    return (np.where(is_early, float(early[0]), float(whole[0])),
+            np.where(is_early, float(early[1]), float(whole[1])))
+
+
 def _or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """MAYBE if either may fire, else UNKNOWN if either is unknown, else NO."""
     out = np.where((a == UNKNOWN) | (b == UNKNOWN), UNKNOWN, NO).astype(np.int8)
@@ -198,7 +213,7 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
     if not dense.any():
         return res
     base = _base_min(v[:BASE_ROWS])
-    b = rs.bounds_many(sig_id, ids)
+    b = _bounds(rs, sig_id, ids)
     hi = None if b is None else _log(b[1])
     last = lv[rows]
     maybe = np.zeros(len(rows), bool)
@@ -323,7 +338,7 @@ def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
                 up8[np.setdiff1d(np.arange(len(sel)), k)] = False
             cand[k] &= big & fall
         maybe |= cand
-    b = rs.bounds_many("reward", ids)
+    b = _bounds(rs, "reward", ids)
     if b is not None:
         lo = b[0]
         lo_fin = _last4(np.isfinite(lo), sel).all(axis=1)
@@ -449,7 +464,7 @@ def _oor_vec(seg, rs, ids, rows, sig_id: str) -> np.ndarray:
         if name is None:
             return np.full(len(rows), NO, np.int8)
         v = _vals(seg, name, end)
-    b = rs.bounds_many(sig_id, ids)
+    b = _bounds(rs, sig_id, ids)
     if b is None:
         return np.full(len(rows), NO, np.int8)
     fin = np.isfinite(v)

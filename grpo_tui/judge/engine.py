@@ -574,9 +574,6 @@ class HealthEngine:
 _EV, _JUDGE = 0, 1
 
 
-_SHAPE_MEMO: dict[int, tuple] = {}
-
-
 def _shape(seg: Segment) -> tuple:
     """What the rules read of a segment besides its rows' values: which metric carries each
     signal (and how zero-std groups are counted), framework, flags, K, groups, row order
@@ -584,15 +581,13 @@ def _shape(seg: Segment) -> tuple:
     name that first appears later changes none of these unless it becomes a signal's metric:
     earlier rows hold no value for it."""
     names = (len(seg.names), len(seg.columns), len(seg.train_sum))
-    memo = _SHAPE_MEMO.get(id(seg))
-    if memo is not None and memo[0] is seg and memo[1] == names:
-        metrics = memo[2]
+    memo = getattr(seg, "_shape_memo", None)
+    if memo is not None and memo[0] == names:
+        metrics = memo[1]
     else:
         metrics = tuple(metric_for(seg, s) for s in (*SIGNALS, ENTROPY)) + (
             "rollout/response_len/max" in seg.columns,)
-        if len(_SHAPE_MEMO) > 64:
-            _SHAPE_MEMO.clear()
-        _SHAPE_MEMO[id(seg)] = (seg, names, metrics)
+        seg._shape_memo = (names, metrics)
     return (metrics, seg.framework, len(seg.flags), seg.steps_per_rollout, groups_of(seg), seg.ordered)
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import os
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,18 +133,15 @@ def ranges_for(seg: Segment, ranges: RangeSet, upto: int | None = None) -> Range
     if not rs.use_defaults:
         return rs
     key = _fit_key(seg, rs, upto)
-    memo = _FIT_MEMO.get(seg)
+    memo = getattr(seg, "_fit_memo", None)          # (one per segment: a thread owns its store)
     if memo is not None and memo[0] == key and memo[1] is rs:
         fit, narrowed = memo[2], memo[3]
     else:
         fit, _ = defaults_fit(seg, rs, upto)
         narrowed = None if fit else RangeSet(rs.envelopes, rs.constant, rs.sigmas, rs.path, rs.meta,
                                              use_defaults=False)
-        _FIT_MEMO[seg] = (key, rs, fit, narrowed)
+        seg._fit_memo = (key, rs, fit, narrowed)
     return rs if fit else narrowed
-
-
-_FIT_MEMO: "weakref.WeakKeyDictionary[Segment, tuple]" = weakref.WeakKeyDictionary()
 
 
 def _fit_key(seg: Segment, rs: RangeSet, upto: int | None) -> tuple:

@@ -333,9 +333,9 @@ class GrpoApp(App):
         # the whole history judged in bulk (the same alerts as rollout by rollout, judge/bulk.py);
         # the header says `loading N %` with no verdict until it is
         full = self._new_pipeline().defer()
-        if not feed_file(full, path, 0, end, progress, cancelled=stale):
-            return
         try:
+            if not feed_file(full, path, 0, end, progress, cancelled=stale):
+                return
             full.settle()
         except BulkMismatch:            # rows rewritten after their rollout was judged: judge
             last[0] = 0.0               # the history again, rollout by rollout
