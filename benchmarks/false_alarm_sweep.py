@@ -30,7 +30,6 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from grpo_tui.judge.engine import HealthEngine  # noqa: E402
 from grpo_tui.lines.parse import LineParser  # noqa: E402
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate  # noqa: E402
 from grpo_tui.store.metric_store import MetricStore  # noqa: E402
@@ -84,10 +83,7 @@ def calibrated_ranges(setup: str, k: int, rollouts: int):
     key = (setup, k, rollouts)
     if key not in _CALIBRATED:
         from grpo_tui.judge.ranges import RangeSet
-        try:
-            from grpo_tui.judge.seeds import seed_envelopes
-        except ImportError:       # an older tree (the "before" sweep): calibrate as its command did
-            seed_envelopes = _old_seed_envelopes
+        from grpo_tui.judge.seeds import seed_envelopes
         stores = []
         for seed in (900, 901, 902):
             parser, store = LineParser(), MetricStore()
@@ -99,25 +95,6 @@ def calibrated_ranges(setup: str, k: int, rollouts: int):
             stores.append(store)
         _CALIBRATED[key] = RangeSet(envelopes=seed_envelopes(stores).envelopes, path="calibrated")
     return _CALIBRATED[key]
-
-
-def _old_seed_envelopes(stores):
-    import numpy as np
-    from types import SimpleNamespace
-    from grpo_tui.judge.calibration import calibrate_with_check
-    from grpo_tui.judge.signals import SIGNALS, signal_series
-    envelopes = {}
-    for sig in SIGNALS:
-        series = []
-        for st in stores:
-            ids, vals = signal_series(st.current, sig)
-            ok = np.isfinite(vals)
-            if ok.sum() >= 3:
-                series.append((ids[ok].astype(float), vals[ok]))
-        if len(series) >= 2:
-            log = sig.log and all(np.all(v > 0) for _, v in series)
-            envelopes[sig.id] = calibrate_with_check(series, "flat" if sig.flat else "trending", log=log)[0]
-    return SimpleNamespace(envelopes=envelopes)
 
 
 def run_one(run: Run) -> Run:

@@ -22,6 +22,7 @@ from typing import Any, Callable
 from .judge.bulk import BulkMismatch
 from .judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report
 from .judge.ranges import RangeSet
+from .judge.setup import defaults_fit
 from .judge.signals import SIGNALS
 from .lines.files import InputError, check_readable, iter_line_blocks
 from .lines.parse import LineParser
@@ -313,7 +314,21 @@ class Pipeline:
             last = int(seg.ids[-1]) if seg.ordered else int(max(seg.ids))
         rep = Report(status, len(seg.ids), last, seg.steps_per_rollout, sigs, alerts,
                      segments=len(self.store.segments))
-        return RunReport(rep, self.state(now), self.ranges_label)
+        label, note = self.ranges_in_use()
+        return RunReport(rep, self.state(now), label, note)
+
+    def ranges_in_use(self) -> tuple[str, str | None]:
+        """("defaults", None), or ("none", why) when the manual's defaults don't fit this run
+        (another framework or setup: judge/setup.py), so every surface can say that only the
+        trend and event rules judge it instead of showing `n/a` badges unexplained."""
+        seg = self.store.current
+        if self.ranges_label != "defaults" or not seg.has_data:
+            return self.ranges_label, None
+        rs = self.engine.ranges.for_framework(seg.framework)
+        if not rs.use_defaults:
+            return "none", f"a {seg.framework} run: the manual's ranges are Miles/slime's"
+        fit, why = defaults_fit(seg, rs)
+        return ("defaults", None) if fit else ("none", why)
 
 
 @dataclass
@@ -323,6 +338,7 @@ class RunReport:
     report: Report
     run_state: RunState
     ranges: str
+    ranges_note: str | None = None      # why no range judges the run (ranges == "none")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.report, name)
@@ -331,6 +347,7 @@ class RunReport:
         obj = self.report.to_json(path)
         obj["state"] = self.run_state.name
         obj["ranges"] = self.ranges
+        obj["ranges_note"] = self.ranges_note
         obj["time"] = self.run_state.to_json()
         return obj
 

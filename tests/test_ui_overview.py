@@ -3,7 +3,6 @@ between the overview and a run's dashboard, live growth and new logs, compare, b
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import sys

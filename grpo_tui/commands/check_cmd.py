@@ -129,6 +129,8 @@ def _print_human(path: str, report, counts) -> None:
       f"{report.steps_per_rollout} step(s)/rollout"
       + (f", {report.segments} run segments (latest judged)" if report.segments > 1 else "") + ")\n")
     w(f"state: {state_text(report.run_state)}; ranges: {safe(report.ranges)}\n")
+    if report.ranges_note:
+        w(f"no range judges this run (trend and event rules only): {safe(report.ranges_note)}\n")
     w(f"{'signal':<16} {'last':>10} {'mean5':>10} {'range':>21}  status\n")
     for sid, s in report.signals.items():
         rng = f"{_fmt(sid, s.range[0])}-{_fmt(sid, s.range[1])}" if s.range else "-"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..lines.files import InputError
-from .calibration import Envelope, calibrate_with_check
+from .calibration import Envelope
 from .ranges import RangeSet
 from .signals import SIGNALS, signal_series
 

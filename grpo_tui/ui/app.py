@@ -613,6 +613,9 @@ class GrpoApp(App):
             t.append(f"  dropped values {c.dropped_metrics}")
         if len(self.feed.store.segments) > 1:
             t.append(f"  segments {len(self.feed.store.segments)}")
+        label, _ = self.feed.ranges_in_use()
+        if label == "none":
+            t.append("  no range fits: trends only")
         if self.last_event:
             t.append("  file: " + clean(self.last_event))
         return t
