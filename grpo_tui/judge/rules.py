@@ -119,7 +119,8 @@ class Condition:
 def _r(x: float, nd: int = 4) -> float | None:
     if x is None or not math.isfinite(x):
         return None
-    return float(f"{x:.{nd}g}")
+    r = float(f"{x:.{nd}g}")
+    return r if math.isfinite(r) else float(x)     # (1.79751e308 rounds up past the largest float)
 
 
 def ranges_for(seg: Segment, ranges: RangeSet, upto: int | None = None) -> RangeSet:
