@@ -22,6 +22,14 @@ def make(path: str, size: int, noise: int = 250, block_rollouts: int = 200) -> i
     lines = [line for _, line in generate("healthy", block_rollouts, 1, noise_per_rollout=noise)]
     head = [line for line in lines[:40] if line.startswith("EXEC:")]
     body = [line for line in lines if not line.startswith("EXEC:")]
+    # the launcher's `Job '...' succeeded` banner ends the run: once, at the very end (a run
+    # that "finishes" every block would be judged as finished-then-continued)
+    j = next((i for i, line in enumerate(body) if line.startswith("Job '")), None)
+    footer: list[str] = []
+    if j is not None:
+        lo = j - 1 if j > 0 and body[j - 1].startswith("---") else j
+        hi = j + 2 if j + 1 < len(body) and body[j + 1].startswith("---") else j + 1
+        footer, body = body[lo:hi], body[:lo] + body[hi:]
     block = "\n".join(body) + "\n"
     written = 0
     rep = 0
@@ -35,6 +43,9 @@ def make(path: str, size: int, noise: int = 250, block_rollouts: int = 200) -> i
             fh.write(text)
             written += len(data)
             rep += 1
+        for line in footer:
+            fh.write(line + "\n")
+            written += len(line) + 1
     return written
 
 

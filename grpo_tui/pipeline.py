@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .judge.bulk import BulkMismatch
 from .judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report
 from .judge.ranges import RangeSet
 from .judge.setup import defaults_fit
@@ -143,9 +144,24 @@ class Pipeline:
         self._line_wall = written_at
         self._line_ts = self.parser.sync_time()
 
+    def defer(self) -> "Pipeline":
+        """Judge the history in bulk: record while feeding, judge at `settle()` (or `finish`).
+        The alerts are those of judging rollout by rollout (judge/bulk.py); `settle` raises
+        BulkMismatch when they could differ - feed the input again without deferring."""
+        if self.judging:
+            self.engine.defer()
+        return self
+
+    def settle(self) -> list[AlertChange]:
+        """Judge what a deferred feed recorded; from now on judge rollout by rollout."""
+        changes = self.engine.settle()
+        self.changes += len(changes)
+        return changes
+
     def finish(self, now: float | None = None) -> Update:
         """End of input (a finished file): the final pass, then the time rules at `now`."""
         up = self.flush()
+        up.changes.extend(self.engine.settle())
         up.changes.extend(self._final_pass())
         up.changes.extend(self._time_rules(self.clock() if now is None else now))
         self.changes += len(up.changes)
@@ -154,7 +170,7 @@ class Pipeline:
     def tick(self, now: float | None = None) -> list[AlertChange]:
         """Live: judge time. A log silent for FINAL_PASS_AFTER gets `check`'s final pass."""
         now = self.clock() if now is None else now
-        changes: list[AlertChange] = []
+        changes: list[AlertChange] = self.settle() if self.engine.deferred else []
         age = self._line_age(now)
         if not self._final_done and age is not None and age >= FINAL_PASS_AFTER:
             changes.extend(self.flush().changes)
@@ -282,6 +298,8 @@ class Pipeline:
         """The verdict: per-signal status, alerts, status, and the run's state.
 
         Reads only the newest rows (O(1) in the history length while following)."""
+        if self.engine.deferred:
+            self.settle()
         eng = self.engine
         seg = self.store.current
         sigs = {s.id: eng.signal_status(s.id) for s in SIGNALS}
@@ -335,15 +353,23 @@ class RunReport:
 
 
 def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str | None = None,
-               now: float | None = None, judging: bool = True) -> Pipeline:
+               now: float | None = None, judging: bool = True, bulk: bool = True) -> Pipeline:
     """A whole file (or '-') through the pipeline, judged at `now` like a live run would be
-    (`judging=False`: the store only, for export)."""
+    (`judging=False`: the store only, for export).  A file is judged in bulk (`bulk`): the
+    same alerts as rollout by rollout, computed for the whole history at once; in the rare
+    case where they could differ (rows rewritten after their rollout was judged) the file is
+    read again and judged rollout by rollout."""
     check_readable(path)
     pipe = Pipeline(ranges, ranges_label=ranges_label, judging=judging)
+    if bulk and path != "-":
+        pipe.defer()
     written = _mtime(path)
-    for block in iter_line_blocks(path):
-        pipe.feed(block, written_at=written if written is not None else pipe.clock())
-    pipe.finish(now)
+    try:
+        for block in iter_line_blocks(path):
+            pipe.feed(block, written_at=written if written is not None else pipe.clock())
+        pipe.finish(now)
+    except BulkMismatch:
+        return judge_path(path, ranges, ranges_label=ranges_label, now=now, judging=judging, bulk=False)
     return pipe
 
 
@@ -383,4 +409,4 @@ def _size(path: str) -> int:
 
 
 __all__ = ["Pipeline", "Update", "RunState", "RunReport", "judge_path", "feed_file", "InputError",
-           "fmt_age"]
+           "fmt_age", "BulkMismatch"]

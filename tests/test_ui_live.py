@@ -153,3 +153,48 @@ async def test_restart_into_the_same_file_shows_the_new_run_whole(how, tmp_path)
         seg = app.feed.store.current
         assert len(seg.ids) == 48, "the restarted run must be shown whole"
         assert app.feed.report().status == judge_path(str(log)).report().status == "critical"
+
+
+async def test_history_fill_shows_loading_no_verdict_and_q_quits_at_once(tmp_path, monkeypatch):
+    """While a huge file's history is read and judged, the header shows `loading N %` and no
+    verdict (the tail alone would say OK on a run that broke earlier); `q` stops the fill."""
+    from grpo_tui.ui.signal_row import BADGES
+    from grpo_tui.ui.text_line import TextLine
+    monkeypatch.setattr(app_mod, "BIG_FILE", 1000)
+    monkeypatch.setattr(app_mod, "TAIL_BYTES", 60_000)
+    log = tmp_path / "big.log"
+    shutil.copy(LOGS / "gap-jump.log", log)
+    chunks: list[int] = []
+    results: list[bool] = []
+    real = app_mod.feed_file
+
+    def slow_feed(pipe, path, start=0, end=None, progress=None, cancelled=None, chunk=1 << 20):
+        if start > 0:                       # the quick tail: as is
+            return real(pipe, path, start, end, progress, cancelled, chunk)
+
+        def slow_cancelled():
+            chunks.append(1)
+            time.sleep(0.02)                 # a slow disk: ~85 chunks of 4 KiB take ~2 s
+            return cancelled()
+        ok = real(pipe, path, start, end, progress, slow_cancelled, chunk=4096)
+        results.append(ok)
+        return ok
+
+    monkeypatch.setattr(app_mod, "feed_file", slow_feed)
+    app = GrpoApp(str(log), live=True)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await wait_for(pilot, lambda: app.loading is not None and len(chunks) > 5)
+        await pilot.pause(0.1)
+        assert app.display_state().startswith("loading ")
+        header = app.query_one("#header", TextLine).content.plain
+        assert "load" in header
+        assert not any(plain in header or blocks in header for blocks, plain in BADGES.values()
+                       if plain.strip() not in ("", "load", "~ load", "… load"))
+        seen = len(chunks)
+        await pilot.press("q")
+    for _ in range(100):                     # the history thread notices within one chunk
+        if results:
+            break
+        time.sleep(0.02)
+    assert results == [False], "the history fill did not stop on q"
+    assert len(chunks) <= seen + 10

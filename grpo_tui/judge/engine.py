@@ -21,7 +21,7 @@ import numpy as np
 
 from .ranges import RangeSet, defaults
 from ..lines.records import Event
-from .rules import RULES, Condition, evaluate_metrics, ranges_for
+from .rules import ENTROPY, RULES, Condition, evaluate_metrics, ranges_for
 from .signals import BY_ID, SIGNALS, groups_of, metric_for, signal_series
 from ..store.metric_store import MetricStore, Segment, StoreUpdate
 
@@ -131,14 +131,38 @@ class HealthEngine:
         self._crash_cause: Event | None = None
         self._crash_rollout: int | None = None
         self._engine_trouble: Condition | None = None
+        self._tape: list | None = None           # deferred: recorded steps (None: judge at once)
+        self._tape_seg: Segment | None = None
+        self._touch: dict[int, int] = {}         # deferred: rollout id -> last update that wrote it
+        self._stamp = 0
 
     # -- feeding ------------------------------------------------------------------------
     def update(self, up: StoreUpdate) -> list[AlertChange]:
-        """Judge what one store update completed; returns alerts raised and cleared."""
+        """Judge what one store update completed; returns alerts raised and cleared.
+
+        Deferred (`defer()`): the same steps are recorded, not judged, and `settle()` judges
+        them all at once (judge/bulk.py); the changes come out of `settle()`."""
         changes: list[AlertChange] = []
+        if self._tape is not None:
+            self._stamp += 1
+            seg = self.store.current
+            if up.new_segment or seg.index != self._segment_index:
+                if self._tape_seg is not None:
+                    for r in up.rollouts:     # (rows of the old run this add may have touched)
+                        self._touch[r] = self._stamp
+                changes.extend(self._replay())
+                self._touch = {}
+            for r in up.rollouts:
+                self._touch[r] = self._stamp
+            self._tape_seg = seg
         if up.new_segment or self.store.current.index != self._segment_index:
             self._reset_for_segment()
         for ev in up.events:
+            if self._tape is not None:
+                if ev.ts is not None:
+                    self._see_time(ev.ts)
+                self._tape.append((_EV, ev, self.store.current.last_rollout, self._last_ts))
+                continue
             changes.extend(self._on_event(ev))
         for rec in up.records:
             if rec.ts is not None:
@@ -158,9 +182,58 @@ class HealthEngine:
         if seg.ids:
             last = seg.last_rollout
             if self._evaluated is None or last > self._evaluated:
-                for r in [i for i in sorted(seg.ids) if self._evaluated is None or i > self._evaluated]:
+                if self._tape is not None:
+                    # a pass before the input ended (the run said it finished, more came): it may
+                    # judge a rollout still being written, so judge it now, as it stands
+                    changes.extend(self._replay())
+                    tape, self._tape = self._tape, None
+                    try:
+                        return changes + self.judge_rest()
+                    finally:
+                        self._tape = tape
+                ids = seg.ids if seg.ordered else sorted(seg.ids)
+                start = 0 if self._evaluated is None else bisect.bisect_right(ids, self._evaluated)
+                for r in ids[start:]:          # (not a sort of the whole history per pass)
                     changes.extend(self._judge(seg, r))
         return changes
+
+    # -- deferred (bulk) judging: a finished file, the dashboard's history fill --------------
+    def defer(self) -> None:
+        """Record what each update completes instead of judging it; `settle()` judges the lot
+        with the rules' statistics computed for all rollouts at once (judge/bulk.py)."""
+        if self._tape is None:
+            self._tape = []
+            self._touch = {}
+            self._tape_seg = None
+
+    @property
+    def deferred(self) -> bool:
+        return self._tape is not None
+
+    def settle(self) -> list[AlertChange]:
+        """Judge everything recorded, then judge incrementally again. Raises BulkMismatch when
+        the store changed under a recorded rollout (rows rewritten after it was judged): the
+        caller judges the input again rollout by rollout."""
+        if self._tape is None:
+            return []
+        try:
+            return self._replay()
+        finally:
+            self._tape = None
+            self._touch = {}
+            self._tape_seg = None
+
+    def _replay(self) -> list[AlertChange]:
+        from .bulk import replay
+        tape, seg, touch = self._tape, self._tape_seg, self._touch
+        self._tape = []
+        if not tape:
+            return []
+        live = (self._first_ts, self._last_ts)
+        try:
+            return replay(self, tape, seg, touch, self._stamp)
+        finally:
+            self._first_ts, self._last_ts = live
 
     def judge_time(self, *, data_age: float | None, run_age: float | None, finished: bool,
                    log_quiet: float = 0.0, last_line_time: float | None = None) -> list[AlertChange]:
@@ -169,6 +242,7 @@ class HealthEngine:
         stalled: no new metric record for max(10 min, 5 x the usual interval), and the run
         has not finished; no-steps: no metric record 10 min after the log started. Both clear
         when data comes again."""
+        out = self._replay() if self._tape is not None else []
         seg = self.store.current
         conds: list[Condition] = []
         if seg.records == 0 and run_age is not None and run_age > NO_STEPS_AFTER:
@@ -187,7 +261,6 @@ class HealthEngine:
                     {"quiet_s": round(data_age), "limit_s": round(limit),
                      "last_metric_time": _fmt_ts(seg.last_record_ts), "last_line_time": _fmt_ts(last_line_time),
                      "log_goes_on_s": round(log_quiet)}))
-        out = []
         keys = {c.key for c in conds}
         for c in conds:
             if c.key not in self._open:
@@ -236,6 +309,9 @@ class HealthEngine:
 
     def _judge(self, seg: Segment, r: int) -> list[AlertChange]:
         self._evaluated = r if self._evaluated is None else max(self._evaluated, r)
+        if self._tape is not None:
+            self._tape.append((_JUDGE, r, self._last_ts, self._stamp, _shape(seg)))
+            return []
         conds = evaluate_metrics(seg, self.ranges, r, frozenset(k[0] for k in self._open))
         conds.extend(self._event_conditions(seg, r))
         return self._apply(conds, r, seg)
@@ -283,11 +359,11 @@ class HealthEngine:
                 return name
         return _cut_words(_strip_prefixes(texts[0]), 160)
 
-    def _on_event(self, ev: Event) -> list[AlertChange]:
-        if ev.ts is not None:
-            self._see_time(ev.ts)
-        seg = self.store.current
-        r = seg.last_rollout
+    def _on_event(self, ev: Event, r: int | None = None, replayed: bool = False) -> list[AlertChange]:
+        if not replayed:
+            if ev.ts is not None:
+                self._see_time(ev.ts)
+            r = self.store.current.last_rollout
         changes: list[AlertChange] = []
         if ev.kind in CRASH_EVENTS or ev.kind == "train_retry":
             # Keep the first failure: the last traceback shows the retry, not the cause.
@@ -493,6 +569,26 @@ class HealthEngine:
     @property
     def open_alerts(self) -> list[Alert]:
         return sorted(self._open.values(), key=lambda a: -a.seq)
+
+
+_EV, _JUDGE = 0, 1
+
+
+def _shape(seg: Segment) -> tuple:
+    """What the rules read of a segment besides its rows' values: which metric carries each
+    signal (and how zero-std groups are counted), framework, flags, K, groups, row order
+    (compared with the final store before a recorded rollout is judged on it).  A metric
+    name that first appears later changes none of these unless it becomes a signal's metric:
+    earlier rows hold no value for it."""
+    names = (len(seg.names), len(seg.columns), len(seg.train_sum))
+    memo = getattr(seg, "_shape_memo", None)
+    if memo is not None and memo[0] == names:
+        metrics = memo[1]
+    else:
+        metrics = tuple(metric_for(seg, s) for s in (*SIGNALS, ENTROPY)) + (
+            "rollout/response_len/max" in seg.columns,)
+        seg._shape_memo = (names, metrics)
+    return (metrics, seg.framework, len(seg.flags), seg.steps_per_rollout, groups_of(seg), seg.ordered)
 
 
 def _has_train_perf(seg: Segment, row: int) -> bool:

@@ -24,14 +24,15 @@ live update costs the same at 100 and at 100,000 rollouts.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from . import stats
+from . import gates, stats
 from .ranges import RangeSet
-from .setup import defaults_fit
+from .setup import FIRST as FIT_FIRST, FIT_FLAGS, FIT_SIGNALS, defaults_fit
 from .signals import BY_ID, Signal, first_rows, groups_of, metric_for, signal_at_rows, signal_series
 from ..store.metric_store import Segment
 
@@ -52,6 +53,8 @@ FLOOR = {"gap": 0.02, "kl": 0.03, "grad_norm": 0.08, "rollout_time": 0.03, "leng
 # rollout time x1.3 with heat, grad norm drifts x1.4 over a long run
 RHO = {"gap": math.log(1.25), "kl": math.log(1.5), "grad_norm": math.log(2.5), "rollout_time": math.log(1.5)}
 ABSURD = {"grad_norm": 1e4}     # never healthy, whatever the setup (pre-clip norm)
+# skip rules that provably cannot fire at a rollout (judge/gates.py; same conditions, faster)
+USE_GATES = os.environ.get("GRPO_TUI_NO_GATES", "") in ("", "0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,18 +119,46 @@ class Condition:
 def _r(x: float, nd: int = 4) -> float | None:
     if x is None or not math.isfinite(x):
         return None
-    return float(f"{x:.{nd}g}")
+    r = float(f"{x:.{nd}g}")
+    return r if math.isfinite(r) else float(x)     # (1.79751e308 rounds up past the largest float)
 
 
 def ranges_for(seg: Segment, ranges: RangeSet, upto: int | None = None) -> RangeSet:
     """The ranges that judge this run: without the manual's defaults when they don't fit it
     (judge/setup.py `defaults_fit`); ranges from a file stay.  The engine's per-signal status
-    should read its bands from here too, so a run of another setup is not shown in warning."""
+    should read its bands from here too, so a run of another setup is not shown in warning.
+
+    `defaults_fit` reads only the launch flags and the first rollouts, so its answer is kept
+    per segment under a key made of exactly those inputs (recomputed whenever one changes)."""
     rs = ranges.for_framework(seg.framework)
     if not rs.use_defaults:
         return rs
-    fit, _ = defaults_fit(seg, rs, upto)
-    return rs if fit else RangeSet(rs.envelopes, rs.constant, rs.sigmas, rs.path, rs.meta, use_defaults=False)
+    key = _fit_key(seg, rs, upto)
+    memo = getattr(seg, "_fit_memo", None)          # (one per segment: a thread owns its store)
+    if memo is not None and memo[0] == key and memo[1] is rs:
+        fit, narrowed = memo[2], memo[3]
+    else:
+        fit, _ = defaults_fit(seg, rs, upto)
+        narrowed = None if fit else RangeSet(rs.envelopes, rs.constant, rs.sigmas, rs.path, rs.meta,
+                                             use_defaults=False)
+        seg._fit_memo = (key, rs, fit, narrowed)
+    return rs if fit else narrowed
+
+
+def _fit_key(seg: Segment, rs: RangeSet, upto: int | None) -> tuple:
+    """Everything `defaults_fit` reads: framework, the launch flags it names, which signals
+    use a default range, and the raw values of its signals on the first rollouts."""
+    rows = first_rows(seg, FIT_FIRST, upto)
+    parts: list = [seg.framework, repr(tuple(seg.flags.get(k) for k in FIT_FLAGS)), rows.tobytes()]
+    for sig_id in FIT_SIGNALS:
+        if rs.source(sig_id) != "default":
+            parts.append(None)
+            continue
+        name = metric_for(seg, BY_ID[sig_id])
+        parts.append(name)
+        if name is not None and len(rows):
+            parts.append(seg.values_at_rows(name, rows).tobytes())
+    return tuple(parts)
 
 
 class RuleContext:
@@ -141,6 +172,7 @@ class RuleContext:
         self.open_rules = open_rules     # alerts already raised: they hold while their sign stays
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._base_rows: np.ndarray | None = None
+        self.only_signals: frozenset[str] | None = None   # out-of-range: the gate's short list
 
     def series(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
         key = f"{sig_id}:{part}"
@@ -375,6 +407,8 @@ _SIGNAL_METRICS = frozenset(a for s in BY_ID.values() for a in s.aliases)
 def rule_out_of_range(ctx: RuleContext) -> list[Condition]:
     out = []
     for sig_id in BY_ID:
+        if ctx.only_signals is not None and sig_id not in ctx.only_signals:
+            continue  # its five-step mean sits inside its range (judge/gates.py)
         if sig_id == "clipfrac" and ctx.k > 1:
             continue  # several updates per rollout: clipping is expected
         if sig_id == "zero_std" and groups_of(ctx.seg) is None:
@@ -912,11 +946,50 @@ def _still_outside(ctx: RuleContext, rule: str, sig_id: str) -> Condition | None
 _LATCHED = {"gap-rising": ("gap", "kl"), "gap-jump": ("gap", "kl"), "grad-norm-rising": ("grad_norm",)}
 
 
+# the alerts whose rule holds on other tests while they are open (their gates must not skip)
+_HOLDS = {"rule_gap": ("gap-rising", "gap-jump"), "rule_grad_norm": ("grad-norm-rising",),
+          "rule_length_hacking": ("length-hacking",)}
+_HELD = frozenset(a for v in _HOLDS.values() for a in v)
+
+
+def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
+    """A gate's answer (precomputed for the whole history by judge/bulk.py, else the scalar
+    gate); any doubt (a gate that fails on an odd window) runs the rule."""
+    try:
+        if rule is rule_out_of_range:
+            got = pre.get("oor") if pre else None
+            ctx.only_signals = got if got is not None else gates.oor_signals(ctx, win())
+            return bool(ctx.only_signals)
+        name = rule.__name__
+        got = pre.get(name) if pre else None
+        if got is not None:
+            return got or any(a in ctx.open_rules for a in _HOLDS.get(name, ()))
+        gate = gates.GATES.get(name)
+        return gate is None or bool(gate(ctx, win()))
+    except Exception:       # noqa: BLE001 - never a reason to skip a rule
+        ctx.only_signals = None
+        return True
+
+
 def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
-                     open_rules: frozenset[str] = frozenset()) -> list[Condition]:
+                     open_rules: frozenset[str] = frozenset(), pre: dict | None = None) -> list[Condition]:
+    """Every metric rule's condition at rollout `upto`.  `pre`: the gates' answers for this
+    rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire."""
+    gated = USE_GATES and seg.ordered
+    if (gated and pre and pre.get("quiet") and not (open_rules & _HELD)
+            and not seg.nonfinite.get(seg.row_of.get(upto, -1))):
+        return []
     ctx = RuleContext(seg, ranges, upto, open_rules)
     out: list[Condition] = []
+    box: list = []
+
+    def win():
+        if not box:
+            box.append(gates.Window(seg, upto, WINDOW))
+        return box[0]
     for rule in METRIC_RULES:
+        if gated and not _may_fire(rule, ctx, win, pre):
+            continue  # it cannot fire here (an exact necessary condition, judge/gates.py)
         try:
             out.extend(rule(ctx))
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):

@@ -35,6 +35,9 @@ MANUAL_DATA = "gsm8k"
 GROUPS = (("reward",), ("length",), ("truncated",), ("gap", "kl"), ("grad_norm",))
 LOG_MARGIN = math.log(1.25)    # log signals: clearly outside = beyond x1.25 of the edge
 LIN_MARGIN = 0.25              # linear signals: beyond a quarter of the range's width
+# what defaults_fit reads (rules.ranges_for keys its memo on exactly these)
+FIT_FLAGS = ("hf-checkpoint", "load", "ref-load", "rollout-max-response-len", "prompt-data")
+FIT_SIGNALS = tuple(s for g in GROUPS for s in g)
 
 __all__ = ["defaults_fit", "launch_differs"]
 

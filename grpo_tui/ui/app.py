@@ -33,7 +33,7 @@ from ..follow.replay import replay_lines
 from ..judge.ranges import RangeSet
 from ..judge.signals import SIGNALS, signal_series
 from ..notify import Hook, alert_payload, new_criticals, osc_notification
-from ..pipeline import Pipeline, feed_file, fmt_age, judge_path
+from ..pipeline import BulkMismatch, Pipeline, feed_file, fmt_age, judge_path
 from .alert_pane import AlertPane, AlertTable
 from .chart_screen import ChartScreen, Sketch, draw
 from .detail_screen import DetailScreen
@@ -330,8 +330,19 @@ class GrpoApp(App):
                 last[0] = f
                 self.post_message(LoadProgress(f, generation=gen))
 
-        full = self._new_pipeline()
-        if feed_file(full, path, 0, end, progress, cancelled=stale):
+        # the whole history judged in bulk (the same alerts as rollout by rollout, judge/bulk.py);
+        # the header says `loading N %` with no verdict until it is
+        full = self._new_pipeline().defer()
+        try:
+            if not feed_file(full, path, 0, end, progress, cancelled=stale):
+                return
+            full.settle()
+        except BulkMismatch:            # rows rewritten after their rollout was judged: judge
+            last[0] = 0.0               # the history again, rollout by rollout
+            full = self._new_pipeline()
+            if not feed_file(full, path, 0, end, progress, cancelled=stale):
+                return
+        if not stale():
             self.post_message(LoadProgress(1.0, feed=full, done=True, generation=gen))
 
     def on_load_progress(self, msg: LoadProgress) -> None:

@@ -1,0 +1,108 @@
+"""`grpo-tui check` on a big log vs `grep -o` for one metric, on the same file, same run.
+
+Times, each in its own process (best of --repeat; peak RSS of that process):
+  reference:  grep -o "'rollout/raw_reward': [0-9.]*" FILE | wc -l
+  check:      grpo_tui.cli.main(["check", FILE])        accelerated (C scanner) and pure (GRPO_TUI_PURE=1)
+  parse only: judge_path(FILE, judging=False)           so judging = check - parse, per rollout
+  rollout by rollout (--incremental): check with bulk judging off (judge_path(bulk=False))
+and prints the ratios to grep (bar: check <= 3.0 x grep; judging alone about <= 1 x grep).
+
+    python benchmarks/check_speed.py                   # makes /tmp/grpo_check_200m.log if missing
+    python benchmarks/check_speed.py --file big.log
+    python benchmarks/check_speed.py --size-mb 20 --incremental
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.make_big_log import make  # noqa: E402
+
+_CHILD = r"""
+import io, json, resource, sys, time
+from contextlib import redirect_stdout
+t0 = time.perf_counter()
+sys.path.insert(0, sys.argv[2])
+mode = sys.argv[3]
+from grpo_tui.lines.parse import SCAN
+from grpo_tui import pipeline
+if mode == "check":
+    from grpo_tui import cli
+    with redirect_stdout(io.StringIO()):
+        rc = cli.main(["check", sys.argv[1]])
+    rollouts = None
+elif mode == "incremental":
+    pipe = pipeline.judge_path(sys.argv[1], bulk=False)
+    rc, rollouts = None, len(pipe.store.current.ids)
+else:
+    pipe = pipeline.judge_path(sys.argv[1], judging=False)
+    rc, rollouts = None, sum(len(s.ids) for s in pipe.store.segments)
+dt = time.perf_counter() - t0
+print(json.dumps({"accel": SCAN is not None, "seconds": dt, "rc": rc, "rollouts": rollouts,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def time_grep(path: str) -> tuple[float, int]:
+    t = time.perf_counter()
+    out = subprocess.run(f"grep -o \"'rollout/raw_reward': [0-9.]*\" '{path}' | wc -l", shell=True,
+                         capture_output=True, text=True, check=True).stdout
+    return time.perf_counter() - t, int(out.strip())
+
+
+def child(path: str, mode: str, pure: bool, repeat: int) -> dict:
+    env = dict(os.environ, GRPO_TUI_PURE="1" if pure else "0")
+    best = None
+    for _ in range(repeat):
+        r = subprocess.run([sys.executable, "-c", _CHILD, path, str(ROOT), mode], capture_output=True, text=True,
+                           check=True, env=env)
+        got = json.loads(r.stdout.strip().splitlines()[-1])
+        if best is None or got["seconds"] < best["seconds"]:
+            best = got
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--file", default=None)
+    ap.add_argument("--size-mb", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each (best is kept)")
+    ap.add_argument("--incremental", action="store_true", help="also time rollout-by-rollout judging")
+    a = ap.parse_args()
+    path = a.file or f"/tmp/grpo_check_{a.size_mb}m.log"
+    if not os.path.exists(path):
+        print(f"writing {path} ({a.size_mb} MB)...", flush=True)
+        make(path, a.size_mb * 1_000_000)
+    size = os.path.getsize(path)
+    subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
+    grep_s, hits = min(time_grep(path) for _ in range(a.repeat))
+    print(f"file: {path}  {size / 1e6:.0f} MB")
+    print(f"grep -o raw_reward:      {grep_s:7.3f} s  ({hits:,} matches)")
+    parse = child(path, "parse", False, a.repeat)
+    n = parse["rollouts"] or 1
+    rows = [("check accelerated", child(path, "check", False, a.repeat)),
+            ("check pure", child(path, "check", True, a.repeat)),
+            ("parse only (accel.)", parse)]
+    if a.incremental:
+        rows.append(("check rollout by rollout", child(path, "incremental", False, a.repeat)))
+    for name, r in rows:
+        accel = "" if r["accel"] or "pure" in name else "  (C scanner not built)"
+        print(f"{name + ':':<25}{r['seconds']:7.3f} s  = {r['seconds'] / grep_s:5.1f} x grep; "
+              f"peak RSS {r['peak_rss_mb']:.0f} MB{accel}")
+    judge = rows[0][1]["seconds"] - parse["seconds"]
+    print(f"judging (check - parse): {judge:7.3f} s  = {judge / grep_s:5.1f} x grep; "
+          f"{1e3 * judge / n:.3f} ms per rollout ({n:,} rollouts)")
+    print("bar: check <= 3.0 x grep (parse <= 2 x, judging about <= 1 x)")
+
+
+if __name__ == "__main__":
+    main()

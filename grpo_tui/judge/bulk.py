@@ -1,0 +1,486 @@
+"""Whole-history judging in bulk (issue #11): a finished file, the dashboard's history fill.
+
+While the history is read, the engine records what each store update completed (events with
+the rollout they fell on, and each rollout as it became complete: `HealthEngine.defer`).
+`replay` then judges the recording:
+
+1. It checks that the store did not change under a recorded rollout: no row its rules read (its
+   40-rollout window, the first 10 rollouts) was written after it was recorded, and the
+   segment's shape (metric names, framework, flags, K, groups, row order) is the final one.
+   So every recorded rollout reads now exactly what it read then; otherwise BulkMismatch and
+   the caller judges the input rollout by rollout.
+2. It computes the gates of judge/gates.py for every recorded rollout at once with numpy
+   (sliding windows: last-4 levels against their edges, windowed Mann-Kendall S over 8-32,
+   five-step means against the bands) - same necessary conditions, vectorised.
+3. It runs the alert state machine over the recording in order: events as they came, each
+   rollout's conditions (the rules only where a gate says they may fire, or an alert they
+   hold is open), raise / escalate / clear exactly as the incremental engine does.
+
+The alerts are those of rollout-by-rollout judging (tests/test_fast_judge.py compares them,
+ids, rollouts, severities, messages and evidence, on every scenario, seed, setup and sample
+log).  Rollouts in the first 40 (short windows, a baseline still forming) take the scalar gates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view as _sw
+
+from . import gates
+from .rules import (ABSURD, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, WINDOW, evaluate_metrics, metric_for,
+                    ranges_for)
+from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows
+from ..store.metric_store import Segment
+
+EPS = gates.EPS
+BASE_ROWS = 10
+UNKNOWN, NO, MAYBE = -1, 0, 1
+
+
+class BulkMismatch(Exception):
+    """The store changed under a recorded rollout: judge the input rollout by rollout."""
+
+
+def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int) -> list:
+    from .engine import _EV, _shape
+    judged = [op for op in tape if op[0] != _EV]
+    pre: list[dict] = []
+    if judged:
+        if not seg.ordered:
+            raise BulkMismatch("rollouts out of order")
+        final = _shape(seg)
+        if any(op[4] != final for op in judged):
+            raise BulkMismatch("the run's shape changed after a rollout was judged")
+        rows = np.fromiter((seg.row_of[op[1]] for op in judged), np.int64, len(judged))
+        stamps = np.fromiter((op[3] for op in judged), np.int64, len(judged))
+        _verify(seg, touch, rows, stamps)
+        pre = _answers(seg, eng.ranges, rows)
+    changes = []
+    k = 0
+    for op in tape:
+        if op[0] == _EV:
+            eng._last_ts = op[3]
+            changes.extend(eng._on_event(op[1], op[2], replayed=True))
+            continue
+        r = op[1]
+        eng._last_ts = op[2]
+        conds = evaluate_metrics(seg, eng.ranges, r, frozenset(key[0] for key in eng._open), pre=pre[k])
+        k += 1
+        conds.extend(eng._event_conditions(seg, r))
+        changes.extend(eng._apply(conds, r, seg))
+    return changes
+
+
+def _verify(seg: Segment, touch: dict[int, int], rows: np.ndarray, stamps: np.ndarray) -> None:
+    """No row a recorded rollout reads was written after it was recorded."""
+    n = int(rows.max()) + 1
+    t = np.zeros(n, np.int64)
+    for rid, st in touch.items():
+        row = seg.row_of.get(rid)
+        if row is not None and row < n:
+            t[row] = st
+    win = _run_max(t, WINDOW)
+    base = np.maximum.accumulate(t[:BASE_ROWS])
+    need = np.maximum(win[rows], base[np.minimum(rows, len(base) - 1)])
+    if np.any(need > stamps):
+        raise BulkMismatch("a judged rollout's window was written after it was judged")
+
+
+def _run_max(a: np.ndarray, w: int) -> np.ndarray:
+    """max(a[i-w+1 .. i]) for every i (shorter at the start)."""
+    pad = np.concatenate([np.full(w - 1, a.min() if len(a) else 0), a])
+    return _sw(pad, w).max(axis=1)
+
+
+# -- vectorised gates --------------------------------------------------------------------------
+def _answers(seg: Segment, ranges, rows: np.ndarray) -> list[dict]:
+    """Per recorded rollout: {rule: True/False/None (None = scalar gate), "oor": set|None}."""
+    n_ops = len(rows)
+    end = int(rows.max()) + 1
+    full = rows >= WINDOW - 1                       # a whole 40-row window and a settled baseline
+    out = [dict() for _ in range(n_ops)]
+    if not full.any():
+        return [{} for _ in range(n_ops)]
+    ids = seg.id_array()[:end]
+    rs = ranges_for(seg, ranges, int(ids[rows[full][0]]))
+    ctxk = seg.steps_per_rollout
+    res: dict[str, np.ndarray] = {}
+    res["rule_gap"] = _or(_drift_vec(seg, rs, ids, rows, "gap", True, None),
+                          _drift_vec(seg, rs, ids, rows, "kl", True, None))
+    res["rule_grad_norm"] = _drift_vec(seg, rs, ids, rows, "grad_norm", False, ABSURD.get("grad_norm"))
+    res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows)
+    res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows)
+    res["rule_off_policy"] = _off_policy_vec(seg, rows, ctxk)
+    res["rule_no_signal"] = _no_signal_vec(seg, ids, rows)
+    res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
+    oor = {sig_id: _oor_vec(seg, rs, ids, rows, sig_id) for sig_id in BY_ID}
+    for name in res:
+        res[name] = np.where(full, res[name], UNKNOWN)
+    for sig_id in oor:
+        oor[sig_id] = np.where(full, oor[sig_id], UNKNOWN)
+    names = list(res)
+    mat = np.stack([res[nm] for nm in names], axis=1) if names else np.zeros((n_ops, 0), np.int8)
+    omat = np.stack([oor[s] for s in BY_ID], axis=1)
+    sig_ids = list(BY_ID)
+    for k in range(n_ops):
+        if not full[k]:
+            continue
+        d = out[k]
+        row = mat[k]
+        for j, nm in enumerate(names):
+            v = row[j]
+            d[nm] = None if v == UNKNOWN else bool(v)
+        orow = omat[k]
+        if (orow == UNKNOWN).any():
+            d["oor"] = None
+        else:
+            d["oor"] = frozenset(s for s, v in zip(sig_ids, orow) if v)
+        d["quiet"] = not (row != NO).any() and d["oor"] == frozenset()
+    return out
+
+
+def _bounds(rs, sig_id: str, ids: np.ndarray):
+    """rs.bounds_many(sig_id, ids) without a Python loop over the rollouts for the defaults."""
+    if sig_id in rs.envelopes or sig_id in rs.constant or not rs.use_defaults:
+        return rs.bounds_many(sig_id, ids)
+    sig = BY_ID[sig_id]
+    early, whole = sig.early, sig.whole
+    if early is None and whole is None:
+        return None
+    if early is None or whole is None:
+        return rs.bounds_many(sig_id, ids)
+    is_early = ids < EARLY_ROLLOUTS
+    return (np.where(is_early, float(early[0]), float(whole[0])),
+            np.where(is_early, float(early[1]), float(whole[1])))
+
+
+def _or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """MAYBE if either may fire, else UNKNOWN if either is unknown, else NO."""
+    out = np.where((a == UNKNOWN) | (b == UNKNOWN), UNKNOWN, NO).astype(np.int8)
+    return np.where((a == MAYBE) | (b == MAYBE), MAYBE, out).astype(np.int8)
+
+
+def _vals(seg: Segment, name: str | None, end: int) -> np.ndarray:
+    if name is None:
+        return np.full(end, math.nan)
+    return gates.Window.raw(_Raw(seg), name, 0, end)
+
+
+class _Raw:
+    """Just enough of a gates.Window for its `raw` (values_at_rows on a slice)."""
+
+    __slots__ = ("seg",)
+
+    def __init__(self, seg: Segment) -> None:
+        self.seg = seg
+
+
+def _dense(ok: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
+    """Whether ok holds on all w rows ending at each op's row."""
+    c = np.concatenate([[0], np.cumsum(~ok)])
+    lo = np.maximum(rows + 1 - w, 0)
+    return (c[rows + 1] - c[lo]) == 0
+
+
+def _last4(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Rows' last four values, shape (ops, 4): a[row-3 .. row]."""
+    return np.stack([a[rows - 3], a[rows - 2], a[rows - 1], a[rows]], axis=1)
+
+
+def _log(v: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(np.where(v > 0, v, np.nan))
+
+
+def _base_min(v_first: np.ndarray) -> float | None:
+    lv = _log(v_first)
+    lv = lv[np.isfinite(lv)]
+    return float(np.min(lv)) if len(lv) >= 3 else None
+
+
+def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None) -> np.ndarray:
+    end = len(ids)
+    name = metric_for(seg, BY_ID[sig_id])
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    v = _vals(seg, name, end)
+    lv = _log(v)
+    ok = np.isfinite(lv)
+    dense = _dense(ok, rows, WINDOW)
+    res = np.full(len(rows), UNKNOWN, np.int8)
+    if not dense.any():
+        return res
+    base = _base_min(v[:BASE_ROWS])
+    b = _bounds(rs, sig_id, ids)
+    hi = None if b is None else _log(b[1])
+    last = lv[rows]
+    maybe = np.zeros(len(rows), bool)
+    if absurd is not None:
+        maybe |= last > math.log(absurd) - EPS
+    tops = np.full(len(rows), -np.inf)
+    has_top = np.zeros(len(rows), bool)
+    if hi is not None:
+        h = hi[rows]
+        fin = np.isfinite(h)
+        tops = np.where(fin, np.maximum(tops, h), tops)
+        has_top |= fin
+    if base is not None:
+        tops = np.maximum(tops, base + math.log(3.0))
+        has_top |= True
+    maybe |= has_top & (last > tops + math.log(10.0) - EPS)
+    edge = np.full(end, np.inf)
+    if base is not None:
+        edge = np.minimum(edge, base + RHO[sig_id])
+    if hi is not None:
+        edge = np.minimum(edge, np.where(np.isfinite(hi), hi, np.inf))
+    with np.errstate(invalid="ignore"):
+        above = lv > edge - EPS
+    maybe |= _last4(above, rows).sum(axis=1) >= 3
+    if jump:
+        d = np.diff(lv)                                  # d[j] = lv[j+1] - lv[j]
+        dmax = _sw(np.concatenate([np.full(WINDOW - 2, -np.inf), d]), WINDOW - 1).max(axis=1)
+        # the window's diffs end at d[row-1]; its first 37 values end at row-3
+        mins = _sw(np.concatenate([np.full(WINDOW - 4, np.inf), lv]), WINDOW - 3).min(axis=1)
+        dm = dmax[rows - 1]
+        mn = mins[rows - 3]
+        with np.errstate(invalid="ignore"):
+            hit = (_last4(lv, rows) > (mn + math.log(1.5) - EPS)[:, None]).sum(axis=1) >= 3
+        maybe |= (dm >= math.log(1.5) - EPS) & hit
+    return np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN).astype(np.int8)
+
+
+def _windows(x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
+    """x[row-w+1 .. row] for each op row, shape (ops, w)."""
+    return x[(rows[:, None] - (w - 1)) + np.arange(w)[None, :]]
+
+
+def _mk_s(x: np.ndarray, rows: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """(Mann-Kendall S, window has ties) of x[row-w+1 .. row] for each op row."""
+    i, j = np.triu_indices(w, 1)
+    s = np.empty(len(rows), np.int64)
+    ties = np.empty(len(rows), bool)
+    for a in range(0, len(rows), 1024):
+        win = _windows(x, rows[a:a + 1024], w)
+        dv = win[:, j] - win[:, i]
+        s[a:a + 1024] = (dv > 0).sum(axis=1) - (dv < 0).sum(axis=1)
+        ties[a:a + 1024] = (dv == 0).any(axis=1)
+    return s, ties
+
+
+def _s_needed(w: int, alpha: float) -> int:
+    """Smallest S whose one-sided Mann-Kendall p (stats._p_up_finite, no ties) is < alpha."""
+    from . import stats
+    pairs = w * (w - 1) // 2
+    for s in range(0, pairs + 1):
+        if w <= stats.EXACT_MAX_N:
+            p = stats._mahonian_cdf(w)[(pairs - s) // 2]
+        else:
+            var = w * (w - 1) * (2 * w + 5) / 18.0
+            p = stats._norm_sf((s - (1 if s > 0 else 0)) / math.sqrt(var))
+        if p < alpha:
+            return s
+    return pairs + 1
+
+
+def _ts_rise(s: np.ndarray, x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
+    """Theil-Sen rise (median pairwise slope x the id span) of each op's last w points."""
+    i, j = np.triu_indices(w, 1)
+    ws, wx = _windows(s, rows, w), _windows(x, rows, w)
+    slope = np.median((wx[:, j] - wx[:, i]) / (ws[:, j] - ws[:, i]), axis=1)
+    return slope * (ws[:, -1] - ws[:, 0])
+
+
+def _med4(a: np.ndarray) -> np.ndarray:
+    return np.median(a, axis=1)
+
+
+def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
+    """Every firing path of rule_length_hacking needs, on one window w: length's Mann-Kendall
+    p_up < 0.05 and reward's p_down < 0.10 (S beyond the no-ties threshold; a window with
+    ties is a maybe) and the window's last-4 reward median below its first-4 - or reward below
+    its band in 3 of the last 4 with length's p_up < 0.05 on 8."""
+    end = len(ids)
+    ln, rn = metric_for(seg, BY_ID["length"]), metric_for(seg, BY_ID["reward"])
+    if ln is None or rn is None:
+        return np.full(len(rows), NO, np.int8)
+    L, R = _vals(seg, ln, end), _vals(seg, rn, end)
+    dense = _dense(np.isfinite(L) & np.isfinite(R), rows, WINDOW)
+    res = np.full(len(rows), UNKNOWN, np.int8)
+    if not dense.any() or WINDOW < HACK_MIN:
+        return res
+    sel = rows[dense]
+    L0, R0 = np.where(np.isfinite(L), L, 0.0), np.where(np.isfinite(R), R, 0.0)
+    maybe = np.zeros(len(sel), bool)
+    last4 = _med4(_windows(R0, sel, 4))
+    up8 = None
+    idf = ids.astype(float)
+    for w in (8, 12, 16, 24, 32):
+        sl, tl = _mk_s(L0, sel, w)
+        sr, tr = _mk_s(R0, sel, w)
+        up = tl | (sl >= _s_needed(w, 0.05) - 1)
+        down = tr | (-sr >= _s_needed(w, 0.10) - 1)
+        first4 = _med4(_windows(R0, sel - (w - 4), 4))
+        cand = up & (last4 < first4 + EPS)
+        if w == 8:
+            up8 = cand.copy()
+        cand &= down
+        # sizes: length's Theil-Sen rise >= 15 % of its median, reward's fall >= 0.03
+        k = np.flatnonzero(cand | (up8 if w == 8 else False))
+        if len(k):
+            rl = _ts_rise(idf, L0, sel[k], w)
+            wl = _windows(L0, sel[k], w)
+            big = rl >= 0.15 * np.abs(np.median(wl, axis=1)) - EPS * np.maximum(1.0, np.abs(rl))
+            fall = -_ts_rise(idf, R0, sel[k], w) >= 0.03 - EPS
+            if w == 8:
+                up8[k] &= big
+                up8[np.setdiff1d(np.arange(len(sel)), k)] = False
+            cand[k] &= big & fall
+        maybe |= cand
+    b = _bounds(rs, "reward", ids)
+    if b is not None:
+        lo = b[0]
+        lo_fin = _last4(np.isfinite(lo), sel).all(axis=1)
+        with np.errstate(invalid="ignore"):
+            below = (_last4(R0, sel) < _last4(lo, sel) + EPS).sum(axis=1) >= 3
+        maybe |= lo_fin & below & up8
+    res[dense] = np.where(maybe, MAYBE, NO)
+    return res
+
+
+def _slowdown_vec(seg, rows) -> np.ndarray:
+    end = int(rows.max()) + 1
+    tname = metric_for(seg, BY_ID["rollout_time"])
+    if tname is None:
+        return np.full(len(rows), NO, np.int8)
+    if tname != "perf/rollout_time":
+        return np.full(len(rows), MAYBE, np.int8)
+    norm = "rollout/response_len/max" if "rollout/response_len/max" in seg.columns else metric_for(seg, BY_ID["length"])
+    if norm is None:
+        return np.full(len(rows), NO, np.int8)
+    T, N = _vals(seg, tname, end), _vals(seg, norm, end)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lt, per_tok = _log(T), np.log(T / N)
+    ok = np.isfinite(T) & np.isfinite(N) & (N > 0) & np.isfinite(lt) & np.isfinite(per_tok)
+    dense = _dense(ok, rows, WINDOW)
+    res = np.full(len(rows), UNKNOWN, np.int8)
+    if not dense.any():
+        return res
+    sel = rows[dense]
+    pt = np.where(ok, per_tok, 0.0)
+    head = min(8, max(4, WINDOW // 4))
+    low = _sw(np.concatenate([np.full(head - 1, np.inf), pt]), head).min(axis=1)[sel - (WINDOW - head)]
+    bT, bN = _vals(seg, "perf/rollout_time", min(BASE_ROWS, end)), _vals(seg, norm, min(BASE_ROWS, end))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b_tok = np.log(bT / bN)
+    b_tok = b_tok[np.isfinite(b_tok)]
+    if len(b_tok) >= 3:
+        low = np.minimum(low, float(np.min(b_tok)))
+    mean4 = _last4(pt, sel).mean(axis=1)
+    res[dense] = np.where(mean4 > low + RHO["rollout_time"] - EPS, MAYBE, NO)
+    return res
+
+
+def _off_policy_vec(seg, rows, k: int) -> np.ndarray:
+    if k != 1 or seg.framework != "miles":
+        return np.full(len(rows), MAYBE, np.int8)
+    end = int(rows.max()) + 1
+    name = metric_for(seg, BY_ID["clipfrac"])
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    cf = _vals(seg, name, end)
+    dense = _dense(np.isfinite(cf), rows, 2)
+    kl = _vals(seg, "train/ppo_kl", end)
+    kl = np.where(np.isfinite(kl), kl, 0.0)
+    with np.errstate(invalid="ignore"):
+        bad = (cf > 1e-6 - EPS) | (np.abs(kl) > 1e-6 - EPS)
+    maybe = bad[rows] | bad[rows - 1]
+    return np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN).astype(np.int8)
+
+
+def _entropy_vec(seg, rows) -> np.ndarray:
+    """3 of the last 4 below 15 % of the largest of the first three (its median is smaller)."""
+    from .rules import ENTROPY_SHARE
+    name = metric_for(seg, ENTROPY)
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    end = int(rows.max()) + 1
+    start = _vals(seg, name, min(3, end))
+    start = start[np.isfinite(start)]
+    if len(start) < 3 or not float(np.max(start)) > 1e-9 - EPS:
+        return np.full(len(rows), NO, np.int8)      # not observed (Miles logs 0.0): never fires
+    v = _vals(seg, name, end)
+    fin = np.isfinite(v)
+    dense = _dense(fin, rows, 4)
+    with np.errstate(invalid="ignore"):
+        hit = (_last4(v, rows) < ENTROPY_SHARE * float(np.max(start)) + EPS).sum(axis=1) >= 3
+    out = np.where(dense, np.where(hit, MAYBE, NO), UNKNOWN)
+    return np.where(fin[rows], out, NO).astype(np.int8)
+
+
+def _zero_std_rows(seg, end: int) -> np.ndarray | None:
+    """The zero-std share per row (NaN where the rule's series has no point)."""
+    rows = np.arange(end)
+    got_ids, vals = signal_at_rows(seg, BY_ID["zero_std"], rows)
+    out = np.full(end, math.nan)
+    if len(got_ids):
+        out[[seg.row_of[int(r)] for r in got_ids]] = vals
+    return out
+
+
+def _no_signal_vec(seg, ids, rows) -> np.ndarray:
+    end = len(ids)
+    rn = metric_for(seg, BY_ID["reward"])
+    res = np.zeros(len(rows), np.int8)
+    unknown = np.zeros(len(rows), bool)
+    if rn is not None:
+        R = _vals(seg, rn, end)
+        dense = _dense(np.isfinite(R), rows, 2)
+        a, b = R[rows - 1], R[rows]
+        hit = ((a == 0.0) & (b == 0.0)) | ((a == 1.0) & (b == 1.0))
+        res |= (dense & hit).astype(np.int8)
+        unknown |= ~dense & np.isfinite(b)
+    if groups_of(seg) is not None:
+        frac = _zero_std_rows(seg, end)
+        dense = _dense(np.isfinite(frac), rows, 4)
+        with np.errstate(invalid="ignore"):
+            hit = _last4(frac, rows) > 0.65 - 1e-9 - EPS
+        res |= (dense & (hit.sum(axis=1) >= 3)).astype(np.int8)
+        unknown |= ~dense & np.isfinite(frac[rows])
+    return np.where(res > 0, MAYBE, np.where(unknown, UNKNOWN, NO)).astype(np.int8)
+
+
+def _oor_vec(seg, rs, ids, rows, sig_id: str) -> np.ndarray:
+    """Whether out-of-range must look at this signal: its five-step mean near or outside
+    its range (UNKNOWN where the last five rows are not all finite)."""
+    end = len(ids)
+    if sig_id == "zero_std":
+        if groups_of(seg) is None:
+            return np.full(len(rows), NO, np.int8)
+        v = _zero_std_rows(seg, end)
+    else:
+        name = metric_for(seg, BY_ID[sig_id])
+        if name is None:
+            return np.full(len(rows), NO, np.int8)
+        v = _vals(seg, name, end)
+    b = _bounds(rs, sig_id, ids)
+    if b is None:
+        return np.full(len(rows), NO, np.int8)
+    fin = np.isfinite(v)
+    dense = _dense(fin, rows, MEAN_WINDOW)
+    last_missing = ~fin[rows]                        # no point at this rollout: the rule skips it
+    v0 = np.where(fin, v, 0.0)
+    m = _sw(np.concatenate([np.zeros(MEAN_WINDOW - 1), v0]), MEAN_WINDOW).mean(axis=1)[rows]
+    lo, hi = b[0][rows], b[1][rows]
+    tol = np.where(lo == hi, 1e-6, 0.0)
+    slack = EPS * np.maximum(1.0, np.maximum(np.abs(lo), np.abs(hi)))
+    with np.errstate(invalid="ignore"):
+        inside = (lo - tol + slack < m) & (m < hi + tol - slack)
+    no_band = ~(np.isfinite(lo) & np.isfinite(hi))
+    out = np.where(dense, np.where(inside, NO, MAYBE), UNKNOWN)
+    out = np.where(no_band, UNKNOWN, out)
+    return np.where(last_missing, NO, out).astype(np.int8)
+
+
+__all__ = ["BulkMismatch", "replay"]

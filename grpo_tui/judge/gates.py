@@ -1,0 +1,341 @@
+"""Cheap, exact pre-checks for the metric rules (issue #11, "fast core").
+
+Judging a rollout runs every rule on its window; on a healthy stretch - nearly every rollout of
+a long run - none of them fires, and the work is numpy overhead on tiny arrays (series copies,
+medians, Mann-Kendall, Theil-Sen).  A gate reads the same window straight from the store's
+columns and answers one question: *can* this rule return a condition here?  It checks a
+necessary condition of the rule (a bound every firing path must pass: the last values above
+the smallest edge any path uses, a Mann-Kendall S of the right sign, ...).  "No" skips the
+rule - it would have returned nothing; "maybe" runs the rule unchanged.  So the conditions,
+and the alerts, are exactly those of the ungated rules (tests/test_fast_judge.py checks every
+rollout of every scenario, seed, setup and sample log both ways).
+
+A gate says "maybe" whenever it is unsure: an unordered segment, an alert of its rule open
+(latched rules hold on other tests), a signal it does not model.  Thresholds are lowered by a
+hair (EPS) so rounding can only make a gate run its rule more often, never less.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+import numpy as np
+
+from . import stats
+from .signals import BY_ID, first_rows, groups_of, metric_for, signal_at_rows
+from ..store.metric_store import Segment
+
+EPS = 1e-9
+LOG_1_5 = math.log(1.5)
+LOG_3 = math.log(3.0)
+
+
+class Window:
+    """The rows a rule reads at rollout `upto` of an ordered segment: the newest WINDOW rows
+    up to it (rows_upto) and the first BASELINE rows, as plain column slices."""
+
+    __slots__ = ("seg", "upto", "end", "lo", "_vals", "_base")
+
+    def __init__(self, seg: Segment, upto: int, window: int) -> None:
+        self.seg = seg
+        self.upto = upto
+        self.end = bisect.bisect_right(seg.ids, upto)
+        self.lo = max(0, self.end - window)
+        self._vals: dict = {}
+        self._base: dict = {}
+
+    @property
+    def at_upto(self) -> bool:
+        return self.end > 0 and self.seg.ids[self.end - 1] == self.upto
+
+    def raw(self, name: str | None, lo: int, end: int) -> np.ndarray:
+        """values_at_rows(name, rows lo..end-1), the same arithmetic on a slice."""
+        seg = self.seg
+        if name is None:
+            return np.full(max(0, end - lo), math.nan)
+        if name in seg.train_sum:
+            s = seg.train_sum[name].data[lo:end]
+            c = seg.train_cnt[name].data[lo:end]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(c > 0, s / np.where(c > 0, c, 1), math.nan)
+        col = seg.columns.get(name)
+        if col is None:
+            return np.full(max(0, end - lo), math.nan)
+        return col.data[lo:end]
+
+    def values(self, sig_id: str) -> np.ndarray:
+        """A plain signal's values on the window (NaN where missing), last row = upto's."""
+        got = self._vals.get(sig_id)
+        if got is None:
+            got = self._vals[sig_id] = self.raw(metric_for(self.seg, BY_ID[sig_id]), self.lo, self.end)
+        return got
+
+    def finite(self, sig_id: str) -> np.ndarray:
+        v = self.values(sig_id)
+        return v[np.isfinite(v)]
+
+    def log_finite(self, sig_id: str) -> np.ndarray:
+        """_log_series's log values: positive finite points, logged."""
+        v = self.finite(sig_id)
+        v = v[v > 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lv = np.log(v)
+        return lv[np.isfinite(lv)]
+
+    def base_log_min(self, sig_id: str) -> float | None:
+        """A lower bound of _own_base(log=True).centre (None when there is no baseline)."""
+        if sig_id not in self._base:
+            n = min(10, self.end)
+            v = self.raw(metric_for(self.seg, BY_ID[sig_id]), 0, n)
+            v = v[np.isfinite(v)]
+            v = v[v > 0]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lv = np.log(v)
+            lv = lv[np.isfinite(lv)]
+            self._base[sig_id] = float(np.min(lv)) if len(lv) >= 3 else None
+        return self._base[sig_id]
+
+    def last_finite(self, sig_id: str) -> bool:
+        """The newest row (upto's) holds a finite value: a rule's `ids[-1] == upto`."""
+        v = self.values(sig_id)
+        return len(v) > 0 and bool(np.isfinite(v[-1])) and self.at_upto
+
+
+def _count_above(v: np.ndarray, edge) -> int:
+    with np.errstate(invalid="ignore"):
+        return int(np.sum(v[-4:] > edge))
+
+
+def _log_hi(ctx, sig_id: str, ids: np.ndarray) -> np.ndarray | None:
+    b = ctx.ranges.bounds_many(sig_id, ids)
+    if b is None:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(np.where(b[1] > 0, b[1], np.nan))
+
+
+def _log_ids(win: Window, sig_id: str) -> np.ndarray:
+    """Rollout ids of the positive finite points (for band look-ups)."""
+    v = win.values(sig_id)
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(v) & (v > 0)
+    return win.seg._idcol.data[win.lo:win.end][ok].astype(np.int64)
+
+
+def _drift_or_boom(ctx, win: Window, sig_id: str, rho: float, *, jump: bool, absurd: float | None) -> bool:
+    """Whether _gap_like / rule_grad_norm can fire: an explosion, a drift above the smallest
+    edge drift_up's level test uses, or (gap) a jump above the window's low + x1.5."""
+    if not win.last_finite(sig_id):
+        return False
+    lv = win.log_finite(sig_id)
+    if not len(lv):
+        return False
+    v = win.values(sig_id)
+    if not (v[-1] > 0):
+        return False                     # the newest positive point is not upto's: nothing fires
+    last = float(lv[-1])
+    if absurd is not None and last > math.log(absurd) - EPS:
+        return True
+    base = win.base_log_min(sig_id)
+    ids = _log_ids(win, sig_id)
+    hi = _log_hi(ctx, sig_id, ids) if len(ids) == len(lv) else None
+    if len(ids) != len(lv):
+        return True                      # (a log of a positive finite value that is not finite)
+    # explosion: x10 beyond the largest top, which is at least each top's lower bound
+    tops = []
+    if hi is not None and math.isfinite(float(hi[-1])):
+        tops.append(float(hi[-1]))
+    if base is not None:
+        tops.append(base + LOG_3)
+    if tops and last > max(tops) + math.log(10.0) - EPS:
+        return True
+    if len(lv) < 4:
+        return False
+    if len(lv) >= 8:
+        edge = np.full(len(lv), math.inf)
+        if base is not None:
+            edge = np.minimum(edge, base + rho)
+        if hi is not None:
+            edge = np.minimum(edge, np.where(np.isfinite(hi), hi, math.inf))
+        if _count_above(lv, edge[-4:] - EPS) >= 3:
+            return True
+    if jump and len(lv) >= 5:
+        if float(np.max(np.diff(lv))) >= LOG_1_5 - EPS and \
+                _count_above(lv, float(np.min(lv[:-3])) + LOG_1_5 - EPS) >= 3:
+            return True
+    return False
+
+
+def gate_gap(ctx, win: Window) -> bool:
+    if "gap-rising" in ctx.open_rules or "gap-jump" in ctx.open_rules:
+        return True
+    from .rules import RHO
+    return any(_drift_or_boom(ctx, win, s, RHO[s], jump=True, absurd=None) for s in ("gap", "kl"))
+
+
+def gate_grad_norm(ctx, win: Window) -> bool:
+    if "grad-norm-rising" in ctx.open_rules:
+        return True
+    from .rules import ABSURD, RHO
+    return _drift_or_boom(ctx, win, "grad_norm", RHO["grad_norm"], jump=False, absurd=ABSURD.get("grad_norm"))
+
+
+def _mk_signs(v: np.ndarray, windows) -> dict[int, int]:
+    """Mann-Kendall S of the last w values for each window w (one sign matrix)."""
+    n = len(v)
+    m = min(n, max(windows))
+    t = v[n - m:]
+    sg = np.triu(np.sign(t[None, :] - t[:, None]), 1)
+    return {w: int(sg[m - w:, m - w:].sum()) for w in windows if w <= n}
+
+
+def gate_length_hacking(ctx, win: Window) -> bool:
+    """Every firing path needs, on one window, length's Mann-Kendall S > 0 (p_up < 0.05) and
+    reward's S < 0 (p_down < 0.10) - or reward below its band with length's S > 0 on 8."""
+    if "length-hacking" in ctx.open_rules:
+        return True
+    from .rules import HACK_MIN
+    if not win.last_finite("length"):
+        return False
+    L, R = win.values("length"), win.values("reward")
+    fl, fr = np.isfinite(L), np.isfinite(R)
+    if fl.sum() < HACK_MIN or fr.sum() < HACK_MIN:
+        return False
+    both = fl & fr
+    if both.sum() < HACK_MIN:
+        return False
+    L, R = L[both], R[both]
+    sl = _mk_signs(L, (8, 12, 16, 24, 32))
+    sr = _mk_signs(R, (8, 12, 16, 24, 32))
+    if any(sl[w] > 0 and sr[w] < 0 for w in sl):
+        return True
+    if sl.get(8, 0) > 0:
+        ids = win.seg._idcol.data[win.lo:win.end][both].astype(np.int64)
+        b = ctx.ranges.bounds_many("reward", ids[-4:])
+        if b is not None and np.all(np.isfinite(b[0])):
+            return True                  # (the band test is cheap enough to leave to the rule)
+    return False
+
+
+def gate_rollout_slowdown(ctx, win: Window) -> bool:
+    """drift_up's first gate: the mean of the last 4 per-token log times above the own
+    baseline + rho, the baseline being at least the smaller of its two candidates' minima."""
+    seg = win.seg
+    tname = metric_for(seg, BY_ID["rollout_time"])
+    if tname != "perf/rollout_time":
+        return tname is not None         # (another timer: leave it to the rule)
+    if not win.last_finite("rollout_time"):
+        return False
+    norm = "rollout/response_len/max" if "rollout/response_len/max" in seg.columns else metric_for(seg, BY_ID["length"])
+    if norm is None:
+        return False
+    T = win.values("rollout_time")
+    N = win.raw(norm, win.lo, win.end)
+    ok = np.isfinite(T) & np.isfinite(N) & (N > 0)
+    if ok.sum() < 8:
+        return False
+    T, N = T[ok], N[ok]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lt, per_tok = np.log(T), np.log(T / N)
+    ok = np.isfinite(per_tok) & np.isfinite(lt)
+    if ok.sum() < 8:
+        return False
+    per_tok = per_tok[ok]
+    head = min(8, max(4, len(per_tok) // 4))
+    low = float(np.min(per_tok[:head]))
+    nb = min(10, win.end)
+    bT, bN = win.raw("perf/rollout_time", 0, nb), win.raw(norm, 0, nb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b_tok = np.log(bT / bN)
+    b_tok = b_tok[np.isfinite(b_tok)]
+    if len(b_tok) >= 3:
+        low = min(low, float(np.min(b_tok)))
+    from .rules import RHO
+    return float(np.mean(per_tok[-4:])) > low + RHO["rollout_time"] - EPS
+
+
+def gate_off_policy(ctx, win: Window) -> bool:
+    """One update per rollout (Miles): some clip fraction or ppo_kl of the last two > 1e-6."""
+    if ctx.k != 1 or win.seg.framework != "miles":
+        return True
+    if not win.last_finite("clipfrac"):
+        return False
+    cf = win.values("clipfrac")
+    ok = np.isfinite(cf)
+    if ok.sum() < 2:
+        return False
+    rows = np.flatnonzero(ok)[-2:]
+    if np.any(cf[rows] > 1e-6 - EPS):
+        return True
+    kl = win.raw("train/ppo_kl", win.lo, win.end)[rows]
+    kl = np.where(np.isfinite(kl), kl, 0.0)
+    return bool(np.any(np.abs(kl) > 1e-6 - EPS))
+
+
+def gate_no_signal(ctx, win: Window) -> bool:
+    """Reward exactly 0 or 1 on the last two, or 3 of the last 4 all-same shares >= 65 %."""
+    r = win.finite("reward")
+    if len(r) >= 2 and win.last_finite("reward") and (np.all(r[-2:] == 0.0) or np.all(r[-2:] == 1.0)):
+        return True
+    if groups_of(win.seg) is None:
+        return False
+    # the zero-std share is built from several keys: read it as the rule does, on the newest rows
+    rows = np.arange(max(win.lo, win.end - 8), win.end)
+    ids, frac = ctx.series("zero_std") if win.end - win.lo <= 8 else signal_at_rows(win.seg, BY_ID["zero_std"], rows)
+    fin = np.isfinite(frac)
+    if fin.sum() < 4:
+        ids, frac = ctx.series("zero_std")
+        fin = np.isfinite(frac)
+    ids, frac = ids[fin], frac[fin]
+    if len(frac) < 4 or ids[-1] != win.upto:
+        return False
+    return _count_above(frac, 0.65 - 1e-9 - EPS) >= 3
+
+
+def gate_entropy(ctx, win: Window) -> bool:
+    from .rules import ENTROPY, ENTROPY_SHARE
+    name = metric_for(win.seg, ENTROPY)
+    if name is None:
+        return False
+    v = win.raw(name, win.lo, win.end)
+    if not (len(v) and np.isfinite(v[-1]) and win.at_upto):
+        return False
+    v = v[np.isfinite(v)]
+    if len(v) < 4:
+        return False
+    start = win.raw(name, 0, min(3, win.end))
+    start = start[np.isfinite(start)]
+    if len(start) < 3 or not float(np.max(start)) > 1e-9 - EPS:
+        return False                     # its median is not above 1e-9: entropy not observed
+    with np.errstate(invalid="ignore"):
+        return int(np.sum(v[-4:] < ENTROPY_SHARE * float(np.max(start)) + EPS)) >= 3
+
+
+def oor_signals(ctx, win: Window) -> frozenset[str]:
+    """The signals out-of-range must look at: a range and a five-step mean near or outside it."""
+    from .rules import MEAN_WINDOW
+    need = set()
+    for sig_id in BY_ID:
+        if sig_id == "zero_std":
+            need.add(sig_id)             # a share of groups from several keys: left to the rule
+            continue
+        if not win.last_finite(sig_id):
+            continue
+        b = ctx.ranges.bounds(sig_id, win.upto)
+        if b is None:
+            continue
+        lo, hi = b
+        m = float(np.mean(win.finite(sig_id)[-MEAN_WINDOW:]))
+        tol = 1e-6 if lo == hi else 0.0
+        slack = EPS * max(1.0, abs(lo), abs(hi))
+        if not (lo - tol + slack < m < hi + tol - slack):
+            need.add(sig_id)
+    return frozenset(need)
+
+
+GATES = {"rule_gap": gate_gap, "rule_grad_norm": gate_grad_norm, "rule_length_hacking": gate_length_hacking,
+         "rule_rollout_slowdown": gate_rollout_slowdown, "rule_off_policy": gate_off_policy,
+         "rule_no_signal": gate_no_signal, "rule_entropy_collapse": gate_entropy}
+
+__all__ = ["Window", "GATES", "oor_signals", "first_rows"]

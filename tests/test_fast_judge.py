@@ -1,0 +1,135 @@
+"""Fast judging gives exactly the verdicts of plain judging (issue #11, "fast core").
+
+The gates (judge/gates.py) skip a rule only where it cannot fire.  Here every rollout of every
+simulated scenario (several seeds, every training setup, K = 1/2/4) and of every sample log is
+judged both ways - the rules with their gates and without - and the conditions must be the same,
+rule for rule: ids, severities, start rollouts, messages and evidence.  The alerts then follow.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grpo_tui.judge import bulk as bulk_mod
+from grpo_tui.judge import engine as engine_mod
+from grpo_tui.judge.bulk import BulkMismatch
+from grpo_tui.judge import rules
+from grpo_tui.lines.files import iter_line_blocks
+from grpo_tui.pipeline import Pipeline
+from grpo_tui.simulate import SCENARIOS, SETUPS, generate
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = sorted((ROOT / "sample_logs").glob("*.log")) + sorted((ROOT / "tests" / "fixtures").glob("*.log"))
+SCEN = list(SCENARIOS)
+# every scenario on every setup (one seed each), and on the manual's setup with more seeds and K
+CASES = [(scen, setup, 101 + i * 7 + j, None) for i, scen in enumerate(SCEN) for j, setup in enumerate(SETUPS)]
+CASES += [(scen, "manual", 61 + i, (2, 4)[i % 2]) for i, scen in enumerate(SCEN)]
+
+
+def _key(conds) -> list:
+    return [(c.rule, c.severity, c.start, c.signal, c.message, repr(c.evidence)) for c in conds]
+
+
+class _Both:
+    """evaluate_metrics with and without gates at every judged rollout; they must agree."""
+
+    def __init__(self):
+        self.calls = 0
+        self.skipped = 0
+
+    def __call__(self, seg, ranges, upto, open_rules=frozenset()):
+        plain = _plain(seg, ranges, upto, open_rules)
+        fast = rules.evaluate_metrics(seg, ranges, upto, open_rules)
+        assert _key(fast) == _key(plain), f"rollout {upto}: gated {_key(fast)} != plain {_key(plain)}"
+        self.calls += 1
+        return fast
+
+
+def _plain(seg, ranges, upto, open_rules):
+    old = rules.USE_GATES
+    rules.USE_GATES = False
+    try:
+        return rules.evaluate_metrics(seg, ranges, upto, open_rules)
+    finally:
+        rules.USE_GATES = old
+
+
+NOW = 1.9e9     # judge time: a fixed clock, so the three judgements see the same ages
+
+
+def _run(lines, batch, defer=False) -> Pipeline:
+    pipe = Pipeline(clock=lambda: NOW)
+    if defer:
+        pipe.defer()
+    for i in range(0, len(lines), batch):
+        pipe.feed(lines[i:i + batch], written_at=NOW - 30)
+    pipe.finish(NOW)
+    return pipe
+
+
+def _alerts(pipe: Pipeline) -> list:
+    return [(a.rule, a.signal, a.severity, a.rollout, a.first_seen, a.cleared_at, a.active, a.seq, a.time,
+             a.message, repr(a.evidence)) for a in pipe.engine.alerts]
+
+
+def _judge(lines, monkeypatch, batch=500) -> _Both:
+    """Rollout by rollout, the gated rules' conditions equal the plain rules' at every judged
+    rollout (so their alerts are the plain alerts); the bulk path gives the same alerts."""
+    monkeypatch.setattr(rules, "USE_GATES", True)
+    bulk = _run(lines, batch, defer=True)
+    both = _Both()
+    monkeypatch.setattr(engine_mod, "evaluate_metrics", both)
+    plain = _run(lines, batch)
+    assert _alerts(bulk) == _alerts(plain)
+    assert plain.report().status == bulk.report().status
+    return both
+
+
+@pytest.mark.parametrize("scen,setup,seed,k", CASES, ids=[f"{s}-{u}-{seed}-k{k}" for s, u, seed, k in CASES])
+def test_gated_rules_equal_plain_rules_on_simulated_runs(scen, setup, seed, k, monkeypatch):
+    kw = {"setup": setup, "noise_per_rollout": 0}
+    if k is not None:
+        kw["steps_per_rollout"] = k
+    n = 48 if setup == "manual" else 60
+    lines = [line for _, line in generate(scen, n, seed, **kw)]
+    both = _judge(lines, monkeypatch)
+    assert both.calls > 0 or scen == "no-steps"
+
+
+@pytest.mark.parametrize("path", LOGS, ids=[p.name for p in LOGS])
+def test_gated_rules_equal_plain_rules_on_sample_logs(path, monkeypatch):
+    lines = [line for block in iter_line_blocks(str(path)) for line in block]
+    _judge(lines, monkeypatch)
+
+
+@pytest.mark.parametrize("scen", SCEN)
+def test_long_runs_past_the_window(scen, monkeypatch):
+    """Past the 40-rollout window and the 10-rollout baseline (where the bulk gates take over),
+    breaks late and slow, every scenario; the bulk path must really be taken."""
+    lines = [line for _, line in generate(scen, 140, 9, setup="long", noise_per_rollout=0, pace=0.3,
+                                          onset=90)]
+    replays = []
+    orig = bulk_mod.replay
+
+    def counting(eng, tape, *a):
+        replays.append(sum(1 for op in tape if op[0] != 0))
+        return orig(eng, tape, *a)
+    monkeypatch.setattr(bulk_mod, "replay", counting)
+    both = _judge(lines, monkeypatch, batch=97)
+    assert both.calls >= 80 or scen == "no-steps"
+    assert sum(replays) >= 80 or scen in ("no-steps",), "the bulk path was not taken"
+
+
+def test_a_rewritten_row_falls_back_to_rollout_by_rollout(monkeypatch):
+    """A record for an already-judged rollout (a late step line) makes the bulk path decline."""
+    lines = [line for _, line in generate("healthy", 60, 4, noise_per_rollout=0)]
+    late = next(i for i, line in enumerate(lines) if "step 5:" in line)
+    moved = lines[:late] + lines[late + 1:]
+    moved.insert(len(moved) - 5, lines[late].replace("step 5:", "step 5:"))
+    pipe = Pipeline(clock=lambda: NOW).defer()
+    with pytest.raises(BulkMismatch):
+        for i in range(0, len(moved), 50):
+            pipe.feed(moved[i:i + 50], written_at=NOW - 30)
+        pipe.finish(NOW)
