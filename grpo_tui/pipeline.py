@@ -22,7 +22,7 @@ from typing import Any, Callable
 from .judge.bulk import BulkMismatch
 from .judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report
 from .judge.ranges import RangeSet
-from .judge.setup import defaults_fit
+from .judge.rules import defaults_fit_memo
 from .judge.signals import SIGNALS
 from .lines.files import InputError, check_readable, iter_line_blocks
 from .lines.parse import LineParser
@@ -213,6 +213,10 @@ class Pipeline:
         if st.records:
             self._final_done = False
             self._fatal = None
+            # metrics after a `Job '...' succeeded` line: another job appended to the file, so
+            # the run is not finished (else every later rollout would get the final pass at
+            # once and be judged before its train steps arrived)
+            self.finished_by = None
         for ev in st.events:
             if ev.kind in FINISH_EVENTS:
                 self.finished_by = ev.text.strip()[:200]
@@ -327,7 +331,7 @@ class Pipeline:
         rs = self.engine.ranges.for_framework(seg.framework)
         if not rs.use_defaults:
             return "none", f"a {seg.framework} run: the manual's ranges are Miles/slime's"
-        fit, why = defaults_fit(seg, rs)
+        fit, why = defaults_fit_memo(seg, rs)
         return ("defaults", None) if fit else ("none", why)
 
 

@@ -133,16 +133,26 @@ def ranges_for(seg: Segment, ranges: RangeSet, upto: int | None = None) -> Range
     rs = ranges.for_framework(seg.framework)
     if not rs.use_defaults:
         return rs
+    fit, _, narrowed = _fit_memo(seg, rs, upto)
+    return rs if fit else narrowed
+
+
+def defaults_fit_memo(seg: Segment, ranges: RangeSet, upto: int | None = None) -> tuple[bool, str]:
+    """`defaults_fit` (fit, why) for a framework-adjusted RangeSet, from the segment's memo."""
+    fit, why, _ = _fit_memo(seg, ranges, upto)
+    return fit, why
+
+
+def _fit_memo(seg: Segment, rs: RangeSet, upto: int | None) -> tuple[bool, str, RangeSet | None]:
     key = _fit_key(seg, rs, upto)
     memo = getattr(seg, "_fit_memo", None)          # (one per segment: a thread owns its store)
     if memo is not None and memo[0] == key and memo[1] is rs:
-        fit, narrowed = memo[2], memo[3]
-    else:
-        fit, _ = defaults_fit(seg, rs, upto)
-        narrowed = None if fit else RangeSet(rs.envelopes, rs.constant, rs.sigmas, rs.path, rs.meta,
-                                             use_defaults=False)
-        seg._fit_memo = (key, rs, fit, narrowed)
-    return rs if fit else narrowed
+        return memo[2], memo[3], memo[4]
+    fit, why = defaults_fit(seg, rs, upto)
+    narrowed = None if fit else RangeSet(rs.envelopes, rs.constant, rs.sigmas, rs.path, rs.meta,
+                                         use_defaults=False)
+    seg._fit_memo = (key, rs, fit, why, narrowed)
+    return fit, why, narrowed
 
 
 def _fit_key(seg: Segment, rs: RangeSet, upto: int | None) -> tuple:
