@@ -99,7 +99,7 @@ static int is_cand(uchar *s, uchar *e)
         }
         switch (c) {   /* dispatch on the first byte of each anchor */
         case 0: return 1;
-        case ':': if (LIT(": {")) return 1; break;
+        case ':': if (LIT(": {") || LIT(": \xe2\x80\xa6")) return 1; break;
         case 'E': if (LIT("Error") || LIT("EXEC:")) return 1; break;
         case 'r': if (LIT("retrying")) return 1; break;
         case 'f': if (LIT("ft ") || LIT("f memory")) return 1; break;

@@ -44,12 +44,16 @@ _RAY_DRIVER = re.compile(
     r"^(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?\s+"
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?P<msg>.*)$"
 )
+# `(?P<d>…)`: the dict, or a pasted fragment whose head was elided (`rollout 0: ... 'k': 1, …`)
 _METRIC_MSG = re.compile(
-    r"^(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): (?P<d>\{.*)$"
+    r"^(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): "
+    r"(?P<d>\{.*|(?:\.\.\.|\u2026) ?,? ?['\"].*)$"
 )
 _METRIC_ANY = re.compile(
-    r"(?<![\w/.])(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): (?P<d>\{.*)$"
+    r"(?<![\w/.])(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): "
+    r"(?P<d>\{.*|(?:\.\.\.|\u2026) ?,? ?['\"].*)$"
 )
+_ELIDED = (": ...", ": \u2026")   # a metric message whose dict head was elided (see _METRIC_MSG)
 _EVAL_SKIPPED = re.compile(r"(?<![\w/])eval (?P<n>\d+) skipped: (?P<reason>.*)$")
 _RETRY = re.compile(r"retrying\.\.\. \(attempt (?P<k>\d+)/(?P<max>\d+)(?:, url=(?P<url>[^,)]*))?")
 _RECOVERED = re.compile(r"Recovered (?P<n>\d+) dead rollout engines")
@@ -76,7 +80,7 @@ _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memor
 # without further work (97 % of a real log).  Every anchor the classifier looks for must be
 # covered here; an or-chain of `in` tests is about twice as fast as one alternation regex.
 def is_candidate(line: str) -> bool:
-    return (": {" in line or "Error" in line or "retrying" in line or "ft " in line
+    return (": {" in line or ": \u2026" in line or "Error" in line or "retrying" in line or "ft " in line
             or "Traceback" in line or "Max retries" in line or "f memory" in line or "OfMemory" in line
             or "memory pressure" in line or "Health check failed" in line or "Recovered " in line
             or "Watchdog caught" in line or "Job '" in line or "Fatal async" in line
@@ -173,6 +177,7 @@ class _Pending:
     rescanned: int = 0                # characters of tails read again
     lines: int = 1
     event: Event | None = None
+    elided: bool = False              # a pasted fragment (`rollout 0: ... 'k': v,`): it may end without `}`
 
     def full(self) -> bool:
         """Give up on this record (keep it cut): too many lines, too much text, or too much
@@ -572,6 +577,14 @@ class LineParser:
         self._pending = None
         if pend is None or pend.record is None:
             return
+        if pend.elided and pend.tail.strip():
+            # A pasted fragment ends without its `}`: its last pair (`'k': -0.3` with no comma) is
+            # whole when the next line is something else.  Only for fragments: a cut live line's
+            # last number may be cut too, so there the unfinished pair is dropped.
+            last = parse_more(pend.tail.rstrip().rstrip(",") + "}")
+            if last.complete and not last.error:
+                pend.parsed.values.update(last.values)
+                pend.parsed.raw_nonfinite.update(last.raw_nonfinite)
         self._finish_record(pend.record, pend.parsed, out)
 
     # -- messages ------------------------------------------------------------------
@@ -587,7 +600,7 @@ class LineParser:
         msg = gd["msg"]
         proc = gd.get("proc")
         source = gd.get("file")
-        mm = _METRIC_MSG.match(msg) if ": {" in msg else None
+        mm = _METRIC_MSG.match(msg) if (": {" in msg or _ELIDED[0] in msg or _ELIDED[1] in msg) else None
         if mm:
             self._start_record(mm, pre, line_no, time_text, ts, proc, source, out)
             return
@@ -644,7 +657,7 @@ class LineParser:
         if self.quick_reject:
             self._catch_up(self._cur_key)
         last = self._last_time.get(pre.pid, (None, None))
-        if ": {" in text:
+        if ": {" in text or _ELIDED[0] in text or _ELIDED[1] in text:
             mm = _METRIC_ANY.search(text)
             if mm:
                 self._start_record(mm, pre, line_no, last[0], last[1], None, None, out)
@@ -697,12 +710,15 @@ class LineParser:
             repeated=pre.repeated,
         )
         head = mm.group("d")
+        elided = head[0] != "{"
+        if elided:
+            head = "{" + head    # `rollout 0: ... 'k': 1,`: read as `{..., 'k': 1,` (abridged)
         parsed = parse_dict(head)
         if parsed.complete or parsed.error or self._line_cut or len(head) > _PENDING_MAX:
             self._finish_record(rec, parsed, out)
             return
         self._pending = _Pending(source=pre.pid, record=rec, parsed=parsed,
-                                 tail=head[parsed.resume:], size=len(head))
+                                 tail=head[parsed.resume:], size=len(head), elided=elided)
 
     def _finish_record(self, rec: MetricRecord, parsed, out: list[Item]) -> None:
         c = self.counts
