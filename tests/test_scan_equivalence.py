@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from grpo_tui.lines.files import iter_line_blocks
-from grpo_tui.lines.parse import LineParser, is_candidate
+from grpo_tui.lines.parse import LineParser, _source_key, is_candidate
 from grpo_tui.simulate import SCENARIOS, generate
 
 try:
@@ -55,7 +55,7 @@ def _parse(batches, accel: bool) -> LineParser:
 
 def _state(p: LineParser):
     return (repr([(type(x).__name__, dataclasses.asdict(x)) for x in p.items]),   # repr: nan == nan
-            p.counts.as_dict(), p.first_ts, p.last_ts, p._last_stamped, p._prev_raw,
+            p.counts.as_dict(), p.first_ts, p.last_ts, p._last_stamped,
             {k: list(v) for k, v in p._skipped.items()}, list(p._noise_run), p._last_time)
 
 
@@ -158,7 +158,7 @@ def _inline_skips(raw: str) -> bool:
 @given(st.lists(st.one_of(MIX, st.binary(max_size=60).map(lambda b: b.decode("utf-8", "replace"))), max_size=30))
 def test_scanner_never_skips_a_candidate(lines):
     lines = [ln.replace("\n", " ") for ln in lines]
-    n, cands, keep = _scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
+    n, cands, keep, _ = _scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
     assert n == max(1, len(lines))
     cs = set(cands)
     for i, ln in enumerate(lines):
@@ -172,7 +172,7 @@ def test_scanner_never_skips_a_candidate(lines):
 @FUZZ
 @given(st.binary(max_size=300))
 def test_scanner_on_raw_bytes_splits_like_bytes_split(data):
-    n, cands, keep = _scan.scan(data)
+    n, cands, keep, _ = _scan.scan(data)
     parts = data.split(b"\n")
     assert n == len(parts)
     assert all(0 <= i < n for i in cands + keep)
@@ -195,7 +195,7 @@ def test_scanner_edges(data):
     big = data + b"Error: {'a': 1}\n" * 4
     view = memoryview(big)[:len(data)]
     assert _scan.scan(view) == _scan.scan(bytes(data))
-    n, cands, keep = _scan.scan(data)
+    n, cands, keep, _ = _scan.scan(data)
     parts = data.split(b"\n")
     assert n == len(parts)
     for i, b in enumerate(parts):
@@ -209,3 +209,118 @@ def test_scanner_rejects_non_buffers():
         _scan.scan("text")
     with pytest.raises(TypeError):
         _scan.scan(None)
+
+
+# -- plain candidates: the ones that end only their own source's window of skipped lines ---------
+
+_PREFIXES = ["", "\x1b[36m(A pid=1)\x1b[0m ", "(A pid=1) ", "(pid=7) ", "\x1b[36m(B pid=2, ip=1.2.3.4)\x1b[0m ",
+             "(A  pid=1) ", "(A pid=1)  ", "\x1b[36m(A pid=1)\x1b[0m\t", "(A b pid=1) "]
+_HEADERS = ["[2026-08-21 10:00:00.000 main] x.py:1 - ", "[2026-08-21 10:00:00] ", "[2026-08-21 10:00:00.000 "
+            + "p" * 50 + "] x.py:1 - ", "[2026-08-21 10:00:0] x.py:1 - ", "2026-08-21 10:00:00,000\tINFO ", "",
+            "[2026-08-21 10:00:00\r.000 main] x.py:1 - "]
+_MESSAGES = ["rollout 3: {'a': 1, 'b': -2.5e-3}", "rollout 3: {'a': 1, 'b': 2", "step 4: {'a': np.float64(1.0)}",
+             "step 4: {'a': nan, 'b': inf}", "perf 5: {'a': 1}  ", "perf 5: {'a': {'b': 1}}", "perf 5: {}",
+             "eval 6: {'a': '}'}", "rollout 3: ... 'a': 1,", "rollout 3: \u2026 'a': 1", "critic-step 2: {'a': 1}",
+             "Memory: {'gpu': '0', 'x': 1.5}", "x {y} rollout 3: {'a': 1", "ft op=train phase=start rollout=1 attempt=1",
+             "Traceback (most recent call last):", "Error: boom", "rollout 3: {'a': 1} [repeated 2x across cluster]",
+             "rollout 3: {'a': 1e}", "rollout 3: {'a': .5, 'b': 5., 'c': -inf}", "step 1: {'a\\'b': 1}"]
+
+
+@pytest.mark.parametrize("prefix", _PREFIXES)
+@pytest.mark.parametrize("header", _HEADERS)
+@pytest.mark.parametrize("msg", _MESSAGES)
+def test_plain_candidates_read_only_their_own_source(prefix, header, msg):
+    """A line the scanner takes as plain must, fed with nothing open, leave nothing open and
+    pop no source's skipped lines but its own (else the keep selection would drop lines a later
+    read shows)."""
+    line = prefix + header + msg
+    if not _scan.plain(line.encode()):
+        return
+    p = LineParser()
+    p.feed("[2026-08-21 09:00:00.000 main] x.py:1 - start")
+    for src in ("", "(A pid=1) ", "\x1b[36m(A pid=1)\x1b[0m ", "(Z pid=9) "):
+        p.feed_lines([f"{src}[2026-08-21 09:00:01.000 z] y.py:2 - noise"])
+    before = {k: list(v) for k, v in p._skipped.items()}
+    key = _source_key(line)
+    p.feed(line)
+    assert p._pending is None, line
+    after = {k: list(v) for k, v in p._skipped.items()}
+    before.pop(key, None)
+    after.pop(key, None)
+    assert after == before, line
+
+
+def test_plain_candidates_are_found_on_the_common_lines():
+    for line in ["\x1b[36m(A pid=1)\x1b[0m [2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: {'a': 1, 'b': -2.5e-3}",
+                 "[2026-08-21 10:00:00.000 main] group.py:147 - ft op=train phase=start rollout=0 attempt=0",
+                 "[2026-08-21 10:00:00.000 main] m.py:41 - Memory-Usage: {'gpu': '0', 'total_GB': 79.19}"]:
+        assert _scan.plain(line.encode()), line
+    for line in ["rollout 3: {'a': 1}", "[2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: {'a': 1",
+                 "[2026-08-21 10:00:00.000 main] x.py:1 - Traceback (most recent call last):"]:
+        assert not _scan.plain(line.encode()), line
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_windows_between_plain_candidates_agree(seed):
+    """Many sources, long runs, plain candidates of some sources and not others, pending records
+    opened mid-run, in batches cut anywhere: the kept lines show the same deques."""
+    rng = random.Random(seed)
+    heads = [f"\x1b[36m(SGLangEngine pid={p})\x1b[0m " for p in range(rng.choice([3, 20, 70]))] + ["", "(A pid=1) "]
+    cands = ["[2026-08-21 10:00:00.000 main] g.py:1 - ft op=train phase=start rollout=1 attempt=0",
+             "(A pid=1) [2026-08-21 10:00:01.000 a] l.py:2 - step {n}: {{'train/grad_norm': 0.5}}",
+             "\x1b[36m(SGLangEngine pid=1)\x1b[0m [2026-08-21 10:00:02.000 s] m.py:3 - Memory: {{'gpu': '0'}}",
+             "(A pid=1) [2026-08-21 10:00:01.000 a] l.py:2 - rollout {n}: {{'rollout/raw_reward': 0.5,",
+             "retrying... (attempt 1/60)", "(A pid=1) Traceback (most recent call last):",
+             "\x1b[36m(SGLangEngine pid=0)\x1b[0m [2026-08-21 10:00:03.000 s] m.py:3 - Error: x"]
+    lines = ["[2026-08-21 09:00:00.000 main] log_utils.py:1 - start"]
+    for i in range(4000):
+        if rng.random() < 0.03:
+            lines.append(rng.choice(cands).format(n=i))
+        lines.append(_noise(i, rng.choice(heads)) if rng.random() < 0.9 else "   " + str(i))
+    assert_same([lines])
+    assert_same(_cut(lines, [rng.randint(1, 600) for _ in range(5)]))
+    blocks = _cut(lines, [rng.randint(1, 600) for _ in range(5)])
+    fast, pure = _parse_blocks(blocks, True), _parse_blocks(blocks, False)
+    assert _state(fast) == _state(pure)
+
+
+def _parse_blocks(batches, accel: bool) -> LineParser:
+    """Through feed_block: the bytes path the pipeline takes."""
+    p = LineParser(accel=accel)
+    if accel:
+        p._scan = _scan
+    p.items = []
+    for lines in batches:
+        p.items.extend(p.feed_block("\n".join(lines).encode("utf-8", "surrogatepass")))
+    p.items.extend(p.flush())
+    return p
+
+
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+def test_byte_blocks_agree_with_lines(path):
+    """feed_block (bytes, both paths) gives what feed_lines gives on the decoded lines."""
+    with open(path, "rb") as f:
+        data = f.read()
+    blocks = [data[i:i + 5000] for i in range(0, len(data), 5000)]
+    lines_batches, rest = [], b""
+    cut_blocks = []
+    for b in blocks:
+        b = rest + b
+        k = b.rfind(b"\n")
+        if k < 0:
+            rest = b
+            continue
+        cut_blocks.append(b[:k])
+        rest = b[k + 1:]
+    if rest:
+        cut_blocks.append(rest)
+    ref = _parse([b.decode("utf-8", "replace").split("\n") for b in cut_blocks], False)
+    for accel in (True, False):
+        p = LineParser(accel=accel)
+        if accel:
+            p._scan = _scan
+        p.items = []
+        for b in cut_blocks:
+            p.items.extend(p.feed_block(b))
+        p.items.extend(p.flush())
+        assert _state(p) == _state(ref)

@@ -1,19 +1,22 @@
-/* grpo_tui.lines._scan: optional accelerator for LineParser.feed_lines (issue #11).
+/* grpo_tui.lines._scan: optional accelerator for LineParser.feed_block / feed_lines (issue #11).
  *
  * scan(buf) splits a buffer on b"\n" exactly like bytes.split(b"\n") and classifies every line
- * in one pass, so Python never looks at a noise line one by one:
+ * in one pass, so Python never looks at (or decodes) a noise line one by one:
  *
- *   returns (n_lines, cands, keep)
+ *   returns (n_lines, cands, keep, starts)
  *   cands: indices of the lines Python must feed() -- every line `is_candidate` accepts, plus
  *          every line the inline noise path of feed_lines would not take (NUL, U+FFFD or
  *          invalid UTF-8, a trailing '\r', longer than MAX_LINE).  It may only ever say MORE
  *          than is_candidate (feeding a noise line through feed() is exact; skipping a
  *          candidate is not), so the UTF-8 and length tests over-approximate when unsure.
  *   keep:  indices of the noise lines with a '[' in their first 64 characters that the
- *          skipped-line bookkeeping (_remember_skipped, a deque of 16 per source key) can
- *          still hold at the end of their noise run: the last 16 per key in each run, a
- *          superset when the key needs Python (pasted lines) or there are too many keys.
- *          The last stamped line of a run is always kept (it is the last of its key).
+ *          skipped-line bookkeeping (_remember_skipped: a deque of the newest 16 per source
+ *          key, read and emptied by a candidate of that key) can still show: the newest 16
+ *          per key before each candidate that may read that key (see select_kept).  A
+ *          superset is exact (a deque shows only its newest 16), so whenever unsure it keeps.
+ *          The last stamped line of a run is always kept (it becomes _last_stamped).
+ *   starts: n_lines + 1 int64 offsets (bytes): line i is buf[starts[i]:starts[i+1]-1], so
+ *          Python decodes only the lines it reads.
  *
  * Why the CPython C API and not ctypes/cffi: the call is made once per 4 MiB block and must
  * hand back Python lists of ints; ctypes would need a separate shared library with its own
@@ -26,6 +29,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 #define MAX_LINE (1 << 20)   /* parse.MAX_LINE (characters there; bytes here: over-approximate) */
@@ -34,7 +38,7 @@
 #define PER_KEY 16           /* parse._SKIPPED_PER_SOURCE */
 #define MAX_KEYS 64          /* distinct keys tracked per run; past that every line is kept */
 
-enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4 };
+enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8 };
 #define KEY_PYTHON ((Py_ssize_t)-1)   /* the key needs Python (_paste_key): always kept */
 
 typedef struct {
@@ -78,13 +82,15 @@ static int utf8_len(uchar *p, uchar *e)
     return 0;
 }
 
-/* parse.is_candidate on the line [s, e), plus the inline path's own conditions. */
+/* parse.is_candidate on the line [s, e), plus the inline path's own conditions: 0 no, 1 an
+ * anchor, 2 a line the inline path refuses (NUL, U+FFFD, bad UTF-8, '\r' end, too long).
+ * Lines that are candidates for an anchor are still read to the end for the bad-byte tests. */
 static int is_cand(uchar *s, uchar *e)
 {
     uchar *p = s;
     Py_ssize_t n = e - s;
     if (n > MAX_LINE || (n > 0 && e[-1] == '\r'))
-        return 1;
+        return 2;
     /* line[:2] in ("{'", ' {', '{"'); "{'" anywhere is tested below */
     if (n >= 2 && ((s[0] == ' ' && s[1] == '{') || (s[0] == '{' && s[1] == '"')))
         return 1;
@@ -93,12 +99,12 @@ static int is_cand(uchar *s, uchar *e)
         if (c >= 0x80) {   /* non-ASCII: must decode cleanly and not be U+FFFD */
             int len = utf8_len(p, e);
             if (len == 0 || (len == 3 && c == 0xEF && p[1] == 0xBF && p[2] == 0xBD))
-                return 1;
+                return 2;
             p += len;
             continue;
         }
         switch (c) {   /* dispatch on the first byte of each anchor */
-        case 0: return 1;
+        case 0: return 2;
         case ':': if (LIT(": {") || LIT(": \xe2\x80\xa6")) return 1; break;
         case 'E': if (LIT("Error") || LIT("EXEC:")) return 1; break;
         case 'r': if (LIT("retrying")) return 1; break;
@@ -164,15 +170,230 @@ static Py_ssize_t source_key(uchar *s, uchar *e)
     return 0;
 }
 
-/* Mark KEEP on the stamped lines of one noise run [lo, hi) that the per-key deques keep. */
-static void select_kept(uchar *buf, Line *ln, Py_ssize_t lo, Py_ssize_t hi)
+/* Whether the literal s (n bytes) occurs in [p, e). */
+static int has(uchar *p, uchar *e, const char *s, size_t n)
+{
+    for (; (size_t)(e - p) >= n; p++) {
+        p = memchr(p, s[0], (size_t)(e - p));
+        if (p == NULL || (size_t)(e - p) < n)
+            return 0;
+        if (memcmp(p, s, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+#define DIGIT(c) ((c) >= '0' && (c) <= '9')
+
+/* An ANSI colour sequence ESC '[' [0-9;]* 'm' at p: its end, or p when there is none. */
+static uchar *sgr(uchar *p, uchar *e)
+{
+    if (e - p < 3 || p[0] != 0x1b || p[1] != '[')
+        return p;
+    uchar *q = p + 2;
+    while (q < e && (DIGIT(*q) || *q == ';'))
+        q++;
+    return q < e && *q == 'm' ? q + 1 : p;
+}
+
+/* Whether the line [s, e) certainly starts with a header the parser reads (parse._peel, then
+ * _header): an optional Ray prefix `ESC[..m(Actor pid=N)ESC[..m ` exactly as _RAY takes it,
+ * then `[YYYY-MM-DD HH:MM:SS` and a `]` within 40 printable ASCII bytes (_SGLANG matches, if
+ * not _MILES).  No '\r' or control byte may change the text _peel leaves (checked by caller). */
+static int has_header(uchar *s, uchar *e, Py_ssize_t key)
+{
+    uchar *p = s;
+    if (key > 0) {
+        p = sgr(p, e);
+        if (p >= e || *p != '(')
+            return 0;
+        p++;
+        uchar *close = s + key - 1;   /* the ')' that ends the key */
+        uchar *pid = p;
+        while (pid < close && *pid != ' ')
+            pid++;
+        if (pid < close) {            /* `Actor pid=`: the actor is [^\s()]+ */
+            for (uchar *q = p; q < pid; q++)
+                if (*q <= ' ' || *q >= 0x7f || *q == '(' || *q == ')')
+                    return 0;
+            if (pid == p)
+                return 0;
+            p = pid + 1;
+        }
+        if (close - p < 5 || memcmp(p, "pid=", 4) != 0)
+            return 0;
+        for (uchar *q = p + 4; q < close; q++)   /* [^,)]+, kept to printable ASCII */
+            if (*q <= ' ' || *q >= 0x7f || *q == ',' || *q == '(')
+                return 0;
+        p = sgr(close + 1, e);
+        if (p < e && *p == ' ')
+            p++;
+    }
+    static const char shape[] = "[dddd-dd-dd dd:dd:dd";
+    if (e - p < (Py_ssize_t)sizeof(shape))
+        return 0;
+    for (size_t i = 0; i < sizeof(shape) - 1; i++) {
+        if (shape[i] == 'd' ? !DIGIT(p[i]) : p[i] != (uchar)shape[i])
+            return 0;
+    }
+    p += sizeof(shape) - 1;
+    for (int i = 0; i <= 40 && p < e; i++, p++) {
+        if (*p == ']')
+            return 1;
+        if (*p < ' ' || *p >= 0x7f)
+            return 0;
+    }
+    return 0;
+}
+
+/* A number as values._FAST_VALUE reads it, at p: its end, or NULL. */
+static uchar *fast_value(uchar *p, uchar *e)
+{
+    if (p < e && *p == '-')
+        p++;
+    if (e - p >= 3 && (memcmp(p, "nan", 3) == 0 || memcmp(p, "inf", 3) == 0))
+        return p + 3;
+    uchar *d = p;
+    while (p < e && DIGIT(*p))
+        p++;
+    int whole = p > d;
+    if (p < e && *p == '.') {
+        uchar *f = ++p;
+        while (p < e && DIGIT(*p))
+            p++;
+        if (!whole && p == f)
+            return NULL;
+    } else if (!whole) {
+        return NULL;
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        uchar *x = p + 1;
+        if (x < e && (*x == '-' || *x == '+'))
+            x++;
+        uchar *xd = x;
+        while (x < e && DIGIT(*x))
+            x++;
+        if (x > xd)
+            p = x;   /* else the regex leaves the `e` unread, and the pair fails after it */
+    }
+    return p;
+}
+
+/* Whether [p, e) fullmatches values._FAST_DICT: `{'k': number, ...}` and ASCII blanks (a
+ * dict parse_dict reads as complete). */
+static int fast_dict(uchar *p, uchar *e)
+{
+    if (p >= e || *p++ != '{')
+        return 0;
+    if (p < e && *p == '}')
+        goto closed;
+    for (;;) {
+        if (p >= e || *p++ != '\'')
+            return 0;
+        while (p < e && *p != '\'' && *p != '\\')
+            p++;
+        if (e - p < 3 || p[0] != '\'' || p[1] != ':' || p[2] != ' ')
+            return 0;
+        p = fast_value(p + 3, e);
+        if (p == NULL || p >= e)
+            return 0;
+        if (*p == '}')
+            break;
+        if (e - p < 2 || p[0] != ',' || p[1] != ' ')
+            return 0;
+        p += 2;
+    }
+closed:
+    for (p++; p < e; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\v' && *p != '\f')
+            return 0;
+    return 1;
+}
+
+/* Whether the '{' at p (p > s) follows `<kind> <digits>: ` (parse._METRIC_MSG/_METRIC_ANY): a
+ * dict that may open a record. */
+static int metric_brace(uchar *s, uchar *p)
+{
+    static const char *kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
+    uchar *q = p;
+    if (q - s < 2 || q[-1] != ' ' || q[-2] != ':')
+        return 0;
+    q -= 2;
+    uchar *d = q;
+    while (q > s && DIGIT(q[-1]))
+        q--;
+    if (q == d)
+        return 0;
+    if (q > s && q[-1] == '-')
+        q--;
+    if (q == s || q[-1] != ' ')
+        return 0;
+    q--;
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        size_t n = strlen(kinds[k]);
+        if ((size_t)(q - s) >= n && memcmp(q - n, kinds[k], n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A candidate that can only read its own source's skipped lines and cannot open a record or
+ * a traceback (after which every line is fed one by one and reads its own key): a line with a
+ * header (so no rejoin and no header-less path), no control byte but the prefix's colours
+ * (no '\r'), no "Traceback", no elided-dict dots, and, when a '{' follows `<kind> N: `, that
+ * one '{' only, opening a dict parse_dict reads as complete.  Such a line pops its own key
+ * (_with_header); any other candidate ends every key's window. */
+static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
+{
+    if (why != 1 || key == KEY_PYTHON || !has_header(s, e, key))
+        return 0;
+    uchar *metric = NULL;
+    int braces = 0;
+    for (uchar *p = s + key; p < e; p++) {
+        if (*p == '{') {
+            braces++;
+            if (metric_brace(s, p))
+                metric = p;
+        } else if (*p < ' ' && *p != 0x1b) {
+            return 0;
+        }
+    }
+    if (metric != NULL && (braces != 1 || !fast_dict(metric, e)))
+        return 0;
+    return !has(s, e, "Traceback", 9) && !has(s, e, "...", 3) && !has(s, e, "\xe2\x80\xa6", 3);
+}
+
+/* Mark KEEP on the stamped noise lines the per-source deques (_remember_skipped: the newest
+ * PER_KEY per key, read and emptied by a candidate of that key) can still show: walking back
+ * from the end, the newest PER_KEY lines of each key before a candidate that reads that key
+ * (every key for a non-plain candidate and at the buffer's end).  A line older than that is
+ * pushed out of its deque before anything reads it.  Kept besides (a superset is exact): the
+ * last stamped line of every run (it becomes _last_stamped), lines whose key needs Python,
+ * and lines of keys past the MAX_KEYS tracked. */
+static void select_kept(uchar *buf, Line *ln, Py_ssize_t n)
 {
     struct { Py_ssize_t start, len; int count; } keys[MAX_KEYS];
-    int nkeys = 0;
-    for (Py_ssize_t i = hi - 1; i >= lo; i--) {
+    int nkeys = 0, last_of_run = 1;
+    for (Py_ssize_t i = n - 1; i >= 0; i--) {
         Line *l = &ln[i];
+        if (l->cls & CAND) {
+            last_of_run = 1;
+            if (!(l->cls & PLAIN)) {
+                nkeys = 0;
+                continue;
+            }
+            for (int j = 0; j < nkeys; j++)
+                if (keys[j].len == l->key
+                    && memcmp(buf + keys[j].start, buf + l->start, (size_t)l->key) == 0)
+                    keys[j].count = 0;
+            continue;
+        }
         if (!(l->cls & STAMPED))
             continue;
+        if (last_of_run) {
+            l->cls |= KEEP;
+            last_of_run = 0;
+        }
         if (l->key == KEY_PYTHON) {
             l->cls |= KEEP;
             continue;
@@ -182,15 +403,14 @@ static void select_kept(uchar *buf, Line *ln, Py_ssize_t lo, Py_ssize_t hi)
                               && memcmp(buf + keys[j].start, buf + l->start, (size_t)l->key) == 0))
             j++;
         if (j == nkeys) {
-            if (nkeys < MAX_KEYS) {
-                keys[nkeys].start = l->start;
-                keys[nkeys].len = l->key;
-                keys[nkeys].count = 0;
-                nkeys++;
-            } else {
-                l->cls |= KEEP;   /* untracked key: keep (a superset is exact) */
+            if (nkeys == MAX_KEYS) {
+                l->cls |= KEEP;   /* untracked key: keep */
                 continue;
             }
+            keys[nkeys].start = l->start;
+            keys[nkeys].len = l->key;
+            keys[nkeys].count = 0;
+            nkeys++;
         }
         if (keys[j].count < PER_KEY) {
             keys[j].count++;
@@ -202,7 +422,7 @@ static void select_kept(uchar *buf, Line *ln, Py_ssize_t lo, Py_ssize_t hi)
 /* Split and classify; returns the number of lines, or -1 when out of memory (*out freed). */
 static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out)
 {
-    Py_ssize_t cap = 1024, n = 0, run = 0;
+    Py_ssize_t cap = 1024, n = 0;
     Line *ln = PyMem_RawMalloc(cap * sizeof(Line));
     uchar *end = buf + size, *s = buf;
     if (ln == NULL)
@@ -222,10 +442,12 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out)
         Line *l = &ln[n];
         l->start = s - buf;
         l->key = 0;
-        if (is_cand(s, e)) {
+        int why = is_cand(s, e);
+        if (why) {
             l->cls = CAND;
-            select_kept(buf, ln, run, n);
-            run = n + 1;
+            l->key = source_key(s, e);
+            if (plain_cand(s, e, why, l->key))
+                l->cls |= PLAIN;
         } else if (stamped(s, e)) {
             l->cls = STAMPED;
             l->key = source_key(s, e);
@@ -237,7 +459,7 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out)
             break;
         s = nl + 1;
     }
-    select_kept(buf, ln, run, n);
+    select_kept(buf, ln, n);
     *out = ln;
     return n;
 }
@@ -247,7 +469,7 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
     Py_buffer view;
     Line *ln = NULL;
     Py_ssize_t n;
-    PyObject *cands = NULL, *keep = NULL, *res = NULL;
+    PyObject *cands = NULL, *keep = NULL, *starts = NULL, *res = NULL;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
@@ -259,8 +481,16 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
     }
     cands = PyList_New(0);
     keep = PyList_New(0);
-    if (cands == NULL || keep == NULL)
+    if (n < PY_SSIZE_T_MAX / 8 - 1)
+        starts = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
+    if (cands == NULL || keep == NULL || starts == NULL)
         goto done;
+    {
+        int64_t *st = (int64_t *)PyBytes_AS_STRING(starts);
+        for (Py_ssize_t i = 0; i < n; i++)
+            st[i] = (int64_t)ln[i].start;
+        st[n] = (int64_t)view.len + 1;   /* line i is buf[st[i]:st[i+1]-1] */
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *to = ln[i].cls & CAND ? cands : ln[i].cls & KEEP ? keep : NULL;
         if (to != NULL) {
@@ -271,19 +501,35 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
                 goto done;
         }
     }
-    res = Py_BuildValue("(nOO)", n, cands, keep);
+    res = Py_BuildValue("(nOOO)", n, cands, keep, starts);
 done:
     Py_XDECREF(cands);
     Py_XDECREF(keep);
+    Py_XDECREF(starts);
     PyMem_RawFree(ln);
     PyBuffer_Release(&view);
     return res;
 }
 
+/* For the tests: whether scan() takes the line (no newline) as a plain candidate (see plain_cand). */
+static PyObject *plain(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uchar *s = (uchar *)view.buf, *e = s + view.len;
+    int why = memchr(s, '\n', (size_t)view.len) ? 0 : is_cand(s, e);
+    int res = why && plain_cand(s, e, why, source_key(s, e));
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(res);
+}
+
 static PyMethodDef methods[] = {
+    {"plain", plain, METH_O, "plain(line) -> bool: a candidate that reads only its own key (tests)."},
     {"scan", scan, METH_O,
-     "scan(buf) -> (n_lines, cands, keep): the lines of buf (split on b'\\n') that feed_lines must\n"
-     "feed() one by one, and the skipped stamped lines its per-source bookkeeping keeps."},
+     "scan(buf) -> (n_lines, cands, keep, starts): the lines of buf (split on b'\\n') that the parser\n"
+     "must feed() one by one, the skipped stamped lines its per-source bookkeeping can still show,\n"
+     "and every line's start offset (n_lines + 1 int64s; line i is buf[starts[i]:starts[i+1]-1])."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -241,7 +241,6 @@ class LineParser:
         self.quick_reject = quick_reject
         # feed_lines' noise scanner: the C one (SCAN) unless accel=False or it is not built
         self._scan = SCAN if accel else None
-        self._prev_raw = ""
         self._trl_index = 0           # TRL dicts carry no step: count them
         self._names: set[str] = set()  # metric names handed out so far (at most MAX_NAMES)
         self._last_stamped = ""      # the newest skipped line carrying a timestamp
@@ -258,7 +257,24 @@ class LineParser:
         self.first_ts: float | None = None
         # The last few consecutive noise lines (raw, line_no): a metric line hard-wrapped inside
         # its header or message (a paste at a fixed column) starts in them.
-        self._noise_run: deque[tuple[str, int]] = deque(maxlen=_REJOIN_PARTS)
+        self._noise: deque[tuple[str, int]] = deque(maxlen=_REJOIN_PARTS)
+        # The scanned path leaves the newest noise run unread: (line getter, first, end, base) of
+        # lines that follow what _noise holds; _noise_run reads them only when it is looked at.
+        self._noise_lazy: tuple | None = None
+
+    @property
+    def _noise_run(self) -> deque[tuple[str, int]]:
+        """The last few noise lines (raw, line_no), the lazily kept tail read in first."""
+        lazy = self._noise_lazy
+        if lazy is not None:
+            self._noise_lazy = None
+            get, a, b, base = lazy
+            self._noise.extend((get(k), base + k + 1) for k in range(a, b))
+        return self._noise
+
+    def _noise_clear(self) -> None:
+        self._noise_lazy = None
+        self._noise.clear()
 
     # -- public -----------------------------------------------------------------
     def feed(self, raw: str) -> list[Item]:
@@ -274,7 +290,6 @@ class LineParser:
             c.unreadable += 1
             return out
         if self.quick_reject and self._pending is None and not is_candidate(raw):
-            self._prev_raw = raw
             if self.first_ts is None:
                 self._observe(raw)
             elif "[" in raw[:64]:
@@ -283,7 +298,6 @@ class LineParser:
             c.noise += 1
             self._noise_run.append((raw, line_no))
             return out
-        prev, self._prev_raw = self._prev_raw, raw
         self._cur_key = _source_key(raw) if self.quick_reject else ""
         pre = self._peel(raw)
         text = pre.text
@@ -294,17 +308,17 @@ class LineParser:
                 return out
             self._close_pending(out)
         if header is None and self._noise_run and self._rejoin(pre, out):
-            self._noise_run.clear()
+            self._noise_clear()
             return out
         noise = c.noise
         if header is None:
-            self._headerless(pre, line_no, out, prev)
+            self._headerless(pre, line_no, out)
         else:
             self._with_header(pre, header, line_no, out)
         if c.noise > noise and self._pending is None:
             self._noise_run.append((raw, line_no))
         else:
-            self._noise_run.clear()
+            self._noise_clear()
         return out
 
     def feed_lines(self, lines: list[str]) -> list[Item]:
@@ -328,7 +342,6 @@ class LineParser:
                     and "\x00" not in raw and "\ufffd" not in raw and not raw.endswith("\r")):
                 n_lines += 1
                 n_noise += 1
-                self._prev_raw = raw
                 if "[" in raw[:64]:
                     self._last_stamped = raw
                     self._remember_skipped(raw)
@@ -342,19 +355,37 @@ class LineParser:
         c.lines, c.noise = n_lines, n_noise
         return out
 
+    def feed_block(self, block: bytes) -> list[Item]:
+        """`feed_lines` for a block of bytes (complete lines joined by b"\\n", as files.py reads
+        them): with the C scanner only the lines the parser must read are decoded; without it
+        the block is decoded and split (the same lines: a newline never sits inside a UTF-8
+        sequence, so decoding the block or each line gives the same text)."""
+        if self._scan is not None and self.quick_reject:
+            n, cands, keep, starts = self._scan.scan(block)
+            st = memoryview(starts).cast("q")
+
+            def get(i: int) -> str:
+                return block[st[i]:st[i + 1] - 1].decode("utf-8", "replace")
+            return self._feed_scanned(n, cands, keep, get)
+        return self.feed_lines(block.decode("utf-8", "replace").split("\n"))
+
     def _feed_lines_scanned(self, lines: list[str]) -> list[Item] | None:
-        """feed_lines with the C scanner: the noise lines between two candidates are taken as
-        one run (the same counts and bookkeeping as the inline path, per run instead of per
-        line).  None when the batch can't be scanned as is (a line holding a newline)."""
-        blob = "\n".join(lines).encode("utf-8", "surrogatepass")
-        n, cands, keep = self._scan.scan(blob)
+        """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
+        holding a newline)."""
+        n, cands, keep, _ = self._scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
         if n != len(lines):
             return None
+        return self._feed_scanned(n, cands, keep, lines.__getitem__)
+
+    def _feed_scanned(self, n: int, cands: list[int], keep: list[int], get) -> list[Item]:
+        """The noise lines between two candidates are taken as one run: the same counts and
+        bookkeeping as the inline path, per run instead of per line, and only for the lines
+        that bookkeeping can still show (`keep`, see _scan.c; the run's tail for _noise_run is
+        read lazily).  `get(i)` is line i of the batch."""
         cands.append(n)
         keep.append(n)
         out: list[Item] = []
         c = self.counts
-        run = self._noise_run
         feed = self.feed
         skipped = self._skipped
         ci = ki = 0
@@ -367,11 +398,10 @@ class LineParser:
                     # lines i..j-1 are noise the inline path would skip: bookkeep them as a run
                     c.lines += j - i
                     c.noise += j - i
-                    self._prev_raw = lines[j - 1]
                     while keep[ki] < i:
                         ki += 1
                     while keep[ki] < j:
-                        raw = lines[keep[ki]]
+                        raw = get(keep[ki])
                         key = _source_key(raw)
                         dq = skipped.get(key)
                         if dq is None:
@@ -379,12 +409,16 @@ class LineParser:
                         dq.append(raw)
                         self._last_stamped = raw
                         ki += 1
-                    for k in range(max(i, j - _REJOIN_PARTS), j):
-                        run.append((lines[k], base + k + 1))
+                    a = max(i, j - _REJOIN_PARTS)
+                    if j - a >= _REJOIN_PARTS:
+                        self._noise_clear()       # the run alone fills the deque
+                    elif self._noise_lazy is not None:
+                        self._noise_run           # two runs in a row (across blocks): read the first
+                    self._noise_lazy = (get, a, j, base)
                     i = j
                     if i >= n:
                         break
-            got = feed(lines[i])
+            got = feed(get(i))
             if got:
                 out.extend(got)
             i += 1
@@ -652,7 +686,7 @@ class LineParser:
             if self.first_ts is None:
                 self.first_ts = ts
 
-    def _headerless(self, pre: _Line, line_no: int, out: list[Item], prev: str = "") -> None:
+    def _headerless(self, pre: _Line, line_no: int, out: list[Item]) -> None:
         text = pre.text
         if self.quick_reject:
             self._catch_up(self._cur_key)
