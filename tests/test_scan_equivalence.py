@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from grpo_tui.lines.files import iter_line_blocks
 from grpo_tui.lines.parse import LineParser, _source_key, is_candidate
+from grpo_tui.lines.values import parse_dict
 from grpo_tui.simulate import SCENARIOS, generate
 
 try:
@@ -324,3 +325,49 @@ def test_byte_blocks_agree_with_lines(path):
             p.items.extend(p.feed_block(b))
         p.items.extend(p.flush())
         assert _state(p) == _state(ref)
+
+
+# -- read_dict: the common metric dict read in C, or None (the Python reader reads it) -----------
+
+def _same_values(text: str) -> None:
+    got = _scan.read_dict(text)
+    if got is None:
+        return
+    ref = parse_dict(text)
+    assert ref.complete and not ref.error and not ref.abridged and not ref.raw_nonfinite, text
+    assert list(got.items()) == list(ref.values.items()), text
+    assert [type(v) for v in got.values()] == [type(v) for v in ref.values.values()], text
+
+
+_NUM = st.one_of(st.integers(-10**25, 10**25).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                 st.from_regex(r"-?(?:\d{0,25}\.?\d{0,25}(?:[eE][-+]?\d{0,4})?|nan|inf)", fullmatch=True),
+                 st.sampled_from(["1e999", "-1e999", "1e-999", "0", "-0", "007", "5.", ".5", "1e", "1e+", "--1",
+                                  "\uff11", "np.float64(1.0)", "'x'", "True", "None", "[1, 2]"]))
+_KEY = st.one_of(st.sampled_from(["train/loss", "rollout/raw_reward", "a", "", "\u00e9", "a\\'b", "x'y", "{"]),
+                 st.text(max_size=8))
+
+
+@FUZZ
+@given(st.lists(st.tuples(_KEY, _NUM), max_size=8), st.sampled_from(["", " ", "  \t", "\u3000", " x", ",", "}"]),
+       st.sampled_from([", ", ",", ",  "]))
+def test_read_dict_agrees_with_parse_dict(pairs, end, sep):
+    text = "{" + sep.join(f"'{k}': {v}" for k, v in pairs) + "}" + end
+    _same_values(text)
+    _same_values(text[:-1] if text else text)
+
+
+@pytest.mark.parametrize("text", [
+    "{}", "{'a': 1}", "{'a': 1, 'a': 2.5}", "{'a': -0, 'b': 007, 'c': 123456789012345678}",
+    "{'a': 1234567890123456789}", "{'a': 1e308, 'b': 1e309, 'c': 2.2250738585072014e-308, 'd': 5e-324}",
+    "{'a': 0.1, 'b': 0.30000000000000004, 'c': 1.7976931348623157e+308}", "{'\u00e9\u4e2d': 1}",
+    "{'a': 1}\x00", "{'a': 1", "{'a': 1,}", "{'a':1}", "{ 'a': 1}", "{'a': " + "9" * 400 + "}",
+    "{'a': " + "9" * 60 + ".5}", "{'a': \ud800}", "{'\ud800': 1}",
+])
+def test_read_dict_edges(text):
+    _same_values(text)
+    assert _scan.read_dict(text) is not None or text not in ("{}", "{'a': 1}")
+
+
+def test_read_dict_rejects_non_str():
+    with pytest.raises(TypeError):
+        _scan.read_dict(b"{'a': 1}")

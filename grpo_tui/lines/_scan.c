@@ -29,6 +29,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -511,6 +512,93 @@ done:
     return res;
 }
 
+/* read_dict(text: str) -> dict | None: values.parse_dict for the common shape, `{'k': number,
+ * ...}` as _FAST_DICT fullmatches it, read straight into a dict of ints and floats (float()
+ * itself: PyOS_string_to_double).  None -- the caller takes the Python reader -- for anything
+ * else: nan/inf, a value that is not finite as a float, an int past 18 digits, a key that is
+ * not plain ASCII/UTF-8 text, trailing text but ASCII blanks.  Reads are bounded by the
+ * text's own length. */
+static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    Py_ssize_t len;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "read_dict() takes a str");
+        return NULL;
+    }
+    const char *text = PyUnicode_AsUTF8AndSize(arg, &len);
+    if (text == NULL) {   /* lone surrogates: not ours */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    uchar *p = (uchar *)text, *e = p + len;
+    if (!fast_dict(p, e))
+        Py_RETURN_NONE;
+    PyObject *out = PyDict_New();
+    if (out == NULL)
+        return NULL;
+    p++;   /* '{' */
+    char buf[64];
+    while (p < e && *p == '\'') {
+        uchar *k = ++p;
+        while (p < e && *p != '\'')
+            p++;
+        if (e - p < 4)
+            goto fallback;     /* not reached: fast_dict read the same text */
+        uchar *ke = p;
+        p += 3;                /* `': ` */
+        uchar *v = p;
+        p = fast_value(p, e);
+        if (p == NULL || p >= e || p == v)
+            goto fallback;     /* not reached: fast_dict read the same text */
+        Py_ssize_t vlen = p - v;
+        PyObject *val = NULL;
+        int isint = 1;
+        for (uchar *q = v; q < p; q++)
+            if (!(DIGIT(*q) || (*q == '-' && q == v)))
+                isint = 0;
+        if (vlen >= (Py_ssize_t)sizeof(buf) || (isint && vlen > 18) || v[vlen - 1] == 'n' || v[vlen - 1] == 'f')
+            goto fallback;
+        memcpy(buf, v, (size_t)vlen);
+        buf[vlen] = 0;
+        if (isint) {
+            val = PyLong_FromString(buf, NULL, 10);
+        } else {
+            double d = PyOS_string_to_double(buf, NULL, NULL);
+            if (d == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                goto fallback;
+            }
+            if (!isfinite(d))
+                goto fallback;
+            val = PyFloat_FromDouble(d);
+        }
+        if (val == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)k, ke - k, "strict");
+        if (key == NULL) {
+            Py_DECREF(val);
+            PyErr_Clear();
+            goto fallback;
+        }
+        int bad = PyDict_SetItem(out, key, val) < 0;
+        Py_DECREF(key);
+        Py_DECREF(val);
+        if (bad) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (*p == '}')
+            break;
+        p += 2;   /* `, ` */
+    }
+    return out;
+fallback:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+}
+
 /* For the tests: whether scan() takes the line (no newline) as a plain candidate (see plain_cand). */
 static PyObject *plain(PyObject *Py_UNUSED(module), PyObject *arg)
 {
@@ -525,6 +613,9 @@ static PyObject *plain(PyObject *Py_UNUSED(module), PyObject *arg)
 }
 
 static PyMethodDef methods[] = {
+    {"read_dict", read_dict, METH_O,
+     "read_dict(text) -> dict | None: a `{'k': number, ...}` dict read like values.parse_dict, or\n"
+     "None when the text is anything else (the Python reader then reads it)."},
     {"plain", plain, METH_O, "plain(line) -> bool: a candidate that reads only its own key (tests)."},
     {"scan", scan, METH_O,
      "scan(buf) -> (n_lines, cands, keep, starts): the lines of buf (split on b'\\n') that the parser\n"

@@ -747,7 +747,8 @@ class LineParser:
         elided = head[0] != "{"
         if elided:
             head = "{" + head    # `rollout 0: ... 'k': 1,`: read as `{..., 'k': 1,` (abridged)
-        parsed = parse_dict(head)
+        got = self._scan.read_dict(head) if self._scan is not None else None
+        parsed = parse_dict(head) if got is None else ParsedDict(values=got)
         if parsed.complete or parsed.error or self._line_cut or len(head) > _PENDING_MAX:
             self._finish_record(rec, parsed, out)
             return
