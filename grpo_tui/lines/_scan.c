@@ -86,6 +86,29 @@ static int utf8_len(uchar *p, uchar *e)
 /* parse.is_candidate on the line [s, e), plus the inline path's own conditions: 0 no, 1 an
  * anchor, 2 a line the inline path refuses (NUL, U+FFFD, bad UTF-8, '\r' end, too long).
  * Lines that are candidates for an anchor are still read to the end for the bad-byte tests. */
+/* The anchors of is_candidate; gate has a bit for the first two bytes of each (and for every
+ * pair starting with NUL or a non-ASCII byte), so the loop below looks closer only there. */
+static const char *const ANCHORS[] = {
+    ": {", "Error", "EXEC:", "retrying", "ft ", "f memory", "Traceback", "Max retries", "OfMemory",
+    "memory pressure", "Health check failed", "Recovered ", "Watchdog caught", "W&B", "Job '",
+    "Fatal async", "checkpoint", "wandb", "tensorboard", "train.py", "train_async.py",
+    "+ ray job submit", " skipped: ", " ...", ") {", "step:", "{'",
+};
+static unsigned char gate[65536 / 8];
+#define GATE(a, b) (gate[((unsigned)(a) << 5) | ((unsigned)(b) >> 3)] & (1u << ((b) & 7)))
+
+static void gate_init(void)
+{
+    for (unsigned a = 0; a < 256; a++)
+        for (unsigned b = 0; b < 256; b++) {
+            int on = a == 0 || a >= 0x80;
+            for (size_t k = 0; !on && k < sizeof(ANCHORS) / sizeof(ANCHORS[0]); k++)
+                on = (uchar)ANCHORS[k][0] == a && (uchar)ANCHORS[k][1] == b;
+            if (on)
+                gate[(a << 5) | (b >> 3)] |= (unsigned char)(1u << (b & 7));
+        }
+}
+
 static int is_cand(uchar *s, uchar *e)
 {
     uchar *p = s;
@@ -97,6 +120,10 @@ static int is_cand(uchar *s, uchar *e)
         return 1;
     while (p < e) {
         unsigned c = *p;
+        if (p + 1 < e && !GATE(c, p[1])) {   /* no anchor, NUL or non-ASCII byte starts here */
+            p++;
+            continue;
+        }
         if (c >= 0x80) {   /* non-ASCII: must decode cleanly and not be U+FFFD */
             int len = utf8_len(p, e);
             if (len == 0 || (len == 3 && c == 0xEF && p[1] == 0xBF && p[2] == 0xBD))
@@ -631,5 +658,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__scan(void)
 {
+    gate_init();
     return PyModule_Create(&module);
 }

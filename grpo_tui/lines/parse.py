@@ -258,8 +258,9 @@ class LineParser:
         # The last few consecutive noise lines (raw, line_no): a metric line hard-wrapped inside
         # its header or message (a paste at a fixed column) starts in them.
         self._noise: deque[tuple[str, int]] = deque(maxlen=_REJOIN_PARTS)
-        # The scanned path leaves the newest noise run unread: (line getter, first, end, base) of
-        # lines that follow what _noise holds; _noise_run reads them only when it is looked at.
+        # The scanned path leaves the newest noise run unread: (line getter, first, end, base,
+        # lines pushed after them) following what _noise holds; _noise_run reads them only when
+        # it is looked at (a rejoin), which few lines need.
         self._noise_lazy: tuple | None = None
 
     @property
@@ -268,9 +269,23 @@ class LineParser:
         lazy = self._noise_lazy
         if lazy is not None:
             self._noise_lazy = None
-            get, a, b, base = lazy
+            get, a, b, base, extra = lazy
             self._noise.extend((get(k), base + k + 1) for k in range(a, b))
+            self._noise.extend(extra)
         return self._noise
+
+    def _noise_push(self, raw: str, line_no: int) -> None:
+        """_noise_run.append, leaving a lazy tail unread."""
+        lazy = self._noise_lazy
+        if lazy is None:
+            self._noise.append((raw, line_no))
+            return
+        extra = lazy[4]
+        extra.append((raw, line_no))
+        if len(extra) >= _REJOIN_PARTS:   # the pushed lines alone fill the deque
+            self._noise_lazy = None
+            self._noise.clear()
+            self._noise.extend(extra)
 
     def _noise_clear(self) -> None:
         self._noise_lazy = None
@@ -296,7 +311,7 @@ class LineParser:
                 self._last_stamped = raw
                 self._remember_skipped(raw)
             c.noise += 1
-            self._noise_run.append((raw, line_no))
+            self._noise_push(raw, line_no)
             return out
         self._cur_key = _source_key(raw) if self.quick_reject else ""
         pre = self._peel(raw)
@@ -316,7 +331,7 @@ class LineParser:
         else:
             self._with_header(pre, header, line_no, out)
         if c.noise > noise and self._pending is None:
-            self._noise_run.append((raw, line_no))
+            self._noise_push(raw, line_no)
         else:
             self._noise_clear()
         return out
@@ -414,7 +429,7 @@ class LineParser:
                         self._noise_clear()       # the run alone fills the deque
                     elif self._noise_lazy is not None:
                         self._noise_run           # two runs in a row (across blocks): read the first
-                    self._noise_lazy = (get, a, j, base)
+                    self._noise_lazy = (get, a, j, base, [])
                     i = j
                     if i >= n:
                         break
