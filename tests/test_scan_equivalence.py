@@ -159,7 +159,7 @@ def _inline_skips(raw: str) -> bool:
 @given(st.lists(st.one_of(MIX, st.binary(max_size=60).map(lambda b: b.decode("utf-8", "replace"))), max_size=30))
 def test_scanner_never_skips_a_candidate(lines):
     lines = [ln.replace("\n", " ") for ln in lines]
-    n, cands, keep, _ = _scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
+    n, cands, keep, *_ = _scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
     assert n == max(1, len(lines))
     cs = set(cands)
     for i, ln in enumerate(lines):
@@ -173,7 +173,7 @@ def test_scanner_never_skips_a_candidate(lines):
 @FUZZ
 @given(st.binary(max_size=300))
 def test_scanner_on_raw_bytes_splits_like_bytes_split(data):
-    n, cands, keep, _ = _scan.scan(data)
+    n, cands, keep, *_ = _scan.scan(data)
     parts = data.split(b"\n")
     assert n == len(parts)
     assert all(0 <= i < n for i in cands + keep)
@@ -196,7 +196,7 @@ def test_scanner_edges(data):
     big = data + b"Error: {'a': 1}\n" * 4
     view = memoryview(big)[:len(data)]
     assert _scan.scan(view) == _scan.scan(bytes(data))
-    n, cands, keep, _ = _scan.scan(data)
+    n, cands, keep, *_ = _scan.scan(data)
     parts = data.split(b"\n")
     assert n == len(parts)
     for i, b in enumerate(parts):
@@ -371,3 +371,74 @@ def test_read_dict_edges(text):
 def test_read_dict_rejects_non_str():
     with pytest.raises(TypeError):
         _scan.read_dict(b"{'a': 1}")
+
+
+# -- heads: candidates whose Miles header the scanner reads (LineParser._feed_head) --------------
+
+_H_PREFIX = st.sampled_from(["", "\x1b[36m(A pid=1)\x1b[0m ", "(MegatronTrainRayActor pid=48479) ", "(pid=7) ",
+                             "\x1b[36m(B pid=2, ip=1.2.3.4)\x1b[0m ", "(A pid=1)", "(A pid=1)  ", "\x1b[1;36m(A pid=x)\x1b[m ",
+                             "(A.b-c pid=1) ", "(\u00e9 pid=1) ", "> ", "  ", "12:"])
+_H_DATE = st.sampled_from(["2026-08-21 10:00:00", "2026-13-45 25:61:61", "0000-00-00 00:00:00", "2026-08-21 10:00:0",
+                           "\u0662026-08-21 10:00:00"])
+_H_MS = st.sampled_from(["", ".123", ",123", ".12", ".1234", ".000", ". 12"])
+_H_PROC = st.sampled_from(["", " main", "main", " actor_cell0_rank0", " rollout_manager", " 9x", " a.b-c", " a\u00e9",
+                           "  main", " main ", " main\t", " -x", " _x"])
+_H_LEVEL = st.sampled_from(["", "INFO ", "WARNING ", "WARN ", "WARNINGX ", "ERROR ", "info ", "CRITICAL  "])
+_H_FILE = st.sampled_from(["log_utils.py:542 - ", "a.py:1 - ", ".py:1 - ", "x.pyc:1 - ", "a.py.py:3 - ", "a-b.c.py:0 - ",
+                           "a.py:1 -", "a.py:x - ", "\u00e9.py:1 - ", "a.py:\u0661 - ", "a b.py:1 - "])
+_H_MSG = st.one_of(st.sampled_from(_MESSAGES + ["x", "", "Error: \x1b[31mred\x1b[0m", "a\tb Error", "ft op=train\r",
+                                                "Error \ufffd\ufffd\ufffd\ufffd\ufffd", "Error x [repeated 3x across cluster]",
+                                                "Error (Ray deduplicates logs by default. x)", "Error \x7f", "Error \x00",
+                                                "ft op=update_weights phase=end rollout=3 ok=true elapsed_s=1.5"]),
+                   st.text(max_size=30).map(lambda t: "Error " + t))
+
+
+def _mostly(good: list[str], strat) -> st.SearchStrategy:
+    """Mostly well-formed parts (so most lines take the head path), sometimes any."""
+    return st.one_of(st.sampled_from(good), st.sampled_from(good), strat)
+
+
+@st.composite
+def _head_lines(draw):
+    return (draw(_mostly(["", "\x1b[36m(A pid=1)\x1b[0m ", "(B pid=2) "], _H_PREFIX)) + "["
+            + draw(_mostly(["2026-08-21 10:00:00"], _H_DATE)) + draw(_mostly([".123", ""], _H_MS))
+            + draw(_mostly([" main", " actor_cell0_rank0"], _H_PROC)) + "] " + draw(_mostly([""], _H_LEVEL))
+            + draw(_mostly(["log_utils.py:542 - "], _H_FILE)) + draw(_H_MSG))
+
+
+@FUZZ
+@given(st.lists(st.one_of(_head_lines(), _head_lines(), st.sampled_from(SAMPLE), st.builds(_noise, st.integers(0, 99),
+                                                                                              st.sampled_from(["", "(A pid=1) "]))),
+                max_size=30),
+       st.lists(st.integers(1, 12), max_size=4))
+def test_head_lines_agree(lines, sizes):
+    lines = [ln.replace("\n", " ") for ln in lines]
+    assert_same([lines])
+    assert_same(_cut(lines, sizes))
+
+
+@FUZZ
+@given(_head_lines())
+def test_feed_head_is_feed(line):
+    """Where the scanner hands over header fields, _feed_head does exactly what feed does."""
+    line = line.replace("\n", " ")
+    n, cands, keep, starts, heads = _scan.scan(line.encode("utf-8", "surrogatepass"))
+    if not heads or heads[0] is None:
+        return
+    states = []
+    for fast in (True, False):
+        p = LineParser()
+        p.feed("[2026-08-21 09:00:00.000 main] x.py:1 - start")
+        p.feed("(A pid=1) [2026-08-21 09:00:01.000 a] l.py:2 - rollout 1: {'a': 1,")   # a record open
+        p.items = p._feed_head(line, heads[0]) if fast else p.feed(line)
+        p.items += p.flush()
+        states.append(_state(p))
+    assert states[0] == states[1], line
+
+
+def test_heads_are_found_on_common_lines():
+    for line in ["\x1b[36m(A pid=1)\x1b[0m [2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: {'a': 1, 'b': -2.5e-3}",
+                 "[2026-08-21 10:00:00.000 main] group.py:147 - ft op=train phase=start rollout=0 attempt=0",
+                 "[2026-08-21 10:00:00,000] INFO a.py:1 - Error: x"]:
+        heads = _scan.scan(line.encode())[4]
+        assert heads[0] is not None, line

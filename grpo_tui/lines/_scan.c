@@ -17,6 +17,8 @@
  *          The last stamped line of a run is always kept (it becomes _last_stamped).
  *   starts: n_lines + 1 int64 offsets (bytes): line i is buf[starts[i]:starts[i+1]-1], so
  *          Python decodes only the lines it reads.
+ *   heads: for each candidate, None or the offsets of its Miles header's fields (miles_head)
+ *          when feed() would read it exactly so: Python then skips _peel and the regexes.
  *
  * Why the CPython C API and not ctypes/cffi: the call is made once per 4 MiB block and must
  * hand back Python lists of ints; ctypes would need a separate shared library with its own
@@ -39,7 +41,7 @@
 #define PER_KEY 16           /* parse._SKIPPED_PER_SOURCE */
 #define MAX_KEYS 64          /* distinct keys tracked per run; past that every line is kept */
 
-enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8 };
+enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8, ANCHOR = 16 };
 #define KEY_PYTHON ((Py_ssize_t)-1)   /* the key needs Python (_paste_key): always kept */
 
 typedef struct {
@@ -391,6 +393,103 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
     return !has(s, e, "Traceback", 9) && !has(s, e, "...", 3) && !has(s, e, "\xe2\x80\xa6", 3);
 }
 
+/* The fields of a candidate's Miles header, as byte offsets into its line (-1: absent).  The
+ * line's text up to `msg` is ASCII, so they are str offsets too. */
+enum { H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
+       H_FILE_END, H_MSG, H_N };
+
+#define WORD(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || DIGIT(c) || (c) == '_')
+
+/* Whether LineParser.feed reads the line [s, e) -- a candidate (why == 1) with no record open --
+ * as exactly: no cut, no NUL/U+FFFD/bad UTF-8, _peel leaving the text after the Ray prefix as
+ * it is (no ANSI sequence but the prefix's colours, no control byte, no '\r' split, no dedup
+ * suffix), and parse._MILES matching it.  Then h holds the fields (see the enum) and Python
+ * takes them instead of peeling and matching (LineParser._feed_head).  Anything unsure: 0. */
+static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
+{
+    if (why != 1 || key == KEY_PYTHON || !has_header(s, e, key))
+        return 0;
+    for (int i = 0; i < H_N; i++)
+        h[i] = -1;
+    h[H_KEY] = (long)key;
+    uchar *p = s;
+    if (key > 0) {   /* has_header checked the prefix's shape: ESC[..m(Actor pid=N)ESC[..m ? */
+        p = sgr(p, e) + 1;
+        uchar *close = s + key - 1, *sp = p;
+        while (sp < close && *sp != ' ')
+            sp++;
+        if (sp < close) {
+            h[H_ACTOR] = (long)(p - s);
+            h[H_ACTOR_END] = (long)(sp - s);
+            p = sp + 1;
+        }
+        h[H_PID] = (long)(p + 4 - s);
+        h[H_PID_END] = (long)(close - s);
+        p = sgr(close + 1, e);
+        if (p < e && *p == ' ')
+            p++;
+    }
+    /* the rest of the line: valid UTF-8, no U+FFFD, no control byte, no ESC, no '\r' */
+    for (uchar *q = p; q < e; ) {
+        if (*q >= 0x80) {
+            int len = utf8_len(q, e);
+            if (len == 0 || (len == 3 && q[0] == 0xEF && q[1] == 0xBF && q[2] == 0xBD))
+                return 0;
+            q += len;
+        } else if ((*q < ' ' && *q != '\t') || *q == 0x7f) {
+            return 0;
+        } else {
+            q++;
+        }
+    }
+    if (has(p, e, "across cluster]", 15) || has(p, e, "Ray deduplicates", 16))
+        return 0;
+    /* ^\[date time(?:[.,]ms)?(?: ?proc)?\s*\] (?:LEVEL )?file.py:N - msg (has_header read the date) */
+    h[H_DATE] = (long)(p + 1 - s);
+    p += 20;
+    if (e - p >= 4 && (*p == '.' || *p == ',') && DIGIT(p[1]) && DIGIT(p[2]) && DIGIT(p[3])) {
+        h[H_MS] = (long)(p + 1 - s);
+        p += 4;
+    }
+    uchar *q = p < e && *p == ' ' ? p + 1 : p;
+    if (q < e && (WORD(*q) && !DIGIT(*q))) {
+        h[H_PROC] = (long)(q - s);
+        while (q < e && (WORD(*q) || *q == '.' || *q == '-'))
+            q++;
+        if (q < e && *q >= 0x80)
+            return 0;   /* \w goes on in Unicode */
+        h[H_PROC_END] = (long)(q - s);
+        p = q;
+    }
+    while (p < e && (*p == ' ' || *p == '\t'))
+        p++;
+    if (e - p < 2 || p[0] != ']' || p[1] != ' ')
+        return 0;
+    p += 2;
+    static const char *levels[] = {"DEBUG ", "INFO ", "WARNING ", "WARN ", "ERROR ", "CRITICAL "};
+    for (size_t k = 0; k < sizeof(levels) / sizeof(levels[0]); k++) {
+        size_t n = strlen(levels[k]);
+        if ((size_t)(e - p) >= n && memcmp(p, levels[k], n) == 0) {
+            p += n;
+            break;
+        }
+    }
+    uchar *f = p;
+    while (p < e && (WORD(*p) || *p == '.' || *p == '-'))
+        p++;
+    if (p >= e || *p != ':' || p - f < 4 || memcmp(p - 3, ".py", 3) != 0)
+        return 0;
+    h[H_FILE] = (long)(f - s);
+    h[H_FILE_END] = (long)(p - s);
+    uchar *d = ++p;
+    while (p < e && DIGIT(*p))
+        p++;
+    if (p == d || e - p < 3 || memcmp(p, " - ", 3) != 0)
+        return 0;
+    h[H_MSG] = (long)(p + 3 - s);
+    return 1;
+}
+
 /* Mark KEEP on the stamped noise lines the per-source deques (_remember_skipped: the newest
  * PER_KEY per key, read and emptied by a candidate of that key) can still show: walking back
  * from the end, the newest PER_KEY lines of each key before a candidate that reads that key
@@ -472,7 +571,7 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out)
         l->key = 0;
         int why = is_cand(s, e);
         if (why) {
-            l->cls = CAND;
+            l->cls = why == 1 ? CAND | ANCHOR : CAND;
             l->key = source_key(s, e);
             if (plain_cand(s, e, why, l->key))
                 l->cls |= PLAIN;
@@ -497,7 +596,7 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
     Py_buffer view;
     Line *ln = NULL;
     Py_ssize_t n;
-    PyObject *cands = NULL, *keep = NULL, *starts = NULL, *res = NULL;
+    PyObject *cands = NULL, *keep = NULL, *starts = NULL, *heads = NULL, *res = NULL;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
@@ -509,9 +608,10 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
     }
     cands = PyList_New(0);
     keep = PyList_New(0);
+    heads = PyList_New(0);
     if (n < PY_SSIZE_T_MAX / 8 - 1)
         starts = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
-    if (cands == NULL || keep == NULL || starts == NULL)
+    if (cands == NULL || keep == NULL || starts == NULL || heads == NULL)
         goto done;
     {
         int64_t *st = (int64_t *)PyBytes_AS_STRING(starts);
@@ -528,12 +628,36 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
             if (bad)
                 goto done;
         }
+        if (ln[i].cls & CAND) {   /* heads[k]: the header fields of cands[k], or None */
+            long h[H_N];
+            uchar *s = (uchar *)view.buf + ln[i].start;
+            uchar *e = i + 1 < n ? (uchar *)view.buf + ln[i + 1].start - 1 : (uchar *)view.buf + view.len;
+            PyObject *t = Py_None;
+            Py_INCREF(t);
+            if (miles_head(s, e, ln[i].cls & ANCHOR ? 1 : 2, ln[i].key, h)) {
+                Py_DECREF(t);
+                t = PyTuple_New(H_N);
+                for (int k = 0; t != NULL && k < H_N; k++) {
+                    PyObject *v = PyLong_FromLong(h[k]);
+                    if (v == NULL) {
+                        Py_CLEAR(t);
+                        break;
+                    }
+                    PyTuple_SET_ITEM(t, k, v);
+                }
+            }
+            int bad = t == NULL || PyList_Append(heads, t) < 0;
+            Py_XDECREF(t);
+            if (bad)
+                goto done;
+        }
     }
-    res = Py_BuildValue("(nOOO)", n, cands, keep, starts);
+    res = Py_BuildValue("(nOOOO)", n, cands, keep, starts, heads);
 done:
     Py_XDECREF(cands);
     Py_XDECREF(keep);
     Py_XDECREF(starts);
+    Py_XDECREF(heads);
     PyMem_RawFree(ln);
     PyBuffer_Release(&view);
     return res;
@@ -645,9 +769,10 @@ static PyMethodDef methods[] = {
      "None when the text is anything else (the Python reader then reads it)."},
     {"plain", plain, METH_O, "plain(line) -> bool: a candidate that reads only its own key (tests)."},
     {"scan", scan, METH_O,
-     "scan(buf) -> (n_lines, cands, keep, starts): the lines of buf (split on b'\\n') that the parser\n"
-     "must feed() one by one, the skipped stamped lines its per-source bookkeeping can still show,\n"
-     "and every line's start offset (n_lines + 1 int64s; line i is buf[starts[i]:starts[i+1]-1])."},
+     "scan(buf) -> (n_lines, cands, keep, starts, heads): the lines of buf (split on b'\\n') that the\n"
+     "parser must feed() one by one, the skipped stamped lines its per-source bookkeeping can still\n"
+     "show, every line's start offset (n_lines + 1 int64s; line i is buf[starts[i]:starts[i+1]-1]),\n"
+     "and for each candidate its Miles header fields (a tuple of offsets) or None."},
     {NULL, NULL, 0, NULL},
 };
 

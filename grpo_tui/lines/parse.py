@@ -376,23 +376,23 @@ class LineParser:
         the block is decoded and split (the same lines: a newline never sits inside a UTF-8
         sequence, so decoding the block or each line gives the same text)."""
         if self._scan is not None and self.quick_reject:
-            n, cands, keep, starts = self._scan.scan(block)
+            n, cands, keep, starts, heads = self._scan.scan(block)
             st = memoryview(starts).cast("q")
 
             def get(i: int) -> str:
                 return block[st[i]:st[i + 1] - 1].decode("utf-8", "replace")
-            return self._feed_scanned(n, cands, keep, get)
+            return self._feed_scanned(n, cands, keep, heads, get)
         return self.feed_lines(block.decode("utf-8", "replace").split("\n"))
 
     def _feed_lines_scanned(self, lines: list[str]) -> list[Item] | None:
         """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
         holding a newline)."""
-        n, cands, keep, _ = self._scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
+        n, cands, keep, _, heads = self._scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
         if n != len(lines):
             return None
-        return self._feed_scanned(n, cands, keep, lines.__getitem__)
+        return self._feed_scanned(n, cands, keep, heads, lines.__getitem__)
 
-    def _feed_scanned(self, n: int, cands: list[int], keep: list[int], get) -> list[Item]:
+    def _feed_scanned(self, n: int, cands: list[int], keep: list[int], heads: list, get) -> list[Item]:
         """The noise lines between two candidates are taken as one run: the same counts and
         bookkeeping as the inline path, per run instead of per line, and only for the lines
         that bookkeeping can still show (`keep`, see _scan.c; the run's tail for _noise_run is
@@ -433,12 +433,40 @@ class LineParser:
                     i = j
                     if i >= n:
                         break
-            got = feed(get(i))
+            if i == cands[ci] and heads[ci] is not None:
+                got = self._feed_head(get(i), heads[ci])
+            else:
+                got = feed(get(i))
             if got:
                 out.extend(got)
             i += 1
             while cands[ci] < i:
                 ci += 1
+        return out
+
+    def _feed_head(self, raw: str, h: tuple) -> list[Item]:
+        """feed() for a candidate whose Miles header the scanner read (_scan.c: miles_head): the
+        same steps, with the header's fields taken from `h` instead of _peel and the regexes.
+        miles_head vouches that feed would find no cut, no NUL or U+FFFD, nothing for _peel to
+        change after the Ray prefix, and _MILES matching with these very fields."""
+        c = self.counts
+        c.lines += 1
+        line_no = c.lines
+        out: list[Item] = []
+        self._line_cut = False
+        key, a0, a1, p0, p1, d0, ms0, pr0, pr1, f0, f1, m0 = h
+        self._cur_key = raw[:key]
+        pre = _Line(raw[d0 - 1:], raw[p0:p1] if p0 >= 0 else None, raw[a0:a1] if a0 >= 0 else None,
+                    0, key > 0)
+        if self._pending is not None:
+            self._close_pending(out)
+        noise = c.noise
+        self._header_fields(pre, raw[d0:d0 + 10], raw[d0 + 11:d0 + 19], raw[ms0:ms0 + 3] if ms0 >= 0 else None,
+                            raw[pr0:pr1] if pr0 >= 0 else None, raw[f0:f1], raw[m0:], line_no, out)
+        if c.noise > noise and self._pending is None:
+            self._noise_push(raw, line_no)
+        else:
+            self._noise_clear()
         return out
 
     def _bound(self, raw: str) -> str:
@@ -639,16 +667,18 @@ class LineParser:
     # -- messages ------------------------------------------------------------------
     def _with_header(self, pre: _Line, m: re.Match, line_no: int, out: list[Item]) -> None:
         gd = m.groupdict()
-        time_text = f"{gd['date']} {gd['time']}" + (f".{gd['ms']}" if gd.get("ms") else "")
-        ts = _fast_ts(gd["date"], gd["time"], gd.get("ms"))
+        self._header_fields(pre, gd["date"], gd["time"], gd.get("ms"), gd.get("proc"), gd.get("file"),
+                            gd["msg"], line_no, out)
+
+    def _header_fields(self, pre: _Line, date: str, time: str, ms: str | None, proc: str | None,
+                       source: str | None, msg: str, line_no: int, out: list[Item]) -> None:
+        time_text = f"{date} {time}" + (f".{ms}" if ms else "")
+        ts = _fast_ts(date, time, ms)
         self._note_time(ts)
         self._last_stamped = ""
         self._last_time[pre.pid] = (time_text, ts)
         if self._skipped:
             self._skipped.pop(self._cur_key, None)   # this header is newer than what was skipped
-        msg = gd["msg"]
-        proc = gd.get("proc")
-        source = gd.get("file")
         mm = _METRIC_MSG.match(msg) if (": {" in msg or _ELIDED[0] in msg or _ELIDED[1] in msg) else None
         if mm:
             self._start_record(mm, pre, line_no, time_text, ts, proc, source, out)
