@@ -1,4 +1,7 @@
-"""The optional C noise scanner (grpo_tui/lines/_scan.c) changes nothing but speed.
+"""The optional C scanner (grpo_tui/lines/_scan.c) changes nothing but speed.
+
+(Tests of the C code are named test_scanner_* or *fuzzed*: CI runs those again against a
+scanner built with ASan/UBSan.)
 
 LineParser.feed_lines with the scanner and without it (the pure-Python inline path) must give
 identical items (every dataclass field), counts, first/last times and skipped-line bookkeeping,
@@ -230,7 +233,7 @@ _MESSAGES = ["rollout 3: {'a': 1, 'b': -2.5e-3}", "rollout 3: {'a': 1, 'b': 2", 
 @pytest.mark.parametrize("prefix", _PREFIXES)
 @pytest.mark.parametrize("header", _HEADERS)
 @pytest.mark.parametrize("msg", _MESSAGES)
-def test_plain_candidates_read_only_their_own_source(prefix, header, msg):
+def test_scanner_plain_candidates_read_only_their_own_source(prefix, header, msg):
     """A line the scanner takes as plain must, fed with nothing open, leave nothing open and
     pop no source's skipped lines but its own (else the keep selection would drop lines a later
     read shows)."""
@@ -251,7 +254,7 @@ def test_plain_candidates_read_only_their_own_source(prefix, header, msg):
     assert after == before, line
 
 
-def test_plain_candidates_are_found_on_the_common_lines():
+def test_scanner_plain_candidates_are_found_on_the_common_lines():
     for line in ["\x1b[36m(A pid=1)\x1b[0m [2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: {'a': 1, 'b': -2.5e-3}",
                  "[2026-08-21 10:00:00.000 main] group.py:147 - ft op=train phase=start rollout=0 attempt=0",
                  "[2026-08-21 10:00:00.000 main] m.py:41 - Memory-Usage: {'gpu': '0', 'total_GB': 79.19}"]:
@@ -262,7 +265,7 @@ def test_plain_candidates_are_found_on_the_common_lines():
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_windows_between_plain_candidates_agree(seed):
+def test_scanner_windows_between_plain_candidates_agree(seed):
     """Many sources, long runs, plain candidates of some sources and not others, pending records
     opened mid-run, in batches cut anywhere: the kept lines show the same deques."""
     rng = random.Random(seed)
@@ -298,7 +301,7 @@ def _parse_blocks(batches, accel: bool) -> LineParser:
 
 
 @pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
-def test_byte_blocks_agree_with_lines(path):
+def test_scanner_byte_blocks_agree_with_lines(path):
     """feed_block (bytes, both paths) gives what feed_lines gives on the decoded lines."""
     with open(path, "rb") as f:
         data = f.read()
@@ -350,7 +353,7 @@ _KEY = st.one_of(st.sampled_from(["train/loss", "rollout/raw_reward", "a", "", "
 @FUZZ
 @given(st.lists(st.tuples(_KEY, _NUM), max_size=8), st.sampled_from(["", " ", "  \t", "\u3000", " x", ",", "}"]),
        st.sampled_from([", ", ",", ",  "]))
-def test_read_dict_agrees_with_parse_dict(pairs, end, sep):
+def test_scanner_read_dict_agrees_with_parse_dict(pairs, end, sep):
     text = "{" + sep.join(f"'{k}': {v}" for k, v in pairs) + "}" + end
     _same_values(text)
     _same_values(text[:-1] if text else text)
@@ -363,12 +366,12 @@ def test_read_dict_agrees_with_parse_dict(pairs, end, sep):
     "{'a': 1}\x00", "{'a': 1", "{'a': 1,}", "{'a':1}", "{ 'a': 1}", "{'a': " + "9" * 400 + "}",
     "{'a': " + "9" * 60 + ".5}", "{'a': \ud800}", "{'\ud800': 1}",
 ])
-def test_read_dict_edges(text):
+def test_scanner_read_dict_edges(text):
     _same_values(text)
     assert _scan.read_dict(text) is not None or text not in ("{}", "{'a': 1}")
 
 
-def test_read_dict_rejects_non_str():
+def test_scanner_read_dict_rejects_non_str():
     with pytest.raises(TypeError):
         _scan.read_dict(b"{'a': 1}")
 
@@ -411,7 +414,7 @@ def _head_lines(draw):
                                                                                               st.sampled_from(["", "(A pid=1) "]))),
                 max_size=30),
        st.lists(st.integers(1, 12), max_size=4))
-def test_head_lines_agree(lines, sizes):
+def test_scanner_head_lines_agree(lines, sizes):
     lines = [ln.replace("\n", " ") for ln in lines]
     assert_same([lines])
     assert_same(_cut(lines, sizes))
@@ -419,7 +422,7 @@ def test_head_lines_agree(lines, sizes):
 
 @FUZZ
 @given(_head_lines())
-def test_feed_head_is_feed(line):
+def test_scanner_feed_head_is_feed(line):
     """Where the scanner hands over header fields, _feed_head does exactly what feed does."""
     line = line.replace("\n", " ")
     n, cands, keep, starts, heads = _scan.scan(line.encode("utf-8", "surrogatepass"))
@@ -436,7 +439,7 @@ def test_feed_head_is_feed(line):
     assert states[0] == states[1], line
 
 
-def test_heads_are_found_on_common_lines():
+def test_scanner_heads_are_found_on_common_lines():
     for line in ["\x1b[36m(A pid=1)\x1b[0m [2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: {'a': 1, 'b': -2.5e-3}",
                  "[2026-08-21 10:00:00.000 main] group.py:147 - ft op=train phase=start rollout=0 attempt=0",
                  "[2026-08-21 10:00:00,000] INFO a.py:1 - Error: x"]:
