@@ -10,6 +10,25 @@ characters (counts.long_lines) before any regex work; an open record holds at mo
 _PENDING_MAX characters and re-reads only its unfinished pair, within a budget, so work stays
 linear; an id that is negative, not ASCII digits or past 2**53 makes its line unreadable;
 names past MAX_NAMES are dropped (counts.dropped_metrics).
+
+Speed (issue #11).  A finished log is ~97 % noise and a few thousand metric and event lines, so
+the cost is in touching every line at all.  The accelerated path (the optional C module
+_scan.c, chosen in _load_scan; GRPO_TUI_PURE=1 forces the pure one) is a bytes path end to end:
+files.iter_byte_blocks reads blocks of complete lines as bytes, feed_block hands a block to
+_scan.scan, which in one pass over the bytes returns the candidate lines, the offsets of every
+line, the few skipped lines the per-source time bookkeeping can still show (`keep`: the newest
+16 per source before a candidate that may read that source), and for candidates with a plain
+Miles header its fields.  Python then decodes only those lines: no str per noise line, no
+split/join/encode of the block, the noise run's tail for a rejoin read lazily (_noise_run).
+The common metric dict `{'k': number, ...}` is read by _scan.read_dict straight into a dict of
+ints and floats.  Everything unusual (nan/inf, np.float64(...), strings, nested, cut, wrapped,
+pasted, prefixed oddly, a dedup suffix, control bytes, bad UTF-8) is handed back to the exact
+Python reader: the C side only ever says "this line is plain, here are its fields", never
+interprets a line differently.  Why not a C reader for whole records: their bookkeeping
+(restarts, doubled steps, pending continuations, per-source clocks) is Python state that both
+paths must share to stay equal; the C part stays small enough to prove equal on every sample
+log, fixture, fuzzed mix and hostile line (tests/test_scan_equivalence.py), and every read in
+it is bounded by the buffer's length, never by a length read from the log.
 """
 
 from __future__ import annotations
