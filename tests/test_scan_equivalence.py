@@ -445,3 +445,23 @@ def test_scanner_heads_are_found_on_common_lines():
                  "[2026-08-21 10:00:00,000] INFO a.py:1 - Error: x"]:
         heads = _scan.scan(line.encode())[4]
         assert heads[0] is not None, line
+
+
+# -- the whole pipeline: same verdict, alerts and export on both paths ----------------------------
+
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+def test_judged_logs_agree(path, monkeypatch):
+    """judge_path (byte blocks, store, rules, clocks) with the scanner and without it: the same
+    report (status, signals, alerts with their evidence), state and exported rows."""
+    from grpo_tui import export, pipeline
+    from grpo_tui.lines import parse as parse_mod
+
+    now = os.path.getmtime(path) + 30.0
+    out = []
+    for scan in (_scan, None):
+        monkeypatch.setattr(parse_mod, "SCAN", scan)
+        pipe = pipeline.judge_path(path, now=now)
+        assert (pipe.parser._scan is None) == (scan is None)
+        out.append((repr(pipe.report(now).to_json(path)), pipe.parser.counts.as_dict(),
+                    repr(export.rows(pipe.store)), repr(export.rows(pipe.store, "step")), pipe.lines_seen))
+    assert out[0] == out[1]
