@@ -167,7 +167,13 @@ _QUICK_ANCHORS = (": {", "retrying", "Traceback", "Max retries", "ft ", "Health 
 
 def _quick_anchor(msg: str) -> bool:
     """Whether one of _QUICK_ANCHORS is in msg (an or-chain: faster than any() over the tuple)."""
-    return (": {" in msg or "retrying" in msg or "Traceback" in msg or "Max retries" in msg or "ft " in msg
+    return ": {" in msg or _event_anchor(msg)
+
+
+def _event_anchor(msg: str) -> bool:
+    """_quick_anchor but for ": {": every branch of _classify needs one of these (the launch
+    branch may also take "train_async.py"), so a message with ": {" alone is no event."""
+    return ("retrying" in msg or "Traceback" in msg or "Max retries" in msg or "ft " in msg
             or "Health check failed" in msg or "Recovered " in msg or "out of memory" in msg
             or "OutOfMemory" in msg or "memory pressure" in msg or "Watchdog caught" in msg or "Job '" in msg
             or "Fatal async" in msg or "checkpoint" in msg or "W&B" in msg or "wandb" in msg
@@ -888,8 +894,9 @@ class LineParser:
     def _events(self, msg: str, pre: _Line, line_no: int, time_text, ts, out: list[Item],
                 header: bool) -> bool:
         """Recognise an event in one message; True when the line was one."""
-        if not _quick_anchor(msg) and not _ARG_DUMP.match(msg):
-            return False
+        if not _event_anchor(msg) and not _ARG_DUMP.match(msg) and not (
+                "train_async.py" in msg and ": {" in msg):
+            return False    # (": {" alone, `Memory-Usage: {...}`, would reach _classify for nothing)
         ev = self._classify(msg, pre, line_no, time_text, ts, header)
         if ev is None:
             return False
