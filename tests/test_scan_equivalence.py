@@ -162,8 +162,13 @@ def _inline_skips(raw: str) -> bool:
 @given(st.lists(st.one_of(MIX, st.binary(max_size=60).map(lambda b: b.decode("utf-8", "replace"))), max_size=30))
 def test_scanner_never_skips_a_candidate(lines):
     lines = [ln.replace("\n", " ") for ln in lines]
-    n, cands, keep, *_ = _scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
+    n, cands, keep, starts, heads, lasts = _scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
     assert n == max(1, len(lines))
+    assert len(heads) == len(cands) and len(lasts) == len(cands) + 1
+    for k, end in enumerate(cands + [n]):   # lasts: the newest stamped noise line of each run
+        start = cands[k - 1] + 1 if k else 0
+        stamped = [i for i in range(start, end) if "[" in (lines or [""])[i][:64]]
+        assert lasts[k] == (stamped[-1] if stamped else -1)
     cs = set(cands)
     for i, ln in enumerate(lines):
         if i not in cs:
@@ -227,7 +232,11 @@ _MESSAGES = ["rollout 3: {'a': 1, 'b': -2.5e-3}", "rollout 3: {'a': 1, 'b': 2", 
              "eval 6: {'a': '}'}", "rollout 3: ... 'a': 1,", "rollout 3: \u2026 'a': 1", "critic-step 2: {'a': 1}",
              "Memory: {'gpu': '0', 'x': 1.5}", "x {y} rollout 3: {'a': 1", "ft op=train phase=start rollout=1 attempt=1",
              "Traceback (most recent call last):", "Error: boom", "rollout 3: {'a': 1} [repeated 2x across cluster]",
-             "rollout 3: {'a': 1e}", "rollout 3: {'a': .5, 'b': 5., 'c': -inf}", "step 1: {'a\\'b': 1}"]
+             "rollout 3: {'a': 1e}", "rollout 3: {'a': .5, 'b': 5., 'c': -inf}", "step 1: {'a\\'b': 1}",
+             # _peel takes ANSI and control bytes out: what they hide must not pass for plain
+             "Error Trace\x1b[0mback (most recent call last):", "Error Trace\x7fback (most recent call last):",
+             "Error Trace\x01back (most recent call last):", "rollout 3: \x1b[0m{'a': 1", "rollout 3:\x7f {'a': 1",
+             "ft x\x1b[31m Traceback (most recent call last):", "Error rollout 3: .\x1b[0m.. 'a': 1,"]
 
 
 @pytest.mark.parametrize("prefix", _PREFIXES)
@@ -425,7 +434,7 @@ def test_scanner_head_lines_agree(lines, sizes):
 def test_scanner_feed_head_is_feed(line):
     """Where the scanner hands over header fields, _feed_head does exactly what feed does."""
     line = line.replace("\n", " ")
-    n, cands, keep, starts, heads = _scan.scan(line.encode("utf-8", "surrogatepass"))
+    n, cands, keep, starts, heads, _ = _scan.scan(line.encode("utf-8", "surrogatepass"))
     if not heads or heads[0] is None:
         return
     states = []

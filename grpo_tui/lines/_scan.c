@@ -14,11 +14,12 @@
  *          key, read and emptied by a candidate of that key) can still show: the newest 16
  *          per key before each candidate that may read that key (see select_kept).  A
  *          superset is exact (a deque shows only its newest 16), so whenever unsure it keeps.
- *          The last stamped line of a run is always kept (it becomes _last_stamped).
  *   starts: n_lines + 1 int64 offsets (bytes): line i is buf[starts[i]:starts[i+1]-1], so
  *          Python decodes only the lines it reads.
  *   heads: for each candidate, None or the offsets of its Miles header's fields (miles_head)
  *          when feed() would read it exactly so: Python then skips _peel and the regexes.
+ *   lasts: for each candidate, and once more for the buffer's end, the newest stamped noise
+ *          line of the run before it, or -1 (it becomes _last_stamped, read lazily).
  *
  * Why the CPython C API and not ctypes/cffi: the call is made once per 4 MiB block and must
  * hand back Python lists of ints; ctypes would need a separate shared library with its own
@@ -370,7 +371,7 @@ static int metric_brace(uchar *s, uchar *p)
 /* A candidate that can only read its own source's skipped lines and cannot open a record or
  * a traceback (after which every line is fed one by one and reads its own key): a line with a
  * header (so no rejoin and no header-less path), no control byte but the prefix's colours
- * (no '\r'), no "Traceback", no elided-dict dots, and, when a '{' follows `<kind> N: `, that
+ * (no '\r', no ESC or DEL _peel would take out), no "Traceback", no elided-dict dots, and, when a '{' follows `<kind> N: `, that
  * one '{' only, opening a dict parse_dict reads as complete.  Such a line pops its own key
  * (_with_header); any other candidate ends every key's window. */
 static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
@@ -379,12 +380,15 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
         return 0;
     uchar *metric = NULL;
     int braces = 0;
-    for (uchar *p = s + key; p < e; p++) {
+    /* After the prefix's closing colour nothing may be a control byte, ESC and DEL included:
+     * _peel removes them, and `Trace\x1b[0mback` or `rollout 3: \x1b[0m{` would become a
+     * traceback or a record the raw bytes do not show. */
+    for (uchar *p = key > 0 ? sgr(s + key, e) : s; p < e; p++) {
         if (*p == '{') {
             braces++;
             if (metric_brace(s, p))
                 metric = p;
-        } else if (*p < ' ' && *p != 0x1b) {
+        } else if (*p < ' ' || *p == 0x7f) {
             return 0;
         }
     }
@@ -494,17 +498,15 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
  * PER_KEY per key, read and emptied by a candidate of that key) can still show: walking back
  * from the end, the newest PER_KEY lines of each key before a candidate that reads that key
  * (every key for a non-plain candidate and at the buffer's end).  A line older than that is
- * pushed out of its deque before anything reads it.  Kept besides (a superset is exact): the
- * last stamped line of every run (it becomes _last_stamped), lines whose key needs Python,
- * and lines of keys past the MAX_KEYS tracked. */
+ * pushed out of its deque before anything reads it.  Kept besides (a superset is exact): lines
+ * whose key needs Python, and lines of keys past the MAX_KEYS tracked. */
 static void select_kept(uchar *buf, Line *ln, Py_ssize_t n)
 {
     struct { Py_ssize_t start, len; int count; } keys[MAX_KEYS];
-    int nkeys = 0, last_of_run = 1;
+    int nkeys = 0;
     for (Py_ssize_t i = n - 1; i >= 0; i--) {
         Line *l = &ln[i];
         if (l->cls & CAND) {
-            last_of_run = 1;
             if (!(l->cls & PLAIN)) {
                 nkeys = 0;
                 continue;
@@ -517,10 +519,6 @@ static void select_kept(uchar *buf, Line *ln, Py_ssize_t n)
         }
         if (!(l->cls & STAMPED))
             continue;
-        if (last_of_run) {
-            l->cls |= KEEP;
-            last_of_run = 0;
-        }
         if (l->key == KEY_PYTHON) {
             l->cls |= KEEP;
             continue;
@@ -596,7 +594,8 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
     Py_buffer view;
     Line *ln = NULL;
     Py_ssize_t n;
-    PyObject *cands = NULL, *keep = NULL, *starts = NULL, *heads = NULL, *res = NULL;
+    PyObject *cands = NULL, *keep = NULL, *starts = NULL, *heads = NULL, *lasts = NULL, *res = NULL;
+    Py_ssize_t last = -1;   /* the newest stamped noise line since the last candidate */
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
@@ -609,9 +608,10 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
     cands = PyList_New(0);
     keep = PyList_New(0);
     heads = PyList_New(0);
+    lasts = PyList_New(0);
     if (n < PY_SSIZE_T_MAX / 8 - 1)
         starts = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
-    if (cands == NULL || keep == NULL || starts == NULL || heads == NULL)
+    if (cands == NULL || keep == NULL || starts == NULL || heads == NULL || lasts == NULL)
         goto done;
     {
         int64_t *st = (int64_t *)PyBytes_AS_STRING(starts);
@@ -619,7 +619,19 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
             st[i] = (int64_t)ln[i].start;
         st[n] = (int64_t)view.len + 1;   /* line i is buf[st[i]:st[i+1]-1] */
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        if (i == n || ln[i].cls & CAND) {   /* lasts[k]: the run before cands[k] (and the end) */
+            PyObject *v = PyLong_FromSsize_t(last);
+            int bad = v == NULL || PyList_Append(lasts, v) < 0;
+            Py_XDECREF(v);
+            if (bad)
+                goto done;
+            last = -1;
+            if (i == n)
+                break;
+        } else if (ln[i].cls & STAMPED) {
+            last = i;
+        }
         PyObject *to = ln[i].cls & CAND ? cands : ln[i].cls & KEEP ? keep : NULL;
         if (to != NULL) {
             PyObject *v = PyLong_FromSsize_t(i);
@@ -652,12 +664,13 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
                 goto done;
         }
     }
-    res = Py_BuildValue("(nOOOO)", n, cands, keep, starts, heads);
+    res = Py_BuildValue("(nOOOOO)", n, cands, keep, starts, heads, lasts);
 done:
     Py_XDECREF(cands);
     Py_XDECREF(keep);
     Py_XDECREF(starts);
     Py_XDECREF(heads);
+    Py_XDECREF(lasts);
     PyMem_RawFree(ln);
     PyBuffer_Release(&view);
     return res;
@@ -769,10 +782,11 @@ static PyMethodDef methods[] = {
      "None when the text is anything else (the Python reader then reads it)."},
     {"plain", plain, METH_O, "plain(line) -> bool: a candidate that reads only its own key (tests)."},
     {"scan", scan, METH_O,
-     "scan(buf) -> (n_lines, cands, keep, starts, heads): the lines of buf (split on b'\\n') that the\n"
+     "scan(buf) -> (n_lines, cands, keep, starts, heads, lasts): the lines of buf (split on b'\\n') that the\n"
      "parser must feed() one by one, the skipped stamped lines its per-source bookkeeping can still\n"
      "show, every line's start offset (n_lines + 1 int64s; line i is buf[starts[i]:starts[i+1]-1]),\n"
-     "and for each candidate its Miles header fields (a tuple of offsets) or None."},
+     "for each candidate its Miles header fields (a tuple of offsets) or None, and for each\n"
+     "candidate and the end the newest stamped noise line of the run before it (or -1)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -296,7 +296,8 @@ class LineParser:
         self._scan = SCAN if accel else None
         self._trl_index = 0           # TRL dicts carry no step: count them
         self._names: set[str] = set()  # metric names handed out so far (at most MAX_NAMES)
-        self._last_stamped = ""      # the newest skipped line carrying a timestamp
+        self._stamped = ""           # _last_stamped: the newest skipped line carrying a timestamp
+        self._stamped_lazy: tuple | None = None   # ... or (line getter, index) not read yet
         # Skipped (fast-path) lines that may carry a header, per raw source prefix: a header-less
         # line reads its source's time from them, exactly as if every line had been parsed.
         self._skipped: dict[str, deque[str]] = {}
@@ -315,6 +316,20 @@ class LineParser:
         # lines pushed after them) following what _noise holds; _noise_run reads them only when
         # it is looked at (a rejoin), which few lines need.
         self._noise_lazy: tuple | None = None
+
+    @property
+    def _last_stamped(self) -> str:
+        """The newest skipped line carrying a timestamp (its time is read at flush/sync_time)."""
+        lazy = self._stamped_lazy
+        if lazy is not None:
+            self._stamped_lazy = None
+            self._stamped = lazy[0](lazy[1])
+        return self._stamped
+
+    @_last_stamped.setter
+    def _last_stamped(self, raw: str) -> None:
+        self._stamped_lazy = None
+        self._stamped = raw
 
     @property
     def _noise_run(self) -> deque[tuple[str, int]]:
@@ -411,7 +426,7 @@ class LineParser:
                 n_lines += 1
                 n_noise += 1
                 if "[" in raw[:64]:
-                    self._last_stamped = raw
+                    self._stamped, self._stamped_lazy = raw, None    # _last_stamped = raw
                     self._remember_skipped(raw)
                 run.append((raw, n_lines))
                 continue
@@ -429,27 +444,28 @@ class LineParser:
         the block is decoded and split (the same lines: a newline never sits inside a UTF-8
         sequence, so decoding the block or each line gives the same text)."""
         if self._scan is not None and self.quick_reject:
-            n, cands, keep, starts, heads = self._scan.scan(block)
+            n, cands, keep, starts, heads, lasts = self._scan.scan(block)
             st = memoryview(starts).cast("q")
 
             def get(i: int) -> str:
                 return block[st[i]:st[i + 1] - 1].decode("utf-8", "replace")
-            return self._feed_scanned(n, cands, keep, heads, get)
+            return self._feed_scanned(n, cands, keep, heads, lasts, get)
         return self.feed_lines(block.decode("utf-8", "replace").split("\n"))
 
     def _feed_lines_scanned(self, lines: list[str]) -> list[Item] | None:
         """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
         holding a newline)."""
-        n, cands, keep, _, heads = self._scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
+        n, cands, keep, _, heads, lasts = self._scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
         if n != len(lines):
             return None
-        return self._feed_scanned(n, cands, keep, heads, lines.__getitem__)
+        return self._feed_scanned(n, cands, keep, heads, lasts, lines.__getitem__)
 
-    def _feed_scanned(self, n: int, cands: list[int], keep: list[int], heads: list, get) -> list[Item]:
+    def _feed_scanned(self, n: int, cands: list[int], keep: list[int], heads: list, lasts: list[int],
+                      get) -> list[Item]:
         """The noise lines between two candidates are taken as one run: the same counts and
         bookkeeping as the inline path, per run instead of per line, and only for the lines
-        that bookkeeping can still show (`keep`, see _scan.c; the run's tail for _noise_run is
-        read lazily).  `get(i)` is line i of the batch."""
+        that bookkeeping can still show (`keep`, see _scan.c; the run's tail for _noise_run and
+        its newest stamped line for _last_stamped are read lazily).  `get(i)` is line i."""
         cands.append(n)
         keep.append(n)
         out: list[Item] = []
@@ -475,8 +491,9 @@ class LineParser:
                         if dq is None:
                             dq = skipped[key] = deque(maxlen=_SKIPPED_PER_SOURCE)
                         dq.append(raw)
-                        self._last_stamped = raw
                         ki += 1
+                    if lasts[ci] >= i:     # the run's newest stamped line (-1: none)
+                        self._stamped_lazy = (get, lasts[ci])
                     a = max(i, j - _REJOIN_PARTS)
                     if j - a >= _REJOIN_PARTS:
                         self._noise_clear()       # the run alone fills the deque
@@ -728,7 +745,7 @@ class LineParser:
         time_text = f"{date} {time}" + (f".{ms}" if ms else "")
         ts = _fast_ts(date, time, ms)
         self._note_time(ts)
-        self._last_stamped = ""
+        self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
         self._last_time[pre.pid] = (time_text, ts)
         if self._skipped:
             self._skipped.pop(self._cur_key, None)   # this header is newer than what was skipped
