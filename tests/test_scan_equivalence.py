@@ -224,7 +224,9 @@ def test_scanner_rejects_non_buffers():
 
 _PREFIXES = ["", "\x1b[36m(A pid=1)\x1b[0m ", "(A pid=1) ", "(pid=7) ", "\x1b[36m(B pid=2, ip=1.2.3.4)\x1b[0m ",
              "(A  pid=1) ", "(A pid=1)  ", "\x1b[36m(A pid=1)\x1b[0m\t", "(A b pid=1) "]
-_HEADERS = ["[2026-08-21 10:00:00.000 main] x.py:1 - ", "[2026-08-21 10:00:00] ", "[2026-08-21 10:00:00.000 "
+_HEADERS = ["[2026-08-21 10:00:00.000 main] x.py:1 - ", "[2026-08-21 10:00:00] ",
+            "[2026-08-21 10:00:00 (Ray deduplicates logs by default.] Error ",
+            "[2026-08-21 10:00:00.000 "
             + "p" * 50 + "] x.py:1 - ", "[2026-08-21 10:00:0] x.py:1 - ", "2026-08-21 10:00:00,000\tINFO ", "",
             "[2026-08-21 10:00:00\r.000 main] x.py:1 - "]
 _MESSAGES = ["rollout 3: {'a': 1, 'b': -2.5e-3}", "rollout 3: {'a': 1, 'b': 2", "step 4: {'a': np.float64(1.0)}",
@@ -236,7 +238,8 @@ _MESSAGES = ["rollout 3: {'a': 1, 'b': -2.5e-3}", "rollout 3: {'a': 1, 'b': 2", 
              # _peel takes ANSI and control bytes out: what they hide must not pass for plain
              "Error Trace\x1b[0mback (most recent call last):", "Error Trace\x7fback (most recent call last):",
              "Error Trace\x01back (most recent call last):", "rollout 3: \x1b[0m{'a': 1", "rollout 3:\x7f {'a': 1",
-             "ft x\x1b[31m Traceback (most recent call last):", "Error rollout 3: .\x1b[0m.. 'a': 1,"]
+             "ft x\x1b[31m Traceback (most recent call last):", "Error rollout 3: .\x1b[0m.. 'a': 1,",
+             "Error x (Ray deduplicates logs by default. y)"]
 
 
 @pytest.mark.parametrize("prefix", _PREFIXES)

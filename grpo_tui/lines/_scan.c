@@ -394,7 +394,10 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
     }
     if (metric != NULL && (braces != 1 || !fast_dict(metric, e)))
         return 0;
-    return !has(s, e, "Traceback", 9) && !has(s, e, "...", 3) && !has(s, e, "\xe2\x80\xa6", 3);
+    /* _strip_dedup cuts at Ray's dedup note wherever it is: `[2026-08-21 10:00:00 (Ray
+     * deduplicates logs by default.] x)` would lose its header */
+    return !has(s, e, "Traceback", 9) && !has(s, e, "...", 3) && !has(s, e, "\xe2\x80\xa6", 3)
+           && !has(s, e, "Ray deduplicates", 16) && !has(s, e, "across cluster]", 15);
 }
 
 /* The fields of a candidate's Miles header, as byte offsets into its line (-1: absent).  The
