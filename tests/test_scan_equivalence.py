@@ -226,6 +226,8 @@ _PREFIXES = ["", "\x1b[36m(A pid=1)\x1b[0m ", "(A pid=1) ", "(pid=7) ", "\x1b[36
              "(A  pid=1) ", "(A pid=1)  ", "\x1b[36m(A pid=1)\x1b[0m\t", "(A b pid=1) "]
 _HEADERS = ["[2026-08-21 10:00:00.000 main] x.py:1 - ", "[2026-08-21 10:00:00] ",
             "[2026-08-21 10:00:00 (Ray deduplicates logs by default.] Error ",
+            "[2026-08-21 10:00:00 [repeated 2x across cluster]] Error ", "[2026-08-21 10:00:00\x1b[0m.000 m] x.py:1 - ",
+            "\x1b[1m[2026-08-21 10:00:00.000 main] x.py:1 - ",
             "[2026-08-21 10:00:00.000 "
             + "p" * 50 + "] x.py:1 - ", "[2026-08-21 10:00:0] x.py:1 - ", "2026-08-21 10:00:00,000\tINFO ", "",
             "[2026-08-21 10:00:00\r.000 main] x.py:1 - "]
@@ -239,7 +241,12 @@ _MESSAGES = ["rollout 3: {'a': 1, 'b': -2.5e-3}", "rollout 3: {'a': 1, 'b': 2", 
              "Error Trace\x1b[0mback (most recent call last):", "Error Trace\x7fback (most recent call last):",
              "Error Trace\x01back (most recent call last):", "rollout 3: \x1b[0m{'a': 1", "rollout 3:\x7f {'a': 1",
              "ft x\x1b[31m Traceback (most recent call last):", "Error rollout 3: .\x1b[0m.. 'a': 1,",
-             "Error x (Ray deduplicates logs by default. y)"]
+             "Error x (Ray deduplicates logs by default. y)",
+             "Memory: {'gpu': '7', 'x': 3.1}\x1b[32m [repeated 7x across cluster] (Ray deduplicates logs by default. "
+             "Set RAY_DEDUP_LOGS=0 to disable.)\x1b[0m", "ft op=x\x1b[32m [repeated 2x across cluster]\x1b[0m",
+             "rollout 3: {'a': 1}\x1b[32m [repeated 2x across cluster]\x1b[0m", "Error \x1b]0;title\x07 x",
+             "Error \x1b[?25l x", "Error Trace\x1b[1;31mback (most recent call last)", "Error x\x1b[0m\x1b[0m",
+             "rollout 3: {'a': 1, \x1b[0m'b': 2}", "rollout 3: \x1b[0m{'a': 1}", "Error x\x1b["]
 
 
 @pytest.mark.parametrize("prefix", _PREFIXES)

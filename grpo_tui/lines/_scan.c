@@ -230,14 +230,22 @@ static uchar *sgr(uchar *p, uchar *e)
 /* Whether the line [s, e) certainly starts with a header the parser reads (parse._peel, then
  * _header): an optional Ray prefix `ESC[..m(Actor pid=N)ESC[..m ` exactly as _RAY takes it,
  * then `[YYYY-MM-DD HH:MM:SS` and a `]` within 40 printable ASCII bytes (_SGLANG matches, if
- * not _MILES).  No '\r' or control byte may change the text _peel leaves (checked by caller). */
+ * not _MILES).  No '\r' or control byte may change the text _peel leaves (checked by caller).
+ * header_end: the byte after that `]`, or NULL. */
+static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key);
+
 static int has_header(uchar *s, uchar *e, Py_ssize_t key)
+{
+    return header_end(s, e, key) != NULL;
+}
+
+static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key)
 {
     uchar *p = s;
     if (key > 0) {
         p = sgr(p, e);
         if (p >= e || *p != '(')
-            return 0;
+            return NULL;
         p++;
         uchar *close = s + key - 1;   /* the ')' that ends the key */
         uchar *pid = p;
@@ -246,35 +254,35 @@ static int has_header(uchar *s, uchar *e, Py_ssize_t key)
         if (pid < close) {            /* `Actor pid=`: the actor is [^\s()]+ */
             for (uchar *q = p; q < pid; q++)
                 if (*q <= ' ' || *q >= 0x7f || *q == '(' || *q == ')')
-                    return 0;
+                    return NULL;
             if (pid == p)
-                return 0;
+                return NULL;
             p = pid + 1;
         }
         if (close - p < 5 || memcmp(p, "pid=", 4) != 0)
-            return 0;
+            return NULL;
         for (uchar *q = p + 4; q < close; q++)   /* [^,)]+, kept to printable ASCII */
             if (*q <= ' ' || *q >= 0x7f || *q == ',' || *q == '(')
-                return 0;
+                return NULL;
         p = sgr(close + 1, e);
         if (p < e && *p == ' ')
             p++;
     }
     static const char shape[] = "[dddd-dd-dd dd:dd:dd";
     if (e - p < (Py_ssize_t)sizeof(shape))
-        return 0;
+        return NULL;
     for (size_t i = 0; i < sizeof(shape) - 1; i++) {
         if (shape[i] == 'd' ? !DIGIT(p[i]) : p[i] != (uchar)shape[i])
-            return 0;
+            return NULL;
     }
     p += sizeof(shape) - 1;
     for (int i = 0; i <= 40 && p < e; i++, p++) {
         if (*p == ']')
-            return 1;
+            return p + 1;
         if (*p < ' ' || *p >= 0x7f)
-            return 0;
+            return NULL;
     }
-    return 0;
+    return NULL;
 }
 
 /* A number as values._FAST_VALUE reads it, at p: its end, or NULL. */
@@ -368,21 +376,14 @@ static int metric_brace(uchar *s, uchar *p)
     return 0;
 }
 
-/* A candidate that can only read its own source's skipped lines and cannot open a record or
- * a traceback (after which every line is fed one by one and reads its own key): a line with a
- * header (so no rejoin and no header-less path), no control byte but the prefix's colours
- * (no '\r', no ESC or DEL _peel would take out), no "Traceback", no elided-dict dots, and, when a '{' follows `<kind> N: `, that
- * one '{' only, opening a dict parse_dict reads as complete.  Such a line pops its own key
- * (_with_header); any other candidate ends every key's window. */
-static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
+/* plain_cand on a line whose colours after the prefix were taken out (see below). */
+static int plain_view(uchar *s, uchar *e, Py_ssize_t key)
 {
-    if (why != 1 || key == KEY_PYTHON || !has_header(s, e, key))
+    uchar *hend = header_end(s, e, key);
+    if (hend == NULL)
         return 0;
     uchar *metric = NULL;
     int braces = 0;
-    /* After the prefix's closing colour nothing may be a control byte, ESC and DEL included:
-     * _peel removes them, and `Trace\x1b[0mback` or `rollout 3: \x1b[0m{` would become a
-     * traceback or a record the raw bytes do not show. */
     for (uchar *p = key > 0 ? sgr(s + key, e) : s; p < e; p++) {
         if (*p == '{') {
             braces++;
@@ -394,10 +395,50 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
     }
     if (metric != NULL && (braces != 1 || !fast_dict(metric, e)))
         return 0;
-    /* _strip_dedup cuts at Ray's dedup note wherever it is: `[2026-08-21 10:00:00 (Ray
-     * deduplicates logs by default.] x)` would lose its header */
+    /* _strip_dedup cuts at Ray's dedup note or mark: past the header they only shorten the
+     * message (a dict before them is then no fast_dict here: not plain); in it the header
+     * would go, so there they are not allowed. */
     return !has(s, e, "Traceback", 9) && !has(s, e, "...", 3) && !has(s, e, "\xe2\x80\xa6", 3)
-           && !has(s, e, "Ray deduplicates", 16) && !has(s, e, "across cluster]", 15);
+           && !has(s, hend, "Ray deduplicates", 16) && !has(s, hend, "[repeated ", 10)
+           && !has(s, hend, "across cluster]", 15);
+}
+
+/* A candidate that can only read its own source's skipped lines and cannot open a record or
+ * a traceback (after which every line is fed one by one and reads its own key): a line with a
+ * header (so no rejoin and no header-less path), no control byte once _peel has taken the
+ * colours out, no "Traceback", no elided-dict dots, Ray's dedup note or mark only after the
+ * header, and, when a '{' follows `<kind> N: `, that one '{' only, opening a dict parse_dict
+ * reads as complete.  Such a line pops its own key (_with_header); any other candidate ends
+ * every key's window.  Colours after the prefix (`ESC[32m [repeated 7x ...]ESC[0m`) are
+ * taken out first, exactly as _ANSI does for them: what they join is then checked (so
+ * `Trace\x1b[0mback` is a traceback); any other ESC sequence makes the line not plain. */
+static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
+{
+    if (why != 1 || key == KEY_PYTHON)
+        return 0;
+    uchar *body = key > 0 ? sgr(s + key, e) : s;
+    if (memchr(body, 0x1b, (size_t)(e - body)) == NULL)
+        return plain_view(s, e, key);
+    unsigned char *tmp = PyMem_RawMalloc((size_t)(e - s) + 1);
+    if (tmp == NULL)
+        return 0;
+    memcpy(tmp, s, (size_t)(body - s));   /* the prefix, its colours as they are */
+    unsigned char *t = tmp + (body - s);
+    for (uchar *p = body; p < e; ) {
+        if (*p == 0x1b) {
+            uchar *q = sgr(p, e);
+            if (q == p) {                   /* not a colour: _ANSI's other forms are not ours */
+                PyMem_RawFree(tmp);
+                return 0;
+            }
+            p = q;
+        } else {
+            *t++ = *p++;
+        }
+    }
+    int res = plain_view(tmp, t, key);
+    PyMem_RawFree(tmp);
+    return res;
 }
 
 /* The fields of a candidate's Miles header, as byte offsets into its line (-1: absent).  The
