@@ -3,8 +3,9 @@
 Writes (or takes) a ~1 GB Miles log with ~97 % noise lines, then times:
   reference: grep -o "'rollout/raw_reward': [0-9.]*" FILE | wc -l
   ours:      grpo_tui.pipeline.judge_path(FILE, judging=False)  (every metric record and event, into the store)
-and prints grep's time and the parse's, accelerated (the C noise scanner grpo_tui/lines/_scan.c,
-when built) and pure (GRPO_TUI_PURE=1), each in its own process with its peak RSS (it streams in
+and prints grep's time and the parse's (wall, and the process's CPU time: on a shared machine the
+steadier figure), accelerated (the C scanner grpo_tui/lines/_scan.c,
+when built: a bytes path, see grpo_tui/lines/parse.py) and pure (GRPO_TUI_PURE=1), each in its own process with its peak RSS (it streams in
 bounded memory).
 
     python benchmarks/parse_speed.py                 # makes /tmp/grpo_bench_1g.log if missing
@@ -32,11 +33,11 @@ import json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
 from grpo_tui.lines.parse import SCAN
 from grpo_tui.pipeline import judge_path
-t = time.perf_counter()
+t, c0 = time.perf_counter(), time.process_time()
 loaded = judge_path(sys.argv[1], judging=False)
-dt = time.perf_counter() - t
+dt, cpu = time.perf_counter() - t, time.process_time() - c0
 c = loaded.parser.counts
-print(json.dumps({"accel": SCAN is not None, "seconds": dt, "lines": c.lines, "records": c.records, "events": c.event_lines,
+print(json.dumps({"accel": SCAN is not None, "seconds": dt, "cpu": cpu, "lines": c.lines, "records": c.records, "events": c.event_lines,
                   "noise": c.noise, "unreadable": c.unreadable,
                   "rollouts": sum(len(s.ids) for s in loaded.store.segments),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
@@ -76,7 +77,7 @@ def main() -> None:
         if mode == "accelerated" and not r["accel"]:
             print("accelerated:         (not built: grpo_tui.lines._scan is missing; pip install -e . with a C compiler)")
             continue
-        print(f"{mode + ':':<20} {r['seconds']:7.2f} s  ({r['records']:,} records, {r['events']:,} event lines,"
+        print(f"{mode + ':':<20} {r['seconds']:7.2f} s  (CPU {r['cpu']:.2f} s; {r['records']:,} records, {r['events']:,} event lines,"
               f" {r['rollouts']:,} rollouts, {r['unreadable']} unreadable)")
         print(f"  ratio parse/grep:  {r['seconds'] / grep_s:7.1f} x   (bar <= 2.0, goal <= 1.0); "
               f"{size / 1e6 / r['seconds']:.1f} MB/s; peak RSS {r['peak_rss_mb']:.0f} MB (bar < 200)")

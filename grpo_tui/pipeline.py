@@ -24,7 +24,7 @@ from .judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report
 from .judge.ranges import RangeSet
 from .judge.rules import defaults_fit_memo
 from .judge.signals import SIGNALS
-from .lines.files import InputError, check_readable, iter_line_blocks
+from .lines.files import InputError, check_readable, iter_byte_blocks
 from .lines.parse import LineParser
 from .lines.records import Event, MetricRecord
 from .store.metric_store import MetricStore, StoreUpdate
@@ -111,12 +111,19 @@ class Pipeline:
         self.judging = judging                  # False: store only (export reads no verdict)
 
     # ------------------------------------------------------------------ feeding
-    def feed(self, lines: list[str], written_at: float | None = None) -> Update:
-        """Parse a batch of complete lines written at `written_at` (default: now)."""
-        up = self._add(self.parser.feed_lines(lines))
-        if lines:
+    def feed(self, lines: list[str] | bytes, written_at: float | None = None) -> Update:
+        """Parse a batch of complete lines written at `written_at` (default: now): a list of
+        lines, or a block of bytes from files.iter_byte_blocks (the lines joined by b"\\n")."""
+        if isinstance(lines, bytes):
+            before = self.parser.counts.lines
+            up = self._add(self.parser.feed_block(lines))
+            count = self.parser.counts.lines - before
+        else:
+            up = self._add(self.parser.feed_lines(lines))
+            count = len(lines)
+        if count:
             self.fed = True
-            self.lines_seen += len(lines)
+            self.lines_seen += count
             self._note_written(self.clock() if written_at is None else written_at)
         return up
 
@@ -369,7 +376,7 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
         pipe.defer()
     written = _mtime(path)
     try:
-        for block in iter_line_blocks(path):
+        for block in iter_byte_blocks(path):
             pipe.feed(block, written_at=written if written is not None else pipe.clock())
         pipe.finish(now)
     except BulkMismatch:
@@ -386,11 +393,11 @@ def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
     written = _mtime(path)
     done = 0
     span = max(1, (end if end is not None else max(1, _size(path))) - start)
-    for lines in iter_line_blocks(path, chunk, start=start, end=end):
+    for block in iter_byte_blocks(path, chunk, start=start, end=end):
         if cancelled is not None and cancelled():
             return False
-        pipe.feed(lines, written_at=written)
-        done += sum(len(x) + 1 for x in lines)
+        pipe.feed(block, written_at=written)
+        done += len(block) + 1
         if progress is not None:
             progress(min(1.0, done / span))
     return True

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from grpo_tui.lines.parse import parse_lines
+from grpo_tui.lines.records import MetricRecord
+
 from grpo_tui.cli import main
 
 
@@ -44,3 +49,40 @@ def test_look_alike_keys_stay_apart(tmp_path):
     assert row["rollout/zero_std/count_0"] == 4 and row["rollout/zero_std/count_0.1"] == 1
     assert row["rollout/truncated_ratio"] == 0.2 and row["eval/x/truncated_ratio"] == 0.9
     assert row["rollout/raw_reward"] == 0.6 and row["rollout/episode_raw_reward"] == 0.1
+
+
+# issue #11 item 5: a pasted fragment whose dict head was elided, closing without `}`
+_ELIDED = ("rollout 0: {dots} 'rollout/raw_reward': 0.30, 'rollout/response_length/mean': 512.0,\n"
+           "    'rollout/truncated_ratio': 0.01,\n"
+           "    'rollout/log_probs': -0.3\n")
+
+
+@pytest.mark.parametrize("dots", ["...", "\u2026", "...,"])
+@pytest.mark.parametrize("after", ["step 0: {'train/grad_norm': 0.2}\n", ""])
+def test_elided_head_fragment_keeps_every_key_it_shows(tmp_path, dots, after):
+    rows = _export(tmp_path, _ELIDED.format(dots=dots) + after)
+    want = {"rollout": 0, "rollout/raw_reward": 0.30, "rollout/response_length/mean": 512.0,
+            "rollout/truncated_ratio": 0.01, "rollout/log_probs": -0.3}
+    if after:
+        want["train/grad_norm"] = 0.2
+    assert rows == [want]
+
+
+def test_elided_head_fragment_with_header_and_closing_brace():
+    items, c = parse_lines([
+        "[2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - perf 3: ... 'rollout/raw_reward': 0.5,",
+        "  'perf/rollout_time': 80.5}",
+    ])
+    (rec,) = [i for i in items if isinstance(i, MetricRecord)]
+    assert (rec.kind, rec.n, rec.metrics) == ("perf", 3, {"rollout/raw_reward": 0.5, "perf/rollout_time": 80.5})
+    assert rec.abridged and not rec.cut and rec.time == "2026-08-21 10:00:00.000"
+    assert c.metric_lines == 2 and c.unreadable == 0
+
+
+def test_cut_live_line_still_drops_its_unfinished_number():
+    # not a fragment: the number at the cut may itself be cut, so it is not kept
+    items, c = parse_lines(["rollout 0: {'rollout/raw_reward': 0.30, 'rollout/log_probs': -0.3",
+                            "step 0: {'train/grad_norm': 0.2}"])
+    recs = [i for i in items if isinstance(i, MetricRecord)]
+    assert recs[0].metrics == {"rollout/raw_reward": 0.30} and recs[0].cut
+    assert recs[1].metrics == {"train/grad_norm": 0.2}

@@ -1,4 +1,7 @@
-"""The optional C noise scanner (grpo_tui/lines/_scan.c) changes nothing but speed.
+"""The optional C scanner (grpo_tui/lines/_scan.c) changes nothing but speed.
+
+(Tests of the C code are named test_scanner_* or *fuzzed*: CI runs those again against a
+scanner built with ASan/UBSan.)
 
 LineParser.feed_lines with the scanner and without it (the pure-Python inline path) must give
 identical items (every dataclass field), counts, first/last times and skipped-line bookkeeping,
@@ -18,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from grpo_tui.lines.files import iter_line_blocks
-from grpo_tui.lines.parse import LineParser, is_candidate
+from grpo_tui.lines.parse import LineParser, _source_key, is_candidate
+from grpo_tui.lines.values import parse_dict
 from grpo_tui.simulate import SCENARIOS, generate
 
 try:
@@ -57,7 +61,7 @@ def _parse(batches, accel: bool) -> LineParser:
 
 def _state(p: LineParser):
     return (repr([(type(x).__name__, dataclasses.asdict(x)) for x in p.items]),   # repr: nan == nan
-            p.counts.as_dict(), p.first_ts, p.last_ts, p._last_stamped, p._prev_raw,
+            p.counts.as_dict(), p.first_ts, p.last_ts, p._last_stamped,
             {k: list(v) for k, v in p._skipped.items()}, list(p._noise_run), p._last_time)
 
 
@@ -160,8 +164,13 @@ def _inline_skips(raw: str) -> bool:
 @given(st.lists(st.one_of(MIX, st.binary(max_size=60).map(lambda b: b.decode("utf-8", "replace"))), max_size=30))
 def test_scanner_never_skips_a_candidate(lines):
     lines = [ln.replace("\n", " ") for ln in lines]
-    n, cands, keep = _scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
+    n, cands, keep, starts, heads, lasts = _scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
     assert n == max(1, len(lines))
+    assert len(heads) == len(cands) and len(lasts) == len(cands) + 1
+    for k, end in enumerate(cands + [n]):   # lasts: the newest stamped noise line of each run
+        start = cands[k - 1] + 1 if k else 0
+        stamped = [i for i in range(start, end) if "[" in (lines or [""])[i][:64]]
+        assert lasts[k] == (stamped[-1] if stamped else -1)
     cs = set(cands)
     for i, ln in enumerate(lines):
         if i not in cs:
@@ -174,7 +183,7 @@ def test_scanner_never_skips_a_candidate(lines):
 @FUZZ
 @given(st.binary(max_size=300))
 def test_scanner_on_raw_bytes_splits_like_bytes_split(data):
-    n, cands, keep = _scan.scan(data)
+    n, cands, keep, *_ = _scan.scan(data)
     parts = data.split(b"\n")
     assert n == len(parts)
     assert all(0 <= i < n for i in cands + keep)
@@ -197,7 +206,7 @@ def test_scanner_edges(data):
     big = data + b"Error: {'a': 1}\n" * 4
     view = memoryview(big)[:len(data)]
     assert _scan.scan(view) == _scan.scan(bytes(data))
-    n, cands, keep = _scan.scan(data)
+    n, cands, keep, *_ = _scan.scan(data)
     parts = data.split(b"\n")
     assert n == len(parts)
     for i, b in enumerate(parts):
@@ -211,3 +220,269 @@ def test_scanner_rejects_non_buffers():
         _scan.scan("text")
     with pytest.raises(TypeError):
         _scan.scan(None)
+
+
+# -- plain candidates: the ones that end only their own source's window of skipped lines ---------
+
+_PREFIXES = ["", "\x1b[36m(A pid=1)\x1b[0m ", "(A pid=1) ", "(pid=7) ", "\x1b[36m(B pid=2, ip=1.2.3.4)\x1b[0m ",
+             "(A  pid=1) ", "(A pid=1)  ", "\x1b[36m(A pid=1)\x1b[0m\t", "(A b pid=1) "]
+_HEADERS = ["[2026-08-21 10:00:00.000 main] x.py:1 - ", "[2026-08-21 10:00:00] ",
+            "[2026-08-21 10:00:00 (Ray deduplicates logs by default.] Error ",
+            "[2026-08-21 10:00:00 [repeated 2x across cluster]] Error ", "[2026-08-21 10:00:00\x1b[0m.000 m] x.py:1 - ",
+            "\x1b[1m[2026-08-21 10:00:00.000 main] x.py:1 - ",
+            "[2026-08-21 10:00:00.000 "
+            + "p" * 50 + "] x.py:1 - ", "[2026-08-21 10:00:0] x.py:1 - ", "2026-08-21 10:00:00,000\tINFO ", "",
+            "[2026-08-21 10:00:00\r.000 main] x.py:1 - "]
+_MESSAGES = ["rollout 3: {'a': 1, 'b': -2.5e-3}", "rollout 3: {'a': 1, 'b': 2", "step 4: {'a': np.float64(1.0)}",
+             "step 4: {'a': nan, 'b': inf}", "perf 5: {'a': 1}  ", "perf 5: {'a': {'b': 1}}", "perf 5: {}",
+             "eval 6: {'a': '}'}", "rollout 3: ... 'a': 1,", "rollout 3: \u2026 'a': 1", "critic-step 2: {'a': 1}",
+             "Memory: {'gpu': '0', 'x': 1.5}", "x {y} rollout 3: {'a': 1", "ft op=train phase=start rollout=1 attempt=1",
+             "Traceback (most recent call last):", "Error: boom", "rollout 3: {'a': 1} [repeated 2x across cluster]",
+             "rollout 3: {'a': 1e}", "rollout 3: {'a': .5, 'b': 5., 'c': -inf}", "step 1: {'a\\'b': 1}",
+             # _peel takes ANSI and control bytes out: what they hide must not pass for plain
+             "Error Trace\x1b[0mback (most recent call last):", "Error Trace\x7fback (most recent call last):",
+             "Error Trace\x01back (most recent call last):", "rollout 3: \x1b[0m{'a': 1", "rollout 3:\x7f {'a': 1",
+             "ft x\x1b[31m Traceback (most recent call last):", "Error rollout 3: .\x1b[0m.. 'a': 1,",
+             "Error x (Ray deduplicates logs by default. y)",
+             "Memory: {'gpu': '7', 'x': 3.1}\x1b[32m [repeated 7x across cluster] (Ray deduplicates logs by default. "
+             "Set RAY_DEDUP_LOGS=0 to disable.)\x1b[0m", "ft op=x\x1b[32m [repeated 2x across cluster]\x1b[0m",
+             "rollout 3: {'a': 1}\x1b[32m [repeated 2x across cluster]\x1b[0m", "Error \x1b]0;title\x07 x",
+             "Error \x1b[?25l x", "Error Trace\x1b[1;31mback (most recent call last)", "Error x\x1b[0m\x1b[0m",
+             "rollout 3: {'a': 1, \x1b[0m'b': 2}", "rollout 3: \x1b[0m{'a': 1}", "Error x\x1b["]
+
+
+@pytest.mark.parametrize("prefix", _PREFIXES)
+@pytest.mark.parametrize("header", _HEADERS)
+@pytest.mark.parametrize("msg", _MESSAGES)
+def test_scanner_plain_candidates_read_only_their_own_source(prefix, header, msg):
+    """A line the scanner takes as plain must, fed with nothing open, leave nothing open and
+    pop no source's skipped lines but its own (else the keep selection would drop lines a later
+    read shows)."""
+    line = prefix + header + msg
+    if not _scan.plain(line.encode()):
+        return
+    p = LineParser()
+    p.feed("[2026-08-21 09:00:00.000 main] x.py:1 - start")
+    for src in ("", "(A pid=1) ", "\x1b[36m(A pid=1)\x1b[0m ", "(Z pid=9) "):
+        p.feed_lines([f"{src}[2026-08-21 09:00:01.000 z] y.py:2 - noise"])
+    before = {k: list(v) for k, v in p._skipped.items()}
+    key = _source_key(line)
+    p.feed(line)
+    assert p._pending is None, line
+    after = {k: list(v) for k, v in p._skipped.items()}
+    before.pop(key, None)
+    after.pop(key, None)
+    assert after == before, line
+
+
+def test_scanner_plain_candidates_are_found_on_the_common_lines():
+    for line in ["\x1b[36m(A pid=1)\x1b[0m [2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: {'a': 1, 'b': -2.5e-3}",
+                 "[2026-08-21 10:00:00.000 main] group.py:147 - ft op=train phase=start rollout=0 attempt=0",
+                 "[2026-08-21 10:00:00.000 main] m.py:41 - Memory-Usage: {'gpu': '0', 'total_GB': 79.19}"]:
+        assert _scan.plain(line.encode()), line
+    for line in ["rollout 3: {'a': 1}", "[2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: {'a': 1",
+                 "[2026-08-21 10:00:00.000 main] x.py:1 - Traceback (most recent call last):"]:
+        assert not _scan.plain(line.encode()), line
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_scanner_windows_between_plain_candidates_agree(seed):
+    """Many sources, long runs, plain candidates of some sources and not others, pending records
+    opened mid-run, in batches cut anywhere: the kept lines show the same deques."""
+    rng = random.Random(seed)
+    heads = [f"\x1b[36m(SGLangEngine pid={p})\x1b[0m " for p in range(rng.choice([3, 20, 70]))] + ["", "(A pid=1) "]
+    cands = ["[2026-08-21 10:00:00.000 main] g.py:1 - ft op=train phase=start rollout=1 attempt=0",
+             "(A pid=1) [2026-08-21 10:00:01.000 a] l.py:2 - step {n}: {{'train/grad_norm': 0.5}}",
+             "\x1b[36m(SGLangEngine pid=1)\x1b[0m [2026-08-21 10:00:02.000 s] m.py:3 - Memory: {{'gpu': '0'}}",
+             "(A pid=1) [2026-08-21 10:00:01.000 a] l.py:2 - rollout {n}: {{'rollout/raw_reward': 0.5,",
+             "retrying... (attempt 1/60)", "(A pid=1) Traceback (most recent call last):",
+             "\x1b[36m(SGLangEngine pid=0)\x1b[0m [2026-08-21 10:00:03.000 s] m.py:3 - Error: x"]
+    lines = ["[2026-08-21 09:00:00.000 main] log_utils.py:1 - start"]
+    for i in range(4000):
+        if rng.random() < 0.03:
+            lines.append(rng.choice(cands).format(n=i))
+        lines.append(_noise(i, rng.choice(heads)) if rng.random() < 0.9 else "   " + str(i))
+    assert_same([lines])
+    assert_same(_cut(lines, [rng.randint(1, 600) for _ in range(5)]))
+    blocks = _cut(lines, [rng.randint(1, 600) for _ in range(5)])
+    fast, pure = _parse_blocks(blocks, True), _parse_blocks(blocks, False)
+    assert _state(fast) == _state(pure)
+
+
+def _parse_blocks(batches, accel: bool) -> LineParser:
+    """Through feed_block: the bytes path the pipeline takes."""
+    p = LineParser(accel=accel)
+    if accel:
+        p._scan = _scan
+    p.items = []
+    for lines in batches:
+        p.items.extend(p.feed_block("\n".join(lines).encode("utf-8", "surrogatepass")))
+    p.items.extend(p.flush())
+    return p
+
+
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+def test_scanner_byte_blocks_agree_with_lines(path):
+    """feed_block (bytes, both paths) gives what feed_lines gives on the decoded lines."""
+    with open(path, "rb") as f:
+        data = f.read()
+    blocks = [data[i:i + 5000] for i in range(0, len(data), 5000)]
+    lines_batches, rest = [], b""
+    cut_blocks = []
+    for b in blocks:
+        b = rest + b
+        k = b.rfind(b"\n")
+        if k < 0:
+            rest = b
+            continue
+        cut_blocks.append(b[:k])
+        rest = b[k + 1:]
+    if rest:
+        cut_blocks.append(rest)
+    ref = _parse([b.decode("utf-8", "replace").split("\n") for b in cut_blocks], False)
+    for accel in (True, False):
+        p = LineParser(accel=accel)
+        if accel:
+            p._scan = _scan
+        p.items = []
+        for b in cut_blocks:
+            p.items.extend(p.feed_block(b))
+        p.items.extend(p.flush())
+        assert _state(p) == _state(ref)
+
+
+# -- read_dict: the common metric dict read in C, or None (the Python reader reads it) -----------
+
+def _same_values(text: str) -> None:
+    got = _scan.read_dict(text)
+    if got is None:
+        return
+    ref = parse_dict(text)
+    assert ref.complete and not ref.error and not ref.abridged and not ref.raw_nonfinite, text
+    assert list(got.items()) == list(ref.values.items()), text
+    assert [type(v) for v in got.values()] == [type(v) for v in ref.values.values()], text
+
+
+_NUM = st.one_of(st.integers(-10**25, 10**25).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                 st.from_regex(r"-?(?:\d{0,25}\.?\d{0,25}(?:[eE][-+]?\d{0,4})?|nan|inf)", fullmatch=True),
+                 st.sampled_from(["1e999", "-1e999", "1e-999", "0", "-0", "007", "5.", ".5", "1e", "1e+", "--1",
+                                  "\uff11", "np.float64(1.0)", "'x'", "True", "None", "[1, 2]"]))
+_KEY = st.one_of(st.sampled_from(["train/loss", "rollout/raw_reward", "a", "", "\u00e9", "a\\'b", "x'y", "{"]),
+                 st.text(max_size=8))
+
+
+@FUZZ
+@given(st.lists(st.tuples(_KEY, _NUM), max_size=8), st.sampled_from(["", " ", "  \t", "\u3000", " x", ",", "}"]),
+       st.sampled_from([", ", ",", ",  "]))
+def test_scanner_read_dict_agrees_with_parse_dict(pairs, end, sep):
+    text = "{" + sep.join(f"'{k}': {v}" for k, v in pairs) + "}" + end
+    _same_values(text)
+    _same_values(text[:-1] if text else text)
+
+
+@pytest.mark.parametrize("text", [
+    "{}", "{'a': 1}", "{'a': 1, 'a': 2.5}", "{'a': -0, 'b': 007, 'c': 123456789012345678}",
+    "{'a': 1234567890123456789}", "{'a': 1e308, 'b': 1e309, 'c': 2.2250738585072014e-308, 'd': 5e-324}",
+    "{'a': 0.1, 'b': 0.30000000000000004, 'c': 1.7976931348623157e+308}", "{'\u00e9\u4e2d': 1}",
+    "{'a': 1}\x00", "{'a': 1", "{'a': 1,}", "{'a':1}", "{ 'a': 1}", "{'a': " + "9" * 400 + "}",
+    "{'a': " + "9" * 60 + ".5}", "{'a': \ud800}", "{'\ud800': 1}",
+])
+def test_scanner_read_dict_edges(text):
+    _same_values(text)
+    assert _scan.read_dict(text) is not None or text not in ("{}", "{'a': 1}")
+
+
+def test_scanner_read_dict_rejects_non_str():
+    with pytest.raises(TypeError):
+        _scan.read_dict(b"{'a': 1}")
+
+
+# -- heads: candidates whose Miles header the scanner reads (LineParser._feed_head) --------------
+
+_H_PREFIX = st.sampled_from(["", "\x1b[36m(A pid=1)\x1b[0m ", "(MegatronTrainRayActor pid=48479) ", "(pid=7) ",
+                             "\x1b[36m(B pid=2, ip=1.2.3.4)\x1b[0m ", "(A pid=1)", "(A pid=1)  ", "\x1b[1;36m(A pid=x)\x1b[m ",
+                             "(A.b-c pid=1) ", "(\u00e9 pid=1) ", "> ", "  ", "12:"])
+_H_DATE = st.sampled_from(["2026-08-21 10:00:00", "2026-13-45 25:61:61", "0000-00-00 00:00:00", "2026-08-21 10:00:0",
+                           "\u0662026-08-21 10:00:00"])
+_H_MS = st.sampled_from(["", ".123", ",123", ".12", ".1234", ".000", ". 12"])
+_H_PROC = st.sampled_from(["", " main", "main", " actor_cell0_rank0", " rollout_manager", " 9x", " a.b-c", " a\u00e9",
+                           "  main", " main ", " main\t", " -x", " _x"])
+_H_LEVEL = st.sampled_from(["", "INFO ", "WARNING ", "WARN ", "WARNINGX ", "ERROR ", "info ", "CRITICAL  "])
+_H_FILE = st.sampled_from(["log_utils.py:542 - ", "a.py:1 - ", ".py:1 - ", "x.pyc:1 - ", "a.py.py:3 - ", "a-b.c.py:0 - ",
+                           "a.py:1 -", "a.py:x - ", "\u00e9.py:1 - ", "a.py:\u0661 - ", "a b.py:1 - "])
+_H_MSG = st.one_of(st.sampled_from(_MESSAGES + ["x", "", "Error: \x1b[31mred\x1b[0m", "a\tb Error", "ft op=train\r",
+                                                "Error \ufffd\ufffd\ufffd\ufffd\ufffd", "Error x [repeated 3x across cluster]",
+                                                "Error (Ray deduplicates logs by default. x)", "Error \x7f", "Error \x00",
+                                                "ft op=update_weights phase=end rollout=3 ok=true elapsed_s=1.5"]),
+                   st.text(max_size=30).map(lambda t: "Error " + t))
+
+
+def _mostly(good: list[str], strat) -> st.SearchStrategy:
+    """Mostly well-formed parts (so most lines take the head path), sometimes any."""
+    return st.one_of(st.sampled_from(good), st.sampled_from(good), strat)
+
+
+@st.composite
+def _head_lines(draw):
+    return (draw(_mostly(["", "\x1b[36m(A pid=1)\x1b[0m ", "(B pid=2) "], _H_PREFIX)) + "["
+            + draw(_mostly(["2026-08-21 10:00:00"], _H_DATE)) + draw(_mostly([".123", ""], _H_MS))
+            + draw(_mostly([" main", " actor_cell0_rank0"], _H_PROC)) + "] " + draw(_mostly([""], _H_LEVEL))
+            + draw(_mostly(["log_utils.py:542 - "], _H_FILE)) + draw(_H_MSG))
+
+
+@FUZZ
+@given(st.lists(st.one_of(_head_lines(), _head_lines(), st.sampled_from(SAMPLE), st.builds(_noise, st.integers(0, 99),
+                                                                                              st.sampled_from(["", "(A pid=1) "]))),
+                max_size=30),
+       st.lists(st.integers(1, 12), max_size=4))
+def test_scanner_head_lines_agree(lines, sizes):
+    lines = [ln.replace("\n", " ") for ln in lines]
+    assert_same([lines])
+    assert_same(_cut(lines, sizes))
+
+
+@FUZZ
+@given(_head_lines())
+def test_scanner_feed_head_is_feed(line):
+    """Where the scanner hands over header fields, _feed_head does exactly what feed does."""
+    line = line.replace("\n", " ")
+    n, cands, keep, starts, heads, _ = _scan.scan(line.encode("utf-8", "surrogatepass"))
+    if not heads or heads[0] is None:
+        return
+    states = []
+    for fast in (True, False):
+        p = LineParser()
+        p.feed("[2026-08-21 09:00:00.000 main] x.py:1 - start")
+        p.feed("(A pid=1) [2026-08-21 09:00:01.000 a] l.py:2 - rollout 1: {'a': 1,")   # a record open
+        p.items = p._feed_head(line, heads[0]) if fast else p.feed(line)
+        p.items += p.flush()
+        states.append(_state(p))
+    assert states[0] == states[1], line
+
+
+def test_scanner_heads_are_found_on_common_lines():
+    for line in ["\x1b[36m(A pid=1)\x1b[0m [2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: {'a': 1, 'b': -2.5e-3}",
+                 "[2026-08-21 10:00:00.000 main] group.py:147 - ft op=train phase=start rollout=0 attempt=0",
+                 "[2026-08-21 10:00:00,000] INFO a.py:1 - Error: x"]:
+        heads = _scan.scan(line.encode())[4]
+        assert heads[0] is not None, line
+
+
+# -- the whole pipeline: same verdict, alerts and export on both paths ----------------------------
+
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+def test_judged_logs_agree(path, monkeypatch):
+    """judge_path (byte blocks, store, rules, clocks) with the scanner and without it: the same
+    report (status, signals, alerts with their evidence), state and exported rows."""
+    from grpo_tui import export, pipeline
+    from grpo_tui.lines import parse as parse_mod
+
+    now = os.path.getmtime(path) + 30.0
+    out = []
+    for scan in (_scan, None):
+        monkeypatch.setattr(parse_mod, "SCAN", scan)
+        pipe = pipeline.judge_path(path, now=now)
+        assert (pipe.parser._scan is None) == (scan is None)
+        out.append((repr(pipe.report(now).to_json(path)), pipe.parser.counts.as_dict(),
+                    repr(export.rows(pipe.store)), repr(export.rows(pipe.store, "step")), pipe.lines_seen))
+    assert out[0] == out[1]

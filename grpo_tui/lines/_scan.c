@@ -1,19 +1,25 @@
-/* grpo_tui.lines._scan: optional accelerator for LineParser.feed_lines (issue #11).
+/* grpo_tui.lines._scan: optional accelerator for LineParser.feed_block / feed_lines (issue #11).
  *
  * scan(buf) splits a buffer on b"\n" exactly like bytes.split(b"\n") and classifies every line
- * in one pass, so Python never looks at a noise line one by one:
+ * in one pass, so Python never looks at (or decodes) a noise line one by one:
  *
- *   returns (n_lines, cands, keep)
+ *   returns (n_lines, cands, keep, starts)
  *   cands: indices of the lines Python must feed() -- every line `is_candidate` accepts, plus
  *          every line the inline noise path of feed_lines would not take (NUL, U+FFFD or
  *          invalid UTF-8, a trailing '\r', longer than MAX_LINE).  It may only ever say MORE
  *          than is_candidate (feeding a noise line through feed() is exact; skipping a
  *          candidate is not), so the UTF-8 and length tests over-approximate when unsure.
  *   keep:  indices of the noise lines with a '[' in their first 64 characters that the
- *          skipped-line bookkeeping (_remember_skipped, a deque of 16 per source key) can
- *          still hold at the end of their noise run: the last 16 per key in each run, a
- *          superset when the key needs Python (pasted lines) or there are too many keys.
- *          The last stamped line of a run is always kept (it is the last of its key).
+ *          skipped-line bookkeeping (_remember_skipped: a deque of the newest 16 per source
+ *          key, read and emptied by a candidate of that key) can still show: the newest 16
+ *          per key before each candidate that may read that key (see select_kept).  A
+ *          superset is exact (a deque shows only its newest 16), so whenever unsure it keeps.
+ *   starts: n_lines + 1 int64 offsets (bytes): line i is buf[starts[i]:starts[i+1]-1], so
+ *          Python decodes only the lines it reads.
+ *   heads: for each candidate, None or the offsets of its Miles header's fields (miles_head)
+ *          when feed() would read it exactly so: Python then skips _peel and the regexes.
+ *   lasts: for each candidate, and once more for the buffer's end, the newest stamped noise
+ *          line of the run before it, or -1 (it becomes _last_stamped, read lazily).
  *
  * Why the CPython C API and not ctypes/cffi: the call is made once per 4 MiB block and must
  * hand back Python lists of ints; ctypes would need a separate shared library with its own
@@ -26,6 +32,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #define MAX_LINE (1 << 20)   /* parse.MAX_LINE (characters there; bytes here: over-approximate) */
@@ -34,7 +42,7 @@
 #define PER_KEY 16           /* parse._SKIPPED_PER_SOURCE */
 #define MAX_KEYS 64          /* distinct keys tracked per run; past that every line is kept */
 
-enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4 };
+enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8, ANCHOR = 16 };
 #define KEY_PYTHON ((Py_ssize_t)-1)   /* the key needs Python (_paste_key): always kept */
 
 typedef struct {
@@ -78,28 +86,57 @@ static int utf8_len(uchar *p, uchar *e)
     return 0;
 }
 
-/* parse.is_candidate on the line [s, e), plus the inline path's own conditions. */
+/* parse.is_candidate on the line [s, e), plus the inline path's own conditions: 0 no, 1 an
+ * anchor, 2 a line the inline path refuses (NUL, U+FFFD, bad UTF-8, '\r' end, too long).
+ * Lines that are candidates for an anchor are still read to the end for the bad-byte tests. */
+/* The anchors of is_candidate; gate has a bit for the first two bytes of each (and for every
+ * pair starting with NUL or a non-ASCII byte), so the loop below looks closer only there. */
+static const char *const ANCHORS[] = {
+    ": {", "Error", "EXEC:", "retrying", "ft ", "f memory", "Traceback", "Max retries", "OfMemory",
+    "memory pressure", "Health check failed", "Recovered ", "Watchdog caught", "W&B", "Job '",
+    "Fatal async", "checkpoint", "wandb", "tensorboard", "train.py", "train_async.py",
+    "+ ray job submit", " skipped: ", " ...", ") {", "step:", "{'",
+};
+static unsigned char gate[65536 / 8];
+#define GATE(a, b) (gate[((unsigned)(a) << 5) | ((unsigned)(b) >> 3)] & (1u << ((b) & 7)))
+
+static void gate_init(void)
+{
+    for (unsigned a = 0; a < 256; a++)
+        for (unsigned b = 0; b < 256; b++) {
+            int on = a == 0 || a >= 0x80;
+            for (size_t k = 0; !on && k < sizeof(ANCHORS) / sizeof(ANCHORS[0]); k++)
+                on = (uchar)ANCHORS[k][0] == a && (uchar)ANCHORS[k][1] == b;
+            if (on)
+                gate[(a << 5) | (b >> 3)] |= (unsigned char)(1u << (b & 7));
+        }
+}
+
 static int is_cand(uchar *s, uchar *e)
 {
     uchar *p = s;
     Py_ssize_t n = e - s;
     if (n > MAX_LINE || (n > 0 && e[-1] == '\r'))
-        return 1;
+        return 2;
     /* line[:2] in ("{'", ' {', '{"'); "{'" anywhere is tested below */
     if (n >= 2 && ((s[0] == ' ' && s[1] == '{') || (s[0] == '{' && s[1] == '"')))
         return 1;
     while (p < e) {
         unsigned c = *p;
+        if (p + 1 < e && !GATE(c, p[1])) {   /* no anchor, NUL or non-ASCII byte starts here */
+            p++;
+            continue;
+        }
         if (c >= 0x80) {   /* non-ASCII: must decode cleanly and not be U+FFFD */
             int len = utf8_len(p, e);
             if (len == 0 || (len == 3 && c == 0xEF && p[1] == 0xBF && p[2] == 0xBD))
-                return 1;
+                return 2;
             p += len;
             continue;
         }
         switch (c) {   /* dispatch on the first byte of each anchor */
-        case 0: return 1;
-        case ':': if (LIT(": {")) return 1; break;
+        case 0: return 2;
+        case ':': if (LIT(": {") || LIT(": \xe2\x80\xa6")) return 1; break;
         case 'E': if (LIT("Error") || LIT("EXEC:")) return 1; break;
         case 'r': if (LIT("retrying")) return 1; break;
         case 'f': if (LIT("ft ") || LIT("f memory")) return 1; break;
@@ -164,13 +201,366 @@ static Py_ssize_t source_key(uchar *s, uchar *e)
     return 0;
 }
 
-/* Mark KEEP on the stamped lines of one noise run [lo, hi) that the per-key deques keep. */
-static void select_kept(uchar *buf, Line *ln, Py_ssize_t lo, Py_ssize_t hi)
+/* Whether the literal s (n bytes) occurs in [p, e). */
+static int has(uchar *p, uchar *e, const char *s, size_t n)
+{
+    for (; (size_t)(e - p) >= n; p++) {
+        p = memchr(p, s[0], (size_t)(e - p));
+        if (p == NULL || (size_t)(e - p) < n)
+            return 0;
+        if (memcmp(p, s, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+#define DIGIT(c) ((c) >= '0' && (c) <= '9')
+
+/* An ANSI colour sequence ESC '[' [0-9;]* 'm' at p: its end, or p when there is none. */
+static uchar *sgr(uchar *p, uchar *e)
+{
+    if (e - p < 3 || p[0] != 0x1b || p[1] != '[')
+        return p;
+    uchar *q = p + 2;
+    while (q < e && (DIGIT(*q) || *q == ';'))
+        q++;
+    return q < e && *q == 'm' ? q + 1 : p;
+}
+
+/* Whether the line [s, e) certainly starts with a header the parser reads (parse._peel, then
+ * _header): an optional Ray prefix `ESC[..m(Actor pid=N)ESC[..m ` exactly as _RAY takes it,
+ * then `[YYYY-MM-DD HH:MM:SS` and a `]` within 40 printable ASCII bytes (_SGLANG matches, if
+ * not _MILES).  No '\r' or control byte may change the text _peel leaves (checked by caller).
+ * header_end: the byte after that `]`, or NULL. */
+static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key);
+
+static int has_header(uchar *s, uchar *e, Py_ssize_t key)
+{
+    return header_end(s, e, key) != NULL;
+}
+
+static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key)
+{
+    uchar *p = s;
+    if (key > 0) {
+        p = sgr(p, e);
+        if (p >= e || *p != '(')
+            return NULL;
+        p++;
+        uchar *close = s + key - 1;   /* the ')' that ends the key */
+        uchar *pid = p;
+        while (pid < close && *pid != ' ')
+            pid++;
+        if (pid < close) {            /* `Actor pid=`: the actor is [^\s()]+ */
+            for (uchar *q = p; q < pid; q++)
+                if (*q <= ' ' || *q >= 0x7f || *q == '(' || *q == ')')
+                    return NULL;
+            if (pid == p)
+                return NULL;
+            p = pid + 1;
+        }
+        if (close - p < 5 || memcmp(p, "pid=", 4) != 0)
+            return NULL;
+        for (uchar *q = p + 4; q < close; q++)   /* [^,)]+, kept to printable ASCII */
+            if (*q <= ' ' || *q >= 0x7f || *q == ',' || *q == '(')
+                return NULL;
+        p = sgr(close + 1, e);
+        if (p < e && *p == ' ')
+            p++;
+    }
+    static const char shape[] = "[dddd-dd-dd dd:dd:dd";
+    if (e - p < (Py_ssize_t)sizeof(shape))
+        return NULL;
+    for (size_t i = 0; i < sizeof(shape) - 1; i++) {
+        if (shape[i] == 'd' ? !DIGIT(p[i]) : p[i] != (uchar)shape[i])
+            return NULL;
+    }
+    p += sizeof(shape) - 1;
+    for (int i = 0; i <= 40 && p < e; i++, p++) {
+        if (*p == ']')
+            return p + 1;
+        if (*p < ' ' || *p >= 0x7f)
+            return NULL;
+    }
+    return NULL;
+}
+
+/* A number as values._FAST_VALUE reads it, at p: its end, or NULL. */
+static uchar *fast_value(uchar *p, uchar *e)
+{
+    if (p < e && *p == '-')
+        p++;
+    if (e - p >= 3 && (memcmp(p, "nan", 3) == 0 || memcmp(p, "inf", 3) == 0))
+        return p + 3;
+    uchar *d = p;
+    while (p < e && DIGIT(*p))
+        p++;
+    int whole = p > d;
+    if (p < e && *p == '.') {
+        uchar *f = ++p;
+        while (p < e && DIGIT(*p))
+            p++;
+        if (!whole && p == f)
+            return NULL;
+    } else if (!whole) {
+        return NULL;
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        uchar *x = p + 1;
+        if (x < e && (*x == '-' || *x == '+'))
+            x++;
+        uchar *xd = x;
+        while (x < e && DIGIT(*x))
+            x++;
+        if (x > xd)
+            p = x;   /* else the regex leaves the `e` unread, and the pair fails after it */
+    }
+    return p;
+}
+
+/* Whether [p, e) fullmatches values._FAST_DICT: `{'k': number, ...}` and ASCII blanks (a
+ * dict parse_dict reads as complete). */
+static int fast_dict(uchar *p, uchar *e)
+{
+    if (p >= e || *p++ != '{')
+        return 0;
+    if (p < e && *p == '}')
+        goto closed;
+    for (;;) {
+        if (p >= e || *p++ != '\'')
+            return 0;
+        while (p < e && *p != '\'' && *p != '\\')
+            p++;
+        if (e - p < 3 || p[0] != '\'' || p[1] != ':' || p[2] != ' ')
+            return 0;
+        p = fast_value(p + 3, e);
+        if (p == NULL || p >= e)
+            return 0;
+        if (*p == '}')
+            break;
+        if (e - p < 2 || p[0] != ',' || p[1] != ' ')
+            return 0;
+        p += 2;
+    }
+closed:
+    for (p++; p < e; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\v' && *p != '\f')
+            return 0;
+    return 1;
+}
+
+/* Whether the '{' at p (p > s) follows `<kind> <digits>: ` (parse._METRIC_MSG/_METRIC_ANY): a
+ * dict that may open a record. */
+static int metric_brace(uchar *s, uchar *p)
+{
+    static const char *kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
+    uchar *q = p;
+    if (q - s < 2 || q[-1] != ' ' || q[-2] != ':')
+        return 0;
+    q -= 2;
+    uchar *d = q;
+    while (q > s && DIGIT(q[-1]))
+        q--;
+    if (q == d)
+        return 0;
+    if (q > s && q[-1] == '-')
+        q--;
+    if (q == s || q[-1] != ' ')
+        return 0;
+    q--;
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        size_t n = strlen(kinds[k]);
+        if ((size_t)(q - s) >= n && memcmp(q - n, kinds[k], n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* plain_cand on a line whose colours after the prefix were taken out (see below). */
+static int plain_view(uchar *s, uchar *e, Py_ssize_t key)
+{
+    uchar *hend = header_end(s, e, key);
+    if (hend == NULL)
+        return 0;
+    uchar *metric = NULL;
+    int braces = 0;
+    for (uchar *p = key > 0 ? sgr(s + key, e) : s; p < e; p++) {
+        if (*p == '{') {
+            braces++;
+            if (metric_brace(s, p))
+                metric = p;
+        } else if (*p < ' ' || *p == 0x7f) {
+            return 0;
+        }
+    }
+    if (metric != NULL && (braces != 1 || !fast_dict(metric, e)))
+        return 0;
+    /* _strip_dedup cuts at Ray's dedup note or mark: past the header they only shorten the
+     * message (a dict before them is then no fast_dict here: not plain); in it the header
+     * would go, so there they are not allowed. */
+    return !has(s, e, "Traceback", 9) && !has(s, e, "...", 3) && !has(s, e, "\xe2\x80\xa6", 3)
+           && !has(s, hend, "Ray deduplicates", 16) && !has(s, hend, "[repeated ", 10)
+           && !has(s, hend, "across cluster]", 15);
+}
+
+/* A candidate that can only read its own source's skipped lines and cannot open a record or
+ * a traceback (after which every line is fed one by one and reads its own key): a line with a
+ * header (so no rejoin and no header-less path), no control byte once _peel has taken the
+ * colours out, no "Traceback", no elided-dict dots, Ray's dedup note or mark only after the
+ * header, and, when a '{' follows `<kind> N: `, that one '{' only, opening a dict parse_dict
+ * reads as complete.  Such a line pops its own key (_with_header); any other candidate ends
+ * every key's window.  Colours after the prefix (`ESC[32m [repeated 7x ...]ESC[0m`) are
+ * taken out first, exactly as _ANSI does for them: what they join is then checked (so
+ * `Trace\x1b[0mback` is a traceback); any other ESC sequence makes the line not plain. */
+static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
+{
+    if (why != 1 || key == KEY_PYTHON)
+        return 0;
+    uchar *body = key > 0 ? sgr(s + key, e) : s;
+    if (memchr(body, 0x1b, (size_t)(e - body)) == NULL)
+        return plain_view(s, e, key);
+    unsigned char *tmp = PyMem_RawMalloc((size_t)(e - s) + 1);
+    if (tmp == NULL)
+        return 0;
+    memcpy(tmp, s, (size_t)(body - s));   /* the prefix, its colours as they are */
+    unsigned char *t = tmp + (body - s);
+    for (uchar *p = body; p < e; ) {
+        if (*p == 0x1b) {
+            uchar *q = sgr(p, e);
+            if (q == p) {                   /* not a colour: _ANSI's other forms are not ours */
+                PyMem_RawFree(tmp);
+                return 0;
+            }
+            p = q;
+        } else {
+            *t++ = *p++;
+        }
+    }
+    int res = plain_view(tmp, t, key);
+    PyMem_RawFree(tmp);
+    return res;
+}
+
+/* The fields of a candidate's Miles header, as byte offsets into its line (-1: absent).  The
+ * line's text up to `msg` is ASCII, so they are str offsets too. */
+enum { H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
+       H_FILE_END, H_MSG, H_N };
+
+#define WORD(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || DIGIT(c) || (c) == '_')
+
+/* Whether LineParser.feed reads the line [s, e) -- a candidate (why == 1) with no record open --
+ * as exactly: no cut, no NUL/U+FFFD/bad UTF-8, _peel leaving the text after the Ray prefix as
+ * it is (no ANSI sequence but the prefix's colours, no control byte, no '\r' split, no dedup
+ * suffix), and parse._MILES matching it.  Then h holds the fields (see the enum) and Python
+ * takes them instead of peeling and matching (LineParser._feed_head).  Anything unsure: 0. */
+static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
+{
+    if (why != 1 || key == KEY_PYTHON || !has_header(s, e, key))
+        return 0;
+    for (int i = 0; i < H_N; i++)
+        h[i] = -1;
+    h[H_KEY] = (long)key;
+    uchar *p = s;
+    if (key > 0) {   /* has_header checked the prefix's shape: ESC[..m(Actor pid=N)ESC[..m ? */
+        p = sgr(p, e) + 1;
+        uchar *close = s + key - 1, *sp = p;
+        while (sp < close && *sp != ' ')
+            sp++;
+        if (sp < close) {
+            h[H_ACTOR] = (long)(p - s);
+            h[H_ACTOR_END] = (long)(sp - s);
+            p = sp + 1;
+        }
+        h[H_PID] = (long)(p + 4 - s);
+        h[H_PID_END] = (long)(close - s);
+        p = sgr(close + 1, e);
+        if (p < e && *p == ' ')
+            p++;
+    }
+    /* the rest of the line: valid UTF-8, no U+FFFD, no control byte, no ESC, no '\r' */
+    for (uchar *q = p; q < e; ) {
+        if (*q >= 0x80) {
+            int len = utf8_len(q, e);
+            if (len == 0 || (len == 3 && q[0] == 0xEF && q[1] == 0xBF && q[2] == 0xBD))
+                return 0;
+            q += len;
+        } else if ((*q < ' ' && *q != '\t') || *q == 0x7f) {
+            return 0;
+        } else {
+            q++;
+        }
+    }
+    if (has(p, e, "across cluster]", 15) || has(p, e, "Ray deduplicates", 16))
+        return 0;
+    /* ^\[date time(?:[.,]ms)?(?: ?proc)?\s*\] (?:LEVEL )?file.py:N - msg (has_header read the date) */
+    h[H_DATE] = (long)(p + 1 - s);
+    p += 20;
+    if (e - p >= 4 && (*p == '.' || *p == ',') && DIGIT(p[1]) && DIGIT(p[2]) && DIGIT(p[3])) {
+        h[H_MS] = (long)(p + 1 - s);
+        p += 4;
+    }
+    uchar *q = p < e && *p == ' ' ? p + 1 : p;
+    if (q < e && (WORD(*q) && !DIGIT(*q))) {
+        h[H_PROC] = (long)(q - s);
+        while (q < e && (WORD(*q) || *q == '.' || *q == '-'))
+            q++;
+        if (q < e && *q >= 0x80)
+            return 0;   /* \w goes on in Unicode */
+        h[H_PROC_END] = (long)(q - s);
+        p = q;
+    }
+    while (p < e && (*p == ' ' || *p == '\t'))
+        p++;
+    if (e - p < 2 || p[0] != ']' || p[1] != ' ')
+        return 0;
+    p += 2;
+    static const char *levels[] = {"DEBUG ", "INFO ", "WARNING ", "WARN ", "ERROR ", "CRITICAL "};
+    for (size_t k = 0; k < sizeof(levels) / sizeof(levels[0]); k++) {
+        size_t n = strlen(levels[k]);
+        if ((size_t)(e - p) >= n && memcmp(p, levels[k], n) == 0) {
+            p += n;
+            break;
+        }
+    }
+    uchar *f = p;
+    while (p < e && (WORD(*p) || *p == '.' || *p == '-'))
+        p++;
+    if (p >= e || *p != ':' || p - f < 4 || memcmp(p - 3, ".py", 3) != 0)
+        return 0;
+    h[H_FILE] = (long)(f - s);
+    h[H_FILE_END] = (long)(p - s);
+    uchar *d = ++p;
+    while (p < e && DIGIT(*p))
+        p++;
+    if (p == d || e - p < 3 || memcmp(p, " - ", 3) != 0)
+        return 0;
+    h[H_MSG] = (long)(p + 3 - s);
+    return 1;
+}
+
+/* Mark KEEP on the stamped noise lines the per-source deques (_remember_skipped: the newest
+ * PER_KEY per key, read and emptied by a candidate of that key) can still show: walking back
+ * from the end, the newest PER_KEY lines of each key before a candidate that reads that key
+ * (every key for a non-plain candidate and at the buffer's end).  A line older than that is
+ * pushed out of its deque before anything reads it.  Kept besides (a superset is exact): lines
+ * whose key needs Python, and lines of keys past the MAX_KEYS tracked. */
+static void select_kept(uchar *buf, Line *ln, Py_ssize_t n)
 {
     struct { Py_ssize_t start, len; int count; } keys[MAX_KEYS];
     int nkeys = 0;
-    for (Py_ssize_t i = hi - 1; i >= lo; i--) {
+    for (Py_ssize_t i = n - 1; i >= 0; i--) {
         Line *l = &ln[i];
+        if (l->cls & CAND) {
+            if (!(l->cls & PLAIN)) {
+                nkeys = 0;
+                continue;
+            }
+            for (int j = 0; j < nkeys; j++)
+                if (keys[j].len == l->key
+                    && memcmp(buf + keys[j].start, buf + l->start, (size_t)l->key) == 0)
+                    keys[j].count = 0;
+            continue;
+        }
         if (!(l->cls & STAMPED))
             continue;
         if (l->key == KEY_PYTHON) {
@@ -182,15 +572,14 @@ static void select_kept(uchar *buf, Line *ln, Py_ssize_t lo, Py_ssize_t hi)
                               && memcmp(buf + keys[j].start, buf + l->start, (size_t)l->key) == 0))
             j++;
         if (j == nkeys) {
-            if (nkeys < MAX_KEYS) {
-                keys[nkeys].start = l->start;
-                keys[nkeys].len = l->key;
-                keys[nkeys].count = 0;
-                nkeys++;
-            } else {
-                l->cls |= KEEP;   /* untracked key: keep (a superset is exact) */
+            if (nkeys == MAX_KEYS) {
+                l->cls |= KEEP;   /* untracked key: keep */
                 continue;
             }
+            keys[nkeys].start = l->start;
+            keys[nkeys].len = l->key;
+            keys[nkeys].count = 0;
+            nkeys++;
         }
         if (keys[j].count < PER_KEY) {
             keys[j].count++;
@@ -202,7 +591,7 @@ static void select_kept(uchar *buf, Line *ln, Py_ssize_t lo, Py_ssize_t hi)
 /* Split and classify; returns the number of lines, or -1 when out of memory (*out freed). */
 static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out)
 {
-    Py_ssize_t cap = 1024, n = 0, run = 0;
+    Py_ssize_t cap = 1024, n = 0;
     Line *ln = PyMem_RawMalloc(cap * sizeof(Line));
     uchar *end = buf + size, *s = buf;
     if (ln == NULL)
@@ -222,10 +611,12 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out)
         Line *l = &ln[n];
         l->start = s - buf;
         l->key = 0;
-        if (is_cand(s, e)) {
-            l->cls = CAND;
-            select_kept(buf, ln, run, n);
-            run = n + 1;
+        int why = is_cand(s, e);
+        if (why) {
+            l->cls = why == 1 ? CAND | ANCHOR : CAND;
+            l->key = source_key(s, e);
+            if (plain_cand(s, e, why, l->key))
+                l->cls |= PLAIN;
         } else if (stamped(s, e)) {
             l->cls = STAMPED;
             l->key = source_key(s, e);
@@ -237,7 +628,7 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out)
             break;
         s = nl + 1;
     }
-    select_kept(buf, ln, run, n);
+    select_kept(buf, ln, n);
     *out = ln;
     return n;
 }
@@ -247,7 +638,8 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
     Py_buffer view;
     Line *ln = NULL;
     Py_ssize_t n;
-    PyObject *cands = NULL, *keep = NULL, *res = NULL;
+    PyObject *cands = NULL, *keep = NULL, *starts = NULL, *heads = NULL, *lasts = NULL, *res = NULL;
+    Py_ssize_t last = -1;   /* the newest stamped noise line since the last candidate */
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
@@ -259,9 +651,31 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
     }
     cands = PyList_New(0);
     keep = PyList_New(0);
-    if (cands == NULL || keep == NULL)
+    heads = PyList_New(0);
+    lasts = PyList_New(0);
+    if (n < PY_SSIZE_T_MAX / 8 - 1)
+        starts = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
+    if (cands == NULL || keep == NULL || starts == NULL || heads == NULL || lasts == NULL)
         goto done;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    {
+        int64_t *st = (int64_t *)PyBytes_AS_STRING(starts);
+        for (Py_ssize_t i = 0; i < n; i++)
+            st[i] = (int64_t)ln[i].start;
+        st[n] = (int64_t)view.len + 1;   /* line i is buf[st[i]:st[i+1]-1] */
+    }
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        if (i == n || ln[i].cls & CAND) {   /* lasts[k]: the run before cands[k] (and the end) */
+            PyObject *v = PyLong_FromSsize_t(last);
+            int bad = v == NULL || PyList_Append(lasts, v) < 0;
+            Py_XDECREF(v);
+            if (bad)
+                goto done;
+            last = -1;
+            if (i == n)
+                break;
+        } else if (ln[i].cls & STAMPED) {
+            last = i;
+        }
         PyObject *to = ln[i].cls & CAND ? cands : ln[i].cls & KEEP ? keep : NULL;
         if (to != NULL) {
             PyObject *v = PyLong_FromSsize_t(i);
@@ -270,20 +684,153 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
             if (bad)
                 goto done;
         }
+        if (ln[i].cls & CAND) {   /* heads[k]: the header fields of cands[k], or None */
+            long h[H_N];
+            uchar *s = (uchar *)view.buf + ln[i].start;
+            uchar *e = i + 1 < n ? (uchar *)view.buf + ln[i + 1].start - 1 : (uchar *)view.buf + view.len;
+            PyObject *t = Py_None;
+            Py_INCREF(t);
+            if (miles_head(s, e, ln[i].cls & ANCHOR ? 1 : 2, ln[i].key, h)) {
+                Py_DECREF(t);
+                t = PyTuple_New(H_N);
+                for (int k = 0; t != NULL && k < H_N; k++) {
+                    PyObject *v = PyLong_FromLong(h[k]);
+                    if (v == NULL) {
+                        Py_CLEAR(t);
+                        break;
+                    }
+                    PyTuple_SET_ITEM(t, k, v);
+                }
+            }
+            int bad = t == NULL || PyList_Append(heads, t) < 0;
+            Py_XDECREF(t);
+            if (bad)
+                goto done;
+        }
     }
-    res = Py_BuildValue("(nOO)", n, cands, keep);
+    res = Py_BuildValue("(nOOOOO)", n, cands, keep, starts, heads, lasts);
 done:
     Py_XDECREF(cands);
     Py_XDECREF(keep);
+    Py_XDECREF(starts);
+    Py_XDECREF(heads);
+    Py_XDECREF(lasts);
     PyMem_RawFree(ln);
     PyBuffer_Release(&view);
     return res;
 }
 
+/* read_dict(text: str) -> dict | None: values.parse_dict for the common shape, `{'k': number,
+ * ...}` as _FAST_DICT fullmatches it, read straight into a dict of ints and floats (float()
+ * itself: PyOS_string_to_double).  None -- the caller takes the Python reader -- for anything
+ * else: nan/inf, a value that is not finite as a float, an int past 18 digits, a key that is
+ * not plain ASCII/UTF-8 text, trailing text but ASCII blanks.  Reads are bounded by the
+ * text's own length. */
+static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    Py_ssize_t len;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "read_dict() takes a str");
+        return NULL;
+    }
+    const char *text = PyUnicode_AsUTF8AndSize(arg, &len);
+    if (text == NULL) {   /* lone surrogates: not ours */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    uchar *p = (uchar *)text, *e = p + len;
+    if (!fast_dict(p, e))
+        Py_RETURN_NONE;
+    PyObject *out = PyDict_New();
+    if (out == NULL)
+        return NULL;
+    p++;   /* '{' */
+    char buf[64];
+    while (p < e && *p == '\'') {
+        uchar *k = ++p;
+        while (p < e && *p != '\'')
+            p++;
+        if (e - p < 4)
+            goto fallback;     /* not reached: fast_dict read the same text */
+        uchar *ke = p;
+        p += 3;                /* `': ` */
+        uchar *v = p;
+        p = fast_value(p, e);
+        if (p == NULL || p >= e || p == v)
+            goto fallback;     /* not reached: fast_dict read the same text */
+        Py_ssize_t vlen = p - v;
+        PyObject *val = NULL;
+        int isint = 1;
+        for (uchar *q = v; q < p; q++)
+            if (!(DIGIT(*q) || (*q == '-' && q == v)))
+                isint = 0;
+        if (vlen >= (Py_ssize_t)sizeof(buf) || (isint && vlen > 18) || v[vlen - 1] == 'n' || v[vlen - 1] == 'f')
+            goto fallback;
+        memcpy(buf, v, (size_t)vlen);
+        buf[vlen] = 0;
+        if (isint) {
+            val = PyLong_FromString(buf, NULL, 10);
+        } else {
+            double d = PyOS_string_to_double(buf, NULL, NULL);
+            if (d == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                goto fallback;
+            }
+            if (!isfinite(d))
+                goto fallback;
+            val = PyFloat_FromDouble(d);
+        }
+        if (val == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)k, ke - k, "strict");
+        if (key == NULL) {
+            Py_DECREF(val);
+            PyErr_Clear();
+            goto fallback;
+        }
+        int bad = PyDict_SetItem(out, key, val) < 0;
+        Py_DECREF(key);
+        Py_DECREF(val);
+        if (bad) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (*p == '}')
+            break;
+        p += 2;   /* `, ` */
+    }
+    return out;
+fallback:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+}
+
+/* For the tests: whether scan() takes the line (no newline) as a plain candidate (see plain_cand). */
+static PyObject *plain(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uchar *s = (uchar *)view.buf, *e = s + view.len;
+    int why = memchr(s, '\n', (size_t)view.len) ? 0 : is_cand(s, e);
+    int res = why && plain_cand(s, e, why, source_key(s, e));
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(res);
+}
+
 static PyMethodDef methods[] = {
+    {"read_dict", read_dict, METH_O,
+     "read_dict(text) -> dict | None: a `{'k': number, ...}` dict read like values.parse_dict, or\n"
+     "None when the text is anything else (the Python reader then reads it)."},
+    {"plain", plain, METH_O, "plain(line) -> bool: a candidate that reads only its own key (tests)."},
     {"scan", scan, METH_O,
-     "scan(buf) -> (n_lines, cands, keep): the lines of buf (split on b'\\n') that feed_lines must\n"
-     "feed() one by one, and the skipped stamped lines its per-source bookkeeping keeps."},
+     "scan(buf) -> (n_lines, cands, keep, starts, heads, lasts): the lines of buf (split on b'\\n') that the\n"
+     "parser must feed() one by one, the skipped stamped lines its per-source bookkeeping can still\n"
+     "show, every line's start offset (n_lines + 1 int64s; line i is buf[starts[i]:starts[i+1]-1]),\n"
+     "for each candidate its Miles header fields (a tuple of offsets) or None, and for each\n"
+     "candidate and the end the newest stamped noise line of the run before it (or -1)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -294,5 +841,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__scan(void)
 {
+    gate_init();
     return PyModule_Create(&module);
 }

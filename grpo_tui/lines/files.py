@@ -68,7 +68,17 @@ def open_regular(path: str) -> BinaryIO:
 
 def iter_line_blocks(path: str, chunk: int = CHUNK, start: int = 0,
                      end: int | None = None) -> Iterator[list[str]]:
-    """Lists of complete lines, one list per read chunk (split on b'\\n' only).
+    """Lists of complete lines, one list per read chunk (split on b'\\n' only): the blocks of
+    iter_byte_blocks decoded (invalid UTF-8 becomes U+FFFD)."""
+    for block in iter_byte_blocks(path, chunk, start, end):
+        yield block.decode("utf-8", "replace").split("\n")
+
+
+def iter_byte_blocks(path: str, chunk: int = CHUNK, start: int = 0,
+                     end: int | None = None) -> Iterator[bytes]:
+    """Blocks of complete lines as bytes, one per read chunk: the lines joined by b'\\n'
+    without the last one's newline (a block holds block.count(b'\\n') + 1 lines; b'' is one
+    empty line).  The parser decodes only the lines it reads (LineParser.feed_block).
 
     With `start` > 0 reading begins at the first line that starts at or after it; with `end`
     it stops there and a last line without its newline is left out (the dashboard reads a
@@ -104,15 +114,15 @@ def iter_line_blocks(path: str, chunk: int = CHUNK, start: int = 0,
                 rest, skipping = rest[:MAX_LINE], True
             if cut < 0:
                 if head:
-                    yield _decode(head)
+                    yield head[0]
                 continue
             done = block[:cut]
             if head or _has_long_line(done):
-                yield _decode(head + done.split(b"\n"))
+                yield b"\n".join(ln[:MAX_LINE] for ln in head + done.split(b"\n"))
             else:
-                yield done.decode("utf-8", "replace").split("\n")
+                yield done
         if rest and end is None:
-            yield [rest.decode("utf-8", "replace")]
+            yield rest
 
 
 def _has_long_line(b: bytes) -> bool:
@@ -124,11 +134,6 @@ def _has_long_line(b: bytes) -> bool:
             return True
         p = q + 1
     return False
-
-
-def _decode(lines: list[bytes]) -> list[str]:
-    """Decode lines, each cut to MAX_LINE bytes (the slow path, only when one is too long)."""
-    return [ln[:MAX_LINE].decode("utf-8", "replace") for ln in lines]
 
 
 def _seek_line_start(f, start: int, chunk: int) -> int | None:

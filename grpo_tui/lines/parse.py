@@ -10,6 +10,25 @@ characters (counts.long_lines) before any regex work; an open record holds at mo
 _PENDING_MAX characters and re-reads only its unfinished pair, within a budget, so work stays
 linear; an id that is negative, not ASCII digits or past 2**53 makes its line unreadable;
 names past MAX_NAMES are dropped (counts.dropped_metrics).
+
+Speed (issue #11).  A finished log is ~97 % noise and a few thousand metric and event lines, so
+the cost is in touching every line at all.  The accelerated path (the optional C module
+_scan.c, chosen in _load_scan; GRPO_TUI_PURE=1 forces the pure one) is a bytes path end to end:
+files.iter_byte_blocks reads blocks of complete lines as bytes, feed_block hands a block to
+_scan.scan, which in one pass over the bytes returns the candidate lines, the offsets of every
+line, the few skipped lines the per-source time bookkeeping can still show (`keep`: the newest
+16 per source before a candidate that may read that source), and for candidates with a plain
+Miles header its fields.  Python then decodes only those lines: no str per noise line, no
+split/join/encode of the block, the noise run's tail for a rejoin read lazily (_noise_run).
+The common metric dict `{'k': number, ...}` is read by _scan.read_dict straight into a dict of
+ints and floats.  Everything unusual (nan/inf, np.float64(...), strings, nested, cut, wrapped,
+pasted, prefixed oddly, a dedup suffix, control bytes, bad UTF-8) is handed back to the exact
+Python reader: the C side only ever says "this line is plain, here are its fields", never
+interprets a line differently.  Why not a C reader for whole records: their bookkeeping
+(restarts, doubled steps, pending continuations, per-source clocks) is Python state that both
+paths must share to stay equal; the C part stays small enough to prove equal on every sample
+log, fixture, fuzzed mix and hostile line (tests/test_scan_equivalence.py), and every read in
+it is bounded by the buffer's length, never by a length read from the log.
 """
 
 from __future__ import annotations
@@ -44,12 +63,16 @@ _RAY_DRIVER = re.compile(
     r"^(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?\s+"
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?P<msg>.*)$"
 )
+# `(?P<d>…)`: the dict, or a pasted fragment whose head was elided (`rollout 0: ... 'k': 1, …`)
 _METRIC_MSG = re.compile(
-    r"^(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): (?P<d>\{.*)$"
+    r"^(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): "
+    r"(?P<d>\{.*|(?:\.\.\.|\u2026) ?,? ?['\"].*)$"
 )
 _METRIC_ANY = re.compile(
-    r"(?<![\w/.])(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): (?P<d>\{.*)$"
+    r"(?<![\w/.])(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): "
+    r"(?P<d>\{.*|(?:\.\.\.|\u2026) ?,? ?['\"].*)$"
 )
+_ELIDED = (": ...", ": \u2026")   # a metric message whose dict head was elided (see _METRIC_MSG)
 _EVAL_SKIPPED = re.compile(r"(?<![\w/])eval (?P<n>\d+) skipped: (?P<reason>.*)$")
 _RETRY = re.compile(r"retrying\.\.\. \(attempt (?P<k>\d+)/(?P<max>\d+)(?:, url=(?P<url>[^,)]*))?")
 _RECOVERED = re.compile(r"Recovered (?P<n>\d+) dead rollout engines")
@@ -76,7 +99,7 @@ _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memor
 # without further work (97 % of a real log).  Every anchor the classifier looks for must be
 # covered here; an or-chain of `in` tests is about twice as fast as one alternation regex.
 def is_candidate(line: str) -> bool:
-    return (": {" in line or "Error" in line or "retrying" in line or "ft " in line
+    return (": {" in line or ": \u2026" in line or "Error" in line or "retrying" in line or "ft " in line
             or "Traceback" in line or "Max retries" in line or "f memory" in line or "OfMemory" in line
             or "memory pressure" in line or "Health check failed" in line or "Recovered " in line
             or "Watchdog caught" in line or "Job '" in line or "Fatal async" in line
@@ -142,6 +165,22 @@ _QUICK_ANCHORS = (": {", "retrying", "Traceback", "Max retries", "ft ", "Health 
                   " skipped: ", " ...", "+ ray job submit", "train.py")
 
 
+def _quick_anchor(msg: str) -> bool:
+    """Whether one of _QUICK_ANCHORS is in msg (an or-chain: faster than any() over the tuple)."""
+    return ": {" in msg or _event_anchor(msg)
+
+
+def _event_anchor(msg: str) -> bool:
+    """_quick_anchor but for ": {": every branch of _classify needs one of these (the launch
+    branch may also take "train_async.py"), so a message with ": {" alone is no event."""
+    return ("retrying" in msg or "Traceback" in msg or "Max retries" in msg or "ft " in msg
+            or "Health check failed" in msg or "Recovered " in msg or "out of memory" in msg
+            or "OutOfMemory" in msg or "memory pressure" in msg or "Watchdog caught" in msg or "Job '" in msg
+            or "Fatal async" in msg or "checkpoint" in msg or "W&B" in msg or "wandb" in msg
+            or "tensorboard" in msg or "EXEC:" in msg or " skipped: " in msg or " ..." in msg
+            or "+ ray job submit" in msg or "train.py" in msg)
+
+
 @dataclass(slots=True)
 class ParseCounts:
     """Every physical line lands in exactly one of metric/event/noise/unreadable."""
@@ -173,6 +212,7 @@ class _Pending:
     rescanned: int = 0                # characters of tails read again
     lines: int = 1
     event: Event | None = None
+    elided: bool = False              # a pasted fragment (`rollout 0: ... 'k': v,`): it may end without `}`
 
     def full(self) -> bool:
         """Give up on this record (keep it cut): too many lines, too much text, or too much
@@ -192,6 +232,22 @@ class _Line:
 
 
 def _fast_ts(date: str, time: str, ms: str | None) -> float | None:
+    secs = _sec_cache.get((date, time), _MISSING)
+    if secs is _MISSING:
+        secs = _whole_seconds(date, time)
+        if len(_sec_cache) >= 4096:
+            _sec_cache.clear()
+        _sec_cache[(date, time)] = secs
+    if secs is None:
+        return None
+    try:
+        return secs + (int(ms) / 1000.0 if ms else 0.0)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _whole_seconds(date: str, time: str) -> int | None:
+    """The whole seconds of a `YYYY-MM-DD` `HH:MM:SS` pair (naive time read as UTC), or None."""
     try:
         y, mo, d = int(date[0:4]), int(date[5:7]), int(date[8:10])
         h, mi, s = int(time[0:2]), int(time[3:5]), int(time[6:8])
@@ -199,12 +255,14 @@ def _fast_ts(date: str, time: str, ms: str | None) -> float | None:
         if base is None:
             base = calendar.timegm((y, mo, d, 0, 0, 0, 0, 0, 0))
             _day_cache[(y, mo, d)] = base
-        return base + h * 3600 + mi * 60 + s + (int(ms) / 1000.0 if ms else 0.0)
+        return base + h * 3600 + mi * 60 + s
     except (ValueError, OverflowError):
         return None
 
 
 _day_cache: dict[tuple[int, int, int], int] = {}
+_sec_cache: dict[tuple[str, str], int | None] = {}   # a log has many lines per second
+_MISSING = object()
 
 
 def _strip_dedup(text: str) -> tuple[str, int]:
@@ -236,10 +294,10 @@ class LineParser:
         self.quick_reject = quick_reject
         # feed_lines' noise scanner: the C one (SCAN) unless accel=False or it is not built
         self._scan = SCAN if accel else None
-        self._prev_raw = ""
         self._trl_index = 0           # TRL dicts carry no step: count them
         self._names: set[str] = set()  # metric names handed out so far (at most MAX_NAMES)
-        self._last_stamped = ""      # the newest skipped line carrying a timestamp
+        self._stamped = ""           # _last_stamped: the newest skipped line carrying a timestamp
+        self._stamped_lazy: tuple | None = None   # ... or (line getter, index) not read yet
         # Skipped (fast-path) lines that may carry a header, per raw source prefix: a header-less
         # line reads its source's time from them, exactly as if every line had been parsed.
         self._skipped: dict[str, deque[str]] = {}
@@ -253,7 +311,53 @@ class LineParser:
         self.first_ts: float | None = None
         # The last few consecutive noise lines (raw, line_no): a metric line hard-wrapped inside
         # its header or message (a paste at a fixed column) starts in them.
-        self._noise_run: deque[tuple[str, int]] = deque(maxlen=_REJOIN_PARTS)
+        self._noise: deque[tuple[str, int]] = deque(maxlen=_REJOIN_PARTS)
+        # The scanned path leaves the newest noise run unread: (line getter, first, end, base,
+        # lines pushed after them) following what _noise holds; _noise_run reads them only when
+        # it is looked at (a rejoin), which few lines need.
+        self._noise_lazy: tuple | None = None
+
+    @property
+    def _last_stamped(self) -> str:
+        """The newest skipped line carrying a timestamp (its time is read at flush/sync_time)."""
+        lazy = self._stamped_lazy
+        if lazy is not None:
+            self._stamped_lazy = None
+            self._stamped = lazy[0](lazy[1])
+        return self._stamped
+
+    @_last_stamped.setter
+    def _last_stamped(self, raw: str) -> None:
+        self._stamped_lazy = None
+        self._stamped = raw
+
+    @property
+    def _noise_run(self) -> deque[tuple[str, int]]:
+        """The last few noise lines (raw, line_no), the lazily kept tail read in first."""
+        lazy = self._noise_lazy
+        if lazy is not None:
+            self._noise_lazy = None
+            get, a, b, base, extra = lazy
+            self._noise.extend((get(k), base + k + 1) for k in range(a, b))
+            self._noise.extend(extra)
+        return self._noise
+
+    def _noise_push(self, raw: str, line_no: int) -> None:
+        """_noise_run.append, leaving a lazy tail unread."""
+        lazy = self._noise_lazy
+        if lazy is None:
+            self._noise.append((raw, line_no))
+            return
+        extra = lazy[4]
+        extra.append((raw, line_no))
+        if len(extra) >= _REJOIN_PARTS:   # the pushed lines alone fill the deque
+            self._noise_lazy = None
+            self._noise.clear()
+            self._noise.extend(extra)
+
+    def _noise_clear(self) -> None:
+        self._noise_lazy = None
+        self._noise.clear()
 
     # -- public -----------------------------------------------------------------
     def feed(self, raw: str) -> list[Item]:
@@ -269,16 +373,14 @@ class LineParser:
             c.unreadable += 1
             return out
         if self.quick_reject and self._pending is None and not is_candidate(raw):
-            self._prev_raw = raw
             if self.first_ts is None:
                 self._observe(raw)
             elif "[" in raw[:64]:
                 self._last_stamped = raw
                 self._remember_skipped(raw)
             c.noise += 1
-            self._noise_run.append((raw, line_no))
+            self._noise_push(raw, line_no)
             return out
-        prev, self._prev_raw = self._prev_raw, raw
         self._cur_key = _source_key(raw) if self.quick_reject else ""
         pre = self._peel(raw)
         text = pre.text
@@ -289,17 +391,17 @@ class LineParser:
                 return out
             self._close_pending(out)
         if header is None and self._noise_run and self._rejoin(pre, out):
-            self._noise_run.clear()
+            self._noise_clear()
             return out
         noise = c.noise
         if header is None:
-            self._headerless(pre, line_no, out, prev)
+            self._headerless(pre, line_no, out)
         else:
             self._with_header(pre, header, line_no, out)
         if c.noise > noise and self._pending is None:
-            self._noise_run.append((raw, line_no))
+            self._noise_push(raw, line_no)
         else:
-            self._noise_run.clear()
+            self._noise_clear()
         return out
 
     def feed_lines(self, lines: list[str]) -> list[Item]:
@@ -323,9 +425,8 @@ class LineParser:
                     and "\x00" not in raw and "\ufffd" not in raw and not raw.endswith("\r")):
                 n_lines += 1
                 n_noise += 1
-                self._prev_raw = raw
                 if "[" in raw[:64]:
-                    self._last_stamped = raw
+                    self._stamped, self._stamped_lazy = raw, None    # _last_stamped = raw
                     self._remember_skipped(raw)
                 run.append((raw, n_lines))
                 continue
@@ -337,19 +438,38 @@ class LineParser:
         c.lines, c.noise = n_lines, n_noise
         return out
 
+    def feed_block(self, block: bytes) -> list[Item]:
+        """`feed_lines` for a block of bytes (complete lines joined by b"\\n", as files.py reads
+        them): with the C scanner only the lines the parser must read are decoded; without it
+        the block is decoded and split (the same lines: a newline never sits inside a UTF-8
+        sequence, so decoding the block or each line gives the same text)."""
+        if self._scan is not None and self.quick_reject:
+            n, cands, keep, starts, heads, lasts = self._scan.scan(block)
+            st = memoryview(starts).cast("q")
+
+            def get(i: int) -> str:
+                return block[st[i]:st[i + 1] - 1].decode("utf-8", "replace")
+            return self._feed_scanned(n, cands, keep, heads, lasts, get)
+        return self.feed_lines(block.decode("utf-8", "replace").split("\n"))
+
     def _feed_lines_scanned(self, lines: list[str]) -> list[Item] | None:
-        """feed_lines with the C scanner: the noise lines between two candidates are taken as
-        one run (the same counts and bookkeeping as the inline path, per run instead of per
-        line).  None when the batch can't be scanned as is (a line holding a newline)."""
-        blob = "\n".join(lines).encode("utf-8", "surrogatepass")
-        n, cands, keep = self._scan.scan(blob)
+        """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
+        holding a newline)."""
+        n, cands, keep, _, heads, lasts = self._scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
         if n != len(lines):
             return None
+        return self._feed_scanned(n, cands, keep, heads, lasts, lines.__getitem__)
+
+    def _feed_scanned(self, n: int, cands: list[int], keep: list[int], heads: list, lasts: list[int],
+                      get) -> list[Item]:
+        """The noise lines between two candidates are taken as one run: the same counts and
+        bookkeeping as the inline path, per run instead of per line, and only for the lines
+        that bookkeeping can still show (`keep`, see _scan.c; the run's tail for _noise_run and
+        its newest stamped line for _last_stamped are read lazily).  `get(i)` is line i."""
         cands.append(n)
         keep.append(n)
         out: list[Item] = []
         c = self.counts
-        run = self._noise_run
         feed = self.feed
         skipped = self._skipped
         ci = ki = 0
@@ -362,29 +482,61 @@ class LineParser:
                     # lines i..j-1 are noise the inline path would skip: bookkeep them as a run
                     c.lines += j - i
                     c.noise += j - i
-                    self._prev_raw = lines[j - 1]
                     while keep[ki] < i:
                         ki += 1
                     while keep[ki] < j:
-                        raw = lines[keep[ki]]
+                        raw = get(keep[ki])
                         key = _source_key(raw)
                         dq = skipped.get(key)
                         if dq is None:
                             dq = skipped[key] = deque(maxlen=_SKIPPED_PER_SOURCE)
                         dq.append(raw)
-                        self._last_stamped = raw
                         ki += 1
-                    for k in range(max(i, j - _REJOIN_PARTS), j):
-                        run.append((lines[k], base + k + 1))
+                    if lasts[ci] >= i:     # the run's newest stamped line (-1: none)
+                        self._stamped_lazy = (get, lasts[ci])
+                    a = max(i, j - _REJOIN_PARTS)
+                    if j - a >= _REJOIN_PARTS:
+                        self._noise_clear()       # the run alone fills the deque
+                    elif self._noise_lazy is not None:
+                        self._noise_run           # two runs in a row (across blocks): read the first
+                    self._noise_lazy = (get, a, j, base, [])
                     i = j
                     if i >= n:
                         break
-            got = feed(lines[i])
+            if i == cands[ci] and heads[ci] is not None:
+                got = self._feed_head(get(i), heads[ci])
+            else:
+                got = feed(get(i))
             if got:
                 out.extend(got)
             i += 1
             while cands[ci] < i:
                 ci += 1
+        return out
+
+    def _feed_head(self, raw: str, h: tuple) -> list[Item]:
+        """feed() for a candidate whose Miles header the scanner read (_scan.c: miles_head): the
+        same steps, with the header's fields taken from `h` instead of _peel and the regexes.
+        miles_head vouches that feed would find no cut, no NUL or U+FFFD, nothing for _peel to
+        change after the Ray prefix, and _MILES matching with these very fields."""
+        c = self.counts
+        c.lines += 1
+        line_no = c.lines
+        out: list[Item] = []
+        self._line_cut = False
+        key, a0, a1, p0, p1, d0, ms0, pr0, pr1, f0, f1, m0 = h
+        self._cur_key = raw[:key]
+        pre = _Line(raw[d0 - 1:], raw[p0:p1] if p0 >= 0 else None, raw[a0:a1] if a0 >= 0 else None,
+                    0, key > 0)
+        if self._pending is not None:
+            self._close_pending(out)
+        noise = c.noise
+        self._header_fields(pre, raw[d0:d0 + 10], raw[d0 + 11:d0 + 19], raw[ms0:ms0 + 3] if ms0 >= 0 else None,
+                            raw[pr0:pr1] if pr0 >= 0 else None, raw[f0:f1], raw[m0:], line_no, out)
+        if c.noise > noise and self._pending is None:
+            self._noise_push(raw, line_no)
+        else:
+            self._noise_clear()
         return out
 
     def _bound(self, raw: str) -> str:
@@ -572,22 +724,32 @@ class LineParser:
         self._pending = None
         if pend is None or pend.record is None:
             return
+        if pend.elided and pend.tail.strip():
+            # A pasted fragment ends without its `}`: its last pair (`'k': -0.3` with no comma) is
+            # whole when the next line is something else.  Only for fragments: a cut live line's
+            # last number may be cut too, so there the unfinished pair is dropped.
+            last = parse_more(pend.tail.rstrip().rstrip(",") + "}")
+            if last.complete and not last.error:
+                pend.parsed.values.update(last.values)
+                pend.parsed.raw_nonfinite.update(last.raw_nonfinite)
         self._finish_record(pend.record, pend.parsed, out)
 
     # -- messages ------------------------------------------------------------------
     def _with_header(self, pre: _Line, m: re.Match, line_no: int, out: list[Item]) -> None:
         gd = m.groupdict()
-        time_text = f"{gd['date']} {gd['time']}" + (f".{gd['ms']}" if gd.get("ms") else "")
-        ts = _fast_ts(gd["date"], gd["time"], gd.get("ms"))
+        self._header_fields(pre, gd["date"], gd["time"], gd.get("ms"), gd.get("proc"), gd.get("file"),
+                            gd["msg"], line_no, out)
+
+    def _header_fields(self, pre: _Line, date: str, time: str, ms: str | None, proc: str | None,
+                       source: str | None, msg: str, line_no: int, out: list[Item]) -> None:
+        time_text = f"{date} {time}" + (f".{ms}" if ms else "")
+        ts = _fast_ts(date, time, ms)
         self._note_time(ts)
-        self._last_stamped = ""
+        self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
         self._last_time[pre.pid] = (time_text, ts)
         if self._skipped:
             self._skipped.pop(self._cur_key, None)   # this header is newer than what was skipped
-        msg = gd["msg"]
-        proc = gd.get("proc")
-        source = gd.get("file")
-        mm = _METRIC_MSG.match(msg) if ": {" in msg else None
+        mm = _METRIC_MSG.match(msg) if (": {" in msg or _ELIDED[0] in msg or _ELIDED[1] in msg) else None
         if mm:
             self._start_record(mm, pre, line_no, time_text, ts, proc, source, out)
             return
@@ -639,12 +801,12 @@ class LineParser:
             if self.first_ts is None:
                 self.first_ts = ts
 
-    def _headerless(self, pre: _Line, line_no: int, out: list[Item], prev: str = "") -> None:
+    def _headerless(self, pre: _Line, line_no: int, out: list[Item]) -> None:
         text = pre.text
         if self.quick_reject:
             self._catch_up(self._cur_key)
         last = self._last_time.get(pre.pid, (None, None))
-        if ": {" in text:
+        if ": {" in text or _ELIDED[0] in text or _ELIDED[1] in text:
             mm = _METRIC_ANY.search(text)
             if mm:
                 self._start_record(mm, pre, line_no, last[0], last[1], None, None, out)
@@ -697,12 +859,16 @@ class LineParser:
             repeated=pre.repeated,
         )
         head = mm.group("d")
-        parsed = parse_dict(head)
+        elided = head[0] != "{"
+        if elided:
+            head = "{" + head    # `rollout 0: ... 'k': 1,`: read as `{..., 'k': 1,` (abridged)
+        got = self._scan.read_dict(head) if self._scan is not None else None
+        parsed = parse_dict(head) if got is None else ParsedDict(values=got)
         if parsed.complete or parsed.error or self._line_cut or len(head) > _PENDING_MAX:
             self._finish_record(rec, parsed, out)
             return
         self._pending = _Pending(source=pre.pid, record=rec, parsed=parsed,
-                                 tail=head[parsed.resume:], size=len(head))
+                                 tail=head[parsed.resume:], size=len(head), elided=elided)
 
     def _finish_record(self, rec: MetricRecord, parsed, out: list[Item]) -> None:
         c = self.counts
@@ -745,8 +911,9 @@ class LineParser:
     def _events(self, msg: str, pre: _Line, line_no: int, time_text, ts, out: list[Item],
                 header: bool) -> bool:
         """Recognise an event in one message; True when the line was one."""
-        if not any(a in msg for a in _QUICK_ANCHORS) and not _ARG_DUMP.match(msg):
-            return False
+        if not _event_anchor(msg) and not _ARG_DUMP.match(msg) and not (
+                "train_async.py" in msg and ": {" in msg):
+            return False    # (": {" alone, `Memory-Usage: {...}`, would reach _classify for nothing)
         ev = self._classify(msg, pre, line_no, time_text, ts, header)
         if ev is None:
             return False

@@ -157,6 +157,8 @@ class _SlowParser:
             return False
         if ch == "}":
             return True
+        if ch in "'\"":
+            return False      # `{... 'k': 1`: a fragment whose head was elided, the pairs go on
         raise _Incomplete()   # `... <something>`: keep what was read, the dict is not whole
 
     def _pair(self) -> bool:

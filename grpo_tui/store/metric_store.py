@@ -170,14 +170,25 @@ class Segment:
         row = self._row(rec.n)
         self.kinds.setdefault(row, set()).add(rec.kind)
         self._stamp(row, rec.ts)
+        names, columns, objects, int_state = self.names, self.columns, self.objects, self.int_state
         for name, value in rec.metrics.items():
-            self.names.setdefault(name, None)
-            if _is_number(value):
-                self._col(self.columns, name).data[row] = value
-                self.objects.get(name, {}).pop(row, None)
-                self._note_int(name, row, isinstance(value, int))
+            if name not in names:
+                names[name] = None
+            t = type(value)
+            if t is float or t is int or _is_number(value):
+                col = columns.get(name)
+                if col is None:
+                    col = columns[name] = _Column(self._cap)
+                col.data[row] = value
+                if objects:
+                    objs = objects.get(name)
+                    if objs:
+                        objs.pop(row, None)
+                is_int = isinstance(value, int)
+                if int_state.get(name) != ("i" if is_int else "f"):   # the common case: nothing changes
+                    self._note_int(name, row, is_int)
             else:
-                self.objects.setdefault(name, {})[row] = value
+                objects.setdefault(name, {})[row] = value
         if rec.nonfinite:
             self._mark_nonfinite(row, rec.nonfinite)
         return rec.n
@@ -232,10 +243,14 @@ class Segment:
         row = self._row(rollout)
         self.kinds.setdefault(row, set()).add("step")
         self._stamp(row, rec.ts)
+        train_names, names = self.train_names, self.names
         for name, value in rec.metrics.items():
-            self.train_names.setdefault(name, None)
-            self.names.setdefault(name, None)
-            if _is_number(value):
+            if name not in train_names:
+                train_names[name] = None
+            if name not in names:
+                names[name] = None
+            t = type(value)
+            if t is float or t is int or _is_number(value):
                 total = self._col(self.train_sum, name).data
                 count = self._col(self.train_cnt, name).data
                 if math.isnan(count[row]):
