@@ -96,6 +96,14 @@ def noise_line(rng: random.Random, ts: str | None = None, ts_s: str | None = Non
 
 
 # ----------------------------------------------------------------------------- small utilities
+def time_grep(path: str) -> tuple[float, int]:
+    """The reference every speed figure is a ratio to: `grep -o` of one metric, and its matches."""
+    t = time.perf_counter()
+    out = subprocess.run(f"grep -o \"'rollout/raw_reward': [0-9.]*\" '{path}' | wc -l", shell=True,
+                         capture_output=True, text=True, check=True).stdout
+    return time.perf_counter() - t, int(out.strip())
+
+
 def pct(vals: list[float], p: float) -> float:
     """Nearest-rank percentile (nan when empty), so every script reports p50/p95 the same way."""
     if not vals:

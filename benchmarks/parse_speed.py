@@ -20,12 +20,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._common import time_grep  # noqa: E402
 from benchmarks.make_big_log import make  # noqa: E402
 
 _CHILD = r"""
@@ -42,13 +42,6 @@ print(json.dumps({"accel": SCAN is not None, "seconds": dt, "cpu": cpu, "lines":
                   "rollouts": sum(len(s.ids) for s in loaded.store.segments),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
-
-
-def time_grep(path: str) -> tuple[float, int]:
-    t = time.perf_counter()
-    out = subprocess.run(f"grep -o \"'rollout/raw_reward': [0-9.]*\" '{path}' | wc -l", shell=True,
-                         capture_output=True, text=True, check=True).stdout
-    return time.perf_counter() - t, int(out.strip())
 
 
 def main() -> None:
