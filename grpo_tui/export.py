@@ -15,16 +15,24 @@ from typing import Any, TextIO
 
 from .output import csv_safe
 from .store.metric_store import MetricStore, Segment
+from .store.rollout_table import rollout_table
 
 
 _RAW = "\x00raw"  # internal: raw nan/inf tokens of a row, never a column
 
 
 def _rollout_rows(seg: Segment) -> list[dict[str, Any]]:
+    table = rollout_table(seg)
+    cols = [(name, cells) for name, cells in table.cells.items()]
+    nonfinite = seg.nonfinite
     rows = []
-    for rid in seg.rollout_ids().tolist():
-        row = {"rollout": rid, **seg.rollout_dict(rid)}
-        raw = seg.nonfinite.get(seg.row_of[rid])
+    for i, (rid, r) in enumerate(zip(table.ids, table.rows)):
+        row = {"rollout": rid}
+        for name, cells in cols:
+            v = cells[i]
+            if v is not None:
+                row[name] = v
+        raw = nonfinite.get(r)
         if raw:
             row[_RAW] = raw
         rows.append(row)
@@ -137,8 +145,45 @@ def write_csv(data: list[dict[str, Any]], fh: TextIO) -> None:
         w.writerow([_csv_cell(r.get(c)) for c in cols])
 
 
+def _csv_column(cells: list[Any]) -> list[Any]:
+    """`_csv_cell` over a column; floats (nearly every cell) without a call each."""
+    return [repr(v) if type(v) is float else _csv_cell(v) for v in cells]
+
+
+def write_rollout_csv(store: MetricStore, fh: TextIO) -> None:
+    """`write_csv(rows(store))`, column by column: the same text, without a dict per row.
+
+    Columns come in the order `columns()` finds them row by row: a name's first row with a
+    value, then its place in that segment's first-seen order."""
+    segs = [s for s in store.segments if s.has_data]
+    tables = [rollout_table(seg) for seg in segs]
+    first: dict[str, tuple[int, int]] = {}
+    base = 0
+    for table in tables:
+        for j, (name, cells) in enumerate(table.cells.items()):
+            if name not in first:
+                i = next((i for i, v in enumerate(cells) if v is not None), None)
+                if i is not None:
+                    first[name] = (base + i, j)
+        base += len(table.ids)
+    names = sorted(first, key=first.__getitem__)
+    lead = ["segment", "rollout"] if len(segs) > 1 else ["rollout"] if base else []
+    w = csv.writer(fh, lineterminator="\n")
+    w.writerow([csv_safe(c) for c in lead + names])
+    for seg, table in zip(segs, tables):
+        n = len(table.ids)
+        blank = [""] * n
+        cols = [[seg.index] * n] if len(segs) > 1 else []
+        cols.append(table.ids)
+        cols.extend(_csv_column(table.cells[name]) if name in table.cells else blank for name in names)
+        w.writerows(zip(*cols))
+
+
 def render(store: MetricStore, fmt: str = "csv", axis: str = "rollout") -> str:
     buf = io.StringIO()
+    if fmt != "json" and axis == "rollout":
+        write_rollout_csv(store, buf)
+        return buf.getvalue()
     data = rows(store, axis)
     (write_json if fmt == "json" else write_csv)(data, buf)
     return buf.getvalue()
