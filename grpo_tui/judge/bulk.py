@@ -29,6 +29,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
 
 from . import gates
+from .held import HackingHeld
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
                     evaluate_metrics, metric_for, ranges_for)
 from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows
@@ -58,6 +59,7 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         stamps = np.fromiter((op[3] for op in judged), np.int64, len(judged))
         _verify(seg, touch, rows, stamps)
         ans = Answers(seg, eng.ranges, rows)
+        held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"))
     skip_quiet = rules.USE_GATES and seg.ordered     # (evaluate_metrics' own quiet test)
     nonfinite = seg.nonfinite
     changes = []
@@ -73,12 +75,27 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         if skip_quiet and ans.quiet[k] and not (open_rules & rules._HELD) and not nonfinite.get(int(ans.rows[k])):
             conds = []                                  # no rule can fire here (the gates say)
         else:
-            conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=ans.at(k))
+            pre = ans.at(k)
+            if pre:
+                pre[rules.RESOLVED] = ans.resolved
+            if skip_quiet and "length-hacking" in open_rules and _critical(eng, "length-hacking"):
+                got = held.present(k)
+                if got >= 0:
+                    pre[rules.HACKING_HELD] = bool(got)
+            if pre and skip_quiet and pre.get("rule_length_hacking") is not False and rules.HACKING_HELD not in pre:
+                pre[rules.HACKING_WINDOWS] = held.windows(k)
+            conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
         k += 1
         conds.extend(eng._event_conditions(seg, r))
         if conds or eng._open:
             changes.extend(eng._apply(conds, r, seg))
     return changes
+
+
+def _critical(eng, rule: str) -> bool:
+    """The open alert of `rule` is critical: a condition can only keep it open, never change it."""
+    a = eng._open.get((rule, None))
+    return a is not None and a.severity == "critical"
 
 
 def _verify(seg: Segment, touch: dict[int, int], rows: np.ndarray, stamps: np.ndarray) -> None:
@@ -117,14 +134,21 @@ class Answers:
         self.omat = np.zeros((n_ops, 0), np.int8)
         self.sig_ids = list(BY_ID)
         self.quiet = np.zeros(n_ops, bool)
+        self.resolved = None                            # ranges_for on the full windows
         if not n_ops or not full.any():
             return
-        res, oor = _gate_arrays(seg, ranges, rows)
+        res, oor, self.resolved = _gate_arrays(seg, ranges, rows)
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
         self.omat = np.where(full[:, None], np.stack([oor[s] for s in self.sig_ids], axis=1), unknown)
         self.quiet = full & (self.mat == NO).all(axis=1) & (self.omat == NO).all(axis=1)
+
+    def may(self, rule: str) -> np.ndarray:
+        """Per op: the rule may fire there (its gate says maybe, or a scalar gate decides)."""
+        if rule not in self.names:
+            return np.ones(len(self.rows), bool)
+        return self.mat[:, self.names.index(rule)] != NO
 
     def at(self, k: int) -> dict:
         """{rule: True/False/None (None = scalar gate), "oor": set|None, "quiet": bool}."""
@@ -138,7 +162,7 @@ class Answers:
         return d
 
 
-def _gate_arrays(seg: Segment, ranges, rows: np.ndarray) -> tuple[dict, dict]:
+def _gate_arrays(seg: Segment, ranges, rows: np.ndarray) -> tuple[dict, dict, object]:
     full = rows >= WINDOW - 1
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
@@ -154,7 +178,7 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray) -> tuple[dict, dict]:
     res["rule_no_signal"] = _no_signal_vec(seg, ids, rows)
     res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
     oor = {sig_id: _oor_vec(seg, rs, ids, rows, sig_id) for sig_id in BY_ID}
-    return res, oor
+    return res, oor, rs
 
 
 def _bounds(rs, sig_id: str, ids: np.ndarray):
