@@ -91,7 +91,7 @@ def _conds(seg, upto: int, open_rules: frozenset, windows=None) -> list:
 
 CASES = {
     "repeated-blocks": lambda: repeated("healthy", 200, 3, 1),
-    "repeated-k4": lambda: repeated("healthy", 150, 3, 2, setup="k4"),
+    "repeated-k2": lambda: repeated("healthy", 150, 3, 2, steps_per_rollout=2),
     "hacking-stays-open": lambda: [line for _, line in generate("length-hacking", 420, 5, noise_per_rollout=0,
                                                                  onset=100)],
     "hacking-reasoning": lambda: [line for _, line in generate("length-hacking", 300, 6, noise_per_rollout=0,
