@@ -111,15 +111,17 @@ def test_the_batch_answers_what_the_rule_answers(case):
     held_open = frozenset({"length-hacking"})
     for k in rows[rows >= rules.WINDOW - 1].tolist():
         upto = int(seg.ids[k])
-        got = int(box.ans[k])
-        plain_open = _conds(seg, upto, held_open)
+        got, conf = int(box.ans[k]), int(box.conf[k])
+        plain_open, plain_closed = _conds(seg, upto, held_open), _conds(seg, upto, frozenset())
         if got >= 0:
             decided += 1
             assert got == bool(plain_open), f"rollout {upto}: batch says {got}, the rule {plain_open}"
+        if conf >= 0:
+            assert conf == bool(plain_closed), f"rollout {upto}: batch says {conf}, the rule {plain_closed}"
         hint = box.windows(k)
         if hint is not None:
             assert _conds(seg, upto, held_open, hint) == plain_open, f"rollout {upto} (open)"
-            assert _conds(seg, upto, frozenset(), hint) == _conds(seg, upto, frozenset()), f"rollout {upto}"
+            assert _conds(seg, upto, frozenset(), hint) == plain_closed, f"rollout {upto}"
     modelled = int(box._cols["ok"][rules.WINDOW - 1:].sum())     # (a window with a gap is the rule's)
     assert decided >= 0.9 * modelled, "the batch left most rollouts to the rule"
 
@@ -145,7 +147,22 @@ def test_window_statistics_equal_the_scalar_ones():
         p_up, p_down, med, slope = held.mk_p_up(v), held.mk_p_up(-v), held.median(v), held.ts_slope(s, v)
         rs = held.resid_sigma(s, v)
         for i in range(len(v)):
+            assert stats.median(v[i]) == np.median(v[i])
             assert p_up[i] == stats.mk_p_up(v[i]) and p_down[i] == stats.mk_p_down(v[i])
             assert med[i] == float(np.median(v[i]))
             assert slope[i] == stats.theil_sen_slope(s[i], v[i])
             assert rs[i] == rules._resid_sigma(s[i], v[i])
+
+
+def test_scalar_median_is_numpys():
+    from grpo_tui.judge import stats
+    rng = np.random.default_rng(5)
+    for n in range(1, 50):
+        for t in range(20):
+            v = np.round(rng.normal(size=n), int(rng.integers(0, 3)))
+            if t % 5 == 0:
+                v[rng.integers(0, n)] = np.nan
+            if t % 7 == 0:
+                v[rng.integers(0, n)] = np.inf
+            a, b = stats.median(v), np.median(v)
+            assert (np.isnan(a) and np.isnan(b)) or (a == b and type(a) is type(b))

@@ -72,8 +72,13 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         r = op[1]
         eng._last_ts = op[2]
         open_rules = frozenset(key[0] for key in eng._open) if eng._open else frozenset()
-        if skip_quiet and ans.quiet[k] and not (open_rules & rules._HELD) and not nonfinite.get(int(ans.rows[k])):
+        held_open = open_rules & rules._HELD
+        if skip_quiet and ans.quiet[k] and not held_open and not nonfinite.get(int(ans.rows[k])):
             conds = []                                  # no rule can fire here (the gates say)
+        elif (skip_quiet and held_open == _LH and ans.quiet_but_hacking[k] and not nonfinite.get(int(ans.rows[k]))
+              and _critical(eng, "length-hacking") and held.present(k) >= 0):
+            # only the open length-hacking alert's rule may return a condition: does it hold?
+            conds = [rules.held_standin()] if held.present(k) else []
         else:
             pre = ans.at(k)
             if pre:
@@ -82,6 +87,8 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
                 got = held.present(k)
                 if got >= 0:
                     pre[rules.HACKING_HELD] = bool(got)
+            elif pre and skip_quiet and pre.get("rule_length_hacking") and held.confirmed(k) == 0:
+                pre["rule_length_hacking"] = False      # its sign is not confirmed: it returns nothing
             if pre and skip_quiet and pre.get("rule_length_hacking") is not False and rules.HACKING_HELD not in pre:
                 pre[rules.HACKING_WINDOWS] = held.windows(k)
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
@@ -90,6 +97,9 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         if conds or eng._open:
             changes.extend(eng._apply(conds, r, seg))
     return changes
+
+
+_LH = frozenset({"length-hacking"})
 
 
 def _critical(eng, rule: str) -> bool:
@@ -134,6 +144,7 @@ class Answers:
         self.omat = np.zeros((n_ops, 0), np.int8)
         self.sig_ids = list(BY_ID)
         self.quiet = np.zeros(n_ops, bool)
+        self.quiet_but_hacking = self.quiet
         self.resolved = None                            # ranges_for on the full windows
         if not n_ops or not full.any():
             return
@@ -143,6 +154,8 @@ class Answers:
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
         self.omat = np.where(full[:, None], np.stack([oor[s] for s in self.sig_ids], axis=1), unknown)
         self.quiet = full & (self.mat == NO).all(axis=1) & (self.omat == NO).all(axis=1)
+        others = [j for j, nm in enumerate(self.names) if nm != "rule_length_hacking"]
+        self.quiet_but_hacking = full & (self.mat[:, others] == NO).all(axis=1) & (self.omat == NO).all(axis=1)
 
     def may(self, rule: str) -> np.ndarray:
         """Per op: the rule may fire there (its gate says maybe, or a scalar gate decides)."""
@@ -410,11 +423,13 @@ def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
             rl = _ts_rise(idf, L0, sel[k], w)
             wl = _windows(L0, sel[k], w)
             big = rl >= 0.15 * np.abs(np.median(wl, axis=1)) - EPS * np.maximum(1.0, np.abs(rl))
-            fall = -_ts_rise(idf, R0, sel[k], w) >= 0.03 - EPS
             if w == 8:
                 up8[k] &= big
                 up8[np.setdiff1d(np.arange(len(sel)), k)] = False
-            cand[k] &= big & fall
+            kk = k[cand[k] & big]                     # reward's fall: only where length's rise is big
+            cand[k] = False
+            if len(kk):
+                cand[kk] = -_ts_rise(idf, R0, sel[kk], w) >= 0.03 - EPS
         maybe |= cand
     b = _bounds(rs, "reward", ids)
     if b is not None:

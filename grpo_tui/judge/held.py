@@ -200,16 +200,16 @@ def trailing_best(r: np.ndarray, window: int = MEAN_WINDOW) -> np.ndarray:
 class Inputs:
     """What the tests read for a batch of rollouts: rows of the run whose 40-row windows are
     all finite (length, reward, and the cut share when `cut`), the run's columns, and each
-    window's noise (computed once, kept by `take`)."""
+    window's noise - computed on first use for the rows that need it, once per batch (`take`
+    shares the batch's store)."""
+
+    _NOISE = ("rs_rew", "n_rew", "n_len", "n_cut")
 
     def __init__(self, cols: dict, rows: np.ndarray, cut: bool) -> None:
         self.cols, self.rows, self.cut = cols, rows, cut
-        self.n_rew = self.rs_rew = self._n_len = self._n_cut = None
-        if len(rows):
-            s, R = self.win("s", 0, WINDOW), self.win("R", 0, WINDOW)
-            self.rs_rew = resid_sigma(s, R)
-            self.n_rew = np.maximum(np.maximum(FLOOR["reward"], _finite_or_low(self.rs_rew)),
-                                    _finite_or_low(diff_sigma(R)))
+        self.pos = np.arange(len(rows))                 # positions in the batch
+        self.store = {name: np.full(len(rows), np.nan) for name in self._NOISE}
+        self.have = {name: np.zeros(len(rows), bool) for name in self._NOISE}
 
     def win(self, name: str, a: int, b: int) -> np.ndarray:
         """Column `name` at positions a..b-1 of each row's 40-row window (WINDOW-1 = the row)."""
@@ -223,26 +223,37 @@ class Inputs:
         return mk_p_from_s(-got if down else got, ties[end],
                            lambda idx: self.take(idx).win(name, a, b), b - a)
 
-    @property
-    def n_len(self) -> np.ndarray:
-        if self._n_len is None:
-            L = self.win("L", 0, WINDOW)
-            self._n_len = noise(self.win("s", 0, WINDOW), L, FLOOR["length"] * np.abs(median(L)))
-        return self._n_len
+    def _noise(self, name: str) -> np.ndarray:
+        have = self.have[name]
+        todo = ~have[self.pos]
+        if todo.any():
+            sub = self.take(np.flatnonzero(todo))
+            self.store[name][sub.pos] = sub._compute(name)
+            have[sub.pos] = True
+        return self.store[name][self.pos]
 
-    @property
-    def n_cut(self) -> np.ndarray:
-        if self._n_cut is None:
-            self._n_cut = noise(self.win("s", 0, WINDOW), self.win("T", 0, WINDOW), 0.005)
-        return self._n_cut
+    def _compute(self, name: str) -> np.ndarray:
+        s = self.win("s", 0, WINDOW)
+        if name == "rs_rew":
+            return resid_sigma(s, self.win("R", 0, WINDOW))
+        if name == "n_rew":
+            return np.maximum(np.maximum(FLOOR["reward"], _finite_or_low(self.rs_rew)),
+                              _finite_or_low(diff_sigma(self.win("R", 0, WINDOW))))
+        if name == "n_len":
+            L = self.win("L", 0, WINDOW)
+            return noise(s, L, FLOOR["length"] * np.abs(median(L)))
+        return noise(s, self.win("T", 0, WINDOW), 0.005)
+
+    rs_rew = property(lambda self: self._noise("rs_rew"))
+    n_rew = property(lambda self: self._noise("n_rew"))
+    n_len = property(lambda self: self._noise("n_len"))
+    n_cut = property(lambda self: self._noise("n_cut"))
 
     def take(self, idx: np.ndarray) -> "Inputs":
-        """The same tests on a subset of the rows (noise already computed is kept)."""
+        """The same tests on a subset of the rows (sharing the batch's noise)."""
         x = Inputs.__new__(Inputs)
-        x.cols, x.cut, x.rows = self.cols, self.cut, self.rows[idx]
-        for name in ("rs_rew", "n_rew", "_n_len", "_n_cut"):
-            v = getattr(self, name)
-            setattr(x, name, None if v is None else v[idx])
+        x.cols, x.cut, x.rows, x.pos = self.cols, self.cut, self.rows[idx], self.pos[idx]
+        x.store, x.have = self.store, self.have
         return x
 
 
@@ -358,18 +369,29 @@ def _holds(x: Inputs) -> Tri:
     else:
         at_cap = Tri.const(rows, False)
     high = at_cap | ge(median(x.win("L", WINDOW - 4, WINDOW)), 1.15 * base_len)
-    best = np.maximum(base_rew, trailing_best(x.win("R", 0, WINDOW)))
-    s_rew = np.maximum(x.rs_rew, FLOOR["reward"])
-    down = lt(x.win("R", WINDOW - 4, WINDOW).mean(axis=1), best - np.maximum(0.03, 2 * s_rew))
-    return high & down
+    return high & _all(x, (lambda y: _down(y, 0.03), lambda y: _down(y, None)))
 
 
-def presence(x: Inputs) -> np.ndarray:
-    """Per row: 1 the rule returns a condition, 0 it returns none, -1 unsure (ask the rule).
-    A condition: the sign confirmed (at this rollout and one rollout back), or the alert holds."""
-    confirmed = lambda y: _all(y, (_hit(WINDOW, x.cut), _hit(WINDOW - 1, x.cut)))  # noqa: E731
-    got = _any(x, (_holds, confirmed))
-    return np.where(got.sure, 1, np.where(got.maybe, -1, 0)).astype(np.int8)
+def _down(x: Inputs, least: float | None) -> Tri:
+    """_hacking_holds' "reward down": the last four's mean below the best by max(0.03, 2 x the
+    reward's spread); with `least`, the spread replaced by its floor-free lower bound 0.03
+    (a cheap first pass: only rows it leaves possible need the spread)."""
+    best = np.maximum(x.cols["base_rew"], trailing_best(x.win("R", 0, WINDOW)))
+    gap = least if least is not None else np.maximum(0.03, 2 * np.maximum(x.rs_rew, FLOOR["reward"]))
+    return lt(x.win("R", WINDOW - 4, WINDOW).mean(axis=1), best - gap)
+
+
+def presence(x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, 1 / 0 / -1 (unsure: ask the rule): whether the rule returns a condition while
+    its alert is open (the sign confirmed - at this rollout and one rollout back - or the alert
+    holds), and while it is not (the sign confirmed)."""
+    confirmed = _all(x, (_hit(WINDOW, x.cut), _hit(WINDOW - 1, x.cut)))
+    got = confirmed | _holds(x)
+    return _code(got), _code(confirmed)
+
+
+def _code(t: Tri) -> np.ndarray:
+    return np.where(t.sure, 1, np.where(t.maybe, -1, 0)).astype(np.int8)
 
 
 class HackingHeld:
@@ -382,23 +404,33 @@ class HackingHeld:
         self.seg, self.ranges, self.rows = seg, ranges, rows
         self.may_raise = may_raise                      # ops where the rule may fire (gate)
         self.ans = np.full(len(rows), -2, np.int8)     # -2: not computed yet
+        self.conf = np.full(len(rows), -1, np.int8)
         self._batch = 32
         self._last = -2
         self._cols: dict | None = None
         self._first = True
 
     def present(self, k: int) -> int:
+        """Whether rule_length_hacking returns a condition at op k while its alert is open."""
+        self._ensure(k)
+        return int(self.ans[k])
+
+    def confirmed(self, k: int) -> int:
+        """Whether it returns one while its alert is not open (its sign confirmed)."""
+        self._ensure(k)
+        return int(self.conf[k])
+
+    def _ensure(self, k: int) -> None:
         if self.ans[k] == -2:
             if self._first:
                 self._first = False
-                after = np.flatnonzero(self.may_raise)[:, None] + np.arange(1, 33)[None, :]
+                after = np.flatnonzero(self.may_raise)[:, None] + np.arange(0, 33)[None, :]
                 ks = np.union1d(after.ravel(), np.arange(k, k + 32))
                 self._compute(ks[ks < len(self.rows)])
             if self.ans[k] == -2:
                 self._batch = min(512, self._batch * 2) if k == self._last + 1 else 32
                 self._compute(np.arange(k, min(len(self.rows), k + self._batch)))
         self._last = k
-        return int(self.ans[k])
 
     def windows(self, k: int) -> tuple[frozenset, frozenset] | None:
         """RuleContext.hacking_windows at op k: the windows of _hacking_trend whose Mann-Kendall
@@ -427,9 +459,9 @@ class HackingHeld:
                 for cut in (False, True):
                     sel = (rows >= WINDOW - 1) & cols["ok"][rows] & (cols["cut"][rows] == cut)
                     if sel.any():
-                        self.ans[ks[sel]] = presence(Inputs(cols, rows[sel], cut))
+                        self.ans[ks[sel]], self.conf[ks[sel]] = presence(Inputs(cols, rows[sel], cut))
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
-            self.ans[ks] = -1                        # (the rule decides)
+            self.ans[ks] = self.conf[ks] = -1        # (the rule decides)
 
 
 def _columns(seg, ranges, rows: np.ndarray) -> dict | None:

@@ -268,7 +268,7 @@ def _resid_sigma(ids: np.ndarray, v: np.ndarray) -> float:
     if not math.isfinite(slope):
         return float("nan")
     r = v - slope * ids
-    return stats.robust_sigma(r - np.median(r))
+    return stats.robust_sigma(r - stats.median(r))
 
 
 def _diff_sigma(v: np.ndarray) -> float:
@@ -300,7 +300,7 @@ def _lazy(f):
 def _fitted_ends(ids: np.ndarray, v: np.ndarray) -> tuple[float, float]:
     """Theil-Sen line at the window's first and last rollout: numbers that go the trend's way."""
     slope = stats.theil_sen_slope(ids, v)
-    icpt = float(np.median(v - slope * ids))
+    icpt = float(stats.median(v - slope * ids))
     return icpt + slope * float(ids[0]), icpt + slope * float(ids[-1])
 
 
@@ -990,6 +990,12 @@ def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
         return True
 
 
+def held_standin() -> Condition:
+    """rule_length_hacking's condition where only its presence matters (its alert is open and
+    critical: it keeps the alert open, and its message and evidence are never read)."""
+    return Condition("length-hacking", "critical", None, "length-hacking holds", {}, signal="length")
+
+
 HACKING_HELD = "length-hacking held"
 HACKING_WINDOWS = "length-hacking windows"
 RESOLVED = "ranges"
@@ -1020,7 +1026,7 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
     for rule in METRIC_RULES:
         if held is not None and rule is rule_length_hacking:
             if held:      # the open alert holds (judge/held.py); what it says is the raise's
-                out.append(Condition("length-hacking", "critical", None, "length-hacking holds", {}, signal="length"))
+                out.append(held_standin())
             continue
         if gated and not _may_fire(rule, ctx, win, pre):
             continue  # it cannot fire here (an exact necessary condition, judge/gates.py)
