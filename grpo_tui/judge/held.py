@@ -395,10 +395,10 @@ def _code(t: Tri) -> np.ndarray:
 
 
 class HackingHeld:
-    """Answers `present(k)` for recorded op k (judge/bulk.py's rows).  The first question
-    computes every rollout an alert raised where the gate lets the rule fire could still hold
-    at (the 32 after each such rollout) in one batch; a longer open stretch asks for the next
-    ones, a doubling batch at a time."""
+    """Answers `present(k)` / `confirmed(k)` for recorded op k (judge/bulk.py's rows).  The
+    first question computes, in one batch, every op where the gate lets the rule fire and the
+    32 after each (where an alert it raised may still be open); a longer open stretch asks for
+    the next ones, a doubling batch at a time (at most 512 rows: bounded memory)."""
 
     def __init__(self, seg, ranges, rows: np.ndarray, may_raise: np.ndarray) -> None:
         self.seg, self.ranges, self.rows = seg, ranges, rows
