@@ -30,6 +30,7 @@ from .rules import (ALPHA_FALL, FLOOR, HACK_MIN, K_FALL, K_RISE, MEAN_WINDOW, WI
 from .signals import BY_ID
 
 TOL = 1e-9
+CHUNK = 1024                    # rows per vectorised batch
 
 
 class Tri:
@@ -457,9 +458,10 @@ class HackingHeld:
         try:
             with np.errstate(all="ignore"):
                 for cut in (False, True):
-                    sel = (rows >= WINDOW - 1) & cols["ok"][rows] & (cols["cut"][rows] == cut)
-                    if sel.any():
-                        self.ans[ks[sel]], self.conf[ks[sel]] = presence(Inputs(cols, rows[sel], cut))
+                    sel = np.flatnonzero((rows >= WINDOW - 1) & cols["ok"][rows] & (cols["cut"][rows] == cut))
+                    for a in range(0, len(sel), CHUNK):      # (bounded memory: 780 pairs a row)
+                        part = sel[a:a + CHUNK]
+                        self.ans[ks[part]], self.conf[ks[part]] = presence(Inputs(cols, rows[part], cut))
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
             self.ans[ks] = self.conf[ks] = -1        # (the rule decides)
 
