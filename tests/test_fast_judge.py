@@ -133,3 +133,42 @@ def test_a_rewritten_row_falls_back_to_rollout_by_rollout(monkeypatch):
         for i in range(0, len(moved), 50):
             pipe.feed(moved[i:i + 50], written_at=NOW - 30)
         pipe.finish(NOW)
+
+
+def _repeated(scen, block, times, seed, **kw):
+    from tests.test_held import repeated
+    return repeated(scen, block, times, seed, **kw)
+
+
+LONG = {
+    # at every seam of a repeated block reward drops and length jumps: length-hacking opens and
+    # clears again and again (benchmarks/make_big_log's shape)
+    "open-close-cycles": lambda: _repeated("healthy", 200, 4, 1),
+    "open-close-cycles-k2": lambda: _repeated("healthy", 120, 4, 3, steps_per_rollout=2),
+    # the alert opens at the onset and holds for the rest of the run
+    "stays-open": lambda: [line for _, line in generate("length-hacking", 700, 5, noise_per_rollout=0, onset=100)],
+}
+
+
+@pytest.mark.parametrize("case", list(LONG))
+def test_bulk_equals_plain_rollout_by_rollout_on_long_runs(case, monkeypatch):
+    """Bulk judging (gates, an open alert's rule asked only whether it holds) against rollout by
+    rollout without any gate: the same alerts, every field."""
+    from grpo_tui.judge import held
+    lines = LONG[case]()
+    asked = []
+    orig = held.HackingHeld.present
+
+    def counting(self, k):
+        asked.append(k)
+        return orig(self, k)
+    monkeypatch.setattr(held.HackingHeld, "present", counting)
+    monkeypatch.setattr(rules, "USE_GATES", True)
+    bulk = _run(lines, 500, defer=True)
+    monkeypatch.setattr(rules, "USE_GATES", False)
+    plain = _run(lines, 500)
+    assert _alerts(bulk) == _alerts(plain)
+    assert [a.to_json() for a in bulk.engine.alerts] == [a.to_json() for a in plain.engine.alerts]
+    assert bulk.report().status == plain.report().status
+    assert any(a.rule == "length-hacking" for a in plain.engine.alerts)
+    assert len(asked) >= 20, "the held path was not taken"

@@ -29,8 +29,9 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
 
 from . import gates
-from .rules import (ABSURD, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, WINDOW, evaluate_metrics, metric_for,
-                    ranges_for)
+from .held import HackingHeld
+from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
+                    evaluate_metrics, metric_for, ranges_for)
 from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows
 from ..store.metric_store import Segment
 
@@ -44,9 +45,10 @@ class BulkMismatch(Exception):
 
 
 def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int) -> list:
+    from . import rules
     from .engine import _EV, _shape
     judged = [op for op in tape if op[0] != _EV]
-    pre: list[dict] = []
+    ans = None
     if judged:
         if not seg.ordered:
             raise BulkMismatch("rollouts out of order")
@@ -56,7 +58,10 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         rows = np.fromiter((seg.row_of[op[1]] for op in judged), np.int64, len(judged))
         stamps = np.fromiter((op[3] for op in judged), np.int64, len(judged))
         _verify(seg, touch, rows, stamps)
-        pre = _answers(seg, eng.ranges, rows)
+        ans = Answers(seg, eng.ranges, rows)
+        held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"))
+    skip_quiet = rules.USE_GATES and seg.ordered     # (evaluate_metrics' own quiet test)
+    nonfinite = seg.nonfinite
     changes = []
     k = 0
     for op in tape:
@@ -66,11 +71,41 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
             continue
         r = op[1]
         eng._last_ts = op[2]
-        conds = evaluate_metrics(seg, eng.ranges, r, frozenset(key[0] for key in eng._open), pre=pre[k])
+        open_rules = frozenset(key[0] for key in eng._open) if eng._open else frozenset()
+        held_open = open_rules & rules._HELD
+        if skip_quiet and ans.quiet[k] and not held_open and not nonfinite.get(int(ans.rows[k])):
+            conds = []                                  # no rule can fire here (the gates say)
+        elif (skip_quiet and held_open == _LH and ans.quiet_but_hacking[k] and not nonfinite.get(int(ans.rows[k]))
+              and _critical(eng, "length-hacking") and held.present(k) >= 0):
+            # only the open length-hacking alert's rule may return a condition: does it hold?
+            conds = [rules.held_standin()] if held.present(k) else []
+        else:
+            pre = ans.at(k)
+            if pre:
+                pre[rules.RESOLVED] = ans.resolved
+            if skip_quiet and "length-hacking" in open_rules and _critical(eng, "length-hacking"):
+                got = held.present(k)
+                if got >= 0:
+                    pre[rules.HACKING_HELD] = bool(got)
+            elif pre and skip_quiet and pre.get("rule_length_hacking") and held.confirmed(k) == 0:
+                pre["rule_length_hacking"] = False      # its sign is not confirmed: it returns nothing
+            if pre and skip_quiet and pre.get("rule_length_hacking") is not False and rules.HACKING_HELD not in pre:
+                pre[rules.HACKING_WINDOWS] = held.windows(k)
+            conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
         k += 1
         conds.extend(eng._event_conditions(seg, r))
-        changes.extend(eng._apply(conds, r, seg))
+        if conds or eng._open:
+            changes.extend(eng._apply(conds, r, seg))
     return changes
+
+
+_LH = frozenset({"length-hacking"})
+
+
+def _critical(eng, rule: str) -> bool:
+    """The open alert of `rule` is critical: a condition can only keep it open, never change it."""
+    a = eng._open.get((rule, None))
+    return a is not None and a.severity == "critical"
 
 
 def _verify(seg: Segment, touch: dict[int, int], rows: np.ndarray, stamps: np.ndarray) -> None:
@@ -95,14 +130,54 @@ def _run_max(a: np.ndarray, w: int) -> np.ndarray:
 
 
 # -- vectorised gates --------------------------------------------------------------------------
-def _answers(seg: Segment, ranges, rows: np.ndarray) -> list[dict]:
-    """Per recorded rollout: {rule: True/False/None (None = scalar gate), "oor": set|None}."""
-    n_ops = len(rows)
+class Answers:
+    """The gates' answers for every recorded rollout, as arrays (one entry per judged op):
+    per rule MAYBE / NO / UNKNOWN (scalar gate), the signals out-of-range must look at, and
+    `quiet` (no rule can fire).  `at(k)` is the per-rollout dict evaluate_metrics reads."""
+
+    def __init__(self, seg: Segment, ranges, rows: np.ndarray) -> None:
+        self.rows = rows
+        n_ops = len(rows)
+        self.full = full = rows >= WINDOW - 1          # a whole 40-row window and a settled baseline
+        self.names: list[str] = []
+        self.mat = np.zeros((n_ops, 0), np.int8)
+        self.omat = np.zeros((n_ops, 0), np.int8)
+        self.sig_ids = list(BY_ID)
+        self.quiet = np.zeros(n_ops, bool)
+        self.quiet_but_hacking = self.quiet
+        self.resolved = None                            # ranges_for on the full windows
+        if not n_ops or not full.any():
+            return
+        res, oor, self.resolved = _gate_arrays(seg, ranges, rows)
+        self.names = list(res)
+        unknown = np.int8(UNKNOWN)
+        self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
+        self.omat = np.where(full[:, None], np.stack([oor[s] for s in self.sig_ids], axis=1), unknown)
+        self.quiet = full & (self.mat == NO).all(axis=1) & (self.omat == NO).all(axis=1)
+        others = [j for j, nm in enumerate(self.names) if nm != "rule_length_hacking"]
+        self.quiet_but_hacking = full & (self.mat[:, others] == NO).all(axis=1) & (self.omat == NO).all(axis=1)
+
+    def may(self, rule: str) -> np.ndarray:
+        """Per op: the rule may fire there (its gate says maybe, or a scalar gate decides)."""
+        if rule not in self.names:
+            return np.ones(len(self.rows), bool)
+        return self.mat[:, self.names.index(rule)] != NO
+
+    def at(self, k: int) -> dict:
+        """{rule: True/False/None (None = scalar gate), "oor": set|None, "quiet": bool}."""
+        if not self.full[k]:
+            return {}
+        row = self.mat[k].tolist()
+        d: dict = {nm: (None if v == UNKNOWN else bool(v)) for nm, v in zip(self.names, row)}
+        orow = self.omat[k].tolist()
+        d["oor"] = None if UNKNOWN in orow else frozenset(s for s, v in zip(self.sig_ids, orow) if v)
+        d["quiet"] = bool(self.quiet[k])
+        return d
+
+
+def _gate_arrays(seg: Segment, ranges, rows: np.ndarray) -> tuple[dict, dict, object]:
+    full = rows >= WINDOW - 1
     end = int(rows.max()) + 1
-    full = rows >= WINDOW - 1                       # a whole 40-row window and a settled baseline
-    out = [dict() for _ in range(n_ops)]
-    if not full.any():
-        return [{} for _ in range(n_ops)]
     ids = seg.id_array()[:end]
     rs = ranges_for(seg, ranges, int(ids[rows[full][0]]))
     ctxk = seg.steps_per_rollout
@@ -116,29 +191,7 @@ def _answers(seg: Segment, ranges, rows: np.ndarray) -> list[dict]:
     res["rule_no_signal"] = _no_signal_vec(seg, ids, rows)
     res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
     oor = {sig_id: _oor_vec(seg, rs, ids, rows, sig_id) for sig_id in BY_ID}
-    for name in res:
-        res[name] = np.where(full, res[name], UNKNOWN)
-    for sig_id in oor:
-        oor[sig_id] = np.where(full, oor[sig_id], UNKNOWN)
-    names = list(res)
-    mat = np.stack([res[nm] for nm in names], axis=1) if names else np.zeros((n_ops, 0), np.int8)
-    omat = np.stack([oor[s] for s in BY_ID], axis=1)
-    sig_ids = list(BY_ID)
-    for k in range(n_ops):
-        if not full[k]:
-            continue
-        d = out[k]
-        row = mat[k]
-        for j, nm in enumerate(names):
-            v = row[j]
-            d[nm] = None if v == UNKNOWN else bool(v)
-        orow = omat[k]
-        if (orow == UNKNOWN).any():
-            d["oor"] = None
-        else:
-            d["oor"] = frozenset(s for s, v in zip(sig_ids, orow) if v)
-        d["quiet"] = not (row != NO).any() and d["oor"] == frozenset()
-    return out
+    return res, oor, rs
 
 
 def _bounds(rs, sig_id: str, ids: np.ndarray):
@@ -237,7 +290,7 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
         edge = np.minimum(edge, np.where(np.isfinite(hi), hi, np.inf))
     with np.errstate(invalid="ignore"):
         above = lv > edge - EPS
-    maybe |= _last4(above, rows).sum(axis=1) >= 3
+    maybe |= (_last4(above, rows).sum(axis=1) >= 3) & _rising(lv, rows)
     if jump:
         d = np.diff(lv)                                  # d[j] = lv[j+1] - lv[j]
         dmax = _sw(np.concatenate([np.full(WINDOW - 2, -np.inf), d]), WINDOW - 1).max(axis=1)
@@ -256,17 +309,54 @@ def _windows(x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
     return x[(rows[:, None] - (w - 1)) + np.arange(w)[None, :]]
 
 
-def _mk_s(x: np.ndarray, rows: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
-    """(Mann-Kendall S, window has ties) of x[row-w+1 .. row] for each op row."""
-    i, j = np.triu_indices(w, 1)
-    s = np.empty(len(rows), np.int64)
-    ties = np.empty(len(rows), bool)
-    for a in range(0, len(rows), 1024):
-        win = _windows(x, rows[a:a + 1024], w)
-        dv = win[:, j] - win[:, i]
-        s[a:a + 1024] = (dv > 0).sum(axis=1) - (dv < 0).sum(axis=1)
-        ties[a:a + 1024] = (dv == 0).any(axis=1)
-    return s, ties
+def _mk_rows(x: np.ndarray, windows) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """{w: (Mann-Kendall S, window has ties)} of x[r-w+1 .. r] for every row r >= w-1 (rows
+    before are 0 / False): per lag k the signs of x[t] - x[t-k], summed over each window by
+    prefix sums - O(rows x w) integer work, no pair matrix."""
+    n = len(x)
+    top = max(windows)
+    # cs[k, t] = sum over u < t of sign(x[u] - x[u-k]) (0 for u < k); the same for ties in ct
+    cs = np.zeros((top, n + 1), np.int32)
+    ct = np.zeros((top, n + 1), np.int32)
+    for k in range(1, min(top, n)):
+        a, b = x[k:], x[:-k]
+        np.cumsum((a > b).astype(np.int32) - (a < b), out=cs[k, k + 1:])
+        np.cumsum(a == b, out=ct[k, k + 1:], dtype=np.int32)
+    lag_s, lag_t = {}, {}                          # lag_s[w][t] = cs[1..w-1, t] summed
+    acc_s, acc_t = np.zeros(n + 1, np.int64), np.zeros(n + 1, np.int64)
+    for k in range(1, top):
+        acc_s += cs[k]
+        acc_t += ct[k]
+        if k + 1 in windows:
+            lag_s[k + 1], lag_t[k + 1] = acc_s.copy(), acc_t.copy()
+    out = {}
+    for w in windows:
+        s = np.zeros(n, np.int64)
+        t = np.zeros(n, bool)
+        if n >= w:
+            m = n - w + 1                              # windows r = w-1 .. n-1
+            head_s = np.zeros(m, np.int64)
+            head_t = np.zeros(m, np.int64)
+            for k in range(1, w):                      # lag k's pairs before the window start
+                head_s += cs[k, k:k + m]
+                head_t += ct[k, k:k + m]
+            s[w - 1:] = lag_s[w][w:] - head_s
+            t[w - 1:] = (lag_t[w][w:] - head_t) > 0
+        out[w] = (s, t)
+    return out
+
+
+def _rising(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """drift_up's trend test, a necessary part: on some window w of TREND_WINDOWS, Mann-Kendall's
+    one-sided p_up below its alpha (S at its no-ties threshold, less one; a window with ties:
+    maybe).  Only rows with a whole finite window are read (the others are UNKNOWN)."""
+    mk = _mk_rows(np.where(np.isfinite(x), x, 0.0), TREND_WINDOWS)
+    out = np.zeros(len(rows), bool)
+    for w in TREND_WINDOWS:
+        s, ties = mk[w]
+        alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
+        out |= (rows >= w - 1) & (ties[rows] | (s[rows] >= _s_needed(w, alpha) - 1))
+    return out
 
 
 def _s_needed(w: int, alpha: float) -> int:
@@ -316,9 +406,10 @@ def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
     last4 = _med4(_windows(R0, sel, 4))
     up8 = None
     idf = ids.astype(float)
+    mk_l, mk_r = _mk_rows(L0, (8, 12, 16, 24, 32)), _mk_rows(R0, (8, 12, 16, 24, 32))
     for w in (8, 12, 16, 24, 32):
-        sl, tl = _mk_s(L0, sel, w)
-        sr, tr = _mk_s(R0, sel, w)
+        sl, tl = mk_l[w][0][sel], mk_l[w][1][sel]
+        sr, tr = mk_r[w][0][sel], mk_r[w][1][sel]
         up = tl | (sl >= _s_needed(w, 0.05) - 1)
         down = tr | (-sr >= _s_needed(w, 0.10) - 1)
         first4 = _med4(_windows(R0, sel - (w - 4), 4))
@@ -332,11 +423,13 @@ def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
             rl = _ts_rise(idf, L0, sel[k], w)
             wl = _windows(L0, sel[k], w)
             big = rl >= 0.15 * np.abs(np.median(wl, axis=1)) - EPS * np.maximum(1.0, np.abs(rl))
-            fall = -_ts_rise(idf, R0, sel[k], w) >= 0.03 - EPS
             if w == 8:
                 up8[k] &= big
                 up8[np.setdiff1d(np.arange(len(sel)), k)] = False
-            cand[k] &= big & fall
+            kk = k[cand[k] & big]                     # reward's fall: only where length's rise is big
+            cand[k] = False
+            if len(kk):
+                cand[kk] = -_ts_rise(idf, R0, sel[kk], w) >= 0.03 - EPS
         maybe |= cand
     b = _bounds(rs, "reward", ids)
     if b is not None:

@@ -175,14 +175,17 @@ class RuleContext:
     """The window every rule reads, built once per evaluation."""
 
     def __init__(self, seg: Segment, ranges: RangeSet, upto: int,
-                 open_rules: frozenset[str] = frozenset()) -> None:
+                 open_rules: frozenset[str] = frozenset(), resolved: RangeSet | None = None) -> None:
         self.seg = seg
-        self.ranges = ranges_for(seg, ranges, upto)
+        self.ranges = resolved if resolved is not None else ranges_for(seg, ranges, upto)
         self.upto = upto
         self.open_rules = open_rules     # alerts already raised: they hold while their sign stays
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._base_rows: np.ndarray | None = None
         self.only_signals: frozenset[str] | None = None   # out-of-range: the gate's short list
+        # length-hacking: the windows whose Mann-Kendall tests may pass, at this rollout and one
+        # back (judge/held.py); the others would be skipped by the rule's own loop anyway
+        self.hacking_windows: tuple[frozenset, frozenset] | None = None
 
     def series(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
         key = f"{sig_id}:{part}"
@@ -265,7 +268,7 @@ def _resid_sigma(ids: np.ndarray, v: np.ndarray) -> float:
     if not math.isfinite(slope):
         return float("nan")
     r = v - slope * ids
-    return stats.robust_sigma(r - np.median(r))
+    return stats.robust_sigma(r - stats.median(r))
 
 
 def _diff_sigma(v: np.ndarray) -> float:
@@ -297,7 +300,7 @@ def _lazy(f):
 def _fitted_ends(ids: np.ndarray, v: np.ndarray) -> tuple[float, float]:
     """Theil-Sen line at the window's first and last rollout: numbers that go the trend's way."""
     slope = stats.theil_sen_slope(ids, v)
-    icpt = float(np.median(v - slope * ids))
+    icpt = float(stats.median(v - slope * ids))
     return icpt + slope * float(ids[0]), icpt + slope * float(ids[-1])
 
 
@@ -578,9 +581,10 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     ids, L, R, T = got
     # confirmed: the sign must show at this rollout and at the one before (noise makes one-offs)
     noise = _hacking_noise(ids, L, R, T)
-    hit = _hacking_trend(ids, L, R, T, noise) or _hacking_below_band(ctx, ids, L, R)
+    now, back = ctx.hacking_windows or (None, None)
+    hit = _hacking_trend(ids, L, R, T, noise, now) or _hacking_below_band(ctx, ids, L, R)
     if hit is not None and not (
-            _hacking_trend(ids[:-1], L[:-1], R[:-1], None if T is None else T[:-1], noise)
+            _hacking_trend(ids[:-1], L[:-1], R[:-1], None if T is None else T[:-1], noise, back)
             or _hacking_below_band(ctx, ids[:-1], L[:-1], R[:-1])):
         hit = None
     if hit is None:
@@ -611,17 +615,20 @@ def _hacking_noise(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray 
 
 
 def _hacking_trend(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray | None = None,
-                   noise: dict | None = None):
+                   noise: dict | None = None, windows: frozenset | None = None):
     """(window, evidence) when length rises while reward falls on one window, else None.
 
     With the cut share (T) rising hard as well - answers running into the cap, which zeroes
     their reward - a smaller, still significant fall of reward is enough on 8-12 rollouts.
+    `windows`: the ("cut" | "joint", w) whose Mann-Kendall tests may pass (None: all).
     """
     noise = noise or _hacking_noise(ids, L, R, T)
     if T is not None and len(T) == len(L):
         for w in (8, 12):
             if w > len(L):
                 break
+            if windows is not None and ("cut", w) not in windows:
+                continue
             wi, wl, wr, wt = ids[-w:].astype(float), L[-w:], R[-w:], T[-w:]
             if stats.mk_p_up(wl) >= 0.05 or stats.mk_p_down(wr) >= 0.10 or stats.mk_p_up(wt) >= 0.01:
                 continue
@@ -638,6 +645,8 @@ def _hacking_trend(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray 
     for w in (8, 12, 16, 24, 32):
         if w > len(L):
             break
+        if windows is not None and ("joint", w) not in windows:
+            continue
         wi, wl, wr = ids[-w:].astype(float), L[-w:], R[-w:]
         p_rew = stats.mk_p_down(wr)
         if p_rew >= ALPHA_FALL:
@@ -981,15 +990,31 @@ def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
         return True
 
 
+def held_standin() -> Condition:
+    """rule_length_hacking's condition where only its presence matters (its alert is open and
+    critical: it keeps the alert open, and its message and evidence are never read)."""
+    return Condition("length-hacking", "critical", None, "length-hacking holds", {}, signal="length")
+
+
+HACKING_HELD = "length-hacking held"
+HACKING_WINDOWS = "length-hacking windows"
+RESOLVED = "ranges"
+
+
 def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
                      open_rules: frozenset[str] = frozenset(), pre: dict | None = None) -> list[Condition]:
     """Every metric rule's condition at rollout `upto`.  `pre`: the gates' answers for this
-    rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire."""
+    rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire; HACKING_HELD: whether
+    rule_length_hacking returns a condition while its (always critical) alert is open, where
+    only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
+    HACKING_WINDOWS: RuleContext.hacking_windows; RESOLVED: ranges_for's answer here."""
     gated = USE_GATES and seg.ordered
     if (gated and pre and pre.get("quiet") and not (open_rules & _HELD)
             and not seg.nonfinite.get(seg.row_of.get(upto, -1))):
         return []
-    ctx = RuleContext(seg, ranges, upto, open_rules)
+    ctx = RuleContext(seg, ranges, upto, open_rules, pre.get(RESOLVED) if pre else None)
+    if pre:
+        ctx.hacking_windows = pre.get(HACKING_WINDOWS)
     out: list[Condition] = []
     box: list = []
 
@@ -997,7 +1022,12 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
         if not box:
             box.append(gates.Window(seg, upto, WINDOW))
         return box[0]
+    held = pre.get(HACKING_HELD) if gated and pre and "length-hacking" in open_rules else None
     for rule in METRIC_RULES:
+        if held is not None and rule is rule_length_hacking:
+            if held:      # the open alert holds (judge/held.py); what it says is the raise's
+                out.append(held_standin())
+            continue
         if gated and not _may_fire(rule, ctx, win, pre):
             continue  # it cannot fire here (an exact necessary condition, judge/gates.py)
         try:

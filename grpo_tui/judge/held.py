@@ -1,0 +1,526 @@
+"""Whether an open length-hacking alert still holds, for many rollouts at once (judge/bulk.py).
+
+While an alert is open only one thing about its rule matters to the state machine: does it
+return a condition at this rollout (the alert holds) or not (a miss; three in a row clear
+it)?  Its message and evidence are those of the rollout that raised it, and length-hacking
+is always critical, so a held condition can never escalate.  rule_length_hacking returns a
+condition when its sign is confirmed (the joint trend - or reward below its band - at this
+rollout and on the window one rollout shorter) or, failing that, when _hacking_holds says
+length stays up and reward down.
+
+`presence` computes exactly those tests with numpy on a batch of rollouts: every window
+statistic the rule uses (Theil-Sen slopes, robust sigmas, Mann-Kendall p with ties, medians,
+trailing means) with the same arithmetic on a matrix of windows.  Each comparison is
+three-valued: a value within a relative 1e-9 of its threshold is "unsure", and so is any
+window the batch does not model (a gap in length, reward or cut share, a non-finite
+intermediate).  An unsure rollout is judged by the rule itself, so the answer is always the
+rule's (tests/test_fast_judge.py compares the alerts on long runs with many open/close cycles).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from . import stats
+from .rules import (ALPHA_FALL, FLOOR, HACK_MIN, K_FALL, K_RISE, MEAN_WINDOW, WINDOW, RuleContext, _own_base,
+                    metric_for, ranges_for)
+from .signals import BY_ID
+
+TOL = 1e-9
+CHUNK = 1024                    # rows per vectorised batch
+
+
+class Tri:
+    """A three-valued truth per row: `sure` (certainly true) within `maybe` (possibly true)."""
+
+    __slots__ = ("sure", "maybe")
+
+    def __init__(self, sure: np.ndarray, maybe: np.ndarray) -> None:
+        self.sure = sure
+        self.maybe = maybe | sure
+
+    @classmethod
+    def exact(cls, b: np.ndarray) -> "Tri":
+        return cls(b.copy(), b.copy())
+
+    @classmethod
+    def const(cls, n: int, value: bool) -> "Tri":
+        return cls(np.full(n, value), np.full(n, value))
+
+    def __and__(self, o: "Tri") -> "Tri":
+        return Tri(self.sure & o.sure, self.maybe & o.maybe)
+
+    def __or__(self, o: "Tri") -> "Tri":
+        return Tri(self.sure | o.sure, self.maybe | o.maybe)
+
+    @property
+    def unsure(self) -> np.ndarray:
+        return self.maybe & ~self.sure
+
+
+def _slack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", over="ignore"):
+        return TOL * np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+
+
+def ge(a: np.ndarray, b: np.ndarray) -> Tri:
+    """a >= b, unsure within a hair of the edge (or where either is NaN)."""
+    a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
+    nan = np.isnan(a) | np.isnan(b)
+    t = _slack(a, b)
+    with np.errstate(invalid="ignore"):
+        return Tri(~nan & (a >= b + t), nan | (a >= b - t))
+
+
+def lt(a: np.ndarray, b: np.ndarray) -> Tri:
+    """a < b, unsure within a hair of the edge (or where either is NaN)."""
+    a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
+    nan = np.isnan(a) | np.isnan(b)
+    t = _slack(a, b)
+    with np.errstate(invalid="ignore"):
+        return Tri(~nan & (a < b - t), nan | (a < b + t))
+
+
+# -- the window statistics of judge/stats.py, one row per window --------------------------------
+def median(m: np.ndarray) -> np.ndarray:
+    """np.median of each row (the same two middle values, the same mean), NaN for a NaN row."""
+    n = m.shape[1]
+    h = n // 2
+    if n % 2:
+        out = np.partition(m, h, axis=1)[:, h]
+    else:
+        part = np.partition(m, (h - 1, h), axis=1)
+        out = (part[:, h - 1] + part[:, h]) / 2
+    return np.where(np.isnan(m).any(axis=1), np.nan, out)
+
+
+def ts_slope(s: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """stats.theil_sen_slope of each row (distinct, increasing steps)."""
+    i, j = stats._upper_pairs(v.shape[1])
+    return median((v[:, j] - v[:, i]) / (s[:, j] - s[:, i]))
+
+
+def ts_rise(s: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return ts_slope(s, v) * (s[:, -1] - s[:, 0])
+
+
+def robust_sigma(r: np.ndarray) -> np.ndarray:
+    return stats.MAD_TO_SIGMA * median(np.abs(r - median(r)[:, None]))
+
+
+def resid_sigma(s: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """rules._resid_sigma: the robust spread around the Theil-Sen line."""
+    r = v - ts_slope(s, v)[:, None] * s
+    return robust_sigma(r - median(r)[:, None])
+
+
+def diff_sigma(v: np.ndarray) -> np.ndarray:
+    return robust_sigma(np.diff(v, axis=1)) / math.sqrt(2.0)
+
+
+def noise(s: np.ndarray, v: np.ndarray, floor: np.ndarray | float) -> np.ndarray:
+    """rules._noise: the largest of the floor, the Theil-Sen spread and the step spread."""
+    a, b = resid_sigma(s, v), diff_sigma(v)
+    out = np.maximum(floor, np.where(np.isfinite(a), a, -np.inf))
+    return np.maximum(out, np.where(np.isfinite(b), b, -np.inf))
+
+
+def mk_p_from_s(s: np.ndarray, ties: np.ndarray, windows, n: int) -> np.ndarray:
+    """stats.mk_p_up of windows of n finite values, from their Mann-Kendall S and tie flags
+    (`windows(rows)`: the values of those rows' windows, read only where there are ties): the
+    exact null without ties for n <= 10, else the normal approximation with the tie
+    correction - the same operations, so the same numbers."""
+    p = _p_table(n)[s + n * (n - 1) // 2]
+    tied = np.flatnonzero(ties)
+    if len(tied):
+        srt = np.sort(windows(tied), axis=1)
+        tsum = _tie_sums(srt[:, 1:] == srt[:, :-1])
+        keys = np.stack([s[tied], tsum], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        vals = np.array([_p_normal(n, int(a), int(b)) for a, b in uniq.tolist()])
+        p[tied] = vals[np.ravel(inv)]
+    return p
+
+
+def mk_p_up(v: np.ndarray) -> np.ndarray:
+    """stats.mk_p_up of each row (finite values)."""
+    n = v.shape[1]
+    i, j = stats._upper_pairs(n)
+    d = v[:, j] - v[:, i]
+    s = (d > 0).sum(axis=1) - (d < 0).sum(axis=1)
+    srt = np.sort(v, axis=1)
+    ties = (srt[:, 1:] == srt[:, :-1]).any(axis=1)
+    return mk_p_from_s(s, ties, lambda rows: v[rows], n)
+
+
+@lru_cache(maxsize=64)
+def _p_table(n: int) -> np.ndarray:
+    """p of S = -pairs .. pairs without ties (read-only)."""
+    pairs = n * (n - 1) // 2
+    if n <= stats.EXACT_MAX_N:
+        cdf = stats._mahonian_cdf(n)
+        out = np.array([float(min(1.0, cdf[(pairs - s) // 2])) for s in range(-pairs, pairs + 1)])
+    else:
+        out = np.array([_p_normal(n, s, 0) for s in range(-pairs, pairs + 1)])
+    out.flags.writeable = False
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _p_normal(n: int, s: int, tsum: int) -> float:
+    """stats._p_up_finite's normal branch for S = s and tie sum `tsum` (same operations)."""
+    var = (n * (n - 1) * (2 * n + 5) - float(tsum)) / 18.0
+    if var <= 0:
+        return 1.0
+    z = (s - (1 if s > 0 else -1 if s < 0 else 0)) / math.sqrt(var)
+    return float(min(1.0, max(0.0, stats._norm_sf(z))))
+
+
+def _tie_sums(eq: np.ndarray) -> np.ndarray:
+    """sum of t(t-1)(2t+5) over each row's tie groups (eq: sorted neighbours equal), as ints."""
+    rows, m = eq.shape
+    start = np.concatenate([np.ones((rows, 1), bool), ~eq], axis=1)      # a group starts here
+    group = np.cumsum(start, axis=1) - 1 + (np.arange(rows) * (m + 1))[:, None]
+    t = np.bincount(group.ravel(), minlength=rows * (m + 1)).reshape(rows, m + 1).astype(np.int64)
+    return (t * (t - 1) * (2 * t + 5)).sum(axis=1)
+
+
+def trailing_best(r: np.ndarray, window: int = MEAN_WINDOW) -> np.ndarray:
+    """max of stats.trailing_mean(row, window) (rows of finite values)."""
+    head = min(window - 1, r.shape[1])
+    best = (np.cumsum(r[:, :head], axis=1) / np.arange(1, head + 1)).max(axis=1)
+    if r.shape[1] >= window:
+        best = np.maximum(best, np.lib.stride_tricks.sliding_window_view(r, window, axis=1).mean(axis=-1).max(axis=1))
+    return best
+
+
+# -- the rule's tests ------------------------------------------------------------------------
+class Inputs:
+    """What the tests read for a batch of rollouts: rows of the run whose 40-row windows are
+    all finite (length, reward, and the cut share when `cut`), the run's columns, and each
+    window's noise - computed on first use for the rows that need it, once per batch (`take`
+    shares the batch's store)."""
+
+    _NOISE = ("rs_rew", "n_rew", "n_len", "n_cut")
+
+    def __init__(self, cols: dict, rows: np.ndarray, cut: bool) -> None:
+        self.cols, self.rows, self.cut = cols, rows, cut
+        self.pos = np.arange(len(rows))                 # positions in the batch
+        self.store = {name: np.full(len(rows), np.nan) for name in self._NOISE}
+        self.have = {name: np.zeros(len(rows), bool) for name in self._NOISE}
+
+    def win(self, name: str, a: int, b: int) -> np.ndarray:
+        """Column `name` at positions a..b-1 of each row's 40-row window (WINDOW-1 = the row)."""
+        return self.cols[name][self.rows[:, None] + (a - (WINDOW - 1)) + np.arange(b - a)[None, :]]
+
+    def mk_p(self, name: str, a: int, b: int, down: bool = False) -> np.ndarray:
+        """stats.mk_p_up (mk_p_down) of the column on window positions a..b-1."""
+        s, ties = self.cols["mk"][name][b - a]
+        end = self.rows - (WINDOW - b)
+        got = s[end]
+        return mk_p_from_s(-got if down else got, ties[end],
+                           lambda idx: self.take(idx).win(name, a, b), b - a)
+
+    def _noise(self, name: str) -> np.ndarray:
+        have = self.have[name]
+        todo = ~have[self.pos]
+        if todo.any():
+            sub = self.take(np.flatnonzero(todo))
+            self.store[name][sub.pos] = sub._compute(name)
+            have[sub.pos] = True
+        return self.store[name][self.pos]
+
+    def _compute(self, name: str) -> np.ndarray:
+        s = self.win("s", 0, WINDOW)
+        if name == "rs_rew":
+            return resid_sigma(s, self.win("R", 0, WINDOW))
+        if name == "n_rew":
+            return np.maximum(np.maximum(FLOOR["reward"], _finite_or_low(self.rs_rew)),
+                              _finite_or_low(diff_sigma(self.win("R", 0, WINDOW))))
+        if name == "n_len":
+            L = self.win("L", 0, WINDOW)
+            return noise(s, L, FLOOR["length"] * np.abs(median(L)))
+        return noise(s, self.win("T", 0, WINDOW), 0.005)
+
+    rs_rew = property(lambda self: self._noise("rs_rew"))
+    n_rew = property(lambda self: self._noise("n_rew"))
+    n_len = property(lambda self: self._noise("n_len"))
+    n_cut = property(lambda self: self._noise("n_cut"))
+
+    def take(self, idx: np.ndarray) -> "Inputs":
+        """The same tests on a subset of the rows (sharing the batch's noise)."""
+        x = Inputs.__new__(Inputs)
+        x.cols, x.cut, x.rows, x.pos = self.cols, self.cut, self.rows[idx], self.pos[idx]
+        x.store, x.have = self.store, self.have
+        return x
+
+
+def _finite_or_low(a: np.ndarray) -> np.ndarray:
+    return np.where(np.isfinite(a), a, -np.inf)
+
+
+def _all(x: Inputs, tests) -> Tri:
+    """The conjunction of `tests` (each x -> Tri), each run only on the rows still possible."""
+    rows = len(x.rows)
+    sure, maybe = np.ones(rows, bool), np.ones(rows, bool)
+    live = np.arange(rows)
+    for test in tests:
+        if not len(live):
+            break
+        got = test(x.take(live))
+        sure[live] &= got.sure
+        maybe[live] &= got.maybe
+        live = live[got.maybe]
+    return Tri(sure & maybe, maybe)
+
+
+def _any(x: Inputs, tests) -> Tri:
+    """The disjunction of `tests`, each run only on the rows not yet sure."""
+    rows = len(x.rows)
+    sure, maybe = np.zeros(rows, bool), np.zeros(rows, bool)
+    for test in tests:
+        live = np.flatnonzero(~sure)
+        if not len(live):
+            break
+        got = test(x.take(live))
+        sure[live] |= got.sure
+        maybe[live] |= got.maybe
+    return Tri(sure, maybe)
+
+
+def _trend_tests(n: int, cut: bool) -> list:
+    """rules._hacking_trend's windows on each window's first n rows, as tests (noise of all 40)."""
+    tests = []
+    if cut:
+        for w in (8, 12):
+            tests.append(lambda x, w=w: _all(x, (lambda y: _cut_mk(y, n - w, n), lambda y: _cut_sizes(y, n - w, n))))
+    for w in (8, 12, 16, 24, 32):
+        if w <= n:
+            tests.append(lambda x, w=w: _all(x, (lambda y: _joint_mk(y, n - w, n),
+                                                 lambda y: _joint_sizes(y, n - w, n))))
+    return tests
+
+
+def _cut_mk(x: Inputs, a: int, n: int) -> Tri:
+    ok = (x.mk_p("L", a, n) < 0.05) & (x.mk_p("R", a, n, down=True) < 0.10) & (x.mk_p("T", a, n) < 0.01)
+    return Tri.exact(ok)
+
+
+def _cut_sizes(x: Inputs, a: int, n: int) -> Tri:
+    ws, wl, wr, wt = x.win("s", a, n), x.win("L", a, n), x.win("R", a, n), x.win("T", a, n)
+    scale = math.sqrt(12.0 / (n - a))
+    ok = Tri.exact(median(wr[:, -4:]) < median(wr[:, :4]))
+    ok = ok & ge(ts_rise(ws, wl), np.maximum(0.15 * np.abs(median(wl)), K_RISE * x.n_len * scale))
+    ok = ok & ge(-ts_rise(ws, wr), np.maximum(0.03, 1.5 * x.n_rew * scale))
+    return ok & ge(ts_rise(ws, wt), np.maximum(0.10, K_RISE * x.n_cut * scale))
+
+
+def _joint_mk(x: Inputs, a: int, n: int) -> Tri:
+    ok = (x.mk_p("R", a, n, down=True) < ALPHA_FALL) & (x.mk_p("L", a, n) < 0.05)
+    return Tri.exact(ok & (median(x.win("R", n - 4, n)) < median(x.win("R", a, a + 4))))
+
+
+def _joint_sizes(x: Inputs, a: int, n: int) -> Tri:
+    ws, wl, wr = x.win("s", a, n), x.win("L", a, n), x.win("R", a, n)
+    l_rise, r_fall = ts_rise(ws, wl), -ts_rise(ws, wr)
+    med = 0.15 * np.abs(median(wl))
+    scale = math.sqrt(12.0 / (n - a))
+    ok = ge(r_fall, np.maximum(0.03, K_FALL * x.n_rew * scale)) & ge(l_rise, med)
+    s_len = np.maximum(resid_sigma(ws, wl), x.n_len)
+    return ok & ge(r_fall, 0.03) & ge(l_rise, np.maximum(med, K_RISE * s_len * scale))
+
+
+def _band_tests(n: int) -> list:
+    """rules._hacking_below_band on each window's first n rows, as tests."""
+    return [lambda x: _band_level(x, n), lambda x: _band_trend(x, n)]
+
+
+def _band_level(x: Inputs, n: int) -> Tri:
+    if x.cols["lo"] is None:
+        return Tri.const(len(x.rows), False)
+    lo, R = x.win("lo", n - 4, n), x.win("R", n - 4, n)
+    below = lt(R, np.where(np.isfinite(lo), lo, -np.inf))
+    out = Tri.exact(np.isfinite(lo).all(axis=1) & (median(R) < median(x.win("R", n - 8, n - 4))))
+    return out & Tri(below.sure.sum(axis=1) >= 3, below.maybe.sum(axis=1) >= 3)
+
+
+def _band_trend(x: Inputs, n: int) -> Tri:
+    ws, wl = x.win("s", n - 8, n), x.win("L", n - 8, n)
+    out = Tri.exact(x.mk_p("L", n - 8, n) < 0.05)
+    need = np.maximum(0.20 * np.abs(median(wl)), K_RISE * resid_sigma(ws, wl) * math.sqrt(12.0 / 8))
+    return out & ge(ts_rise(ws, wl), need)
+
+
+def _hit(n: int, cut: bool):
+    """The rule's sign (_hacking_trend or _hacking_below_band) on the first n rows."""
+    return lambda x: _any(x, _trend_tests(n, cut) + [lambda y: _all(y, _band_tests(n))])
+
+
+def _holds(x: Inputs) -> Tri:
+    """rules._hacking_holds is not None."""
+    rows = len(x.rows)
+    base_len, base_rew = x.cols["base_len"], x.cols["base_rew"]
+    if base_len is None or base_rew is None:
+        return Tri.const(rows, False)
+    if x.cut:
+        at_cap = Tri.exact((x.win("T", WINDOW - 4, WINDOW) > 0.5).sum(axis=1) >= 3)
+    else:
+        at_cap = Tri.const(rows, False)
+    high = at_cap | ge(median(x.win("L", WINDOW - 4, WINDOW)), 1.15 * base_len)
+    return high & _all(x, (lambda y: _down(y, 0.03), lambda y: _down(y, None)))
+
+
+def _down(x: Inputs, least: float | None) -> Tri:
+    """_hacking_holds' "reward down": the last four's mean below the best by max(0.03, 2 x the
+    reward's spread); with `least`, the spread replaced by its floor-free lower bound 0.03
+    (a cheap first pass: only rows it leaves possible need the spread)."""
+    best = np.maximum(x.cols["base_rew"], trailing_best(x.win("R", 0, WINDOW)))
+    gap = least if least is not None else np.maximum(0.03, 2 * np.maximum(x.rs_rew, FLOOR["reward"]))
+    return lt(x.win("R", WINDOW - 4, WINDOW).mean(axis=1), best - gap)
+
+
+def presence(x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, 1 / 0 / -1 (unsure: ask the rule): whether the rule returns a condition while
+    its alert is open (the sign confirmed - at this rollout and one rollout back - or the alert
+    holds), and while it is not (the sign confirmed)."""
+    confirmed = _all(x, (_hit(WINDOW, x.cut), _hit(WINDOW - 1, x.cut)))
+    got = confirmed | _holds(x)
+    return _code(got), _code(confirmed)
+
+
+def _code(t: Tri) -> np.ndarray:
+    return np.where(t.sure, 1, np.where(t.maybe, -1, 0)).astype(np.int8)
+
+
+class HackingHeld:
+    """Answers `present(k)` / `confirmed(k)` for recorded op k (judge/bulk.py's rows).  The
+    first question computes, in one batch, every op where the gate lets the rule fire and the
+    32 after each (where an alert it raised may still be open); a longer open stretch asks for
+    the next ones, a doubling batch at a time (at most 512 rows: bounded memory)."""
+
+    def __init__(self, seg, ranges, rows: np.ndarray, may_raise: np.ndarray) -> None:
+        self.seg, self.ranges, self.rows = seg, ranges, rows
+        self.may_raise = may_raise                      # ops where the rule may fire (gate)
+        self.ans = np.full(len(rows), -2, np.int8)     # -2: not computed yet
+        self.conf = np.full(len(rows), -1, np.int8)
+        self._batch = 32
+        self._last = -2
+        self._cols: dict | None = None
+        self._first = True
+
+    def present(self, k: int) -> int:
+        """Whether rule_length_hacking returns a condition at op k while its alert is open."""
+        self._ensure(k)
+        return int(self.ans[k])
+
+    def confirmed(self, k: int) -> int:
+        """Whether it returns one while its alert is not open (its sign confirmed)."""
+        self._ensure(k)
+        return int(self.conf[k])
+
+    def _ensure(self, k: int) -> None:
+        if self.ans[k] == -2:
+            if self._first:
+                self._first = False
+                after = np.flatnonzero(self.may_raise)[:, None] + np.arange(0, 33)[None, :]
+                ks = np.union1d(after.ravel(), np.arange(k, k + 32))
+                self._compute(ks[ks < len(self.rows)])
+            if self.ans[k] == -2:
+                self._batch = min(512, self._batch * 2) if k == self._last + 1 else 32
+                self._compute(np.arange(k, min(len(self.rows), k + self._batch)))
+        self._last = k
+
+    def windows(self, k: int) -> tuple[frozenset, frozenset] | None:
+        """RuleContext.hacking_windows at op k: the windows of _hacking_trend whose Mann-Kendall
+        tests pass (a window with ties counts as passing), at the rollout and one back; None
+        where the batch does not model the window (the rule tries them all)."""
+        if self._cols is None:
+            self._cols = _columns(self.seg, self.ranges, self.rows) or {}
+        cols = self._cols
+        row = int(self.rows[k])
+        if not cols or row < WINDOW - 1 or not cols["ok"][row]:
+            return None
+        cut = bool(cols["cut"][row])
+        return _mk_windows(cols, row, WINDOW, cut), _mk_windows(cols, row - 1, WINDOW - 1, cut)
+
+    def _compute(self, ks: np.ndarray) -> None:
+        ks = ks[self.ans[ks] == -2]
+        self.ans[ks] = -1
+        if self._cols is None:
+            self._cols = _columns(self.seg, self.ranges, self.rows) or {}
+        cols = self._cols
+        if not cols or not len(ks):
+            return
+        rows = self.rows[ks]
+        try:
+            with np.errstate(all="ignore"):
+                for cut in (False, True):
+                    sel = np.flatnonzero((rows >= WINDOW - 1) & cols["ok"][rows] & (cols["cut"][rows] == cut))
+                    for a in range(0, len(sel), CHUNK):      # (bounded memory: 780 pairs a row)
+                        part = sel[a:a + CHUNK]
+                        self.ans[ks[part]], self.conf[ks[part]] = presence(Inputs(cols, rows[part], cut))
+        except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
+            self.ans[ks] = self.conf[ks] = -1        # (the rule decides)
+
+
+def _columns(seg, ranges, rows: np.ndarray) -> dict | None:
+    """The whole run's columns the tests read, once: None when the batch cannot model the run.
+    `ok`: the row's 40-row window has every length and reward and the cut share at every row
+    or at none (`cut` says which)."""
+    from .bulk import _bounds, _mk_rows, _vals
+    ln, rn = metric_for(seg, BY_ID["length"]), metric_for(seg, BY_ID["reward"])
+    if ln is None or rn is None or WINDOW < HACK_MIN or not seg.ordered:
+        return None
+    full = rows[rows >= WINDOW - 1]
+    if not len(full):
+        return None
+    end = int(rows.max()) + 1
+    ids = seg.id_array()[:end]
+    first = int(ids[full[0]])
+    L, R = _vals(seg, ln, end), _vals(seg, rn, end)
+    tn = metric_for(seg, BY_ID["truncated"])
+    T = np.full(end, math.nan) if tn is None else _vals(seg, tn, end)
+    fin_t = _window_count(np.isfinite(T))
+    ok = (_window_count(np.isfinite(L) & np.isfinite(R)) == WINDOW) & ((fin_t == 0) | (fin_t == WINDOW))
+    rs = ranges_for(seg, ranges, first)
+    b = _bounds(rs, "reward", ids)
+    ctx = RuleContext(seg, ranges, first)
+    lb, rb = _own_base(ctx, "length", log=False), _own_base(ctx, "reward", log=False)
+    cols = {"s": ids.astype(float), "L": L, "R": R, "T": T, "ok": ok, "cut": fin_t == WINDOW,
+            "lo": None if b is None else np.asarray(b[0], float),
+            "base_len": None if lb is None else lb.centre, "base_rew": None if rb is None else rb.centre}
+    ws = (8, 12, 16, 24, 32)
+    cols["mk"] = {name: _mk_rows(np.where(np.isfinite(cols[name]), cols[name], 0.0), ws) for name in ("L", "R", "T")}
+    return cols
+
+
+def _mk_windows(cols: dict, end: int, n: int, cut: bool) -> frozenset:
+    """The ("cut" | "joint", w) windows ending at row `end` (n rows to the window's start) whose
+    Mann-Kendall tests in _hacking_trend may pass."""
+    def p(name: str, w: int, down: bool = False) -> float:
+        s, ties = cols["mk"][name][w]
+        if ties[end]:
+            return 0.0                                  # (ties: left to the rule)
+        return float(_p_table(w)[(-1 if down else 1) * int(s[end]) + w * (w - 1) // 2])
+    out = set()
+    if cut:
+        for w in (8, 12):
+            if p("L", w) < 0.05 and p("R", w, True) < 0.10 and p("T", w) < 0.01:
+                out.add(("cut", w))
+    for w in (8, 12, 16, 24, 32):
+        if w <= n and p("R", w, True) < ALPHA_FALL and p("L", w) < 0.05:
+            out.add(("joint", w))
+    return frozenset(out)
+
+
+def _window_count(flag: np.ndarray) -> np.ndarray:
+    """How many rows of each row's 40-row window (fewer at the start) have the flag."""
+    c = np.concatenate([[0], np.cumsum(flag)])
+    r = np.arange(len(flag))
+    return c[r + 1] - c[np.maximum(r + 1 - WINDOW, 0)]
+
+
+__all__ = ["HackingHeld", "presence", "Tri"]

@@ -1,0 +1,168 @@
+"""judge/held.py answers what rule_length_hacking answers (issue #11, "fast core").
+
+At every rollout past the 40-row window of several long runs - repeated blocks (the alert opens
+and clears again and again), a hacking run whose alert stays open for hundreds of rollouts,
+other setups, and runs with reward/length/cut share rewritten at random (ties from rounding,
+gaps, trends up and down) - the batch's answer is the rule's or "unsure":
+
+- presence: whether the rule returns a condition while its alert is open;
+- windows: the rule given the Mann-Kendall short list returns exactly what it returns without it
+  (alert open or not).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from grpo_tui.judge import held, rules
+from grpo_tui.judge.ranges import defaults
+from grpo_tui.pipeline import Pipeline
+from grpo_tui.simulate import SETUPS, generate
+
+NOW = 1.9e9
+_ID = re.compile(r"\b(rollout|perf|step|eval) (\d+): ")
+_VALUE = {"R": re.compile(r"('rollout/raw_reward': )([^,}]*)"),
+          "L": re.compile(r"('rollout/response_lengths': )([^,}]*)"),
+          "T": re.compile(r"('rollout/truncated': )([^,}]*)")}
+
+
+def repeated(scen: str, block: int, times: int, seed: int, **kw) -> list[str]:
+    """One simulated block written `times` times with the ids shifted (benchmarks/make_big_log):
+    at each seam reward drops and length jumps, so length-hacking opens and clears each time."""
+    lines = [line for _, line in generate(scen, block, seed, noise_per_rollout=0, **kw)]
+    out = [line for line in lines if line.startswith("EXEC:")]          # the launch: once
+    lines = [line for line in lines if not line.startswith(("EXEC:", "Job '", "---"))]
+    k = kw.get("steps_per_rollout") or SETUPS[kw.get("setup", "manual")].steps_per_rollout
+    for rep in range(times):
+        shift = {"step": rep * block * k}
+        out += [_ID.sub(lambda m: f"{m.group(1)} {int(m.group(2)) + shift.get(m.group(1), rep * block)}: ", line)
+                for line in lines]
+    return out
+
+
+def rewritten(n: int, seed: int) -> list[str]:
+    """A healthy run whose reward, length and cut share are replaced by random walks with trend
+    changes, rounded (ties) and sometimes left out of a rollout line (gaps)."""
+    rng = np.random.default_rng(seed)
+    lines = [line for _, line in generate("healthy", n, seed, noise_per_rollout=0)]
+    steps = {"R": rng.normal(0, 0.02, n), "L": rng.normal(0, 12.0, n), "T": rng.normal(0, 0.01, n)}
+    for k in steps:                                  # piecewise trends: up, flat, down
+        for a in range(0, n, int(rng.integers(20, 60))):
+            steps[k][a:a + 40] += rng.choice([-1.0, 0.0, 1.0]) * {"R": 0.01, "L": 8.0, "T": 0.006}[k]
+    series = {"R": np.clip(0.6 + np.cumsum(steps["R"]), 0.0, 1.0),
+              "L": np.maximum(50.0, 500 + np.cumsum(steps["L"])),
+              "T": np.clip(0.1 + np.cumsum(steps["T"]), 0.0, 1.0)}
+    digits = {"R": 2, "L": 0, "T": 2}
+    out = []
+    for line in lines:
+        m = re.search(r"\brollout (\d+): ", line)
+        if m and "'rollout/raw_reward'" in line:
+            i = int(m.group(1))
+            for k, rx in _VALUE.items():
+                if rng.random() < 0.004:
+                    line = rx.sub(lambda mm: mm.group(1) + "nan", line)    # a gap
+                else:
+                    v = round(float(series[k][i]), digits[k])
+                    line = rx.sub(lambda mm, v=v: mm.group(1) + repr(v), line)
+        out.append(line)
+    return out
+
+
+def _store(lines: list[str]):
+    pipe = Pipeline(clock=lambda: NOW, judging=False)
+    for i in range(0, len(lines), 500):
+        pipe.feed(lines[i:i + 500], written_at=NOW - 30)
+    pipe.finish(NOW)
+    return pipe.store.current
+
+
+def _conds(seg, upto: int, open_rules: frozenset, windows=None) -> list:
+    ctx = rules.RuleContext(seg, defaults(), upto, open_rules)
+    ctx.hacking_windows = windows
+    try:
+        got = rules.rule_length_hacking(ctx)
+    except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
+        got = []
+    return [(c.rule, c.severity, c.start, c.message, repr(c.evidence)) for c in got]
+
+
+CASES = {
+    "repeated-blocks": lambda: repeated("healthy", 200, 3, 1),
+    "repeated-k2": lambda: repeated("healthy", 150, 3, 2, steps_per_rollout=2),
+    "hacking-stays-open": lambda: [line for _, line in generate("length-hacking", 420, 5, noise_per_rollout=0,
+                                                                 onset=100)],
+    "hacking-reasoning": lambda: [line for _, line in generate("length-hacking", 300, 6, noise_per_rollout=0,
+                                                                onset=120, setup="reasoning-4b")],
+    "rewritten-a": lambda: rewritten(360, 11),
+    "rewritten-b": lambda: rewritten(360, 12),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_batch_answers_what_the_rule_answers(case):
+    seg = _store(CASES[case]())
+    rows = np.arange(len(seg.ids))
+    box = held.HackingHeld(seg, defaults(), rows, np.ones(len(rows), bool))
+    box._compute(rows)                                   # every row in one batch
+    decided = 0
+    held_open = frozenset({"length-hacking"})
+    for k in rows[rows >= rules.WINDOW - 1].tolist():
+        upto = int(seg.ids[k])
+        got, conf = int(box.ans[k]), int(box.conf[k])
+        plain_open, plain_closed = _conds(seg, upto, held_open), _conds(seg, upto, frozenset())
+        if got >= 0:
+            decided += 1
+            assert got == bool(plain_open), f"rollout {upto}: batch says {got}, the rule {plain_open}"
+        if conf >= 0:
+            assert conf == bool(plain_closed), f"rollout {upto}: batch says {conf}, the rule {plain_closed}"
+        hint = box.windows(k)
+        if hint is not None:
+            assert _conds(seg, upto, held_open, hint) == plain_open, f"rollout {upto} (open)"
+            assert _conds(seg, upto, frozenset(), hint) == plain_closed, f"rollout {upto}"
+    modelled = int(box._cols["ok"][rules.WINDOW - 1:].sum())     # (a window with a gap is the rule's)
+    assert decided >= 0.9 * modelled, "the batch left most rollouts to the rule"
+
+
+def test_three_valued_edges():
+    """A value within a hair of its edge is unsure, never a wrong sure answer."""
+    a = np.array([1.0, 1.0 + 1e-12, 2.0, np.nan])
+    t = held.ge(a, np.ones(4))
+    assert t.sure.tolist() == [False, False, True, False]
+    assert t.maybe.tolist() == [True, True, True, True]
+    t = held.lt(a, np.ones(4))
+    assert t.sure.tolist() == [False, False, False, False]
+    assert t.maybe.tolist() == [True, True, False, True]
+
+
+def test_window_statistics_equal_the_scalar_ones():
+    from grpo_tui.judge import stats
+    rng = np.random.default_rng(7)
+    for n in (4, 5, 8, 9, 10, 12, 16, 24, 32, 39, 40):
+        v = np.round(rng.normal(size=(64, n)), 1)
+        v[::9] = 0.0
+        s = np.sort(rng.choice(500, (64, n), replace=True), axis=1).astype(float) + np.arange(n)
+        p_up, p_down, med, slope = held.mk_p_up(v), held.mk_p_up(-v), held.median(v), held.ts_slope(s, v)
+        rs = held.resid_sigma(s, v)
+        for i in range(len(v)):
+            assert stats.median(v[i]) == np.median(v[i])
+            assert p_up[i] == stats.mk_p_up(v[i]) and p_down[i] == stats.mk_p_down(v[i])
+            assert med[i] == float(np.median(v[i]))
+            assert slope[i] == stats.theil_sen_slope(s[i], v[i])
+            assert rs[i] == rules._resid_sigma(s[i], v[i])
+
+
+def test_scalar_median_is_numpys():
+    from grpo_tui.judge import stats
+    rng = np.random.default_rng(5)
+    for n in range(1, 50):
+        for t in range(20):
+            v = np.round(rng.normal(size=n), int(rng.integers(0, 3)))
+            if t % 5 == 0:
+                v[rng.integers(0, n)] = np.nan
+            if t % 7 == 0:
+                v[rng.integers(0, n)] = np.inf
+            a, b = stats.median(v), np.median(v)
+            assert (np.isnan(a) and np.isnan(b)) or (a == b and type(a) is type(b))
