@@ -43,7 +43,7 @@
 #define PER_KEY 16           /* parse._SKIPPED_PER_SOURCE */
 #define MAX_KEYS 256         /* distinct keys tracked per buffer; past that their lines are kept */
 
-enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8, ANCHOR = 16 };
+enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8, ANCHOR = 16, HEAD = 32 };
 #define KEY_PYTHON ((Py_ssize_t)-1)   /* the key needs Python (_paste_key): always kept */
 
 typedef struct {
@@ -235,118 +235,136 @@ static int fingerprints_cover_anchors(void)
     return strncmp(": \xe2", ": \xe2\x80\xa6", 3) == 0;
 }
 
-typedef int (*walk_fn)(uchar *p, uchar *e, uchar *end);
+/* A line walk: the line starting at s (its end is the next '\n' or `end`, the buffer's end,
+ * stored in *pe) walked as walk_scalar would walk it. */
+typedef int (*line_fn)(uchar *s, uchar *end, uchar **pe);
 
-/* The walk over a window's flagged bytes (m: one bit per byte from p), shared by the kernels:
- * -1 when none of them decides the line. */
-static inline int walk_flags(uchar *p, uchar *e, uint32_t m)
+static uchar *line_end(uchar *p, uchar *end)
 {
-    while (m) {
-        uchar *q = p + __builtin_ctz(m);
-        if (*q == 0)
-            return 2;
-        if (*q >= 0x80)
-            return walk_scalar(q, e);
-        if (anchor_at(q, e))
-            return 1;
-        m &= m - 1;
-    }
-    return -1;
+    uchar *nl = memchr(p, '\n', (size_t)(end - p));
+    return nl != NULL ? nl : end;
+}
+
+static int line_scalar(uchar *s, uchar *end, uchar **pe)
+{
+    *pe = line_end(s, end);
+    return walk_scalar(s, *pe);
 }
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_X86_KERNELS 1
 #include <immintrin.h>
 
-/* The flags of the 16 bytes at p (reads p .. p+17). */
-__attribute__((target("ssse3"))) static inline uint32_t flags_ssse3(uchar *p)
+/* The window of 32 bytes at p (p + WALK_READ <= the buffer's end) through the filter: `flags`
+ * one bit per byte where an anchor may start or that is NUL or not ASCII, `nl` per '\n'.  The
+ * walk looks at the flagged bytes before the first '\n' in order: NUL decides 2, an anchor 1,
+ * a non-ASCII byte hands over to walk_scalar; a '\n' with nothing decided before it ends the
+ * line at 0.  Returns -1 when the line goes on past the window.  An anchor is confirmed
+ * against the buffer's end, not the line's: no anchor holds a '\n', so a match never runs
+ * past the line. */
+static inline int walk_window(uchar *p, uchar *end, uint32_t flags, uint32_t nl, uchar **pe)
+{
+    uint32_t m = nl ? flags & ((nl & (0u - nl)) - 1) : flags;
+    int why = -1;
+    while (m) {
+        uchar *q = p + __builtin_ctz(m);
+        if (*q == 0) {
+            why = 2;
+        } else if (*q >= 0x80) {
+            *pe = nl ? p + __builtin_ctz(nl) : line_end(q, end);
+            return walk_scalar(q, *pe);
+        } else if (anchor_at(q, end)) {
+            why = 1;
+        }
+        if (why > 0) {
+            *pe = nl ? p + __builtin_ctz(nl) : line_end(q, end);
+            return why;
+        }
+        m &= m - 1;
+    }
+    if (nl) {
+        *pe = p + __builtin_ctz(nl);
+        return 0;
+    }
+    return -1;
+}
+
+/* The filter on the 16 bytes at p (reads p .. p+17); *nl gets the '\n' bits. */
+__attribute__((target("ssse3"))) static inline uint32_t flags_ssse3(uchar *p, uint32_t *nl)
 {
     const __m128i low = _mm_set1_epi8(0x0f);
-    __m128i hit = _mm_set1_epi8(-1), v0 = _mm_setzero_si128();
+    __m128i v0 = _mm_loadu_si128((const __m128i *)p), hit = _mm_set1_epi8(-1);
     for (int pos = 0; pos < 3; pos++) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(p + pos));
+        __m128i v = pos == 0 ? v0 : _mm_loadu_si128((const __m128i *)(p + pos));
         __m128i lo = _mm_shuffle_epi8(_mm_load_si128((const __m128i *)nib[pos][0]), _mm_and_si128(v, low));
         __m128i hi = _mm_shuffle_epi8(_mm_load_si128((const __m128i *)nib[pos][1]),
                                       _mm_and_si128(_mm_srli_epi16(v, 4), low));
         hit = _mm_and_si128(hit, _mm_and_si128(lo, hi));
-        if (pos == 0)
-            v0 = v;
     }
     uint32_t none = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(hit, _mm_setzero_si128()));
     uint32_t nul = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, _mm_setzero_si128()));
+    *nl = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, _mm_set1_epi8('\n')));
     return ((~none & 0xffffu) | nul | (uint32_t)_mm_movemask_epi8(v0)) & 0xffffu;
 }
 
-__attribute__((target("ssse3"))) static int walk_ssse3(uchar *p, uchar *e, uchar *end)
+__attribute__((target("ssse3"))) static int line_ssse3(uchar *s, uchar *end, uchar **pe)
 {
-    while (p < e) {
+    for (uchar *p = s;; p += 32) {
         if (end - p < WALK_READ)
-            return walk_scalar(p, e);
-        uint32_t m = flags_ssse3(p) | flags_ssse3(p + 16) << 16;
-        if (e - p < 32)
-            m &= (1u << (e - p)) - 1;
-        int why = walk_flags(p, e, m);
+            return line_scalar(p, end, pe);
+        uint32_t nl0, nl1;
+        uint32_t flags = flags_ssse3(p, &nl0) | flags_ssse3(p + 16, &nl1) << 16;
+        int why = walk_window(p, end, flags, nl0 | nl1 << 16, pe);
         if (why >= 0)
             return why;
-        p += 32;
     }
-    return 0;
 }
 
-/* The flags of the 32 bytes at p (reads p .. p+33). */
-__attribute__((target("avx2"))) static inline uint32_t flags_avx2(uchar *p)
+/* The filter on the 32 bytes at p (reads p .. p+33); *nl gets the '\n' bits. */
+__attribute__((target("avx2"))) static inline uint32_t flags_avx2(uchar *p, uint32_t *nl)
 {
     const __m256i low = _mm256_set1_epi8(0x0f);
-    __m256i hit = _mm256_set1_epi8(-1), v0 = _mm256_setzero_si256();
+    __m256i v0 = _mm256_loadu_si256((const __m256i *)p), hit = _mm256_set1_epi8(-1);
     for (int pos = 0; pos < 3; pos++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(p + pos));
+        __m256i v = pos == 0 ? v0 : _mm256_loadu_si256((const __m256i *)(p + pos));
         __m256i lo = _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)nib[pos][0]),
                                          _mm256_and_si256(v, low));
         __m256i hi = _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)nib[pos][1]),
                                          _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
         hit = _mm256_and_si256(hit, _mm256_and_si256(lo, hi));
-        if (pos == 0)
-            v0 = v;
     }
     uint32_t none = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hit, _mm256_setzero_si256()));
     uint32_t nul = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, _mm256_setzero_si256()));
+    *nl = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, _mm256_set1_epi8('\n')));
     return ~none | nul | (uint32_t)_mm256_movemask_epi8(v0);
 }
 
-__attribute__((target("avx2"))) static int walk_avx2(uchar *p, uchar *e, uchar *end)
+__attribute__((target("avx2"))) static int line_avx2(uchar *s, uchar *end, uchar **pe)
 {
-    while (p < e) {
+    for (uchar *p = s;; p += 32) {
         if (end - p < WALK_READ)
-            return walk_scalar(p, e);
-        uint32_t m = flags_avx2(p);
-        if (e - p < 32)
-            m &= (1u << (e - p)) - 1;
-        int why = walk_flags(p, e, m);
+            return line_scalar(p, end, pe);
+        uint32_t nl;
+        uint32_t flags = flags_avx2(p, &nl);
+        int why = walk_window(p, end, flags, nl, pe);
         if (why >= 0)
             return why;
-        p += 32;
     }
-    return 0;
 }
 #endif
 
-static int walk_plain(uchar *p, uchar *e, uchar *Py_UNUSED(end))
-{
-    return walk_scalar(p, e);
-}
-
 /* The kernels this machine runs, best last; `walk` is the one in use (kernel() switches). */
-static const struct { const char *name; walk_fn fn; } KERNELS[] = {
-    {"scalar", walk_plain},
+static const struct { const char *name; line_fn fn; } KERNELS[] = {
+    {"scalar", line_scalar},
 #ifdef HAVE_X86_KERNELS
-    {"ssse3", walk_ssse3},
-    {"avx2", walk_avx2},
+    {"ssse3", line_ssse3},
+    {"avx2", line_avx2},
 #endif
 };
 #define N_KERNELS ((int)(sizeof(KERNELS) / sizeof(KERNELS[0])))
 static int kernel_ok[N_KERNELS];
 static int kernel_now;
-static walk_fn walk = walk_plain;
+static line_fn walk = line_scalar;
 
 static void kernels_init(void)
 {
@@ -362,19 +380,22 @@ static void kernels_init(void)
     walk = KERNELS[kernel_now].fn;
 }
 
-/* parse.is_candidate on the line [s, e), plus the inline path's own conditions: 0 no, 1 an
- * anchor, 2 a line the inline path refuses (NUL, U+FFFD, bad UTF-8, '\r' end, too long): the
- * first of these met from the line's start decides.  Reads may go up to `end` (the buffer's
- * end, at or past e); the result never depends on a byte past e. */
-static int is_cand(uchar *s, uchar *e, uchar *end)
+/* parse.is_candidate on the line starting at s (it ends at the next '\n' or at `end`, the
+ * buffer's end: *pe), plus the inline path's own conditions: 0 no, 1 an anchor, 2 a line the
+ * inline path refuses (NUL, U+FFFD, bad UTF-8, '\r' end, too long).  The length and '\r' come
+ * first, then a line starting `{'`, ` {` or `{"`, then the first anchor or bad byte met from
+ * the line's start. */
+static int is_cand(uchar *s, uchar *end, uchar **pe)
 {
+    int why = walk(s, end, pe);
+    uchar *e = *pe;
     Py_ssize_t n = e - s;
     if (n > MAX_LINE || (n > 0 && e[-1] == '\r'))
         return 2;
-    /* line[:2] in ("{'", ' {', '{"'); "{'" anywhere is tested by the walk */
+    /* line[:2] in ("{'", ' {', '{"'); "{'" anywhere is found by the walk */
     if (n >= 2 && ((s[0] == ' ' && s[1] == '{') || (s[0] == '{' && s[1] == '"')))
         return 1;
-    return walk(s, e, end);
+    return why;
 }
 
 /* '[' among the first STAMP_CHARS characters (the line is valid UTF-8: not a candidate). */
@@ -483,15 +504,37 @@ static uint32_t key_hash(uchar *s, Py_ssize_t len)
     return (uint32_t)(h ^ (h >> 29) ^ (h >> 47));
 }
 
-/* Whether the literal s (n bytes) occurs in [p, e). */
+/* How common a byte is in log text, roughly (lower: rarer): has() looks for a literal's rarest
+ * byte, so that `across cluster]` is sought by its ']', not by every 'a' of a metric line. */
+static int commonness(unsigned c)
+{
+    if (c >= 0x80 || c == '[' || c == ']' || c == '{' || c == '}' || c == '|' || c == '\\')
+        return 0;
+    if (c >= 'A' && c <= 'Z')
+        return 1;
+    if (c == ' ' || c == '.' || c == ',' || c == ':' || c == '/' || c == '_' || c == '\'' || c == '='
+        || c == '-')
+        return 3;
+    return 2;
+}
+
+/* Whether the literal s (n >= 1 bytes) occurs in [p, e). */
 static int has(uchar *p, uchar *e, const char *s, size_t n)
 {
-    for (; (size_t)(e - p) >= n; p++) {
-        p = memchr(p, s[0], (size_t)(e - p));
-        if (p == NULL || (size_t)(e - p) < n)
+    size_t k = 0;   /* the literal's rarest byte: memchr for it, then compare the whole */
+    for (size_t i = 1; i < n; i++)
+        if (commonness((uchar)s[i]) < commonness((uchar)s[k]))
+            k = i;
+    if (e - p < (Py_ssize_t)n)
+        return 0;
+    uchar *q = p + k, *last = e - n + k;   /* where s[k] sits for a match starting in [p, e-n] */
+    while (q <= last) {
+        q = memchr(q, s[k], (size_t)(last - q) + 1);
+        if (q == NULL)
             return 0;
-        if (memcmp(p, s, n) == 0)
+        if (memcmp(q - k, s, n) == 0)
             return 1;
+        q++;
     }
     return 0;
 }
@@ -658,29 +701,64 @@ static int metric_brace(uchar *s, uchar *p)
     return 0;
 }
 
+/* What plain_view's pass looks at in each byte. */
+enum { PB_OTHER, PB_BRACE, PB_CONTROL, PB_DOT, PB_T, PB_E2 };
+static unsigned char plain_byte[256];
+
+static void plain_byte_init(void)
+{
+    for (int c = 0; c < 0x20; c++)
+        plain_byte[c] = PB_CONTROL;
+    plain_byte[0x7f] = PB_CONTROL;
+    plain_byte['{'] = PB_BRACE;
+    plain_byte['.'] = PB_DOT;
+    plain_byte['T'] = PB_T;
+    plain_byte[0xe2] = PB_E2;
+}
+
 /* plain_cand on a line whose colours after the prefix were taken out (see below). */
 static int plain_view(uchar *s, uchar *e, Py_ssize_t key)
 {
     uchar *hend = header_end(s, e, key);
     if (hend == NULL)
         return 0;
-    uchar *metric = NULL;
+    uchar *metric = NULL, *body = key > 0 ? sgr(s + key, e) : s;
     int braces = 0;
-    for (uchar *p = key > 0 ? sgr(s + key, e) : s; p < e; p++) {
-        if (*p == '{') {
+    /* One pass over the body for the '{'s, control bytes, and the starts of "Traceback", "..."
+     * and U+2026 (in the prefix before it: has() below, for any start there). */
+    for (uchar *p = body; p < e; p++) {
+        unsigned kind = plain_byte[*p];
+        if (__builtin_expect(kind == PB_OTHER, 1))
+            continue;
+        switch (kind) {
+        case PB_BRACE:
             braces++;
             if (metric_brace(s, p))
                 metric = p;
-        } else if (*p < ' ' || *p == 0x7f) {
+            break;
+        case PB_CONTROL:
             return 0;
+        case PB_DOT:
+            if (e - p >= 3 && p[1] == '.' && p[2] == '.')
+                return 0;
+            break;
+        case PB_T:
+            if (lit(p, e, "Traceback", 9))
+                return 0;
+            break;
+        case PB_E2:
+            if (lit(p, e, "\xe2\x80\xa6", 3))
+                return 0;
+            break;
         }
     }
     if (metric != NULL && (braces != 1 || !fast_dict(metric, e)))
         return 0;
+    uchar *pre = body + 8 < e ? body + 8 : e;   /* a literal starting before body ends by here */
     /* _strip_dedup cuts at Ray's dedup note or mark: past the header they only shorten the
      * message (a dict before them is then no fast_dict here: not plain); in it the header
      * would go, so there they are not allowed. */
-    return !has(s, e, "Traceback", 9) && !has(s, e, "...", 3) && !has(s, e, "\xe2\x80\xa6", 3)
+    return !has(s, pre, "Traceback", 9) && !has(s, pre, "...", 3) && !has(s, pre, "\xe2\x80\xa6", 3)
            && !has(s, hend, "Ray deduplicates", 16) && !has(s, hend, "[repeated ", 10)
            && !has(s, hend, "across cluster]", 15);
 }
@@ -904,8 +982,30 @@ static void select_kept(Line *ln, Py_ssize_t n)
     }
 }
 
-/* Split and classify; returns the number of lines, or -1 when out of memory (*out freed). */
-static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out)
+/* The Miles header fields of the candidates marked HEAD, in order (miles_head runs in the
+ * forward pass, while the line is still in cache). */
+typedef struct {
+    long (*h)[H_N];
+    Py_ssize_t n, cap;
+} Heads;
+
+/* Room for one more entry in hd; 0 when out of memory. */
+static int heads_room(Heads *hd)
+{
+    if (hd->n < hd->cap)
+        return 1;
+    Py_ssize_t cap = hd->cap ? 2 * hd->cap : 256;
+    long (*more)[H_N] = PyMem_RawRealloc(hd->h, (size_t)cap * sizeof(*more));
+    if (more == NULL)
+        return 0;
+    hd->h = more;
+    hd->cap = cap;
+    return 1;
+}
+
+/* Split and classify; returns the number of lines, or -1 when out of memory (*out and hd's
+ * entries freed). */
+static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd)
 {
     Py_ssize_t cap = 1024, n = 0;
     Line *ln = PyMem_RawMalloc(cap * sizeof(Line));
@@ -919,15 +1019,11 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out)
     keys.arena = NULL;
     keys.used = keys.cap = 0;
     for (;;) {
-        uchar *nl = memchr(s, '\n', (size_t)(end - s));
-        uchar *e = nl ? nl : end;
+        uchar *e;
         if (n == cap) {
             Line *more = PyMem_RawRealloc(ln, 2 * cap * sizeof(Line));
-            if (more == NULL) {
-                PyMem_RawFree(ln);
-                PyMem_RawFree(keys.arena);
-                return -1;
-            }
+            if (more == NULL)
+                goto oom;
             ln = more;
             cap *= 2;
         }
@@ -935,13 +1031,19 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out)
         l->start = s - buf;
         l->key = 0;
         l->kid = KEY_UNTRACKED;
-        int why = is_cand(s, e, end);
+        int why = is_cand(s, end, &e);
         if (why) {
             l->cls = why == 1 ? CAND | ANCHOR : CAND;
             l->key = source_key(s, e);
             if (plain_cand(s, e, why, l->key)) {
                 l->cls |= PLAIN;
                 l->kid = key_id(&keys, s, l->key);
+            }
+            if (!heads_room(hd))
+                goto oom;
+            if (miles_head(s, e, why, l->key, hd->h[hd->n])) {
+                l->cls |= HEAD;
+                hd->n++;
             }
         } else if (stamped(s, e)) {
             l->cls = STAMPED;
@@ -952,14 +1054,20 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out)
             l->cls = NOISE;
         }
         n++;
-        if (nl == NULL)
+        if (e == end)
             break;
-        s = nl + 1;
+        s = e + 1;
     }
     PyMem_RawFree(keys.arena);
     select_kept(ln, n);
     *out = ln;
     return n;
+oom:
+    PyMem_RawFree(ln);
+    PyMem_RawFree(keys.arena);
+    PyMem_RawFree(hd->h);
+    hd->h = NULL;
+    return -1;
 }
 
 static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
@@ -969,10 +1077,12 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
     Py_ssize_t n;
     PyObject *cands = NULL, *keep = NULL, *starts = NULL, *heads = NULL, *lasts = NULL, *res = NULL;
     Py_ssize_t last = -1;   /* the newest stamped noise line since the last candidate */
+    Heads hd = {NULL, 0, 0};
+    Py_ssize_t hk = 0;      /* the next entry of hd */
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
-    n = classify((uchar *)view.buf, view.len, &ln);
+    n = classify((uchar *)view.buf, view.len, &ln, &hd);
     Py_END_ALLOW_THREADS
     if (n < 0) {
         PyBuffer_Release(&view);
@@ -1014,12 +1124,10 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
                 goto done;
         }
         if (ln[i].cls & CAND) {   /* heads[k]: the header fields of cands[k], or None */
-            long h[H_N];
-            uchar *s = (uchar *)view.buf + ln[i].start;
-            uchar *e = i + 1 < n ? (uchar *)view.buf + ln[i + 1].start - 1 : (uchar *)view.buf + view.len;
             PyObject *t = Py_None;
             Py_INCREF(t);
-            if (miles_head(s, e, ln[i].cls & ANCHOR ? 1 : 2, ln[i].key, h)) {
+            if (ln[i].cls & HEAD) {
+                long *h = hd.h[hk++];
                 Py_DECREF(t);
                 t = PyTuple_New(H_N);
                 for (int k = 0; t != NULL && k < H_N; k++) {
@@ -1030,6 +1138,8 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
                     }
                     PyTuple_SET_ITEM(t, k, v);
                 }
+                if (t != NULL)
+                    PyObject_GC_UnTrack(t);   /* ints only: no cycle, nothing for the GC to visit */
             }
             int bad = t == NULL || PyList_Append(heads, t) < 0;
             Py_XDECREF(t);
@@ -1045,6 +1155,7 @@ done:
     Py_XDECREF(heads);
     Py_XDECREF(lasts);
     PyMem_RawFree(ln);
+    PyMem_RawFree(hd.h);
     PyBuffer_Release(&view);
     return res;
 }
@@ -1142,8 +1253,8 @@ static PyObject *plain(PyObject *Py_UNUSED(module), PyObject *arg)
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    uchar *s = (uchar *)view.buf, *e = s + view.len;
-    int why = memchr(s, '\n', (size_t)view.len) ? 0 : is_cand(s, e, e);
+    uchar *s = (uchar *)view.buf, *e = s + view.len, *le;
+    int why = memchr(s, '\n', (size_t)view.len) ? 0 : is_cand(s, e, &le);
     int res = why && plain_cand(s, e, why, source_key(s, e));
     PyBuffer_Release(&view);
     return PyBool_FromLong(res);
@@ -1214,6 +1325,7 @@ PyMODINIT_FUNC PyInit__scan(void)
 {
     gate_init();
     nib_init();
+    plain_byte_init();
     if (!fingerprints_cover_anchors()) {   /* a SIMD walk would skip candidates: refuse */
         PyErr_SetString(PyExc_SystemError, "_scan: an anchor has no SIMD fingerprint");
         return NULL;
