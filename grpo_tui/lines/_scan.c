@@ -197,7 +197,12 @@ static const struct { const char *fp; int bucket; } FINGERPRINTS[] = {
 };
 /* nib[pos][0]: the buckets allowed by the low nibble of the byte at pos, nib[pos][1]: by the
  * high nibble; twice over (the two 128-bit lanes of an AVX2 register). */
-static unsigned char nib[3][2][32] __attribute__((aligned(32)));
+#if defined(__GNUC__) || defined(__clang__)
+#define ALIGNED32 __attribute__((aligned(32)))
+#else
+#define ALIGNED32
+#endif
+static unsigned char nib[3][2][32] ALIGNED32;
 
 static void nib_init(void)
 {
@@ -238,6 +243,7 @@ static int fingerprints_cover_anchors(void)
 /* A line walk: the line starting at s (its end is the next '\n' or `end`, the buffer's end,
  * stored in *pe) walked as walk_scalar would walk it. */
 typedef int (*line_fn)(uchar *s, uchar *end, uchar **pe);
+static int simd_on;   /* 0 with the scalar kernel: every SIMD loop takes its scalar form */
 
 static uchar *line_end(uchar *p, uchar *end)
 {
@@ -366,6 +372,13 @@ static int kernel_ok[N_KERNELS];
 static int kernel_now;
 static line_fn walk = line_scalar;
 
+static void use_kernel(int k)
+{
+    kernel_now = k;
+    walk = KERNELS[k].fn;
+    simd_on = k > 0;
+}
+
 static void kernels_init(void)
 {
     kernel_ok[0] = 1;
@@ -376,8 +389,7 @@ static void kernels_init(void)
 #endif
     for (int k = 0; k < N_KERNELS; k++)
         if (kernel_ok[k])
-            kernel_now = k;
-    walk = KERNELS[kernel_now].fn;
+            use_kernel(k);
 }
 
 /* parse.is_candidate on the line starting at s (it ends at the next '\n' or at `end`, the
@@ -506,7 +518,7 @@ static uint32_t key_hash(uchar *s, Py_ssize_t len)
 
 /* How common a byte is in log text, roughly (lower: rarer): has() looks for a literal's rarest
  * byte, so that `across cluster]` is sought by its ']', not by every 'a' of a metric line. */
-static int commonness(unsigned c)
+static int commonness_of(unsigned c)
 {
     if (c >= 0x80 || c == '[' || c == ']' || c == '{' || c == '}' || c == '|' || c == '\\')
         return 0;
@@ -517,13 +529,20 @@ static int commonness(unsigned c)
         return 3;
     return 2;
 }
+static unsigned char commonness[256];
+
+static void commonness_init(void)
+{
+    for (unsigned c = 0; c < 256; c++)
+        commonness[c] = (unsigned char)commonness_of(c);
+}
 
 /* Whether the literal s (n >= 1 bytes) occurs in [p, e). */
 static int has(uchar *p, uchar *e, const char *s, size_t n)
 {
     size_t k = 0;   /* the literal's rarest byte: memchr for it, then compare the whole */
     for (size_t i = 1; i < n; i++)
-        if (commonness((uchar)s[i]) < commonness((uchar)s[k]))
+        if (commonness[(uchar)s[i]] < commonness[(uchar)s[k]])
             k = i;
     if (e - p < (Py_ssize_t)n)
         return 0;
@@ -716,42 +735,70 @@ static void plain_byte_init(void)
     plain_byte[0xe2] = PB_E2;
 }
 
+/* plain_view's look at the byte p of the line [s, e): 0 when it makes the line not plain;
+ * counts the '{'s and remembers the one that may open a metric dict. */
+static inline int plain_byte_ok(uchar *s, uchar *p, uchar *e, int *braces, uchar **metric)
+{
+    switch (plain_byte[*p]) {
+    case PB_BRACE:
+        ++*braces;
+        if (metric_brace(s, p))
+            *metric = p;
+        return 1;
+    case PB_CONTROL:
+        return 0;
+    case PB_DOT:
+        return !(e - p >= 3 && p[1] == '.' && p[2] == '.');
+    case PB_T:
+        return !lit(p, e, "Traceback", 9);
+    case PB_E2:
+        return !lit(p, e, "\xe2\x80\xa6", 3);
+    default:
+        return 1;
+    }
+}
+
+#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_SSE2_PLAIN 1
+#include <emmintrin.h>
+
+/* The bytes among the 16 at p (reads p .. p+17) plain_byte_ok must see: '{', control bytes,
+ * 'T', 0xE2, and a '.' only where "..." starts (plain_byte_ok passes any other '.'). */
+static inline unsigned plain_flags(uchar *p)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    __m128i dot = _mm_set1_epi8('.');
+    __m128i m = _mm_and_si128(_mm_cmpeq_epi8(v, dot),
+                              _mm_and_si128(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + 1)), dot),
+                                            _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + 2)), dot)));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('{')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('T')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xe2)));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v));   /* v <= 0x1f */
+    return (unsigned)_mm_movemask_epi8(m);
+}
+#endif
+
 /* plain_cand on a line whose colours after the prefix were taken out (see below). */
 static int plain_view(uchar *s, uchar *e, Py_ssize_t key)
 {
     uchar *hend = header_end(s, e, key);
     if (hend == NULL)
         return 0;
-    uchar *metric = NULL, *body = key > 0 ? sgr(s + key, e) : s;
+    uchar *metric = NULL, *body = key > 0 ? sgr(s + key, e) : s, *p = body;
     int braces = 0;
     /* One pass over the body for the '{'s, control bytes, and the starts of "Traceback", "..."
      * and U+2026 (in the prefix before it: has() below, for any start there). */
-    for (uchar *p = body; p < e; p++) {
-        unsigned kind = plain_byte[*p];
-        if (__builtin_expect(kind == PB_OTHER, 1))
-            continue;
-        switch (kind) {
-        case PB_BRACE:
-            braces++;
-            if (metric_brace(s, p))
-                metric = p;
-            break;
-        case PB_CONTROL:
+#ifdef HAVE_SSE2_PLAIN
+    for (; simd_on && e - p >= 18; p += 16)
+        for (unsigned m = plain_flags(p); m; m &= m - 1)
+            if (!plain_byte_ok(s, p + __builtin_ctz(m), e, &braces, &metric))
+                return 0;
+#endif
+    for (; p < e; p++)
+        if (plain_byte[*p] != PB_OTHER && !plain_byte_ok(s, p, e, &braces, &metric))
             return 0;
-        case PB_DOT:
-            if (e - p >= 3 && p[1] == '.' && p[2] == '.')
-                return 0;
-            break;
-        case PB_T:
-            if (lit(p, e, "Traceback", 9))
-                return 0;
-            break;
-        case PB_E2:
-            if (lit(p, e, "\xe2\x80\xa6", 3))
-                return 0;
-            break;
-        }
-    }
     if (metric != NULL && (braces != 1 || !fast_dict(metric, e)))
         return 0;
     uchar *pre = body + 8 < e ? body + 8 : e;   /* a literal starting before body ends by here */
@@ -1274,8 +1321,7 @@ static PyObject *kernel(PyObject *Py_UNUSED(module), PyObject *args)
             k++;
         if (k == N_KERNELS || !kernel_ok[k])
             return PyErr_Format(PyExc_ValueError, "no scan kernel %s here", name);
-        kernel_now = k;
-        walk = KERNELS[k].fn;
+        use_kernel(k);
     }
     return PyUnicode_FromString(KERNELS[kernel_now].name);
 }
@@ -1326,6 +1372,7 @@ PyMODINIT_FUNC PyInit__scan(void)
     gate_init();
     nib_init();
     plain_byte_init();
+    commonness_init();
     if (!fingerprints_cover_anchors()) {   /* a SIMD walk would skip candidates: refuse */
         PyErr_SetString(PyExc_SystemError, "_scan: an anchor has no SIMD fingerprint");
         return NULL;
@@ -1333,9 +1380,7 @@ PyMODINIT_FUNC PyInit__scan(void)
     kernels_init();
     const char *want = getenv("GRPO_TUI_SCAN_KERNEL");
     for (int k = 0; want != NULL && k < N_KERNELS; k++)
-        if (kernel_ok[k] && strcmp(KERNELS[k].name, want) == 0) {
-            kernel_now = k;
-            walk = KERNELS[k].fn;
-        }
+        if (kernel_ok[k] && strcmp(KERNELS[k].name, want) == 0)
+            use_kernel(k);
     return PyModule_Create(&module);
 }
