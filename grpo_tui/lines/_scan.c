@@ -1063,8 +1063,11 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd)
     for (int i = 0; i < KEY_SLOTS; i++)
         keys.slot[i].id = -1;
     keys.n = 0;
-    keys.arena = NULL;
-    keys.used = keys.cap = 0;
+    keys.used = 0;
+    keys.cap = 4096;
+    keys.arena = PyMem_RawMalloc(keys.cap);   /* never NULL while in use: no NULL + 0 */
+    if (keys.arena == NULL)
+        goto oom;
     for (;;) {
         uchar *e;
         if (n == cap) {
