@@ -128,6 +128,22 @@ def test_long_runs_over_many_sources_agree():
     assert_same(_cut(lines, [17, 1000, 2]))
 
 
+def test_more_sources_than_the_scanner_tracks_agree():
+    """Past the distinct keys the scanner names in one buffer (_scan.c MAX_KEYS), their lines are
+    all kept: still the same results, in one block and cut in many."""
+    rng = random.Random(7)
+    heads = [f"\x1b[36m(SGLangEngine pid={p})\x1b[0m " for p in range(400)] + ["(A pid=1) ", ""]
+    lines = ["[2026-08-21 10:00:00.000 main] log_utils.py:1 - start"]
+    for i in range(5000):
+        if i % 701 == 0:
+            lines.append("retrying... (attempt 1/60)")
+        if i % 900 == 0:
+            lines.append(f"(A pid=1) [2026-08-21 10:00:00.000 a] l.py:2 - rollout {i}: {{'rollout/raw_reward': 0.5}}")
+        lines.append(_noise(i, rng.choice(heads)))
+    assert_same([lines])
+    assert_same(_cut(lines, [3000, 7]))
+
+
 # -- hypothesis: line mixes --------------------------------------------------------------------
 
 try:

@@ -503,8 +503,8 @@ static inline int same_bytes(uchar *a, uchar *b, Py_ssize_t n)
     return 1;
 }
 
-/* A cheap hash of a source key (its length, first and last 8 bytes): select_kept compares keys
- * by it first and by memcmp only when it agrees. */
+/* A cheap hash of a source key (its length, first and last 8 bytes): key_id compares keys by
+ * it first and byte by byte only when it agrees. */
 static uint32_t key_hash(uchar *s, Py_ssize_t len)
 {
     uint64_t h = (uint64_t)len * 0x9E3779B97F4A7C15ull;
