@@ -192,6 +192,21 @@ def test_stdin_is_read_with_the_same_line_bound(tmp_path):
     assert r.stdout.strip() == f"[{1 << 20}, 2]"
 
 
+def test_stdin_is_parsed_like_the_file():
+    """judge_path('-') reads standard input through the same reused-buffer reader as a file."""
+    path = SAMPLES / "healthy-seed1.log"
+    code = ("import sys; from grpo_tui.pipeline import judge_path; from grpo_tui import export; "
+            "p = judge_path(sys.argv[1], judging=False); "
+            "print(p.parser.counts.as_dict(), repr(export.rows(p.store)))")
+    out = []
+    for arg in (str(path), "-"):
+        with open(path, "rb") as fh:
+            r = subprocess.run([PY, "-c", code, arg], stdin=fh, capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert r.returncode == 0, r.stderr
+        out.append(r.stdout)
+    assert out[0] == out[1] and "rollout" in out[0]
+
+
 @pytest.mark.parametrize("cmd", [["check"], ["export"], ["export", "--format", "json"]])
 @pytest.mark.parametrize("dev", ["/dev/zero", "/dev/urandom"])
 def test_commands_refuse_devices_in_one_line(cmd, dev, capsys):
