@@ -24,7 +24,7 @@ from .judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report
 from .judge.ranges import RangeSet
 from .judge.rules import defaults_fit_memo
 from .judge.signals import SIGNALS
-from .lines.files import InputError, check_readable, iter_byte_blocks
+from .lines.files import InputError, check_readable, iter_block_views, iter_byte_blocks
 from .lines.parse import LineParser
 from .lines.records import Event, MetricRecord
 from .store.metric_store import MetricStore, StoreUpdate
@@ -111,10 +111,11 @@ class Pipeline:
         self.judging = judging                  # False: store only (export reads no verdict)
 
     # ------------------------------------------------------------------ feeding
-    def feed(self, lines: list[str] | bytes, written_at: float | None = None) -> Update:
+    def feed(self, lines: list[str] | bytes | memoryview, written_at: float | None = None) -> Update:
         """Parse a batch of complete lines written at `written_at` (default: now): a list of
-        lines, or a block of bytes from files.iter_byte_blocks (the lines joined by b"\\n")."""
-        if isinstance(lines, bytes):
+        lines, or a block of bytes from files.iter_byte_blocks or iter_block_views (the lines
+        joined by b"\\n"; a view is read before this returns, see LineParser.feed_block)."""
+        if isinstance(lines, (bytes, bytearray, memoryview)):
             before = self.parser.counts.lines
             up = self._add(self.parser.feed_block(lines))
             count = self.parser.counts.lines - before
@@ -376,7 +377,7 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
         pipe.defer()
     written = _mtime(path)
     try:
-        for block in iter_byte_blocks(path):
+        for block in iter_block_views(path):
             pipe.feed(block, written_at=written if written is not None else pipe.clock())
         pipe.finish(now)
     except BulkMismatch:

@@ -21,7 +21,7 @@ from hypothesis import given, settings, strategies as st
 
 from grpo_tui import cli
 from grpo_tui.lines import files
-from grpo_tui.lines.files import InputError, check_readable, iter_line_blocks
+from grpo_tui.lines.files import InputError, check_readable, iter_block_views, iter_byte_blocks, iter_line_blocks
 from grpo_tui.output import atomic_open, check_output_path, csv_safe, safe_text, write_text_atomic
 
 PY = sys.executable
@@ -138,6 +138,49 @@ def test_long_lines_are_cut_at_one_mib(tmp_path):
         assert lines[1] == LINE.format(n=1).rstrip("\n")
 
 
+@settings(max_examples=150, deadline=None)
+@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xe2\x82\xac", b"\xff", b"\r", b"long" * 5]),
+                     max_size=60).map(b"".join),
+       chunk=st.integers(1, 40), limit=st.integers(1, 12))
+def test_reused_buffer_reader_matches_a_split_with_lines_cut(tmp_path_factory, data, chunk, limit):
+    """iter_block_views (judge_path's reader: one reused buffer) gives the file's lines, each cut
+    to the limit, whatever the buffer size; so does the module's MAX_LINE as its default."""
+    p = tmp_path_factory.mktemp("r") / "x.log"
+    p.write_bytes(data)
+    parts = data.split(b"\n")
+    if parts[-1] == b"":
+        parts.pop()
+    want = [ln[:limit] for ln in parts]
+    got = [ln for block in iter_block_views(str(p), chunk=chunk, max_line=limit) for ln in bytes(block).split(b"\n")]
+    assert got == want
+    old, files.MAX_LINE = files.MAX_LINE, limit
+    try:
+        got = [ln for block in iter_block_views(str(p), chunk=chunk) for ln in bytes(block).split(b"\n")]
+    finally:
+        files.MAX_LINE = old
+    assert got == want
+
+
+def test_reused_buffer_reader_cuts_long_lines_like_the_bytes_reader(tmp_path):
+    big = 1 << 20
+    p = tmp_path / "long.log"
+    p.write_bytes(b"x" * (3 * big + 5) + b"\n" + LINE.format(n=1).encode() + b"y" * (big + 7) + b"\nz" + b"w" * (2 * big)
+                  + b"\n" + LINE.format(n=2).encode() * 3)
+    ref = [ln for block in iter_byte_blocks(str(p)) for ln in block.split(b"\n")]
+    for chunk in (files.CHUNK, 1 << 16, 3 * big + 10):
+        assert [ln for block in iter_block_views(str(p), chunk) for ln in bytes(block).split(b"\n")] == ref
+
+
+def test_reused_buffer_reader_releases_each_view(tmp_path):
+    """A block kept past the next read fails loudly: it never shows the bytes read after it."""
+    p = tmp_path / "x.log"
+    p.write_bytes(LINE.format(n=1).encode() * 50)
+    blocks = list(iter_block_views(str(p), chunk=300, max_line=200))
+    assert len(blocks) > 2
+    with pytest.raises(ValueError):
+        bytes(blocks[0])
+
+
 def test_stdin_is_read_with_the_same_line_bound(tmp_path):
     p = tmp_path / "long.log"
     p.write_bytes(b"x" * (3 << 20) + b"\nok\n")
@@ -147,6 +190,21 @@ def test_stdin_is_read_with_the_same_line_bound(tmp_path):
         r = subprocess.run([PY, "-c", code], stdin=fh, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == f"[{1 << 20}, 2]"
+
+
+def test_stdin_is_parsed_like_the_file():
+    """judge_path('-') reads standard input through the same reused-buffer reader as a file."""
+    path = SAMPLES / "healthy-seed1.log"
+    code = ("import sys; from grpo_tui.pipeline import judge_path; from grpo_tui import export; "
+            "p = judge_path(sys.argv[1], judging=False); "
+            "print(p.parser.counts.as_dict(), repr(export.rows(p.store)))")
+    out = []
+    for arg in (str(path), "-"):
+        with open(path, "rb") as fh:
+            r = subprocess.run([PY, "-c", code, arg], stdin=fh, capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert r.returncode == 0, r.stderr
+        out.append(r.stdout)
+    assert out[0] == out[1] and "rollout" in out[0]
 
 
 @pytest.mark.parametrize("cmd", [["check"], ["export"], ["export", "--format", "json"]])

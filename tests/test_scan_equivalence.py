@@ -128,6 +128,22 @@ def test_long_runs_over_many_sources_agree():
     assert_same(_cut(lines, [17, 1000, 2]))
 
 
+def test_more_sources_than_the_scanner_tracks_agree():
+    """Past the distinct keys the scanner names in one buffer (_scan.c MAX_KEYS), their lines are
+    all kept: still the same results, in one block and cut in many."""
+    rng = random.Random(7)
+    heads = [f"\x1b[36m(SGLangEngine pid={p})\x1b[0m " for p in range(400)] + ["(A pid=1) ", ""]
+    lines = ["[2026-08-21 10:00:00.000 main] log_utils.py:1 - start"]
+    for i in range(5000):
+        if i % 701 == 0:
+            lines.append("retrying... (attempt 1/60)")
+        if i % 900 == 0:
+            lines.append(f"(A pid=1) [2026-08-21 10:00:00.000 a] l.py:2 - rollout {i}: {{'rollout/raw_reward': 0.5}}")
+        lines.append(_noise(i, rng.choice(heads)))
+    assert_same([lines])
+    assert_same(_cut(lines, [3000, 7]))
+
+
 # -- hypothesis: line mixes --------------------------------------------------------------------
 
 try:
@@ -486,3 +502,100 @@ def test_judged_logs_agree(path, monkeypatch):
         out.append((repr(pipe.report(now).to_json(path)), pipe.parser.counts.as_dict(),
                     repr(export.rows(pipe.store)), repr(export.rows(pipe.store, "step")), pipe.lines_seen))
     assert out[0] == out[1]
+
+
+# -- the line walks (scalar, SSSE3, AVX2: _scan.kernels()) give one and the same scan() ---------
+
+_ANCHORS = [": {", ": \u2026", "Error", "EXEC:", "retrying", "ft ", "f memory", "Traceback", "Max retries",
+            "OfMemory", "memory pressure", "Health check failed", "Recovered ", "Watchdog caught", "W&B",
+            "Job '", "Fatal async", "checkpoint", "wandb", "tensorboard", "train.py", "train_async.py",
+            "+ ray job submit", " skipped: ", " ...", ") {", "step:", "{'"]
+# pieces that meet the SIMD filter's edges: anchors and their near misses (a fingerprint without
+# the rest, a cut anchor), bytes it must stop at (NUL, non-ASCII, good and bad), newlines, and
+# runs that move the next piece across a 16/32-byte window
+_PIECES = ([a.encode() for a in _ANCHORS] + [a.encode()[:k] for a in _ANCHORS for k in (2, 3) if len(a) > k]
+           + [b"\n", b"\n", b"\x00", b"\r", b"\r\n", b"\xe2\x80\xa6", b"\xc3\xa9", b"\xef\xbf\xbd", b"\xff", b"\xe2\x80",
+              b"\xed\xa0\x80", b"\xf0\x9f\x98\x80", b"[", b"(A pid=1) ", b"\x1b[36m(B pid=2)\x1b[0m ", b"{", b" {", b'{"',
+              b"[2026-08-21 10:00:00.000 main] x.py:1 - ", b"tra", b"Tra", b"ste", b"che", b"mem"]
+           + [b"x" * k for k in (1, 2, 3, 5, 13, 16, 29, 30, 31, 32, 33, 34, 63, 64, 65)])
+
+
+def _all_kernels(data) -> list:
+    """scan(data) under every kernel this machine runs (the kernel in use is restored)."""
+    was = _scan.kernel()
+    try:
+        return [(k, _scan.kernel(k) and _scan.scan(data)) for k in _scan.kernels()]
+    finally:
+        _scan.kernel(was)
+
+
+def _kernels_agree(data) -> None:
+    got = _all_kernels(data)
+    for k, res in got[1:]:
+        assert res == got[0][1], (k, data)
+    # a view of a longer buffer: no kernel reads past the end it is given
+    big = bytearray(data) + b"Error: {'a': 1}\n" * 3
+    view = memoryview(big)[:len(data)]
+    for k, res in _all_kernels(view):
+        assert res == got[0][1], (k, "view", data)
+
+
+def test_scanner_kernels_are_listed():
+    assert _scan.kernels()[0] == "scalar" and _scan.kernel() in _scan.kernels()
+    with pytest.raises(ValueError):
+        _scan.kernel("no-such-kernel")
+
+
+@FUZZ
+@given(st.lists(st.one_of(st.sampled_from(_PIECES), st.binary(max_size=40)), max_size=60).map(b"".join))
+def test_scanner_kernels_agree_on_fuzzed_bytes(data):
+    _kernels_agree(data)
+
+
+@pytest.mark.parametrize("anchor", _ANCHORS)
+def test_scanner_kernels_find_every_anchor_at_every_offset(anchor):
+    """Every anchor at every offset of a 32-byte window and across the next, alone, after a
+    flagged near miss, cut by a newline or by the buffer's end: each kernel takes exactly the
+    lines is_candidate takes."""
+    a = anchor.encode()
+    lines = []
+    for off in range(70):
+        for before, after in ((b"", b""), (b"tr", b" x"), (b"\xc3\xa9", b"y" * 40)):
+            lines.append(b"x" * off + before + a + after)
+        lines.append(b"x" * off + a[:-1] + b"\n" + a[-1:])
+    for line in lines:
+        _kernels_agree(line)
+    data = b"\n".join(lines)
+    _kernels_agree(data)
+    n, cands, *_ = _scan.scan(data)
+    parts = data.split(b"\n")
+    assert [i for i in range(n) if not _inline_skips(parts[i].decode("utf-8", "replace"))
+            or parts[i].decode("utf-8", "replace").encode() != parts[i]] == cands
+
+
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+def test_scanner_kernels_agree_on_logs(path):
+    with open(path, "rb") as f:
+        _kernels_agree(f.read())
+
+
+# -- blocks that are views of a reused buffer (files.iter_block_views, judge_path's reader) ------
+
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+def test_scanner_reused_buffer_blocks_agree(path):
+    """feed_block on views of one reused buffer (small blocks: the lines read lazily from one
+    block are read before the next overwrites it) gives what feed_lines gives."""
+    from grpo_tui.lines.files import iter_block_views
+    with open(path, "rb") as f:
+        longest = max(len(ln) for ln in f.read().split(b"\n"))
+    ref = _parse(iter_line_blocks(path), False)
+    for chunk in (1, 3000):
+        for accel in (True, False):
+            p = LineParser(accel=accel)
+            if accel:
+                p._scan = _scan
+            p.items = []
+            for block in iter_block_views(path, chunk, max_line=longest + 1):
+                p.items.extend(p.feed_block(block))
+            p.items.extend(p.flush())
+            assert _state(p) == _state(ref)

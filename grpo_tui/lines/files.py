@@ -125,11 +125,66 @@ def iter_byte_blocks(path: str, chunk: int = CHUNK, start: int = 0,
             yield rest
 
 
-def _has_long_line(b: bytes) -> bool:
-    """Whether some line of `b` is longer than MAX_LINE, in a few rfind calls per block."""
+def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None) -> Iterator[memoryview | bytes]:
+    """The lines of a whole file as iter_byte_blocks gives them (each cut to `max_line` bytes),
+    in blocks read into one reused buffer: no new 4 MiB object and no copy per block, which
+    made reading cost three times what the kernel's copy does.
+
+    A block is a memoryview of that buffer, valid only until the next one is asked for: the
+    caller must keep nothing that reads it later (LineParser.feed_block reads what it keeps
+    from a block that is not bytes before it returns).  Each view is released when the next
+    is read, so a reference kept by mistake fails loudly instead of reading other bytes.  A
+    block holding a line longer than `max_line` (default MAX_LINE) comes as bytes (its lines cut)."""
+    max_line = MAX_LINE if max_line is None else max_line
+    cap = max(chunk, max_line + 2)   # room to read past a cut line and its newline
+    buf = bytearray(cap)
+    mv = memoryview(buf)
+    f = open_regular(path)
+    with f:
+        have = 0          # buf[:have]: the start of the current line (no newline in it)
+        skipping = False  # that line was cut at max_line: drop its bytes up to the next newline
+        while True:
+            try:
+                n = f.readinto(mv[have:])
+            except OSError as exc:
+                raise InputError(f"{path}: read failed: {exc.strerror or exc}") from None
+            if not n:
+                break
+            end = have + n
+            if skipping:
+                i = buf.find(b"\n", have, end)
+                if i < 0:
+                    continue
+                # the cut line ends here: buf[:have] is that line, then what follows it
+                mv[have + 1:have + end - i] = mv[i + 1:end]
+                end = have + end - i
+                buf[have] = 0x0A
+                skipping = False
+            cut = buf.rfind(b"\n", 0, end)
+            if cut >= 0:
+                if _has_long_line(buf, max_line, cut):
+                    yield b"\n".join(ln[:max_line] for ln in buf[:cut].split(b"\n"))
+                else:
+                    block = mv[:cut]
+                    yield block
+                    block.release()
+            rest = end - cut - 1
+            if rest > max_line:
+                rest, skipping = max_line, True
+            mv[:rest] = mv[cut + 1:cut + 1 + rest]
+            have = rest
+        if have:
+            yield bytes(mv[:have])
+
+
+def _has_long_line(b: bytes | bytearray, max_line: int | None = None, end: int | None = None) -> bool:
+    """Whether some line of b[:end] is longer than max_line (default MAX_LINE), in a few rfind
+    calls per block."""
+    max_line = MAX_LINE if max_line is None else max_line
+    end = len(b) if end is None else end
     p = 0
-    while len(b) - p > MAX_LINE:
-        q = b.rfind(b"\n", p, p + MAX_LINE + 1)
+    while end - p > max_line:
+        q = b.rfind(b"\n", p, min(p + max_line + 1, end))
         if q < 0:
             return True
         p = q + 1

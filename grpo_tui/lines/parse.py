@@ -438,19 +438,31 @@ class LineParser:
         c.lines, c.noise = n_lines, n_noise
         return out
 
-    def feed_block(self, block: bytes) -> list[Item]:
+    def feed_block(self, block: bytes | memoryview) -> list[Item]:
         """`feed_lines` for a block of bytes (complete lines joined by b"\\n", as files.py reads
         them): with the C scanner only the lines the parser must read are decoded; without it
         the block is decoded and split (the same lines: a newline never sits inside a UTF-8
-        sequence, so decoding the block or each line gives the same text)."""
+        sequence, so decoding the block or each line gives the same text).  A block that is not
+        bytes (a view of a reused buffer, files.iter_block_views) is kept by nothing once this
+        returns: the lines read lazily from it are read first."""
         if self._scan is not None and self.quick_reject:
             n, cands, keep, starts, heads, lasts = self._scan.scan(block)
             st = memoryview(starts).cast("q")
 
             def get(i: int) -> str:
-                return block[st[i]:st[i + 1] - 1].decode("utf-8", "replace")
-            return self._feed_scanned(n, cands, keep, heads, lasts, get)
-        return self.feed_lines(block.decode("utf-8", "replace").split("\n"))
+                return str(block[st[i]:st[i + 1] - 1], "utf-8", "replace")
+            out = self._feed_scanned(n, cands, keep, heads, lasts, get)
+            if not isinstance(block, bytes):
+                self._read_lazy()
+            return out
+        return self.feed_lines(str(block, "utf-8", "replace").split("\n"))
+
+    def _read_lazy(self) -> None:
+        """Read the lines the scanned path left unread (_last_stamped, _noise_run) now."""
+        if self._stamped_lazy is not None:
+            self._last_stamped
+        if self._noise_lazy is not None:
+            self._noise_run
 
     def _feed_lines_scanned(self, lines: list[str]) -> list[Item] | None:
         """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
