@@ -32,6 +32,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -442,16 +443,301 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
 }
 
 /* The fields of a candidate's Miles header, as byte offsets into its line (-1: absent).  The
- * line's text up to `msg` is ASCII, so they are str offsets too. */
+ * line's text up to `msg` is ASCII, so they are str offsets too.  After them, what the message
+ * is (miles_class), so LineParser._feed_head can skip the work feed() would do for nothing:
+ *   H_MSG_END    the message's end: the line's end, or where Ray's dedup mark was cut off
+ *   H_REPEATED   the dedup count (_strip_dedup: bounded_int(n) or 0)
+ *   H_TIME_END   the end of the time text (`date time.ms`) when it is the line's own text, else -1
+ *                (a `,ms` is written `.ms` there)
+ *   H_DAYS, H_SOD, H_MSV  ts = H_DAYS * 86400 + H_SOD + H_MSV / 1000.0 (parse._fast_ts), valid
+ *                when H_CLASS is not HEAD_OTHER
+ *   H_CLASS      HEAD_OTHER: read the message in Python (_header_fields); HEAD_NOISE: it is noise
+ *                for sure; HEAD_METRIC: `[role-]kind N: {'k': number, ...}` (_METRIC_MSG) with a
+ *                dict values._FAST_DICT reads whole and an id bounded_int takes
+ *   H_ROLE       HEAD_METRIC: the role's start (it ends at H_KIND - 1), or -1
+ *   H_KIND, H_KIND_END, H_ID, H_DICT   HEAD_METRIC: the kind, the id's value, the '{' */
 enum { H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
-       H_FILE_END, H_MSG, H_N };
+       H_FILE_END, H_MSG, H_MSG_END, H_REPEATED, H_TIME_END, H_DAYS, H_SOD, H_MSV, H_CLASS,
+       H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_N };
+enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2 };
 
 #define WORD(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || DIGIT(c) || (c) == '_')
+#define ALPHA(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z'))
+#define BLANK(c) ((c) == ' ' || (c) == '\t')
+#define MAX_ID 9007199254740991LL   /* records.MAX_ID = 2**53 - 1 */
 
-/* Whether LineParser.feed reads the line [s, e) -- a candidate (why == 1) with no record open --
- * as exactly: no cut, no NUL/U+FFFD/bad UTF-8, _peel leaving the text after the Ray prefix as
- * it is (no ANSI sequence but the prefix's colours, no control byte, no '\r' split, no dedup
- * suffix), and parse._MILES matching it.  Then h holds the fields (see the enum) and Python
+/* records.bounded_int on ASCII digits [p, e): the value, or -1 (None). */
+static long long bounded_digits(uchar *p, uchar *e)
+{
+    if (e <= p || e - p > 16)
+        return -1;
+    long long v = 0;
+    for (; p < e; p++) {
+        if (!DIGIT(*p))
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v <= MAX_ID ? v : -1;
+}
+
+/* Backwards from q (not before lo) over blanks and colour sequences ESC '[' [0-9;]* 'm'. */
+static uchar *back_blank_sgr(uchar *lo, uchar *q)
+{
+    for (;;) {
+        if (q > lo && BLANK(q[-1])) {
+            q--;
+            continue;
+        }
+        if (q > lo && q[-1] == 'm') {
+            uchar *r = q - 1;
+            while (r > lo && (DIGIT(r[-1]) || r[-1] == ';'))
+                r--;
+            if (r - lo >= 2 && r[-1] == '[' && r[-2] == 0x1b) {
+                q = r - 2;
+                continue;
+            }
+        }
+        return q;
+    }
+}
+
+/* The end of the message in [p, e) as _peel leaves it: e when there is no Ray dedup mark, or
+ * where _strip_dedup cuts `<msg> [repeated 7x across cluster]` (colours and blanks around the
+ * mark are what _ANSI takes out and rstrip drops).  *rep: the count.  NULL when unsure: Ray's
+ * dedup note, an ESC anywhere else, a mark of another shape, a non-ASCII character before it
+ * (rstrip drops Unicode blanks too). */
+static uchar *dedup_end(uchar *p, uchar *e, long *rep)
+{
+    *rep = 0;
+    if (has(p, e, "Ray deduplicates", 16))
+        return NULL;
+    uchar *end = e;
+    if (has(p, e, "across cluster]", 15)) {
+        uchar *mk = NULL;
+        for (uchar *q = e; q - p >= 10; q--)
+            if (memcmp(q - 10, "[repeated ", 10) == 0) {
+                mk = q - 10;
+                break;
+            }
+        if (mk == NULL)
+            return NULL;
+        uchar *d = mk + 10, *t = d;
+        while (t < e && DIGIT(*t))
+            t++;
+        if (t == d || !lit(t, e, "x across cluster]", 17))
+            return NULL;
+        long long n = bounded_digits(d, t);
+        if (n > LONG_MAX)
+            return NULL;   /* a 32-bit long */
+        *rep = n > 0 ? (long)n : 0;
+        for (t += 17; t < e; ) {   /* only blanks and colours after the mark */
+            uchar *u = sgr(t, e);
+            if (u != t)
+                t = u;
+            else if (BLANK(*t))
+                t++;
+            else
+                return NULL;
+        }
+        end = back_blank_sgr(p, mk);
+        if (end > p && end[-1] >= 0x80)
+            return NULL;
+    }
+    if (memchr(p, 0x1b, (size_t)(end - p)) != NULL)
+        return NULL;
+    return end;
+}
+
+/* One of parse._event_anchor's strings (or "train_async.py") in [s, e). */
+static int event_anchor(uchar *s, uchar *e)
+{
+    for (uchar *p = s; p < e; p++) {
+        switch (*p) {
+        case 'r': if (LIT("retrying")) return 1; break;
+        case 'T': if (LIT("Traceback")) return 1; break;
+        case 'M': if (LIT("Max retries")) return 1; break;
+        case 'f': if (LIT("ft ")) return 1; break;
+        case 'H': if (LIT("Health check failed")) return 1; break;
+        case 'R': if (LIT("Recovered ")) return 1; break;
+        case 'o': if (LIT("out of memory")) return 1; break;
+        case 'O': if (LIT("OutOfMemory")) return 1; break;
+        case 'm': if (LIT("memory pressure")) return 1; break;
+        case 'W': if (LIT("Watchdog caught") || LIT("W&B")) return 1; break;
+        case 'J': if (LIT("Job '")) return 1; break;
+        case 'F': if (LIT("Fatal async")) return 1; break;
+        case 'c': if (LIT("checkpoint")) return 1; break;
+        case 'w': if (LIT("wandb")) return 1; break;
+        case 't': if (LIT("tensorboard") || LIT("train.py") || LIT("train_async.py")) return 1; break;
+        case 'E': if (LIT("EXEC:")) return 1; break;
+        case ' ': if (LIT(" skipped: ") || LIT(" ...")) return 1; break;
+        case '+': if (LIT("+ ray job submit")) return 1; break;
+        default: break;
+        }
+    }
+    return 0;
+}
+
+/* parse._METRIC_MSG on the message [s, e): 0 no match, 1 a match of the common shape (then
+ * h gets its fields: a '{' dict that fast_dict reads whole, an id bounded_int takes), 2 a match
+ * or maybe one (anything else: Python reads it). */
+static int metric_msg(uchar *s, uchar *e, long *h, uchar *line)
+{
+    static const char *kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
+    uchar *p = s, *role = NULL;
+    if (p < e && ALPHA(*p)) {   /* (?:(?P<role>[A-Za-z]\w*)-)?: the whole word, if a '-' ends it */
+        uchar *q = p + 1;
+        while (q < e && WORD(*q))
+            q++;
+        if (q < e && *q >= 0x80)
+            return 2;           /* \w goes on in Unicode */
+        if (q < e && *q == '-') {
+            role = p;
+            p = q + 1;
+        }
+    }
+    uchar *k1 = NULL;
+    for (size_t k = 0; k1 == NULL && k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        size_t n = strlen(kinds[k]);
+        if ((size_t)(e - p) > n && memcmp(p, kinds[k], n) == 0 && p[n] == ' ')
+            k1 = p + n;
+    }
+    if (k1 == NULL)
+        return 0;
+    uchar *d = k1 + 1, *t = d;
+    if (t < e && *t == '-')
+        return 2;
+    while (t < e && DIGIT(*t))
+        t++;
+    if (t < e && *t >= 0x80)
+        return 2;               /* \d goes on in Unicode */
+    if (t == d || e - t < 3 || t[0] != ':' || t[1] != ' ')
+        return 0;
+    if (t[2] != '{')
+        return t[2] == '.' || t[2] >= 0x80 ? 2 : 0;   /* an elided head (`: ...`, `: \u2026`) */
+    long long id = bounded_digits(d, t);
+    if (id < 0 || id > LONG_MAX || !fast_dict(t + 2, e))
+        return 2;
+    h[H_ROLE] = role ? (long)(role - line) : -1;
+    h[H_KIND] = (long)(p - line);
+    h[H_KIND_END] = (long)(k1 - line);
+    h[H_ID] = (long)id;
+    h[H_DICT] = (long)(t + 2 - line);
+    return 1;
+}
+
+typedef struct {
+    uchar *v;
+    Py_ssize_t n;   /* v == NULL: the field is absent */
+} Span;
+
+#define SPAN_IS(sp, s) ((sp).v != NULL && (sp).n == (Py_ssize_t)sizeof(s) - 1 && memcmp((sp).v, s, sizeof(s) - 1) == 0)
+#define SPACE(c) ((c) == ' ' || ((c) >= '\t' && (c) <= '\r') || ((c) >= 0x1c && (c) <= 0x1f))
+
+/* Whether LineParser._ft_event gives None for the ASCII text [s, e): its fields read as
+ * _FT_FIELD.findall does (`(?<!\w)(\w+)=("(?:[^"\\]|\\.)*"|\S*)`, the last of a name wins). */
+static int ft_none(uchar *s, uchar *e)
+{
+    Span ok = {NULL, 0}, phase = {NULL, 0}, op = {NULL, 0}, fn = {NULL, 0}, attempt = {NULL, 0};
+    uchar *p = s;
+    while (p < e) {
+        if (!WORD(*p) || (p > s && WORD(p[-1]))) {
+            p++;
+            continue;
+        }
+        uchar *w = p;
+        while (p < e && WORD(*p))
+            p++;
+        if (p >= e || *p != '=')
+            continue;   /* no match from w to here: the next try is at p */
+        uchar *we = p++, *v = p;
+        if (p < e && *p == '"') {
+            uchar *q = p + 1;
+            while (q < e && *q != '"') {
+                if (*q == '\\') {
+                    if (q + 1 >= e) {
+                        q = e;
+                        break;
+                    }
+                    q += 2;
+                } else {
+                    q++;
+                }
+            }
+            if (q < e)
+                p = q + 1;
+            else
+                while (p < e && !SPACE(*p))
+                    p++;
+        } else {
+            while (p < e && !SPACE(*p))
+                p++;
+        }
+        Span got = {v, p - v};
+        Py_ssize_t wn = we - w;
+        if (wn == 2 && memcmp(w, "ok", 2) == 0)
+            ok = got;
+        else if (wn == 5 && memcmp(w, "phase", 5) == 0)
+            phase = got;
+        else if (wn == 2 && memcmp(w, "op", 2) == 0)
+            op = got;
+        else if (wn == 2 && memcmp(w, "fn", 2) == 0)
+            fn = got;
+        else if (wn == 7 && memcmp(w, "attempt", 7) == 0)
+            attempt = got;
+    }
+    if (SPAN_IS(ok, "false") || SPAN_IS(phase, "fail"))
+        return 0;                                           /* ft_fail */
+    if (SPAN_IS(op, "train") && SPAN_IS(phase, "start"))
+        return attempt.v == NULL || bounded_digits(attempt.v, attempt.v + attempt.n) < 1;   /* train_retry */
+    if ((SPAN_IS(op, "update_weights") || SPAN_IS(fn, "update_weights"))
+        && (SPAN_IS(phase, "start") || SPAN_IS(phase, "end"))
+        && (SPAN_IS(op, "update_weights") || SPAN_IS(phase, "end")))
+        return 0;                                           /* weight_update_start/end */
+    return 1;
+}
+
+/* What LineParser._header_fields makes of the message [s, e) (see H_CLASS). */
+static int miles_class(uchar *s, uchar *e, long *h, uchar *line)
+{
+    int metric = 0;
+    if (has(s, e, ": {", 3) || has(s, e, ": ...", 5) || has(s, e, ": \xe2\x80\xa6", 5)) {
+        metric = metric_msg(s, e, h, line);
+        if (metric == 1)
+            return HEAD_METRIC;
+        if (metric == 2)
+            return HEAD_OTHER;
+    }
+    if (!event_anchor(s, e))   /* _events: no anchor, no `  name ... value` (_ARG_DUMP) */
+        return s < e && (BLANK(*s) || *s >= 0x80) ? HEAD_OTHER : HEAD_NOISE;
+    /* _classify: an `ft ` line is read by _ft_event unless one of the tests before it holds */
+    if (!lit(s, e, "ft ", 3) || has(s, e, "Traceback (most recent call last)", 33)
+        || has(s, e, "retrying...", 11) || has(s, e, "Max retries (", 13))
+        return HEAD_OTHER;
+    for (uchar *p = s; p < e; p++)
+        if (*p >= 0x80)
+            return HEAD_OTHER;   /* \w and \S go on in Unicode */
+    return ft_none(s, e) ? HEAD_NOISE : HEAD_OTHER;
+}
+
+/* calendar.timegm's day count for `YYYY-MM-DD` at p (digits), or 0 when date() refuses it. */
+static int epoch_days(uchar *p, long *days)
+{
+    long y = (p[0] - '0') * 1000 + (p[1] - '0') * 100 + (p[2] - '0') * 10 + (p[3] - '0');
+    long m = (p[5] - '0') * 10 + (p[6] - '0'), d = (p[8] - '0') * 10 + (p[9] - '0');
+    static const int before[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+    if (y < 1 || m < 1 || m > 12)
+        return 0;
+    long yb = y - 1;
+    long ord = yb * 365 + yb / 4 - yb / 100 + yb / 400 + before[m - 1]
+               + (m > 2 && (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) + 1;   /* date(y, m, 1) */
+    *days = ord - 719163 + d - 1;   /* 719163: date(1970, 1, 1).toordinal() */
+    return 1;
+}
+
+/* Whether LineParser.feed reads the line [s, e) -- a candidate (why == 1) -- as exactly: no cut,
+ * no NUL/U+FFFD/bad UTF-8, _peel leaving the text after the Ray prefix as it is but for a dedup
+ * mark it cuts off (no other ANSI sequence but the prefix's colours, no control byte, no '\r'
+ * split), and parse._MILES matching it.  Then h holds the fields (see the enum) and Python
  * takes them instead of peeling and matching (LineParser._feed_head).  Anything unsure: 0. */
 static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
 {
@@ -477,10 +763,14 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
         if (p < e && *p == ' ')
             p++;
     }
-    /* the rest of the line: valid UTF-8, no U+FFFD, no control byte, no ESC, no '\r' */
-    for (uchar *q = p; q < e; ) {
+    long rep;
+    uchar *end = dedup_end(p, e, &rep);
+    if (end == NULL)
+        return 0;
+    /* the text up to the message's end: valid UTF-8, no U+FFFD, no control byte, no '\r' */
+    for (uchar *q = p; q < end; ) {
         if (*q >= 0x80) {
-            int len = utf8_len(q, e);
+            int len = utf8_len(q, end);
             if (len == 0 || (len == 3 && q[0] == 0xEF && q[1] == 0xBF && q[2] == 0xBD))
                 return 0;
             q += len;
@@ -490,13 +780,17 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
             q++;
         }
     }
-    if (has(p, e, "across cluster]", 15) || has(p, e, "Ray deduplicates", 16))
-        return 0;
+    e = end;
     /* ^\[date time(?:[.,]ms)?(?: ?proc)?\s*\] (?:LEVEL )?file.py:N - msg (has_header read the date) */
     h[H_DATE] = (long)(p + 1 - s);
+    uchar *date = p + 1;
     p += 20;
+    h[H_TIME_END] = (long)(p - s);
+    h[H_MSV] = 0;
     if (e - p >= 4 && (*p == '.' || *p == ',') && DIGIT(p[1]) && DIGIT(p[2]) && DIGIT(p[3])) {
         h[H_MS] = (long)(p + 1 - s);
+        h[H_MSV] = (p[1] - '0') * 100 + (p[2] - '0') * 10 + (p[3] - '0');
+        h[H_TIME_END] = *p == '.' ? (long)(p + 4 - s) : -1;
         p += 4;
     }
     uchar *q = p < e && *p == ' ' ? p + 1 : p;
@@ -534,7 +828,19 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
         p++;
     if (p == d || e - p < 3 || memcmp(p, " - ", 3) != 0)
         return 0;
-    h[H_MSG] = (long)(p + 3 - s);
+    p += 3;   /* a cut dedup mark leaves no blank at the end: then " - " is followed by text */
+    h[H_MSG] = (long)(p - s);
+    h[H_MSG_END] = (long)(e - s);
+    h[H_REPEATED] = rep;
+    long days;
+    if (!epoch_days(date, &days)) {
+        h[H_CLASS] = HEAD_OTHER;
+        return 1;
+    }
+    h[H_DAYS] = days;
+    h[H_SOD] = ((date[11] - '0') * 10 + (date[12] - '0')) * 3600 + ((date[14] - '0') * 10 + (date[15] - '0')) * 60
+               + (date[17] - '0') * 10 + (date[18] - '0');
+    h[H_CLASS] = miles_class(p, e, h, s);
     return 1;
 }
 
