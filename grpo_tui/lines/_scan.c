@@ -445,7 +445,8 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
 /* The fields of a candidate's Miles header, as byte offsets into its line (-1: absent).  The
  * line's text up to `msg` is ASCII, so they are str offsets too.  After them, what the message
  * is (miles_class), so LineParser._feed_head can skip the work feed() would do for nothing:
- *   H_MSG_END    the message's end: the line's end, or where Ray's dedup mark was cut off
+ *   H_MSG_END    the message's end: the line's end, or where Ray's dedup mark was cut off (in
+ *                characters, not bytes: the message may hold non-ASCII text; all else is ASCII)
  *   H_REPEATED   the dedup count (_strip_dedup: bounded_int(n) or 0)
  *   H_TIME_END   the end of the time text (`date time.ms`) when it is the line's own text, else -1
  *                (a `,ms` is written `.ms` there)
@@ -768,12 +769,14 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
     if (end == NULL)
         return 0;
     /* the text up to the message's end: valid UTF-8, no U+FFFD, no control byte, no '\r' */
+    Py_ssize_t extra = 0;   /* bytes past the first of each character: str offsets are that less */
     for (uchar *q = p; q < end; ) {
         if (*q >= 0x80) {
             int len = utf8_len(q, end);
             if (len == 0 || (len == 3 && q[0] == 0xEF && q[1] == 0xBF && q[2] == 0xBD))
                 return 0;
             q += len;
+            extra += len - 1;
         } else if ((*q < ' ' && *q != '\t') || *q == 0x7f) {
             return 0;
         } else {
@@ -830,7 +833,7 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
         return 0;
     p += 3;   /* a cut dedup mark leaves no blank at the end: then " - " is followed by text */
     h[H_MSG] = (long)(p - s);
-    h[H_MSG_END] = (long)(e - s);
+    h[H_MSG_END] = (long)(e - s - extra);   /* a str offset (the only one past non-ASCII text) */
     h[H_REPEATED] = rep;
     long days;
     if (!epoch_days(date, &days)) {
