@@ -361,6 +361,7 @@ def _same_values(text: str) -> None:
     assert ref.complete and not ref.error and not ref.abridged and not ref.raw_nonfinite, text
     assert list(got.items()) == list(ref.values.items()), text
     assert [type(v) for v in got.values()] == [type(v) for v in ref.values.values()], text
+    assert repr(got) == repr(ref.values), text    # -0.0 is not 0.0
 
 
 _NUM = st.one_of(st.integers(-10**25, 10**25).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
@@ -390,6 +391,41 @@ def test_scanner_read_dict_agrees_with_parse_dict(pairs, end, sep):
 def test_scanner_read_dict_edges(text):
     _same_values(text)
     assert _scan.read_dict(text) is not None or text not in ("{}", "{'a': 1}")
+
+
+# read_dict's numbers without strtod (quick_double: M * 10**k with one IEEE operation, or the
+# exact 128-bit quotient) must be float()'s to the last bit: decimal strings around every edge.
+_DIGITS = st.text("0123456789", min_size=1, max_size=22)
+
+
+@st.composite
+def _decimals(draw):
+    digits = draw(st.one_of(_DIGITS, st.sampled_from([str(2**53 + d) for d in range(-3, 4)]
+                                                     + [str(10**17 + d) for d in range(-3, 4)]
+                                                     + [str(2**64 - 1), str(10**19 - 1), "1" + "0" * 18])))
+    cut = draw(st.integers(0, len(digits)))
+    text = digits[:cut] + ("." + digits[cut:] if cut < len(digits) else "")
+    if draw(st.booleans()):
+        text = "0." + "0" * draw(st.integers(0, 12)) + digits
+    if draw(st.booleans()):
+        text += draw(st.sampled_from("eE")) + draw(st.sampled_from(["", "-", "+"])) + str(draw(st.integers(0, 40)))
+    return draw(st.sampled_from(["", "-"])) + text
+
+
+@FUZZ
+@given(st.lists(st.one_of(_decimals(), st.floats(allow_nan=False, allow_infinity=False).map(repr),
+                          st.floats(-1e-5, 1e-5).map(repr)), min_size=1, max_size=12))
+def test_scanner_read_dict_numbers_are_floats_to_the_bit(tokens):
+    _same_values("{" + ", ".join(f"'k{i}': {t}" for i, t in enumerate(tokens)) + "}")
+
+
+@FUZZ
+@given(st.lists(st.lists(st.sampled_from([f"m{i}/x" for i in range(3000)] + ["a", "\u00e9", "x" * 200]),
+                         max_size=20), max_size=20))
+def test_scanner_read_dict_keys_stay_right_across_calls(dicts):
+    """The table of keys seen before (dict_key) hands back the same text, whatever collides."""
+    for keys in dicts:
+        _same_values("{" + ", ".join(f"'{k}': {i}" for i, k in enumerate(keys)) + "}")
 
 
 def test_scanner_read_dict_rejects_non_str():

@@ -32,6 +32,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -1029,6 +1030,151 @@ done:
     return res;
 }
 
+/* The int of `-?digits` [v, e), at most 18 characters (int() of it). */
+static long long small_int(uchar *v, uchar *e)
+{
+    int neg = *v == '-';
+    long long n = 0;
+    for (v += neg; v < e; v++)
+        n = n * 10 + (*v - '0');
+    return neg ? -n : n;
+}
+
+#if defined(__SIZEOF_INT128__)
+/* The double nearest to M / 10**j (round half to even), for 0 < M < 2**64 and 0 <= j <= 27:
+ * M / 10**j = (M * 2**s / 5**j) * 2**-(s+j), the quotient taken exactly in 128-bit integers (5**j
+ * < 2**64) with its remainder as the sticky bit, so the rounding is exact.  Every such value is
+ * a normal double (1e-27 .. 2**64), so ldexp of the rounded mantissa is exact too. */
+static double exact_quotient(uint64_t m, int j)
+{
+    uint64_t five = 1;
+    for (int i = 0; i < j; i++)
+        five *= 5;
+    int s = 64 + __builtin_clzll(m);     /* the numerator's top bit at 127 */
+    unsigned __int128 num = (unsigned __int128)m << s;
+    unsigned __int128 q = num / five;
+    int sticky = num % five != 0;
+    uint64_t hi = (uint64_t)(q >> 64);   /* q >= 2**127 / 5**27 > 2**64: hi is not 0 */
+    int bits = 128 - __builtin_clzll(hi);   /* bit length of q: 65 .. 128 */
+    int shift = bits - 53;               /* >= 12 */
+    uint64_t mant = (uint64_t)(q >> shift);
+    unsigned __int128 rest = q & (((unsigned __int128)1 << shift) - 1);
+    unsigned __int128 half = (unsigned __int128)1 << (shift - 1);
+    if (rest > half || (rest == half && (sticky || (mant & 1))))
+        mant++;                          /* 2**53 at most: still exact */
+    return ldexp((double)mant, shift - s - j);
+}
+#endif
+
+/* float() of a fast_value number [v, e) where it can be had exactly without strtod: all its
+ * digits make an integer 0 <= M < 10**19 and it is M * 10**k with
+ *   |k| <= 22 and M <= 2**53: 10**|k| is exact and one IEEE multiplication or division rounds
+ *             correctly (strtod's own fast path), or
+ *   -27 <= k <= 0: exact_quotient (128-bit integers).
+ * 0 for any other number (PyOS_string_to_double then reads it), and where doubles are evaluated
+ * in a wider precision (x87: double rounding). */
+static int quick_double(uchar *v, uchar *e, double *out)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12,
+                                 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    int neg = v < e && *v == '-';
+    uint64_t m = 0;
+    int digits = 0;       /* digits in m from the first non-zero one */
+    long k = 0;
+    uchar *p = v + neg;
+    for (; p < e && DIGIT(*p); p++) {
+        if (m || *p != '0')
+            digits++;
+        if (digits > 19)
+            return 0;
+        m = m * 10 + (uint64_t)(*p - '0');
+    }
+    if (p < e && *p == '.')
+        for (p++; p < e && DIGIT(*p); p++) {
+            if (m || *p != '0')
+                digits++;
+            if (digits > 19)
+                return 0;
+            m = m * 10 + (uint64_t)(*p - '0');
+            k--;
+        }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        int xneg = 0;
+        long x = 0;
+        if (++p < e && (*p == '-' || *p == '+'))
+            xneg = *p++ == '-';
+        uchar *xd = p;
+        for (; p < e && DIGIT(*p); p++) {
+            if (p - xd >= 4)
+                return 0;
+            x = x * 10 + (*p - '0');
+        }
+        k += xneg ? -x : x;
+    }
+    if (p != e || k < -400)
+        return 0;
+    double d;
+    if (m == 0)
+        d = 0.0;
+    else if (m <= ((uint64_t)1 << 53) && k >= 0 && k <= 22)
+        d = (double)m * p10[k];
+    else if (m <= ((uint64_t)1 << 53) && k < 0 && k >= -22)
+        d = (double)m / p10[-k];
+#if defined(__SIZEOF_INT128__)
+    else if (k <= 0 && k >= -27)
+        d = exact_quotient(m, (int)-k);
+#endif
+    else
+        return 0;
+    *out = neg ? -d : d;
+    return 1;
+#else
+    (void)v;
+    (void)e;
+    (void)out;
+    return 0;
+#endif
+}
+
+/* A dict key [k, e) as str: ASCII keys from a small table of the ones seen before (a run logs the
+ * same names every record: no decoding, and their hash is kept), others decoded.  NULL with no
+ * error set when the text is not UTF-8. */
+#define KEY_SLOTS 1024
+#define KEY_CACHED_MAX 96
+static PyObject *key_cache[KEY_SLOTS];
+
+static PyObject *dict_key(uchar *k, uchar *e)
+{
+    Py_ssize_t n = e - k;
+    uint32_t hash = 2166136261u;
+    int ascii = n <= KEY_CACHED_MAX;
+    for (uchar *q = k; ascii && q < e; q++) {
+        ascii = *q < 0x80;
+        hash = (hash ^ *q) * 16777619u;
+    }
+    if (!ascii) {
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)k, n, "strict");
+        if (key == NULL)
+            PyErr_Clear();
+        return key;
+    }
+    PyObject **slot = &key_cache[hash & (KEY_SLOTS - 1)];
+    PyObject *key = *slot;
+    if (key != NULL && PyUnicode_GET_LENGTH(key) == n && memcmp(PyUnicode_DATA(key), k, (size_t)n) == 0) {
+        Py_INCREF(key);
+        return key;
+    }
+    key = PyUnicode_DecodeASCII((const char *)k, n, NULL);
+    if (key == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_INCREF(key);
+    Py_XSETREF(*slot, key);
+    return key;
+}
+
 /* read_dict(text: str) -> dict | None: values.parse_dict for the common shape, `{'k': number,
  * ...}` as _FAST_DICT fullmatches it, read straight into a dict of ints and floats (float()
  * itself: PyOS_string_to_double).  None -- the caller takes the Python reader -- for anything
@@ -1075,11 +1221,14 @@ static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
                 isint = 0;
         if (vlen >= (Py_ssize_t)sizeof(buf) || (isint && vlen > 18) || v[vlen - 1] == 'n' || v[vlen - 1] == 'f')
             goto fallback;
-        memcpy(buf, v, (size_t)vlen);
-        buf[vlen] = 0;
+        double quick;
         if (isint) {
-            val = PyLong_FromString(buf, NULL, 10);
+            val = PyLong_FromLongLong(small_int(v, p));   /* at most 18 characters: fits */
+        } else if (quick_double(v, p, &quick)) {
+            val = PyFloat_FromDouble(quick);
         } else {
+            memcpy(buf, v, (size_t)vlen);
+            buf[vlen] = 0;
             double d = PyOS_string_to_double(buf, NULL, NULL);
             if (d == -1.0 && PyErr_Occurred()) {
                 PyErr_Clear();
@@ -1093,7 +1242,7 @@ static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
             Py_DECREF(out);
             return NULL;
         }
-        PyObject *key = PyUnicode_DecodeUTF8((const char *)k, ke - k, "strict");
+        PyObject *key = dict_key(k, ke);
         if (key == NULL) {
             Py_DECREF(val);
             PyErr_Clear();
