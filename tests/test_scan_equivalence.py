@@ -655,9 +655,9 @@ def test_scanner_head_time_is_fast_ts(y, mo, d, hh, mi, ss, ms):
     ("rollout 0: {'rollout/response_lengths': 742.359375, 'rollout/rewards': 3.725290298461914e-09}", "metric"),
     ("critic-step 3: {'a': 1}", "metric"),
     ("perf 0: {'perf/sleep_time': 2.1}\x1b[32m [repeated 2x across cluster]\x1b[0m", "metric"),
-    ("ft op=update_weights phase=start rollout=0", "other"),
-    ("ft op=train phase=start rollout=0 attempt=1", "other"),
-    ("ft op=x ok=false", "other"),
+    ("ft op=update_weights phase=start rollout=0", "ft"),
+    ("ft op=train phase=start rollout=0 attempt=1", "ft"),
+    ("ft op=x ok=false", "ft"),
     ("rollout 0: {'a': nan}", "metric"),       # read_dict refuses nan: _feed_head hands it to the Python reader
     ("rollout 0: {'a': 'x'}", "other"),
     ("W&B offline mode enabled.", "other"),
@@ -666,7 +666,7 @@ def test_scanner_common_messages_get_their_class(msg, cls):
     line = f"\x1b[36m(MegatronTrainRayActor pid=48479)\x1b[0m [2026-08-21 09:54:42.681 actor_cell0_rank0] model.py:635 - {msg}"
     h = _scan.scan(line.encode())[4][0]
     assert h is not None
-    assert h[_parse_mod._H_CLASS] == {"other": _parse_mod._HEAD_OTHER, "noise": _parse_mod._HEAD_NOISE,
+    assert h[_parse_mod._H_CLASS] == {"other": _parse_mod._HEAD_OTHER, "noise": _parse_mod._HEAD_NOISE, "ft": _parse_mod._HEAD_FT,
                                       "metric": _parse_mod._HEAD_METRIC}[cls]
     for fast_first in (True, False):
         assert _feed_head_or_feed(line, True, fast_first) == _feed_head_or_feed(line, False, fast_first)

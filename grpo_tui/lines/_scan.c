@@ -455,13 +455,14 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
  *                when H_CLASS is not HEAD_OTHER
  *   H_CLASS      HEAD_OTHER: read the message in Python (_header_fields); HEAD_NOISE: it is noise
  *                for sure; HEAD_METRIC: `[role-]kind N: {'k': number, ...}` (_METRIC_MSG) with a
- *                dict values._FAST_DICT reads whole and an id bounded_int takes
+ *                dict values._FAST_DICT reads whole and an id bounded_int takes; HEAD_FT: an `ft `
+ *                line _classify hands to _ft_event (not one it gives None for: that is noise)
  *   H_ROLE       HEAD_METRIC: the role's start (it ends at H_KIND - 1), or -1
  *   H_KIND, H_KIND_END, H_ID, H_DICT   HEAD_METRIC: the kind, the id's value, the '{' */
 enum { H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
        H_FILE_END, H_MSG, H_MSG_END, H_REPEATED, H_TIME_END, H_DAYS, H_SOD, H_MSV, H_CLASS,
        H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_N };
-enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2 };
+enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2, HEAD_FT = 3 };
 
 #define WORD(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || DIGIT(c) || (c) == '_')
 #define ALPHA(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z'))
@@ -712,13 +713,14 @@ static int miles_class(uchar *s, uchar *e, long *h, uchar *line)
     if (!event_anchor(s, e))   /* _events: no anchor, no `  name ... value` (_ARG_DUMP) */
         return s < e && (BLANK(*s) || *s >= 0x80) ? HEAD_OTHER : HEAD_NOISE;
     /* _classify: an `ft ` line is read by _ft_event unless one of the tests before it holds */
+    /* (HEAD_FT: _feed_head calls _ft_event; HEAD_NOISE: it would give None) */
     if (!lit(s, e, "ft ", 3) || has(s, e, "Traceback (most recent call last)", 33)
         || has(s, e, "retrying...", 11) || has(s, e, "Max retries (", 13))
         return HEAD_OTHER;
     for (uchar *p = s; p < e; p++)
         if (*p >= 0x80)
-            return HEAD_OTHER;   /* \w and \S go on in Unicode */
-    return ft_none(s, e) ? HEAD_NOISE : HEAD_OTHER;
+            return HEAD_FT;   /* \w and \S go on in Unicode: _ft_event reads it */
+    return ft_none(s, e) ? HEAD_NOISE : HEAD_FT;
 }
 
 /* calendar.timegm's day count for `YYYY-MM-DD` at p (digits), or 0 when date() refuses it. */

@@ -117,7 +117,7 @@ def is_candidate(line: str) -> bool:
 (_H_KEY, _H_ACTOR, _H_ACTOR_END, _H_PID, _H_PID_END, _H_DATE, _H_MS, _H_PROC, _H_PROC_END, _H_FILE, _H_FILE_END,
  _H_MSG, _H_MSG_END, _H_REPEATED, _H_TIME_END, _H_DAYS, _H_SOD, _H_MSV, _H_CLASS, _H_ROLE, _H_KIND, _H_KIND_END,
  _H_ID, _H_DICT) = range(24)
-_HEAD_OTHER, _HEAD_NOISE, _HEAD_METRIC = 0, 1, 2
+_HEAD_OTHER, _HEAD_NOISE, _HEAD_METRIC, _HEAD_FT = 0, 1, 2, 3
 
 _SKIPPED_PER_SOURCE = 16       # skipped lines kept per source to find its newest time (_scan.c: PER_KEY)
 MAX_LINE = 1 << 20             # characters; a longer line is cut to this before any other work
@@ -525,40 +525,35 @@ class LineParser:
         """feed() for a candidate whose Miles header the scanner read (_scan.c: miles_head): the
         same steps, with the header's fields taken from `h` instead of _peel and the regexes.
         miles_head vouches that feed would find no cut, no NUL or U+FFFD, nothing for _peel to
-        change after the Ray prefix but a dedup mark it cuts off (the message ends at
-        h[_H_MSG_END]), and _MILES matching with these very fields.  It also says what the
-        message is (h[_H_CLASS]): noise for sure or a common metric record are taken here, in
-        the few steps _header_fields would come to; anything else goes through _header_fields."""
+        change after the Ray prefix but a dedup mark it cuts off (the message ends at `end`),
+        and _MILES matching with these very fields.  It also says what the message is (`cls`):
+        noise for sure, a common metric record or an `ft ` line _classify hands to _ft_event are
+        taken here, in the few steps _header_fields would come to; anything else goes through
+        _header_fields."""
+        (key, a0, a1, p0, p1, d0, ms0, pr0, pr1, f0, f1, m0, end, repeated, te, days, sod, msv, cls,
+         r0, k0, k1, n, dict0) = h                       # _scan.c: enum H_*
         c = self.counts
         c.lines += 1
         line_no = c.lines
         out: list[Item] = []
         self._line_cut = False
-        key = h[_H_KEY]
-        self._cur_key = raw[:key]
-        p0 = h[_H_PID]
-        pid = raw[p0:h[_H_PID_END]] if p0 >= 0 else None
+        cur_key = self._cur_key = raw[:key]
+        pid = raw[p0:p1] if p0 >= 0 else None
         if self._pending is not None:
             self._close_pending(out)
-        cls = h[_H_CLASS]
-        d0 = h[_H_DATE]
         if cls == _HEAD_OTHER:
-            a0, ms0, pr0 = h[_H_ACTOR], h[_H_MS], h[_H_PROC]
-            end = h[_H_MSG_END]
-            pre = _Line(raw[d0 - 1:end], pid, raw[a0:h[_H_ACTOR_END]] if a0 >= 0 else None, h[_H_REPEATED], key > 0)
+            pre = _Line(raw[d0 - 1:end], pid, raw[a0:a1] if a0 >= 0 else None, repeated, key > 0)
             noise = c.noise
             self._header_fields(pre, raw[d0:d0 + 10], raw[d0 + 11:d0 + 19], raw[ms0:ms0 + 3] if ms0 >= 0 else None,
-                                raw[pr0:h[_H_PROC_END]] if pr0 >= 0 else None, raw[h[_H_FILE]:h[_H_FILE_END]],
-                                raw[h[_H_MSG]:end], line_no, out)
+                                raw[pr0:pr1] if pr0 >= 0 else None, raw[f0:f1], raw[m0:end], line_no, out)
             if c.noise > noise and self._pending is None:
                 self._noise_push(raw, line_no)
             else:
                 self._noise_clear()
             return out
         # _header_fields' bookkeeping, then the message the scanner classified
-        te = h[_H_TIME_END]
-        time_text = raw[d0:te] if te >= 0 else raw[d0:d0 + 19] + "." + raw[h[_H_MS]:h[_H_MS] + 3]
-        ts = h[_H_DAYS] * 86400 + h[_H_SOD] + h[_H_MSV] / 1000.0     # _fast_ts
+        time_text = raw[d0:te] if te >= 0 else raw[d0:d0 + 19] + "." + raw[ms0:ms0 + 3]
+        ts = days * 86400 + sod + msv / 1000.0          # _fast_ts
         last = self.last_ts
         if last is None or ts > last:
             self.last_ts = ts
@@ -567,35 +562,40 @@ class LineParser:
         self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
         self._last_time[pid] = (time_text, ts)
         if self._skipped:
-            self._skipped.pop(self._cur_key, None)
-        if cls == _HEAD_NOISE:
-            m0, end = h[_H_MSG], h[_H_MSG_END]
-            if "Error" in raw and raw.find("Error", m0, end) >= 0:
-                self._last_error[pid] = raw[m0:end]
-            c.noise += 1
-            self._noise_push(raw, line_no)
+            self._skipped.pop(cur_key, None)
+        if cls == _HEAD_METRIC:                         # _start_record with _METRIC_MSG's fields
+            c.metric_lines += 1
+            rec = MetricRecord(raw[k0:k1], n, {}, raw[r0:k0 - 1] if r0 >= 0 else "", time_text, ts,
+                               raw[pr0:pr1] if pr0 >= 0 else None, raw[f0:f1], raw[a0:a1] if a0 >= 0 else None,
+                               line_no, repeated=repeated)
+            head = raw[dict0:end]
+            scan = self._scan
+            got = scan.read_dict(head) if scan is not None else None
+            if got is None:
+                self._read_record(rec, head, pid, out)   # nan, inf, a long int: the Python reader
+            else:   # _finish_record of a complete dict with no non-finite value
+                values = self._capped(got, rec.nonfinite)
+                if values:
+                    rec.metrics = values
+                    c.records += 1
+                    out.append(rec)
+                else:
+                    c.unreadable += 1
+                    c.metric_lines -= 1
+            self._noise_clear()
             return out
-        # _HEAD_METRIC: _start_record with the fields of _METRIC_MSG's match
-        c.metric_lines += 1
-        k0, r0, a0, pr0 = h[_H_KIND], h[_H_ROLE], h[_H_ACTOR], h[_H_PROC]
-        rec = MetricRecord(raw[k0:h[_H_KIND_END]], h[_H_ID], {}, raw[r0:k0 - 1] if r0 >= 0 else "", time_text, ts,
-                           raw[pr0:h[_H_PROC_END]] if pr0 >= 0 else None, raw[h[_H_FILE]:h[_H_FILE_END]],
-                           raw[a0:h[_H_ACTOR_END]] if a0 >= 0 else None, line_no, repeated=h[_H_REPEATED])
-        head = raw[h[_H_DICT]:h[_H_MSG_END]]
-        scan = self._scan
-        got = scan.read_dict(head) if scan is not None else None
-        if got is None:
-            self._read_record(rec, head, pid, out)   # nan, inf, a long int: the Python reader
-        else:   # _finish_record of a complete dict with no non-finite value
-            values = self._capped(got, rec.nonfinite)
-            if values:
-                rec.metrics = values
-                c.records += 1
-                out.append(rec)
-            else:
-                c.unreadable += 1
-                c.metric_lines -= 1
-        self._noise_clear()
+        msg = raw[m0:end]
+        if "Error" in msg:
+            self._last_error[pid] = msg
+        if cls == _HEAD_FT:                             # _events -> _classify -> _ft_event
+            got = self._ft_event(msg)
+            if got is not None:
+                c.event_lines += 1
+                out.append(Event(got[0], time_text, ts, line_no, msg.strip(), got[1]))
+                self._noise_clear()
+                return out
+        c.noise += 1
+        self._noise_push(raw, line_no)
         return out
 
     def _bound(self, raw: str) -> str:
@@ -1014,7 +1014,8 @@ class LineParser:
                 return ev("launch", flags=parse_launch_flags(msg))
             return None
         if stripped.startswith("ft ") or " ft " in msg[:4]:
-            return self._ft_event(stripped, ev)
+            got = self._ft_event(stripped)
+            return None if got is None else ev(got[0], **got[1])
         m = _EVAL_SKIPPED.search(msg)
         if m:
             return ev("eval_skipped", rollout=bounded_int(m.group("n")), reason=m.group("reason").strip())
@@ -1046,21 +1047,22 @@ class LineParser:
         return None
 
     @staticmethod
-    def _ft_event(text: str, ev):
+    def _ft_event(text: str) -> tuple[str, dict] | None:
+        """The event of an `ft k=v ...` line as (kind, data), or None."""
         fields = dict(_FT_FIELD.findall(text))
         if fields.get("ok") == "false" or fields.get("phase") == "fail":
-            return ev("ft_fail", **{k: v.strip('"') for k, v in fields.items()})
+            return "ft_fail", {k: v.strip('"') for k, v in fields.items()}
         op, fn, phase = fields.get("op"), fields.get("fn"), fields.get("phase")
         if op == "train" and phase == "start":
             attempt = bounded_int(fields.get("attempt", "0")) or 0
             if attempt >= 1:
-                return ev("train_retry", attempt=attempt, rollout=fields.get("rollout"))
+                return "train_retry", {"attempt": attempt, "rollout": fields.get("rollout")}
             return None
         if (op == "update_weights" or fn == "update_weights") and phase in ("start", "end"):
             if op == "update_weights" or phase == "end":
                 # One per rollout: keep the few fields a marker needs, not the whole line's.
                 keep = {k: fields[k] for k in ("rollout", "ok", "elapsed_s") if k in fields}
-                return ev("weight_update_" + phase, **keep)
+                return "weight_update_" + phase, keep
         return None
 
 
