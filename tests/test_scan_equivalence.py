@@ -670,3 +670,62 @@ def test_scanner_common_messages_get_their_class(msg, cls):
                                       "metric": _parse_mod._HEAD_METRIC}[cls]
     for fast_first in (True, False):
         assert _feed_head_or_feed(line, True, fast_first) == _feed_head_or_feed(line, False, fast_first)
+
+
+# -- fold: noise-for-sure heads taken into the noise runs (_scan.c: fold, LineParser._take_folded) --
+
+_FOLD_PREFIXES = ["", "(A pid=1) ", "\x1b[36m(A pid=1)\x1b[0m ", "(B pid=2) ", "\x1b[36m(B pid=2)\x1b[0m "]
+_FOLD_PASTED = ["> (A pid=1) ", "12:(A pid=1) ", "  (A pid=1) ", "> ", "7:"]   # keys _paste_key works out
+
+
+@st.composite
+def _fold_lines(draw):
+    prefix = draw(st.sampled_from(_FOLD_PREFIXES))
+    stamp = f"2026-08-21 10:{draw(st.integers(0, 3)):02d}:{draw(st.integers(0, 59)):02d}"
+    stamp += draw(st.sampled_from(["", ".250", ",500", ".999"]))
+    kind = draw(st.integers(0, 9))
+    if kind <= 3:    # a noise-for-sure head
+        msg = draw(st.sampled_from(["ft op=x phase=start", "Error in x", "[Rank 0] Memory: {'a': 1}", "x",
+                                    "ft op=train phase=start attempt=0 Error", "y [repeated 3x across cluster]"]))
+        return f"{prefix}[{stamp} main] x.py:1 - {msg}"
+    if kind <= 5:    # a stamped noise line, of a plain or a pasted source
+        return draw(st.sampled_from(_FOLD_PREFIXES + _FOLD_PASTED)) + f"[{stamp}] Decode batch, #running-req: 3"
+    if kind == 6:
+        return draw(st.sampled_from(["   123", "plain text", ""]))
+    if kind == 7:    # header-less lines that read their source's skipped times and errors
+        return draw(st.sampled_from(["retrying... (attempt 1/60)", "(A pid=1) retrying... (attempt 1/3)",
+                                     "(B pid=2) Traceback (most recent call last):", "  File \"x.py\", line 1"]))
+    if kind == 8:    # a record left open, its continuation, other candidates
+        return draw(st.sampled_from([f"{prefix}[{stamp} a] l.py:2 - rollout 1: {{'a': 1,", "(A pid=1)  'b': 2}",
+                                     " 'c': 3}", f"{prefix}[{stamp} a] l.py:2 - step 2: {{'a': 1}}",
+                                     f"{prefix}[{stamp} main] g.py:1 - ft op=update_weights phase=start rollout=1"]))
+    return f"{prefix}[{stamp} main] x.py:1 - W&B offline mode enabled"
+
+
+@FUZZ
+@given(st.lists(_fold_lines(), max_size=60), st.lists(st.integers(1, 15), max_size=4))
+def test_scanner_folded_heads_agree(lines, sizes):
+    assert_same([lines])
+    assert_same(_cut(lines, sizes))
+
+
+def test_scanner_fold_takes_the_noise_heads():
+    lines = ["[2026-08-21 10:00:00.000 main] x.py:1 - start",
+             "(A pid=1) [2026-08-21 10:00:01] noise",
+             "(A pid=1) [2026-08-21 10:00:02.000 a] x.py:1 - ft op=x phase=start",
+             "(B pid=2) [2026-08-21 10:00:03] noise",
+             "(A pid=1) [2026-08-21 10:00:04] noise",
+             "[2026-08-21 10:00:05.000 main] x.py:1 - Error: x",
+             "(A pid=1) [2026-08-21 10:00:06.000 a] l.py:2 - rollout 1: {'a': 1}"]
+    data = "\n".join(lines).encode()
+    n, cands, keep, starts, heads, lasts = _scan.scan(data)
+    got = _scan.fold(data, starts, cands, keep, heads, lasts)
+    assert got is not None
+    cands2, keep2, heads2, lasts2, folds = got
+    assert 2 not in cands2 and 5 not in cands2 and 6 in cands2
+    assert 1 not in keep2 and 4 in keep2 and 3 in keep2    # (A pid=1)'s line before its head is popped
+    assert folds[cands2.index(6)][0] == 5
+    assert _scan.fold(b"x", b"\0" * 16, [], [], [], [-1]) is None
+    with pytest.raises(ValueError):
+        _scan.fold(data, starts, cands, keep, heads, lasts[:-1])
+    assert_same([lines])

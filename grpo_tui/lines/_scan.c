@@ -1141,27 +1141,25 @@ static int quick_double(uchar *v, uchar *e, double *out)
 
 /* A dict key [k, e) as str: ASCII keys from a small table of the ones seen before (a run logs the
  * same names every record: no decoding, and their hash is kept), others decoded.  NULL with no
- * error set when the text is not UTF-8. */
+ * error set when the text is not UTF-8.  The slot is chosen from the length and the last bytes
+ * (names share their heads); a slot holding another key is simply replaced. */
 #define KEY_SLOTS 1024
 #define KEY_CACHED_MAX 96
 static PyObject *key_cache[KEY_SLOTS];
 
-static PyObject *dict_key(uchar *k, uchar *e)
+static PyObject *dict_key(uchar *k, uchar *e, int ascii)
 {
     Py_ssize_t n = e - k;
-    uint32_t hash = 2166136261u;
-    int ascii = n <= KEY_CACHED_MAX;
-    for (uchar *q = k; ascii && q < e; q++) {
-        ascii = *q < 0x80;
-        hash = (hash ^ *q) * 16777619u;
-    }
-    if (!ascii) {
+    if (!ascii || n > KEY_CACHED_MAX) {
         PyObject *key = PyUnicode_DecodeUTF8((const char *)k, n, "strict");
         if (key == NULL)
             PyErr_Clear();
         return key;
     }
-    PyObject **slot = &key_cache[hash & (KEY_SLOTS - 1)];
+    uint32_t hash = 2166136261u ^ (uint32_t)n;
+    for (uchar *q = n > 12 ? e - 12 : k; q < e; q++)
+        hash = (hash ^ *q) * 16777619u;
+    PyObject **slot = &key_cache[(hash ^ (hash >> 16)) & (KEY_SLOTS - 1)];
     PyObject *key = *slot;
     if (key != NULL && PyUnicode_GET_LENGTH(key) == n && memcmp(PyUnicode_DATA(key), k, (size_t)n) == 0) {
         Py_INCREF(key);
@@ -1177,12 +1175,51 @@ static PyObject *dict_key(uchar *k, uchar *e)
     return key;
 }
 
+/* One value of a fast dict at p (values._FAST_VALUE, as fast_value reads it) as a new int or
+ * float, *end set past it; NULL with no error set when read_dict must leave the dict to the
+ * Python reader (not such a number, nan/inf, an int past 18 characters, a float strtod makes
+ * infinite), NULL with an error set when out of memory. */
+static PyObject *dict_value(uchar *v, uchar *e, uchar **end)
+{
+    uchar *p = fast_value(v, e);
+    if (p == NULL || p == v)
+        return NULL;
+    *end = p;
+    Py_ssize_t vlen = p - v;
+    if (p[-1] == 'n' || p[-1] == 'f')
+        return NULL;   /* nan, inf */
+    int isint = 1;
+    for (uchar *q = v + (*v == '-'); q < p; q++)
+        if (!DIGIT(*q)) {
+            isint = 0;
+            break;
+        }
+    if (isint)
+        return vlen > 18 ? NULL : PyLong_FromLongLong(small_int(v, p));   /* at most 18 characters: fits */
+    double d;
+    if (quick_double(v, p, &d))
+        return PyFloat_FromDouble(d);
+    char buf[64];
+    if (vlen >= (Py_ssize_t)sizeof(buf))
+        return NULL;
+    memcpy(buf, v, (size_t)vlen);
+    buf[vlen] = 0;
+    d = PyOS_string_to_double(buf, NULL, NULL);
+    if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (!isfinite(d))
+        return NULL;
+    return PyFloat_FromDouble(d);
+}
+
 /* read_dict(text: str) -> dict | None: values.parse_dict for the common shape, `{'k': number,
- * ...}` as _FAST_DICT fullmatches it, read straight into a dict of ints and floats (float()
- * itself: PyOS_string_to_double).  None -- the caller takes the Python reader -- for anything
- * else: nan/inf, a value that is not finite as a float, an int past 18 digits, a key that is
- * not plain ASCII/UTF-8 text, trailing text but ASCII blanks.  Reads are bounded by the
- * text's own length. */
+ * ...}` as _FAST_DICT fullmatches it (fast_dict), read in the same one pass straight into a
+ * dict of ints and floats (float()'s exact value: quick_double, else PyOS_string_to_double,
+ * which float() itself uses).  None -- the caller takes the Python reader -- for anything else:
+ * nan/inf, a value that is not finite as a float, an int past 18 characters, a key that is not
+ * UTF-8 text, trailing text but ASCII blanks.  Reads are bounded by the text's own length. */
 static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     Py_ssize_t len;
@@ -1196,75 +1233,61 @@ static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
         Py_RETURN_NONE;
     }
     uchar *p = (uchar *)text, *e = p + len;
-    if (!fast_dict(p, e))
+    if (p >= e || *p != '{')
         Py_RETURN_NONE;
     PyObject *out = PyDict_New();
     if (out == NULL)
         return NULL;
-    p++;   /* '{' */
-    char buf[64];
-    while (p < e && *p == '\'') {
-        uchar *k = ++p;
-        while (p < e && *p != '\'')
-            p++;
-        if (e - p < 4)
-            goto fallback;     /* not reached: fast_dict read the same text */
-        uchar *ke = p;
-        p += 3;                /* `': ` */
-        uchar *v = p;
-        p = fast_value(p, e);
-        if (p == NULL || p >= e || p == v)
-            goto fallback;     /* not reached: fast_dict read the same text */
-        Py_ssize_t vlen = p - v;
-        PyObject *val = NULL;
-        int isint = 1;
-        for (uchar *q = v; q < p; q++)
-            if (!(DIGIT(*q) || (*q == '-' && q == v)))
-                isint = 0;
-        if (vlen >= (Py_ssize_t)sizeof(buf) || (isint && vlen > 18) || v[vlen - 1] == 'n' || v[vlen - 1] == 'f')
+    p++;
+    if (p < e && *p == '}')
+        goto closed;
+    for (;;) {   /* '[^'\\]*': value, then `}` or `, ` */
+        if (p >= e || *p != '\'')
             goto fallback;
-        double quick;
-        if (isint) {
-            val = PyLong_FromLongLong(small_int(v, p));   /* at most 18 characters: fits */
-        } else if (quick_double(v, p, &quick)) {
-            val = PyFloat_FromDouble(quick);
-        } else {
-            memcpy(buf, v, (size_t)vlen);
-            buf[vlen] = 0;
-            double d = PyOS_string_to_double(buf, NULL, NULL);
-            if (d == -1.0 && PyErr_Occurred()) {
-                PyErr_Clear();
-                goto fallback;
-            }
-            if (!isfinite(d))
-                goto fallback;
-            val = PyFloat_FromDouble(d);
+        uchar *k = ++p;
+        int ascii = 1;
+        while (p < e && *p != '\'' && *p != '\\') {
+            ascii &= *p < 0x80;
+            p++;
         }
+        if (e - p < 3 || p[0] != '\'' || p[1] != ':' || p[2] != ' ')
+            goto fallback;
+        uchar *ke = p;
+        PyObject *val = dict_value(p + 3, e, &p);
         if (val == NULL) {
-            Py_DECREF(out);
-            return NULL;
+            if (PyErr_Occurred())
+                goto error;
+            goto fallback;
         }
-        PyObject *key = dict_key(k, ke);
+        if (p >= e || (*p != '}' && (e - p < 2 || p[0] != ',' || p[1] != ' '))) {
+            Py_DECREF(val);
+            goto fallback;
+        }
+        PyObject *key = dict_key(k, ke, ascii);
         if (key == NULL) {
             Py_DECREF(val);
-            PyErr_Clear();
             goto fallback;
         }
         int bad = PyDict_SetItem(out, key, val) < 0;
         Py_DECREF(key);
         Py_DECREF(val);
-        if (bad) {
-            Py_DECREF(out);
-            return NULL;
-        }
+        if (bad)
+            goto error;
         if (*p == '}')
             break;
         p += 2;   /* `, ` */
     }
+closed:
+    for (p++; p < e; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\v' && *p != '\f')
+            goto fallback;
     return out;
 fallback:
     Py_DECREF(out);
     Py_RETURN_NONE;
+error:
+    Py_DECREF(out);
+    return NULL;
 }
 
 /* For the tests: whether scan() takes the line (no newline) as a plain candidate (see plain_cand). */
@@ -1280,11 +1303,239 @@ static PyObject *plain(PyObject *Py_UNUSED(module), PyObject *arg)
     return PyBool_FromLong(res);
 }
 
+/* -- fold: noise-for-sure heads taken into the noise runs around them ----------------------------
+ *
+ * A candidate whose head says HEAD_NOISE changes, when feed() reads it, only what a noise run's
+ * bookkeeping changes plus a few per-source fields (LineParser._feed_head): the line and noise
+ * counts, the noise tail (_noise_run), _last_stamped (emptied), the newest time, and for its
+ * source (the line's key, raw[:H_KEY]) _last_time, _last_error (when "Error" is in it) and the
+ * skipped lines (popped).  fold() takes such candidates out of the scan's lists, so the lines
+ * between two remaining candidates make one run, and hands Python, per run, what those fields
+ * end as: per key the newest of its heads (and the newest with "Error"), the head with the
+ * newest time, the newest head.  Kept lines (keep) of a key that a folded head of the run pops
+ * after them are dropped here; Python pops before it appends the run's kept lines.  A head
+ * after a kept line whose key needs Python (KEY_PYTHON: it might be the same key) is not
+ * folded, nor one past FOLD_KEYS keys in a run. */
+#define FOLD_KEYS 32
+
+typedef struct {
+    uchar *key;
+    Py_ssize_t klen;
+    Py_ssize_t last, err;          /* line indices, -1: none */
+    PyObject *head, *err_head;     /* borrowed from heads */
+} FoldKey;
+
+typedef struct {
+    FoldKey keys[FOLD_KEYS];
+    int nkeys;
+    Py_ssize_t last, ts_idx, stamped;
+    PyObject *ts_head;
+    double ts;
+} Run;
+
+/* Line i of the scanned buffer, [*s, *e), or 0 when the offsets are not within it. */
+static int line_at(uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssize_t n, Py_ssize_t i, uchar **s, uchar **e)
+{
+    if (i < 0 || i >= n || st[i] < 0 || st[i + 1] - 1 < st[i] || st[i + 1] - 1 > len)
+        return 0;
+    *s = buf + st[i];
+    *e = buf + st[i + 1] - 1;
+    return 1;
+}
+
+static long head_field(PyObject *h, int k)
+{
+    return PyLong_AsLong(PyTuple_GET_ITEM(h, k));
+}
+
+/* The run's fold tuple (last, ts_idx, ts_head, ((last, head, err, err_head), ...)), or None. */
+static PyObject *fold_info(Run *r)
+{
+    if (r->last < 0)
+        Py_RETURN_NONE;
+    PyObject *keys = PyTuple_New(r->nkeys);
+    if (keys == NULL)
+        return NULL;
+    for (int j = 0; j < r->nkeys; j++) {
+        FoldKey *k = &r->keys[j];
+        PyObject *t = Py_BuildValue("(nOnO)", k->last, k->head, k->err, k->err_head ? k->err_head : Py_None);
+        if (t == NULL) {
+            Py_DECREF(keys);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(keys, j, t);
+    }
+    return Py_BuildValue("(nnON)", r->last, r->ts_idx, r->ts_head, keys);
+}
+
+static int append_index(PyObject *list, Py_ssize_t i)
+{
+    PyObject *v = PyLong_FromSsize_t(i);
+    int bad = v == NULL || PyList_Append(list, v) < 0;
+    Py_XDECREF(v);
+    return bad ? -1 : 0;
+}
+
+static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    Py_buffer view, stv;
+    PyObject *cands, *keep, *heads, *lasts;
+    if (!PyArg_ParseTuple(args, "y*y*O!O!O!O!", &view, &stv, &PyList_Type, &cands, &PyList_Type, &keep,
+                          &PyList_Type, &heads, &PyList_Type, &lasts))
+        return NULL;
+    PyObject *res = NULL, *c2 = NULL, *k2 = NULL, *h2 = NULL, *l2 = NULL, *f2 = NULL;
+    Py_ssize_t *runkeep = NULL, *runklen = NULL;
+    uchar *buf = (uchar *)view.buf;
+    const int64_t *st = (const int64_t *)stv.buf;
+    Py_ssize_t n = stv.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    Py_ssize_t nc = PyList_GET_SIZE(cands), nk = PyList_GET_SIZE(keep);
+    if (n < 0 || PyList_GET_SIZE(heads) != nc || PyList_GET_SIZE(lasts) != nc + 1) {
+        PyErr_SetString(PyExc_ValueError, "fold(): lists of other lengths than scan() gives");
+        goto done;
+    }
+    int any = 0;
+    for (Py_ssize_t k = 0; k < nc && !any; k++) {
+        PyObject *h = PyList_GET_ITEM(heads, k);
+        any = PyTuple_Check(h) && PyTuple_GET_SIZE(h) == H_N && head_field(h, H_CLASS) == HEAD_NOISE;
+    }
+    if (!any) {
+        res = Py_None;
+        Py_INCREF(res);
+        goto done;
+    }
+    c2 = PyList_New(0);
+    k2 = PyList_New(0);
+    h2 = PyList_New(0);
+    l2 = PyList_New(0);
+    f2 = PyList_New(0);
+    runkeep = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
+    runklen = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
+    if (c2 == NULL || k2 == NULL || h2 == NULL || l2 == NULL || f2 == NULL || runkeep == NULL || runklen == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    Run r;
+    r.nkeys = 0;
+    r.last = r.ts_idx = r.stamped = -1;
+    r.ts_head = NULL;
+    r.ts = 0.0;
+    Py_ssize_t nrk = 0, ki = 0;
+    int python_key = 0;
+    for (Py_ssize_t k = 0; k <= nc; k++) {
+        Py_ssize_t ci = n;   /* the end closes the last run */
+        if (k < nc) {
+            ci = PyLong_AsSsize_t(PyList_GET_ITEM(cands, k));
+            if (ci == -1 && PyErr_Occurred())
+                goto done;
+        }
+        for (; ki < nk; ki++) {   /* the kept lines before this candidate join the run */
+            Py_ssize_t x = PyLong_AsSsize_t(PyList_GET_ITEM(keep, ki));
+            if (x == -1 && PyErr_Occurred())
+                goto done;
+            if (x >= ci)
+                break;
+            uchar *s, *e;
+            Py_ssize_t kl = line_at(buf, view.len, st, n, x, &s, &e) ? source_key(s, e) : KEY_PYTHON;
+            python_key |= kl == KEY_PYTHON;
+            runkeep[nrk] = x;
+            runklen[nrk++] = kl;
+        }
+        Py_ssize_t last_k = PyLong_AsSsize_t(PyList_GET_ITEM(lasts, k));
+        if (last_k == -1 && PyErr_Occurred())
+            goto done;
+        if (last_k > r.stamped)
+            r.stamped = last_k;
+        PyObject *h = k < nc ? PyList_GET_ITEM(heads, k) : Py_None;
+        uchar *s, *e;
+        if (k < nc && !python_key && PyTuple_Check(h) && PyTuple_GET_SIZE(h) == H_N
+            && head_field(h, H_CLASS) == HEAD_NOISE && line_at(buf, view.len, st, n, ci, &s, &e)) {
+            long klen = head_field(h, H_KEY), m0 = head_field(h, H_MSG);
+            int j = 0;
+            if (klen >= 0 && klen <= e - s && m0 >= 0 && m0 <= e - s) {
+                while (j < r.nkeys && !(r.keys[j].klen == klen && memcmp(r.keys[j].key, s, (size_t)klen) == 0))
+                    j++;
+                if (j == r.nkeys && j < FOLD_KEYS) {
+                    r.keys[j].key = s;
+                    r.keys[j].klen = klen;
+                    r.keys[j].err = -1;
+                    r.keys[j].err_head = NULL;
+                    r.nkeys++;
+                }
+            } else {
+                j = FOLD_KEYS;
+            }
+            if (j < r.nkeys) {   /* fold it */
+                FoldKey *fk = &r.keys[j];
+                fk->last = ci;
+                fk->head = h;
+                if (has(s + m0, e, "Error", 5)) {
+                    fk->err = ci;
+                    fk->err_head = h;
+                }
+                double ts = (double)(head_field(h, H_DAYS) * 86400L + head_field(h, H_SOD))
+                            + (double)head_field(h, H_MSV) / 1000.0;
+                if (r.ts_head == NULL || ts > r.ts) {
+                    r.ts = ts;
+                    r.ts_idx = ci;
+                    r.ts_head = h;
+                }
+                r.last = ci;
+                if (PyErr_Occurred())
+                    goto done;
+                continue;
+            }
+        }
+        /* this candidate (or the end) closes the run */
+        for (Py_ssize_t q = 0; q < nrk; q++) {
+            int popped = 0;
+            for (int j = 0; !popped && j < r.nkeys && runklen[q] != KEY_PYTHON; j++) {
+                uchar *ks, *ke;
+                popped = r.keys[j].last > runkeep[q] && r.keys[j].klen == runklen[q]
+                         && line_at(buf, view.len, st, n, runkeep[q], &ks, &ke)
+                         && memcmp(r.keys[j].key, ks, (size_t)runklen[q]) == 0;
+            }
+            if (!popped && append_index(k2, runkeep[q]) < 0)
+                goto done;
+        }
+        PyObject *info = fold_info(&r);
+        if (info == NULL)
+            goto done;
+        int bad = PyList_Append(f2, info) < 0;
+        Py_DECREF(info);
+        if (bad || append_index(l2, r.last > r.stamped ? -1 : r.stamped) < 0)
+            goto done;
+        if (k < nc && (append_index(c2, ci) < 0 || PyList_Append(h2, h) < 0))
+            goto done;
+        r.nkeys = 0;
+        r.last = r.ts_idx = r.stamped = -1;
+        r.ts_head = NULL;
+        nrk = 0;
+        python_key = 0;
+    }
+    res = Py_BuildValue("(OOOOO)", c2, k2, h2, l2, f2);
+done:
+    Py_XDECREF(c2);
+    Py_XDECREF(k2);
+    Py_XDECREF(h2);
+    Py_XDECREF(l2);
+    Py_XDECREF(f2);
+    PyMem_Free(runkeep);
+    PyMem_Free(runklen);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&stv);
+    return res;
+}
+
 static PyMethodDef methods[] = {
     {"read_dict", read_dict, METH_O,
      "read_dict(text) -> dict | None: a `{'k': number, ...}` dict read like values.parse_dict, or\n"
      "None when the text is anything else (the Python reader then reads it)."},
     {"plain", plain, METH_O, "plain(line) -> bool: a candidate that reads only its own key (tests)."},
+    {"fold", fold, METH_VARARGS,
+     "fold(buf, starts, cands, keep, heads, lasts) -> (cands, keep, heads, lasts, folds) | None: scan()'s\n"
+     "lists without the candidates whose head says HEAD_NOISE, taken into the runs around them (folds:\n"
+     "per run, what LineParser._take_folded sets from them, or None); None when there is none."},
     {"scan", scan, METH_O,
      "scan(buf) -> (n_lines, cands, keep, starts, heads, lasts): the lines of buf (split on b'\\n') that the\n"
      "parser must feed() one by one, the skipped stamped lines its per-source bookkeeping can still\n"

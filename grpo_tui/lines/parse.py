@@ -34,6 +34,7 @@ it is bounded by the buffer's length, never by a length read from the log.
 from __future__ import annotations
 
 import calendar
+import operator
 from collections import deque
 import os
 import re
@@ -118,6 +119,8 @@ def is_candidate(line: str) -> bool:
  _H_MSG, _H_MSG_END, _H_REPEATED, _H_TIME_END, _H_DAYS, _H_SOD, _H_MSV, _H_CLASS, _H_ROLE, _H_KIND, _H_KIND_END,
  _H_ID, _H_DICT) = range(24)
 _HEAD_OTHER, _HEAD_NOISE, _HEAD_METRIC, _HEAD_FT = 0, 1, 2, 3
+
+_third = operator.itemgetter(2)
 
 _SKIPPED_PER_SOURCE = 16       # skipped lines kept per source to find its newest time (_scan.c: PER_KEY)
 MAX_LINE = 1 << 20             # characters; a longer line is cut to this before any other work
@@ -452,27 +455,37 @@ class LineParser:
         sequence, so decoding the block or each line gives the same text)."""
         if self._scan is not None and self.quick_reject:
             n, cands, keep, starts, heads, lasts = self._scan.scan(block)
+            cands, keep, heads, lasts, folds = self._fold(block, starts, cands, keep, heads, lasts)
             st = memoryview(starts).cast("q")
 
             def get(i: int) -> str:
                 return block[st[i]:st[i + 1] - 1].decode("utf-8", "replace")
-            return self._feed_scanned(n, cands, keep, heads, lasts, get)
+            return self._feed_scanned(n, cands, keep, heads, lasts, get, folds)
         return self.feed_lines(block.decode("utf-8", "replace").split("\n"))
 
     def _feed_lines_scanned(self, lines: list[str]) -> list[Item] | None:
         """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
         holding a newline)."""
-        n, cands, keep, _, heads, lasts = self._scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
+        data = "\n".join(lines).encode("utf-8", "surrogatepass")
+        n, cands, keep, starts, heads, lasts = self._scan.scan(data)
         if n != len(lines):
             return None
-        return self._feed_scanned(n, cands, keep, heads, lasts, lines.__getitem__)
+        cands, keep, heads, lasts, folds = self._fold(data, starts, cands, keep, heads, lasts)
+        return self._feed_scanned(n, cands, keep, heads, lasts, lines.__getitem__, folds)
+
+    def _fold(self, data: bytes, starts: bytes, cands: list, keep: list, heads: list, lasts: list):
+        """scan()'s lists with the noise-for-sure heads taken into the runs around them (_scan.c:
+        fold), and per run what they set (_take_folded), or the lists as they are."""
+        got = self._scan.fold(data, starts, cands, keep, heads, lasts)
+        return (cands, keep, heads, lasts, None) if got is None else got
 
     def _feed_scanned(self, n: int, cands: list[int], keep: list[int], heads: list, lasts: list[int],
-                      get) -> list[Item]:
+                      get, folds: list | None = None) -> list[Item]:
         """The noise lines between two candidates are taken as one run: the same counts and
         bookkeeping as the inline path, per run instead of per line, and only for the lines
         that bookkeeping can still show (`keep`, see _scan.c; the run's tail for _noise_run and
-        its newest stamped line for _last_stamped are read lazily).  `get(i)` is line i."""
+        its newest stamped line for _last_stamped are read lazily).  `get(i)` is line i.  `folds`
+        (_fold): per run, the noise-for-sure heads taken into it, or None."""
         cands.append(n)
         keep.append(n)
         out: list[Item] = []
@@ -489,6 +502,8 @@ class LineParser:
                     # lines i..j-1 are noise the inline path would skip: bookkeep them as a run
                     c.lines += j - i
                     c.noise += j - i
+                    if folds is not None and folds[ci] is not None:
+                        self._take_folded(folds[ci], i, get)
                     while keep[ki] < i:
                         ki += 1
                     while keep[ki] < j:
@@ -520,6 +535,39 @@ class LineParser:
             while cands[ci] < i:
                 ci += 1
         return out
+
+    def _take_folded(self, fold: tuple, i: int, get) -> None:
+        """What the noise-for-sure heads _scan.c's fold took into the run starting at line i
+        leave behind (_feed_head's _HEAD_NOISE branch, newest per source): called before the
+        run's kept lines are appended, as their pops come before those (fold dropped the kept
+        lines they pop).  Heads before i were fed one by one (a record was open then)."""
+        last, ts_idx, ts_head, keys = fold
+        if last < i:
+            return
+        ts = ts_head[_H_DAYS] * 86400 + ts_head[_H_SOD] + ts_head[_H_MSV] / 1000.0   # the newest
+        if self.last_ts is None or ts > self.last_ts:
+            self.last_ts = ts
+        self._line_cut = False
+        self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
+        skipped, last_time = self._skipped, self._last_time
+        # in line order: keys differing only in colours share a pid (_last_time, _last_error)
+        for idx, h, _, _ in sorted(keys) if len(keys) > 1 else keys:
+            if idx >= i:
+                raw = get(idx)
+                key = raw[:h[_H_KEY]]
+                p0, d0, te = h[_H_PID], h[_H_DATE], h[_H_TIME_END]
+                pid = raw[p0:h[_H_PID_END]] if p0 >= 0 else None
+                time_text = raw[d0:te] if te >= 0 else raw[d0:d0 + 19] + "." + raw[h[_H_MS]:h[_H_MS] + 3]
+                last_time[pid] = (time_text, h[_H_DAYS] * 86400 + h[_H_SOD] + h[_H_MSV] / 1000.0)
+                if skipped:
+                    skipped.pop(key, None)
+                if idx == last:
+                    self._cur_key = key
+        for _, _, err, err_h in sorted(keys, key=_third) if len(keys) > 1 else keys:
+            if err >= i:
+                raw = get(err)
+                p0 = err_h[_H_PID]
+                self._last_error[raw[p0:err_h[_H_PID_END]] if p0 >= 0 else None] = raw[err_h[_H_MSG]:err_h[_H_MSG_END]]
 
     def _feed_head(self, raw: str, h: tuple) -> list[Item]:
         """feed() for a candidate whose Miles header the scanner read (_scan.c: miles_head): the
