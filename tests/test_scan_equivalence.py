@@ -377,6 +377,7 @@ def _same_values(text: str) -> None:
     assert ref.complete and not ref.error and not ref.abridged and not ref.raw_nonfinite, text
     assert list(got.items()) == list(ref.values.items()), text
     assert [type(v) for v in got.values()] == [type(v) for v in ref.values.values()], text
+    assert repr(got) == repr(ref.values), text    # -0.0 is not 0.0
 
 
 _NUM = st.one_of(st.integers(-10**25, 10**25).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
@@ -406,6 +407,41 @@ def test_scanner_read_dict_agrees_with_parse_dict(pairs, end, sep):
 def test_scanner_read_dict_edges(text):
     _same_values(text)
     assert _scan.read_dict(text) is not None or text not in ("{}", "{'a': 1}")
+
+
+# read_dict's numbers without strtod (quick_double: M * 10**k with one IEEE operation, or the
+# exact 128-bit quotient) must be float()'s to the last bit: decimal strings around every edge.
+_DIGITS = st.text("0123456789", min_size=1, max_size=22)
+
+
+@st.composite
+def _decimals(draw):
+    digits = draw(st.one_of(_DIGITS, st.sampled_from([str(2**53 + d) for d in range(-3, 4)]
+                                                     + [str(10**17 + d) for d in range(-3, 4)]
+                                                     + [str(2**64 - 1), str(10**19 - 1), "1" + "0" * 18])))
+    cut = draw(st.integers(0, len(digits)))
+    text = digits[:cut] + ("." + digits[cut:] if cut < len(digits) else "")
+    if draw(st.booleans()):
+        text = "0." + "0" * draw(st.integers(0, 12)) + digits
+    if draw(st.booleans()):
+        text += draw(st.sampled_from("eE")) + draw(st.sampled_from(["", "-", "+"])) + str(draw(st.integers(0, 40)))
+    return draw(st.sampled_from(["", "-"])) + text
+
+
+@FUZZ
+@given(st.lists(st.one_of(_decimals(), st.floats(allow_nan=False, allow_infinity=False).map(repr),
+                          st.floats(-1e-5, 1e-5).map(repr)), min_size=1, max_size=12))
+def test_scanner_read_dict_numbers_are_floats_to_the_bit(tokens):
+    _same_values("{" + ", ".join(f"'k{i}': {t}" for i, t in enumerate(tokens)) + "}")
+
+
+@FUZZ
+@given(st.lists(st.lists(st.sampled_from([f"m{i}/x" for i in range(3000)] + ["a", "\u00e9", "x" * 200]),
+                         max_size=20), max_size=20))
+def test_scanner_read_dict_keys_stay_right_across_calls(dicts):
+    """The table of keys seen before (dict_key) hands back the same text, whatever collides."""
+    for keys in dicts:
+        _same_values("{" + ", ".join(f"'{k}': {i}" for i, k in enumerate(keys)) + "}")
 
 
 def test_scanner_read_dict_rejects_non_str():
@@ -599,3 +635,210 @@ def test_scanner_reused_buffer_blocks_agree(path):
                 p.items.extend(p.feed_block(block))
             p.items.extend(p.flush())
             assert _state(p) == _state(ref)
+
+
+# -- heads that say what the message is (_scan.c: miles_class): noise for sure, a common metric --
+# record, or "read it in Python".  _feed_head takes the first two without _header_fields; these
+# compare it with feed() on messages built to sit on every edge of that decision.
+
+from grpo_tui.lines import parse as _parse_mod   # noqa: E402
+
+_FT_NAMES = ["ok", "phase", "op", "fn", "attempt", "rollout", "cls", "x", "ok2", "_", "a-ok", "Phase"]
+_FT_VALUES = ["false", "true", "fail", "start", "end", "train", "update_weights", "execute", "1", "0", "01", "2",
+              "-1", "99999999999999999", "9007199254740991", "9007199254740992", '"1"', '"a b"', '"unterminated',
+              '"x\\"y"', '"x\\', "", "=x", "false,", "start)", "\u0661", "end\u00a0"]
+_FT_SEPS = [" ", "  ", "\t", ",", "", " x", "\u00e9"]
+
+
+@st.composite
+def _ft_messages(draw):
+    parts = []
+    for _ in range(draw(st.integers(0, 6))):
+        parts.append(draw(st.sampled_from(_FT_SEPS)) + draw(st.sampled_from(_FT_NAMES)) + "="
+                     + draw(st.sampled_from(_FT_VALUES)))
+    head = draw(st.sampled_from(["ft", "ft", "ft ", " ft", "ft  ", "FT", "ft\t"]))
+    tail = draw(st.sampled_from(["", "", " Traceback (most recent call last)", " retrying...", " Max retries (",
+                                 " checkpoint", " Error", " : {'a': 1}"]))
+    return head + "".join(parts) + tail
+
+
+_ROLES = ["", "", "critic-", "a_1-", "x-y-", "\u00e9-", "1-", "a\u00e9-", "-"]
+_KINDS = ["rollout", "perf", "eval", "multi_turn", "step", "passrate", "rolloutx", "Step", "ft"]
+_IDS = ["0", "12", "-1", "007", "9007199254740991", "9007199254740992", "99999999999999999", "", "\u0661", "1\u0661"]
+_DICTS = ["{'a': 1}", "{'a': 1, 'b': -2.5e-3}", "{}", "{'a': nan}", "{'a': 1", "{'a': 'x'}", "... 'a': 1,",
+          "\u2026 'a': 1", "{'a': 1} ", "{'a': 1}\u3000", "{'a': 123456789012345678901}", "{'a': 1e400}",
+          "{'\u00e9': 2}", "{'a': 1}}", " {'a': 1}", "{'a': 1} Error"]
+
+
+@st.composite
+def _metric_messages(draw):
+    return (draw(st.sampled_from(_ROLES)) + draw(st.sampled_from(_KINDS)) + draw(st.sampled_from([" ", " ", "  ", ""]))
+            + draw(st.sampled_from(_IDS)) + draw(st.sampled_from([": ", ": ", ":", ": x "])) + draw(st.sampled_from(_DICTS)))
+
+
+_OTHER_MESSAGES = ["[Rank 0] Memory-Usage before update_weights: {'gpu': '0', 'x': 1.5}", "x: {y", "Error: boom",
+                   "  lr ........ 1e-06", "\u00a0lr ... 1", "train_async.py: {'a': 1}", "train.py --x 1",
+                   "Saving tensorboard log to x", "W&B offline mode enabled", "wandb: x", "Job 'a' failed",
+                   "Recovered 2 dead rollout engines", "eval 3 skipped: x", "out of memory", "x ... y", "x",
+                   "", " ", "Error", "memory pressure", "Health check failed", "successfully saved checkpoint at iteration 3",
+                   "retrying... (attempt 1/3)", "Traceback (most recent call last):", "EXEC: python train.py --a 1",
+                   "\u00e9 Error x", "Max retries (3) exceeded", "Watchdog caught collective operation timeout"]
+_TAILS = ["", "", " [repeated 7x across cluster]", "\x1b[32m [repeated 7x across cluster]\x1b[0m",
+          "\x1b[32m [repeated 0x across cluster]\x1b[0m ", " [repeated 99999999999999999x across cluster]",
+          "[repeated 2x across cluster]", " [repeated x across cluster]", " [repeated 2x across cluster] tail",
+          "\u3000[repeated 2x across cluster]", " (Ray deduplicates logs by default.)", "\x1b[1;32m[repeated 3x across cluster]\x1b[m\t",
+          "\x1b[32m\x1b[0m [repeated 3x across cluster]", " [repeated 2x across cluster]\x1b[0", "\t [repeated 2x across cluster]  ",
+          " [repeated 1x across cluster] [repeated 2x across cluster]", "[repeated 2x across cluster]]", " x\x1b[0m",
+          "\x1b[32m[repeated 2x across cluster]\x1b[0m[repeated 3x across cluster]", " across cluster]"]
+_DATES = ["2026-08-21 10:00:00", "2024-02-29 23:59:59", "2023-02-29 00:00:00", "1900-03-01 00:00:00",
+          "0001-01-01 00:00:00", "9999-12-31 99:99:99", "2026-00-10 10:00:00", "2026-13-01 10:00:00",
+          "0000-01-01 00:00:00", "2000-03-01 12:00:00", "2100-12-31 00:00:00", "1970-01-01 00:00:00"]
+
+
+@st.composite
+def _class_lines(draw):
+    msg = draw(st.one_of(_ft_messages(), _metric_messages(), st.sampled_from(_OTHER_MESSAGES),
+                         st.text(st.sampled_from(list("ft opk=\"\\ \tErro:{}'1.-a\u00e9")), max_size=30)))
+    return (draw(st.sampled_from(["", "\x1b[36m(A pid=1)\x1b[0m ", "(B pid=2) ", "(A pid=1) "])) + "["
+            + draw(st.sampled_from(_DATES)) + draw(st.sampled_from([".123", "", ",045", ".000"]))
+            + draw(st.sampled_from([" main", " actor_cell0_rank0", ""])) + "] "
+            + draw(st.sampled_from(["", "INFO "])) + "log_utils.py:542 - " + msg + draw(st.sampled_from(_TAILS)))
+
+
+def _feed_head_or_feed(line: str, fast: bool, open_record: bool):
+    p = LineParser()
+    p._scan = _scan
+    p.feed("[2026-08-21 09:00:00.000 main] x.py:1 - start")
+    p.feed("(A pid=1) [2026-08-21 08:00:00] noise")              # a skipped line of source (A pid=1)
+    p._remember_skipped("(A pid=1) [2026-08-21 08:00:00] noise")
+    if open_record:
+        p.feed("(A pid=1) [2026-08-21 09:00:01.000 a] l.py:2 - rollout 1: {'a': 1,")
+    heads = _scan.scan(line.encode("utf-8", "surrogatepass"))[4]
+    if fast and (not heads or heads[0] is None):
+        return None
+    p.items = p._feed_head(line, heads[0]) if fast else p.feed(line)
+    p.items += p.flush()
+    return _state(p) + (p._last_error, p._cur_key)
+
+
+@FUZZ
+@given(_class_lines(), st.booleans())
+def test_scanner_message_classes_are_feed(line, open_record):
+    """Whatever class the scanner gives a message, _feed_head does exactly what feed does."""
+    fast = _feed_head_or_feed(line, True, open_record)
+    if fast is not None:
+        assert fast == _feed_head_or_feed(line, False, open_record), line
+
+
+@FUZZ
+@given(st.lists(st.one_of(_class_lines(), st.sampled_from(SAMPLE), st.builds(_noise, st.integers(0, 99),
+                                                                            st.sampled_from(["", "(A pid=1) "]))),
+                max_size=30),
+       st.lists(st.integers(1, 12), max_size=4))
+def test_scanner_message_class_mixes_agree(lines, sizes):
+    lines = [ln.replace("\n", " ") for ln in lines]
+    assert_same([lines])
+    assert_same(_cut(lines, sizes))
+
+
+@FUZZ
+@given(st.integers(1, 9999), st.integers(0, 99), st.integers(0, 99), st.integers(0, 99), st.integers(0, 99),
+       st.integers(0, 99), st.integers(-1, 999))
+def test_scanner_head_time_is_fast_ts(y, mo, d, hh, mi, ss, ms):
+    """The time the scanner reads (days, seconds, ms) is _fast_ts's, or the class says Python reads it."""
+    date, time = f"{y:04d}-{mo:02d}-{d:02d}", f"{hh:02d}:{mi:02d}:{ss:02d}"
+    mst = f".{ms:03d}" if ms >= 0 else ""
+    h = _scan.scan(f"[{date} {time}{mst} main] a.py:1 - ft op=x".encode())[4][0]
+    assert h is not None
+    want = _parse_mod._fast_ts(date, time, mst[1:] or None)
+    if want is None:
+        assert h[_parse_mod._H_CLASS] == _parse_mod._HEAD_OTHER
+    else:
+        assert h[_parse_mod._H_CLASS] == _parse_mod._HEAD_NOISE
+        assert h[_parse_mod._H_DAYS] * 86400 + h[_parse_mod._H_SOD] + h[_parse_mod._H_MSV] / 1000.0 == want
+
+
+@pytest.mark.parametrize("msg, cls", [
+    ("ft cls=MegatronTrainRayActor fn=update_weights phase=start", "noise"),
+    ("ft op=train phase=start rollout=0 attempt=0", "noise"),
+    ("ft op=execute phase=end cell=0 fn=train ok=true elapsed_s=26.8", "noise"),
+    ("[Rank 0] Memory-Usage before update_weights: {'gpu': '0', 'total_GB': 79.19}", "noise"),
+    ("[Rank 7] Memory-Usage before offload model: {'gpu': '7', 'x': 1.5}\x1b[32m [repeated 7x across cluster]\x1b[0m",
+     "noise"),
+    ("rollout 0: {'rollout/response_lengths': 742.359375, 'rollout/rewards': 3.725290298461914e-09}", "metric"),
+    ("critic-step 3: {'a': 1}", "metric"),
+    ("perf 0: {'perf/sleep_time': 2.1}\x1b[32m [repeated 2x across cluster]\x1b[0m", "metric"),
+    ("ft op=update_weights phase=start rollout=0", "ft"),
+    ("ft op=train phase=start rollout=0 attempt=1", "ft"),
+    ("ft op=x ok=false", "ft"),
+    ("rollout 0: {'a': nan}", "metric"),       # read_dict refuses nan: _feed_head hands it to the Python reader
+    ("rollout 0: {'a': 'x'}", "other"),
+    ("W&B offline mode enabled.", "other"),
+])
+def test_scanner_common_messages_get_their_class(msg, cls):
+    line = f"\x1b[36m(MegatronTrainRayActor pid=48479)\x1b[0m [2026-08-21 09:54:42.681 actor_cell0_rank0] model.py:635 - {msg}"
+    h = _scan.scan(line.encode())[4][0]
+    assert h is not None
+    assert h[_parse_mod._H_CLASS] == {"other": _parse_mod._HEAD_OTHER, "noise": _parse_mod._HEAD_NOISE, "ft": _parse_mod._HEAD_FT,
+                                      "metric": _parse_mod._HEAD_METRIC}[cls]
+    for fast_first in (True, False):
+        assert _feed_head_or_feed(line, True, fast_first) == _feed_head_or_feed(line, False, fast_first)
+
+
+# -- fold: noise-for-sure heads taken into the noise runs (_scan.c: fold, LineParser._take_folded) --
+
+_FOLD_PREFIXES = ["", "(A pid=1) ", "\x1b[36m(A pid=1)\x1b[0m ", "(B pid=2) ", "\x1b[36m(B pid=2)\x1b[0m "]
+_FOLD_PASTED = ["> (A pid=1) ", "12:(A pid=1) ", "  (A pid=1) ", "> ", "7:"]   # keys _paste_key works out
+
+
+@st.composite
+def _fold_lines(draw):
+    prefix = draw(st.sampled_from(_FOLD_PREFIXES))
+    stamp = f"2026-08-21 10:{draw(st.integers(0, 3)):02d}:{draw(st.integers(0, 59)):02d}"
+    stamp += draw(st.sampled_from(["", ".250", ",500", ".999"]))
+    kind = draw(st.integers(0, 9))
+    if kind <= 3:    # a noise-for-sure head
+        msg = draw(st.sampled_from(["ft op=x phase=start", "Error in x", "[Rank 0] Memory: {'a': 1}", "x",
+                                    "ft op=train phase=start attempt=0 Error", "y [repeated 3x across cluster]"]))
+        return f"{prefix}[{stamp} main] x.py:1 - {msg}"
+    if kind <= 5:    # a stamped noise line, of a plain or a pasted source
+        return draw(st.sampled_from(_FOLD_PREFIXES + _FOLD_PASTED)) + f"[{stamp}] Decode batch, #running-req: 3"
+    if kind == 6:
+        return draw(st.sampled_from(["   123", "plain text", ""]))
+    if kind == 7:    # header-less lines that read their source's skipped times and errors
+        return draw(st.sampled_from(["retrying... (attempt 1/60)", "(A pid=1) retrying... (attempt 1/3)",
+                                     "(B pid=2) Traceback (most recent call last):", "  File \"x.py\", line 1"]))
+    if kind == 8:    # a record left open, its continuation, other candidates
+        return draw(st.sampled_from([f"{prefix}[{stamp} a] l.py:2 - rollout 1: {{'a': 1,", "(A pid=1)  'b': 2}",
+                                     " 'c': 3}", f"{prefix}[{stamp} a] l.py:2 - step 2: {{'a': 1}}",
+                                     f"{prefix}[{stamp} main] g.py:1 - ft op=update_weights phase=start rollout=1"]))
+    return f"{prefix}[{stamp} main] x.py:1 - W&B offline mode enabled"
+
+
+@FUZZ
+@given(st.lists(_fold_lines(), max_size=60), st.lists(st.integers(1, 15), max_size=4))
+def test_scanner_folded_heads_agree(lines, sizes):
+    assert_same([lines])
+    assert_same(_cut(lines, sizes))
+
+
+def test_scanner_fold_takes_the_noise_heads():
+    lines = ["[2026-08-21 10:00:00.000 main] x.py:1 - start",
+             "(A pid=1) [2026-08-21 10:00:01] noise",
+             "(A pid=1) [2026-08-21 10:00:02.000 a] x.py:1 - ft op=x phase=start",
+             "(B pid=2) [2026-08-21 10:00:03] noise",
+             "(A pid=1) [2026-08-21 10:00:04] noise",
+             "[2026-08-21 10:00:05.000 main] x.py:1 - Error: x",
+             "(A pid=1) [2026-08-21 10:00:06.000 a] l.py:2 - rollout 1: {'a': 1}"]
+    data = "\n".join(lines).encode()
+    n, cands, keep, starts, heads, lasts = _scan.scan(data)
+    got = _scan.fold(data, starts, cands, keep, heads, lasts)
+    assert got is not None
+    cands2, keep2, heads2, lasts2, folds = got
+    assert 2 not in cands2 and 5 not in cands2 and 6 in cands2
+    assert 1 not in keep2 and 4 in keep2 and 3 in keep2    # (A pid=1)'s line before its head is popped
+    assert folds[cands2.index(6)][0] == 5
+    assert _scan.fold(b"x", b"\0" * 16, [], [], [], [-1]) is None
+    with pytest.raises(ValueError):
+        _scan.fold(data, starts, cands, keep, heads, lasts[:-1])
+    assert_same([lines])

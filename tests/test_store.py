@@ -300,3 +300,56 @@ def test_many_rollouts_grow_columns():
     assert np.array_equal(vals, np.arange(300) + 0.5)
     ids, vals = st.current.series("perf/rollout_time", last=5)
     assert ids.tolist() == [295, 296, 297, 298, 299]
+
+
+# -- add_record's short path (a record shaped like an earlier one) changes nothing but speed ------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from grpo_tui.lines.records import MetricRecord  # noqa: E402
+from grpo_tui.store import metric_store  # noqa: E402
+
+_SHAPE_NAMES = [("a", "b", "c"), ("a", "b"), ("b", "a", "c"), ("c",), ("a", "d")]
+_SHAPE_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5), st.booleans(),
+                          st.sampled_from(["x", None, 1.5, 2.5, 3, 0.0, -0.0]))
+
+
+@st.composite
+def _records(draw):
+    names = draw(st.sampled_from(_SHAPE_NAMES))
+    kind = draw(st.sampled_from(["rollout", "perf", "eval", "step"]))
+    typed = draw(st.sampled_from(["float", "int", "any"]))
+    values = [draw(st.floats(-9, 9) if typed == "float" else st.integers(-9, 9) if typed == "int" else _SHAPE_VALUES)
+              for _ in names]
+    metrics = dict(zip(names, values))
+    nonfinite = {k: repr(v) for k, v in metrics.items() if isinstance(v, float) and not math.isfinite(v)}
+    return MetricRecord(kind=kind, n=draw(st.integers(0, 6)), metrics=metrics, ts=1.0, nonfinite=nonfinite,
+                        proc="p", line_no=1)
+
+
+def _store_state(store: MetricStore):
+    out = []
+    for seg in store.segments:
+        n = len(seg.ids)
+        cols = {k: repr(c.data[:n].tolist()) for k, c in seg.columns.items()}
+        out.append((seg.ids, cols, {k: repr(c.data[:n].tolist()) for k, c in seg.train_sum.items()},
+                    repr(seg.objects), repr(seg.int_state), list(seg.names), repr(seg.nonfinite),
+                    repr(seg.nonfinite_rows), repr(seg.kinds), [seg.value(r, k) for r in seg.ids for k in seg.names]))
+    return repr(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_records(), max_size=40))
+def test_shaped_records_store_like_any_others(recs):
+    import copy
+    states = []
+    for shapes_max in (metric_store._SHAPES_MAX, 0):
+        old = metric_store._SHAPES_MAX
+        metric_store._SHAPES_MAX = shapes_max
+        try:
+            store = MetricStore()
+            store.add(copy.deepcopy(recs))
+        finally:
+            metric_store._SHAPES_MAX = old
+        states.append(_store_state(store))
+    assert states[0] == states[1]

@@ -40,6 +40,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -856,16 +858,304 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
 }
 
 /* The fields of a candidate's Miles header, as byte offsets into its line (-1: absent).  The
- * line's text up to `msg` is ASCII, so they are str offsets too. */
+ * line's text up to `msg` is ASCII, so they are str offsets too.  After them, what the message
+ * is (miles_class), so LineParser._feed_head can skip the work feed() would do for nothing:
+ *   H_MSG_END    the message's end: the line's end, or where Ray's dedup mark was cut off (in
+ *                characters, not bytes: the message may hold non-ASCII text; all else is ASCII)
+ *   H_REPEATED   the dedup count (_strip_dedup: bounded_int(n) or 0)
+ *   H_TIME_END   the end of the time text (`date time.ms`) when it is the line's own text, else -1
+ *                (a `,ms` is written `.ms` there)
+ *   H_DAYS, H_SOD, H_MSV  ts = H_DAYS * 86400 + H_SOD + H_MSV / 1000.0 (parse._fast_ts), valid
+ *                when H_CLASS is not HEAD_OTHER
+ *   H_CLASS      HEAD_OTHER: read the message in Python (_header_fields); HEAD_NOISE: it is noise
+ *                for sure; HEAD_METRIC: `[role-]kind N: {'k': number, ...}` (_METRIC_MSG) with a
+ *                dict values._FAST_DICT reads whole and an id bounded_int takes; HEAD_FT: an `ft `
+ *                line _classify hands to _ft_event (not one it gives None for: that is noise)
+ *   H_ROLE       HEAD_METRIC: the role's start (it ends at H_KIND - 1), or -1
+ *   H_KIND, H_KIND_END, H_ID, H_DICT   HEAD_METRIC: the kind, the id's value, the '{' */
 enum { H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
-       H_FILE_END, H_MSG, H_N };
+       H_FILE_END, H_MSG, H_MSG_END, H_REPEATED, H_TIME_END, H_DAYS, H_SOD, H_MSV, H_CLASS,
+       H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_N };
+enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2, HEAD_FT = 3 };
 
 #define WORD(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || DIGIT(c) || (c) == '_')
+#define ALPHA(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z'))
+#define BLANK(c) ((c) == ' ' || (c) == '\t')
+#define MAX_ID 9007199254740991LL   /* records.MAX_ID = 2**53 - 1 */
 
-/* Whether LineParser.feed reads the line [s, e) -- a candidate (why == 1) with no record open --
- * as exactly: no cut, no NUL/U+FFFD/bad UTF-8, _peel leaving the text after the Ray prefix as
- * it is (no ANSI sequence but the prefix's colours, no control byte, no '\r' split, no dedup
- * suffix), and parse._MILES matching it.  Then h holds the fields (see the enum) and Python
+/* records.bounded_int on ASCII digits [p, e): the value, or -1 (None). */
+static long long bounded_digits(uchar *p, uchar *e)
+{
+    if (e <= p || e - p > 16)
+        return -1;
+    long long v = 0;
+    for (; p < e; p++) {
+        if (!DIGIT(*p))
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v <= MAX_ID ? v : -1;
+}
+
+/* Backwards from q (not before lo) over blanks and colour sequences ESC '[' [0-9;]* 'm'. */
+static uchar *back_blank_sgr(uchar *lo, uchar *q)
+{
+    for (;;) {
+        if (q > lo && BLANK(q[-1])) {
+            q--;
+            continue;
+        }
+        if (q > lo && q[-1] == 'm') {
+            uchar *r = q - 1;
+            while (r > lo && (DIGIT(r[-1]) || r[-1] == ';'))
+                r--;
+            if (r - lo >= 2 && r[-1] == '[' && r[-2] == 0x1b) {
+                q = r - 2;
+                continue;
+            }
+        }
+        return q;
+    }
+}
+
+/* The end of the message in [p, e) as _peel leaves it: e when there is no Ray dedup mark, or
+ * where _strip_dedup cuts `<msg> [repeated 7x across cluster]` (colours and blanks around the
+ * mark are what _ANSI takes out and rstrip drops).  *rep: the count.  NULL when unsure: Ray's
+ * dedup note, an ESC anywhere else, a mark of another shape, a non-ASCII character before it
+ * (rstrip drops Unicode blanks too). */
+static uchar *dedup_end(uchar *p, uchar *e, long *rep)
+{
+    *rep = 0;
+    if (has(p, e, "Ray deduplicates", 16))
+        return NULL;
+    uchar *end = e;
+    if (has(p, e, "across cluster]", 15)) {
+        uchar *mk = NULL;
+        for (uchar *q = e; q - p >= 10; q--)
+            if (memcmp(q - 10, "[repeated ", 10) == 0) {
+                mk = q - 10;
+                break;
+            }
+        if (mk == NULL)
+            return NULL;
+        uchar *d = mk + 10, *t = d;
+        while (t < e && DIGIT(*t))
+            t++;
+        if (t == d || !lit(t, e, "x across cluster]", 17))
+            return NULL;
+        long long n = bounded_digits(d, t);
+        if (n > LONG_MAX)
+            return NULL;   /* a 32-bit long */
+        *rep = n > 0 ? (long)n : 0;
+        for (t += 17; t < e; ) {   /* only blanks and colours after the mark */
+            uchar *u = sgr(t, e);
+            if (u != t)
+                t = u;
+            else if (BLANK(*t))
+                t++;
+            else
+                return NULL;
+        }
+        end = back_blank_sgr(p, mk);
+        if (end > p && end[-1] >= 0x80)
+            return NULL;
+    }
+    if (memchr(p, 0x1b, (size_t)(end - p)) != NULL)
+        return NULL;
+    return end;
+}
+
+/* One of parse._event_anchor's strings (or "train_async.py") in [s, e). */
+static int event_anchor(uchar *s, uchar *e)
+{
+    for (uchar *p = s; p < e; p++) {
+        switch (*p) {
+        case 'r': if (LIT("retrying")) return 1; break;
+        case 'T': if (LIT("Traceback")) return 1; break;
+        case 'M': if (LIT("Max retries")) return 1; break;
+        case 'f': if (LIT("ft ")) return 1; break;
+        case 'H': if (LIT("Health check failed")) return 1; break;
+        case 'R': if (LIT("Recovered ")) return 1; break;
+        case 'o': if (LIT("out of memory")) return 1; break;
+        case 'O': if (LIT("OutOfMemory")) return 1; break;
+        case 'm': if (LIT("memory pressure")) return 1; break;
+        case 'W': if (LIT("Watchdog caught") || LIT("W&B")) return 1; break;
+        case 'J': if (LIT("Job '")) return 1; break;
+        case 'F': if (LIT("Fatal async")) return 1; break;
+        case 'c': if (LIT("checkpoint")) return 1; break;
+        case 'w': if (LIT("wandb")) return 1; break;
+        case 't': if (LIT("tensorboard") || LIT("train.py") || LIT("train_async.py")) return 1; break;
+        case 'E': if (LIT("EXEC:")) return 1; break;
+        case ' ': if (LIT(" skipped: ") || LIT(" ...")) return 1; break;
+        case '+': if (LIT("+ ray job submit")) return 1; break;
+        default: break;
+        }
+    }
+    return 0;
+}
+
+/* parse._METRIC_MSG on the message [s, e): 0 no match, 1 a match of the common shape (then
+ * h gets its fields: a '{' dict that fast_dict reads whole, an id bounded_int takes), 2 a match
+ * or maybe one (anything else: Python reads it). */
+static int metric_msg(uchar *s, uchar *e, long *h, uchar *line)
+{
+    static const char *kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
+    uchar *p = s, *role = NULL;
+    if (p < e && ALPHA(*p)) {   /* (?:(?P<role>[A-Za-z]\w*)-)?: the whole word, if a '-' ends it */
+        uchar *q = p + 1;
+        while (q < e && WORD(*q))
+            q++;
+        if (q < e && *q >= 0x80)
+            return 2;           /* \w goes on in Unicode */
+        if (q < e && *q == '-') {
+            role = p;
+            p = q + 1;
+        }
+    }
+    uchar *k1 = NULL;
+    for (size_t k = 0; k1 == NULL && k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        size_t n = strlen(kinds[k]);
+        if ((size_t)(e - p) > n && memcmp(p, kinds[k], n) == 0 && p[n] == ' ')
+            k1 = p + n;
+    }
+    if (k1 == NULL)
+        return 0;
+    uchar *d = k1 + 1, *t = d;
+    if (t < e && *t == '-')
+        return 2;
+    while (t < e && DIGIT(*t))
+        t++;
+    if (t < e && *t >= 0x80)
+        return 2;               /* \d goes on in Unicode */
+    if (t == d || e - t < 3 || t[0] != ':' || t[1] != ' ')
+        return 0;
+    if (t[2] != '{')
+        return t[2] == '.' || t[2] >= 0x80 ? 2 : 0;   /* an elided head (`: ...`, `: \u2026`) */
+    long long id = bounded_digits(d, t);
+    if (id < 0 || id > LONG_MAX || !fast_dict(t + 2, e))
+        return 2;
+    h[H_ROLE] = role ? (long)(role - line) : -1;
+    h[H_KIND] = (long)(p - line);
+    h[H_KIND_END] = (long)(k1 - line);
+    h[H_ID] = (long)id;
+    h[H_DICT] = (long)(t + 2 - line);
+    return 1;
+}
+
+typedef struct {
+    uchar *v;
+    Py_ssize_t n;   /* v == NULL: the field is absent */
+} Span;
+
+#define SPAN_IS(sp, s) ((sp).v != NULL && (sp).n == (Py_ssize_t)sizeof(s) - 1 && memcmp((sp).v, s, sizeof(s) - 1) == 0)
+#define SPACE(c) ((c) == ' ' || ((c) >= '\t' && (c) <= '\r') || ((c) >= 0x1c && (c) <= 0x1f))
+
+/* Whether LineParser._ft_event gives None for the ASCII text [s, e): its fields read as
+ * _FT_FIELD.findall does (`(?<!\w)(\w+)=("(?:[^"\\]|\\.)*"|\S*)`, the last of a name wins). */
+static int ft_none(uchar *s, uchar *e)
+{
+    Span ok = {NULL, 0}, phase = {NULL, 0}, op = {NULL, 0}, fn = {NULL, 0}, attempt = {NULL, 0};
+    uchar *p = s;
+    while (p < e) {
+        if (!WORD(*p) || (p > s && WORD(p[-1]))) {
+            p++;
+            continue;
+        }
+        uchar *w = p;
+        while (p < e && WORD(*p))
+            p++;
+        if (p >= e || *p != '=')
+            continue;   /* no match from w to here: the next try is at p */
+        uchar *we = p++, *v = p;
+        if (p < e && *p == '"') {
+            uchar *q = p + 1;
+            while (q < e && *q != '"') {
+                if (*q == '\\') {
+                    if (q + 1 >= e) {
+                        q = e;
+                        break;
+                    }
+                    q += 2;
+                } else {
+                    q++;
+                }
+            }
+            if (q < e)
+                p = q + 1;
+            else
+                while (p < e && !SPACE(*p))
+                    p++;
+        } else {
+            while (p < e && !SPACE(*p))
+                p++;
+        }
+        Span got = {v, p - v};
+        Py_ssize_t wn = we - w;
+        if (wn == 2 && memcmp(w, "ok", 2) == 0)
+            ok = got;
+        else if (wn == 5 && memcmp(w, "phase", 5) == 0)
+            phase = got;
+        else if (wn == 2 && memcmp(w, "op", 2) == 0)
+            op = got;
+        else if (wn == 2 && memcmp(w, "fn", 2) == 0)
+            fn = got;
+        else if (wn == 7 && memcmp(w, "attempt", 7) == 0)
+            attempt = got;
+    }
+    if (SPAN_IS(ok, "false") || SPAN_IS(phase, "fail"))
+        return 0;                                           /* ft_fail */
+    if (SPAN_IS(op, "train") && SPAN_IS(phase, "start"))
+        return attempt.v == NULL || bounded_digits(attempt.v, attempt.v + attempt.n) < 1;   /* train_retry */
+    if ((SPAN_IS(op, "update_weights") || SPAN_IS(fn, "update_weights"))
+        && (SPAN_IS(phase, "start") || SPAN_IS(phase, "end"))
+        && (SPAN_IS(op, "update_weights") || SPAN_IS(phase, "end")))
+        return 0;                                           /* weight_update_start/end */
+    return 1;
+}
+
+/* What LineParser._header_fields makes of the message [s, e) (see H_CLASS). */
+static int miles_class(uchar *s, uchar *e, long *h, uchar *line)
+{
+    int metric = 0;
+    if (has(s, e, ": {", 3) || has(s, e, ": ...", 5) || has(s, e, ": \xe2\x80\xa6", 5)) {
+        metric = metric_msg(s, e, h, line);
+        if (metric == 1)
+            return HEAD_METRIC;
+        if (metric == 2)
+            return HEAD_OTHER;
+    }
+    if (!event_anchor(s, e))   /* _events: no anchor, no `  name ... value` (_ARG_DUMP) */
+        return s < e && (BLANK(*s) || *s >= 0x80) ? HEAD_OTHER : HEAD_NOISE;
+    /* _classify: an `ft ` line is read by _ft_event unless one of the tests before it holds */
+    /* (HEAD_FT: _feed_head calls _ft_event; HEAD_NOISE: it would give None) */
+    if (!lit(s, e, "ft ", 3) || has(s, e, "Traceback (most recent call last)", 33)
+        || has(s, e, "retrying...", 11) || has(s, e, "Max retries (", 13))
+        return HEAD_OTHER;
+    for (uchar *p = s; p < e; p++)
+        if (*p >= 0x80)
+            return HEAD_FT;   /* \w and \S go on in Unicode: _ft_event reads it */
+    return ft_none(s, e) ? HEAD_NOISE : HEAD_FT;
+}
+
+/* calendar.timegm's day count for `YYYY-MM-DD` at p (digits), or 0 when date() refuses it. */
+static int epoch_days(uchar *p, long *days)
+{
+    long y = (p[0] - '0') * 1000 + (p[1] - '0') * 100 + (p[2] - '0') * 10 + (p[3] - '0');
+    long m = (p[5] - '0') * 10 + (p[6] - '0'), d = (p[8] - '0') * 10 + (p[9] - '0');
+    static const int before[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+    if (y < 1 || m < 1 || m > 12)
+        return 0;
+    long yb = y - 1;
+    long ord = yb * 365 + yb / 4 - yb / 100 + yb / 400 + before[m - 1]
+               + (m > 2 && (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) + 1;   /* date(y, m, 1) */
+    *days = ord - 719163 + d - 1;   /* 719163: date(1970, 1, 1).toordinal() */
+    return 1;
+}
+
+/* Whether LineParser.feed reads the line [s, e) -- a candidate (why == 1) -- as exactly: no cut,
+ * no NUL/U+FFFD/bad UTF-8, _peel leaving the text after the Ray prefix as it is but for a dedup
+ * mark it cuts off (no other ANSI sequence but the prefix's colours, no control byte, no '\r'
+ * split), and parse._MILES matching it.  Then h holds the fields (see the enum) and Python
  * takes them instead of peeling and matching (LineParser._feed_head).  Anything unsure: 0. */
 static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
 {
@@ -891,26 +1181,36 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
         if (p < e && *p == ' ')
             p++;
     }
-    /* the rest of the line: valid UTF-8, no U+FFFD, no control byte, no ESC, no '\r' */
-    for (uchar *q = p; q < e; ) {
+    long rep;
+    uchar *end = dedup_end(p, e, &rep);
+    if (end == NULL)
+        return 0;
+    /* the text up to the message's end: valid UTF-8, no U+FFFD, no control byte, no '\r' */
+    Py_ssize_t extra = 0;   /* bytes past the first of each character: str offsets are that less */
+    for (uchar *q = p; q < end; ) {
         if (*q >= 0x80) {
-            int len = utf8_len(q, e);
+            int len = utf8_len(q, end);
             if (len == 0 || (len == 3 && q[0] == 0xEF && q[1] == 0xBF && q[2] == 0xBD))
                 return 0;
             q += len;
+            extra += len - 1;
         } else if ((*q < ' ' && *q != '\t') || *q == 0x7f) {
             return 0;
         } else {
             q++;
         }
     }
-    if (has(p, e, "across cluster]", 15) || has(p, e, "Ray deduplicates", 16))
-        return 0;
+    e = end;
     /* ^\[date time(?:[.,]ms)?(?: ?proc)?\s*\] (?:LEVEL )?file.py:N - msg (has_header read the date) */
     h[H_DATE] = (long)(p + 1 - s);
+    uchar *date = p + 1;
     p += 20;
+    h[H_TIME_END] = (long)(p - s);
+    h[H_MSV] = 0;
     if (e - p >= 4 && (*p == '.' || *p == ',') && DIGIT(p[1]) && DIGIT(p[2]) && DIGIT(p[3])) {
         h[H_MS] = (long)(p + 1 - s);
+        h[H_MSV] = (p[1] - '0') * 100 + (p[2] - '0') * 10 + (p[3] - '0');
+        h[H_TIME_END] = *p == '.' ? (long)(p + 4 - s) : -1;
         p += 4;
     }
     uchar *q = p < e && *p == ' ' ? p + 1 : p;
@@ -948,7 +1248,19 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
         p++;
     if (p == d || e - p < 3 || memcmp(p, " - ", 3) != 0)
         return 0;
-    h[H_MSG] = (long)(p + 3 - s);
+    p += 3;   /* a cut dedup mark leaves no blank at the end: then " - " is followed by text */
+    h[H_MSG] = (long)(p - s);
+    h[H_MSG_END] = (long)(e - s - extra);   /* a str offset (the only one past non-ASCII text) */
+    h[H_REPEATED] = rep;
+    long days;
+    if (!epoch_days(date, &days)) {
+        h[H_CLASS] = HEAD_OTHER;
+        return 1;
+    }
+    h[H_DAYS] = days;
+    h[H_SOD] = ((date[11] - '0') * 10 + (date[12] - '0')) * 3600 + ((date[14] - '0') * 10 + (date[15] - '0')) * 60
+               + (date[17] - '0') * 10 + (date[18] - '0');
+    h[H_CLASS] = miles_class(p, e, h, s);
     return 1;
 }
 
@@ -1217,12 +1529,194 @@ done:
     return res;
 }
 
+/* The int of `-?digits` [v, e), at most 18 characters (int() of it). */
+static long long small_int(uchar *v, uchar *e)
+{
+    int neg = *v == '-';
+    long long n = 0;
+    for (v += neg; v < e; v++)
+        n = n * 10 + (*v - '0');
+    return neg ? -n : n;
+}
+
+#if defined(__SIZEOF_INT128__)
+/* The double nearest to M / 10**j (round half to even), for 0 < M < 2**64 and 0 <= j <= 27:
+ * M / 10**j = (M * 2**s / 5**j) * 2**-(s+j), the quotient taken exactly in 128-bit integers (5**j
+ * < 2**64) with its remainder as the sticky bit, so the rounding is exact.  Every such value is
+ * a normal double (1e-27 .. 2**64), so ldexp of the rounded mantissa is exact too. */
+static double exact_quotient(uint64_t m, int j)
+{
+    uint64_t five = 1;
+    for (int i = 0; i < j; i++)
+        five *= 5;
+    int s = 64 + __builtin_clzll(m);     /* the numerator's top bit at 127 */
+    unsigned __int128 num = (unsigned __int128)m << s;
+    unsigned __int128 q = num / five;
+    int sticky = num % five != 0;
+    uint64_t hi = (uint64_t)(q >> 64);   /* q >= 2**127 / 5**27 > 2**64: hi is not 0 */
+    int bits = 128 - __builtin_clzll(hi);   /* bit length of q: 65 .. 128 */
+    int shift = bits - 53;               /* >= 12 */
+    uint64_t mant = (uint64_t)(q >> shift);
+    unsigned __int128 rest = q & (((unsigned __int128)1 << shift) - 1);
+    unsigned __int128 half = (unsigned __int128)1 << (shift - 1);
+    if (rest > half || (rest == half && (sticky || (mant & 1))))
+        mant++;                          /* 2**53 at most: still exact */
+    return ldexp((double)mant, shift - s - j);
+}
+#endif
+
+/* float() of a fast_value number [v, e) where it can be had exactly without strtod: all its
+ * digits make an integer 0 <= M < 10**19 and it is M * 10**k with
+ *   |k| <= 22 and M <= 2**53: 10**|k| is exact and one IEEE multiplication or division rounds
+ *             correctly (strtod's own fast path), or
+ *   -27 <= k <= 0: exact_quotient (128-bit integers).
+ * 0 for any other number (PyOS_string_to_double then reads it), and where doubles are evaluated
+ * in a wider precision (x87: double rounding). */
+static int quick_double(uchar *v, uchar *e, double *out)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12,
+                                 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    int neg = v < e && *v == '-';
+    uint64_t m = 0;
+    int digits = 0;       /* digits in m from the first non-zero one */
+    long k = 0;
+    uchar *p = v + neg;
+    for (; p < e && DIGIT(*p); p++) {
+        if (m || *p != '0')
+            digits++;
+        if (digits > 19)
+            return 0;
+        m = m * 10 + (uint64_t)(*p - '0');
+    }
+    if (p < e && *p == '.')
+        for (p++; p < e && DIGIT(*p); p++) {
+            if (m || *p != '0')
+                digits++;
+            if (digits > 19)
+                return 0;
+            m = m * 10 + (uint64_t)(*p - '0');
+            k--;
+        }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        int xneg = 0;
+        long x = 0;
+        if (++p < e && (*p == '-' || *p == '+'))
+            xneg = *p++ == '-';
+        uchar *xd = p;
+        for (; p < e && DIGIT(*p); p++) {
+            if (p - xd >= 4)
+                return 0;
+            x = x * 10 + (*p - '0');
+        }
+        k += xneg ? -x : x;
+    }
+    if (p != e || k < -400)
+        return 0;
+    double d;
+    if (m == 0)
+        d = 0.0;
+    else if (m <= ((uint64_t)1 << 53) && k >= 0 && k <= 22)
+        d = (double)m * p10[k];
+    else if (m <= ((uint64_t)1 << 53) && k < 0 && k >= -22)
+        d = (double)m / p10[-k];
+#if defined(__SIZEOF_INT128__)
+    else if (k <= 0 && k >= -27)
+        d = exact_quotient(m, (int)-k);
+#endif
+    else
+        return 0;
+    *out = neg ? -d : d;
+    return 1;
+#else
+    (void)v;
+    (void)e;
+    (void)out;
+    return 0;
+#endif
+}
+
+/* A dict key [k, e) as str: ASCII keys from a small table of the ones seen before (a run logs the
+ * same names every record: no decoding, and their hash is kept), others decoded.  NULL with no
+ * error set when the text is not UTF-8.  The slot is chosen from the length and the last bytes
+ * (names share their heads); a slot holding another key is simply replaced. */
+#define DICT_KEY_SLOTS 1024
+#define KEY_CACHED_MAX 96
+static PyObject *key_cache[DICT_KEY_SLOTS];
+
+static PyObject *dict_key(uchar *k, uchar *e, int ascii)
+{
+    Py_ssize_t n = e - k;
+    if (!ascii || n > KEY_CACHED_MAX) {
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)k, n, "strict");
+        if (key == NULL)
+            PyErr_Clear();
+        return key;
+    }
+    uint32_t hash = 2166136261u ^ (uint32_t)n;
+    for (uchar *q = n > 12 ? e - 12 : k; q < e; q++)
+        hash = (hash ^ *q) * 16777619u;
+    PyObject **slot = &key_cache[(hash ^ (hash >> 16)) & (DICT_KEY_SLOTS - 1)];
+    PyObject *key = *slot;
+    if (key != NULL && PyUnicode_GET_LENGTH(key) == n && memcmp(PyUnicode_DATA(key), k, (size_t)n) == 0) {
+        Py_INCREF(key);
+        return key;
+    }
+    key = PyUnicode_DecodeASCII((const char *)k, n, NULL);
+    if (key == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_INCREF(key);
+    Py_XSETREF(*slot, key);
+    return key;
+}
+
+/* One value of a fast dict at p (values._FAST_VALUE, as fast_value reads it) as a new int or
+ * float, *end set past it; NULL with no error set when read_dict must leave the dict to the
+ * Python reader (not such a number, nan/inf, an int past 18 characters, a float strtod makes
+ * infinite), NULL with an error set when out of memory. */
+static PyObject *dict_value(uchar *v, uchar *e, uchar **end)
+{
+    uchar *p = fast_value(v, e);
+    if (p == NULL || p == v)
+        return NULL;
+    *end = p;
+    Py_ssize_t vlen = p - v;
+    if (p[-1] == 'n' || p[-1] == 'f')
+        return NULL;   /* nan, inf */
+    int isint = 1;
+    for (uchar *q = v + (*v == '-'); q < p; q++)
+        if (!DIGIT(*q)) {
+            isint = 0;
+            break;
+        }
+    if (isint)
+        return vlen > 18 ? NULL : PyLong_FromLongLong(small_int(v, p));   /* at most 18 characters: fits */
+    double d;
+    if (quick_double(v, p, &d))
+        return PyFloat_FromDouble(d);
+    char buf[64];
+    if (vlen >= (Py_ssize_t)sizeof(buf))
+        return NULL;
+    memcpy(buf, v, (size_t)vlen);
+    buf[vlen] = 0;
+    d = PyOS_string_to_double(buf, NULL, NULL);
+    if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (!isfinite(d))
+        return NULL;
+    return PyFloat_FromDouble(d);
+}
+
 /* read_dict(text: str) -> dict | None: values.parse_dict for the common shape, `{'k': number,
- * ...}` as _FAST_DICT fullmatches it, read straight into a dict of ints and floats (float()
- * itself: PyOS_string_to_double).  None -- the caller takes the Python reader -- for anything
- * else: nan/inf, a value that is not finite as a float, an int past 18 digits, a key that is
- * not plain ASCII/UTF-8 text, trailing text but ASCII blanks.  Reads are bounded by the
- * text's own length. */
+ * ...}` as _FAST_DICT fullmatches it (fast_dict), read in the same one pass straight into a
+ * dict of ints and floats (float()'s exact value: quick_double, else PyOS_string_to_double,
+ * which float() itself uses).  None -- the caller takes the Python reader -- for anything else:
+ * nan/inf, a value that is not finite as a float, an int past 18 characters, a key that is not
+ * UTF-8 text, trailing text but ASCII blanks.  Reads are bounded by the text's own length. */
 static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     Py_ssize_t len;
@@ -1236,72 +1730,61 @@ static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
         Py_RETURN_NONE;
     }
     uchar *p = (uchar *)text, *e = p + len;
-    if (!fast_dict(p, e))
+    if (p >= e || *p != '{')
         Py_RETURN_NONE;
     PyObject *out = PyDict_New();
     if (out == NULL)
         return NULL;
-    p++;   /* '{' */
-    char buf[64];
-    while (p < e && *p == '\'') {
-        uchar *k = ++p;
-        while (p < e && *p != '\'')
-            p++;
-        if (e - p < 4)
-            goto fallback;     /* not reached: fast_dict read the same text */
-        uchar *ke = p;
-        p += 3;                /* `': ` */
-        uchar *v = p;
-        p = fast_value(p, e);
-        if (p == NULL || p >= e || p == v)
-            goto fallback;     /* not reached: fast_dict read the same text */
-        Py_ssize_t vlen = p - v;
-        PyObject *val = NULL;
-        int isint = 1;
-        for (uchar *q = v; q < p; q++)
-            if (!(DIGIT(*q) || (*q == '-' && q == v)))
-                isint = 0;
-        if (vlen >= (Py_ssize_t)sizeof(buf) || (isint && vlen > 18) || v[vlen - 1] == 'n' || v[vlen - 1] == 'f')
+    p++;
+    if (p < e && *p == '}')
+        goto closed;
+    for (;;) {   /* '[^'\\]*': value, then `}` or `, ` */
+        if (p >= e || *p != '\'')
             goto fallback;
-        memcpy(buf, v, (size_t)vlen);
-        buf[vlen] = 0;
-        if (isint) {
-            val = PyLong_FromString(buf, NULL, 10);
-        } else {
-            double d = PyOS_string_to_double(buf, NULL, NULL);
-            if (d == -1.0 && PyErr_Occurred()) {
-                PyErr_Clear();
-                goto fallback;
-            }
-            if (!isfinite(d))
-                goto fallback;
-            val = PyFloat_FromDouble(d);
+        uchar *k = ++p;
+        int ascii = 1;
+        while (p < e && *p != '\'' && *p != '\\') {
+            ascii &= *p < 0x80;
+            p++;
         }
+        if (e - p < 3 || p[0] != '\'' || p[1] != ':' || p[2] != ' ')
+            goto fallback;
+        uchar *ke = p;
+        PyObject *val = dict_value(p + 3, e, &p);
         if (val == NULL) {
-            Py_DECREF(out);
-            return NULL;
+            if (PyErr_Occurred())
+                goto error;
+            goto fallback;
         }
-        PyObject *key = PyUnicode_DecodeUTF8((const char *)k, ke - k, "strict");
+        if (p >= e || (*p != '}' && (e - p < 2 || p[0] != ',' || p[1] != ' '))) {
+            Py_DECREF(val);
+            goto fallback;
+        }
+        PyObject *key = dict_key(k, ke, ascii);
         if (key == NULL) {
             Py_DECREF(val);
-            PyErr_Clear();
             goto fallback;
         }
         int bad = PyDict_SetItem(out, key, val) < 0;
         Py_DECREF(key);
         Py_DECREF(val);
-        if (bad) {
-            Py_DECREF(out);
-            return NULL;
-        }
+        if (bad)
+            goto error;
         if (*p == '}')
             break;
         p += 2;   /* `, ` */
     }
+closed:
+    for (p++; p < e; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\v' && *p != '\f')
+            goto fallback;
     return out;
 fallback:
     Py_DECREF(out);
     Py_RETURN_NONE;
+error:
+    Py_DECREF(out);
+    return NULL;
 }
 
 /* For the tests: whether scan() takes the line (no newline) as a plain candidate (see plain_cand). */
@@ -1354,6 +1837,230 @@ static PyObject *kernels(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(arg))
     return out;
 }
 
+/* -- fold: noise-for-sure heads taken into the noise runs around them ----------------------------
+ *
+ * A candidate whose head says HEAD_NOISE changes, when feed() reads it, only what a noise run's
+ * bookkeeping changes plus a few per-source fields (LineParser._feed_head): the line and noise
+ * counts, the noise tail (_noise_run), _last_stamped (emptied), the newest time, and for its
+ * source (the line's key, raw[:H_KEY]) _last_time, _last_error (when "Error" is in it) and the
+ * skipped lines (popped).  fold() takes such candidates out of the scan's lists, so the lines
+ * between two remaining candidates make one run, and hands Python, per run, what those fields
+ * end as: per key the newest of its heads (and the newest with "Error"), the head with the
+ * newest time, the newest head.  Kept lines (keep) of a key that a folded head of the run pops
+ * after them are dropped here; Python pops before it appends the run's kept lines.  A head
+ * after a kept line whose key needs Python (KEY_PYTHON: it might be the same key) is not
+ * folded, nor one past FOLD_KEYS keys in a run. */
+#define FOLD_KEYS 32
+
+typedef struct {
+    uchar *key;
+    Py_ssize_t klen;
+    Py_ssize_t last, err;          /* line indices, -1: none */
+    PyObject *head, *err_head;     /* borrowed from heads */
+} FoldKey;
+
+typedef struct {
+    FoldKey keys[FOLD_KEYS];
+    int nkeys;
+    Py_ssize_t last, ts_idx, stamped;
+    PyObject *ts_head;
+    double ts;
+} Run;
+
+/* Line i of the scanned buffer, [*s, *e), or 0 when the offsets are not within it. */
+static int line_at(uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssize_t n, Py_ssize_t i, uchar **s, uchar **e)
+{
+    if (i < 0 || i >= n || st[i] < 0 || st[i + 1] - 1 < st[i] || st[i + 1] - 1 > len)
+        return 0;
+    *s = buf + st[i];
+    *e = buf + st[i + 1] - 1;
+    return 1;
+}
+
+static long head_field(PyObject *h, int k)
+{
+    return PyLong_AsLong(PyTuple_GET_ITEM(h, k));
+}
+
+/* The run's fold tuple (last, ts_idx, ts_head, ((last, head, err, err_head), ...)), or None. */
+static PyObject *fold_info(Run *r)
+{
+    if (r->last < 0)
+        Py_RETURN_NONE;
+    PyObject *keys = PyTuple_New(r->nkeys);
+    if (keys == NULL)
+        return NULL;
+    for (int j = 0; j < r->nkeys; j++) {
+        FoldKey *k = &r->keys[j];
+        PyObject *t = Py_BuildValue("(nOnO)", k->last, k->head, k->err, k->err_head ? k->err_head : Py_None);
+        if (t == NULL) {
+            Py_DECREF(keys);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(keys, j, t);
+    }
+    return Py_BuildValue("(nnON)", r->last, r->ts_idx, r->ts_head, keys);
+}
+
+static int append_index(PyObject *list, Py_ssize_t i)
+{
+    PyObject *v = PyLong_FromSsize_t(i);
+    int bad = v == NULL || PyList_Append(list, v) < 0;
+    Py_XDECREF(v);
+    return bad ? -1 : 0;
+}
+
+static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    Py_buffer view, stv;
+    PyObject *cands, *keep, *heads, *lasts;
+    if (!PyArg_ParseTuple(args, "y*y*O!O!O!O!", &view, &stv, &PyList_Type, &cands, &PyList_Type, &keep,
+                          &PyList_Type, &heads, &PyList_Type, &lasts))
+        return NULL;
+    PyObject *res = NULL, *c2 = NULL, *k2 = NULL, *h2 = NULL, *l2 = NULL, *f2 = NULL;
+    Py_ssize_t *runkeep = NULL, *runklen = NULL;
+    uchar *buf = (uchar *)view.buf;
+    const int64_t *st = (const int64_t *)stv.buf;
+    Py_ssize_t n = stv.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    Py_ssize_t nc = PyList_GET_SIZE(cands), nk = PyList_GET_SIZE(keep);
+    if (n < 0 || PyList_GET_SIZE(heads) != nc || PyList_GET_SIZE(lasts) != nc + 1) {
+        PyErr_SetString(PyExc_ValueError, "fold(): lists of other lengths than scan() gives");
+        goto done;
+    }
+    int any = 0;
+    for (Py_ssize_t k = 0; k < nc && !any; k++) {
+        PyObject *h = PyList_GET_ITEM(heads, k);
+        any = PyTuple_Check(h) && PyTuple_GET_SIZE(h) == H_N && head_field(h, H_CLASS) == HEAD_NOISE;
+    }
+    if (!any) {
+        res = Py_None;
+        Py_INCREF(res);
+        goto done;
+    }
+    c2 = PyList_New(0);
+    k2 = PyList_New(0);
+    h2 = PyList_New(0);
+    l2 = PyList_New(0);
+    f2 = PyList_New(0);
+    runkeep = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
+    runklen = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
+    if (c2 == NULL || k2 == NULL || h2 == NULL || l2 == NULL || f2 == NULL || runkeep == NULL || runklen == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    Run r;
+    r.nkeys = 0;
+    r.last = r.ts_idx = r.stamped = -1;
+    r.ts_head = NULL;
+    r.ts = 0.0;
+    Py_ssize_t nrk = 0, ki = 0;
+    int python_key = 0;
+    for (Py_ssize_t k = 0; k <= nc; k++) {
+        Py_ssize_t ci = n;   /* the end closes the last run */
+        if (k < nc) {
+            ci = PyLong_AsSsize_t(PyList_GET_ITEM(cands, k));
+            if (ci == -1 && PyErr_Occurred())
+                goto done;
+        }
+        for (; ki < nk; ki++) {   /* the kept lines before this candidate join the run */
+            Py_ssize_t x = PyLong_AsSsize_t(PyList_GET_ITEM(keep, ki));
+            if (x == -1 && PyErr_Occurred())
+                goto done;
+            if (x >= ci)
+                break;
+            uchar *s, *e;
+            Py_ssize_t kl = line_at(buf, view.len, st, n, x, &s, &e) ? source_key(s, e) : KEY_PYTHON;
+            python_key |= kl == KEY_PYTHON;
+            runkeep[nrk] = x;
+            runklen[nrk++] = kl;
+        }
+        Py_ssize_t last_k = PyLong_AsSsize_t(PyList_GET_ITEM(lasts, k));
+        if (last_k == -1 && PyErr_Occurred())
+            goto done;
+        if (last_k > r.stamped)
+            r.stamped = last_k;
+        PyObject *h = k < nc ? PyList_GET_ITEM(heads, k) : Py_None;
+        uchar *s, *e;
+        if (k < nc && !python_key && PyTuple_Check(h) && PyTuple_GET_SIZE(h) == H_N
+            && head_field(h, H_CLASS) == HEAD_NOISE && line_at(buf, view.len, st, n, ci, &s, &e)) {
+            long klen = head_field(h, H_KEY), m0 = head_field(h, H_MSG);
+            int j = 0;
+            if (klen >= 0 && klen <= e - s && m0 >= 0 && m0 <= e - s) {
+                while (j < r.nkeys && !(r.keys[j].klen == klen && memcmp(r.keys[j].key, s, (size_t)klen) == 0))
+                    j++;
+                if (j == r.nkeys && j < FOLD_KEYS) {
+                    r.keys[j].key = s;
+                    r.keys[j].klen = klen;
+                    r.keys[j].err = -1;
+                    r.keys[j].err_head = NULL;
+                    r.nkeys++;
+                }
+            } else {
+                j = FOLD_KEYS;
+            }
+            if (j < r.nkeys) {   /* fold it */
+                FoldKey *fk = &r.keys[j];
+                fk->last = ci;
+                fk->head = h;
+                if (has(s + m0, e, "Error", 5)) {
+                    fk->err = ci;
+                    fk->err_head = h;
+                }
+                double ts = (double)(head_field(h, H_DAYS) * 86400L + head_field(h, H_SOD))
+                            + (double)head_field(h, H_MSV) / 1000.0;
+                if (r.ts_head == NULL || ts > r.ts) {
+                    r.ts = ts;
+                    r.ts_idx = ci;
+                    r.ts_head = h;
+                }
+                r.last = ci;
+                if (PyErr_Occurred())
+                    goto done;
+                continue;
+            }
+        }
+        /* this candidate (or the end) closes the run */
+        for (Py_ssize_t q = 0; q < nrk; q++) {
+            int popped = 0;
+            for (int j = 0; !popped && j < r.nkeys && runklen[q] != KEY_PYTHON; j++) {
+                uchar *ks, *ke;
+                popped = r.keys[j].last > runkeep[q] && r.keys[j].klen == runklen[q]
+                         && line_at(buf, view.len, st, n, runkeep[q], &ks, &ke)
+                         && memcmp(r.keys[j].key, ks, (size_t)runklen[q]) == 0;
+            }
+            if (!popped && append_index(k2, runkeep[q]) < 0)
+                goto done;
+        }
+        PyObject *info = fold_info(&r);
+        if (info == NULL)
+            goto done;
+        int bad = PyList_Append(f2, info) < 0;
+        Py_DECREF(info);
+        if (bad || append_index(l2, r.last > r.stamped ? -1 : r.stamped) < 0)
+            goto done;
+        if (k < nc && (append_index(c2, ci) < 0 || PyList_Append(h2, h) < 0))
+            goto done;
+        r.nkeys = 0;
+        r.last = r.ts_idx = r.stamped = -1;
+        r.ts_head = NULL;
+        nrk = 0;
+        python_key = 0;
+    }
+    res = Py_BuildValue("(OOOOO)", c2, k2, h2, l2, f2);
+done:
+    Py_XDECREF(c2);
+    Py_XDECREF(k2);
+    Py_XDECREF(h2);
+    Py_XDECREF(l2);
+    Py_XDECREF(f2);
+    PyMem_Free(runkeep);
+    PyMem_Free(runklen);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&stv);
+    return res;
+}
+
 static PyMethodDef methods[] = {
     {"kernel", kernel, METH_VARARGS,
      "kernel([name]) -> str: the line walk scan() uses (switched to `name` when given; every\n"
@@ -1363,6 +2070,10 @@ static PyMethodDef methods[] = {
      "read_dict(text) -> dict | None: a `{'k': number, ...}` dict read like values.parse_dict, or\n"
      "None when the text is anything else (the Python reader then reads it)."},
     {"plain", plain, METH_O, "plain(line) -> bool: a candidate that reads only its own key (tests)."},
+    {"fold", fold, METH_VARARGS,
+     "fold(buf, starts, cands, keep, heads, lasts) -> (cands, keep, heads, lasts, folds) | None: scan()'s\n"
+     "lists without the candidates whose head says HEAD_NOISE, taken into the runs around them (folds:\n"
+     "per run, what LineParser._take_folded sets from them, or None); None when there is none."},
     {"scan", scan, METH_O,
      "scan(buf) -> (n_lines, cands, keep, starts, heads, lasts): the lines of buf (split on b'\\n') that the\n"
      "parser must feed() one by one, the skipped stamped lines its per-source bookkeeping can still\n"

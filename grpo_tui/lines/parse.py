@@ -34,6 +34,7 @@ it is bounded by the buffer's length, never by a length read from the log.
 from __future__ import annotations
 
 import calendar
+import operator
 from collections import deque
 import os
 import re
@@ -111,6 +112,15 @@ def is_candidate(line: str) -> bool:
             # verl `step:N - key:value` lines and TRL log dicts
             or "step:" in line or "{'" in line)
 
+
+# _scan.c's heads: what each field of a candidate's tuple is (enum H_*; see miles_head there) and
+# what its message is (HEAD_*)
+(_H_KEY, _H_ACTOR, _H_ACTOR_END, _H_PID, _H_PID_END, _H_DATE, _H_MS, _H_PROC, _H_PROC_END, _H_FILE, _H_FILE_END,
+ _H_MSG, _H_MSG_END, _H_REPEATED, _H_TIME_END, _H_DAYS, _H_SOD, _H_MSV, _H_CLASS, _H_ROLE, _H_KIND, _H_KIND_END,
+ _H_ID, _H_DICT) = range(24)
+_HEAD_OTHER, _HEAD_NOISE, _HEAD_METRIC, _HEAD_FT = 0, 1, 2, 3
+
+_third = operator.itemgetter(2)
 
 _SKIPPED_PER_SOURCE = 16       # skipped lines kept per source to find its newest time (_scan.c: PER_KEY)
 MAX_LINE = 1 << 20             # characters; a longer line is cut to this before any other work
@@ -447,11 +457,12 @@ class LineParser:
         returns: the lines read lazily from it are read first."""
         if self._scan is not None and self.quick_reject:
             n, cands, keep, starts, heads, lasts = self._scan.scan(block)
+            cands, keep, heads, lasts, folds = self._fold(block, starts, cands, keep, heads, lasts)
             st = memoryview(starts).cast("q")
 
             def get(i: int) -> str:
                 return str(block[st[i]:st[i + 1] - 1], "utf-8", "replace")
-            out = self._feed_scanned(n, cands, keep, heads, lasts, get)
+            out = self._feed_scanned(n, cands, keep, heads, lasts, get, folds)
             if not isinstance(block, bytes):
                 self._read_lazy()
             return out
@@ -467,17 +478,26 @@ class LineParser:
     def _feed_lines_scanned(self, lines: list[str]) -> list[Item] | None:
         """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
         holding a newline)."""
-        n, cands, keep, _, heads, lasts = self._scan.scan("\n".join(lines).encode("utf-8", "surrogatepass"))
+        data = "\n".join(lines).encode("utf-8", "surrogatepass")
+        n, cands, keep, starts, heads, lasts = self._scan.scan(data)
         if n != len(lines):
             return None
-        return self._feed_scanned(n, cands, keep, heads, lasts, lines.__getitem__)
+        cands, keep, heads, lasts, folds = self._fold(data, starts, cands, keep, heads, lasts)
+        return self._feed_scanned(n, cands, keep, heads, lasts, lines.__getitem__, folds)
+
+    def _fold(self, data: bytes, starts: bytes, cands: list, keep: list, heads: list, lasts: list):
+        """scan()'s lists with the noise-for-sure heads taken into the runs around them (_scan.c:
+        fold), and per run what they set (_take_folded), or the lists as they are."""
+        got = self._scan.fold(data, starts, cands, keep, heads, lasts)
+        return (cands, keep, heads, lasts, None) if got is None else got
 
     def _feed_scanned(self, n: int, cands: list[int], keep: list[int], heads: list, lasts: list[int],
-                      get) -> list[Item]:
+                      get, folds: list | None = None) -> list[Item]:
         """The noise lines between two candidates are taken as one run: the same counts and
         bookkeeping as the inline path, per run instead of per line, and only for the lines
         that bookkeeping can still show (`keep`, see _scan.c; the run's tail for _noise_run and
-        its newest stamped line for _last_stamped are read lazily).  `get(i)` is line i."""
+        its newest stamped line for _last_stamped are read lazily).  `get(i)` is line i.  `folds`
+        (_fold): per run, the noise-for-sure heads taken into it, or None."""
         cands.append(n)
         keep.append(n)
         out: list[Item] = []
@@ -494,6 +514,8 @@ class LineParser:
                     # lines i..j-1 are noise the inline path would skip: bookkeep them as a run
                     c.lines += j - i
                     c.noise += j - i
+                    if folds is not None and folds[ci] is not None:
+                        self._take_folded(folds[ci], i, get)
                     while keep[ki] < i:
                         ki += 1
                     while keep[ki] < j:
@@ -526,29 +548,114 @@ class LineParser:
                 ci += 1
         return out
 
+    def _take_folded(self, fold: tuple, i: int, get) -> None:
+        """What the noise-for-sure heads _scan.c's fold took into the run starting at line i
+        leave behind (_feed_head's _HEAD_NOISE branch, newest per source): called before the
+        run's kept lines are appended, as their pops come before those (fold dropped the kept
+        lines they pop).  Heads before i were fed one by one (a record was open then)."""
+        last, ts_idx, ts_head, keys = fold
+        if last < i:
+            return
+        ts = ts_head[_H_DAYS] * 86400 + ts_head[_H_SOD] + ts_head[_H_MSV] / 1000.0   # the newest
+        if self.last_ts is None or ts > self.last_ts:
+            self.last_ts = ts
+        self._line_cut = False
+        self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
+        skipped, last_time = self._skipped, self._last_time
+        # in line order: keys differing only in colours share a pid (_last_time, _last_error)
+        for idx, h, _, _ in sorted(keys) if len(keys) > 1 else keys:
+            if idx >= i:
+                raw = get(idx)
+                key = raw[:h[_H_KEY]]
+                p0, d0, te = h[_H_PID], h[_H_DATE], h[_H_TIME_END]
+                pid = raw[p0:h[_H_PID_END]] if p0 >= 0 else None
+                time_text = raw[d0:te] if te >= 0 else raw[d0:d0 + 19] + "." + raw[h[_H_MS]:h[_H_MS] + 3]
+                last_time[pid] = (time_text, h[_H_DAYS] * 86400 + h[_H_SOD] + h[_H_MSV] / 1000.0)
+                if skipped:
+                    skipped.pop(key, None)
+                if idx == last:
+                    self._cur_key = key
+        for _, _, err, err_h in sorted(keys, key=_third) if len(keys) > 1 else keys:
+            if err >= i:
+                raw = get(err)
+                p0 = err_h[_H_PID]
+                self._last_error[raw[p0:err_h[_H_PID_END]] if p0 >= 0 else None] = raw[err_h[_H_MSG]:err_h[_H_MSG_END]]
+
     def _feed_head(self, raw: str, h: tuple) -> list[Item]:
         """feed() for a candidate whose Miles header the scanner read (_scan.c: miles_head): the
         same steps, with the header's fields taken from `h` instead of _peel and the regexes.
         miles_head vouches that feed would find no cut, no NUL or U+FFFD, nothing for _peel to
-        change after the Ray prefix, and _MILES matching with these very fields."""
+        change after the Ray prefix but a dedup mark it cuts off (the message ends at `end`),
+        and _MILES matching with these very fields.  It also says what the message is (`cls`):
+        noise for sure, a common metric record or an `ft ` line _classify hands to _ft_event are
+        taken here, in the few steps _header_fields would come to; anything else goes through
+        _header_fields."""
+        (key, a0, a1, p0, p1, d0, ms0, pr0, pr1, f0, f1, m0, end, repeated, te, days, sod, msv, cls,
+         r0, k0, k1, n, dict0) = h                       # _scan.c: enum H_*
         c = self.counts
         c.lines += 1
         line_no = c.lines
         out: list[Item] = []
         self._line_cut = False
-        key, a0, a1, p0, p1, d0, ms0, pr0, pr1, f0, f1, m0 = h
-        self._cur_key = raw[:key]
-        pre = _Line(raw[d0 - 1:], raw[p0:p1] if p0 >= 0 else None, raw[a0:a1] if a0 >= 0 else None,
-                    0, key > 0)
+        cur_key = self._cur_key = raw[:key]
+        pid = raw[p0:p1] if p0 >= 0 else None
         if self._pending is not None:
             self._close_pending(out)
-        noise = c.noise
-        self._header_fields(pre, raw[d0:d0 + 10], raw[d0 + 11:d0 + 19], raw[ms0:ms0 + 3] if ms0 >= 0 else None,
-                            raw[pr0:pr1] if pr0 >= 0 else None, raw[f0:f1], raw[m0:], line_no, out)
-        if c.noise > noise and self._pending is None:
-            self._noise_push(raw, line_no)
-        else:
+        if cls == _HEAD_OTHER:
+            pre = _Line(raw[d0 - 1:end], pid, raw[a0:a1] if a0 >= 0 else None, repeated, key > 0)
+            noise = c.noise
+            self._header_fields(pre, raw[d0:d0 + 10], raw[d0 + 11:d0 + 19], raw[ms0:ms0 + 3] if ms0 >= 0 else None,
+                                raw[pr0:pr1] if pr0 >= 0 else None, raw[f0:f1], raw[m0:end], line_no, out)
+            if c.noise > noise and self._pending is None:
+                self._noise_push(raw, line_no)
+            else:
+                self._noise_clear()
+            return out
+        # _header_fields' bookkeeping, then the message the scanner classified
+        time_text = raw[d0:te] if te >= 0 else raw[d0:d0 + 19] + "." + raw[ms0:ms0 + 3]
+        ts = days * 86400 + sod + msv / 1000.0          # _fast_ts
+        last = self.last_ts
+        if last is None or ts > last:
+            self.last_ts = ts
+        if self.first_ts is None:
+            self.first_ts = ts
+        self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
+        self._last_time[pid] = (time_text, ts)
+        if self._skipped:
+            self._skipped.pop(cur_key, None)
+        if cls == _HEAD_METRIC:                         # _start_record with _METRIC_MSG's fields
+            c.metric_lines += 1
+            rec = MetricRecord(raw[k0:k1], n, {}, raw[r0:k0 - 1] if r0 >= 0 else "", time_text, ts,
+                               raw[pr0:pr1] if pr0 >= 0 else None, raw[f0:f1], raw[a0:a1] if a0 >= 0 else None,
+                               line_no, repeated=repeated)
+            head = raw[dict0:end]
+            scan = self._scan
+            got = scan.read_dict(head) if scan is not None else None
+            if got is None:
+                self._read_record(rec, head, pid, out)   # nan, inf, a long int: the Python reader
+            else:   # _finish_record of a complete dict with no non-finite value
+                values = self._capped(got, rec.nonfinite)
+                if values:
+                    rec.metrics = values
+                    c.records += 1
+                    out.append(rec)
+                else:
+                    c.unreadable += 1
+                    c.metric_lines -= 1
             self._noise_clear()
+            return out
+        msg = raw[m0:end]
+        if "Error" in msg:
+            self._last_error[pid] = msg
+        if cls == _HEAD_FT:                             # _events -> _classify -> _ft_event
+            got = self._ft_event(msg)
+            if got is not None:
+                c.event_lines += 1
+                out.append(Event(got[0], time_text, ts, line_no, msg.strip(), got[1]))
+                self._noise_clear()
+                return out
+        c.noise += 1
+        self._noise_push(raw, line_no)
         return out
 
     def _bound(self, raw: str) -> str:
@@ -870,7 +977,11 @@ class LineParser:
             time=time_text, ts=ts, proc=proc, source=source, actor=pre.actor, line_no=line_no,
             repeated=pre.repeated,
         )
-        head = mm.group("d")
+        self._read_record(rec, mm.group("d"), pre.pid, out)
+
+    def _read_record(self, rec: MetricRecord, head: str, source: str | None, out: list[Item]) -> None:
+        """Read a record's dict text `head` (from `{`, or an elided `... 'k': 1,`): finish the
+        record, or keep it open for the continuation lines of its source."""
         elided = head[0] != "{"
         if elided:
             head = "{" + head    # `rollout 0: ... 'k': 1,`: read as `{..., 'k': 1,` (abridged)
@@ -879,7 +990,7 @@ class LineParser:
         if parsed.complete or parsed.error or self._line_cut or len(head) > _PENDING_MAX:
             self._finish_record(rec, parsed, out)
             return
-        self._pending = _Pending(source=pre.pid, record=rec, parsed=parsed,
+        self._pending = _Pending(source=source, record=rec, parsed=parsed,
                                  tail=head[parsed.resume:], size=len(head), elided=elided)
 
     def _finish_record(self, rec: MetricRecord, parsed, out: list[Item]) -> None:
@@ -963,7 +1074,8 @@ class LineParser:
                 return ev("launch", flags=parse_launch_flags(msg))
             return None
         if stripped.startswith("ft ") or " ft " in msg[:4]:
-            return self._ft_event(stripped, ev)
+            got = self._ft_event(stripped)
+            return None if got is None else ev(got[0], **got[1])
         m = _EVAL_SKIPPED.search(msg)
         if m:
             return ev("eval_skipped", rollout=bounded_int(m.group("n")), reason=m.group("reason").strip())
@@ -995,21 +1107,22 @@ class LineParser:
         return None
 
     @staticmethod
-    def _ft_event(text: str, ev):
+    def _ft_event(text: str) -> tuple[str, dict] | None:
+        """The event of an `ft k=v ...` line as (kind, data), or None."""
         fields = dict(_FT_FIELD.findall(text))
         if fields.get("ok") == "false" or fields.get("phase") == "fail":
-            return ev("ft_fail", **{k: v.strip('"') for k, v in fields.items()})
+            return "ft_fail", {k: v.strip('"') for k, v in fields.items()}
         op, fn, phase = fields.get("op"), fields.get("fn"), fields.get("phase")
         if op == "train" and phase == "start":
             attempt = bounded_int(fields.get("attempt", "0")) or 0
             if attempt >= 1:
-                return ev("train_retry", attempt=attempt, rollout=fields.get("rollout"))
+                return "train_retry", {"attempt": attempt, "rollout": fields.get("rollout")}
             return None
         if (op == "update_weights" or fn == "update_weights") and phase in ("start", "end"):
             if op == "update_weights" or phase == "end":
                 # One per rollout: keep the few fields a marker needs, not the whole line's.
                 keep = {k: fields[k] for k in ("rollout", "ok", "elapsed_s") if k in fields}
-                return ev("weight_update_" + phase, **keep)
+                return "weight_update_" + phase, keep
         return None
 
 

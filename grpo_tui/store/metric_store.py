@@ -50,6 +50,9 @@ class StepRow:
     nonfinite: dict[str, str]
 
 
+_SHAPES_MAX = 64      # record shapes a segment remembers (a real run logs a handful)
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -58,7 +61,10 @@ def _rm_perf(rec: MetricRecord) -> bool:
     """The rollout manager's perf line (sample stats), as opposed to the trainer's timers."""
     if rec.actor == "RolloutManager" or rec.proc == "rollout_manager":
         return True
-    return any(k.startswith(("rollout/", "passrate/")) for k in rec.metrics)
+    for k in rec.metrics:     # a loop, not any(genexpr): this runs for every perf record
+        if k.startswith(("rollout/", "passrate/")):
+            return True
+    return False
 
 
 class Segment:
@@ -81,6 +87,9 @@ class Segment:
         # Which cells were logged as ints (kept ints in export): per column "i" (all ints),
         # "f" (no ints) or a set of the int rows when a column mixes both (rare).
         self.int_state: dict[str, str | set[int]] = {}
+        self._int_version = 0                         # bumped at every int_state change
+        # add_record's short path: names in order -> (_int_version, value types, their columns)
+        self._shapes: dict[tuple, tuple[int, tuple, list[_Column]]] = {}
         self.names: dict[str, None] = {}              # rollout-axis names, first-seen order
         self.train_names: dict[str, None] = {}        # step-axis names, first-seen order
         self.kinds: dict[int, set[str]] = {}          # row -> record kinds seen
@@ -168,10 +177,47 @@ class Segment:
         if rec.kind == "rollout":
             self._last_train_rollout = rec.n
         row = self._row(rec.n)
-        self.kinds.setdefault(row, set()).add(rec.kind)
+        self._note_kind(row, rec.kind)
         self._stamp(row, rec.ts)
+        metrics = rec.metrics
+        shape = tuple(metrics)
+        known = self._shapes.get(shape)
+        if (known is not None and known[0] == self._int_version and not self.objects
+                and known[1] == tuple(map(type, metrics.values()))):
+            # A record shaped like one before (the same names in order, the same number types)
+            # while no column's int/float state changed: only the values are new.
+            for col, value in zip(known[2], metrics.values()):
+                col.data[row] = value
+        else:
+            self._add_values(row, metrics)
+            self._learn_shape(shape, metrics)
+        if rec.nonfinite:
+            self._mark_nonfinite(row, rec.nonfinite)
+        return rec.n
+
+    def _note_kind(self, row: int, kind: str) -> None:
+        kinds = self.kinds.get(row)
+        if kinds is None:
+            self.kinds[row] = {kind}
+        else:
+            kinds.add(kind)
+
+    def _learn_shape(self, shape: tuple, metrics: dict) -> None:
+        """Remember a record's shape for add_record's short path: only when every value is a plain
+        int or float whose column already holds that type alone (so storing the next such value
+        changes nothing but the cell).  Bounded: hostile logs may give each record new names."""
+        if self.objects or (len(self._shapes) >= _SHAPES_MAX and shape not in self._shapes):
+            return
+        types = tuple(map(type, metrics.values()))
+        int_state = self.int_state
+        for name, t in zip(shape, types):
+            if not ((t is float and int_state.get(name) == "f") or (t is int and int_state.get(name) == "i")):
+                return
+        self._shapes[shape] = (self._int_version, types, [self.columns[name] for name in shape])
+
+    def _add_values(self, row: int, metrics: dict) -> None:
         names, columns, objects, int_state = self.names, self.columns, self.objects, self.int_state
-        for name, value in rec.metrics.items():
+        for name, value in metrics.items():
             if name not in names:
                 names[name] = None
             t = type(value)
@@ -189,11 +235,9 @@ class Segment:
                     self._note_int(name, row, is_int)
             else:
                 objects.setdefault(name, {})[row] = value
-        if rec.nonfinite:
-            self._mark_nonfinite(row, rec.nonfinite)
-        return rec.n
 
     def _note_int(self, name: str, row: int, is_int: bool) -> None:
+        self._int_version += 1      # add_record's remembered shapes are checked against this
         state = self.int_state.get(name)
         if state is None:
             self.int_state[name] = "i" if is_int else "f"
@@ -241,7 +285,7 @@ class Segment:
         self.steps_of_rollout[rollout] = self.steps_of_rollout.get(rollout, 0) + 1
         self._max_steps = max(self._max_steps, self.steps_of_rollout[rollout])
         row = self._row(rollout)
-        self.kinds.setdefault(row, set()).add("step")
+        self._note_kind(row, "step")
         self._stamp(row, rec.ts)
         train_names, names = self.train_names, self.names
         for name, value in rec.metrics.items():
