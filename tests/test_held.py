@@ -79,9 +79,10 @@ def _store(lines: list[str]):
     return pipe.store.current
 
 
-def _conds(seg, upto: int, open_rules: frozenset, windows=None) -> list:
+def _conds(seg, upto: int, open_rules: frozenset, windows=None, confirmed=False) -> list:
     ctx = rules.RuleContext(seg, defaults(), upto, open_rules)
     ctx.hacking_windows = windows
+    ctx.hacking_confirmed = confirmed
     try:
         got = rules.rule_length_hacking(ctx)
     except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
@@ -122,6 +123,8 @@ def test_the_batch_answers_what_the_rule_answers(case):
         if hint is not None:
             assert _conds(seg, upto, held_open, hint) == plain_open, f"rollout {upto} (open)"
             assert _conds(seg, upto, frozenset(), hint) == plain_closed, f"rollout {upto}"
+        if conf == 1:       # surely confirmed: the rule may skip its look back (and the windows)
+            assert _conds(seg, upto, frozenset(), hint, True) == plain_closed, f"rollout {upto} (confirmed)"
     modelled = int(box._cols["ok"][rules.WINDOW - 1:].sum())     # (a window with a gap is the rule's)
     assert decided >= 0.9 * modelled, "the batch left most rollouts to the rule"
 

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
 
 from . import gates
-from .held import HackingHeld
+from .held import HackingHeld, median as _row_median
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
                     evaluate_metrics, metric_for, ranges_for)
 from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows
@@ -87,8 +87,12 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
                 got = held.present(k)
                 if got >= 0:
                     pre[rules.HACKING_HELD] = bool(got)
-            elif pre and skip_quiet and pre.get("rule_length_hacking") and held.confirmed(k) == 0:
-                pre["rule_length_hacking"] = False      # its sign is not confirmed: it returns nothing
+            elif pre and skip_quiet and pre.get("rule_length_hacking"):
+                sign = held.confirmed(k)
+                if sign == 0:
+                    pre["rule_length_hacking"] = False  # its sign is not confirmed: it returns nothing
+                elif sign == 1:
+                    pre[rules.HACKING_CONFIRMED] = True  # surely confirmed: no need to look back
             if pre and skip_quiet and pre.get("rule_length_hacking") is not False and rules.HACKING_HELD not in pre:
                 pre[rules.HACKING_WINDOWS] = held.windows(k)
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
@@ -378,12 +382,12 @@ def _ts_rise(s: np.ndarray, x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarr
     """Theil-Sen rise (median pairwise slope x the id span) of each op's last w points."""
     i, j = np.triu_indices(w, 1)
     ws, wx = _windows(s, rows, w), _windows(x, rows, w)
-    slope = np.median((wx[:, j] - wx[:, i]) / (ws[:, j] - ws[:, i]), axis=1)
+    slope = _row_median((wx[:, j] - wx[:, i]) / (ws[:, j] - ws[:, i]))
     return slope * (ws[:, -1] - ws[:, 0])
 
 
 def _med4(a: np.ndarray) -> np.ndarray:
-    return np.median(a, axis=1)
+    return _row_median(a)
 
 
 def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
@@ -422,7 +426,7 @@ def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
         if len(k):
             rl = _ts_rise(idf, L0, sel[k], w)
             wl = _windows(L0, sel[k], w)
-            big = rl >= 0.15 * np.abs(np.median(wl, axis=1)) - EPS * np.maximum(1.0, np.abs(rl))
+            big = rl >= 0.15 * np.abs(_row_median(wl)) - EPS * np.maximum(1.0, np.abs(rl))
             if w == 8:
                 up8[k] &= big
                 up8[np.setdiff1d(np.arange(len(sel)), k)] = False

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from . import stats
 from .ranges import RangeSet, defaults
 from ..lines.records import Event
 from .rules import ENTROPY, RULES, Condition, evaluate_metrics, ranges_for
@@ -475,7 +476,7 @@ class HealthEngine:
             return None
         d = np.diff(np.sort(ts))
         d = d[d > 0]
-        return float(np.median(d)) if len(d) else None
+        return float(stats.median(d)) if len(d) else None
 
     # -- reading -------------------------------------------------------------------------
     def range_applies(self, sig_id: str) -> bool:

@@ -31,6 +31,7 @@ from .signals import BY_ID
 
 TOL = 1e-9
 CHUNK = 1024                    # rows per vectorised batch
+TAIL = 3                        # rows after a gate's maybe in the first batch (CLEAR_AFTER misses)
 
 
 class Tri:
@@ -211,6 +212,14 @@ class Inputs:
         self.pos = np.arange(len(rows))                 # positions in the batch
         self.store = {name: np.full(len(rows), np.nan) for name in self._NOISE}
         self.have = {name: np.zeros(len(rows), bool) for name in self._NOISE}
+        self.seen: dict = {}                            # (n, window): may pass, per position
+
+    def note(self, key: tuple, maybe: np.ndarray) -> None:
+        """Record that window test `key` may pass (False: surely fails) at these positions."""
+        got = self.seen.get(key)
+        if got is None:
+            got = self.seen[key] = np.ones(len(self.store["rs_rew"]), bool)     # (not run: maybe)
+        got[self.pos] = maybe
 
     def win(self, name: str, a: int, b: int) -> np.ndarray:
         """Column `name` at positions a..b-1 of each row's 40-row window (WINDOW-1 = the row)."""
@@ -254,7 +263,7 @@ class Inputs:
         """The same tests on a subset of the rows (sharing the batch's noise)."""
         x = Inputs.__new__(Inputs)
         x.cols, x.cut, x.rows, x.pos = self.cols, self.cut, self.rows[idx], self.pos[idx]
-        x.store, x.have = self.store, self.have
+        x.store, x.have, x.seen = self.store, self.have, self.seen
         return x
 
 
@@ -292,16 +301,40 @@ def _any(x: Inputs, tests) -> Tri:
 
 
 def _trend_tests(n: int, cut: bool) -> list:
-    """rules._hacking_trend's windows on each window's first n rows, as tests (noise of all 40)."""
+    """rules._hacking_trend's windows on each window's first n rows, as tests (noise of all 40);
+    each notes where it may pass (HackingHeld.windows tells the rule to skip the others)."""
     tests = []
     if cut:
         for w in (8, 12):
-            tests.append(lambda x, w=w: _all(x, (lambda y: _cut_mk(y, n - w, n), lambda y: _cut_sizes(y, n - w, n))))
+            tests.append(_noted((n, "cut", w), lambda x, w=w: _all(
+                x, (lambda y: _cut_mk(y, n - w, n), lambda y: _cut_sizes(y, n - w, n)))))
     for w in (8, 12, 16, 24, 32):
         if w <= n:
-            tests.append(lambda x, w=w: _all(x, (lambda y: _joint_mk(y, n - w, n),
-                                                 lambda y: _joint_sizes(y, n - w, n))))
+            tests.append(_noted((n, "joint", w), lambda x, w=w: _all(
+                x, (lambda y: _joint_mk(y, n - w, n), lambda y: _joint_sizes(y, n - w, n)))))
     return tests
+
+
+def _noted(key: tuple, test):
+    def run(x: Inputs) -> Tri:
+        got = test(x)
+        x.note(key, got.maybe)
+        return got
+    return run
+
+
+TREND_KEYS = (("cut", 8), ("cut", 12), ("joint", 8), ("joint", 12), ("joint", 16), ("joint", 24), ("joint", 32))
+ALL_WINDOWS = (1 << len(TREND_KEYS)) - 1
+
+
+def _window_bits(x: Inputs, n: int) -> np.ndarray:
+    """Per row, a bit per TREND_KEYS window at n rows: set unless its test surely fails."""
+    out = np.full(len(x.rows), ALL_WINDOWS, np.int16)
+    for b, (kind, w) in enumerate(TREND_KEYS):
+        got = x.seen.get((n, kind, w))
+        if got is not None:
+            out &= ~np.where(got, 0, 1 << b).astype(np.int16)
+    return out
 
 
 def _cut_mk(x: Inputs, a: int, n: int) -> Tri:
@@ -391,6 +424,11 @@ def presence(x: Inputs) -> tuple[np.ndarray, np.ndarray]:
     return _code(got), _code(confirmed)
 
 
+def window_bits(x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+    """After `presence`: the windows of _hacking_trend that may pass, at the rollout and one back."""
+    return _window_bits(x, WINDOW), _window_bits(x, WINDOW - 1)
+
+
 def _code(t: Tri) -> np.ndarray:
     return np.where(t.sure, 1, np.where(t.maybe, -1, 0)).astype(np.int8)
 
@@ -398,14 +436,16 @@ def _code(t: Tri) -> np.ndarray:
 class HackingHeld:
     """Answers `present(k)` / `confirmed(k)` for recorded op k (judge/bulk.py's rows).  The
     first question computes, in one batch, every op where the gate lets the rule fire and the
-    32 after each (where an alert it raised may still be open); a longer open stretch asks for
-    the next ones, a doubling batch at a time (at most 512 rows: bounded memory)."""
+    TAIL after each (an alert it raised needs that many misses to clear); a longer open stretch
+    asks for the next ones, a doubling batch at a time (at most 512 rows: bounded memory)."""
 
     def __init__(self, seg, ranges, rows: np.ndarray, may_raise: np.ndarray) -> None:
         self.seg, self.ranges, self.rows = seg, ranges, rows
         self.may_raise = may_raise                      # ops where the rule may fire (gate)
         self.ans = np.full(len(rows), -2, np.int8)     # -2: not computed yet
         self.conf = np.full(len(rows), -1, np.int8)
+        self.bits_now = np.full(len(rows), ALL_WINDOWS, np.int16)      # windows that may pass
+        self.bits_back = np.full(len(rows), ALL_WINDOWS, np.int16)
         self._batch = 32
         self._last = -2
         self._cols: dict | None = None
@@ -425,8 +465,8 @@ class HackingHeld:
         if self.ans[k] == -2:
             if self._first:
                 self._first = False
-                after = np.flatnonzero(self.may_raise)[:, None] + np.arange(0, 33)[None, :]
-                ks = np.union1d(after.ravel(), np.arange(k, k + 32))
+                after = np.flatnonzero(self.may_raise)[:, None] + np.arange(0, TAIL + 1)[None, :]
+                ks = np.union1d(after.ravel(), np.arange(k, k + TAIL + 1))
                 self._compute(ks[ks < len(self.rows)])
             if self.ans[k] == -2:
                 self._batch = min(512, self._batch * 2) if k == self._last + 1 else 32
@@ -434,9 +474,10 @@ class HackingHeld:
         self._last = k
 
     def windows(self, k: int) -> tuple[frozenset, frozenset] | None:
-        """RuleContext.hacking_windows at op k: the windows of _hacking_trend whose Mann-Kendall
-        tests pass (a window with ties counts as passing), at the rollout and one back; None
-        where the batch does not model the window (the rule tries them all)."""
+        """RuleContext.hacking_windows at op k: the windows of _hacking_trend that may pass, at the
+        rollout and one back: their Mann-Kendall tests pass (a window with ties counts as
+        passing) and, where a batch computed op k, its test did not surely fail; None where the
+        batch does not model the window (the rule tries them all)."""
         if self._cols is None:
             self._cols = _columns(self.seg, self.ranges, self.rows) or {}
         cols = self._cols
@@ -444,7 +485,8 @@ class HackingHeld:
         if not cols or row < WINDOW - 1 or not cols["ok"][row]:
             return None
         cut = bool(cols["cut"][row])
-        return _mk_windows(cols, row, WINDOW, cut), _mk_windows(cols, row - 1, WINDOW - 1, cut)
+        now, back = _mk_windows(cols, row, WINDOW, cut), _mk_windows(cols, row - 1, WINDOW - 1, cut)
+        return _keep(now, int(self.bits_now[k])), _keep(back, int(self.bits_back[k]))
 
     def _compute(self, ks: np.ndarray) -> None:
         ks = ks[self.ans[ks] == -2]
@@ -461,9 +503,12 @@ class HackingHeld:
                     sel = np.flatnonzero((rows >= WINDOW - 1) & cols["ok"][rows] & (cols["cut"][rows] == cut))
                     for a in range(0, len(sel), CHUNK):      # (bounded memory: 780 pairs a row)
                         part = sel[a:a + CHUNK]
-                        self.ans[ks[part]], self.conf[ks[part]] = presence(Inputs(cols, rows[part], cut))
+                        x = Inputs(cols, rows[part], cut)
+                        self.ans[ks[part]], self.conf[ks[part]] = presence(x)
+                        self.bits_now[ks[part]], self.bits_back[ks[part]] = window_bits(x)
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
             self.ans[ks] = self.conf[ks] = -1        # (the rule decides)
+            self.bits_now[ks] = self.bits_back[ks] = ALL_WINDOWS
 
 
 def _columns(seg, ranges, rows: np.ndarray) -> dict | None:
@@ -514,6 +559,13 @@ def _mk_windows(cols: dict, end: int, n: int, cut: bool) -> frozenset:
         if w <= n and p("R", w, True) < ALPHA_FALL and p("L", w) < 0.05:
             out.add(("joint", w))
     return frozenset(out)
+
+
+def _keep(windows: frozenset, bits: int) -> frozenset:
+    """The windows whose TREND_KEYS bit is set."""
+    if bits == ALL_WINDOWS:
+        return windows
+    return frozenset(key for key in windows if bits >> TREND_KEYS.index(key) & 1)
 
 
 def _window_count(flag: np.ndarray) -> np.ndarray:
