@@ -29,7 +29,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
 
 from . import gates
-from .held import HackingHeld, median as _row_median
+from .held import HackingHeld, median as _row_median, pair_gaps as _pair_gaps
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
                     evaluate_metrics, metric_for, ranges_for)
 from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows
@@ -382,7 +382,7 @@ def _ts_rise(s: np.ndarray, x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarr
     """Theil-Sen rise (median pairwise slope x the id span) of each op's last w points."""
     i, j = np.triu_indices(w, 1)
     ws, wx = _windows(s, rows, w), _windows(x, rows, w)
-    slope = _row_median((wx[:, j] - wx[:, i]) / (ws[:, j] - ws[:, i]))
+    slope = _row_median((wx[:, j] - wx[:, i]) / _pair_gaps(ws, i, j))
     return slope * (ws[:, -1] - ws[:, 0])
 
 
@@ -408,7 +408,13 @@ def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
     L0, R0 = np.where(np.isfinite(L), L, 0.0), np.where(np.isfinite(R), R, 0.0)
     maybe = np.zeros(len(sel), bool)
     last4 = _med4(_windows(R0, sel, 4))
-    up8 = None
+    band = np.zeros(len(sel), bool)         # reward below its band in 3 of the last 4
+    b = _bounds(rs, "reward", ids)
+    if b is not None:
+        lo = b[0]
+        lo_fin = _last4(np.isfinite(lo), sel).all(axis=1)
+        with np.errstate(invalid="ignore"):
+            band = lo_fin & ((_last4(R0, sel) < _last4(lo, sel) + EPS).sum(axis=1) >= 3)
     idf = ids.astype(float)
     mk_l, mk_r = _mk_rows(L0, (8, 12, 16, 24, 32)), _mk_rows(R0, (8, 12, 16, 24, 32))
     for w in (8, 12, 16, 24, 32):
@@ -418,30 +424,23 @@ def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
         down = tr | (-sr >= _s_needed(w, 0.10) - 1)
         first4 = _med4(_windows(R0, sel - (w - 4), 4))
         cand = up & (last4 < first4 + EPS)
-        if w == 8:
-            up8 = cand.copy()
-        cand &= down
+        up8 = cand & band if w == 8 else None   # the band path (length up on 8, reward below)
+        cand &= down & ~maybe                   # (a row already maybe needs no other window)
         # sizes: length's Theil-Sen rise >= 15 % of its median, reward's fall >= 0.03
-        k = np.flatnonzero(cand | (up8 if w == 8 else False))
+        k = np.flatnonzero(cand | up8) if up8 is not None else np.flatnonzero(cand)
         if len(k):
             rl = _ts_rise(idf, L0, sel[k], w)
             wl = _windows(L0, sel[k], w)
             big = rl >= 0.15 * np.abs(_row_median(wl)) - EPS * np.maximum(1.0, np.abs(rl))
-            if w == 8:
+            if up8 is not None:
                 up8[k] &= big
-                up8[np.setdiff1d(np.arange(len(sel)), k)] = False
             kk = k[cand[k] & big]                     # reward's fall: only where length's rise is big
             cand[k] = False
             if len(kk):
                 cand[kk] = -_ts_rise(idf, R0, sel[kk], w) >= 0.03 - EPS
         maybe |= cand
-    b = _bounds(rs, "reward", ids)
-    if b is not None:
-        lo = b[0]
-        lo_fin = _last4(np.isfinite(lo), sel).all(axis=1)
-        with np.errstate(invalid="ignore"):
-            below = (_last4(R0, sel) < _last4(lo, sel) + EPS).sum(axis=1) >= 3
-        maybe |= lo_fin & below & up8
+        if up8 is not None:
+            maybe |= up8
     res[dense] = np.where(maybe, MAYBE, NO)
     return res
 

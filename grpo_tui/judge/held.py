@@ -101,7 +101,21 @@ def median(m: np.ndarray) -> np.ndarray:
 def ts_slope(s: np.ndarray, v: np.ndarray) -> np.ndarray:
     """stats.theil_sen_slope of each row (distinct, increasing steps)."""
     i, j = stats._upper_pairs(v.shape[1])
-    return median((v[:, j] - v[:, i]) / (s[:, j] - s[:, i]))
+    return median((v[:, j] - v[:, i]) / pair_gaps(s, i, j))
+
+
+def pair_gaps(s: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """s[:, j] - s[:, i]; one shared row when every row's steps are consecutive integers (the
+    usual run: the same numbers, without a matrix of them)."""
+    n = s.shape[1]
+    if (len(s) and n > 1 and bool(((s[:, -1] - s[:, 0]) == n - 1).all()) and _whole(s)
+            and bool((s[:, 1:] > s[:, :-1]).all())):
+        return (j - i).astype(float)[None, :]      # increasing integers n-1 apart: consecutive
+    return s[:, j] - s[:, i]
+
+
+def _whole(a: np.ndarray) -> bool:
+    return bool((np.abs(a) < 2.0 ** 52).all() and (a == np.floor(a)).all())
 
 
 def ts_rise(s: np.ndarray, v: np.ndarray) -> np.ndarray:
