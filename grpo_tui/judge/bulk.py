@@ -59,7 +59,7 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         stamps = np.fromiter((op[3] for op in judged), np.int64, len(judged))
         _verify(seg, touch, rows, stamps)
         ans = Answers(seg, eng.ranges, rows)
-        held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"))
+        held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"), ans.mk)
     skip_quiet = rules.USE_GATES and seg.ordered     # (evaluate_metrics' own quiet test)
     nonfinite = seg.nonfinite
     changes = []
@@ -150,9 +150,10 @@ class Answers:
         self.quiet = np.zeros(n_ops, bool)
         self.quiet_but_hacking = self.quiet
         self.resolved = None                            # ranges_for on the full windows
+        self.mk: dict = {}                              # _mk_memo's (shared with judge/held.py)
         if not n_ops or not full.any():
             return
-        res, oor, self.resolved = _gate_arrays(seg, ranges, rows)
+        res, oor, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
@@ -179,7 +180,7 @@ class Answers:
         return d
 
 
-def _gate_arrays(seg: Segment, ranges, rows: np.ndarray) -> tuple[dict, dict, object]:
+def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[dict, dict, object]:
     full = rows >= WINDOW - 1
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
@@ -189,7 +190,7 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray) -> tuple[dict, dict, ob
     res["rule_gap"] = _or(_drift_vec(seg, rs, ids, rows, "gap", True, None),
                           _drift_vec(seg, rs, ids, rows, "kl", True, None))
     res["rule_grad_norm"] = _drift_vec(seg, rs, ids, rows, "grad_norm", False, ABSURD.get("grad_norm"))
-    res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows)
+    res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
     res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows)
     res["rule_off_policy"] = _off_policy_vec(seg, rows, ctxk)
     res["rule_no_signal"] = _no_signal_vec(seg, ids, rows)
@@ -350,6 +351,18 @@ def _mk_rows(x: np.ndarray, windows) -> dict[int, tuple[np.ndarray, np.ndarray]]
     return out
 
 
+def _mk_memo(memo: dict, name: str | None, x: np.ndarray, windows: tuple) -> dict:
+    """_mk_rows of a metric's column (non-finite values as 0), once per name, length and windows
+    (the gates and judge/held.py read the same ones)."""
+    key = (name, len(x), windows)
+    got = memo.get(key) if name is not None else None
+    if got is None:
+        got = _mk_rows(np.where(np.isfinite(x), x, 0.0), windows)
+        if name is not None:
+            memo[key] = got
+    return got
+
+
 def _rising(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """drift_up's trend test, a necessary part: on some window w of TREND_WINDOWS, Mann-Kendall's
     one-sided p_up below its alpha (S at its no-ties threshold, less one; a window with ties:
@@ -390,7 +403,7 @@ def _med4(a: np.ndarray) -> np.ndarray:
     return _row_median(a)
 
 
-def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
+def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
     """Every firing path of rule_length_hacking needs, on one window w: length's Mann-Kendall
     p_up < 0.05 and reward's p_down < 0.10 (S beyond the no-ties threshold; a window with
     ties is a maybe) and the window's last-4 reward median below its first-4 - or reward below
@@ -416,7 +429,8 @@ def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             band = lo_fin & ((_last4(R0, sel) < _last4(lo, sel) + EPS).sum(axis=1) >= 3)
     idf = ids.astype(float)
-    mk_l, mk_r = _mk_rows(L0, (8, 12, 16, 24, 32)), _mk_rows(R0, (8, 12, 16, 24, 32))
+    memo = {} if memo is None else memo
+    mk_l, mk_r = _mk_memo(memo, ln, L, (8, 12, 16, 24, 32)), _mk_memo(memo, rn, R, (8, 12, 16, 24, 32))
     for w in (8, 12, 16, 24, 32):
         sl, tl = mk_l[w][0][sel], mk_l[w][1][sel]
         sr, tr = mk_r[w][0][sel], mk_r[w][1][sel]

@@ -153,10 +153,7 @@ def mk_p_from_s(s: np.ndarray, ties: np.ndarray, windows, n: int) -> np.ndarray:
     if len(tied):
         srt = np.sort(windows(tied), axis=1)
         tsum = _tie_sums(srt[:, 1:] == srt[:, :-1])
-        keys = np.stack([s[tied], tsum], axis=1)
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-        vals = np.array([_p_normal(n, int(a), int(b)) for a, b in uniq.tolist()])
-        p[tied] = vals[np.ravel(inv)]
+        p[tied] = [_p_normal(n, a, b) for a, b in zip(s[tied].tolist(), tsum.tolist())]     # (cached)
     return p
 
 
@@ -453,8 +450,9 @@ class HackingHeld:
     TAIL after each (an alert it raised needs that many misses to clear); a longer open stretch
     asks for the next ones, a doubling batch at a time (at most 512 rows: bounded memory)."""
 
-    def __init__(self, seg, ranges, rows: np.ndarray, may_raise: np.ndarray) -> None:
+    def __init__(self, seg, ranges, rows: np.ndarray, may_raise: np.ndarray, mk: dict | None = None) -> None:
         self.seg, self.ranges, self.rows = seg, ranges, rows
+        self.mk = {} if mk is None else mk             # Mann-Kendall S of the gates (bulk._mk_memo)
         self.may_raise = may_raise                      # ops where the rule may fire (gate)
         self.ans = np.full(len(rows), -2, np.int8)     # -2: not computed yet
         self.conf = np.full(len(rows), -1, np.int8)
@@ -493,7 +491,7 @@ class HackingHeld:
         passing) and, where a batch computed op k, its test did not surely fail; None where the
         batch does not model the window (the rule tries them all)."""
         if self._cols is None:
-            self._cols = _columns(self.seg, self.ranges, self.rows) or {}
+            self._cols = _columns(self.seg, self.ranges, self.rows, self.mk) or {}
         cols = self._cols
         row = int(self.rows[k])
         if not cols or row < WINDOW - 1 or not cols["ok"][row]:
@@ -506,7 +504,7 @@ class HackingHeld:
         ks = ks[self.ans[ks] == -2]
         self.ans[ks] = -1
         if self._cols is None:
-            self._cols = _columns(self.seg, self.ranges, self.rows) or {}
+            self._cols = _columns(self.seg, self.ranges, self.rows, self.mk) or {}
         cols = self._cols
         if not cols or not len(ks):
             return
@@ -525,11 +523,11 @@ class HackingHeld:
             self.bits_now[ks] = self.bits_back[ks] = ALL_WINDOWS
 
 
-def _columns(seg, ranges, rows: np.ndarray) -> dict | None:
+def _columns(seg, ranges, rows: np.ndarray, memo: dict | None = None) -> dict | None:
     """The whole run's columns the tests read, once: None when the batch cannot model the run.
     `ok`: the row's 40-row window has every length and reward and the cut share at every row
     or at none (`cut` says which)."""
-    from .bulk import _bounds, _mk_rows, _vals
+    from .bulk import _bounds, _mk_memo, _vals
     ln, rn = metric_for(seg, BY_ID["length"]), metric_for(seg, BY_ID["reward"])
     if ln is None or rn is None or WINDOW < HACK_MIN or not seg.ordered:
         return None
@@ -551,8 +549,9 @@ def _columns(seg, ranges, rows: np.ndarray) -> dict | None:
     cols = {"s": ids.astype(float), "L": L, "R": R, "T": T, "ok": ok, "cut": fin_t == WINDOW,
             "lo": None if b is None else np.asarray(b[0], float),
             "base_len": None if lb is None else lb.centre, "base_rew": None if rb is None else rb.centre}
-    ws = (8, 12, 16, 24, 32)
-    cols["mk"] = {name: _mk_rows(np.where(np.isfinite(cols[name]), cols[name], 0.0), ws) for name in ("L", "R", "T")}
+    names = {"L": ln, "R": rn, "T": tn}
+    cols["mk"] = {key: _mk_memo(memo if memo is not None else {}, names[key], cols[key], (8, 12, 16, 24, 32))
+                  for key in ("L", "R", "T")}
     return cols
 
 
