@@ -46,7 +46,7 @@ class BulkMismatch(Exception):
 
 def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int) -> list:
     from . import rules
-    from .engine import _EV, _shape
+    from .engine import _EV, JUDGED_EVENTS, _shape
     judged = [op for op in tape if op[0] != _EV]
     ans = None
     if judged:
@@ -62,20 +62,29 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"), ans.mk)
     skip_quiet = rules.USE_GATES and seg.ordered     # (evaluate_metrics' own quiet test)
     nonfinite = seg.nonfinite
+    # (Python lists: the loop reads one entry per rollout)
+    quiet = ans.quiet.tolist() if ans is not None and skip_quiet else None
+    op_rows = ans.rows.tolist() if ans is not None else None
     changes = []
     k = 0
+    none: frozenset = frozenset()
     for op in tape:
         if op[0] == _EV:
             eng._last_ts = op[3]
-            changes.extend(eng._on_event(op[1], op[2], replayed=True))
+            if op[1].kind in JUDGED_EVENTS:
+                changes.extend(eng._on_event(op[1], op[2], replayed=True))
             continue
         r = op[1]
         eng._last_ts = op[2]
-        open_rules = frozenset(key[0] for key in eng._open) if eng._open else frozenset()
+        if (quiet is not None and quiet[k] and not eng._open and eng._crash is None
+                and eng._engine_trouble is None and not nonfinite.get(op_rows[k])):
+            k += 1          # no rule can fire, no alert is open, no event condition: nothing to do
+            continue
+        open_rules = frozenset(key[0] for key in eng._open) if eng._open else none
         held_open = open_rules & rules._HELD
-        if skip_quiet and ans.quiet[k] and not held_open and not nonfinite.get(int(ans.rows[k])):
+        if skip_quiet and quiet[k] and not held_open and not nonfinite.get(op_rows[k]):
             conds = []                                  # no rule can fire here (the gates say)
-        elif (skip_quiet and held_open == _LH and ans.quiet_but_hacking[k] and not nonfinite.get(int(ans.rows[k]))
+        elif (skip_quiet and held_open == _LH and ans.quiet_but_hacking[k] and not nonfinite.get(op_rows[k])
               and _critical(eng, "length-hacking") and held.present(k) >= 0):
             # only the open length-hacking alert's rule may return a condition: does it hold?
             conds = [rules.held_standin()] if held.present(k) else []

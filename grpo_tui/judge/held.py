@@ -153,7 +153,10 @@ def mk_p_from_s(s: np.ndarray, ties: np.ndarray, windows, n: int) -> np.ndarray:
     if len(tied):
         srt = np.sort(windows(tied), axis=1)
         tsum = _tie_sums(srt[:, 1:] == srt[:, :-1])
-        p[tied] = [_p_normal(n, a, b) for a, b in zip(s[tied].tolist(), tsum.tolist())]     # (cached)
+        span = 2 * (n * (n - 1) // 2) + 1                  # one integer key per (S, tie sum)
+        keys, inv = np.unique(tsum * span + (s[tied] + n * (n - 1) // 2), return_inverse=True)
+        vals = np.array([_p_normal(n, int(key % span) - n * (n - 1) // 2, int(key // span)) for key in keys.tolist()])
+        p[tied] = vals[np.ravel(inv)]
     return p
 
 
