@@ -154,7 +154,7 @@ def mk_p_from_s(s: np.ndarray, ties: np.ndarray, windows, n: int) -> np.ndarray:
         srt = np.sort(windows(tied), axis=1)
         tsum = _tie_sums(srt[:, 1:] == srt[:, :-1])
         span = 2 * (n * (n - 1) // 2) + 1                  # one integer key per (S, tie sum)
-        keys, inv = np.unique(tsum * span + (s[tied] + n * (n - 1) // 2), return_inverse=True)
+        keys, inv = stats.unique_inverse(tsum * span + (s[tied] + n * (n - 1) // 2))
         vals = np.array([_p_normal(n, int(key % span) - n * (n - 1) // 2, int(key // span)) for key in keys.tolist()])
         p[tied] = vals[np.ravel(inv)]
     return p
@@ -481,7 +481,10 @@ class HackingHeld:
             if self._first:
                 self._first = False
                 after = np.flatnonzero(self.may_raise)[:, None] + np.arange(0, TAIL + 1)[None, :]
-                ks = np.union1d(after.ravel(), np.arange(k, k + TAIL + 1))
+                want = np.zeros(len(self.rows) + TAIL + 1, bool)      # (np.union1d: np.unique)
+                want[after.ravel()] = True
+                want[k:k + TAIL + 1] = True
+                ks = np.flatnonzero(want)
                 self._compute(ks[ks < len(self.rows)])
             if self.ans[k] == -2:
                 self._batch = min(512, self._batch * 2) if k == self._last + 1 else 32

@@ -557,12 +557,12 @@ def _joint(ctx: RuleContext):
     ri, rv = _finite(*ctx.series("reward"))
     if len(lv) < HACK_MIN or len(rv) < HACK_MIN or li[-1] != ctx.upto:
         return None
-    common = np.intersect1d(li, ri)
+    common = stats.intersect_sorted(li, ri)
     if len(common) < HACK_MIN:
         return None
     ti, tv = _finite(*ctx.series("truncated"))
     T = None
-    if len(tv) and np.all(np.isin(common, ti)):
+    if len(tv) and stats.all_in_sorted(common, ti):
         T = tv[np.searchsorted(ti, common)]
     return common, lv[np.searchsorted(li, common)], rv[np.searchsorted(ri, common)], T
 
@@ -788,7 +788,7 @@ def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:
     rows = seg.rows_upto(WINDOW, ctx.upto)
     nv = seg.values_at_rows(norm_name, rows)
     ni = seg.ids_at(rows)
-    common = np.intersect1d(ti, ni[np.isfinite(nv) & (nv > 0)])
+    common = stats.intersect_sorted(ti, ni[np.isfinite(nv) & (nv > 0)])
     if len(common) < 8:
         return []
     T = tv[np.searchsorted(ti, common)]
