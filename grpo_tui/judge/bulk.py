@@ -202,9 +202,9 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
     res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows)
     res["rule_off_policy"] = _off_policy_vec(seg, rows, ctxk)
-    res["rule_no_signal"] = _no_signal_vec(seg, ids, rows)
+    res["rule_no_signal"] = _no_signal_vec(seg, ids, rows, memo)
     res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
-    oor = {sig_id: _oor_vec(seg, rs, ids, rows, sig_id) for sig_id in BY_ID}
+    oor = {sig_id: _oor_vec(seg, rs, ids, rows, sig_id, memo) for sig_id in BY_ID}
     return res, oor, rs
 
 
@@ -320,6 +320,8 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
 
 def _windows(x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
     """x[row-w+1 .. row] for each op row, shape (ops, w)."""
+    if len(rows) and int(rows.min()) >= w - 1:
+        return _sw(x, w)[rows - (w - 1)]               # (rows of a strided view: no index matrix)
     return x[(rows[:, None] - (w - 1)) + np.arange(w)[None, :]]
 
 
@@ -538,17 +540,33 @@ def _entropy_vec(seg, rows) -> np.ndarray:
     return np.where(fin[rows], out, NO).astype(np.int8)
 
 
-def _zero_std_rows(seg, end: int) -> np.ndarray | None:
+def _zero_std_rows(seg, end: int, memo: dict | None = None) -> np.ndarray | None:
     """The zero-std share per row (NaN where the rule's series has no point)."""
+    key = ("zero_std rows", end)
+    if memo is not None and key in memo:
+        return memo[key]
     rows = np.arange(end)
     got_ids, vals = signal_at_rows(seg, BY_ID["zero_std"], rows)
     out = np.full(end, math.nan)
     if len(got_ids):
-        out[[seg.row_of[int(r)] for r in got_ids]] = vals
+        out[_rows_of(seg, got_ids, end)] = vals
+    if memo is not None:
+        memo[key] = out
     return out
 
 
-def _no_signal_vec(seg, ids, rows) -> np.ndarray:
+def _rows_of(seg, got_ids, end: int):
+    """The rows of these rollout ids: by binary search in the ordered id column (checked)."""
+    ids = seg.id_array()[:end]
+    want = np.asarray(got_ids)
+    if want.dtype.kind in "iu" and ids.dtype.kind in "iu" and len(ids):
+        pos = np.minimum(np.searchsorted(ids, want), len(ids) - 1)
+        if np.array_equal(ids[pos], want):
+            return pos
+    return [seg.row_of[int(r)] for r in got_ids]
+
+
+def _no_signal_vec(seg, ids, rows, memo: dict | None = None) -> np.ndarray:
     end = len(ids)
     rn = metric_for(seg, BY_ID["reward"])
     res = np.zeros(len(rows), np.int8)
@@ -561,7 +579,7 @@ def _no_signal_vec(seg, ids, rows) -> np.ndarray:
         res |= (dense & hit).astype(np.int8)
         unknown |= ~dense & np.isfinite(b)
     if groups_of(seg) is not None:
-        frac = _zero_std_rows(seg, end)
+        frac = _zero_std_rows(seg, end, memo)
         dense = _dense(np.isfinite(frac), rows, 4)
         with np.errstate(invalid="ignore"):
             hit = _last4(frac, rows) > 0.65 - 1e-9 - EPS
@@ -570,14 +588,14 @@ def _no_signal_vec(seg, ids, rows) -> np.ndarray:
     return np.where(res > 0, MAYBE, np.where(unknown, UNKNOWN, NO)).astype(np.int8)
 
 
-def _oor_vec(seg, rs, ids, rows, sig_id: str) -> np.ndarray:
+def _oor_vec(seg, rs, ids, rows, sig_id: str, memo: dict | None = None) -> np.ndarray:
     """Whether out-of-range must look at this signal: its five-step mean near or outside
     its range (UNKNOWN where the last five rows are not all finite)."""
     end = len(ids)
     if sig_id == "zero_std":
         if groups_of(seg) is None:
             return np.full(len(rows), NO, np.int8)
-        v = _zero_std_rows(seg, end)
+        v = _zero_std_rows(seg, end, memo)
     else:
         name = metric_for(seg, BY_ID[sig_id])
         if name is None:

@@ -227,6 +227,7 @@ class Inputs:
         self.store = {name: np.full(len(rows), np.nan) for name in self._NOISE}
         self.have = {name: np.zeros(len(rows), bool) for name in self._NOISE}
         self.seen: dict = {}                            # (n, window): may pass, per position
+        self.memo: dict = {}                            # key: (values, computed) per position
 
     def note(self, key: tuple, maybe: np.ndarray) -> None:
         """Record that window test `key` may pass (False: surely fails) at these positions."""
@@ -246,6 +247,20 @@ class Inputs:
         got = s[end]
         return mk_p_from_s(-got if down else got, ties[end],
                            lambda idx: self.take(idx).win(name, a, b), b - a)
+
+    def value(self, key: tuple, compute) -> np.ndarray:
+        """compute(rows) for these rows, each row computed once per batch (shared by `take`)."""
+        got = self.memo.get(key)
+        if got is None:
+            size = len(self.store["rs_rew"])
+            got = self.memo[key] = (np.full(size, np.nan), np.zeros(size, bool))
+        vals, have = got
+        todo = ~have[self.pos]
+        if todo.any():
+            sub = self.take(np.flatnonzero(todo))
+            vals[sub.pos] = compute(sub)
+            have[sub.pos] = True
+        return vals[self.pos]
 
     def _noise(self, name: str) -> np.ndarray:
         have = self.have[name]
@@ -277,7 +292,7 @@ class Inputs:
         """The same tests on a subset of the rows (sharing the batch's noise)."""
         x = Inputs.__new__(Inputs)
         x.cols, x.cut, x.rows, x.pos = self.cols, self.cut, self.rows[idx], self.pos[idx]
-        x.store, x.have, x.seen = self.store, self.have, self.seen
+        x.store, x.have, x.seen, x.memo = self.store, self.have, self.seen, self.memo
         return x
 
 
@@ -371,13 +386,25 @@ def _joint_mk(x: Inputs, a: int, n: int) -> Tri:
 
 
 def _joint_sizes(x: Inputs, a: int, n: int) -> Tri:
-    ws, wl, wr = x.win("s", a, n), x.win("L", a, n), x.win("R", a, n)
-    l_rise, r_fall = ts_rise(ws, wl), -ts_rise(ws, wr)
-    med = 0.15 * np.abs(median(wl))
+    """The sizes of _hacking_trend's joint window, cheapest first: each test (and the noise it
+    needs) runs only on the rows the ones before left possible."""
     scale = math.sqrt(12.0 / (n - a))
-    ok = ge(r_fall, np.maximum(0.03, K_FALL * x.n_rew * scale)) & ge(l_rise, med)
-    s_len = np.maximum(resid_sigma(ws, wl), x.n_len)
-    return ok & ge(r_fall, 0.03) & ge(l_rise, np.maximum(med, K_RISE * s_len * scale))
+
+    def r_fall(y: Inputs) -> np.ndarray:
+        return y.value(("r_fall", a, n), lambda z: -ts_rise(z.win("s", a, n), z.win("R", a, n)))
+
+    def l_rise(y: Inputs) -> np.ndarray:
+        return y.value(("l_rise", a, n), lambda z: ts_rise(z.win("s", a, n), z.win("L", a, n)))
+
+    def med(y: Inputs) -> np.ndarray:
+        return y.value(("l_med", a, n), lambda z: 0.15 * np.abs(median(z.win("L", a, n))))
+
+    def s_len(y: Inputs) -> np.ndarray:
+        return np.maximum(resid_sigma(y.win("s", a, n), y.win("L", a, n)), y.n_len)
+    return _all(x, (lambda y: ge(r_fall(y), 0.03),
+                    lambda y: ge(l_rise(y), med(y)),
+                    lambda y: ge(r_fall(y), np.maximum(0.03, K_FALL * y.n_rew * scale)),
+                    lambda y: ge(l_rise(y), np.maximum(med(y), K_RISE * s_len(y) * scale))))
 
 
 def _band_tests(n: int) -> list:
@@ -434,7 +461,12 @@ def presence(x: Inputs) -> tuple[np.ndarray, np.ndarray]:
     its alert is open (the sign confirmed - at this rollout and one rollout back - or the alert
     holds), and while it is not (the sign confirmed)."""
     confirmed = _all(x, (_hit(WINDOW, x.cut), _hit(WINDOW - 1, x.cut)))
-    got = confirmed | _holds(x)
+    got = Tri(confirmed.sure.copy(), confirmed.maybe.copy())
+    live = np.flatnonzero(~confirmed.sure)          # (where the sign is surely confirmed, it holds)
+    if len(live):
+        held = _holds(x.take(live))
+        got.sure[live] |= held.sure
+        got.maybe[live] |= held.maybe
     return _code(got), _code(confirmed)
 
 
