@@ -79,9 +79,10 @@ def _store(lines: list[str]):
     return pipe.store.current
 
 
-def _conds(seg, upto: int, open_rules: frozenset, windows=None) -> list:
+def _conds(seg, upto: int, open_rules: frozenset, windows=None, confirmed=False) -> list:
     ctx = rules.RuleContext(seg, defaults(), upto, open_rules)
     ctx.hacking_windows = windows
+    ctx.hacking_confirmed = confirmed
     try:
         got = rules.rule_length_hacking(ctx)
     except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
@@ -122,6 +123,8 @@ def test_the_batch_answers_what_the_rule_answers(case):
         if hint is not None:
             assert _conds(seg, upto, held_open, hint) == plain_open, f"rollout {upto} (open)"
             assert _conds(seg, upto, frozenset(), hint) == plain_closed, f"rollout {upto}"
+        if conf == 1:       # surely confirmed: the rule may skip its look back (and the windows)
+            assert _conds(seg, upto, frozenset(), hint, True) == plain_closed, f"rollout {upto} (confirmed)"
     modelled = int(box._cols["ok"][rules.WINDOW - 1:].sum())     # (a window with a gap is the rule's)
     assert decided >= 0.9 * modelled, "the batch left most rollouts to the rule"
 
@@ -166,3 +169,18 @@ def test_scalar_median_is_numpys():
                 v[rng.integers(0, n)] = np.inf
             a, b = stats.median(v), np.median(v)
             assert (np.isnan(a) and np.isnan(b)) or (a == b and type(a) is type(b))
+
+
+def test_pair_gaps_shortcut_gives_the_same_slopes():
+    """Consecutive steps share one row of gaps: the same numbers as the full matrix."""
+    from grpo_tui.judge import stats
+    rng = np.random.default_rng(11)
+    for n in (8, 12, 32, 40):
+        i, j = stats._upper_pairs(n)
+        v = np.round(rng.normal(size=(16, n)), 2)
+        starts = rng.integers(0, 10_000, 16).astype(float)
+        s = starts[:, None] + np.arange(n)[None, :]
+        assert held.pair_gaps(s, i, j).shape == (1, len(i))
+        assert np.array_equal(held.ts_slope(s, v), np.array([stats.theil_sen_slope(s[r], v[r]) for r in range(16)]))
+        for bad in (s + np.r_[np.zeros(n - 1), 0.5], s[:, ::-1], np.c_[s[:, :-2], s[:, -1:] - 0.5, s[:, -1:]]):
+            assert np.array_equal(np.broadcast_to(held.pair_gaps(bad, i, j), (16, len(i))), bad[:, j] - bad[:, i])

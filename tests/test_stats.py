@@ -314,3 +314,29 @@ def test_is_flat_needs_equivalence_margin():
 def test_module_exports():
     for name in stats.__all__:
         assert callable(getattr(stats, name))
+
+
+# -- numpy's set routines without np.unique (judge/stats.py) ------------------------------------
+_IDS = st.lists(st.integers(-5, 60), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_IDS, _IDS, st.booleans())
+def test_sorted_set_helpers_equal_numpy(a, b, floats):
+    dt = float if floats else np.int64
+    for x, y in ((np.unique(np.array(a, dt)), np.unique(np.array(b, dt))),     # the shortcut
+                 (np.array(a, dt), np.array(b, dt))):                            # any order: numpy
+        got, want = stats.intersect_sorted(x, y), np.intersect1d(x, y)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+        assert stats.all_in_sorted(x, y) == bool(np.all(np.isin(x, y)))
+    keys = np.array(a, np.int64)
+    u, inv = stats.unique_inverse(keys)
+    nu, ninv = np.unique(keys, return_inverse=True)
+    assert np.array_equal(u, nu) and np.array_equal(inv, np.ravel(ninv))
+
+
+def test_tie_counts_equal_numpys():
+    rng = np.random.default_rng(3)
+    for n in range(0, 45):
+        v = np.round(rng.normal(size=n), 1)
+        assert np.array_equal(stats._tie_counts(v), np.unique(v, return_counts=True)[1])

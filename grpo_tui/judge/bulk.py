@@ -29,7 +29,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
 
 from . import gates
-from .held import HackingHeld
+from .held import HackingHeld, median as _row_median, pair_gaps as _pair_gaps
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
                     evaluate_metrics, metric_for, ranges_for)
 from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows
@@ -46,7 +46,7 @@ class BulkMismatch(Exception):
 
 def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int) -> list:
     from . import rules
-    from .engine import _EV, _shape
+    from .engine import _EV, JUDGED_EVENTS, _shape
     judged = [op for op in tape if op[0] != _EV]
     ans = None
     if judged:
@@ -59,23 +59,32 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         stamps = np.fromiter((op[3] for op in judged), np.int64, len(judged))
         _verify(seg, touch, rows, stamps)
         ans = Answers(seg, eng.ranges, rows)
-        held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"))
+        held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"), ans.mk)
     skip_quiet = rules.USE_GATES and seg.ordered     # (evaluate_metrics' own quiet test)
     nonfinite = seg.nonfinite
+    # (Python lists: the loop reads one entry per rollout)
+    quiet = ans.quiet.tolist() if ans is not None and skip_quiet else None
+    op_rows = ans.rows.tolist() if ans is not None else None
     changes = []
     k = 0
+    none: frozenset = frozenset()
     for op in tape:
         if op[0] == _EV:
             eng._last_ts = op[3]
-            changes.extend(eng._on_event(op[1], op[2], replayed=True))
+            if op[1].kind in JUDGED_EVENTS:
+                changes.extend(eng._on_event(op[1], op[2], replayed=True))
             continue
         r = op[1]
         eng._last_ts = op[2]
-        open_rules = frozenset(key[0] for key in eng._open) if eng._open else frozenset()
+        if (quiet is not None and quiet[k] and not eng._open and eng._crash is None
+                and eng._engine_trouble is None and not nonfinite.get(op_rows[k])):
+            k += 1          # no rule can fire, no alert is open, no event condition: nothing to do
+            continue
+        open_rules = frozenset(key[0] for key in eng._open) if eng._open else none
         held_open = open_rules & rules._HELD
-        if skip_quiet and ans.quiet[k] and not held_open and not nonfinite.get(int(ans.rows[k])):
+        if skip_quiet and quiet[k] and not held_open and not nonfinite.get(op_rows[k]):
             conds = []                                  # no rule can fire here (the gates say)
-        elif (skip_quiet and held_open == _LH and ans.quiet_but_hacking[k] and not nonfinite.get(int(ans.rows[k]))
+        elif (skip_quiet and held_open == _LH and ans.quiet_but_hacking[k] and not nonfinite.get(op_rows[k])
               and _critical(eng, "length-hacking") and held.present(k) >= 0):
             # only the open length-hacking alert's rule may return a condition: does it hold?
             conds = [rules.held_standin()] if held.present(k) else []
@@ -87,8 +96,12 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
                 got = held.present(k)
                 if got >= 0:
                     pre[rules.HACKING_HELD] = bool(got)
-            elif pre and skip_quiet and pre.get("rule_length_hacking") and held.confirmed(k) == 0:
-                pre["rule_length_hacking"] = False      # its sign is not confirmed: it returns nothing
+            elif pre and skip_quiet and pre.get("rule_length_hacking"):
+                sign = held.confirmed(k)
+                if sign == 0:
+                    pre["rule_length_hacking"] = False  # its sign is not confirmed: it returns nothing
+                elif sign == 1:
+                    pre[rules.HACKING_CONFIRMED] = True  # surely confirmed: no need to look back
             if pre and skip_quiet and pre.get("rule_length_hacking") is not False and rules.HACKING_HELD not in pre:
                 pre[rules.HACKING_WINDOWS] = held.windows(k)
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
@@ -146,9 +159,10 @@ class Answers:
         self.quiet = np.zeros(n_ops, bool)
         self.quiet_but_hacking = self.quiet
         self.resolved = None                            # ranges_for on the full windows
+        self.mk: dict = {}                              # _mk_memo's (shared with judge/held.py)
         if not n_ops or not full.any():
             return
-        res, oor, self.resolved = _gate_arrays(seg, ranges, rows)
+        res, oor, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
@@ -175,7 +189,7 @@ class Answers:
         return d
 
 
-def _gate_arrays(seg: Segment, ranges, rows: np.ndarray) -> tuple[dict, dict, object]:
+def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[dict, dict, object]:
     full = rows >= WINDOW - 1
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
@@ -185,12 +199,12 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray) -> tuple[dict, dict, ob
     res["rule_gap"] = _or(_drift_vec(seg, rs, ids, rows, "gap", True, None),
                           _drift_vec(seg, rs, ids, rows, "kl", True, None))
     res["rule_grad_norm"] = _drift_vec(seg, rs, ids, rows, "grad_norm", False, ABSURD.get("grad_norm"))
-    res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows)
+    res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
     res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows)
     res["rule_off_policy"] = _off_policy_vec(seg, rows, ctxk)
-    res["rule_no_signal"] = _no_signal_vec(seg, ids, rows)
+    res["rule_no_signal"] = _no_signal_vec(seg, ids, rows, memo)
     res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
-    oor = {sig_id: _oor_vec(seg, rs, ids, rows, sig_id) for sig_id in BY_ID}
+    oor = {sig_id: _oor_vec(seg, rs, ids, rows, sig_id, memo) for sig_id in BY_ID}
     return res, oor, rs
 
 
@@ -306,6 +320,8 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
 
 def _windows(x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
     """x[row-w+1 .. row] for each op row, shape (ops, w)."""
+    if len(rows) and int(rows.min()) >= w - 1:
+        return _sw(x, w)[rows - (w - 1)]               # (rows of a strided view: no index matrix)
     return x[(rows[:, None] - (w - 1)) + np.arange(w)[None, :]]
 
 
@@ -346,6 +362,18 @@ def _mk_rows(x: np.ndarray, windows) -> dict[int, tuple[np.ndarray, np.ndarray]]
     return out
 
 
+def _mk_memo(memo: dict, name: str | None, x: np.ndarray, windows: tuple) -> dict:
+    """_mk_rows of a metric's column (non-finite values as 0), once per name, length and windows
+    (the gates and judge/held.py read the same ones)."""
+    key = (name, len(x), windows)
+    got = memo.get(key) if name is not None else None
+    if got is None:
+        got = _mk_rows(np.where(np.isfinite(x), x, 0.0), windows)
+        if name is not None:
+            memo[key] = got
+    return got
+
+
 def _rising(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """drift_up's trend test, a necessary part: on some window w of TREND_WINDOWS, Mann-Kendall's
     one-sided p_up below its alpha (S at its no-ties threshold, less one; a window with ties:
@@ -378,15 +406,15 @@ def _ts_rise(s: np.ndarray, x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarr
     """Theil-Sen rise (median pairwise slope x the id span) of each op's last w points."""
     i, j = np.triu_indices(w, 1)
     ws, wx = _windows(s, rows, w), _windows(x, rows, w)
-    slope = np.median((wx[:, j] - wx[:, i]) / (ws[:, j] - ws[:, i]), axis=1)
+    slope = _row_median((wx[:, j] - wx[:, i]) / _pair_gaps(ws, i, j))
     return slope * (ws[:, -1] - ws[:, 0])
 
 
 def _med4(a: np.ndarray) -> np.ndarray:
-    return np.median(a, axis=1)
+    return _row_median(a)
 
 
-def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
+def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
     """Every firing path of rule_length_hacking needs, on one window w: length's Mann-Kendall
     p_up < 0.05 and reward's p_down < 0.10 (S beyond the no-ties threshold; a window with
     ties is a maybe) and the window's last-4 reward median below its first-4 - or reward below
@@ -404,9 +432,16 @@ def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
     L0, R0 = np.where(np.isfinite(L), L, 0.0), np.where(np.isfinite(R), R, 0.0)
     maybe = np.zeros(len(sel), bool)
     last4 = _med4(_windows(R0, sel, 4))
-    up8 = None
+    band = np.zeros(len(sel), bool)         # reward below its band in 3 of the last 4
+    b = _bounds(rs, "reward", ids)
+    if b is not None:
+        lo = b[0]
+        lo_fin = _last4(np.isfinite(lo), sel).all(axis=1)
+        with np.errstate(invalid="ignore"):
+            band = lo_fin & ((_last4(R0, sel) < _last4(lo, sel) + EPS).sum(axis=1) >= 3)
     idf = ids.astype(float)
-    mk_l, mk_r = _mk_rows(L0, (8, 12, 16, 24, 32)), _mk_rows(R0, (8, 12, 16, 24, 32))
+    memo = {} if memo is None else memo
+    mk_l, mk_r = _mk_memo(memo, ln, L, (8, 12, 16, 24, 32)), _mk_memo(memo, rn, R, (8, 12, 16, 24, 32))
     for w in (8, 12, 16, 24, 32):
         sl, tl = mk_l[w][0][sel], mk_l[w][1][sel]
         sr, tr = mk_r[w][0][sel], mk_r[w][1][sel]
@@ -414,30 +449,23 @@ def _hacking_vec(seg, rs, ids, rows) -> np.ndarray:
         down = tr | (-sr >= _s_needed(w, 0.10) - 1)
         first4 = _med4(_windows(R0, sel - (w - 4), 4))
         cand = up & (last4 < first4 + EPS)
-        if w == 8:
-            up8 = cand.copy()
-        cand &= down
+        up8 = cand & band if w == 8 else None   # the band path (length up on 8, reward below)
+        cand &= down & ~maybe                   # (a row already maybe needs no other window)
         # sizes: length's Theil-Sen rise >= 15 % of its median, reward's fall >= 0.03
-        k = np.flatnonzero(cand | (up8 if w == 8 else False))
+        k = np.flatnonzero(cand | up8) if up8 is not None else np.flatnonzero(cand)
         if len(k):
             rl = _ts_rise(idf, L0, sel[k], w)
             wl = _windows(L0, sel[k], w)
-            big = rl >= 0.15 * np.abs(np.median(wl, axis=1)) - EPS * np.maximum(1.0, np.abs(rl))
-            if w == 8:
+            big = rl >= 0.15 * np.abs(_row_median(wl)) - EPS * np.maximum(1.0, np.abs(rl))
+            if up8 is not None:
                 up8[k] &= big
-                up8[np.setdiff1d(np.arange(len(sel)), k)] = False
             kk = k[cand[k] & big]                     # reward's fall: only where length's rise is big
             cand[k] = False
             if len(kk):
                 cand[kk] = -_ts_rise(idf, R0, sel[kk], w) >= 0.03 - EPS
         maybe |= cand
-    b = _bounds(rs, "reward", ids)
-    if b is not None:
-        lo = b[0]
-        lo_fin = _last4(np.isfinite(lo), sel).all(axis=1)
-        with np.errstate(invalid="ignore"):
-            below = (_last4(R0, sel) < _last4(lo, sel) + EPS).sum(axis=1) >= 3
-        maybe |= lo_fin & below & up8
+        if up8 is not None:
+            maybe |= up8
     res[dense] = np.where(maybe, MAYBE, NO)
     return res
 
@@ -512,17 +540,33 @@ def _entropy_vec(seg, rows) -> np.ndarray:
     return np.where(fin[rows], out, NO).astype(np.int8)
 
 
-def _zero_std_rows(seg, end: int) -> np.ndarray | None:
+def _zero_std_rows(seg, end: int, memo: dict | None = None) -> np.ndarray | None:
     """The zero-std share per row (NaN where the rule's series has no point)."""
+    key = ("zero_std rows", end)
+    if memo is not None and key in memo:
+        return memo[key]
     rows = np.arange(end)
     got_ids, vals = signal_at_rows(seg, BY_ID["zero_std"], rows)
     out = np.full(end, math.nan)
     if len(got_ids):
-        out[[seg.row_of[int(r)] for r in got_ids]] = vals
+        out[_rows_of(seg, got_ids, end)] = vals
+    if memo is not None:
+        memo[key] = out
     return out
 
 
-def _no_signal_vec(seg, ids, rows) -> np.ndarray:
+def _rows_of(seg, got_ids, end: int):
+    """The rows of these rollout ids: by binary search in the ordered id column (checked)."""
+    ids = seg.id_array()[:end]
+    want = np.asarray(got_ids)
+    if want.dtype.kind in "iu" and ids.dtype.kind in "iu" and len(ids):
+        pos = np.minimum(np.searchsorted(ids, want), len(ids) - 1)
+        if np.array_equal(ids[pos], want):
+            return pos
+    return [seg.row_of[int(r)] for r in got_ids]
+
+
+def _no_signal_vec(seg, ids, rows, memo: dict | None = None) -> np.ndarray:
     end = len(ids)
     rn = metric_for(seg, BY_ID["reward"])
     res = np.zeros(len(rows), np.int8)
@@ -535,7 +579,7 @@ def _no_signal_vec(seg, ids, rows) -> np.ndarray:
         res |= (dense & hit).astype(np.int8)
         unknown |= ~dense & np.isfinite(b)
     if groups_of(seg) is not None:
-        frac = _zero_std_rows(seg, end)
+        frac = _zero_std_rows(seg, end, memo)
         dense = _dense(np.isfinite(frac), rows, 4)
         with np.errstate(invalid="ignore"):
             hit = _last4(frac, rows) > 0.65 - 1e-9 - EPS
@@ -544,14 +588,14 @@ def _no_signal_vec(seg, ids, rows) -> np.ndarray:
     return np.where(res > 0, MAYBE, np.where(unknown, UNKNOWN, NO)).astype(np.int8)
 
 
-def _oor_vec(seg, rs, ids, rows, sig_id: str) -> np.ndarray:
+def _oor_vec(seg, rs, ids, rows, sig_id: str, memo: dict | None = None) -> np.ndarray:
     """Whether out-of-range must look at this signal: its five-step mean near or outside
     its range (UNKNOWN where the last five rows are not all finite)."""
     end = len(ids)
     if sig_id == "zero_std":
         if groups_of(seg) is None:
             return np.full(len(rows), NO, np.int8)
-        v = _zero_std_rows(seg, end)
+        v = _zero_std_rows(seg, end, memo)
     else:
         name = metric_for(seg, BY_ID[sig_id])
         if name is None:

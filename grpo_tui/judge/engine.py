@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from . import stats
 from .ranges import RangeSet, defaults
 from ..lines.records import Event
 from .rules import ENTROPY, RULES, Condition, evaluate_metrics, ranges_for
@@ -32,6 +33,9 @@ RETRY_BURST_GAP = 60.0          # retries closer than this belong to one burst
 STALL_MIN = 600.0               # stalled: at least 10 min ...
 STALL_FACTOR = 5.0              # ... or k x this run's median rollout interval
 CRASH_EVENTS = ("traceback", "ft_fail", "oom", "nccl_timeout", "job_failed", "fatal")
+# the event kinds _on_event acts on (a replay skips the others: they change nothing)
+JUDGED_EVENTS = frozenset(CRASH_EVENTS + ("train_retry", "engine_retry", "max_retries", "health_check_failed",
+                                          "engines_recovered"))
 SEVERITY_ORDER = {"ok": 0, "unknown": 0, "warning": 1, "critical": 2}
 
 
@@ -475,7 +479,7 @@ class HealthEngine:
             return None
         d = np.diff(np.sort(ts))
         d = d[d > 0]
-        return float(np.median(d)) if len(d) else None
+        return float(stats.median(d)) if len(d) else None
 
     # -- reading -------------------------------------------------------------------------
     def range_applies(self, sig_id: str) -> bool:

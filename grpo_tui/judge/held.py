@@ -31,6 +31,7 @@ from .signals import BY_ID
 
 TOL = 1e-9
 CHUNK = 1024                    # rows per vectorised batch
+TAIL = 3                        # rows after a gate's maybe in the first batch (CLEAR_AFTER misses)
 
 
 class Tri:
@@ -100,7 +101,21 @@ def median(m: np.ndarray) -> np.ndarray:
 def ts_slope(s: np.ndarray, v: np.ndarray) -> np.ndarray:
     """stats.theil_sen_slope of each row (distinct, increasing steps)."""
     i, j = stats._upper_pairs(v.shape[1])
-    return median((v[:, j] - v[:, i]) / (s[:, j] - s[:, i]))
+    return median((v[:, j] - v[:, i]) / pair_gaps(s, i, j))
+
+
+def pair_gaps(s: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """s[:, j] - s[:, i]; one shared row when every row's steps are consecutive integers (the
+    usual run: the same numbers, without a matrix of them)."""
+    n = s.shape[1]
+    if (len(s) and n > 1 and bool(((s[:, -1] - s[:, 0]) == n - 1).all()) and _whole(s)
+            and bool((s[:, 1:] > s[:, :-1]).all())):
+        return (j - i).astype(float)[None, :]      # increasing integers n-1 apart: consecutive
+    return s[:, j] - s[:, i]
+
+
+def _whole(a: np.ndarray) -> bool:
+    return bool((np.abs(a) < 2.0 ** 52).all() and (a == np.floor(a)).all())
 
 
 def ts_rise(s: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -138,9 +153,9 @@ def mk_p_from_s(s: np.ndarray, ties: np.ndarray, windows, n: int) -> np.ndarray:
     if len(tied):
         srt = np.sort(windows(tied), axis=1)
         tsum = _tie_sums(srt[:, 1:] == srt[:, :-1])
-        keys = np.stack([s[tied], tsum], axis=1)
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-        vals = np.array([_p_normal(n, int(a), int(b)) for a, b in uniq.tolist()])
+        span = 2 * (n * (n - 1) // 2) + 1                  # one integer key per (S, tie sum)
+        keys, inv = stats.unique_inverse(tsum * span + (s[tied] + n * (n - 1) // 2))
+        vals = np.array([_p_normal(n, int(key % span) - n * (n - 1) // 2, int(key // span)) for key in keys.tolist()])
         p[tied] = vals[np.ravel(inv)]
     return p
 
@@ -211,6 +226,15 @@ class Inputs:
         self.pos = np.arange(len(rows))                 # positions in the batch
         self.store = {name: np.full(len(rows), np.nan) for name in self._NOISE}
         self.have = {name: np.zeros(len(rows), bool) for name in self._NOISE}
+        self.seen: dict = {}                            # (n, window): may pass, per position
+        self.memo: dict = {}                            # key: (values, computed) per position
+
+    def note(self, key: tuple, maybe: np.ndarray) -> None:
+        """Record that window test `key` may pass (False: surely fails) at these positions."""
+        got = self.seen.get(key)
+        if got is None:
+            got = self.seen[key] = np.ones(len(self.store["rs_rew"]), bool)     # (not run: maybe)
+        got[self.pos] = maybe
 
     def win(self, name: str, a: int, b: int) -> np.ndarray:
         """Column `name` at positions a..b-1 of each row's 40-row window (WINDOW-1 = the row)."""
@@ -223,6 +247,20 @@ class Inputs:
         got = s[end]
         return mk_p_from_s(-got if down else got, ties[end],
                            lambda idx: self.take(idx).win(name, a, b), b - a)
+
+    def value(self, key: tuple, compute) -> np.ndarray:
+        """compute(rows) for these rows, each row computed once per batch (shared by `take`)."""
+        got = self.memo.get(key)
+        if got is None:
+            size = len(self.store["rs_rew"])
+            got = self.memo[key] = (np.full(size, np.nan), np.zeros(size, bool))
+        vals, have = got
+        todo = ~have[self.pos]
+        if todo.any():
+            sub = self.take(np.flatnonzero(todo))
+            vals[sub.pos] = compute(sub)
+            have[sub.pos] = True
+        return vals[self.pos]
 
     def _noise(self, name: str) -> np.ndarray:
         have = self.have[name]
@@ -254,7 +292,7 @@ class Inputs:
         """The same tests on a subset of the rows (sharing the batch's noise)."""
         x = Inputs.__new__(Inputs)
         x.cols, x.cut, x.rows, x.pos = self.cols, self.cut, self.rows[idx], self.pos[idx]
-        x.store, x.have = self.store, self.have
+        x.store, x.have, x.seen, x.memo = self.store, self.have, self.seen, self.memo
         return x
 
 
@@ -292,16 +330,40 @@ def _any(x: Inputs, tests) -> Tri:
 
 
 def _trend_tests(n: int, cut: bool) -> list:
-    """rules._hacking_trend's windows on each window's first n rows, as tests (noise of all 40)."""
+    """rules._hacking_trend's windows on each window's first n rows, as tests (noise of all 40);
+    each notes where it may pass (HackingHeld.windows tells the rule to skip the others)."""
     tests = []
     if cut:
         for w in (8, 12):
-            tests.append(lambda x, w=w: _all(x, (lambda y: _cut_mk(y, n - w, n), lambda y: _cut_sizes(y, n - w, n))))
+            tests.append(_noted((n, "cut", w), lambda x, w=w: _all(
+                x, (lambda y: _cut_mk(y, n - w, n), lambda y: _cut_sizes(y, n - w, n)))))
     for w in (8, 12, 16, 24, 32):
         if w <= n:
-            tests.append(lambda x, w=w: _all(x, (lambda y: _joint_mk(y, n - w, n),
-                                                 lambda y: _joint_sizes(y, n - w, n))))
+            tests.append(_noted((n, "joint", w), lambda x, w=w: _all(
+                x, (lambda y: _joint_mk(y, n - w, n), lambda y: _joint_sizes(y, n - w, n)))))
     return tests
+
+
+def _noted(key: tuple, test):
+    def run(x: Inputs) -> Tri:
+        got = test(x)
+        x.note(key, got.maybe)
+        return got
+    return run
+
+
+TREND_KEYS = (("cut", 8), ("cut", 12), ("joint", 8), ("joint", 12), ("joint", 16), ("joint", 24), ("joint", 32))
+ALL_WINDOWS = (1 << len(TREND_KEYS)) - 1
+
+
+def _window_bits(x: Inputs, n: int) -> np.ndarray:
+    """Per row, a bit per TREND_KEYS window at n rows: set unless its test surely fails."""
+    out = np.full(len(x.rows), ALL_WINDOWS, np.int16)
+    for b, (kind, w) in enumerate(TREND_KEYS):
+        got = x.seen.get((n, kind, w))
+        if got is not None:
+            out &= ~np.where(got, 0, 1 << b).astype(np.int16)
+    return out
 
 
 def _cut_mk(x: Inputs, a: int, n: int) -> Tri:
@@ -324,13 +386,25 @@ def _joint_mk(x: Inputs, a: int, n: int) -> Tri:
 
 
 def _joint_sizes(x: Inputs, a: int, n: int) -> Tri:
-    ws, wl, wr = x.win("s", a, n), x.win("L", a, n), x.win("R", a, n)
-    l_rise, r_fall = ts_rise(ws, wl), -ts_rise(ws, wr)
-    med = 0.15 * np.abs(median(wl))
+    """The sizes of _hacking_trend's joint window, cheapest first: each test (and the noise it
+    needs) runs only on the rows the ones before left possible."""
     scale = math.sqrt(12.0 / (n - a))
-    ok = ge(r_fall, np.maximum(0.03, K_FALL * x.n_rew * scale)) & ge(l_rise, med)
-    s_len = np.maximum(resid_sigma(ws, wl), x.n_len)
-    return ok & ge(r_fall, 0.03) & ge(l_rise, np.maximum(med, K_RISE * s_len * scale))
+
+    def r_fall(y: Inputs) -> np.ndarray:
+        return y.value(("r_fall", a, n), lambda z: -ts_rise(z.win("s", a, n), z.win("R", a, n)))
+
+    def l_rise(y: Inputs) -> np.ndarray:
+        return y.value(("l_rise", a, n), lambda z: ts_rise(z.win("s", a, n), z.win("L", a, n)))
+
+    def med(y: Inputs) -> np.ndarray:
+        return y.value(("l_med", a, n), lambda z: 0.15 * np.abs(median(z.win("L", a, n))))
+
+    def s_len(y: Inputs) -> np.ndarray:
+        return np.maximum(resid_sigma(y.win("s", a, n), y.win("L", a, n)), y.n_len)
+    return _all(x, (lambda y: ge(r_fall(y), 0.03),
+                    lambda y: ge(l_rise(y), med(y)),
+                    lambda y: ge(r_fall(y), np.maximum(0.03, K_FALL * y.n_rew * scale)),
+                    lambda y: ge(l_rise(y), np.maximum(med(y), K_RISE * s_len(y) * scale))))
 
 
 def _band_tests(n: int) -> list:
@@ -387,8 +461,18 @@ def presence(x: Inputs) -> tuple[np.ndarray, np.ndarray]:
     its alert is open (the sign confirmed - at this rollout and one rollout back - or the alert
     holds), and while it is not (the sign confirmed)."""
     confirmed = _all(x, (_hit(WINDOW, x.cut), _hit(WINDOW - 1, x.cut)))
-    got = confirmed | _holds(x)
+    got = Tri(confirmed.sure.copy(), confirmed.maybe.copy())
+    live = np.flatnonzero(~confirmed.sure)          # (where the sign is surely confirmed, it holds)
+    if len(live):
+        held = _holds(x.take(live))
+        got.sure[live] |= held.sure
+        got.maybe[live] |= held.maybe
     return _code(got), _code(confirmed)
+
+
+def window_bits(x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+    """After `presence`: the windows of _hacking_trend that may pass, at the rollout and one back."""
+    return _window_bits(x, WINDOW), _window_bits(x, WINDOW - 1)
 
 
 def _code(t: Tri) -> np.ndarray:
@@ -398,14 +482,17 @@ def _code(t: Tri) -> np.ndarray:
 class HackingHeld:
     """Answers `present(k)` / `confirmed(k)` for recorded op k (judge/bulk.py's rows).  The
     first question computes, in one batch, every op where the gate lets the rule fire and the
-    32 after each (where an alert it raised may still be open); a longer open stretch asks for
-    the next ones, a doubling batch at a time (at most 512 rows: bounded memory)."""
+    TAIL after each (an alert it raised needs that many misses to clear); a longer open stretch
+    asks for the next ones, a doubling batch at a time (at most 512 rows: bounded memory)."""
 
-    def __init__(self, seg, ranges, rows: np.ndarray, may_raise: np.ndarray) -> None:
+    def __init__(self, seg, ranges, rows: np.ndarray, may_raise: np.ndarray, mk: dict | None = None) -> None:
         self.seg, self.ranges, self.rows = seg, ranges, rows
+        self.mk = {} if mk is None else mk             # Mann-Kendall S of the gates (bulk._mk_memo)
         self.may_raise = may_raise                      # ops where the rule may fire (gate)
         self.ans = np.full(len(rows), -2, np.int8)     # -2: not computed yet
         self.conf = np.full(len(rows), -1, np.int8)
+        self.bits_now = np.full(len(rows), ALL_WINDOWS, np.int16)      # windows that may pass
+        self.bits_back = np.full(len(rows), ALL_WINDOWS, np.int16)
         self._batch = 32
         self._last = -2
         self._cols: dict | None = None
@@ -425,8 +512,11 @@ class HackingHeld:
         if self.ans[k] == -2:
             if self._first:
                 self._first = False
-                after = np.flatnonzero(self.may_raise)[:, None] + np.arange(0, 33)[None, :]
-                ks = np.union1d(after.ravel(), np.arange(k, k + 32))
+                after = np.flatnonzero(self.may_raise)[:, None] + np.arange(0, TAIL + 1)[None, :]
+                want = np.zeros(len(self.rows) + TAIL + 1, bool)      # (np.union1d: np.unique)
+                want[after.ravel()] = True
+                want[k:k + TAIL + 1] = True
+                ks = np.flatnonzero(want)
                 self._compute(ks[ks < len(self.rows)])
             if self.ans[k] == -2:
                 self._batch = min(512, self._batch * 2) if k == self._last + 1 else 32
@@ -434,23 +524,25 @@ class HackingHeld:
         self._last = k
 
     def windows(self, k: int) -> tuple[frozenset, frozenset] | None:
-        """RuleContext.hacking_windows at op k: the windows of _hacking_trend whose Mann-Kendall
-        tests pass (a window with ties counts as passing), at the rollout and one back; None
-        where the batch does not model the window (the rule tries them all)."""
+        """RuleContext.hacking_windows at op k: the windows of _hacking_trend that may pass, at the
+        rollout and one back: their Mann-Kendall tests pass (a window with ties counts as
+        passing) and, where a batch computed op k, its test did not surely fail; None where the
+        batch does not model the window (the rule tries them all)."""
         if self._cols is None:
-            self._cols = _columns(self.seg, self.ranges, self.rows) or {}
+            self._cols = _columns(self.seg, self.ranges, self.rows, self.mk) or {}
         cols = self._cols
         row = int(self.rows[k])
         if not cols or row < WINDOW - 1 or not cols["ok"][row]:
             return None
         cut = bool(cols["cut"][row])
-        return _mk_windows(cols, row, WINDOW, cut), _mk_windows(cols, row - 1, WINDOW - 1, cut)
+        now, back = _mk_windows(cols, row, WINDOW, cut), _mk_windows(cols, row - 1, WINDOW - 1, cut)
+        return _keep(now, int(self.bits_now[k])), _keep(back, int(self.bits_back[k]))
 
     def _compute(self, ks: np.ndarray) -> None:
         ks = ks[self.ans[ks] == -2]
         self.ans[ks] = -1
         if self._cols is None:
-            self._cols = _columns(self.seg, self.ranges, self.rows) or {}
+            self._cols = _columns(self.seg, self.ranges, self.rows, self.mk) or {}
         cols = self._cols
         if not cols or not len(ks):
             return
@@ -461,16 +553,19 @@ class HackingHeld:
                     sel = np.flatnonzero((rows >= WINDOW - 1) & cols["ok"][rows] & (cols["cut"][rows] == cut))
                     for a in range(0, len(sel), CHUNK):      # (bounded memory: 780 pairs a row)
                         part = sel[a:a + CHUNK]
-                        self.ans[ks[part]], self.conf[ks[part]] = presence(Inputs(cols, rows[part], cut))
+                        x = Inputs(cols, rows[part], cut)
+                        self.ans[ks[part]], self.conf[ks[part]] = presence(x)
+                        self.bits_now[ks[part]], self.bits_back[ks[part]] = window_bits(x)
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
             self.ans[ks] = self.conf[ks] = -1        # (the rule decides)
+            self.bits_now[ks] = self.bits_back[ks] = ALL_WINDOWS
 
 
-def _columns(seg, ranges, rows: np.ndarray) -> dict | None:
+def _columns(seg, ranges, rows: np.ndarray, memo: dict | None = None) -> dict | None:
     """The whole run's columns the tests read, once: None when the batch cannot model the run.
     `ok`: the row's 40-row window has every length and reward and the cut share at every row
     or at none (`cut` says which)."""
-    from .bulk import _bounds, _mk_rows, _vals
+    from .bulk import _bounds, _mk_memo, _vals
     ln, rn = metric_for(seg, BY_ID["length"]), metric_for(seg, BY_ID["reward"])
     if ln is None or rn is None or WINDOW < HACK_MIN or not seg.ordered:
         return None
@@ -492,8 +587,9 @@ def _columns(seg, ranges, rows: np.ndarray) -> dict | None:
     cols = {"s": ids.astype(float), "L": L, "R": R, "T": T, "ok": ok, "cut": fin_t == WINDOW,
             "lo": None if b is None else np.asarray(b[0], float),
             "base_len": None if lb is None else lb.centre, "base_rew": None if rb is None else rb.centre}
-    ws = (8, 12, 16, 24, 32)
-    cols["mk"] = {name: _mk_rows(np.where(np.isfinite(cols[name]), cols[name], 0.0), ws) for name in ("L", "R", "T")}
+    names = {"L": ln, "R": rn, "T": tn}
+    cols["mk"] = {key: _mk_memo(memo if memo is not None else {}, names[key], cols[key], (8, 12, 16, 24, 32))
+                  for key in ("L", "R", "T")}
     return cols
 
 
@@ -514,6 +610,13 @@ def _mk_windows(cols: dict, end: int, n: int, cut: bool) -> frozenset:
         if w <= n and p("R", w, True) < ALPHA_FALL and p("L", w) < 0.05:
             out.add(("joint", w))
     return frozenset(out)
+
+
+def _keep(windows: frozenset, bits: int) -> frozenset:
+    """The windows whose TREND_KEYS bit is set."""
+    if bits == ALL_WINDOWS:
+        return windows
+    return frozenset(key for key in windows if bits >> TREND_KEYS.index(key) & 1)
 
 
 def _window_count(flag: np.ndarray) -> np.ndarray:

@@ -186,6 +186,8 @@ class RuleContext:
         # length-hacking: the windows whose Mann-Kendall tests may pass, at this rollout and one
         # back (judge/held.py); the others would be skipped by the rule's own loop anyway
         self.hacking_windows: tuple[frozenset, frozenset] | None = None
+        # ... and its sign surely confirmed here (judge/held.py): the look one rollout back is known
+        self.hacking_confirmed = False
 
     def series(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
         key = f"{sig_id}:{part}"
@@ -257,7 +259,7 @@ def _own_base(ctx: RuleContext, sig_id: str, log: bool) -> Base | None:
         return None
     if len(v) >= 8:
         v = v[2:]
-    return Base(float(np.median(v)), max(stats.robust_sigma(v), FLOOR.get(sig_id, 0.0)), len(v))
+    return Base(float(stats.median(v)), max(stats.robust_sigma(v), FLOOR.get(sig_id, 0.0)), len(v))
 
 
 def _resid_sigma(ids: np.ndarray, v: np.ndarray) -> float:
@@ -329,7 +331,7 @@ def drift_up(ids: np.ndarray, v: np.ndarray, base: float | None, sigma, rho: flo
         edge = base + max(rho, K_LEVEL * sigma * 0.6)
         level_ok = float(np.mean(v[-4:])) > edge and stats.persistent_above(v, base + rho, 3, 4)
     if not level_ok and band_hi is not None:
-        level_ok = stats.persistent_above(v, band_hi, 3, 4) and (base is None or float(np.median(v[-3:])) > base + rho)
+        level_ok = stats.persistent_above(v, band_hi, 3, 4) and (base is None or float(stats.median(v[-3:])) > base + rho)
     if not level_ok:
         return None
     for w in windows or TREND_WINDOWS:
@@ -352,7 +354,7 @@ def _jump_shaped(v: np.ndarray, rise: float | None = None) -> bool:
     if len(v) < 4:
         return False
     d = np.diff(v)
-    total = rise if rise is not None else float(np.median(v[-3:]) - np.percentile(v, 20))
+    total = rise if rise is not None else float(stats.median(v[-3:]) - np.percentile(v, 20))
     if total <= 0:
         return False
     return float(np.max(d)) >= 0.5 * total
@@ -361,7 +363,7 @@ def _jump_shaped(v: np.ndarray, rise: float | None = None) -> bool:
 def _onset(ids: np.ndarray, v: np.ndarray, s0: float) -> int:
     """Where a rise began: just after the last point still at the window's early level."""
     half = max(2, len(v) // 2)
-    level = float(np.median(v[:half])) + 2 * s0
+    level = float(stats.median(v[:half])) + 2 * s0
     below = np.flatnonzero(v <= level)
     if len(below) == 0:
         return int(ids[0])
@@ -475,7 +477,7 @@ def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Conditio
         s = noise()
         start = _onset(ids[-w:], lv[-w:], s)
         b = math.exp(base.centre) if base else math.exp(ev["first"])
-        now = math.exp(float(np.median(lv[-3:])))
+        now = math.exp(float(stats.median(lv[-3:])))
         rising = Condition("gap-rising", "critical", start,
                            f"{sig.label} rising for {w} rollouts (x{math.exp(ev['rise']):.2f}; "
                            f"{sig.fmt.format(b)} at the start of the run -> {sig.fmt.format(now)} now)",
@@ -495,7 +497,7 @@ def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Conditio
         else:
             edge = None
         if (edge is not None and stats.persistent_above(lv, edge, 3, 4)
-                and d[k] >= 0.5 * (float(np.median(lv[-3:])) - before)):
+                and d[k] >= 0.5 * (float(stats.median(lv[-3:])) - before)):
             at = int(ids[k + 1])
             jump = Condition("gap-jump", "critical", at,
                              f"{sig.label} jumped at rollout {at} and stays high "
@@ -540,7 +542,7 @@ def rule_grad_norm(ctx: RuleContext) -> list[Condition]:
     s = noise()
     w = ev["window"]
     b = math.exp(base.centre) if base else math.exp(ev["first"])
-    now = math.exp(float(np.median(lv[-3:])))
+    now = math.exp(float(stats.median(lv[-3:])))
     return [Condition("grad-norm-rising", "critical", _onset(ids[-w:], lv[-w:], s),
                       f"gradient norm growing step after step (x{math.exp(ev['rise']):.1f} over {w} rollouts; "
                       f"{b:.3g} at the start of the run -> {now:.3g} now)",
@@ -555,12 +557,12 @@ def _joint(ctx: RuleContext):
     ri, rv = _finite(*ctx.series("reward"))
     if len(lv) < HACK_MIN or len(rv) < HACK_MIN or li[-1] != ctx.upto:
         return None
-    common = np.intersect1d(li, ri)
+    common = stats.intersect_sorted(li, ri)
     if len(common) < HACK_MIN:
         return None
     ti, tv = _finite(*ctx.series("truncated"))
     T = None
-    if len(tv) and np.all(np.isin(common, ti)):
+    if len(tv) and stats.all_in_sorted(common, ti):
         T = tv[np.searchsorted(ti, common)]
     return common, lv[np.searchsorted(li, common)], rv[np.searchsorted(ri, common)], T
 
@@ -583,7 +585,7 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     noise = _hacking_noise(ids, L, R, T)
     now, back = ctx.hacking_windows or (None, None)
     hit = _hacking_trend(ids, L, R, T, noise, now) or _hacking_below_band(ctx, ids, L, R)
-    if hit is not None and not (
+    if hit is not None and not ctx.hacking_confirmed and not (
             _hacking_trend(ids[:-1], L[:-1], R[:-1], None if T is None else T[:-1], noise, back)
             or _hacking_below_band(ctx, ids[:-1], L[:-1], R[:-1])):
         hit = None
@@ -596,7 +598,7 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     wi, wl, wr = ids[-w:].astype(float), L[-w:], R[-w:]
     r0, r1 = np.clip(_fitted_ends(wi, wr), wr.min(), wr.max())    # (a line may overshoot a reward of 0)
     l0, l1 = np.clip(_fitted_ends(wi, wl), wl.min(), wl.max())
-    s_len = max(_resid_sigma(wi, wl), FLOOR["length"] * abs(float(np.median(wl))))
+    s_len = max(_resid_sigma(wi, wl), FLOOR["length"] * abs(float(stats.median(wl))))
     return [Condition("length-hacking", "critical", _onset(ids[-w:], wl, s_len),
                       f"reward falls ({r0:.3f} -> {r1:.3f}) while length rises ({l0:.0f} -> {l1:.0f}) "
                       f"over {w} rollouts",
@@ -607,7 +609,7 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
 def _hacking_noise(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray | None) -> dict:
     """The run's own noise of length, reward and cut share over the lookback, computed on demand."""
     fi = ids.astype(float)
-    out = {"length": _lazy(lambda: _noise(fi, L, "length", FLOOR["length"] * abs(float(np.median(L))))),
+    out = {"length": _lazy(lambda: _noise(fi, L, "length", FLOOR["length"] * abs(float(stats.median(L))))),
            "reward": _lazy(lambda: _noise(fi, R, "reward"))}
     if T is not None:
         out["truncated"] = _lazy(lambda: _noise(fi, T, "truncated", 0.005))
@@ -636,10 +638,10 @@ def _hacking_trend(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray 
             l_rise, t_rise = stats.theil_sen_rise(wi, wl), stats.theil_sen_rise(wi, wt)
             r_fall = -stats.theil_sen_rise(wi, wr)
             s_rew = noise["reward"]()
-            if (l_rise >= max(0.15 * abs(float(np.median(wl))), K_RISE * noise["length"]() * scale)
+            if (l_rise >= max(0.15 * abs(float(stats.median(wl))), K_RISE * noise["length"]() * scale)
                     and t_rise >= max(0.10, K_RISE * noise["truncated"]() * scale)
                     and r_fall >= max(0.03, 1.5 * s_rew * scale)
-                    and float(np.median(wr[-4:])) < float(np.median(wr[:4]))):
+                    and float(stats.median(wr[-4:])) < float(stats.median(wr[:4]))):
                 return w, {"test": "length and cut share rising, reward falling", "length_rise": _r(l_rise),
                            "cut_share_rise": _r(t_rise), "reward_fall": _r(r_fall), "reward_noise": _r(s_rew)}
     for w in (8, 12, 16, 24, 32):
@@ -656,16 +658,16 @@ def _hacking_trend(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray 
             continue
         l_rise = stats.theil_sen_rise(wi, wl)
         r_fall = -stats.theil_sen_rise(wi, wr)
-        if r_fall < 0.03 or l_rise < 0.15 * abs(float(np.median(wl))):
+        if r_fall < 0.03 or l_rise < 0.15 * abs(float(stats.median(wl))):
             continue
         s_len = max(_resid_sigma(wi, wl), noise["length"]())
         s_rew = noise["reward"]()
         scale = math.sqrt(12.0 / w)
-        if l_rise < max(0.15 * abs(float(np.median(wl))), K_RISE * s_len * scale):
+        if l_rise < max(0.15 * abs(float(stats.median(wl))), K_RISE * s_len * scale):
             continue
         if r_fall < max(0.03, K_FALL * s_rew * scale):
             continue
-        if float(np.median(wr[-4:])) >= float(np.median(wr[:4])):
+        if float(stats.median(wr[-4:])) >= float(stats.median(wr[:4])):
             continue
         return w, {"test": "joint trend", "length_mk_p": _r(p_len), "reward_mk_p_down": _r(p_rew),
                    "length_rise": _r(l_rise), "reward_fall": _r(r_fall), "reward_noise": _r(s_rew)}
@@ -682,10 +684,10 @@ def _hacking_below_band(ctx: RuleContext, ids: np.ndarray, L: np.ndarray, R: np.
     wi, wl = ids[-w:].astype(float), L[-w:]
     if stats.mk_p_up(wl) >= 0.05:
         return None
-    if stats.theil_sen_rise(wi, wl) < max(0.20 * abs(float(np.median(wl))),
+    if stats.theil_sen_rise(wi, wl) < max(0.20 * abs(float(stats.median(wl))),
                                           K_RISE * _resid_sigma(wi, wl) * math.sqrt(12.0 / w)):
         return None
-    if float(np.median(R[-4:])) >= float(np.median(R[-w:][:4])):
+    if float(stats.median(R[-4:])) >= float(stats.median(R[-w:][:4])):
         return None
     return w, {"test": "length rising, reward below its range", "reward_range_lo": _r(float(b[0][-1]))}
 
@@ -697,14 +699,14 @@ def _hacking_holds(ctx: RuleContext, ids: np.ndarray, L: np.ndarray, R: np.ndarr
         return None
     ti, tv = _finite(*ctx.series("truncated"))
     at_cap = len(tv) >= 4 and stats.persistent_above(tv, 0.5, 3, 4)
-    high = at_cap or float(np.median(L[-4:])) >= 1.15 * lb.centre
+    high = at_cap or float(stats.median(L[-4:])) >= 1.15 * lb.centre
     best = max(rb.centre, float(np.nanmax(stats.trailing_mean(R, MEAN_WINDOW))))
     s_rew = max(_resid_sigma(ids.astype(float), R), FLOOR["reward"])
     down = float(np.mean(R[-4:])) < best - max(0.03, 2 * s_rew)
     if not (high and down):
         return None
     return Condition("length-hacking", "critical", None,
-                     f"length still high ({float(np.median(L[-4:])):.0f}"
+                     f"length still high ({float(stats.median(L[-4:])):.0f}"
                      + (f", cut share {float(tv[-1]):.2f}" if len(tv) else "")
                      + f") and reward still down ({float(np.mean(R[-4:])):.3f} < {best:.3f})",
                      {"length_last4": [_r(v) for v in L[-4:]], "reward_last4": [_r(v) for v in R[-4:]],
@@ -786,7 +788,7 @@ def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:
     rows = seg.rows_upto(WINDOW, ctx.upto)
     nv = seg.values_at_rows(norm_name, rows)
     ni = seg.ids_at(rows)
-    common = np.intersect1d(ti, ni[np.isfinite(nv) & (nv > 0)])
+    common = stats.intersect_sorted(ti, ni[np.isfinite(nv) & (nv > 0)])
     if len(common) < 8:
         return []
     T = tv[np.searchsorted(ti, common)]
@@ -805,10 +807,10 @@ def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:
         b_tok, b_t = np.log(bT / bN), np.log(bT)
     b_tok, b_t = b_tok[np.isfinite(b_tok)], b_t[np.isfinite(b_t)]
     head = min(8, max(4, len(per_tok) // 4))
-    start_tok = float(np.median(per_tok[:head]))
-    start_t = float(np.median(lt[:head]))
-    base_tok = min(float(np.median(b_tok)), start_tok) if len(b_tok) >= 3 else start_tok
-    base_t = min(float(np.median(b_t)), start_t) if len(b_t) >= 3 else start_t
+    start_tok = float(stats.median(per_tok[:head]))
+    start_t = float(stats.median(lt[:head]))
+    base_tok = min(float(stats.median(b_tok)), start_tok) if len(b_tok) >= 3 else start_tok
+    base_t = min(float(stats.median(b_t)), start_t) if len(b_t) >= 3 else start_t
     noise = _lazy(lambda: _noise(ids, per_tok, "rollout_time"))
     rho = RHO["rollout_time"]
     ev = drift_up(ids, per_tok, base_tok, noise, rho)
@@ -820,12 +822,12 @@ def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:
     w = ev["window"]
     li, lv = _finite(*ctx.series("length"))
     lw = lv[-w:]
-    if len(lw) >= 4 and stats.theil_sen_rise(li[-len(lw):], lw) > 0.15 * abs(float(np.median(lw))):
+    if len(lw) >= 4 and stats.theil_sen_rise(li[-len(lw):], lw) > 0.15 * abs(float(stats.median(lw))):
         return []  # time grew with the answers
-    now = float(np.median(T[-3:]))
+    now = float(stats.median(T[-3:]))
     then = math.exp(base_t)
     return [Condition("rollout-slowdown", "critical", _onset(ids[-w:], per_tok[-w:], s),
-                      f"rollout time per token up x{math.exp(float(np.median(per_tok[-3:])) - base_tok):.1f} "
+                      f"rollout time per token up x{math.exp(float(stats.median(per_tok[-3:])) - base_tok):.1f} "
                       f"against the run's own baseline, over {w} rollouts, at flat length ({then:.0f}s -> {now:.0f}s)",
                       {"signal": "rollout_time", "rollout_time": [_r(v) for v in T[-w:]],
                        "normaliser": norm_name, "factor": _r(math.exp(ev["rise"])), "mk_p": _r(ev["p"]),
@@ -873,7 +875,7 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
             wi, wv = _finite(*ctx.series("zero_std", "wrong"))
             _, bw = _finite(*ctx.baseline("zero_std", "wrong"))
             if len(wv) >= 4 and len(bw) >= 3 and g > 1:
-                bw_c = float(np.median(bw[2:] if len(bw) >= 8 else bw))
+                bw_c = float(stats.median(bw[2:] if len(bw) >= 8 else bw))
                 if stats.persistent_above(wv, max(0.5, bw_c + 0.3), 3, 4) and stats.mk_p_up(rv[-8:]) > 0.10:
                     how = f">= 65 % of groups, all-wrong up from {bw_c:.0%} early in the run"
     if how is None:
@@ -916,7 +918,7 @@ def rule_entropy_collapse(ctx: RuleContext) -> list[Condition]:
     _, start = _finite(*signal_at_rows(seg, ENTROPY, first_rows(seg, 3, ctx.upto)))
     if len(start) < 3:
         return []
-    e0 = float(np.median(start))
+    e0 = float(stats.median(start))
     if not e0 > 1e-9:
         return []               # not observed: a constant 0.0
     edge = ENTROPY_SHARE * e0
@@ -956,7 +958,7 @@ def _still_outside(ctx: RuleContext, rule: str, sig_id: str) -> Condition | None
     if not stats.persistent_above(lv, edge, 3, 4):
         return None
     return Condition(rule, "critical", None,
-                     f"{sig.label} still x{math.exp(float(np.median(lv[-4:])) - base.centre):.1f} its level early in the run "
+                     f"{sig.label} still x{math.exp(float(stats.median(lv[-4:])) - base.centre):.1f} its level early in the run "
                      f"({sig.fmt.format(vals[-1])} vs {sig.fmt.format(math.exp(base.centre))})",
                      {"signal": sig_id, "last4": [_r(v) for v in vals[-4:]], "baseline": _r(math.exp(base.centre))},
                      signal=sig_id)
@@ -998,6 +1000,7 @@ def held_standin() -> Condition:
 
 HACKING_HELD = "length-hacking held"
 HACKING_WINDOWS = "length-hacking windows"
+HACKING_CONFIRMED = "length-hacking confirmed"
 RESOLVED = "ranges"
 
 
@@ -1007,7 +1010,8 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
     rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire; HACKING_HELD: whether
     rule_length_hacking returns a condition while its (always critical) alert is open, where
     only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
-    HACKING_WINDOWS: RuleContext.hacking_windows; RESOLVED: ranges_for's answer here."""
+    HACKING_WINDOWS, HACKING_CONFIRMED: RuleContext.hacking_windows, .hacking_confirmed;
+    RESOLVED: ranges_for's answer here."""
     gated = USE_GATES and seg.ordered
     if (gated and pre and pre.get("quiet") and not (open_rules & _HELD)
             and not seg.nonfinite.get(seg.row_of.get(upto, -1))):
@@ -1015,6 +1019,7 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
     ctx = RuleContext(seg, ranges, upto, open_rules, pre.get(RESOLVED) if pre else None)
     if pre:
         ctx.hacking_windows = pre.get(HACKING_WINDOWS)
+        ctx.hacking_confirmed = bool(pre.get(HACKING_CONFIRMED))
     out: list[Condition] = []
     box: list = []
 
