@@ -281,13 +281,14 @@ def test_scanner_plain_candidates_read_only_their_own_source(prefix, header, msg
     p.feed("[2026-08-21 09:00:00.000 main] x.py:1 - start")
     for src in ("", "(A pid=1) ", "\x1b[36m(A pid=1)\x1b[0m ", "(Z pid=9) "):
         p.feed_lines([f"{src}[2026-08-21 09:00:01.000 z] y.py:2 - noise"])
-    before = {k: list(v) for k, v in p._skipped.items()}
     key = _source_key(line)
+    p._remember_skipped(line)     # its own key has skipped lines too
+    before = {k: list(v) for k, v in p._skipped.items()}
     p.feed(line)
     assert p._pending is None, line
     after = {k: list(v) for k, v in p._skipped.items()}
+    assert key in before and key not in after, line   # popped: select_kept keeps none of its lines
     before.pop(key, None)
-    after.pop(key, None)
     assert after == before, line
 
 
@@ -829,7 +830,7 @@ def test_scanner_fold_takes_the_noise_heads():
              "(B pid=2) [2026-08-21 10:00:03] noise",
              "(A pid=1) [2026-08-21 10:00:04] noise",
              "[2026-08-21 10:00:05.000 main] x.py:1 - Error: x",
-             "(A pid=1) [2026-08-21 10:00:06.000 a] l.py:2 - rollout 1: {'a': 1}"]
+             "(C pid=3) [2026-08-21 10:00:06.000 a] l.py:2 - rollout 1: {'a': 1}"]   # pops only C
     data = "\n".join(lines).encode()
     n, cands, keep, starts, heads, lasts = _scan.scan(data)
     got = _scan.fold(data, starts, cands, keep, heads, lasts)
@@ -842,3 +843,72 @@ def test_scanner_fold_takes_the_noise_heads():
     with pytest.raises(ValueError):
         _scan.fold(data, starts, cands, keep, heads, lasts[:-1])
     assert_same([lines])
+
+
+# -- keep: a plain candidate pops its own key's skipped lines unread (select_kept) --------------
+
+_PLAIN_A = "(A pid=1) [2026-08-21 10:01:00.000 a] l.py:2 - rollout 1: {'a': 1}"
+_PLAIN_C = "(C pid=3) [2026-08-21 10:01:00.000 a] l.py:2 - ft op=train phase=start rollout=1"
+_READER_A = "(A pid=1) retrying... (attempt 1/3)"    # header-less: not plain, reads A's skipped lines
+
+
+def test_scanner_keeps_no_line_a_plain_candidate_of_its_key_pops():
+    assert _scan.plain(_PLAIN_A.encode()) and _scan.plain(_PLAIN_C.encode()) and not _scan.plain(_READER_A.encode())
+    a = [_noise(i, "(A pid=1) ") for i in range(20)]
+    b = [_noise(i, "(B pid=2) ") for i in range(3)]
+    cases = [
+        # A's lines before A's plain candidate go; B's and A's after it stay (the next block may read them)
+        (a + b + [_PLAIN_A] + a[:2], list(range(20, 23)) + [24, 25]),
+        # a plain candidate of another key: A's newest 16 stay
+        (a + [_PLAIN_C], list(range(4, 20))),
+        # a reader between them sees A's newest 16; after it, A's plain candidate drops A's lines
+        (a + [_READER_A] + a[:5] + [_PLAIN_A], list(range(4, 20))),
+        # A's plain candidate, then A's lines, then one of C's: A's newest 16 stay
+        ([_PLAIN_A] + a + [_PLAIN_C], list(range(5, 21))),
+        # two plain candidates of A: nothing of A between or before them is kept
+        (a[:3] + [_PLAIN_A] + a[:3] + [_PLAIN_A], []),
+    ]
+    for lines, keep in cases:
+        for kernel, got in _all_kernels("\n".join(lines).encode()):
+            assert got[2] == keep, (kernel, lines)
+        assert_same([lines])
+        assert_same(_cut(lines, [1, 3, 7]))
+
+
+_KEEP_KEYS = ["", "(A pid=1) ", "\x1b[36m(A pid=1)\x1b[0m ", "(B pid=2) ", "> (A pid=1) ", "12:(B pid=2) "]
+
+
+@st.composite
+def _keep_lines(draw):
+    """Runs of stamped noise of a few keys, long enough to fill their deques, between plain
+    candidates of those keys, header-less readers, records left open and other candidates."""
+    key = draw(st.sampled_from(_KEEP_KEYS))
+    stamp = f"2026-08-21 10:00:{draw(st.integers(0, 59)):02d}" + draw(st.sampled_from(["", ".250"]))
+    kind = draw(st.integers(0, 15))
+    if kind <= 7:    # stamped noise, a header line or not
+        return key + draw(st.sampled_from([f"[{stamp}] Decode batch", f"[{stamp} m] s.py:3 - Decode batch"]))
+    if kind <= 10:   # plain candidates: a complete metric dict, an ft line, a noise-for-sure head
+        return key + f"[{stamp} a] l.py:2 - " + draw(st.sampled_from(
+            ["rollout 1: {'a': 1}", "ft op=train phase=start rollout=1", "[Rank 0] Memory: {'a': 1}", "Error x"]))
+    if kind <= 12:   # header-less readers of their key's skipped times
+        return key + draw(st.sampled_from(["retrying... (attempt 1/3)", "  File \"x.py\", line 1",
+                                           "rollout 2: {'a': 2}", "x"]))
+    if kind == 13:   # a record left open and its continuation
+        return draw(st.sampled_from([key + f"[{stamp} a] l.py:2 - rollout 1: {{'a': 1,", key + " 'b': 2}"]))
+    if kind == 14:   # a traceback
+        return key + f"[{stamp} a] l.py:2 - Traceback (most recent call last):"
+    return key + "plain text"
+
+
+@FUZZ
+@given(st.lists(_keep_lines(), min_size=20, max_size=120), st.lists(st.integers(1, 40), max_size=4))
+def test_scanner_keep_around_plain_candidates_agrees(lines, sizes):
+    """Fewer kept lines change nothing: on every kernel, whole and cut into batches."""
+    was = _scan.kernel()
+    try:
+        for k in _scan.kernels():
+            _scan.kernel(k)
+            assert_same([lines])
+            assert_same(_cut(lines, sizes))
+    finally:
+        _scan.kernel(was)

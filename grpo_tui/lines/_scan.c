@@ -12,7 +12,8 @@
  *   keep:  indices of the noise lines with a '[' in their first 64 characters that the
  *          skipped-line bookkeeping (_remember_skipped: a deque of the newest 16 per source
  *          key, read and emptied by a candidate of that key) can still show: the newest 16
- *          per key before each candidate that may read that key (see select_kept).  A
+ *          per key before each candidate that may read that key, none before one that only
+ *          pops it (see select_kept).  A
  *          superset is exact (a deque shows only its newest 16), so whenever unsure it keeps.
  *   starts: n_lines + 1 int64 offsets (bytes): line i is buf[starts[i]:starts[i+1]-1], so
  *          Python decodes only the lines it reads.
@@ -1311,10 +1312,14 @@ static int key_id(KeyTable *t, uchar *s, Py_ssize_t len)
 
 /* Mark KEEP on the stamped noise lines the per-source deques (_remember_skipped: the newest
  * PER_KEY per key, read and emptied by a candidate of that key) can still show: walking back
- * from the end, the newest PER_KEY lines of each key before a candidate that reads that key
- * (every key for a non-plain candidate and at the buffer's end).  A line older than that is
- * pushed out of its deque before anything reads it.  Kept besides (a superset is exact): lines
- * whose key needs Python, and lines of keys without an id (key_id). */
+ * from the end, the newest PER_KEY lines of each key before a non-plain candidate (it may read
+ * every key) or the buffer's end.  A line older than that is pushed out of its deque before
+ * anything reads it.  A plain candidate pops its own key's deque before it could read it
+ * (_with_header, _feed_head: the pop comes first and nothing before it reads a deque) and opens
+ * nothing, so the lines of its key before it, back to the previous non-plain candidate, are
+ * dropped before anything reads them: its key's window is closed there (full), not restarted.
+ * Kept besides (a superset is exact): lines whose key needs Python, and lines of keys without
+ * an id (key_id). */
 static void select_kept(Line *ln, Py_ssize_t n)
 {
     unsigned gen[MAX_KEYS] = {0}, now = 1;   /* count[k] holds for the window `now` only */
@@ -1326,8 +1331,8 @@ static void select_kept(Line *ln, Py_ssize_t n)
             if (!(l->cls & PLAIN))
                 now++;                   /* it may read every key: a new window for all */
             else if (k >= 0) {
-                gen[k] = now;            /* it reads its own key's deque */
-                count[k] = 0;
+                gen[k] = now;            /* it pops its own key's deque unread: older lines of */
+                count[k] = PER_KEY;      /* that key go before anything reads them */
             }
             continue;
         }
