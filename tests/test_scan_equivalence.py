@@ -483,15 +483,23 @@ def _head_lines(draw):
             + draw(_mostly(["log_utils.py:542 - "], _H_FILE)) + draw(_H_MSG))
 
 
-@FUZZ
-@given(st.lists(st.one_of(_head_lines(), _head_lines(), st.sampled_from(SAMPLE), st.builds(_noise, st.integers(0, 99),
-                                                                                              st.sampled_from(["", "(A pid=1) "]))),
-                max_size=30),
-       st.lists(st.integers(1, 12), max_size=4))
-def test_scanner_head_lines_agree(lines, sizes):
+def _mixes(*lines):
+    """Batches of the given line strategies among sample and noise lines (and where to cut them)."""
+    noise = st.builds(_noise, st.integers(0, 99), st.sampled_from(["", "(A pid=1) "]))
+    return st.lists(st.one_of(*lines, st.sampled_from(SAMPLE), noise), max_size=30), st.lists(st.integers(1, 12),
+                                                                                              max_size=4)
+
+
+def _assert_mix_same(lines, sizes) -> None:
     lines = [ln.replace("\n", " ") for ln in lines]
     assert_same([lines])
     assert_same(_cut(lines, sizes))
+
+
+@FUZZ
+@given(*_mixes(_head_lines(), _head_lines()))
+def test_scanner_head_lines_agree(lines, sizes):
+    _assert_mix_same(lines, sizes)
 
 
 @FUZZ
@@ -732,14 +740,9 @@ def test_scanner_message_classes_are_feed(line, open_record):
 
 
 @FUZZ
-@given(st.lists(st.one_of(_class_lines(), st.sampled_from(SAMPLE), st.builds(_noise, st.integers(0, 99),
-                                                                            st.sampled_from(["", "(A pid=1) "]))),
-                max_size=30),
-       st.lists(st.integers(1, 12), max_size=4))
+@given(*_mixes(_class_lines()))
 def test_scanner_message_class_mixes_agree(lines, sizes):
-    lines = [ln.replace("\n", " ") for ln in lines]
-    assert_same([lines])
-    assert_same(_cut(lines, sizes))
+    _assert_mix_same(lines, sizes)
 
 
 @FUZZ
