@@ -142,6 +142,10 @@ class Pipeline:
         if event in ("truncated", "replaced", "created") and self.store.current.has_data:
             self.store.start_segment()
             up.changes.extend(self.engine.update(StoreUpdate(new_segment=True)))
+            # a new log: its own clock (the old content's newest log time made the new run look
+            # quiet for hours) and its own line numbers (the log view opens them in this file)
+            self.parser = LineParser()
+            self._line_ts = None
             self.finished_by = None
             self._fatal = None
             self._final_done = False

@@ -185,3 +185,28 @@ def test_result_does_not_depend_on_batch_size(block, tmp_path):
     key = lambda p: [(a.rule, a.signal, a.severity, a.rollout, a.first_seen, a.cleared_at, a.message)  # noqa: E731
                      for a in p.engine.alerts]
     assert key(pipe) == key(whole)
+
+
+def test_restart_into_the_same_file_judges_the_new_log_alone(tmp_path):
+    """A log rewritten in place (truncated, then a new run written) is judged on its own clock:
+    the old content's newest log time must not make the new run look quiet for hours (it said
+    `stalled` and `data 89 min ago` while `check` of the same file said OK, 10 s)."""
+    root = Path(__file__).resolve().parents[1] / "sample_logs"
+    old = (root / "healthy-seed1.log").read_text().splitlines()
+    new = (root / "gap-jump.log").read_text().splitlines()[:200]
+    wall = 1_900_000_000.0
+    pipe = pipeline.Pipeline(clock=lambda: wall + 5)
+    pipe.feed(old, written_at=wall - 60)
+    pipe.file_event("truncated")
+    pipe.feed(new, written_at=wall)
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(new) + "\n")
+    alone = pipeline.Pipeline(clock=lambda: wall + 5)
+    alone.feed(new, written_at=wall)
+    got, want = pipe.report(), alone.report()
+    assert (got.run_state.name, got.run_state.data_age, got.status) == (want.run_state.name, want.run_state.data_age,
+                                                                       want.status)
+    assert [(a.rule, a.rollout) for a in got.alerts] == [(a.rule, a.rollout) for a in want.alerts]
+    assert pipe.run_age() == alone.run_age()
+    # line numbers count from the new file's first line (the log view opens them in that file)
+    assert pipe.store.current.last_record_line == alone.store.current.last_record_line
