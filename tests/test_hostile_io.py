@@ -161,6 +161,23 @@ def test_reused_buffer_reader_matches_a_split_with_lines_cut(tmp_path_factory, d
     assert got == want
 
 
+@settings(max_examples=150, deadline=None)
+@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5]), max_size=60).map(b"".join),
+       chunk=st.integers(1, 40), limit=st.integers(1, 12), end=st.integers(0, 200))
+def test_reused_buffer_reader_stops_at_end_like_the_bytes_reader(tmp_path_factory, data, chunk, limit, end):
+    """With `end` (the dashboard's history fill) the reused-buffer reader gives the lines the bytes
+    reader gives for bytes [0, end): a last line without its newline is left to the follower."""
+    p = tmp_path_factory.mktemp("r") / "x.log"
+    p.write_bytes(data)
+    old, files.MAX_LINE = files.MAX_LINE, limit
+    try:
+        want = [bytes(b) for b in iter_byte_blocks(str(p), chunk, end=end)]
+        got = [bytes(b) for b in iter_block_views(str(p), chunk=chunk, end=end)]
+    finally:
+        files.MAX_LINE = old
+    assert b"\n".join(got).split(b"\n") == b"\n".join(want).split(b"\n") if want else got == []
+
+
 def test_reused_buffer_reader_cuts_long_lines_like_the_bytes_reader(tmp_path):
     big = 1 << 20
     p = tmp_path / "long.log"

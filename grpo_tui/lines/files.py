@@ -125,8 +125,10 @@ def iter_byte_blocks(path: str, chunk: int = CHUNK, start: int = 0,
             yield rest
 
 
-def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None) -> Iterator[memoryview | bytes]:
-    """The lines of a whole file as iter_byte_blocks gives them (each cut to `max_line` bytes),
+def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
+                     end: int | None = None) -> Iterator[memoryview | bytes]:
+    """The lines of a file as iter_byte_blocks gives them (each cut to `max_line` bytes; with
+    `end`, those of bytes [0, end), a last line without its newline left out),
     in blocks read into one reused buffer: no new 4 MiB object and no copy per block, which
     made reading cost three times what the kernel's copy does.
 
@@ -134,7 +136,8 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None)
     caller must keep nothing that reads it later (LineParser.feed_block reads what it keeps
     from a block that is not bytes before it returns).  Each view is released when the next
     is read, so a reference kept by mistake fails loudly instead of reading other bytes.  A
-    block holding a line longer than `max_line` (default MAX_LINE) comes as bytes (its lines cut)."""
+    block holding a line longer than `max_line` (default MAX_LINE) comes as bytes (its lines cut).
+    Each read takes at most `chunk` bytes (the dashboard's progress and `q` are per block)."""
     max_line = MAX_LINE if max_line is None else max_line
     cap = max(chunk, max_line + 2)   # room to read past a cut line and its newline
     buf = bytearray(cap)
@@ -143,24 +146,28 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None)
     with f:
         have = 0          # buf[:have]: the start of the current line (no newline in it)
         skipping = False  # that line was cut at max_line: drop its bytes up to the next newline
-        while True:
+        left = end        # bytes still to read before `end` (None: to the end of the file)
+        while left is None or left > 0:
             try:
-                n = f.readinto(mv[have:])
+                want = min(cap - have, chunk if left is None else min(chunk, left))
+                n = f.readinto(mv[have:have + want])
             except OSError as exc:
                 raise InputError(f"{path}: read failed: {exc.strerror or exc}") from None
             if not n:
                 break
-            end = have + n
+            if left is not None:
+                left -= n
+            stop = have + n   # buf[:stop] holds what is read
             if skipping:
-                i = buf.find(b"\n", have, end)
+                i = buf.find(b"\n", have, stop)
                 if i < 0:
                     continue
                 # the cut line ends here: buf[:have] is that line, then what follows it
-                mv[have + 1:have + end - i] = mv[i + 1:end]
-                end = have + end - i
+                mv[have + 1:have + stop - i] = mv[i + 1:stop]
+                stop = have + stop - i
                 buf[have] = 0x0A
                 skipping = False
-            cut = buf.rfind(b"\n", 0, end)
+            cut = buf.rfind(b"\n", 0, stop)
             if cut >= 0:
                 if _has_long_line(buf, max_line, cut):
                     yield b"\n".join(ln[:max_line] for ln in buf[:cut].split(b"\n"))
@@ -168,12 +175,12 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None)
                     block = mv[:cut]
                     yield block
                     block.release()
-            rest = end - cut - 1
+            rest = stop - cut - 1
             if rest > max_line:
                 rest, skipping = max_line, True
             mv[:rest] = mv[cut + 1:cut + 1 + rest]
             have = rest
-        if have:
+        if have and end is None:
             yield bytes(mv[:have])
 
 
