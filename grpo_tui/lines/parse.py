@@ -448,15 +448,27 @@ class LineParser:
         c.lines, c.noise = n_lines, n_noise
         return out
 
-    def feed_block(self, block: bytes | memoryview) -> list[Item]:
+    @property
+    def scanner(self):
+        """The C scanner module this parser uses, or None (pure path)."""
+        return self._scan
+
+    @property
+    def scans_blocks(self) -> bool:
+        """Whether feed_block runs the C scanner (so a reader may scan ahead: `scanned`)."""
+        return self._scan is not None and self.quick_reject
+
+    def feed_block(self, block: bytes | memoryview, scanned: tuple | None = None) -> list[Item]:
         """`feed_lines` for a block of bytes (complete lines joined by b"\\n", as files.py reads
         them): with the C scanner only the lines the parser must read are decoded; without it
         the block is decoded and split (the same lines: a newline never sits inside a UTF-8
         sequence, so decoding the block or each line gives the same text).  A block that is not
         bytes (a view of a reused buffer, files.iter_block_views) is kept by nothing once this
-        returns: the lines read lazily from it are read first."""
+        returns: the lines read lazily from it are read first.  `scanned`: what `_scan.scan`
+        gave for this very block (files.iter_scanned_blocks scans the next block in another
+        thread while this one is parsed), used only when this parser scans blocks."""
         if self._scan is not None and self.quick_reject:
-            n, cands, keep, starts, heads, lasts = self._scan.scan(block)
+            n, cands, keep, starts, heads, lasts = self._scan.scan(block) if scanned is None else scanned
             cands, keep, heads, lasts, folds = self._fold(block, starts, cands, keep, heads, lasts)
             st = memoryview(starts).cast("q")
 
