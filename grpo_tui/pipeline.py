@@ -405,12 +405,18 @@ def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
     written = _mtime(path)
     done = 0
     span = max(1, (end if end is not None else max(1, _size(path))) - start)
-    # from the start, one reused buffer (no new bytes object per block: a third of the read cost)
-    blocks = iter_block_views(path, chunk, end=end) if start == 0 else iter_byte_blocks(path, chunk, start, end)
-    for block in blocks:
+    # from the start: reused buffers (no new bytes object per block: a third of the read cost),
+    # and the C scanner run on the next block by a reader thread while this one is parsed
+    scan = pipe.parser.scanner if start == 0 and pipe.parser.scans_blocks else None
+    if scan is not None:
+        blocks = iter_scanned_blocks(path, scan.scan, chunk, end=end)
+    else:
+        blocks = ((b, None) for b in (iter_block_views(path, chunk, end=end) if start == 0
+                                      else iter_byte_blocks(path, chunk, start, end)))
+    for block, scanned in blocks:
         if cancelled is not None and cancelled():
             return False
-        pipe.feed(block, written_at=written)
+        pipe.feed(block, written_at=written, scanned=scanned)
         done += len(block) + 1
         if progress is not None:
             progress(min(1.0, done / span))

@@ -183,8 +183,9 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
             rest = stop - cut - 1
             if rest > max_line:
                 rest, skipping = max_line, True
-            # the line begun goes to the start of the next buffer, once that one's block is done
-            nxt = (cur + 1) % len(mvs)
+            # the line begun goes to the start of the next buffer (once that one's block is done)
+            # when this one's block was given out; else it stays in this one
+            nxt = (cur + 1) % len(mvs) if views[cur] is not None else cur
             if views[nxt] is not None:
                 views[nxt].release()
                 views[nxt] = None
@@ -196,8 +197,9 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
             yield bytes(mv[:have])
 
 
-def iter_scanned_blocks(path: str, scan: Callable[[Any], tuple], chunk: int = CHUNK) -> Iterator[tuple]:
-    """(block, scan(block)) for the blocks of iter_block_views(path, chunk), read and scanned by
+def iter_scanned_blocks(path: str, scan: Callable[[Any], tuple], chunk: int = CHUNK,
+                        end: int | None = None) -> Iterator[tuple]:
+    """(block, scan(block)) for the blocks of iter_block_views(path, chunk, end=end), read and scanned by
     another thread one block ahead of the caller.
 
     Why: the C scanner lets go of the GIL while it walks a block, so reading and scanning the
@@ -218,7 +220,7 @@ def iter_scanned_blocks(path: str, scan: Callable[[Any], tuple], chunk: int = CH
         return False
 
     def produce() -> None:
-        blocks = iter_block_views(path, chunk, buffers=3)
+        blocks = iter_block_views(path, chunk, end=end, buffers=3)
         try:
             for block in blocks:
                 if not put((block, scan(block))):
