@@ -18,7 +18,10 @@ the rollout they fell on, and each rollout as it became complete: `HealthEngine.
 
 The alerts are those of rollout-by-rollout judging (tests/test_fast_judge.py compares them,
 ids, rollouts, severities, messages and evidence, on every scenario, seed, setup and sample
-log).  Rollouts in the first 40 (short windows, a baseline still forming) take the scalar gates.
+log).  The bulk gates start at row START, once the baseline (first 10 rollouts) and the
+ranges' fit (first 5) are settled: shorter windows there read as the rules do, from the
+segment's first row (tests/test_bulk_gates.py: every NO is a rollout where the rule returns
+nothing).  The first START rollouts take the scalar gates.
 """
 
 from __future__ import annotations
@@ -32,11 +35,13 @@ from . import gates
 from .held import HackingHeld, median as _row_median, pair_gaps as _pair_gaps
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
                     evaluate_metrics, metric_for, ranges_for)
+from .setup import FIRST as FIT_FIRST
 from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows
 from ..store.metric_store import Segment
 
 EPS = gates.EPS
 BASE_ROWS = 10
+START = max(BASE_ROWS, FIT_FIRST, 4) - 1     # first row with the final baseline, fit and a last-4
 UNKNOWN, NO, MAYBE = -1, 0, 1
 
 
@@ -151,7 +156,7 @@ class Answers:
     def __init__(self, seg: Segment, ranges, rows: np.ndarray) -> None:
         self.rows = rows
         n_ops = len(rows)
-        self.full = full = rows >= WINDOW - 1          # a whole 40-row window and a settled baseline
+        self.full = full = rows >= START               # a settled baseline (the window may be short)
         self.names: list[str] = []
         self.mat = np.zeros((n_ops, 0), np.int8)
         self.omat = np.zeros((n_ops, 0), np.int8)
@@ -190,7 +195,7 @@ class Answers:
 
 
 def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[dict, dict, object]:
-    full = rows >= WINDOW - 1
+    full = rows >= START
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
     rs = ranges_for(seg, ranges, int(ids[rows[full][0]]))
@@ -447,8 +452,10 @@ def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
         sr, tr = mk_r[w][0][sel], mk_r[w][1][sel]
         up = tl | (sl >= _s_needed(w, 0.05) - 1)
         down = tr | (-sr >= _s_needed(w, 0.10) - 1)
-        first4 = _med4(_windows(R0, sel - (w - 4), 4))
-        cand = up & (last4 < first4 + EPS)
+        whole = sel >= w - 1                    # (a row before has no window of w)
+        first4 = np.full(len(sel), np.nan)
+        first4[whole] = _med4(_windows(R0, sel[whole] - (w - 4), 4))
+        cand = whole & up & (last4 < first4 + EPS)
         up8 = cand & band if w == 8 else None   # the band path (length up on 8, reward below)
         cand &= down & ~maybe                   # (a row already maybe needs no other window)
         # sizes: length's Theil-Sen rise >= 15 % of its median, reward's fall >= 0.03
@@ -490,8 +497,7 @@ def _slowdown_vec(seg, rows) -> np.ndarray:
         return res
     sel = rows[dense]
     pt = np.where(ok, per_tok, 0.0)
-    head = min(8, max(4, WINDOW // 4))
-    low = _sw(np.concatenate([np.full(head - 1, np.inf), pt]), head).min(axis=1)[sel - (WINDOW - head)]
+    low = _window_head_min(pt, sel)
     bT, bN = _vals(seg, "perf/rollout_time", min(BASE_ROWS, end)), _vals(seg, norm, min(BASE_ROWS, end))
     with np.errstate(divide="ignore", invalid="ignore"):
         b_tok = np.log(bT / bN)
@@ -501,6 +507,15 @@ def _slowdown_vec(seg, rows) -> np.ndarray:
     mean4 = _last4(pt, sel).mean(axis=1)
     res[dense] = np.where(mean4 > low + RHO["rollout_time"] - EPS, MAYBE, NO)
     return res
+
+
+def _window_head_min(pt: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """The smallest of the first `head` values of each row's window (rows max(0, r-39)..r, all
+    finite), head = min(8, max(4, length // 4)) as rule_rollout_slowdown takes its start level."""
+    lo = np.maximum(sel - (WINDOW - 1), 0)
+    head = np.minimum(8, np.maximum(4, (sel - lo + 1) // 4))
+    firsts = _sw(np.concatenate([pt, np.full(7, np.inf)]), 8)[lo]          # pt[lo .. lo+7]
+    return np.where(np.arange(8)[None, :] < head[:, None], firsts, np.inf).min(axis=1)
 
 
 def _off_policy_vec(seg, rows, k: int) -> np.ndarray:
