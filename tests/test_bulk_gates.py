@@ -105,3 +105,14 @@ def test_window_head_min_is_the_rules_start_level_bound():
         lo = max(0, r - (rules.WINDOW - 1))
         head = min(8, max(4, (r - lo + 1) // 4))
         assert g == float(np.min(pt[lo:lo + head]))
+
+
+def test_touched_rows_found_by_search_are_the_stores_rows():
+    """_verify's binary search finds the rows row_of names; ids it cannot map exactly fall back."""
+    seg = _store([line for _, line in generate("healthy", 30, 2, noise_per_rollout=0)])
+    touch = {int(r): i + 1 for i, r in enumerate(seg.ids)}
+    touch.update({10_000: 7, -3: 2})                   # not rows of the segment
+    rows, stamps = bulk._rows_of_ids(seg, touch)
+    want = sorted((seg.row_of[r], st) for r, st in touch.items() if r in seg.row_of)
+    assert sorted(zip(rows.tolist(), stamps.tolist())) == want
+    assert bulk._rows_of_ids(seg, {2 ** 60: 1}) is None
