@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..lines.launch import arg_dump_to_flag, groups_per_rollout, steps_per_rollout
+from ..lines.launch import FlagsMemo, arg_dump_to_flag
 from ..lines.records import Event, Item, MetricRecord
 
 _NAN = math.nan
@@ -74,6 +74,7 @@ class Segment:
         self.index = index
         self.start_line = start_line
         self.flags: dict = dict(flags or {})
+        self._flag_memo = FlagsMemo()                 # K and groups, read again when a flag changes
         self.row_of: dict[int, int] = {}
         self.ids: list[int] = []
         self.ordered = True
@@ -90,6 +91,8 @@ class Segment:
         self._int_version = 0                         # bumped at every int_state change
         # add_record's short path: names in order -> (_int_version, value types, their columns)
         self._shapes: dict[tuple, tuple[int, tuple, list[_Column]]] = {}
+        # _add_step's short path: names in order -> (value types, their (sum, count) columns)
+        self._step_shapes: dict[tuple, tuple[tuple, list[tuple[_Column, _Column]]]] = {}
         self.names: dict[str, None] = {}              # rollout-axis names, first-seen order
         self.train_names: dict[str, None] = {}        # step-axis names, first-seen order
         self.kinds: dict[int, set[str]] = {}          # row -> record kinds seen
@@ -120,17 +123,17 @@ class Segment:
     @property
     def steps_per_rollout(self) -> int:
         """K: from the launch flags, else inferred from step and rollout ids, else 1."""
-        return steps_per_rollout(self.flags) or self._k_inferred or max(1, self._max_steps)
+        return self._flag_memo.steps_per_rollout(self.flags) or self._k_inferred or max(1, self._max_steps)
 
     @property
     def k_source(self) -> str:
-        if steps_per_rollout(self.flags):
+        if self._flag_memo.steps_per_rollout(self.flags):
             return "flags"
         return "inferred" if (self._k_inferred or self.steps_of_rollout) else "default"
 
     @property
     def groups(self) -> int | None:
-        return groups_per_rollout(self.flags)
+        return self._flag_memo.groups_per_rollout(self.flags)
 
     @property
     def has_data(self) -> bool:
@@ -167,18 +170,24 @@ class Segment:
         self.records += 1
         if rec.source in ("verl", "trl"):
             self.framework = rec.source
-        if rec.ts is not None:
+        ts = rec.ts
+        if ts is not None:
             if self.first_record_ts is None:
-                self.first_record_ts = rec.ts
-            self.last_record_ts = rec.ts
+                self.first_record_ts = ts
+            self.last_record_ts = ts
         self.last_record_line = rec.line_no
-        if rec.kind == "step":
+        kind = rec.kind
+        if kind == "step":
             return self._add_step(rec)
-        if rec.kind == "rollout":
-            self._last_train_rollout = rec.n
-        row = self._row(rec.n)
-        self._note_kind(row, rec.kind)
-        self._stamp(row, rec.ts)
+        n = rec.n
+        if kind == "rollout":
+            self._last_train_rollout = n
+        row = self.row_of.get(n)
+        if row is None:
+            row = self._row(n)
+        self._note_kind(row, kind)
+        if ts is not None:
+            self._stamp(row, ts)
         metrics = rec.metrics
         shape = tuple(metrics)
         known = self._shapes.get(shape)
@@ -193,7 +202,7 @@ class Segment:
             self._learn_shape(shape, metrics)
         if rec.nonfinite:
             self._mark_nonfinite(row, rec.nonfinite)
-        return rec.n
+        return n
 
     def _note_kind(self, row: int, kind: str) -> None:
         kinds = self.kinds.get(row)
@@ -260,7 +269,7 @@ class Segment:
         self.last_ts.data[row] = ts
 
     def _step_rollout(self, n: int) -> int:
-        k = steps_per_rollout(self.flags)
+        k = self._flag_memo.steps_per_rollout(self.flags)
         if k:
             return n // k
         r = self._last_train_rollout
@@ -274,21 +283,60 @@ class Segment:
 
     def _add_step(self, rec: MetricRecord) -> int:
         key = (rec.role, rec.n)
-        if key in self.steps:
+        known = self.steps.get(key)
+        if known is not None:
             self.duplicate_steps += 1
-            return self.steps[key].rollout
+            return known.rollout
         rollout = self._step_rollout(rec.n)
         self.steps[key] = StepRow(rec.role, rec.n, rollout, rec.metrics, rec.time, rec.ts,
                                   rec.nonfinite)
         self.step_order.append(key)
-        self.rollout_steps.setdefault(rollout, []).append(key)
-        self.steps_of_rollout[rollout] = self.steps_of_rollout.get(rollout, 0) + 1
-        self._max_steps = max(self._max_steps, self.steps_of_rollout[rollout])
-        row = self._row(rollout)
+        keys = self.rollout_steps.get(rollout)
+        if keys is None:
+            self.rollout_steps[rollout] = [key]
+        else:
+            keys.append(key)
+        steps = self.steps_of_rollout[rollout] = self.steps_of_rollout.get(rollout, 0) + 1
+        if steps > self._max_steps:
+            self._max_steps = steps
+        row = self.row_of.get(rollout)
+        if row is None:
+            row = self._row(rollout)
         self._note_kind(row, "step")
-        self._stamp(row, rec.ts)
+        if rec.ts is not None:
+            self._stamp(row, rec.ts)
+        metrics = rec.metrics
+        shape = tuple(metrics)
+        known_shape = self._step_shapes.get(shape)
+        if known_shape is not None and known_shape[0] == tuple(map(type, metrics.values())):
+            # A step shaped like one before (the same names in order, plain numbers only): its
+            # names are known and its columns exist; only the sums and counts change.
+            for (total_col, count_col), value in zip(known_shape[1], metrics.values()):
+                counts = count_col.data
+                if math.isnan(counts[row]):
+                    total_col.data[row], counts[row] = value, 1.0
+                else:
+                    total_col.data[row] += value
+                    counts[row] += 1.0
+        else:
+            self._add_step_values(row, metrics)
+            self._learn_step_shape(shape, metrics)
+        if rec.nonfinite:
+            self._mark_nonfinite(row, rec.nonfinite)
+        return rollout
+
+    def _learn_step_shape(self, shape: tuple, metrics: dict) -> None:
+        """Remember a step's shape for _add_step's short path when every value is a plain int or
+        float (bounded like _learn_shape)."""
+        if len(self._step_shapes) >= _SHAPES_MAX and shape not in self._step_shapes:
+            return
+        types = tuple(map(type, metrics.values()))
+        if all(t is float or t is int for t in types):
+            self._step_shapes[shape] = (types, [(self.train_sum[name], self.train_cnt[name]) for name in shape])
+
+    def _add_step_values(self, row: int, metrics: dict) -> None:
         train_names, names = self.train_names, self.names
-        for name, value in rec.metrics.items():
+        for name, value in metrics.items():
             if name not in train_names:
                 train_names[name] = None
             if name not in names:
@@ -304,21 +352,25 @@ class Segment:
                     count[row] += 1.0
             else:
                 self.objects.setdefault(name, {})[row] = value
-        if rec.nonfinite:
-            self._mark_nonfinite(row, rec.nonfinite)
-        return rollout
 
     def is_restart(self, rec: MetricRecord) -> bool:
         """Rollout ids going back (or repeating) within one stream means the run restarted."""
-        if rec.kind == "rollout":
+        kind = rec.kind
+        if kind == "rollout":
             stream = ("rollout", rec.proc, rec.role)
-        elif rec.kind == "perf" and _rm_perf(rec):
+        elif kind == "perf" and _rm_perf(rec):
             stream = ("perf_rm", rec.proc)
         else:
             return False
+        n = rec.n
         prev = self._stream_max.get(stream)
-        self._stream_max[stream] = rec.n if prev is None else max(prev, rec.n)
-        return prev is not None and rec.n <= prev
+        if prev is None:
+            self._stream_max[stream] = n
+            return False
+        if n > prev:
+            self._stream_max[stream] = n
+            return False
+        return True
 
     def _mark_nonfinite(self, row: int, tokens: dict[str, str]) -> None:
         self.nonfinite.setdefault(row, {}).update(tokens)
@@ -485,17 +537,20 @@ class MetricStore:
 
     def add(self, items: Iterable[Item]) -> StoreUpdate:
         up = StoreUpdate()
+        rollouts, records = up.rollouts, up.records
+        seg = self.segments[-1]
         for item in items:
             if isinstance(item, MetricRecord):
-                seg = self.current
-                if seg.has_data and seg.is_restart(item):
+                if (seg.ids or seg.steps) and seg.is_restart(item):
                     self._new_segment(item.line_no, seg.flags)
                     up.new_segment = True
-                    self.current.is_restart(item)
-                up.rollouts.add(self.current.add_record(item))
-                up.records.append(item)
+                    seg = self.segments[-1]
+                    seg.is_restart(item)
+                rollouts.add(seg.add_record(item))
+                records.append(item)
             else:
                 self._add_event(item, up)
+                seg = self.segments[-1]
         return up
 
     def _add_event(self, ev: Event, up: StoreUpdate) -> None:
