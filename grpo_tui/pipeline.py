@@ -215,13 +215,14 @@ class Pipeline:
         st = self.store.add(items)
         up.store = st
         seg = self.store.current.index
+        seen, records = self._seen_steps, up.records
         for rec in st.records:
             if rec.kind == "step":
                 key = (seg, rec.role, rec.n)
-                if key in self._seen_steps:
+                if key in seen:
                     continue
-                self._seen_steps.add(key)
-            up.records.append(rec)
+                seen.add(key)
+            records.append(rec)
         if st.records:
             self._final_done = False
             self._fatal = None

@@ -464,3 +464,17 @@ def test_shaped_steps_store_like_any_others(recs):
             metric_store._SHAPES_MAX = old
         states.append(_step_state(store))
     assert states[0] == states[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(["perf/train_time", "rollout/raw_reward", "passrate/pass@1",
+                                                    "perf/x", "rollout", "passrate"]), unique=True, max_size=4),
+                          st.sampled_from([None, "RolloutManager", "MegatronTrainRayActor"])), max_size=20))
+def test_rm_perf_memo_answers_like_reading_the_keys(recs):
+    """The trainer/rollout-manager test of a perf record, remembered per key tuple, is the
+    test of its keys (also once the memo was cleared: _SHAPES_MAX bounds it)."""
+    for keys, actor in recs:
+        rec = MetricRecord(kind="perf", n=0, metrics=dict.fromkeys(keys, 1.0), actor=actor, proc="p")
+        want = actor == "RolloutManager" or any(k.startswith(("rollout/", "passrate/")) for k in keys)
+        assert metric_store._rm_perf(rec) == want
+        assert metric_store._rm_perf(rec) == want

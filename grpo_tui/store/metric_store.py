@@ -57,14 +57,21 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+_RM_KEYS: dict[tuple, bool] = {}      # perf records' key tuples -> any rollout-manager key
+
+
 def _rm_perf(rec: MetricRecord) -> bool:
     """The rollout manager's perf line (sample stats), as opposed to the trainer's timers."""
     if rec.actor == "RolloutManager" or rec.proc == "rollout_manager":
         return True
-    for k in rec.metrics:     # a loop, not any(genexpr): this runs for every perf record
-        if k.startswith(("rollout/", "passrate/")):
-            return True
-    return False
+    keys = tuple(rec.metrics)     # the trainer's perf lines repeat their keys: one lookup
+    known = _RM_KEYS.get(keys)
+    if known is None:
+        known = any(k.startswith(("rollout/", "passrate/")) for k in keys)
+        if len(_RM_KEYS) >= 4 * _SHAPES_MAX:       # hostile logs: new keys on every line
+            _RM_KEYS.clear()
+        _RM_KEYS[keys] = known
+    return known
 
 
 class Segment:
