@@ -478,3 +478,25 @@ def test_rm_perf_memo_answers_like_reading_the_keys(recs):
         want = actor == "RolloutManager" or any(k.startswith(("rollout/", "passrate/")) for k in keys)
         assert metric_store._rm_perf(rec) == want
         assert metric_store._rm_perf(rec) == want
+
+
+@pytest.mark.parametrize("kind,first_rollout", [("rollout", None), ("step", None), ("step", 0)])
+def test_an_int_past_float64_fails_on_the_short_path_as_on_the_long_one(kind, first_rollout):
+    """Not from the parser (it reads such a token as a float), but a caller's record: the cell
+    writes through memoryviews fail like numpy's, leaving the same store behind (a step into a
+    new rollout, and one adding to its rollout's sums: every step maps to rollout 0)."""
+    states = []
+    for shapes_max in (metric_store._SHAPES_MAX, 0):
+        old = metric_store._SHAPES_MAX
+        metric_store._SHAPES_MAX = shapes_max
+        try:
+            store = MetricStore()
+            if first_rollout is not None:
+                store.add([MetricRecord(kind="rollout", n=first_rollout, metrics={"z": 1.0}, proc="p")])
+            store.add([MetricRecord(kind=kind, n=n, metrics={"a": 1, "b": 2.5}, proc="p", ts=1.0) for n in range(3)])
+            with pytest.raises(OverflowError):
+                store.add([MetricRecord(kind=kind, n=3, metrics={"a": 2, "b": 10 ** 400}, proc="p", ts=1.0)])
+        finally:
+            metric_store._SHAPES_MAX = old
+        states.append(_step_state(store))
+    assert states[0] == states[1]

@@ -23,18 +23,24 @@ _NAN = math.nan
 
 
 class _Column:
-    """A growable float64 column, NaN where a row has no value."""
+    """A growable float64 column, NaN where a row has no value.
 
-    __slots__ = ("data",)
+    `view` is a memoryview of `data` for the store's per-cell writes: a plain int or float goes
+    in (and a cell comes out as a float) at a fraction of numpy's per-item indexing cost, with
+    the same double (both convert an int by its __float__)."""
+
+    __slots__ = ("data", "view")
 
     def __init__(self, capacity: int) -> None:
         self.data = np.full(capacity, _NAN)
+        self.view = memoryview(self.data)
 
     def ensure(self, capacity: int) -> None:
         if capacity > len(self.data):
             new = np.full(max(capacity, 2 * len(self.data)), _NAN)
             new[: len(self.data)] = self.data
             self.data = new
+            self.view = memoryview(new)
 
 
 @dataclass(slots=True)
@@ -72,6 +78,15 @@ def _rm_perf(rec: MetricRecord) -> bool:
             _RM_KEYS.clear()
         _RM_KEYS[keys] = known
     return known
+
+
+def _add_to_cell(total: np.ndarray, count: np.ndarray, row: int, value: Any) -> None:
+    """One step's value into its rollout's sum and count (the mean of its K steps)."""
+    if math.isnan(count[row]):
+        total[row], count[row] = value, 1.0
+    else:
+        total[row] += value
+        count[row] += 1.0
 
 
 class Segment:
@@ -192,8 +207,18 @@ class Segment:
         row = self.row_of.get(n)
         if row is None:
             row = self._row(n)
-        self._note_kind(row, kind)
-        if ts is not None:
+        kinds = self.kinds.get(row)         # (_note_kind and _stamp inline: every record)
+        if kinds is None:
+            self.kinds[row] = {kind}
+        else:
+            kinds.add(kind)
+        if type(ts) is float:
+            first = self.first_ts.view
+            old = first[row]
+            if old != old:
+                first[row] = ts
+            self.last_ts.view[row] = ts
+        elif ts is not None:
             self._stamp(row, ts)
         metrics = rec.metrics
         shape = tuple(metrics)
@@ -203,7 +228,10 @@ class Segment:
             # A record shaped like one before (the same names in order, the same number types)
             # while no column's int/float state changed: only the values are new.
             for col, value in zip(known[2], metrics.values()):
-                col.data[row] = value
+                try:
+                    col.view[row] = value
+                except ValueError:          # an int past float64's range: numpy's own error
+                    col.data[row] = value
         else:
             self._add_values(row, metrics)
             self._learn_shape(shape, metrics)
@@ -271,6 +299,13 @@ class Segment:
     def _stamp(self, row: int, ts: float | None) -> None:
         if ts is None:
             return
+        if type(ts) is float:       # (the parser's): through the views
+            first = self.first_ts.view
+            old = first[row]
+            if old != old:
+                first[row] = ts
+            self.last_ts.view[row] = ts
+            return
         if math.isnan(self.first_ts.data[row]):
             self.first_ts.data[row] = ts
         self.last_ts.data[row] = ts
@@ -319,12 +354,16 @@ class Segment:
             # A step shaped like one before (the same names in order, plain numbers only): its
             # names are known and its columns exist; only the sums and counts change.
             for (total_col, count_col), value in zip(known_shape[1], metrics.values()):
-                counts = count_col.data
-                if math.isnan(counts[row]):
-                    total_col.data[row], counts[row] = value, 1.0
-                else:
-                    total_col.data[row] += value
-                    counts[row] += 1.0
+                counts = count_col.view
+                count = counts[row]
+                try:
+                    if count != count:              # NaN: the rollout's first step with it
+                        total_col.view[row], counts[row] = value, 1.0
+                    else:
+                        total_col.view[row] += value
+                        counts[row] = count + 1.0
+                except (ValueError, OverflowError):     # an int past float64's range: as numpy does
+                    _add_to_cell(total_col.data, count_col.data, row, value)
         else:
             self._add_step_values(row, metrics)
             self._learn_step_shape(shape, metrics)
@@ -350,13 +389,7 @@ class Segment:
                 names[name] = None
             t = type(value)
             if t is float or t is int or _is_number(value):
-                total = self._col(self.train_sum, name).data
-                count = self._col(self.train_cnt, name).data
-                if math.isnan(count[row]):
-                    total[row], count[row] = value, 1.0
-                else:
-                    total[row] += value
-                    count[row] += 1.0
+                _add_to_cell(self._col(self.train_sum, name).data, self._col(self.train_cnt, name).data, row, value)
             else:
                 self.objects.setdefault(name, {})[row] = value
 
@@ -548,7 +581,8 @@ class MetricStore:
         seg = self.segments[-1]
         for item in items:
             if isinstance(item, MetricRecord):
-                if (seg.ids or seg.steps) and seg.is_restart(item):
+                kind = item.kind        # (only rollout and perf ids can go back: see is_restart)
+                if (kind == "rollout" or kind == "perf") and (seg.ids or seg.steps) and seg.is_restart(item):
                     self._new_segment(item.line_no, seg.flags)
                     up.new_segment = True
                     seg = self.segments[-1]
