@@ -34,6 +34,7 @@ LIVE_WINDOW = 120.0        # s: a line this recent means the run is live
 FINAL_PASS_AFTER = 60.0    # s of silence before a growing log's last rollout is judged as `check` does
 FINISH_EVENTS = ("job_succeeded", "job_failed", "job_stopped")
 FATAL_EVENTS = ("traceback", "oom", "nccl_timeout", "fatal", "ft_fail", "job_failed")
+_RUN_ENDS = frozenset(FINISH_EVENTS + FATAL_EVENTS)     # _store's test of every event, one lookup
 
 
 @dataclass(slots=True)
@@ -217,13 +218,14 @@ class Pipeline:
         st = self.store.add(items)
         up.store = st
         seg = self.store.current.index
+        seen, records = self._seen_steps, up.records
         for rec in st.records:
             if rec.kind == "step":
                 key = (seg, rec.role, rec.n)
-                if key in self._seen_steps:
+                if key in seen:
                     continue
-                self._seen_steps.add(key)
-            up.records.append(rec)
+                seen.add(key)
+            records.append(rec)
         if st.records:
             self._final_done = False
             self._fatal = None
@@ -232,6 +234,8 @@ class Pipeline:
             # once and be judged before its train steps arrived)
             self.finished_by = None
         for ev in st.events:
+            if ev.kind not in _RUN_ENDS:
+                continue
             if ev.kind in FINISH_EVENTS:
                 self.finished_by = ev.text.strip()[:200]
             elif ev.kind in FATAL_EVENTS and self._fatal is None:

@@ -353,3 +353,150 @@ def test_shaped_records_store_like_any_others(recs):
             metric_store._SHAPES_MAX = old
         states.append(_store_state(store))
     assert states[0] == states[1]
+
+
+# -- K and groups are remembered per flags dict (FlagsMemo): every write to a flag is seen ---------
+
+from grpo_tui.lines.launch import FlagsMemo, groups_per_rollout, steps_per_rollout  # noqa: E402
+
+
+def test_k_read_again_when_an_arg_dump_adds_the_flag_after_steps():
+    st = store_of(
+        launch(rollout_batch_size=16, n_samples_per_prompt=8, global_batch_size=64),
+        line("step 4", "{'train/loss': 1.0, 'train/step': 4}"),
+    )
+    seg = st.current
+    assert seg.steps_per_rollout == 2 and seg.k_source == "flags" and seg.rollout_ids().tolist() == [2]
+    items, _ = parse_lines(["------------------------ arguments ------------------------",
+                            "  num_steps_per_rollout ........................... 4",
+                            "-------------------- end of arguments ---------------------",
+                            line("step 8", "{'train/loss': 2.0, 'train/step': 8}")])
+    st.add(items)
+    assert seg.flags["num-steps-per-rollout"] == "4"
+    assert seg.steps_per_rollout == 4
+    assert seg.rollout_ids().tolist() == [2]          # step 8 // 4: the new K maps it
+    assert seg.value(2, "train/loss") == 1.5
+
+
+def test_k_and_groups_read_again_when_a_launch_before_data_rewrites_the_flags():
+    st = store_of(launch(rollout_batch_size=8, n_samples_per_prompt=4, global_batch_size=16))
+    seg = st.current
+    assert (seg.steps_per_rollout, seg.groups) == (2, 8)
+    st.add(parse_lines([launch(rollout_batch_size=32, n_samples_per_prompt=4, global_batch_size=16)])[0])
+    assert (seg.steps_per_rollout, seg.groups) == (8, 32)
+    seg.flags["num-steps-per-rollout"] = "3"                # any writer, not only the store
+    assert seg.steps_per_rollout == 3 and seg.k_source == "flags"
+    del seg.flags["num-steps-per-rollout"], seg.flags["rollout-batch-size"]
+    assert (seg.steps_per_rollout, seg.groups) == (1, None)   # no flags, no steps: the default
+
+
+_FLAG_NAMES = ("num-steps-per-rollout", "rollout-batch-size", "n-samples-per-prompt", "global-batch-size", "other")
+_FLAG_VALUES = st.one_of(st.sampled_from([True, False, 1, 1.0, 0, 0.0, 2, "1", "2", "4", "0", "-3", "1e999", "x"]),
+                         st.integers(-3, 70).map(str))
+
+
+def test_flags_memo_sees_a_value_replaced_by_an_equal_one_of_another_type():
+    memo = FlagsMemo()
+    flags = {"num-steps-per-rollout": True}
+    assert memo.steps_per_rollout(flags) is None            # a bare flag says nothing
+    flags["num-steps-per-rollout"] = 1                      # == True, and hashes alike
+    assert memo.steps_per_rollout(flags) == 1
+    flags["rollout-batch-size"] = 0.0
+    assert memo.groups_per_rollout(flags) == 0
+    flags["rollout-batch-size"] = False                     # == 0.0
+    assert memo.groups_per_rollout(flags) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_FLAG_NAMES), _FLAG_VALUES, st.booleans()), max_size=30))
+def test_flags_memo_answers_like_reading_the_flags(writes):
+    """Writes of equal values in new objects (True and 1, '2' and a fresh '2'), deletions and
+    writes of other flags: the memo always answers what reading the dict now gives."""
+    flags: dict = {}
+    memo = FlagsMemo()
+    for name, value, delete in writes:
+        if delete:
+            flags.pop(name, None)
+        else:
+            flags[name] = value if not isinstance(value, str) else "".join(list(value))  # a new object
+        assert memo.steps_per_rollout(flags) == steps_per_rollout(flags)
+        assert memo.groups_per_rollout(flags) == groups_per_rollout(flags)
+
+
+# -- _add_step's short path (a step shaped like an earlier one) changes nothing but speed ----------
+
+@st.composite
+def _steps(draw):
+    names = draw(st.sampled_from(_SHAPE_NAMES))
+    typed = draw(st.sampled_from(["float", "int", "mixed", "any"]))
+    num = st.one_of(st.floats(-9, 9), st.integers(-9, 9))
+    values = [draw(st.floats(-9, 9) if typed == "float" else st.integers(-9, 9) if typed == "int"
+                   else num if typed == "mixed" else _SHAPE_VALUES) for _ in names]
+    metrics = dict(zip(names, values))
+    nonfinite = {k: repr(v) for k, v in metrics.items() if isinstance(v, float) and not math.isfinite(v)}
+    kind = draw(st.sampled_from(["step", "step", "step", "rollout"]))
+    return MetricRecord(kind=kind, n=draw(st.integers(0, 12)), metrics=metrics, ts=draw(st.sampled_from([None, 2.0])),
+                        nonfinite=nonfinite, proc="p", role=draw(st.sampled_from(["", "critic"])), line_no=1)
+
+
+def _step_state(store: MetricStore):
+    out = [_store_state(store)]
+    for seg in store.segments:
+        n = len(seg.ids)
+        out.append(({k: repr(c.data[:n].tolist()) for k, c in seg.train_cnt.items()}, list(seg.train_names),
+                    repr(seg.steps), seg.step_order, seg.steps_of_rollout, seg.rollout_steps, seg.duplicate_steps,
+                    seg.steps_per_rollout, repr(seg.first_ts.data[:n].tolist()), repr(seg.last_ts.data[:n].tolist())))
+    return repr(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_steps(), max_size=40))
+def test_shaped_steps_store_like_any_others(recs):
+    import copy
+    states = []
+    for shapes_max in (metric_store._SHAPES_MAX, 0):
+        old = metric_store._SHAPES_MAX
+        metric_store._SHAPES_MAX = shapes_max
+        try:
+            store = MetricStore()
+            store.add(copy.deepcopy(recs))
+        finally:
+            metric_store._SHAPES_MAX = old
+        states.append(_step_state(store))
+    assert states[0] == states[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(["perf/train_time", "rollout/raw_reward", "passrate/pass@1",
+                                                    "perf/x", "rollout", "passrate"]), unique=True, max_size=4),
+                          st.sampled_from([None, "RolloutManager", "MegatronTrainRayActor"])), max_size=20))
+def test_rm_perf_memo_answers_like_reading_the_keys(recs):
+    """The trainer/rollout-manager test of a perf record, remembered per key tuple, is the
+    test of its keys (also once the memo was cleared: _SHAPES_MAX bounds it)."""
+    for keys, actor in recs:
+        rec = MetricRecord(kind="perf", n=0, metrics=dict.fromkeys(keys, 1.0), actor=actor, proc="p")
+        want = actor == "RolloutManager" or any(k.startswith(("rollout/", "passrate/")) for k in keys)
+        assert metric_store._rm_perf(rec) == want
+        assert metric_store._rm_perf(rec) == want
+
+
+@pytest.mark.parametrize("kind,first_rollout", [("rollout", None), ("step", None), ("step", 0)])
+def test_an_int_past_float64_fails_on_the_short_path_as_on_the_long_one(kind, first_rollout):
+    """Not from the parser (it reads such a token as a float), but a caller's record: the cell
+    writes through memoryviews fail like numpy's, leaving the same store behind (a step into a
+    new rollout, and one adding to its rollout's sums: every step maps to rollout 0)."""
+    states = []
+    for shapes_max in (metric_store._SHAPES_MAX, 0):
+        old = metric_store._SHAPES_MAX
+        metric_store._SHAPES_MAX = shapes_max
+        try:
+            store = MetricStore()
+            if first_rollout is not None:
+                store.add([MetricRecord(kind="rollout", n=first_rollout, metrics={"z": 1.0}, proc="p")])
+            store.add([MetricRecord(kind=kind, n=n, metrics={"a": 1, "b": 2.5}, proc="p", ts=1.0) for n in range(3)])
+            with pytest.raises(OverflowError):
+                store.add([MetricRecord(kind=kind, n=3, metrics={"a": 2, "b": 10 ** 400}, proc="p", ts=1.0)])
+        finally:
+            metric_store._SHAPES_MAX = old
+        states.append(_step_state(store))
+    assert states[0] == states[1]

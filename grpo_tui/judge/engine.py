@@ -147,31 +147,39 @@ class HealthEngine:
         Deferred (`defer()`): the same steps are recorded, not judged, and `settle()` judges
         them all at once (judge/bulk.py); the changes come out of `settle()`."""
         changes: list[AlertChange] = []
+        seg = self.store.current            # (judging reads the store, never writes it)
+        new_run = up.new_segment or seg.index != self._segment_index
         if self._tape is not None:
             self._stamp += 1
-            seg = self.store.current
-            if up.new_segment or seg.index != self._segment_index:
+            stamp = self._stamp
+            if new_run:
                 if self._tape_seg is not None:
                     for r in up.rollouts:     # (rows of the old run this add may have touched)
-                        self._touch[r] = self._stamp
+                        self._touch[r] = stamp
                 changes.extend(self._replay())
                 self._touch = {}
+            touch = self._touch
             for r in up.rollouts:
-                self._touch[r] = self._stamp
+                touch[r] = stamp
             self._tape_seg = seg
-        if up.new_segment or self.store.current.index != self._segment_index:
+        if new_run:
             self._reset_for_segment()
         for ev in up.events:
             if self._tape is not None:
                 if ev.ts is not None:
                     self._see_time(ev.ts)
-                self._tape.append((_EV, ev, self.store.current.last_rollout, self._last_ts))
+                self._tape.append((_EV, ev, seg.last_rollout, self._last_ts))
                 continue
             changes.extend(self._on_event(ev))
+        first, last = self._first_ts, self._last_ts     # _see_time of every record, inline
         for rec in up.records:
-            if rec.ts is not None:
-                self._see_time(rec.ts)
-        seg = self.store.current
+            ts = rec.ts
+            if ts is not None:
+                if first is None or ts < first:
+                    first = ts
+                if last is None or ts > last:
+                    last = ts
+        self._first_ts, self._last_ts = first, last
         if seg.ids:
             latest = seg.last_rollout
             # A rollout is complete once a later one has begun, or its trainer perf is in.
@@ -294,17 +302,23 @@ class HealthEngine:
             self._last_ts = ts
 
     def _complete_rollouts(self, seg: Segment, latest: int) -> list[int]:
-        done = []
         start = self._evaluated
-        ids = seg.ids[-64:] if seg.ordered else sorted(seg.ids)[-64:]
-        for r in ids:
-            if start is not None and r <= start:
+        if seg.ordered:     # ids rise with the rows: skip the judged ones by bisection
+            ids = seg.ids
+            lo = max(0, len(ids) - 64)
+            todo = ids[lo:] if start is None else ids[bisect.bisect_right(ids, start, lo):]
+        else:
+            todo = [r for r in sorted(seg.ids)[-64:] if start is None or r > start]
+        done = []
+        for r in todo:
+            if r < latest:      # a later one has begun
+                done.append(r)
                 continue
             row = seg.row_of[r]
             kinds = seg.kinds.get(row, set())
-            complete = r < latest or ("perf" in kinds and "step" in kinds and "rollout" in kinds
-                                      and seg.steps_of_rollout.get(r, 0) >= seg.steps_per_rollout
-                                      and _has_train_perf(seg, row))
+            complete = ("perf" in kinds and "step" in kinds and "rollout" in kinds
+                        and seg.steps_of_rollout.get(r, 0) >= seg.steps_per_rollout
+                        and _has_train_perf(seg, row))
             if complete:
                 done.append(r)
             else:
@@ -592,7 +606,12 @@ def _shape(seg: Segment) -> tuple:
         metrics = tuple(metric_for(seg, s) for s in (*SIGNALS, ENTROPY)) + (
             "rollout/response_len/max" in seg.columns,)
         seg._shape_memo = (names, metrics)
-    return (metrics, seg.framework, len(seg.flags), seg.steps_per_rollout, groups_of(seg), seg.ordered)
+    shape = (metrics, seg.framework, len(seg.flags), seg.steps_per_rollout, groups_of(seg), seg.ordered)
+    last = getattr(seg, "_shape_last", None)
+    if last == shape:
+        return last     # one object for a run's many equal shapes (the tape keeps one per rollout)
+    seg._shape_last = shape
+    return shape
 
 
 def _has_train_perf(seg: Segment, row: int) -> bool:

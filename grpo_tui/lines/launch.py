@@ -54,6 +54,47 @@ def steps_per_rollout(flags: dict) -> int | None:
     return None
 
 
+class FlagsMemo:
+    """K and the groups per rollout of one flags dict, read again only when a flag they come
+    from changed.  The store asks for K at every step record, and launch and arg events write
+    the dict in place; so the values they were read from are kept and compared by identity
+    with the dict's current ones: any write is seen (an equal value in a new object only costs
+    a re-read)."""
+
+    __slots__ = ("_seen", "_steps", "_groups")
+
+    def __init__(self) -> None:
+        self._seen: tuple | None = None
+        self._steps: int | None = None
+        self._groups: int | None = None
+
+    def _fresh(self, flags: dict) -> None:
+        get = flags.get
+        now = (get("num-steps-per-rollout"), get("rollout-batch-size"), get("n-samples-per-prompt"),
+               get("global-batch-size"))
+        seen = self._seen
+        if (seen is not None and now[0] is seen[0] and now[1] is seen[1] and now[2] is seen[2]
+                and now[3] is seen[3]):
+            return
+        self._steps = steps_per_rollout(flags)
+        self._groups = groups_per_rollout(flags)
+        self._seen = now
+
+    def steps_per_rollout(self, flags: dict) -> int | None:
+        """`steps_per_rollout(flags)`, remembered."""
+        seen = self._seen       # (the test of _fresh, inline: the store asks at every step)
+        if (seen is None or flags.get("num-steps-per-rollout") is not seen[0]
+                or flags.get("rollout-batch-size") is not seen[1] or flags.get("n-samples-per-prompt") is not seen[2]
+                or flags.get("global-batch-size") is not seen[3]):
+            self._fresh(flags)
+        return self._steps
+
+    def groups_per_rollout(self, flags: dict) -> int | None:
+        """`groups_per_rollout(flags)`, remembered."""
+        self._fresh(flags)
+        return self._groups
+
+
 def groups_per_rollout(flags: dict) -> int | None:
     """Prompt groups per rollout = `--rollout-batch-size`."""
     return _int(flags, "rollout-batch-size")

@@ -16,25 +16,31 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..lines.launch import arg_dump_to_flag, groups_per_rollout, steps_per_rollout
+from ..lines.launch import FlagsMemo, arg_dump_to_flag
 from ..lines.records import Event, Item, MetricRecord
 
 _NAN = math.nan
 
 
 class _Column:
-    """A growable float64 column, NaN where a row has no value."""
+    """A growable float64 column, NaN where a row has no value.
 
-    __slots__ = ("data",)
+    `view` is a memoryview of `data` for the store's per-cell writes: a plain int or float goes
+    in (and a cell comes out as a float) at a fraction of numpy's per-item indexing cost, with
+    the same double (both convert an int by its __float__)."""
+
+    __slots__ = ("data", "view")
 
     def __init__(self, capacity: int) -> None:
         self.data = np.full(capacity, _NAN)
+        self.view = memoryview(self.data)
 
     def ensure(self, capacity: int) -> None:
         if capacity > len(self.data):
             new = np.full(max(capacity, 2 * len(self.data)), _NAN)
             new[: len(self.data)] = self.data
             self.data = new
+            self.view = memoryview(new)
 
 
 @dataclass(slots=True)
@@ -57,14 +63,30 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+_RM_KEYS: dict[tuple, bool] = {}      # perf records' key tuples -> any rollout-manager key
+
+
 def _rm_perf(rec: MetricRecord) -> bool:
     """The rollout manager's perf line (sample stats), as opposed to the trainer's timers."""
     if rec.actor == "RolloutManager" or rec.proc == "rollout_manager":
         return True
-    for k in rec.metrics:     # a loop, not any(genexpr): this runs for every perf record
-        if k.startswith(("rollout/", "passrate/")):
-            return True
-    return False
+    keys = tuple(rec.metrics)     # the trainer's perf lines repeat their keys: one lookup
+    known = _RM_KEYS.get(keys)
+    if known is None:
+        known = any(k.startswith(("rollout/", "passrate/")) for k in keys)
+        if len(_RM_KEYS) >= 4 * _SHAPES_MAX:       # hostile logs: new keys on every line
+            _RM_KEYS.clear()
+        _RM_KEYS[keys] = known
+    return known
+
+
+def _add_to_cell(total: np.ndarray, count: np.ndarray, row: int, value: Any) -> None:
+    """One step's value into its rollout's sum and count (the mean of its K steps)."""
+    if math.isnan(count[row]):
+        total[row], count[row] = value, 1.0
+    else:
+        total[row] += value
+        count[row] += 1.0
 
 
 class Segment:
@@ -74,6 +96,7 @@ class Segment:
         self.index = index
         self.start_line = start_line
         self.flags: dict = dict(flags or {})
+        self._flag_memo = FlagsMemo()                 # K and groups, read again when a flag changes
         self.row_of: dict[int, int] = {}
         self.ids: list[int] = []
         self.ordered = True
@@ -90,6 +113,8 @@ class Segment:
         self._int_version = 0                         # bumped at every int_state change
         # add_record's short path: names in order -> (_int_version, value types, their columns)
         self._shapes: dict[tuple, tuple[int, tuple, list[_Column]]] = {}
+        # _add_step's short path: names in order -> (value types, their (sum, count) columns)
+        self._step_shapes: dict[tuple, tuple[tuple, list[tuple[_Column, _Column]]]] = {}
         self.names: dict[str, None] = {}              # rollout-axis names, first-seen order
         self.train_names: dict[str, None] = {}        # step-axis names, first-seen order
         self.kinds: dict[int, set[str]] = {}          # row -> record kinds seen
@@ -120,17 +145,17 @@ class Segment:
     @property
     def steps_per_rollout(self) -> int:
         """K: from the launch flags, else inferred from step and rollout ids, else 1."""
-        return steps_per_rollout(self.flags) or self._k_inferred or max(1, self._max_steps)
+        return self._flag_memo.steps_per_rollout(self.flags) or self._k_inferred or max(1, self._max_steps)
 
     @property
     def k_source(self) -> str:
-        if steps_per_rollout(self.flags):
+        if self._flag_memo.steps_per_rollout(self.flags):
             return "flags"
         return "inferred" if (self._k_inferred or self.steps_of_rollout) else "default"
 
     @property
     def groups(self) -> int | None:
-        return groups_per_rollout(self.flags)
+        return self._flag_memo.groups_per_rollout(self.flags)
 
     @property
     def has_data(self) -> bool:
@@ -167,18 +192,34 @@ class Segment:
         self.records += 1
         if rec.source in ("verl", "trl"):
             self.framework = rec.source
-        if rec.ts is not None:
+        ts = rec.ts
+        if ts is not None:
             if self.first_record_ts is None:
-                self.first_record_ts = rec.ts
-            self.last_record_ts = rec.ts
+                self.first_record_ts = ts
+            self.last_record_ts = ts
         self.last_record_line = rec.line_no
-        if rec.kind == "step":
+        kind = rec.kind
+        if kind == "step":
             return self._add_step(rec)
-        if rec.kind == "rollout":
-            self._last_train_rollout = rec.n
-        row = self._row(rec.n)
-        self._note_kind(row, rec.kind)
-        self._stamp(row, rec.ts)
+        n = rec.n
+        if kind == "rollout":
+            self._last_train_rollout = n
+        row = self.row_of.get(n)
+        if row is None:
+            row = self._row(n)
+        kinds = self.kinds.get(row)         # (_note_kind and _stamp inline: every record)
+        if kinds is None:
+            self.kinds[row] = {kind}
+        else:
+            kinds.add(kind)
+        if type(ts) is float:
+            first = self.first_ts.view
+            old = first[row]
+            if old != old:
+                first[row] = ts
+            self.last_ts.view[row] = ts
+        elif ts is not None:
+            self._stamp(row, ts)
         metrics = rec.metrics
         shape = tuple(metrics)
         known = self._shapes.get(shape)
@@ -187,13 +228,16 @@ class Segment:
             # A record shaped like one before (the same names in order, the same number types)
             # while no column's int/float state changed: only the values are new.
             for col, value in zip(known[2], metrics.values()):
-                col.data[row] = value
+                try:
+                    col.view[row] = value
+                except ValueError:          # an int past float64's range: numpy's own error
+                    col.data[row] = value
         else:
             self._add_values(row, metrics)
             self._learn_shape(shape, metrics)
         if rec.nonfinite:
             self._mark_nonfinite(row, rec.nonfinite)
-        return rec.n
+        return n
 
     def _note_kind(self, row: int, kind: str) -> None:
         kinds = self.kinds.get(row)
@@ -255,12 +299,19 @@ class Segment:
     def _stamp(self, row: int, ts: float | None) -> None:
         if ts is None:
             return
+        if type(ts) is float:       # (the parser's): through the views
+            first = self.first_ts.view
+            old = first[row]
+            if old != old:
+                first[row] = ts
+            self.last_ts.view[row] = ts
+            return
         if math.isnan(self.first_ts.data[row]):
             self.first_ts.data[row] = ts
         self.last_ts.data[row] = ts
 
     def _step_rollout(self, n: int) -> int:
-        k = steps_per_rollout(self.flags)
+        k = self._flag_memo.steps_per_rollout(self.flags)
         if k:
             return n // k
         r = self._last_train_rollout
@@ -274,51 +325,92 @@ class Segment:
 
     def _add_step(self, rec: MetricRecord) -> int:
         key = (rec.role, rec.n)
-        if key in self.steps:
+        known = self.steps.get(key)
+        if known is not None:
             self.duplicate_steps += 1
-            return self.steps[key].rollout
+            return known.rollout
         rollout = self._step_rollout(rec.n)
         self.steps[key] = StepRow(rec.role, rec.n, rollout, rec.metrics, rec.time, rec.ts,
                                   rec.nonfinite)
         self.step_order.append(key)
-        self.rollout_steps.setdefault(rollout, []).append(key)
-        self.steps_of_rollout[rollout] = self.steps_of_rollout.get(rollout, 0) + 1
-        self._max_steps = max(self._max_steps, self.steps_of_rollout[rollout])
-        row = self._row(rollout)
+        keys = self.rollout_steps.get(rollout)
+        if keys is None:
+            self.rollout_steps[rollout] = [key]
+        else:
+            keys.append(key)
+        steps = self.steps_of_rollout[rollout] = self.steps_of_rollout.get(rollout, 0) + 1
+        if steps > self._max_steps:
+            self._max_steps = steps
+        row = self.row_of.get(rollout)
+        if row is None:
+            row = self._row(rollout)
         self._note_kind(row, "step")
-        self._stamp(row, rec.ts)
+        if rec.ts is not None:
+            self._stamp(row, rec.ts)
+        metrics = rec.metrics
+        shape = tuple(metrics)
+        known_shape = self._step_shapes.get(shape)
+        if known_shape is not None and known_shape[0] == tuple(map(type, metrics.values())):
+            # A step shaped like one before (the same names in order, plain numbers only): its
+            # names are known and its columns exist; only the sums and counts change.
+            for (total_col, count_col), value in zip(known_shape[1], metrics.values()):
+                counts = count_col.view
+                count = counts[row]
+                try:
+                    if count != count:              # NaN: the rollout's first step with it
+                        total_col.view[row], counts[row] = value, 1.0
+                    else:
+                        total_col.view[row] += value
+                        counts[row] = count + 1.0
+                except (ValueError, OverflowError):     # an int past float64's range: as numpy does
+                    _add_to_cell(total_col.data, count_col.data, row, value)
+        else:
+            self._add_step_values(row, metrics)
+            self._learn_step_shape(shape, metrics)
+        if rec.nonfinite:
+            self._mark_nonfinite(row, rec.nonfinite)
+        return rollout
+
+    def _learn_step_shape(self, shape: tuple, metrics: dict) -> None:
+        """Remember a step's shape for _add_step's short path when every value is a plain int or
+        float (bounded like _learn_shape)."""
+        if len(self._step_shapes) >= _SHAPES_MAX and shape not in self._step_shapes:
+            return
+        types = tuple(map(type, metrics.values()))
+        if all(t is float or t is int for t in types):
+            self._step_shapes[shape] = (types, [(self.train_sum[name], self.train_cnt[name]) for name in shape])
+
+    def _add_step_values(self, row: int, metrics: dict) -> None:
         train_names, names = self.train_names, self.names
-        for name, value in rec.metrics.items():
+        for name, value in metrics.items():
             if name not in train_names:
                 train_names[name] = None
             if name not in names:
                 names[name] = None
             t = type(value)
             if t is float or t is int or _is_number(value):
-                total = self._col(self.train_sum, name).data
-                count = self._col(self.train_cnt, name).data
-                if math.isnan(count[row]):
-                    total[row], count[row] = value, 1.0
-                else:
-                    total[row] += value
-                    count[row] += 1.0
+                _add_to_cell(self._col(self.train_sum, name).data, self._col(self.train_cnt, name).data, row, value)
             else:
                 self.objects.setdefault(name, {})[row] = value
-        if rec.nonfinite:
-            self._mark_nonfinite(row, rec.nonfinite)
-        return rollout
 
     def is_restart(self, rec: MetricRecord) -> bool:
         """Rollout ids going back (or repeating) within one stream means the run restarted."""
-        if rec.kind == "rollout":
+        kind = rec.kind
+        if kind == "rollout":
             stream = ("rollout", rec.proc, rec.role)
-        elif rec.kind == "perf" and _rm_perf(rec):
+        elif kind == "perf" and _rm_perf(rec):
             stream = ("perf_rm", rec.proc)
         else:
             return False
+        n = rec.n
         prev = self._stream_max.get(stream)
-        self._stream_max[stream] = rec.n if prev is None else max(prev, rec.n)
-        return prev is not None and rec.n <= prev
+        if prev is None:
+            self._stream_max[stream] = n
+            return False
+        if n > prev:
+            self._stream_max[stream] = n
+            return False
+        return True
 
     def _mark_nonfinite(self, row: int, tokens: dict[str, str]) -> None:
         self.nonfinite.setdefault(row, {}).update(tokens)
@@ -485,17 +577,21 @@ class MetricStore:
 
     def add(self, items: Iterable[Item]) -> StoreUpdate:
         up = StoreUpdate()
+        rollouts, records = up.rollouts, up.records
+        seg = self.segments[-1]
         for item in items:
             if isinstance(item, MetricRecord):
-                seg = self.current
-                if seg.has_data and seg.is_restart(item):
+                kind = item.kind        # (only rollout and perf ids can go back: see is_restart)
+                if (kind == "rollout" or kind == "perf") and (seg.ids or seg.steps) and seg.is_restart(item):
                     self._new_segment(item.line_no, seg.flags)
                     up.new_segment = True
-                    self.current.is_restart(item)
-                up.rollouts.add(self.current.add_record(item))
-                up.records.append(item)
+                    seg = self.segments[-1]
+                    seg.is_restart(item)
+                rollouts.add(seg.add_record(item))
+                records.append(item)
             else:
                 self._add_event(item, up)
+                seg = self.segments[-1]
         return up
 
     def _add_event(self, ev: Event, up: StoreUpdate) -> None:
