@@ -762,6 +762,15 @@ def test_scanner_head_time_is_fast_ts(y, mo, d, hh, mi, ss, ms):
         assert h[_parse_mod._H_DAYS] * 86400 + h[_parse_mod._H_SOD] + h[_parse_mod._H_MSV] / 1000.0 == want
 
 
+def _head_class(h: tuple) -> int:
+    """The class a head says: a ready head (_scan.c: ready_head) is a metric record or an ft event."""
+    if len(h) == _parse_mod._READY_METRIC:
+        return _parse_mod._HEAD_METRIC
+    if len(h) == _parse_mod._READY_FT:
+        return _parse_mod._HEAD_FT
+    return h[_parse_mod._H_CLASS]
+
+
 @pytest.mark.parametrize("msg, cls", [
     ("ft cls=MegatronTrainRayActor fn=update_weights phase=start", "noise"),
     ("ft op=train phase=start rollout=0 attempt=0", "noise"),
@@ -783,8 +792,8 @@ def test_scanner_common_messages_get_their_class(msg, cls):
     line = f"\x1b[36m(MegatronTrainRayActor pid=48479)\x1b[0m [2026-08-21 09:54:42.681 actor_cell0_rank0] model.py:635 - {msg}"
     h = _scan.scan(line.encode())[4][0]
     assert h is not None
-    assert h[_parse_mod._H_CLASS] == {"other": _parse_mod._HEAD_OTHER, "noise": _parse_mod._HEAD_NOISE, "ft": _parse_mod._HEAD_FT,
-                                      "metric": _parse_mod._HEAD_METRIC}[cls]
+    assert _head_class(h) == {"other": _parse_mod._HEAD_OTHER, "noise": _parse_mod._HEAD_NOISE, "ft": _parse_mod._HEAD_FT,
+                              "metric": _parse_mod._HEAD_METRIC}[cls]
     for fast_first in (True, False):
         assert _feed_head_or_feed(line, True, fast_first) == _feed_head_or_feed(line, False, fast_first)
 
@@ -836,13 +845,17 @@ def test_scanner_fold_takes_the_noise_heads():
              "(C pid=3) [2026-08-21 10:00:06.000 a] l.py:2 - rollout 1: {'a': 1}"]   # pops only C
     data = "\n".join(lines).encode()
     n, cands, keep, starts, heads, lasts = _scan.scan(data)
-    got = _scan.fold(data, starts, cands, keep, heads, lasts)
-    assert got is not None
-    cands2, keep2, heads2, lasts2, folds = got
+    cands2, keep2, heads2, lasts2, folds, kept = _scan.fold(data, starts, cands, keep, heads, lasts)
     assert 2 not in cands2 and 5 not in cands2 and 6 in cands2
     assert 1 not in keep2 and 4 in keep2 and 3 in keep2    # (A pid=1)'s line before its head is popped
-    assert folds[cands2.index(6)][0] == 5
-    assert _scan.fold(b"x", b"\0" * 16, [], [], [], [-1]) is None
+    assert kept == [("(B pid=2)", lines[3]), ("(A pid=1)", lines[4])]
+    # per run: its newest head, newest time, that head's key, per key its newest head (by line) and
+    # the newest with "Error" in it
+    assert folds[cands2.index(6)] == (
+        5, 1787306405.0, "",
+        ((2, "(A pid=1)", "1", ("2026-08-21 10:00:02.000", 1787306402.0)), (5, "", None, ("2026-08-21 10:00:05.000", 1787306405.0))),
+        ((5, None, "Error: x"),))
+    assert _scan.fold(b"x", b"\0" * 16, [], [], [], [-1]) == ([], [], [], [-1], [None], [])   # one empty run
     with pytest.raises(ValueError):
         _scan.fold(data, starts, cands, keep, heads, lasts[:-1])
     assert_same([lines])

@@ -873,10 +873,13 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
  *                dict values._FAST_DICT reads whole and an id bounded_int takes; HEAD_FT: an `ft `
  *                line _classify hands to _ft_event (not one it gives None for: that is noise)
  *   H_ROLE       HEAD_METRIC: the role's start (it ends at H_KIND - 1), or -1
- *   H_KIND, H_KIND_END, H_ID, H_DICT   HEAD_METRIC: the kind, the id's value, the '{' */
+ *   H_KIND, H_KIND_END, H_ID, H_DICT   HEAD_METRIC: the kind, the id's value, the '{'
+ *   H_END_B      the message's end in bytes (H_MSG_END in bytes: the C side reads the message)
+ * A head whose message the scanner reads whole (a common metric record, an ASCII `ft ` event)
+ * comes to Python ready instead (ready_head): its values, not these offsets. */
 enum { H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
        H_FILE_END, H_MSG, H_MSG_END, H_REPEATED, H_TIME_END, H_DAYS, H_SOD, H_MSV, H_CLASS,
-       H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_N };
+       H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_END_B, H_N };
 enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2, HEAD_FT = 3 };
 
 #define WORD(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || DIGIT(c) || (c) == '_')
@@ -1051,12 +1054,16 @@ typedef struct {
 #define SPAN_IS(sp, s) ((sp).v != NULL && (sp).n == (Py_ssize_t)sizeof(s) - 1 && memcmp((sp).v, s, sizeof(s) - 1) == 0)
 #define SPACE(c) ((c) == ' ' || ((c) >= '\t' && (c) <= '\r') || ((c) >= 0x1c && (c) <= 0x1f))
 
-/* Whether LineParser._ft_event gives None for the ASCII text [s, e): its fields read as
- * _FT_FIELD.findall does (`(?<!\w)(\w+)=("(?:[^"\\]|\\.)*"|\S*)`, the last of a name wins). */
-static int ft_none(uchar *s, uchar *e)
+/* One `name=value` of an `ft ` line: the name [w, we) and the value [v, ve). */
+typedef struct {
+    uchar *w, *we, *v, *ve;
+} FtField;
+
+/* The next field of the ASCII text [s, e) from *pp on, as _FT_FIELD.findall reads them
+ * (`(?<!\w)(\w+)=("(?:[^"\\]|\\.)*"|\S*)`): 1 and *f set, *pp past it; 0 when there is none. */
+static int ft_next(uchar **pp, uchar *s, uchar *e, FtField *f)
 {
-    Span ok = {NULL, 0}, phase = {NULL, 0}, op = {NULL, 0}, fn = {NULL, 0}, attempt = {NULL, 0};
-    uchar *p = s;
+    uchar *p = *pp;
     while (p < e) {
         if (!WORD(*p) || (p > s && WORD(p[-1]))) {
             p++;
@@ -1090,28 +1097,73 @@ static int ft_none(uchar *s, uchar *e)
             while (p < e && !SPACE(*p))
                 p++;
         }
-        Span got = {v, p - v};
-        Py_ssize_t wn = we - w;
-        if (wn == 2 && memcmp(w, "ok", 2) == 0)
-            ok = got;
-        else if (wn == 5 && memcmp(w, "phase", 5) == 0)
-            phase = got;
-        else if (wn == 2 && memcmp(w, "op", 2) == 0)
-            op = got;
-        else if (wn == 2 && memcmp(w, "fn", 2) == 0)
-            fn = got;
-        else if (wn == 7 && memcmp(w, "attempt", 7) == 0)
-            attempt = got;
+        f->w = w;
+        f->we = we;
+        f->v = v;
+        f->ve = p;
+        *pp = p;
+        return 1;
     }
-    if (SPAN_IS(ok, "false") || SPAN_IS(phase, "fail"))
-        return 0;                                           /* ft_fail */
-    if (SPAN_IS(op, "train") && SPAN_IS(phase, "start"))
-        return attempt.v == NULL || bounded_digits(attempt.v, attempt.v + attempt.n) < 1;   /* train_retry */
-    if ((SPAN_IS(op, "update_weights") || SPAN_IS(fn, "update_weights"))
-        && (SPAN_IS(phase, "start") || SPAN_IS(phase, "end"))
-        && (SPAN_IS(op, "update_weights") || SPAN_IS(phase, "end")))
-        return 0;                                           /* weight_update_start/end */
-    return 1;
+    *pp = p;
+    return 0;
+}
+
+/* The fields _ft_event decides on (the last of a name wins, as in dict(findall)). */
+typedef struct {
+    Span ok, phase, op, fn, attempt, rollout, elapsed;
+} FtWant;
+
+static void ft_want(FtWant *want, FtField *f)
+{
+    Span got = {f->v, f->ve - f->v};
+    Py_ssize_t wn = f->we - f->w;
+#define FT_NAME(s) (wn == (Py_ssize_t)sizeof(s) - 1 && memcmp(f->w, s, sizeof(s) - 1) == 0)
+    if (FT_NAME("ok"))
+        want->ok = got;
+    else if (FT_NAME("phase"))
+        want->phase = got;
+    else if (FT_NAME("op"))
+        want->op = got;
+    else if (FT_NAME("fn"))
+        want->fn = got;
+    else if (FT_NAME("attempt"))
+        want->attempt = got;
+    else if (FT_NAME("rollout"))
+        want->rollout = got;
+    else if (FT_NAME("elapsed_s"))
+        want->elapsed = got;
+#undef FT_NAME
+}
+
+enum { FT_NONE, FT_FAIL, FT_TRAIN_RETRY, FT_WEIGHT_START, FT_WEIGHT_END };
+
+/* LineParser._ft_event's decision on the fields read (FT_NONE: it gives None); *attempt gets
+ * train_retry's attempt. */
+static int ft_kind(const FtWant *f, long long *attempt)
+{
+    if (SPAN_IS(f->ok, "false") || SPAN_IS(f->phase, "fail"))
+        return FT_FAIL;
+    if (SPAN_IS(f->op, "train") && SPAN_IS(f->phase, "start")) {
+        long long a = f->attempt.v == NULL ? 0 : bounded_digits(f->attempt.v, f->attempt.v + f->attempt.n);
+        *attempt = a < 0 ? 0 : a;   /* bounded_int(...) or 0 */
+        return *attempt >= 1 ? FT_TRAIN_RETRY : FT_NONE;
+    }
+    if ((SPAN_IS(f->op, "update_weights") || SPAN_IS(f->fn, "update_weights"))
+        && (SPAN_IS(f->phase, "start") || SPAN_IS(f->phase, "end"))
+        && (SPAN_IS(f->op, "update_weights") || SPAN_IS(f->phase, "end")))
+        return SPAN_IS(f->phase, "start") ? FT_WEIGHT_START : FT_WEIGHT_END;
+    return FT_NONE;
+}
+
+/* Whether LineParser._ft_event gives None for the ASCII text [s, e). */
+static int ft_none(uchar *s, uchar *e)
+{
+    FtWant want = {{NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}};
+    FtField f;
+    long long attempt;
+    for (uchar *p = s; ft_next(&p, s, e, &f); )
+        ft_want(&want, &f);
+    return ft_kind(&want, &attempt) == FT_NONE;
 }
 
 /* What LineParser._header_fields makes of the message [s, e) (see H_CLASS). */
@@ -1252,6 +1304,7 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
     p += 3;   /* a cut dedup mark leaves no blank at the end: then " - " is followed by text */
     h[H_MSG] = (long)(p - s);
     h[H_MSG_END] = (long)(e - s - extra);   /* a str offset (the only one past non-ASCII text) */
+    h[H_END_B] = (long)(e - s);
     h[H_REPEATED] = rep;
     long days;
     if (!epoch_days(date, &days)) {
@@ -1444,6 +1497,8 @@ oom:
     return -1;
 }
 
+static PyObject *ready_head(uchar *s, const long *h);
+
 static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     Py_buffer view;
@@ -1503,6 +1558,12 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
             if (ln[i].cls & HEAD) {
                 long *h = hd.h[hk++];
                 Py_DECREF(t);
+                t = ready_head((uchar *)view.buf + ln[i].start, h);
+                if (t == NULL)
+                    goto done;
+                if (t != Py_None)
+                    goto append;
+                Py_DECREF(t);
                 t = PyTuple_New(H_N);
                 for (int k = 0; t != NULL && k < H_N; k++) {
                     PyObject *v = PyLong_FromLong(h[k]);
@@ -1515,6 +1576,7 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
                 if (t != NULL)
                     PyObject_GC_UnTrack(t);   /* ints only: no cycle, nothing for the GC to visit */
             }
+        append:;
             int bad = t == NULL || PyList_Append(heads, t) < 0;
             Py_XDECREF(t);
             if (bad)
@@ -1722,6 +1784,8 @@ static PyObject *dict_value(uchar *v, uchar *e, uchar **end)
  * which float() itself uses).  None -- the caller takes the Python reader -- for anything else:
  * nan/inf, a value that is not finite as a float, an int past 18 characters, a key that is not
  * UTF-8 text, trailing text but ASCII blanks.  Reads are bounded by the text's own length. */
+static PyObject *dict_of(uchar *p, uchar *e);
+
 static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     Py_ssize_t len;
@@ -1734,7 +1798,13 @@ static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    uchar *p = (uchar *)text, *e = p + len;
+    return dict_of((uchar *)text, (uchar *)text + len);
+}
+
+/* read_dict on the UTF-8 text [p, e): a new dict, None (new reference) for the Python reader,
+ * or NULL with an error set (out of memory). */
+static PyObject *dict_of(uchar *p, uchar *e)
+{
     if (p >= e || *p != '{')
         Py_RETURN_NONE;
     PyObject *out = PyDict_New();
@@ -1790,6 +1860,204 @@ fallback:
 error:
     Py_DECREF(out);
     return NULL;
+}
+
+/* -- ready heads: the values Python would slice and read from a head, made here ---------------
+ *
+ * LineParser._feed_head decodes a candidate's whole line to slice a few small strings out of it
+ * (its key, pid, time text, names) and, for a metric record, to hand its dict to read_dict; for
+ * an `ft ` line it runs _FT_FIELD over the message.  For the two common kinds the scanner makes
+ * those values itself from the bytes (ready_head), and fold makes the ones its runs leave
+ * behind (fold_info), so Python only stores them.  Each is what the Python slice gives: the
+ * header's text is ASCII up to the message (miles_head), the message valid UTF-8. */
+
+/* Small ASCII strings repeat (keys, pids, names): a str for each from a small table of the ones
+ * made before (a slot holding another text is simply replaced), so they are neither decoded nor
+ * hashed again. */
+#define STR_SLOTS 512
+#define STR_CACHED_MAX 64
+static PyObject *str_cache[STR_SLOTS];
+
+/* The str of the ASCII bytes [p, p+n) (a new reference), or NULL with an error set. */
+static PyObject *ascii_str(uchar *p, Py_ssize_t n)
+{
+    if (n > STR_CACHED_MAX)
+        return PyUnicode_DecodeASCII((const char *)p, n, NULL);
+    uint32_t hash = 2166136261u ^ (uint32_t)n;
+    for (Py_ssize_t i = 0; i < n; i++)
+        hash = (hash ^ p[i]) * 16777619u;
+    PyObject **slot = &str_cache[(hash ^ (hash >> 15)) & (STR_SLOTS - 1)];
+    PyObject *str = *slot;
+    if (str != NULL && PyUnicode_GET_LENGTH(str) == n && memcmp(PyUnicode_DATA(str), p, (size_t)n) == 0)
+        return Py_NewRef(str);
+    str = PyUnicode_DecodeASCII((const char *)p, n, NULL);
+    if (str == NULL)
+        return NULL;
+    Py_XSETREF(*slot, Py_NewRef(str));
+    return str;
+}
+
+/* ascii_str of the field [h[a], h[b]) of the line s, or None when h[a] is -1. */
+static PyObject *field_str(uchar *s, const long *h, int a, int b)
+{
+    return h[a] < 0 ? Py_NewRef(Py_None) : ascii_str(s + h[a], h[b] - h[a]);
+}
+
+/* The head's time text (`date time.ms` as _header_fields writes it) and ts (_fast_ts). */
+static PyObject *head_time_text(uchar *s, const long *h)
+{
+    if (h[H_TIME_END] >= 0)
+        return PyUnicode_DecodeASCII((const char *)s + h[H_DATE], h[H_TIME_END] - h[H_DATE], NULL);
+    char t[23];   /* `,ms`: written `.ms` */
+    memcpy(t, s + h[H_DATE], 19);
+    t[19] = '.';
+    memcpy(t + 20, s + h[H_MS], 3);
+    return PyUnicode_DecodeASCII(t, 23, NULL);
+}
+
+static double head_ts(const long *h)
+{
+    return (double)(h[H_DAYS] * 86400L + h[H_SOD]) + (double)h[H_MSV] / 1000.0;
+}
+
+/* A tuple of the n new references in items (stolen), or NULL when one is NULL (all released). */
+static PyObject *tuple_of(PyObject **items, Py_ssize_t n)
+{
+    PyObject *t = NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (items[i] == NULL)
+            goto fail;
+    t = PyTuple_New(n);
+    if (t == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(t, i, items[i]);
+    return t;
+fail:
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_XDECREF(items[i]);
+    return NULL;
+}
+
+/* str(v).strip('"') of the ASCII bytes [v, e). */
+static PyObject *unquoted(uchar *v, uchar *e)
+{
+    while (v < e && *v == '"')
+        v++;
+    while (e > v && e[-1] == '"')
+        e--;
+    return ascii_str(v, e - v);
+}
+
+#define FT_MAX_FIELDS 64   /* more fields than this: _ft_event reads the line */
+
+/* LineParser._ft_event of the ASCII message [s, e) as (kind, data); None (a new reference)
+ * when it gives None or has more than FT_MAX_FIELDS fields (then Python reads it); NULL with
+ * an error set. */
+static PyObject *ft_event(uchar *s, uchar *e)
+{
+    FtField f[FT_MAX_FIELDS];
+    FtWant want = {{NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}};
+    int n = 0;
+    FtField x;
+    for (uchar *p = s; ft_next(&p, s, e, &x); ) {
+        if (n == FT_MAX_FIELDS)
+            Py_RETURN_NONE;
+        f[n++] = x;
+        ft_want(&want, &x);
+    }
+    long long attempt = 0;
+    int kind = ft_kind(&want, &attempt);
+    if (kind == FT_NONE)
+        Py_RETURN_NONE;
+    PyObject *data = PyDict_New();
+    if (data == NULL)
+        return NULL;
+    const char *name = NULL;
+    if (kind == FT_FAIL) {   /* every field, its last value without its quotes, in first-seen order */
+        name = "ft_fail";
+        for (int i = 0; i < n; i++) {
+            PyObject *k = ascii_str(f[i].w, f[i].we - f[i].w), *v = k ? unquoted(f[i].v, f[i].ve) : NULL;
+            int bad = v == NULL || PyDict_SetItem(data, k, v) < 0;
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            if (bad)
+                goto error;
+        }
+    } else if (kind == FT_TRAIN_RETRY) {
+        name = "train_retry";
+        PyObject *a = PyLong_FromLongLong(attempt);
+        PyObject *r = want.rollout.v ? ascii_str(want.rollout.v, want.rollout.n) : Py_NewRef(Py_None);
+        int bad = a == NULL || r == NULL || PyDict_SetItemString(data, "attempt", a) < 0
+                  || PyDict_SetItemString(data, "rollout", r) < 0;
+        Py_XDECREF(a);
+        Py_XDECREF(r);
+        if (bad)
+            goto error;
+    } else {   /* one per rollout: the few fields a marker needs */
+        name = kind == FT_WEIGHT_START ? "weight_update_start" : "weight_update_end";
+        const Span *keep[] = {&want.rollout, &want.ok, &want.elapsed};
+        const char *keys[] = {"rollout", "ok", "elapsed_s"};
+        for (int i = 0; i < 3; i++) {
+            if (keep[i]->v == NULL)
+                continue;
+            PyObject *v = ascii_str(keep[i]->v, keep[i]->n);
+            int bad = v == NULL || PyDict_SetItemString(data, keys[i], v) < 0;
+            Py_XDECREF(v);
+            if (bad)
+                goto error;
+        }
+    }
+    PyObject *items[2] = {PyUnicode_InternFromString(name), data};
+    return tuple_of(items, 2);
+error:
+    Py_DECREF(data);
+    return NULL;
+}
+
+/* The ready form of a head (see LineParser._feed_ready), a new reference; None (a new
+ * reference) when Python reads it from its offsets; NULL with an error set.
+ *   metric: (key, pid, time_text, ts, role, kind, n, proc, file, actor, repeated, values)
+ *   ft:     (key, pid, time_text, ts, kind, data, text, error_or_None) */
+static PyObject *ready_head(uchar *s, const long *h)
+{
+    long cls = h[H_CLASS];
+    if (cls != HEAD_METRIC && cls != HEAD_FT)
+        Py_RETURN_NONE;
+    uchar *m = s + h[H_MSG], *e = s + h[H_END_B];
+    PyObject *got;
+    if (cls == HEAD_METRIC) {
+        got = dict_of(s + h[H_DICT], e);
+    } else {
+        for (uchar *p = m; p < e; p++)
+            if (*p >= 0x80)
+                Py_RETURN_NONE;   /* _ft_event reads it (\w and \S in Unicode) */
+        got = ft_event(m, e);
+    }
+    if (got == NULL || got == Py_None)
+        return got;
+    PyObject *head[4] = {ascii_str(s, h[H_KEY]), field_str(s, h, H_PID, H_PID_END), head_time_text(s, h),
+                         PyFloat_FromDouble(head_ts(h))};
+    if (cls == HEAD_METRIC) {
+        PyObject *items[12] = {head[0], head[1], head[2], head[3],
+                               h[H_ROLE] >= 0 ? ascii_str(s + h[H_ROLE], h[H_KIND] - 1 - h[H_ROLE])
+                                              : PyUnicode_FromStringAndSize(NULL, 0),
+                               ascii_str(s + h[H_KIND], h[H_KIND_END] - h[H_KIND]), PyLong_FromLong(h[H_ID]),
+                               field_str(s, h, H_PROC, H_PROC_END), field_str(s, h, H_FILE, H_FILE_END),
+                               field_str(s, h, H_ACTOR, H_ACTOR_END), PyLong_FromLong(h[H_REPEATED]), got};
+        return tuple_of(items, 12);
+    }
+    uchar *ts = m, *te = e;   /* msg.strip(): the message holds no control byte but tabs */
+    while (ts < te && SPACE(*ts))
+        ts++;
+    while (te > ts && SPACE(te[-1]))
+        te--;
+    PyObject *items[8] = {head[0], head[1], head[2], head[3], Py_NewRef(PyTuple_GET_ITEM(got, 0)),
+                          Py_NewRef(PyTuple_GET_ITEM(got, 1)), PyUnicode_DecodeASCII((const char *)ts, te - ts, NULL),
+                          has(m, e, "Error", 5) ? PyUnicode_DecodeASCII((const char *)m, e - m, NULL)
+                                                : Py_NewRef(Py_None)};
+    Py_DECREF(got);
+    return tuple_of(items, 8);
 }
 
 /* For the tests: whether scan() takes the line (no newline) as a plain candidate (see plain_cand). */
@@ -1887,24 +2155,119 @@ static long head_field(PyObject *h, int k)
     return PyLong_AsLong(PyTuple_GET_ITEM(h, k));
 }
 
-/* The run's fold tuple (last, ts_idx, ts_head, ((last, head, err, err_head), ...)), or None. */
-static PyObject *fold_info(Run *r)
+/* A head tuple's fields (fold checked its size and that they are ints). */
+static void head_longs(PyObject *h, long *hv)
+{
+    for (int k = 0; k < H_N; k++)
+        hv[k] = head_field(h, k);
+}
+
+/* Whether the head's offsets lie within its line [s, e) (scan made them so; fold checks). */
+static int head_fits(const long *h, Py_ssize_t len)
+{
+    for (int k = 0; k < H_N; k++)
+        if (h[k] > len && k != H_DAYS && k != H_SOD && k != H_MSV && k != H_CLASS && k != H_REPEATED && k != H_ID)
+            return 0;
+    return h[H_DATE] >= 0 && h[H_DATE] + 19 <= len && h[H_END_B] >= h[H_MSG] && h[H_MSG] >= 0
+           && h[H_KEY] >= 0 && (h[H_MS] < 0 || h[H_MS] + 3 <= len);
+}
+
+/* Indices 0..n-1 ordered by at[] (n <= FOLD_KEYS, distinct values: insertion sort). */
+static void order_by(const Py_ssize_t *at, int *ix, int n)
+{
+    for (int j = 0; j < n; j++) {
+        int x = ix[j], q = j;
+        for (; q > 0 && at[ix[q - 1]] > at[x]; q--)
+            ix[q] = ix[q - 1];
+        ix[q] = x;
+    }
+}
+
+/* The run's fold tuple, what LineParser._take_folded sets from it, or None when nothing was
+ * folded into it:
+ *   (last, ts, key of last, ((idx, key, pid, (time_text, ts)), ...) by idx, ((idx, pid, msg), ...) by idx)
+ * per key its newest head (idx) and the newest head with "Error" (its message); ts the newest
+ * time of them all. */
+static PyObject *fold_info(Run *r, uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssize_t n)
 {
     if (r->last < 0)
         Py_RETURN_NONE;
-    PyObject *keys = PyTuple_New(r->nkeys);
-    if (keys == NULL)
-        return NULL;
+    int ix[FOLD_KEYS], ex[FOLD_KEYS], ne = 0;
+    Py_ssize_t at[FOLD_KEYS], eat[FOLD_KEYS];
     for (int j = 0; j < r->nkeys; j++) {
-        FoldKey *k = &r->keys[j];
-        PyObject *t = Py_BuildValue("(nOnO)", k->last, k->head, k->err, k->err_head ? k->err_head : Py_None);
-        if (t == NULL) {
-            Py_DECREF(keys);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(keys, j, t);
+        ix[j] = j;
+        at[j] = r->keys[j].last;
+        eat[j] = r->keys[j].err;
+        if (r->keys[j].err >= 0)
+            ex[ne++] = j;
     }
-    return Py_BuildValue("(nnON)", r->last, r->ts_idx, r->ts_head, keys);
+    order_by(at, ix, r->nkeys);
+    order_by(eat, ex, ne);
+    PyObject *entries = PyTuple_New(r->nkeys), *errs = PyTuple_New(ne), *cur = NULL;
+    if (entries == NULL || errs == NULL)
+        goto fail;
+    for (int q = 0; q < r->nkeys + ne; q++) {
+        FoldKey *k = &r->keys[q < r->nkeys ? ix[q] : ex[q - r->nkeys]];
+        int err = q >= r->nkeys;
+        Py_ssize_t idx = err ? k->err : k->last;
+        long h[H_N];
+        uchar *ls, *le;
+        head_longs(err ? k->err_head : k->head, h);
+        if (PyErr_Occurred())
+            goto fail;
+        if (!line_at(buf, len, st, n, idx, &ls, &le) || !head_fits(h, le - ls)) {
+            PyErr_SetString(PyExc_ValueError, "fold(): a head that does not fit its line");
+            goto fail;
+        }
+        PyObject *t;
+        if (err) {
+            PyObject *items[3] = {PyLong_FromSsize_t(idx), field_str(ls, h, H_PID, H_PID_END),
+                                  PyUnicode_DecodeUTF8((const char *)ls + h[H_MSG], h[H_END_B] - h[H_MSG], "strict")};
+            t = tuple_of(items, 3);
+            if (t == NULL)
+                goto fail;
+            PyTuple_SET_ITEM(errs, q - r->nkeys, t);
+            continue;
+        }
+        PyObject *when[2] = {head_time_text(ls, h), PyFloat_FromDouble(head_ts(h))};
+        PyObject *items[4] = {PyLong_FromSsize_t(idx), ascii_str(ls, h[H_KEY]), field_str(ls, h, H_PID, H_PID_END),
+                              tuple_of(when, 2)};
+        if (idx == r->last && items[1] != NULL)
+            cur = Py_NewRef(items[1]);
+        t = tuple_of(items, 4);
+        if (t == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(entries, q, t);
+    }
+    if (cur == NULL) {
+        PyErr_SetString(PyExc_SystemError, "fold(): the run's newest head has no key");
+        goto fail;
+    }
+    PyObject *items[5] = {PyLong_FromSsize_t(r->last), PyFloat_FromDouble(r->ts), cur, entries, errs};
+    return tuple_of(items, 5);
+fail:
+    Py_XDECREF(entries);
+    Py_XDECREF(errs);
+    Py_XDECREF(cur);
+    return NULL;
+}
+
+/* A kept line as (key, raw) for LineParser._feed_scanned: raw decoded as get(i) decodes it, key
+ * its _source_key when that is ASCII text read here, else None (Python reads it). */
+static PyObject *kept_line(uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssize_t n, Py_ssize_t i, Py_ssize_t klen)
+{
+    uchar *s, *e;
+    if (!line_at(buf, len, st, n, i, &s, &e)) {
+        PyErr_SetString(PyExc_ValueError, "fold(): a kept line outside the buffer");
+        return NULL;
+    }
+    PyObject *key;
+    if (klen < 0 || klen > e - s || any_high(s, (size_t)klen))
+        key = Py_NewRef(Py_None);
+    else
+        key = ascii_str(s, klen);
+    PyObject *items[2] = {key, PyUnicode_DecodeUTF8((const char *)s, e - s, "replace")};
+    return tuple_of(items, 2);
 }
 
 static int append_index(PyObject *list, Py_ssize_t i)
@@ -1922,7 +2285,7 @@ static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
     if (!PyArg_ParseTuple(args, "y*y*O!O!O!O!", &view, &stv, &PyList_Type, &cands, &PyList_Type, &keep,
                           &PyList_Type, &heads, &PyList_Type, &lasts))
         return NULL;
-    PyObject *res = NULL, *c2 = NULL, *k2 = NULL, *h2 = NULL, *l2 = NULL, *f2 = NULL;
+    PyObject *res = NULL, *c2 = NULL, *k2 = NULL, *h2 = NULL, *l2 = NULL, *f2 = NULL, *kl2 = NULL;
     Py_ssize_t *runkeep = NULL, *runklen = NULL;
     uchar *buf = (uchar *)view.buf;
     const int64_t *st = (const int64_t *)stv.buf;
@@ -1932,24 +2295,15 @@ static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
         PyErr_SetString(PyExc_ValueError, "fold(): lists of other lengths than scan() gives");
         goto done;
     }
-    int any = 0;
-    for (Py_ssize_t k = 0; k < nc && !any; k++) {
-        PyObject *h = PyList_GET_ITEM(heads, k);
-        any = PyTuple_Check(h) && PyTuple_GET_SIZE(h) == H_N && head_field(h, H_CLASS) == HEAD_NOISE;
-    }
-    if (!any) {
-        res = Py_None;
-        Py_INCREF(res);
-        goto done;
-    }
     c2 = PyList_New(0);
     k2 = PyList_New(0);
     h2 = PyList_New(0);
     l2 = PyList_New(0);
     f2 = PyList_New(0);
+    kl2 = PyList_New(0);
     runkeep = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
     runklen = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
-    if (c2 == NULL || k2 == NULL || h2 == NULL || l2 == NULL || f2 == NULL || runkeep == NULL || runklen == NULL) {
+    if (c2 == NULL || k2 == NULL || h2 == NULL || l2 == NULL || f2 == NULL || kl2 == NULL || runkeep == NULL || runklen == NULL) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         goto done;
@@ -2034,10 +2388,15 @@ static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
                          && line_at(buf, view.len, st, n, runkeep[q], &ks, &ke)
                          && memcmp(r.keys[j].key, ks, (size_t)runklen[q]) == 0;
             }
-            if (!popped && append_index(k2, runkeep[q]) < 0)
+            if (popped)
+                continue;
+            PyObject *kept = kept_line(buf, view.len, st, n, runkeep[q], runklen[q]);
+            int bad = kept == NULL || PyList_Append(kl2, kept) < 0;
+            Py_XDECREF(kept);
+            if (bad || append_index(k2, runkeep[q]) < 0)
                 goto done;
         }
-        PyObject *info = fold_info(&r);
+        PyObject *info = fold_info(&r, buf, view.len, st, n);
         if (info == NULL)
             goto done;
         int bad = PyList_Append(f2, info) < 0;
@@ -2052,13 +2411,14 @@ static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
         nrk = 0;
         python_key = 0;
     }
-    res = Py_BuildValue("(OOOOO)", c2, k2, h2, l2, f2);
+    res = Py_BuildValue("(OOOOOO)", c2, k2, h2, l2, f2, kl2);
 done:
     Py_XDECREF(c2);
     Py_XDECREF(k2);
     Py_XDECREF(h2);
     Py_XDECREF(l2);
     Py_XDECREF(f2);
+    Py_XDECREF(kl2);
     PyMem_Free(runkeep);
     PyMem_Free(runklen);
     PyBuffer_Release(&view);
@@ -2076,9 +2436,9 @@ static PyMethodDef methods[] = {
      "None when the text is anything else (the Python reader then reads it)."},
     {"plain", plain, METH_O, "plain(line) -> bool: a candidate that reads only its own key (tests)."},
     {"fold", fold, METH_VARARGS,
-     "fold(buf, starts, cands, keep, heads, lasts) -> (cands, keep, heads, lasts, folds) | None: scan()'s\n"
+     "fold(buf, starts, cands, keep, heads, lasts) -> (cands, keep, heads, lasts, folds, kept): scan()'s\n"
      "lists without the candidates whose head says HEAD_NOISE, taken into the runs around them (folds:\n"
-     "per run, what LineParser._take_folded sets from them, or None); None when there is none."},
+     "per run, what LineParser._take_folded sets from them, or None; kept: per kept line (key, raw))."},
     {"scan", scan, METH_O,
      "scan(buf) -> (n_lines, cands, keep, starts, heads, lasts): the lines of buf (split on b'\\n') that the\n"
      "parser must feed() one by one, the skipped stamped lines its per-source bookkeeping can still\n"
