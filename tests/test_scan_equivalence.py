@@ -835,6 +835,17 @@ def test_scanner_folded_heads_agree(lines, sizes):
     assert_same(_cut(lines, sizes))
 
 
+@FUZZ
+@given(st.lists(st.one_of(_fold_lines(), MIX), max_size=40), st.booleans())
+def test_scanner_scan_folded_is_fold_of_scan(lines, as_view):
+    """scan_folded (what feed_block calls) gives what fold gives on scan's lists, on views too."""
+    data = "\n".join(ln.replace("\n", " ") for ln in lines).encode("utf-8", "surrogatepass")
+    n, cands, keep, starts, heads, lasts = _scan.scan(data)
+    want = (n, starts) + _scan.fold(data, starts, cands, keep, heads, lasts)
+    buf = memoryview(bytearray(data) + b"Error: {'a': 1}\n" * 2)[:len(data)] if as_view else data
+    assert _scan.scan_folded(buf) == want
+
+
 def test_scanner_fold_takes_the_noise_heads():
     lines = ["[2026-08-21 10:00:00.000 main] x.py:1 - start",
              "(A pid=1) [2026-08-21 10:00:01] noise",

@@ -1499,99 +1499,141 @@ oom:
 
 static PyObject *ready_head(uchar *s, const long *h);
 
+/* The Python form of the head h of the line s: ready (ready_head) or a tuple of its H_N ints. */
+static PyObject *head_object(uchar *s, const long *h)
+{
+    PyObject *t = ready_head(s, h);
+    if (t != Py_None)
+        return t;
+    Py_DECREF(t);
+    t = PyTuple_New(H_N);
+    for (int k = 0; t != NULL && k < H_N; k++) {
+        PyObject *v = PyLong_FromLong(h[k]);
+        if (v == NULL) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, k, v);
+    }
+    if (t != NULL)
+        PyObject_GC_UnTrack(t);   /* ints only: no cycle, nothing for the GC to visit */
+    return t;
+}
+
+/* classify() the buffer into arrays: the candidates, the kept lines, per candidate (and the end)
+ * the newest stamped noise line of the run before it, per candidate its head's fields or NULL,
+ * and every line's offset (n + 1 of them, into a new bytes object *starts).  The line count, or
+ * -1 with an error set (*sc's arrays freed). */
+typedef struct {
+    Line *ln;
+    Heads hd;
+    Py_ssize_t nc, nk, *cand, *keep, *lasts;
+    long **head;
+} Scanned;
+
+static void scanned_free(Scanned *sc)
+{
+    PyMem_RawFree(sc->ln);
+    PyMem_RawFree(sc->hd.h);
+    PyMem_Free(sc->cand);
+    PyMem_Free(sc->keep);
+    PyMem_Free(sc->lasts);
+    PyMem_Free(sc->head);
+    memset(sc, 0, sizeof(*sc));
+}
+
+static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts)
+{
+    Py_ssize_t n;
+    memset(sc, 0, sizeof(*sc));
+    *starts = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    n = classify((uchar *)view->buf, view->len, &sc->ln, &sc->hd);
+    Py_END_ALLOW_THREADS
+    if (n < 0) {
+        sc->ln = NULL;
+        sc->hd.h = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t nc = 0, nk = 0, hk = 0, last = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        nc += (sc->ln[i].cls & CAND) != 0;
+        nk += (sc->ln[i].cls & (CAND | KEEP)) == KEEP;
+    }
+    sc->cand = PyMem_Malloc((size_t)(nc + 1) * sizeof(Py_ssize_t));
+    sc->keep = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
+    sc->lasts = PyMem_Malloc((size_t)(nc + 1) * sizeof(Py_ssize_t));
+    sc->head = PyMem_Malloc((size_t)(nc + 1) * sizeof(long *));
+    if (n < PY_SSIZE_T_MAX / 8 - 1)
+        *starts = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
+    if (sc->cand == NULL || sc->keep == NULL || sc->lasts == NULL || sc->head == NULL || *starts == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        Py_CLEAR(*starts);
+        scanned_free(sc);
+        return -1;
+    }
+    int64_t *st = (int64_t *)PyBytes_AS_STRING(*starts);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Line *l = &sc->ln[i];
+        st[i] = (int64_t)l->start;
+        if (l->cls & CAND) {   /* lasts[k]: the run before cands[k] */
+            sc->lasts[sc->nc] = last;
+            last = -1;
+            sc->head[sc->nc] = l->cls & HEAD ? sc->hd.h[hk++] : NULL;
+            sc->cand[sc->nc++] = i;
+        } else {
+            if (l->cls & STAMPED)
+                last = i;
+            if (l->cls & KEEP)
+                sc->keep[sc->nk++] = i;
+        }
+    }
+    sc->lasts[sc->nc] = last;   /* and the end's */
+    st[n] = (int64_t)view->len + 1;   /* line i is buf[st[i]:st[i+1]-1] */
+    return n;
+}
+
+/* A list of the n indices in a (NULL with an error set). */
+static PyObject *index_list(const Py_ssize_t *a, Py_ssize_t n)
+{
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; list != NULL && i < n; i++) {
+        PyObject *v = PyLong_FromSsize_t(a[i]);
+        if (v == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, v);
+    }
+    return list;
+}
+
 static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     Py_buffer view;
-    Line *ln = NULL;
-    Py_ssize_t n;
-    PyObject *cands = NULL, *keep = NULL, *starts = NULL, *heads = NULL, *lasts = NULL, *res = NULL;
-    Py_ssize_t last = -1;   /* the newest stamped noise line since the last candidate */
-    Heads hd = {NULL, 0, 0};
-    Py_ssize_t hk = 0;      /* the next entry of hd */
+    Scanned sc;
+    PyObject *starts, *heads = NULL, *res = NULL;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    n = classify((uchar *)view.buf, view.len, &ln, &hd);
-    Py_END_ALLOW_THREADS
-    if (n < 0) {
-        PyBuffer_Release(&view);
-        return PyErr_NoMemory();
-    }
-    cands = PyList_New(0);
-    keep = PyList_New(0);
-    heads = PyList_New(0);
-    lasts = PyList_New(0);
-    if (n < PY_SSIZE_T_MAX / 8 - 1)
-        starts = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
-    if (cands == NULL || keep == NULL || starts == NULL || heads == NULL || lasts == NULL)
+    Py_ssize_t n = scan_arrays(&view, &sc, &starts);
+    if (n < 0)
         goto done;
-    {
-        int64_t *st = (int64_t *)PyBytes_AS_STRING(starts);
-        for (Py_ssize_t i = 0; i < n; i++)
-            st[i] = (int64_t)ln[i].start;
-        st[n] = (int64_t)view.len + 1;   /* line i is buf[st[i]:st[i+1]-1] */
+    heads = PyList_New(sc.nc);   /* heads[k]: the header fields of cands[k], or None */
+    for (Py_ssize_t k = 0; heads != NULL && k < sc.nc; k++) {
+        PyObject *t = sc.head[k] ? head_object((uchar *)view.buf + sc.ln[sc.cand[k]].start, sc.head[k])
+                                 : Py_NewRef(Py_None);
+        if (t == NULL)
+            Py_CLEAR(heads);
+        else
+            PyList_SET_ITEM(heads, k, t);
     }
-    for (Py_ssize_t i = 0; i <= n; i++) {
-        if (i == n || ln[i].cls & CAND) {   /* lasts[k]: the run before cands[k] (and the end) */
-            PyObject *v = PyLong_FromSsize_t(last);
-            int bad = v == NULL || PyList_Append(lasts, v) < 0;
-            Py_XDECREF(v);
-            if (bad)
-                goto done;
-            last = -1;
-            if (i == n)
-                break;
-        } else if (ln[i].cls & STAMPED) {
-            last = i;
-        }
-        PyObject *to = ln[i].cls & CAND ? cands : ln[i].cls & KEEP ? keep : NULL;
-        if (to != NULL) {
-            PyObject *v = PyLong_FromSsize_t(i);
-            int bad = v == NULL || PyList_Append(to, v) < 0;
-            Py_XDECREF(v);
-            if (bad)
-                goto done;
-        }
-        if (ln[i].cls & CAND) {   /* heads[k]: the header fields of cands[k], or None */
-            PyObject *t = Py_None;
-            Py_INCREF(t);
-            if (ln[i].cls & HEAD) {
-                long *h = hd.h[hk++];
-                Py_DECREF(t);
-                t = ready_head((uchar *)view.buf + ln[i].start, h);
-                if (t == NULL)
-                    goto done;
-                if (t != Py_None)
-                    goto append;
-                Py_DECREF(t);
-                t = PyTuple_New(H_N);
-                for (int k = 0; t != NULL && k < H_N; k++) {
-                    PyObject *v = PyLong_FromLong(h[k]);
-                    if (v == NULL) {
-                        Py_CLEAR(t);
-                        break;
-                    }
-                    PyTuple_SET_ITEM(t, k, v);
-                }
-                if (t != NULL)
-                    PyObject_GC_UnTrack(t);   /* ints only: no cycle, nothing for the GC to visit */
-            }
-        append:;
-            int bad = t == NULL || PyList_Append(heads, t) < 0;
-            Py_XDECREF(t);
-            if (bad)
-                goto done;
-        }
-    }
-    res = Py_BuildValue("(nOOOOO)", n, cands, keep, starts, heads, lasts);
+    if (heads != NULL)
+        res = Py_BuildValue("(nNNONN)", n, index_list(sc.cand, sc.nc), index_list(sc.keep, sc.nk), starts, heads,
+                            index_list(sc.lasts, sc.nc + 1));
+    Py_DECREF(starts);
+    scanned_free(&sc);
 done:
-    Py_XDECREF(cands);
-    Py_XDECREF(keep);
-    Py_XDECREF(starts);
-    Py_XDECREF(heads);
-    Py_XDECREF(lasts);
-    PyMem_RawFree(ln);
-    PyMem_RawFree(hd.h);
     PyBuffer_Release(&view);
     return res;
 }
@@ -2118,27 +2160,41 @@ static PyObject *kernels(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(arg))
  * source (the line's key, raw[:H_KEY]) _last_time, _last_error (when "Error" is in it) and the
  * skipped lines (popped).  fold() takes such candidates out of the scan's lists, so the lines
  * between two remaining candidates make one run, and hands Python, per run, what those fields
- * end as: per key the newest of its heads (and the newest with "Error"), the head with the
- * newest time, the newest head.  Kept lines (keep) of a key that a folded head of the run pops
- * after them are dropped here; Python pops before it appends the run's kept lines.  A head
- * after a kept line whose key needs Python (KEY_PYTHON: it might be the same key) is not
- * folded, nor one past FOLD_KEYS keys in a run. */
+ * end as: per key the newest of its heads (and the newest with "Error"), the newest time, the
+ * newest head's key.  Kept lines (keep) of a key that a folded head of the run pops after them
+ * are dropped here; Python pops before it appends the run's kept lines.  A head after a kept
+ * line whose key needs Python (KEY_PYTHON: it might be the same key) is not folded, nor one
+ * past FOLD_KEYS keys in a run.  scan_folded() is scan() then fold() in one call: the folded
+ * heads never become Python objects. */
 #define FOLD_KEYS 32
 
 typedef struct {
     uchar *key;
     Py_ssize_t klen;
     Py_ssize_t last, err;          /* line indices, -1: none */
-    PyObject *head, *err_head;     /* borrowed from heads */
+    const long *head, *err_head;   /* their fields */
 } FoldKey;
 
 typedef struct {
     FoldKey keys[FOLD_KEYS];
     int nkeys;
-    Py_ssize_t last, ts_idx, stamped;
-    PyObject *ts_head;
+    Py_ssize_t last, stamped;
     double ts;
 } Run;
+
+/* What fold_core reads: the buffer and its line offsets, scan()'s lists as arrays (head[k]: the
+ * fields of cands[k]'s head, NULL for none or one that is not a head of offsets), and how to
+ * get the Python object of the head of a candidate that stays. */
+typedef struct {
+    uchar *buf;
+    Py_ssize_t len, n;
+    const int64_t *st;
+    Py_ssize_t nc, nk;
+    const Py_ssize_t *cand, *keep, *lasts;
+    long *const *head;
+    PyObject *(*head_obj)(void *ctx, Py_ssize_t k);   /* a new reference, NULL with an error set */
+    void *ctx;
+} FoldIn;
 
 /* Line i of the scanned buffer, [*s, *e), or 0 when the offsets are not within it. */
 static int line_at(uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssize_t n, Py_ssize_t i, uchar **s, uchar **e)
@@ -2150,19 +2206,7 @@ static int line_at(uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssize_t n, 
     return 1;
 }
 
-static long head_field(PyObject *h, int k)
-{
-    return PyLong_AsLong(PyTuple_GET_ITEM(h, k));
-}
-
-/* A head tuple's fields (fold checked its size and that they are ints). */
-static void head_longs(PyObject *h, long *hv)
-{
-    for (int k = 0; k < H_N; k++)
-        hv[k] = head_field(h, k);
-}
-
-/* Whether the head's offsets lie within its line [s, e) (scan made them so; fold checks). */
+/* Whether the head's offsets lie within its line of len bytes (scan made them so; fold checks). */
 static int head_fits(const long *h, Py_ssize_t len)
 {
     for (int k = 0; k < H_N; k++)
@@ -2188,7 +2232,7 @@ static void order_by(const Py_ssize_t *at, int *ix, int n)
  *   (last, ts, key of last, ((idx, key, pid, (time_text, ts)), ...) by idx, ((idx, pid, msg), ...) by idx)
  * per key its newest head (idx) and the newest head with "Error" (its message); ts the newest
  * time of them all. */
-static PyObject *fold_info(Run *r, uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssize_t n)
+static PyObject *fold_info(Run *r, const FoldIn *in)
 {
     if (r->last < 0)
         Py_RETURN_NONE;
@@ -2207,16 +2251,13 @@ static PyObject *fold_info(Run *r, uchar *buf, Py_ssize_t len, const int64_t *st
     if (entries == NULL || errs == NULL)
         goto fail;
     for (int q = 0; q < r->nkeys + ne; q++) {
-        FoldKey *k = &r->keys[q < r->nkeys ? ix[q] : ex[q - r->nkeys]];
         int err = q >= r->nkeys;
+        FoldKey *k = &r->keys[err ? ex[q - r->nkeys] : ix[q]];
         Py_ssize_t idx = err ? k->err : k->last;
-        long h[H_N];
+        const long *h = err ? k->err_head : k->head;
         uchar *ls, *le;
-        head_longs(err ? k->err_head : k->head, h);
-        if (PyErr_Occurred())
-            goto fail;
-        if (!line_at(buf, len, st, n, idx, &ls, &le) || !head_fits(h, le - ls)) {
-            PyErr_SetString(PyExc_ValueError, "fold(): a head that does not fit its line");
+        if (!line_at(in->buf, in->len, in->st, in->n, idx, &ls, &le)) {
+            PyErr_SetString(PyExc_ValueError, "fold(): a head outside the buffer");
             goto fail;
         }
         PyObject *t;
@@ -2237,6 +2278,7 @@ static PyObject *fold_info(Run *r, uchar *buf, Py_ssize_t len, const int64_t *st
         t = tuple_of(items, 4);
         if (t == NULL)
             goto fail;
+        PyObject_GC_UnTrack(t);   /* ints, strs and a tuple of a str and a float: no cycle */
         PyTuple_SET_ITEM(entries, q, t);
     }
     if (cur == NULL) {
@@ -2254,10 +2296,10 @@ fail:
 
 /* A kept line as (key, raw) for LineParser._feed_scanned: raw decoded as get(i) decodes it, key
  * its _source_key when that is ASCII text read here, else None (Python reads it). */
-static PyObject *kept_line(uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssize_t n, Py_ssize_t i, Py_ssize_t klen)
+static PyObject *kept_line(const FoldIn *in, Py_ssize_t i, Py_ssize_t klen)
 {
     uchar *s, *e;
-    if (!line_at(buf, len, st, n, i, &s, &e)) {
+    if (!line_at(in->buf, in->len, in->st, in->n, i, &s, &e)) {
         PyErr_SetString(PyExc_ValueError, "fold(): a kept line outside the buffer");
         return NULL;
     }
@@ -2267,7 +2309,10 @@ static PyObject *kept_line(uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssi
     else
         key = ascii_str(s, klen);
     PyObject *items[2] = {key, PyUnicode_DecodeUTF8((const char *)s, e - s, "replace")};
-    return tuple_of(items, 2);
+    PyObject *t = tuple_of(items, 2);
+    if (t != NULL)
+        PyObject_GC_UnTrack(t);   /* two strs (or None) */
+    return t;
 }
 
 static int append_index(PyObject *list, Py_ssize_t i)
@@ -2278,104 +2323,71 @@ static int append_index(PyObject *list, Py_ssize_t i)
     return bad ? -1 : 0;
 }
 
-static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
+static int append_new(PyObject *list, PyObject *v)   /* steals v */
 {
-    Py_buffer view, stv;
-    PyObject *cands, *keep, *heads, *lasts;
-    if (!PyArg_ParseTuple(args, "y*y*O!O!O!O!", &view, &stv, &PyList_Type, &cands, &PyList_Type, &keep,
-                          &PyList_Type, &heads, &PyList_Type, &lasts))
-        return NULL;
-    PyObject *res = NULL, *c2 = NULL, *k2 = NULL, *h2 = NULL, *l2 = NULL, *f2 = NULL, *kl2 = NULL;
-    Py_ssize_t *runkeep = NULL, *runklen = NULL;
-    uchar *buf = (uchar *)view.buf;
-    const int64_t *st = (const int64_t *)stv.buf;
-    Py_ssize_t n = stv.len / (Py_ssize_t)sizeof(int64_t) - 1;
-    Py_ssize_t nc = PyList_GET_SIZE(cands), nk = PyList_GET_SIZE(keep);
-    if (n < 0 || PyList_GET_SIZE(heads) != nc || PyList_GET_SIZE(lasts) != nc + 1) {
-        PyErr_SetString(PyExc_ValueError, "fold(): lists of other lengths than scan() gives");
-        goto done;
-    }
-    c2 = PyList_New(0);
-    k2 = PyList_New(0);
-    h2 = PyList_New(0);
-    l2 = PyList_New(0);
-    f2 = PyList_New(0);
-    kl2 = PyList_New(0);
-    runkeep = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
-    runklen = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
-    if (c2 == NULL || k2 == NULL || h2 == NULL || l2 == NULL || f2 == NULL || kl2 == NULL || runkeep == NULL || runklen == NULL) {
+    int bad = v == NULL || PyList_Append(list, v) < 0;
+    Py_XDECREF(v);
+    return bad ? -1 : 0;
+}
+
+/* fold on arrays: (cands, keep, heads, lasts, folds, kept) as fold() gives them, or NULL. */
+static PyObject *fold_core(const FoldIn *in)
+{
+    PyObject *res = NULL, *c2 = PyList_New(0), *k2 = PyList_New(0), *h2 = PyList_New(0), *l2 = PyList_New(0),
+             *f2 = PyList_New(0), *kl2 = PyList_New(0);
+    Py_ssize_t *runkeep = PyMem_Malloc((size_t)(in->nk + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *runklen = PyMem_Malloc((size_t)(in->nk + 1) * sizeof(Py_ssize_t));
+    if (c2 == NULL || k2 == NULL || h2 == NULL || l2 == NULL || f2 == NULL || kl2 == NULL || runkeep == NULL
+        || runklen == NULL) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         goto done;
     }
     Run r;
     r.nkeys = 0;
-    r.last = r.ts_idx = r.stamped = -1;
-    r.ts_head = NULL;
+    r.last = r.stamped = -1;
     r.ts = 0.0;
     Py_ssize_t nrk = 0, ki = 0;
     int python_key = 0;
-    for (Py_ssize_t k = 0; k <= nc; k++) {
-        Py_ssize_t ci = n;   /* the end closes the last run */
-        if (k < nc) {
-            ci = PyLong_AsSsize_t(PyList_GET_ITEM(cands, k));
-            if (ci == -1 && PyErr_Occurred())
-                goto done;
-        }
-        for (; ki < nk; ki++) {   /* the kept lines before this candidate join the run */
-            Py_ssize_t x = PyLong_AsSsize_t(PyList_GET_ITEM(keep, ki));
-            if (x == -1 && PyErr_Occurred())
-                goto done;
-            if (x >= ci)
-                break;
+    for (Py_ssize_t k = 0; k <= in->nc; k++) {
+        Py_ssize_t ci = k < in->nc ? in->cand[k] : in->n;   /* the end closes the last run */
+        for (; ki < in->nk && in->keep[ki] < ci; ki++) {   /* the kept lines before this candidate join the run */
+            Py_ssize_t x = in->keep[ki];
             uchar *s, *e;
-            Py_ssize_t kl = line_at(buf, view.len, st, n, x, &s, &e) ? source_key(s, e) : KEY_PYTHON;
+            Py_ssize_t kl = line_at(in->buf, in->len, in->st, in->n, x, &s, &e) ? source_key(s, e) : KEY_PYTHON;
             python_key |= kl == KEY_PYTHON;
             runkeep[nrk] = x;
             runklen[nrk++] = kl;
         }
-        Py_ssize_t last_k = PyLong_AsSsize_t(PyList_GET_ITEM(lasts, k));
-        if (last_k == -1 && PyErr_Occurred())
-            goto done;
-        if (last_k > r.stamped)
-            r.stamped = last_k;
-        PyObject *h = k < nc ? PyList_GET_ITEM(heads, k) : Py_None;
+        if (in->lasts[k] > r.stamped)
+            r.stamped = in->lasts[k];
+        const long *h = k < in->nc ? in->head[k] : NULL;
         uchar *s, *e;
-        if (k < nc && !python_key && PyTuple_Check(h) && PyTuple_GET_SIZE(h) == H_N
-            && head_field(h, H_CLASS) == HEAD_NOISE && line_at(buf, view.len, st, n, ci, &s, &e)) {
-            long klen = head_field(h, H_KEY), m0 = head_field(h, H_MSG);
+        if (h != NULL && !python_key && h[H_CLASS] == HEAD_NOISE && line_at(in->buf, in->len, in->st, in->n, ci, &s, &e)
+            && head_fits(h, e - s)) {
+            long klen = h[H_KEY];
             int j = 0;
-            if (klen >= 0 && klen <= e - s && m0 >= 0 && m0 <= e - s) {
-                while (j < r.nkeys && !(r.keys[j].klen == klen && memcmp(r.keys[j].key, s, (size_t)klen) == 0))
-                    j++;
-                if (j == r.nkeys && j < FOLD_KEYS) {
-                    r.keys[j].key = s;
-                    r.keys[j].klen = klen;
-                    r.keys[j].err = -1;
-                    r.keys[j].err_head = NULL;
-                    r.nkeys++;
-                }
-            } else {
-                j = FOLD_KEYS;
+            while (j < r.nkeys && !(r.keys[j].klen == klen && memcmp(r.keys[j].key, s, (size_t)klen) == 0))
+                j++;
+            if (j == r.nkeys && j < FOLD_KEYS) {
+                r.keys[j].key = s;
+                r.keys[j].klen = klen;
+                r.keys[j].err = -1;
+                r.keys[j].err_head = NULL;
+                r.nkeys++;
             }
             if (j < r.nkeys) {   /* fold it */
                 FoldKey *fk = &r.keys[j];
                 fk->last = ci;
                 fk->head = h;
-                if (has(s + m0, e, "Error", 5)) {
+                if (has(s + h[H_MSG], e, "Error", 5)) {
                     fk->err = ci;
                     fk->err_head = h;
                 }
-                double ts = (double)(head_field(h, H_DAYS) * 86400L + head_field(h, H_SOD))
-                            + (double)head_field(h, H_MSV) / 1000.0;
-                if (r.ts_head == NULL || ts > r.ts) {
+                double ts = head_ts(h);
+                if (r.last < 0 || ts > r.ts)
                     r.ts = ts;
-                    r.ts_idx = ci;
-                    r.ts_head = h;
-                }
                 r.last = ci;
-                if (PyErr_Occurred())
-                    goto done;
                 continue;
             }
         }
@@ -2385,33 +2397,23 @@ static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
             for (int j = 0; !popped && j < r.nkeys && runklen[q] != KEY_PYTHON; j++) {
                 uchar *ks, *ke;
                 popped = r.keys[j].last > runkeep[q] && r.keys[j].klen == runklen[q]
-                         && line_at(buf, view.len, st, n, runkeep[q], &ks, &ke)
+                         && line_at(in->buf, in->len, in->st, in->n, runkeep[q], &ks, &ke)
                          && memcmp(r.keys[j].key, ks, (size_t)runklen[q]) == 0;
             }
-            if (popped)
-                continue;
-            PyObject *kept = kept_line(buf, view.len, st, n, runkeep[q], runklen[q]);
-            int bad = kept == NULL || PyList_Append(kl2, kept) < 0;
-            Py_XDECREF(kept);
-            if (bad || append_index(k2, runkeep[q]) < 0)
+            if (!popped && (append_new(kl2, kept_line(in, runkeep[q], runklen[q])) < 0
+                            || append_index(k2, runkeep[q]) < 0))
                 goto done;
         }
-        PyObject *info = fold_info(&r, buf, view.len, st, n);
-        if (info == NULL)
+        if (append_new(f2, fold_info(&r, in)) < 0 || append_index(l2, r.last > r.stamped ? -1 : r.stamped) < 0)
             goto done;
-        int bad = PyList_Append(f2, info) < 0;
-        Py_DECREF(info);
-        if (bad || append_index(l2, r.last > r.stamped ? -1 : r.stamped) < 0)
-            goto done;
-        if (k < nc && (append_index(c2, ci) < 0 || PyList_Append(h2, h) < 0))
+        if (k < in->nc && (append_index(c2, ci) < 0 || append_new(h2, in->head_obj(in->ctx, k)) < 0))
             goto done;
         r.nkeys = 0;
-        r.last = r.ts_idx = r.stamped = -1;
-        r.ts_head = NULL;
+        r.last = r.stamped = -1;
         nrk = 0;
         python_key = 0;
     }
-    res = Py_BuildValue("(OOOOOO)", c2, k2, h2, l2, f2, kl2);
+    res = PyTuple_Pack(6, c2, k2, h2, l2, f2, kl2);
 done:
     Py_XDECREF(c2);
     Py_XDECREF(k2);
@@ -2421,8 +2423,130 @@ done:
     Py_XDECREF(kl2);
     PyMem_Free(runkeep);
     PyMem_Free(runklen);
+    return res;
+}
+
+static PyObject *list_item(void *ctx, Py_ssize_t k)
+{
+    return Py_NewRef(PyList_GET_ITEM((PyObject *)ctx, k));
+}
+
+/* The ints of a list, as an array (PyMem_Free it), or NULL with an error set. */
+static Py_ssize_t *index_array(PyObject *list)
+{
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    Py_ssize_t *a = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    if (a == NULL)
+        return (Py_ssize_t *)PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        a[i] = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
+        if (a[i] == -1 && PyErr_Occurred()) {
+            PyMem_Free(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    Py_buffer view, stv;
+    PyObject *cands, *keep, *heads, *lasts;
+    if (!PyArg_ParseTuple(args, "y*y*O!O!O!O!", &view, &stv, &PyList_Type, &cands, &PyList_Type, &keep,
+                          &PyList_Type, &heads, &PyList_Type, &lasts))
+        return NULL;
+    PyObject *res = NULL;
+    Py_ssize_t *cand = NULL, *kept = NULL, *last = NULL;
+    long *fields = NULL, **head = NULL;
+    FoldIn in;
+    in.buf = (uchar *)view.buf;
+    in.len = view.len;
+    in.st = (const int64_t *)stv.buf;
+    in.n = stv.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    in.nc = PyList_GET_SIZE(cands);
+    in.nk = PyList_GET_SIZE(keep);
+    if (in.n < 0 || PyList_GET_SIZE(heads) != in.nc || PyList_GET_SIZE(lasts) != in.nc + 1) {
+        PyErr_SetString(PyExc_ValueError, "fold(): lists of other lengths than scan() gives");
+        goto done;
+    }
+    cand = index_array(cands);
+    kept = cand ? index_array(keep) : NULL;
+    last = kept ? index_array(lasts) : NULL;
+    fields = last ? PyMem_Malloc((size_t)(in.nc + 1) * H_N * sizeof(long)) : NULL;
+    head = fields ? PyMem_Malloc((size_t)(in.nc + 1) * sizeof(long *)) : NULL;
+    if (head == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < in.nc; k++) {   /* a head of offsets: a tuple of H_N ints */
+        PyObject *h = PyList_GET_ITEM(heads, k);
+        head[k] = NULL;
+        if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) != H_N)
+            continue;
+        long *f = fields + k * H_N;
+        for (int q = 0; q < H_N; q++) {
+            f[q] = PyLong_AsLong(PyTuple_GET_ITEM(h, q));
+            if (f[q] == -1 && PyErr_Occurred())
+                goto done;
+        }
+        head[k] = f;
+    }
+    in.cand = cand;
+    in.keep = kept;
+    in.lasts = last;
+    in.head = head;
+    in.head_obj = list_item;
+    in.ctx = heads;
+    res = fold_core(&in);
+done:
+    PyMem_Free(cand);
+    PyMem_Free(kept);
+    PyMem_Free(last);
+    PyMem_Free(fields);
+    PyMem_Free(head);
     PyBuffer_Release(&view);
     PyBuffer_Release(&stv);
+    return res;
+}
+
+typedef struct {
+    uchar *buf;
+    const Scanned *sc;
+} HeadCtx;
+
+static PyObject *scanned_head(void *ctx, Py_ssize_t k)
+{
+    HeadCtx *c = ctx;
+    const long *h = c->sc->head[k];
+    return h ? head_object(c->buf + c->sc->ln[c->sc->cand[k]].start, h) : Py_NewRef(Py_None);
+}
+
+/* scan() then fold() in one call (the folded heads never become Python objects):
+ * (n_lines, starts, cands, keep, heads, lasts, folds, kept). */
+static PyObject *scan_folded(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    Py_buffer view;
+    Scanned sc;
+    PyObject *starts, *res = NULL;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t n = scan_arrays(&view, &sc, &starts);
+    if (n < 0)
+        goto done;
+    HeadCtx ctx = {(uchar *)view.buf, &sc};
+    FoldIn in = {(uchar *)view.buf, view.len, n, (const int64_t *)PyBytes_AS_STRING(starts), sc.nc, sc.nk,
+                 sc.cand, sc.keep, sc.lasts, sc.head, scanned_head, &ctx};
+    PyObject *got = fold_core(&in);
+    if (got != NULL)
+        res = Py_BuildValue("(nOOOOOOO)", n, starts, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1),
+                            PyTuple_GET_ITEM(got, 2), PyTuple_GET_ITEM(got, 3), PyTuple_GET_ITEM(got, 4),
+                            PyTuple_GET_ITEM(got, 5));
+    Py_XDECREF(got);
+    Py_DECREF(starts);
+    scanned_free(&sc);
+done:
+    PyBuffer_Release(&view);
     return res;
 }
 
@@ -2439,6 +2563,9 @@ static PyMethodDef methods[] = {
      "fold(buf, starts, cands, keep, heads, lasts) -> (cands, keep, heads, lasts, folds, kept): scan()'s\n"
      "lists without the candidates whose head says HEAD_NOISE, taken into the runs around them (folds:\n"
      "per run, what LineParser._take_folded sets from them, or None; kept: per kept line (key, raw))."},
+    {"scan_folded", scan_folded, METH_O,
+     "scan_folded(buf) -> (n_lines, starts, cands, keep, heads, lasts, folds, kept): scan(buf) then\n"
+     "fold() of its lists, in one call."},
     {"scan", scan, METH_O,
      "scan(buf) -> (n_lines, cands, keep, starts, heads, lasts): the lines of buf (split on b'\\n') that the\n"
      "parser must feed() one by one, the skipped stamped lines its per-source bookkeeping can still\n"

@@ -455,8 +455,7 @@ class LineParser:
         bytes (a view of a reused buffer, files.iter_block_views) is kept by nothing once this
         returns: the lines read lazily from it are read first."""
         if self._scan is not None and self.quick_reject:
-            n, cands, keep, starts, heads, lasts = self._scan.scan(block)
-            cands, keep, heads, lasts, folds, kept = self._scan.fold(block, starts, cands, keep, heads, lasts)
+            n, starts, cands, keep, heads, lasts, folds, kept = self._scan.scan_folded(block)
             st = memoryview(starts).cast("q")
 
             def get(i: int) -> str:
@@ -478,10 +477,9 @@ class LineParser:
         """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
         holding a newline)."""
         data = "\n".join(lines).encode("utf-8", "surrogatepass")
-        n, cands, keep, starts, heads, lasts = self._scan.scan(data)
+        n, _, cands, keep, heads, lasts, folds, kept = self._scan.scan_folded(data)
         if n != len(lines):
             return None
-        cands, keep, heads, lasts, folds, kept = self._scan.fold(data, starts, cands, keep, heads, lasts)
         return self._feed_scanned(n, cands, keep, heads, lasts, lines.__getitem__, folds, kept)
 
     def _feed_scanned(self, n: int, cands: list[int], keep: list[int], heads: list, lasts: list[int],
