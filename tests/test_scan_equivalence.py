@@ -798,6 +798,27 @@ def test_scanner_common_messages_get_their_class(msg, cls):
         assert _feed_head_or_feed(line, True, fast_first) == _feed_head_or_feed(line, False, fast_first)
 
 
+@pytest.mark.parametrize("msg, ready", [
+    ("rollout 0: {'rollout/raw_reward': 0.5, 'rollout/truncated': 0.37109375}", _parse_mod._READY_METRIC),
+    ("critic-step 3: {'a': 1}\x1b[32m [repeated 2x across cluster]\x1b[0m", _parse_mod._READY_METRIC),
+    ("ft op=update_weights phase=end rollout=0 ok=true elapsed_s=3.4", _parse_mod._READY_FT),
+    ("ft op=train phase=start rollout=3 attempt=2", _parse_mod._READY_FT),
+    ('ft op=x ok=false err="a b" Error', _parse_mod._READY_FT),
+    ("rollout 0: {'a': nan}", _parse_mod._H_COUNT),     # the Python reader reads nan
+    ("rollout 0: {'a': 123456789012345678901}", _parse_mod._H_COUNT),
+    ("ft op=x ok=false \u00e9", _parse_mod._H_COUNT),   # non-ASCII: _ft_event reads it
+    ("ft " + " ".join(f"k{i}=1" for i in range(65)) + " ok=false", _parse_mod._H_COUNT),   # past FT_MAX_FIELDS
+])
+def test_scanner_common_heads_come_ready(msg, ready):
+    """The common metric records and ft events come ready (_scan.c: ready_head; _feed_ready only
+    stores them), the rest as offsets; either way _feed_head does what feed does."""
+    line = f"\x1b[36m(A pid=1)\x1b[0m [2026-08-21 09:54:42.681 actor_cell0_rank0] model.py:635 - {msg}"
+    h = _scan.scan(line.encode())[4][0]
+    assert len(h) == ready
+    for open_record in (True, False):
+        assert _feed_head_or_feed(line, True, open_record) == _feed_head_or_feed(line, False, open_record)
+
+
 # -- fold: noise-for-sure heads taken into the noise runs (_scan.c: fold, LineParser._take_folded) --
 
 _FOLD_PREFIXES = ["", "(A pid=1) ", "\x1b[36m(A pid=1)\x1b[0m ", "(B pid=2) ", "\x1b[36m(B pid=2)\x1b[0m "]

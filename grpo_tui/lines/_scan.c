@@ -3,7 +3,7 @@
  * scan(buf) splits a buffer on b"\n" exactly like bytes.split(b"\n") and classifies every line
  * in one pass, so Python never looks at (or decodes) a noise line one by one:
  *
- *   returns (n_lines, cands, keep, starts)
+ *   returns (n_lines, cands, keep, starts, heads, lasts)
  *   cands: indices of the lines Python must feed() -- every line `is_candidate` accepts, plus
  *          every line the inline noise path of feed_lines would not take (NUL, U+FFFD or
  *          invalid UTF-8, a trailing '\r', longer than MAX_LINE).  It may only ever say MORE
@@ -21,6 +21,11 @@
  *          when feed() would read it exactly so: Python then skips _peel and the regexes.
  *   lasts: for each candidate, and once more for the buffer's end, the newest stamped noise
  *          line of the run before it, or -1 (it becomes _last_stamped, read lazily).
+ *
+ * scan_folded(buf), what the parser calls, is scan() then fold() in one call: the candidates
+ * that are noise for sure are taken into the noise runs around them (fold_core), and the heads
+ * Python would slice and read (a common metric record, an ASCII `ft ` line) come ready, their
+ * values made here (ready_head), so Python decodes no line to read them.
  *
  * Speed (issue #11: reading and scanning a 540 MB log within about 1.5 grep-times): a line is
  * walked once, by SIMD where the machine has it (line_avx2/line_ssse3, chosen at import by
@@ -1849,7 +1854,10 @@ static PyObject *dict_of(uchar *p, uchar *e)
 {
     if (p >= e || *p != '{')
         Py_RETURN_NONE;
-    PyObject *out = PyDict_New();
+    Py_ssize_t pairs = 1;   /* a comma per pair but the last (more if a key holds one): no resizing */
+    for (uchar *q = p; (q = memchr(q, ',', (size_t)(e - q))) != NULL; q++)
+        pairs++;
+    PyObject *out = _PyDict_NewPresized(pairs);
     if (out == NULL)
         return NULL;
     p++;
@@ -1858,12 +1866,11 @@ static PyObject *dict_of(uchar *p, uchar *e)
     for (;;) {   /* '[^'\\]*': value, then `}` or `, ` */
         if (p >= e || *p != '\'')
             goto fallback;
-        uchar *k = ++p;
-        int ascii = 1;
-        while (p < e && *p != '\'' && *p != '\\') {
-            ascii &= *p < 0x80;
-            p++;
-        }
+        uchar *k = ++p;   /* the key runs to the next quote; a backslash in it: the Python reader */
+        p = memchr(k, '\'', (size_t)(e - k));
+        if (p == NULL || memchr(k, '\\', (size_t)(p - k)) != NULL)
+            goto fallback;
+        int ascii = !any_high(k, (size_t)(p - k));
         if (e - p < 3 || p[0] != '\'' || p[1] != ':' || p[2] != ' ')
             goto fallback;
         uchar *ke = p;

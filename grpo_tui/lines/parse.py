@@ -15,13 +15,16 @@ Speed (issue #11).  A finished log is ~97 % noise and a few thousand metric and 
 the cost is in touching every line at all.  The accelerated path (the optional C module
 _scan.c, chosen in _load_scan; GRPO_TUI_PURE=1 forces the pure one) is a bytes path end to end:
 files.iter_byte_blocks reads blocks of complete lines as bytes, feed_block hands a block to
-_scan.scan, which in one pass over the bytes returns the candidate lines, the offsets of every
-line, the few skipped lines the per-source time bookkeeping can still show (`keep`: the newest
-16 per source before a candidate that may read that source), and for candidates with a plain
-Miles header its fields.  Python then decodes only those lines: no str per noise line, no
-split/join/encode of the block, the noise run's tail for a rejoin read lazily (_noise_run).
-The common metric dict `{'k': number, ...}` is read by _scan.read_dict straight into a dict of
-ints and floats.  Everything unusual (nan/inf, np.float64(...), strings, nested, cut, wrapped,
+_scan.scan_folded, which in one pass over the bytes returns the candidate lines, the offsets of
+every line, the few skipped lines the per-source time bookkeeping can still show (`keep`: the
+newest 16 per source before a candidate that may read that source, with their key and text),
+and for candidates with a plain Miles header its fields.  Python then decodes only those lines:
+no str per noise line, no split/join/encode of the block, the noise run's tail for a rejoin
+read lazily (_noise_run).  The C side also reads the common heads whole, so Python only stores
+what it hands over: a noise-for-sure head is folded into the noise run around it (per run, the
+per-source time, error and pop it leaves: _take_folded); a metric record with the common dict
+`{'k': number, ...}` comes with that dict read into ints and floats and its header's strings,
+an ASCII `ft ` line with _ft_event's result (_feed_ready).  Everything unusual (nan/inf, np.float64(...), strings, nested, cut, wrapped,
 pasted, prefixed oddly, a dedup suffix, control bytes, bad UTF-8) is handed back to the exact
 Python reader: the C side only ever says "this line is plain, here are its fields", never
 interprets a line differently.  Why not a C reader for whole records: their bookkeeping
@@ -117,6 +120,7 @@ def is_candidate(line: str) -> bool:
 (_H_KEY, _H_ACTOR, _H_ACTOR_END, _H_PID, _H_PID_END, _H_DATE, _H_MS, _H_PROC, _H_PROC_END, _H_FILE, _H_FILE_END,
  _H_MSG, _H_MSG_END, _H_REPEATED, _H_TIME_END, _H_DAYS, _H_SOD, _H_MSV, _H_CLASS, _H_ROLE, _H_KIND, _H_KIND_END,
  _H_ID, _H_DICT, _H_END_B) = range(25)
+_H_COUNT = 25                  # a head of offsets: a tuple of this many ints
 _HEAD_OTHER, _HEAD_NOISE, _HEAD_METRIC, _HEAD_FT = 0, 1, 2, 3
 # a head the scanner read whole comes ready (_scan.c: ready_head), told apart by its length
 _READY_METRIC, _READY_FT = 12, 8
@@ -537,10 +541,8 @@ class LineParser:
                 got = feed(get(i))
                 if got:
                     out.extend(got)
-            elif len(h) == _READY_METRIC:
-                self._ready_metric(h, out)
-            elif len(h) == _READY_FT:
-                self._ready_ft(h, out)
+            elif len(h) != _H_COUNT:
+                self._feed_ready(h, out)
             else:
                 got = self._feed_head(get(i), h)
                 if got:
@@ -573,11 +575,14 @@ class LineParser:
             if idx >= i:
                 self._last_error[pid] = msg
 
-    def _ready_head(self, key: str, pid: str | None, time_text: str, ts: float, out: list[Item]) -> int:
-        """The steps of _feed_head every ready head takes first (_header_fields' bookkeeping);
-        its line number."""
+    def _feed_ready(self, h: tuple, out: list[Item]) -> None:
+        """_feed_head for a head the scanner read whole (_scan.c: ready_head): _header_fields'
+        bookkeeping, then the record (its values read: _HEAD_METRIC) or the event (_ft_event's
+        result: _HEAD_FT) it made."""
+        key, pid, time_text, ts = h[0], h[1], h[2], h[3]
         c = self.counts
         c.lines += 1
+        line_no = c.lines
         self._line_cut = False
         self._cur_key = key
         if self._pending is not None:
@@ -591,38 +596,28 @@ class LineParser:
         self._last_time[pid] = (time_text, ts)
         if self._skipped:
             self._skipped.pop(key, None)
-        return c.lines
-
-    def _ready_metric(self, h: tuple, out: list[Item]) -> None:
-        """_feed_head's _HEAD_METRIC branch for a head the scanner read whole (its dict too)."""
-        key, pid, time_text, ts, role, kind, n, proc, source, actor, repeated, values = h
-        line_no = self._ready_head(key, pid, time_text, ts, out)
-        c = self.counts
-        names = self._names
-        if len(names) + len(values) <= MAX_NAMES or names.issuperset(values):   # _capped
-            names.update(values)
-        else:
-            values = self._capped(values, {})
-        if values:
-            c.metric_lines += 1
-            c.records += 1
-            out.append(MetricRecord(kind, n, values, role, time_text, ts, proc, source, actor, line_no,
-                                    repeated=repeated))
-        else:
-            c.unreadable += 1
-        self._noise_lazy = None        # _noise_clear
+        self._noise_lazy = None                          # _noise_clear (after the item, as there)
         self._noise.clear()
-
-    def _ready_ft(self, h: tuple, out: list[Item]) -> None:
-        """_feed_head's _HEAD_FT branch for a head the scanner read whole (_ft_event's result)."""
-        key, pid, time_text, ts, kind, data, text, error = h
-        line_no = self._ready_head(key, pid, time_text, ts, out)
+        if len(h) == _READY_METRIC:
+            _, _, _, _, role, kind, n, proc, source, actor, repeated, values = h
+            names = self._names
+            if len(names) + len(values) <= MAX_NAMES or names.issuperset(values):   # _capped
+                names.update(values)
+            else:
+                values = self._capped(values, {})
+            if values:
+                c.metric_lines += 1
+                c.records += 1
+                out.append(MetricRecord(kind, n, values, role, time_text, ts, proc, source, actor, line_no,
+                                        repeated=repeated))
+            else:
+                c.unreadable += 1
+            return
+        _, _, _, _, kind, data, text, error = h
         if error is not None:
             self._last_error[pid] = error
-        self.counts.event_lines += 1
+        c.event_lines += 1
         out.append(Event(kind, time_text, ts, line_no, text, data))
-        self._noise_lazy = None        # _noise_clear
-        self._noise.clear()
 
     def _feed_head(self, raw: str, h: tuple) -> list[Item]:
         """feed() for a candidate whose Miles header the scanner read (_scan.c: miles_head): the
@@ -632,10 +627,10 @@ class LineParser:
         and _MILES matching with these very fields.  It also says what the message is (`cls`):
         noise for sure, a common metric record or an `ft ` line _classify hands to _ft_event are
         taken here, in the few steps _header_fields would come to; anything else goes through
-        _header_fields.  A ready head (the scanner read the message too) goes to _ready_*."""
-        if len(h) in (_READY_METRIC, _READY_FT):
+        _header_fields.  A ready head (the scanner read the message too) goes to _feed_ready."""
+        if len(h) != _H_COUNT:
             out: list[Item] = []
-            (self._ready_metric if len(h) == _READY_METRIC else self._ready_ft)(h, out)
+            self._feed_ready(h, out)
             return out
         (key, a0, a1, p0, p1, d0, ms0, pr0, pr1, f0, f1, m0, end, repeated, te, days, sod, msv, cls,
          r0, k0, k1, n, dict0, _) = h                    # _scan.c: enum H_*
