@@ -24,10 +24,10 @@ read lazily (_noise_run).  The C side also reads the common heads whole, so Pyth
 what it hands over: a noise-for-sure head is folded into the noise run around it (per run, the
 per-source time, error and pop it leaves: _take_folded); a metric record with the common dict
 `{'k': number, ...}` comes with that dict read into ints and floats and its header's strings,
-an ASCII `ft ` line with _ft_event's result (_feed_ready).  Everything unusual (nan/inf, np.float64(...), strings, nested, cut, wrapped,
-pasted, prefixed oddly, a dedup suffix, control bytes, bad UTF-8) is handed back to the exact
-Python reader: the C side only ever says "this line is plain, here are its fields", never
-interprets a line differently.  Why not a C reader for whole records: their bookkeeping
+an ASCII `ft ` line with _ft_event's result (_feed_ready).  Everything unusual (nan/inf,
+np.float64(...), strings, nested, cut, wrapped, pasted, prefixed oddly, a dedup suffix, control
+bytes, bad UTF-8) is handed back to the exact Python reader: the C side only ever says "this
+line is plain, here are its fields (or its values)", never interprets a line differently.  Why not a C reader for whole records: their bookkeeping
 (restarts, doubled steps, pending continuations, per-source clocks) is Python state that both
 paths must share to stay equal; the C part stays small enough to prove equal on every sample
 log, fixture, fuzzed mix and hostile line (tests/test_scan_equivalence.py), and every read in
@@ -596,7 +596,7 @@ class LineParser:
         self._last_time[pid] = (time_text, ts)
         if self._skipped:
             self._skipped.pop(key, None)
-        self._noise_lazy = None                          # _noise_clear (after the item, as there)
+        self._noise_lazy = None                          # _noise_clear (nothing below reads it)
         self._noise.clear()
         if len(h) == _READY_METRIC:
             _, _, _, _, role, kind, n, proc, source, actor, repeated, values = h
