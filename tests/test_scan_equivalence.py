@@ -893,6 +893,21 @@ def test_scanner_fold_takes_the_noise_heads():
     assert_same([lines])
 
 
+@FUZZ
+@given(st.lists(_fold_lines(), min_size=1, max_size=20), st.integers(0, 24), st.integers(-3, 400))
+def test_scanner_fold_survives_heads_it_did_not_make(lines, field, value):
+    """fold() reads head tuples handed in from Python: one with a field set to anything makes it
+    raise or fold what fits, never read outside the buffer."""
+    data = "\n".join(lines).encode()
+    n, cands, keep, starts, heads, lasts = _scan.scan(data)
+    heads = [h[:field] + (value,) + h[field + 1:] if h is not None and len(h) == _parse_mod._H_COUNT else h
+             for h in heads]
+    try:
+        _scan.fold(data, starts, cands, keep, heads, lasts)
+    except (ValueError, UnicodeDecodeError, SystemError):
+        pass
+
+
 # -- keep: a plain candidate pops its own key's skipped lines unread (select_kept) --------------
 
 _PLAIN_A = "(A pid=1) [2026-08-21 10:01:00.000 a] l.py:2 - rollout 1: {'a': 1}"

@@ -2219,8 +2219,13 @@ static int head_fits(const long *h, Py_ssize_t len)
     for (int k = 0; k < H_N; k++)
         if (h[k] > len && k != H_DAYS && k != H_SOD && k != H_MSV && k != H_CLASS && k != H_REPEATED && k != H_ID)
             return 0;
-    return h[H_DATE] >= 0 && h[H_DATE] + 19 <= len && h[H_END_B] >= h[H_MSG] && h[H_MSG] >= 0
-           && h[H_KEY] >= 0 && (h[H_MS] < 0 || h[H_MS] + 3 <= len);
+    static const int spans[][2] = {{H_ACTOR, H_ACTOR_END}, {H_PID, H_PID_END}, {H_PROC, H_PROC_END},
+                                   {H_FILE, H_FILE_END}, {H_DATE, H_TIME_END}, {H_MSG, H_END_B}};
+    for (size_t k = 0; k < sizeof(spans) / sizeof(spans[0]); k++)
+        if (h[spans[k][0]] >= 0 && h[spans[k][1]] >= 0 && h[spans[k][1]] < h[spans[k][0]])
+            return 0;
+    return h[H_DATE] >= 0 && h[H_DATE] + 19 <= len && h[H_MSG] >= 0 && h[H_END_B] >= 0 && h[H_KEY] >= 0
+           && (h[H_MS] < 0 || h[H_MS] + 3 <= len) && (h[H_PID] < 0 || h[H_PID_END] >= 0);
 }
 
 /* Indices 0..n-1 ordered by at[] (n <= FOLD_KEYS, distinct values: insertion sort). */
