@@ -166,6 +166,25 @@ def _csv_column(cells: list[Any]) -> list[Any]:
     return [repr(v) if type(v) is float else _csv_cell(v) for v in cells]
 
 
+_PLAIN_CELLS = frozenset((float, int, type(None)))
+
+
+def _plain_column(cells: list[Any]) -> list[str] | None:
+    """The column's CSV text when every cell is a float, an int or empty, or None.
+
+    Why: such cells never need quoting and are written as `repr` gives them (csv writes an
+    int as str(), which is its repr), so one `repr` of the whole list and a split give every
+    cell at C speed; an export of a big log has ~700,000 of them."""
+    if not cells:
+        return []
+    if not set(map(type, cells)) <= _PLAIN_CELLS:
+        return None
+    text = repr(cells)[1:-1].split(", ")
+    if "None" in text:
+        text = ["" if t == "None" else t for t in text]
+    return text
+
+
 def write_rollout_csv(store: MetricStore, fh: TextIO) -> None:
     """`write_csv(rows(store))`, column by column: the same text, without a dict per row.
 
@@ -189,9 +208,17 @@ def write_rollout_csv(store: MetricStore, fh: TextIO) -> None:
     for seg, table in zip(segs, tables):
         n = len(table.ids)
         blank = [""] * n
-        cols = [[seg.index] * n] if len(segs) > 1 else []
-        cols.append(table.ids)
-        cols.extend(_csv_column(table.cells[name]) if name in table.cells else blank for name in names)
+        lead_cols = ([[seg.index] * n] if len(segs) > 1 else []) + [table.ids]
+        cells = [table.cells[name] if name in table.cells else None for name in names]
+        plain = [_plain_column(c) for c in lead_cols + [c for c in cells if c is not None]]
+        if n and None not in plain:
+            # nothing to quote: the rows are the cells joined (what csv.writer would write)
+            it = iter(plain)
+            cols = [next(it) for _ in lead_cols] + [blank if c is None else next(it) for c in cells]
+            fh.write("\n".join(map(",".join, zip(*cols))))
+            fh.write("\n")
+            continue
+        cols = lead_cols + [blank if c is None else _csv_column(c) for c in cells]
         w.writerows(zip(*cols))
 
 

@@ -24,7 +24,7 @@ from .judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report
 from .judge.ranges import RangeSet
 from .judge.rules import defaults_fit_memo
 from .judge.signals import SIGNALS
-from .lines.files import InputError, check_readable, iter_block_views, iter_byte_blocks
+from .lines.files import InputError, check_readable, iter_block_views, iter_byte_blocks, iter_scanned_blocks
 from .lines.parse import LineParser
 from .lines.records import Event, MetricRecord
 from .store.metric_store import MetricStore, StoreUpdate
@@ -111,13 +111,15 @@ class Pipeline:
         self.judging = judging                  # False: store only (export reads no verdict)
 
     # ------------------------------------------------------------------ feeding
-    def feed(self, lines: list[str] | bytes | memoryview, written_at: float | None = None) -> Update:
+    def feed(self, lines: list[str] | bytes | memoryview, written_at: float | None = None,
+             scanned: tuple | None = None) -> Update:
         """Parse a batch of complete lines written at `written_at` (default: now): a list of
         lines, or a block of bytes from files.iter_byte_blocks or iter_block_views (the lines
-        joined by b"\\n"; a view is read before this returns, see LineParser.feed_block)."""
+        joined by b"\\n"; a view is read before this returns, see LineParser.feed_block), with
+        the C scanner's result for it when a reader scanned it ahead (`scanned`)."""
         if isinstance(lines, (bytes, bytearray, memoryview)):
             before = self.parser.counts.lines
-            up = self._add(self.parser.feed_block(lines))
+            up = self._add(self.parser.feed_block(lines, scanned))
             count = self.parser.counts.lines - before
         else:
             up = self._add(self.parser.feed_lines(lines))
@@ -381,8 +383,13 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
         pipe.defer()
     written = _mtime(path)
     try:
-        for block in iter_block_views(path):
-            pipe.feed(block, written_at=written if written is not None else pipe.clock())
+        scan = pipe.parser.scanner if pipe.parser.scans_blocks else None
+        if scan is not None:        # the next block read and scanned in another thread
+            for block, scanned in iter_scanned_blocks(path, scan.scan):
+                pipe.feed(block, written_at=written if written is not None else pipe.clock(), scanned=scanned)
+        else:
+            for block in iter_block_views(path):
+                pipe.feed(block, written_at=written if written is not None else pipe.clock())
         pipe.finish(now)
     except BulkMismatch:
         return judge_path(path, ranges, ranges_label=ranges_label, now=now, judging=judging, bulk=False)
@@ -398,10 +405,18 @@ def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
     written = _mtime(path)
     done = 0
     span = max(1, (end if end is not None else max(1, _size(path))) - start)
-    for block in iter_byte_blocks(path, chunk, start=start, end=end):
+    # from the start: reused buffers (no new bytes object per block: a third of the read cost),
+    # and the C scanner run on the next block by a reader thread while this one is parsed
+    scan = pipe.parser.scanner if start == 0 and pipe.parser.scans_blocks else None
+    if scan is not None:
+        blocks = iter_scanned_blocks(path, scan.scan, chunk, end=end)
+    else:
+        blocks = ((b, None) for b in (iter_block_views(path, chunk, end=end) if start == 0
+                                      else iter_byte_blocks(path, chunk, start, end)))
+    for block, scanned in blocks:
         if cancelled is not None and cancelled():
             return False
-        pipe.feed(block, written_at=written)
+        pipe.feed(block, written_at=written, scanned=scanned)
         done += len(block) + 1
         if progress is not None:
             progress(min(1.0, done / span))

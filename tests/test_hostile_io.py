@@ -161,6 +161,23 @@ def test_reused_buffer_reader_matches_a_split_with_lines_cut(tmp_path_factory, d
     assert got == want
 
 
+@settings(max_examples=150, deadline=None)
+@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5]), max_size=60).map(b"".join),
+       chunk=st.integers(1, 40), limit=st.integers(1, 12), end=st.integers(0, 200))
+def test_reused_buffer_reader_stops_at_end_like_the_bytes_reader(tmp_path_factory, data, chunk, limit, end):
+    """With `end` (the dashboard's history fill) the reused-buffer reader gives the lines the bytes
+    reader gives for bytes [0, end): a last line without its newline is left to the follower."""
+    p = tmp_path_factory.mktemp("r") / "x.log"
+    p.write_bytes(data)
+    old, files.MAX_LINE = files.MAX_LINE, limit
+    try:
+        want = [bytes(b) for b in iter_byte_blocks(str(p), chunk, end=end)]
+        got = [bytes(b) for b in iter_block_views(str(p), chunk=chunk, end=end)]
+    finally:
+        files.MAX_LINE = old
+    assert b"\n".join(got).split(b"\n") == b"\n".join(want).split(b"\n") if want else got == []
+
+
 def test_reused_buffer_reader_cuts_long_lines_like_the_bytes_reader(tmp_path):
     big = 1 << 20
     p = tmp_path / "long.log"
@@ -467,3 +484,51 @@ def test_simulate_output_is_atomic(outdir, capsys, monkeypatch):
     code, out, err = run("simulate", "--rollouts", "3", "-o", str(outdir / "s.log"), capsys=capsys)
     assert code == 0 and leftovers(outdir) == ["s.log"]
     assert "rollout 2:" in (outdir / "s.log").read_text()
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5]), max_size=80).map(b"".join),
+       chunk=st.integers(1, 40), limit=st.integers(1, 12), buffers=st.integers(1, 4))
+def test_rotating_buffers_give_the_same_lines(tmp_path_factory, data, chunk, limit, buffers):
+    """Buffers taking turns (iter_scanned_blocks' reader) give the blocks one buffer gives, and a
+    block stays readable while the next `buffers - 1` are asked for."""
+    p = tmp_path_factory.mktemp("r") / "x.log"
+    p.write_bytes(data)
+    want = [bytes(b) for b in iter_block_views(str(p), chunk=chunk, max_line=limit)]
+    got, held = [], []
+    for block in iter_block_views(str(p), chunk=chunk, max_line=limit, buffers=buffers):
+        held.append((block, bytes(block)))
+        held = held[-buffers:]
+        assert all(bytes(b) == copy for b, copy in held)
+        got.append(bytes(block))
+    assert got == want
+
+
+def test_scanned_blocks_are_the_blocks_and_their_scans(tmp_path):
+    from grpo_tui.lines.files import iter_scanned_blocks
+    p = tmp_path / "x.log"
+    p.write_bytes(b"".join(LINE.format(n=i).encode() for i in range(3000)))
+    seen = []
+    for block, scanned in iter_scanned_blocks(str(p), lambda b: len(bytes(b)), chunk=4096):
+        assert scanned == len(bytes(block))
+        seen.append(bytes(block))
+    assert seen == [bytes(b) for b in iter_block_views(str(p), chunk=4096)]
+
+
+def test_scanned_blocks_pass_on_errors_and_stop_the_reader(tmp_path):
+    import threading
+
+    from grpo_tui.lines.files import iter_scanned_blocks
+    p = tmp_path / "x.log"
+    p.write_bytes(b"".join(LINE.format(n=i).encode() for i in range(3000)))
+
+    def bad_scan(block):
+        raise RuntimeError("scan failed")
+    with pytest.raises(RuntimeError, match="scan failed"):
+        list(iter_scanned_blocks(str(p), bad_scan, chunk=4096))
+    blocks = iter_scanned_blocks(str(p), lambda b: None, chunk=4096)
+    next(blocks)
+    blocks.close()                                  # the caller stops early: so does the reader
+    assert not [t for t in threading.enumerate() if t.name == "grpo-tui-reader"]
+    with pytest.raises(InputError):
+        list(iter_scanned_blocks(str(tmp_path / "gone.log"), lambda b: None))

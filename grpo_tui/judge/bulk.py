@@ -18,7 +18,10 @@ the rollout they fell on, and each rollout as it became complete: `HealthEngine.
 
 The alerts are those of rollout-by-rollout judging (tests/test_fast_judge.py compares them,
 ids, rollouts, severities, messages and evidence, on every scenario, seed, setup and sample
-log).  Rollouts in the first 40 (short windows, a baseline still forming) take the scalar gates.
+log).  The bulk gates start at row START, once the baseline (first 10 rollouts) and the
+ranges' fit (first 5) are settled: shorter windows there read as the rules do, from the
+segment's first row (tests/test_bulk_gates.py: every NO is a rollout where the rule returns
+nothing).  The first START rollouts take the scalar gates.
 """
 
 from __future__ import annotations
@@ -32,11 +35,13 @@ from . import gates
 from .held import HackingHeld, median as _row_median, pair_gaps as _pair_gaps
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
                     evaluate_metrics, metric_for, ranges_for)
+from .setup import FIRST as FIT_FIRST
 from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows
 from ..store.metric_store import Segment
 
 EPS = gates.EPS
 BASE_ROWS = 10
+START = max(BASE_ROWS, FIT_FIRST, 4) - 1     # first row with the final baseline, fit and a last-4
 UNKNOWN, NO, MAYBE = -1, 0, 1
 
 
@@ -65,10 +70,19 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
     # (Python lists: the loop reads one entry per rollout)
     quiet = ans.quiet.tolist() if ans is not None and skip_quiet else None
     op_rows = ans.rows.tolist() if ans is not None else None
+    k_of, calm_next = _calm_skips(tape, ans, nonfinite, skip_quiet, _EV, JUDGED_EVENTS)
     changes = []
-    k = 0
     none: frozenset = frozenset()
-    for op in tape:
+    n = len(tape)
+    t = 0
+    while t < n:
+        if not eng._open and eng._crash is None and eng._engine_trouble is None:
+            t = calm_next[t]        # nothing open: jump over the ops that cannot change anything
+            if t >= n:
+                break
+        op = tape[t]
+        k = k_of[t]
+        t += 1
         if op[0] == _EV:
             eng._last_ts = op[3]
             if op[1].kind in JUDGED_EVENTS:
@@ -78,8 +92,7 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         eng._last_ts = op[2]
         if (quiet is not None and quiet[k] and not eng._open and eng._crash is None
                 and eng._engine_trouble is None and not nonfinite.get(op_rows[k])):
-            k += 1          # no rule can fire, no alert is open, no event condition: nothing to do
-            continue
+            continue        # no rule can fire, no alert is open, no event condition: nothing to do
         open_rules = frozenset(key[0] for key in eng._open) if eng._open else none
         held_open = open_rules & rules._HELD
         if skip_quiet and quiet[k] and not held_open and not nonfinite.get(op_rows[k]):
@@ -88,6 +101,9 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
               and _critical(eng, "length-hacking") and held.present(k) >= 0):
             # only the open length-hacking alert's rule may return a condition: does it hold?
             conds = [rules.held_standin()] if held.present(k) else []
+        elif (skip_quiet and not held_open and ans.quiet_but_hacking[k] and not nonfinite.get(op_rows[k])
+              and held.confirmed(k) == 0):
+            conds = []          # only rule_length_hacking may fire, and its sign is surely not confirmed
         else:
             pre = ans.at(k)
             if pre:
@@ -105,11 +121,38 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
             if pre and skip_quiet and pre.get("rule_length_hacking") is not False and rules.HACKING_HELD not in pre:
                 pre[rules.HACKING_WINDOWS] = held.windows(k)
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
-        k += 1
         conds.extend(eng._event_conditions(seg, r))
         if conds or eng._open:
             changes.extend(eng._apply(conds, r, seg))
+    if tape:                # (the time the loop would have left, had it stepped through every op)
+        eng._last_ts = tape[-1][3] if tape[-1][0] == _EV else tape[-1][2]
     return changes
+
+
+def _calm_skips(tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, judged_events) -> tuple[list, list]:
+    """Per tape position: the recorded rollout's index (judged ops), and the first position from
+    there on that matters while no alert is open and no event condition holds - an event the
+    engine acts on, or a rollout where a rule may fire (not quiet) or a value is non-finite.
+    The ops in between only set the engine's log time, which the next op sets again."""
+    n = len(tape)
+    is_ev = np.fromiter((op[0] == ev for op in tape), bool, n)
+    judged = ~is_ev
+    k_of = np.cumsum(judged) - judged
+    need = np.zeros(n, bool)
+    ev_pos = np.flatnonzero(is_ev)
+    if len(ev_pos):
+        need[ev_pos] = np.fromiter((tape[i][1].kind in judged_events for i in ev_pos.tolist()), bool, len(ev_pos))
+    jpos = np.flatnonzero(judged)
+    if ans is not None and skip_quiet:
+        busy = ~ans.quiet
+        if nonfinite:
+            busy |= np.isin(ans.rows, np.fromiter(nonfinite, np.int64, len(nonfinite)))
+        need[jpos] = busy
+    else:
+        need[jpos] = True
+    at = np.where(need, np.arange(n), n)
+    calm_next = np.minimum.accumulate(at[::-1])[::-1]
+    return k_of.tolist(), calm_next.tolist()
 
 
 _LH = frozenset({"length-hacking"})
@@ -125,15 +168,42 @@ def _verify(seg: Segment, touch: dict[int, int], rows: np.ndarray, stamps: np.nd
     """No row a recorded rollout reads was written after it was recorded."""
     n = int(rows.max()) + 1
     t = np.zeros(n, np.int64)
-    for rid, st in touch.items():
-        row = seg.row_of.get(rid)
-        if row is not None and row < n:
-            t[row] = st
+    got = _rows_of_ids(seg, touch)
+    if got is None:
+        for rid, st in touch.items():
+            row = seg.row_of.get(rid)
+            if row is not None and row < n:
+                t[row] = st
+    else:
+        at, stamp = got
+        keep = at < n
+        t[at[keep]] = stamp[keep]
     win = _run_max(t, WINDOW)
     base = np.maximum.accumulate(t[:BASE_ROWS])
     need = np.maximum(win[rows], base[np.minimum(rows, len(base) - 1)])
     if np.any(need > stamps):
         raise BulkMismatch("a judged rollout's window was written after it was judged")
+
+
+_EXACT = 2 ** 53
+
+
+def _rows_of_ids(seg: Segment, touch: dict[int, int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(rows, stamps) of the touched rollouts that are rows of this ordered segment, found by
+    binary search in its id column (floats: exact below 2**53); None when an id is not a plain
+    int of that size (the caller loops)."""
+    if not touch or not seg.ordered:
+        return None
+    if not all(type(r) is int and -_EXACT < r < _EXACT for r in touch):
+        return None
+    keys = np.fromiter(touch.keys(), np.int64, len(touch))
+    stamps = np.fromiter(touch.values(), np.int64, len(touch))
+    ids = seg.id_array()
+    if not len(ids):
+        return np.empty(0, np.int64), stamps[:0]
+    pos = np.minimum(np.searchsorted(ids, keys), len(ids) - 1)
+    found = ids[pos] == keys
+    return pos[found], stamps[found]
 
 
 def _run_max(a: np.ndarray, w: int) -> np.ndarray:
@@ -151,7 +221,7 @@ class Answers:
     def __init__(self, seg: Segment, ranges, rows: np.ndarray) -> None:
         self.rows = rows
         n_ops = len(rows)
-        self.full = full = rows >= WINDOW - 1          # a whole 40-row window and a settled baseline
+        self.full = full = rows >= START               # a settled baseline (the window may be short)
         self.names: list[str] = []
         self.mat = np.zeros((n_ops, 0), np.int8)
         self.omat = np.zeros((n_ops, 0), np.int8)
@@ -190,7 +260,7 @@ class Answers:
 
 
 def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[dict, dict, object]:
-    full = rows >= WINDOW - 1
+    full = rows >= START
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
     rs = ranges_for(seg, ranges, int(ids[rows[full][0]]))
@@ -447,8 +517,10 @@ def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
         sr, tr = mk_r[w][0][sel], mk_r[w][1][sel]
         up = tl | (sl >= _s_needed(w, 0.05) - 1)
         down = tr | (-sr >= _s_needed(w, 0.10) - 1)
-        first4 = _med4(_windows(R0, sel - (w - 4), 4))
-        cand = up & (last4 < first4 + EPS)
+        whole = sel >= w - 1                    # (a row before has no window of w)
+        first4 = np.full(len(sel), np.nan)
+        first4[whole] = _med4(_windows(R0, sel[whole] - (w - 4), 4))
+        cand = whole & up & (last4 < first4 + EPS)
         up8 = cand & band if w == 8 else None   # the band path (length up on 8, reward below)
         cand &= down & ~maybe                   # (a row already maybe needs no other window)
         # sizes: length's Theil-Sen rise >= 15 % of its median, reward's fall >= 0.03
@@ -490,8 +562,7 @@ def _slowdown_vec(seg, rows) -> np.ndarray:
         return res
     sel = rows[dense]
     pt = np.where(ok, per_tok, 0.0)
-    head = min(8, max(4, WINDOW // 4))
-    low = _sw(np.concatenate([np.full(head - 1, np.inf), pt]), head).min(axis=1)[sel - (WINDOW - head)]
+    low = _window_head_min(pt, sel)
     bT, bN = _vals(seg, "perf/rollout_time", min(BASE_ROWS, end)), _vals(seg, norm, min(BASE_ROWS, end))
     with np.errstate(divide="ignore", invalid="ignore"):
         b_tok = np.log(bT / bN)
@@ -501,6 +572,15 @@ def _slowdown_vec(seg, rows) -> np.ndarray:
     mean4 = _last4(pt, sel).mean(axis=1)
     res[dense] = np.where(mean4 > low + RHO["rollout_time"] - EPS, MAYBE, NO)
     return res
+
+
+def _window_head_min(pt: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """The smallest of the first `head` values of each row's window (rows max(0, r-39)..r, all
+    finite), head = min(8, max(4, length // 4)) as rule_rollout_slowdown takes its start level."""
+    lo = np.maximum(sel - (WINDOW - 1), 0)
+    head = np.minimum(8, np.maximum(4, (sel - lo + 1) // 4))
+    firsts = _sw(np.concatenate([pt, np.full(7, np.inf)]), 8)[lo]          # pt[lo .. lo+7]
+    return np.where(np.arange(8)[None, :] < head[:, None], firsts, np.inf).min(axis=1)
 
 
 def _off_policy_vec(seg, rows, k: int) -> np.ndarray:
