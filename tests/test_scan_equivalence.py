@@ -762,6 +762,15 @@ def test_scanner_head_time_is_fast_ts(y, mo, d, hh, mi, ss, ms):
         assert h[_parse_mod._H_DAYS] * 86400 + h[_parse_mod._H_SOD] + h[_parse_mod._H_MSV] / 1000.0 == want
 
 
+def _head_class(h: tuple) -> int:
+    """The class a head says: a ready head (_scan.c: ready_head) is a metric record or an ft event."""
+    if len(h) == _parse_mod._READY_METRIC:
+        return _parse_mod._HEAD_METRIC
+    if len(h) == _parse_mod._READY_FT:
+        return _parse_mod._HEAD_FT
+    return h[_parse_mod._H_CLASS]
+
+
 @pytest.mark.parametrize("msg, cls", [
     ("ft cls=MegatronTrainRayActor fn=update_weights phase=start", "noise"),
     ("ft op=train phase=start rollout=0 attempt=0", "noise"),
@@ -783,10 +792,31 @@ def test_scanner_common_messages_get_their_class(msg, cls):
     line = f"\x1b[36m(MegatronTrainRayActor pid=48479)\x1b[0m [2026-08-21 09:54:42.681 actor_cell0_rank0] model.py:635 - {msg}"
     h = _scan.scan(line.encode())[4][0]
     assert h is not None
-    assert h[_parse_mod._H_CLASS] == {"other": _parse_mod._HEAD_OTHER, "noise": _parse_mod._HEAD_NOISE, "ft": _parse_mod._HEAD_FT,
-                                      "metric": _parse_mod._HEAD_METRIC}[cls]
+    assert _head_class(h) == {"other": _parse_mod._HEAD_OTHER, "noise": _parse_mod._HEAD_NOISE, "ft": _parse_mod._HEAD_FT,
+                              "metric": _parse_mod._HEAD_METRIC}[cls]
     for fast_first in (True, False):
         assert _feed_head_or_feed(line, True, fast_first) == _feed_head_or_feed(line, False, fast_first)
+
+
+@pytest.mark.parametrize("msg, ready", [
+    ("rollout 0: {'rollout/raw_reward': 0.5, 'rollout/truncated': 0.37109375}", _parse_mod._READY_METRIC),
+    ("critic-step 3: {'a': 1}\x1b[32m [repeated 2x across cluster]\x1b[0m", _parse_mod._READY_METRIC),
+    ("ft op=update_weights phase=end rollout=0 ok=true elapsed_s=3.4", _parse_mod._READY_FT),
+    ("ft op=train phase=start rollout=3 attempt=2", _parse_mod._READY_FT),
+    ('ft op=x ok=false err="a b" Error', _parse_mod._READY_FT),
+    ("rollout 0: {'a': nan}", _parse_mod._H_COUNT),     # the Python reader reads nan
+    ("rollout 0: {'a': 123456789012345678901}", _parse_mod._H_COUNT),
+    ("ft op=x ok=false \u00e9", _parse_mod._H_COUNT),   # non-ASCII: _ft_event reads it
+    ("ft " + " ".join(f"k{i}=1" for i in range(65)) + " ok=false", _parse_mod._H_COUNT),   # past FT_MAX_FIELDS
+])
+def test_scanner_common_heads_come_ready(msg, ready):
+    """The common metric records and ft events come ready (_scan.c: ready_head; _feed_ready only
+    stores them), the rest as offsets; either way _feed_head does what feed does."""
+    line = f"\x1b[36m(A pid=1)\x1b[0m [2026-08-21 09:54:42.681 actor_cell0_rank0] model.py:635 - {msg}"
+    h = _scan.scan(line.encode())[4][0]
+    assert len(h) == ready
+    for open_record in (True, False):
+        assert _feed_head_or_feed(line, True, open_record) == _feed_head_or_feed(line, False, open_record)
 
 
 # -- fold: noise-for-sure heads taken into the noise runs (_scan.c: fold, LineParser._take_folded) --
@@ -826,6 +856,17 @@ def test_scanner_folded_heads_agree(lines, sizes):
     assert_same(_cut(lines, sizes))
 
 
+@FUZZ
+@given(st.lists(st.one_of(_fold_lines(), MIX), max_size=40), st.booleans())
+def test_scanner_scan_folded_is_fold_of_scan(lines, as_view):
+    """scan_folded (what feed_block calls) gives what fold gives on scan's lists, on views too."""
+    data = "\n".join(ln.replace("\n", " ") for ln in lines).encode("utf-8", "surrogatepass")
+    n, cands, keep, starts, heads, lasts = _scan.scan(data)
+    want = (n, starts) + _scan.fold(data, starts, cands, keep, heads, lasts)
+    buf = memoryview(bytearray(data) + b"Error: {'a': 1}\n" * 2)[:len(data)] if as_view else data
+    assert _scan.scan_folded(buf) == want
+
+
 def test_scanner_fold_takes_the_noise_heads():
     lines = ["[2026-08-21 10:00:00.000 main] x.py:1 - start",
              "(A pid=1) [2026-08-21 10:00:01] noise",
@@ -836,16 +877,35 @@ def test_scanner_fold_takes_the_noise_heads():
              "(C pid=3) [2026-08-21 10:00:06.000 a] l.py:2 - rollout 1: {'a': 1}"]   # pops only C
     data = "\n".join(lines).encode()
     n, cands, keep, starts, heads, lasts = _scan.scan(data)
-    got = _scan.fold(data, starts, cands, keep, heads, lasts)
-    assert got is not None
-    cands2, keep2, heads2, lasts2, folds = got
+    cands2, keep2, heads2, lasts2, folds, kept = _scan.fold(data, starts, cands, keep, heads, lasts)
     assert 2 not in cands2 and 5 not in cands2 and 6 in cands2
     assert 1 not in keep2 and 4 in keep2 and 3 in keep2    # (A pid=1)'s line before its head is popped
-    assert folds[cands2.index(6)][0] == 5
-    assert _scan.fold(b"x", b"\0" * 16, [], [], [], [-1]) is None
+    assert kept == [("(B pid=2)", lines[3]), ("(A pid=1)", lines[4])]
+    # per run: its newest head, newest time, that head's key, per key its newest head (by line) and
+    # the newest with "Error" in it
+    assert folds[cands2.index(6)] == (
+        5, 1787306405.0, "",
+        ((2, "(A pid=1)", "1", ("2026-08-21 10:00:02.000", 1787306402.0)), (5, "", None, ("2026-08-21 10:00:05.000", 1787306405.0))),
+        ((5, None, "Error: x"),))
+    assert _scan.fold(b"x", b"\0" * 16, [], [], [], [-1]) == ([], [], [], [-1], [None], [])   # one empty run
     with pytest.raises(ValueError):
         _scan.fold(data, starts, cands, keep, heads, lasts[:-1])
     assert_same([lines])
+
+
+@FUZZ
+@given(st.lists(_fold_lines(), min_size=1, max_size=20), st.integers(0, 24), st.integers(-3, 400))
+def test_scanner_fold_survives_heads_it_did_not_make(lines, field, value):
+    """fold() reads head tuples handed in from Python: one with a field set to anything makes it
+    raise or fold what fits, never read outside the buffer."""
+    data = "\n".join(lines).encode()
+    n, cands, keep, starts, heads, lasts = _scan.scan(data)
+    heads = [h[:field] + (value,) + h[field + 1:] if h is not None and len(h) == _parse_mod._H_COUNT else h
+             for h in heads]
+    try:
+        _scan.fold(data, starts, cands, keep, heads, lasts)
+    except (ValueError, UnicodeDecodeError, SystemError):
+        pass
 
 
 # -- keep: a plain candidate pops its own key's skipped lines unread (select_kept) --------------

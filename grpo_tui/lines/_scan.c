@@ -3,7 +3,7 @@
  * scan(buf) splits a buffer on b"\n" exactly like bytes.split(b"\n") and classifies every line
  * in one pass, so Python never looks at (or decodes) a noise line one by one:
  *
- *   returns (n_lines, cands, keep, starts)
+ *   returns (n_lines, cands, keep, starts, heads, lasts)
  *   cands: indices of the lines Python must feed() -- every line `is_candidate` accepts, plus
  *          every line the inline noise path of feed_lines would not take (NUL, U+FFFD or
  *          invalid UTF-8, a trailing '\r', longer than MAX_LINE).  It may only ever say MORE
@@ -21,6 +21,11 @@
  *          when feed() would read it exactly so: Python then skips _peel and the regexes.
  *   lasts: for each candidate, and once more for the buffer's end, the newest stamped noise
  *          line of the run before it, or -1 (it becomes _last_stamped, read lazily).
+ *
+ * scan_folded(buf), what the parser calls, is scan() then fold() in one call: the candidates
+ * that are noise for sure are taken into the noise runs around them (fold_core), and the heads
+ * Python would slice and read (a common metric record, an ASCII `ft ` line) come ready, their
+ * values made here (ready_head), so Python decodes no line to read them.
  *
  * Speed (issue #11: reading and scanning a 540 MB log within about 1.5 grep-times): a line is
  * walked once, by SIMD where the machine has it (line_avx2/line_ssse3, chosen at import by
@@ -873,10 +878,13 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
  *                dict values._FAST_DICT reads whole and an id bounded_int takes; HEAD_FT: an `ft `
  *                line _classify hands to _ft_event (not one it gives None for: that is noise)
  *   H_ROLE       HEAD_METRIC: the role's start (it ends at H_KIND - 1), or -1
- *   H_KIND, H_KIND_END, H_ID, H_DICT   HEAD_METRIC: the kind, the id's value, the '{' */
+ *   H_KIND, H_KIND_END, H_ID, H_DICT   HEAD_METRIC: the kind, the id's value, the '{'
+ *   H_END_B      the message's end in bytes (H_MSG_END in bytes: the C side reads the message)
+ * A head whose message the scanner reads whole (a common metric record, an ASCII `ft ` event)
+ * comes to Python ready instead (ready_head): its values, not these offsets. */
 enum { H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
        H_FILE_END, H_MSG, H_MSG_END, H_REPEATED, H_TIME_END, H_DAYS, H_SOD, H_MSV, H_CLASS,
-       H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_N };
+       H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_END_B, H_N };
 enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2, HEAD_FT = 3 };
 
 #define WORD(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || DIGIT(c) || (c) == '_')
@@ -1051,12 +1059,16 @@ typedef struct {
 #define SPAN_IS(sp, s) ((sp).v != NULL && (sp).n == (Py_ssize_t)sizeof(s) - 1 && memcmp((sp).v, s, sizeof(s) - 1) == 0)
 #define SPACE(c) ((c) == ' ' || ((c) >= '\t' && (c) <= '\r') || ((c) >= 0x1c && (c) <= 0x1f))
 
-/* Whether LineParser._ft_event gives None for the ASCII text [s, e): its fields read as
- * _FT_FIELD.findall does (`(?<!\w)(\w+)=("(?:[^"\\]|\\.)*"|\S*)`, the last of a name wins). */
-static int ft_none(uchar *s, uchar *e)
+/* One `name=value` of an `ft ` line: the name [w, we) and the value [v, ve). */
+typedef struct {
+    uchar *w, *we, *v, *ve;
+} FtField;
+
+/* The next field of the ASCII text [s, e) from *pp on, as _FT_FIELD.findall reads them
+ * (`(?<!\w)(\w+)=("(?:[^"\\]|\\.)*"|\S*)`): 1 and *f set, *pp past it; 0 when there is none. */
+static int ft_next(uchar **pp, uchar *s, uchar *e, FtField *f)
 {
-    Span ok = {NULL, 0}, phase = {NULL, 0}, op = {NULL, 0}, fn = {NULL, 0}, attempt = {NULL, 0};
-    uchar *p = s;
+    uchar *p = *pp;
     while (p < e) {
         if (!WORD(*p) || (p > s && WORD(p[-1]))) {
             p++;
@@ -1090,28 +1102,73 @@ static int ft_none(uchar *s, uchar *e)
             while (p < e && !SPACE(*p))
                 p++;
         }
-        Span got = {v, p - v};
-        Py_ssize_t wn = we - w;
-        if (wn == 2 && memcmp(w, "ok", 2) == 0)
-            ok = got;
-        else if (wn == 5 && memcmp(w, "phase", 5) == 0)
-            phase = got;
-        else if (wn == 2 && memcmp(w, "op", 2) == 0)
-            op = got;
-        else if (wn == 2 && memcmp(w, "fn", 2) == 0)
-            fn = got;
-        else if (wn == 7 && memcmp(w, "attempt", 7) == 0)
-            attempt = got;
+        f->w = w;
+        f->we = we;
+        f->v = v;
+        f->ve = p;
+        *pp = p;
+        return 1;
     }
-    if (SPAN_IS(ok, "false") || SPAN_IS(phase, "fail"))
-        return 0;                                           /* ft_fail */
-    if (SPAN_IS(op, "train") && SPAN_IS(phase, "start"))
-        return attempt.v == NULL || bounded_digits(attempt.v, attempt.v + attempt.n) < 1;   /* train_retry */
-    if ((SPAN_IS(op, "update_weights") || SPAN_IS(fn, "update_weights"))
-        && (SPAN_IS(phase, "start") || SPAN_IS(phase, "end"))
-        && (SPAN_IS(op, "update_weights") || SPAN_IS(phase, "end")))
-        return 0;                                           /* weight_update_start/end */
-    return 1;
+    *pp = p;
+    return 0;
+}
+
+/* The fields _ft_event decides on (the last of a name wins, as in dict(findall)). */
+typedef struct {
+    Span ok, phase, op, fn, attempt, rollout, elapsed;
+} FtWant;
+
+static void ft_want(FtWant *want, FtField *f)
+{
+    Span got = {f->v, f->ve - f->v};
+    Py_ssize_t wn = f->we - f->w;
+#define FT_NAME(s) (wn == (Py_ssize_t)sizeof(s) - 1 && memcmp(f->w, s, sizeof(s) - 1) == 0)
+    if (FT_NAME("ok"))
+        want->ok = got;
+    else if (FT_NAME("phase"))
+        want->phase = got;
+    else if (FT_NAME("op"))
+        want->op = got;
+    else if (FT_NAME("fn"))
+        want->fn = got;
+    else if (FT_NAME("attempt"))
+        want->attempt = got;
+    else if (FT_NAME("rollout"))
+        want->rollout = got;
+    else if (FT_NAME("elapsed_s"))
+        want->elapsed = got;
+#undef FT_NAME
+}
+
+enum { FT_NONE, FT_FAIL, FT_TRAIN_RETRY, FT_WEIGHT_START, FT_WEIGHT_END };
+
+/* LineParser._ft_event's decision on the fields read (FT_NONE: it gives None); *attempt gets
+ * train_retry's attempt. */
+static int ft_kind(const FtWant *f, long long *attempt)
+{
+    if (SPAN_IS(f->ok, "false") || SPAN_IS(f->phase, "fail"))
+        return FT_FAIL;
+    if (SPAN_IS(f->op, "train") && SPAN_IS(f->phase, "start")) {
+        long long a = f->attempt.v == NULL ? 0 : bounded_digits(f->attempt.v, f->attempt.v + f->attempt.n);
+        *attempt = a < 0 ? 0 : a;   /* bounded_int(...) or 0 */
+        return *attempt >= 1 ? FT_TRAIN_RETRY : FT_NONE;
+    }
+    if ((SPAN_IS(f->op, "update_weights") || SPAN_IS(f->fn, "update_weights"))
+        && (SPAN_IS(f->phase, "start") || SPAN_IS(f->phase, "end"))
+        && (SPAN_IS(f->op, "update_weights") || SPAN_IS(f->phase, "end")))
+        return SPAN_IS(f->phase, "start") ? FT_WEIGHT_START : FT_WEIGHT_END;
+    return FT_NONE;
+}
+
+/* Whether LineParser._ft_event gives None for the ASCII text [s, e). */
+static int ft_none(uchar *s, uchar *e)
+{
+    FtWant want = {{NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}};
+    FtField f;
+    long long attempt;
+    for (uchar *p = s; ft_next(&p, s, e, &f); )
+        ft_want(&want, &f);
+    return ft_kind(&want, &attempt) == FT_NONE;
 }
 
 /* What LineParser._header_fields makes of the message [s, e) (see H_CLASS). */
@@ -1252,6 +1309,7 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
     p += 3;   /* a cut dedup mark leaves no blank at the end: then " - " is followed by text */
     h[H_MSG] = (long)(p - s);
     h[H_MSG_END] = (long)(e - s - extra);   /* a str offset (the only one past non-ASCII text) */
+    h[H_END_B] = (long)(e - s);
     h[H_REPEATED] = rep;
     long days;
     if (!epoch_days(date, &days)) {
@@ -1444,92 +1502,143 @@ oom:
     return -1;
 }
 
+static PyObject *ready_head(uchar *s, const long *h);
+
+/* The Python form of the head h of the line s: ready (ready_head) or a tuple of its H_N ints. */
+static PyObject *head_object(uchar *s, const long *h)
+{
+    PyObject *t = ready_head(s, h);
+    if (t != Py_None)
+        return t;
+    Py_DECREF(t);
+    t = PyTuple_New(H_N);
+    for (int k = 0; t != NULL && k < H_N; k++) {
+        PyObject *v = PyLong_FromLong(h[k]);
+        if (v == NULL) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, k, v);
+    }
+    if (t != NULL)
+        PyObject_GC_UnTrack(t);   /* ints only: no cycle, nothing for the GC to visit */
+    return t;
+}
+
+/* classify() the buffer into arrays: the candidates, the kept lines, per candidate (and the end)
+ * the newest stamped noise line of the run before it, per candidate its head's fields or NULL,
+ * and every line's offset (n + 1 of them, into a new bytes object *starts).  The line count, or
+ * -1 with an error set (*sc's arrays freed). */
+typedef struct {
+    Line *ln;
+    Heads hd;
+    Py_ssize_t nc, nk, *cand, *keep, *lasts;
+    long **head;
+} Scanned;
+
+static void scanned_free(Scanned *sc)
+{
+    PyMem_RawFree(sc->ln);
+    PyMem_RawFree(sc->hd.h);
+    PyMem_Free(sc->cand);
+    PyMem_Free(sc->keep);
+    PyMem_Free(sc->lasts);
+    PyMem_Free(sc->head);
+    memset(sc, 0, sizeof(*sc));
+}
+
+static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts)
+{
+    Py_ssize_t n;
+    memset(sc, 0, sizeof(*sc));
+    *starts = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    n = classify((uchar *)view->buf, view->len, &sc->ln, &sc->hd);
+    Py_END_ALLOW_THREADS
+    if (n < 0) {
+        sc->ln = NULL;
+        sc->hd.h = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t nc = 0, nk = 0, hk = 0, last = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        nc += (sc->ln[i].cls & CAND) != 0;
+        nk += (sc->ln[i].cls & (CAND | KEEP)) == KEEP;
+    }
+    sc->cand = PyMem_Malloc((size_t)(nc + 1) * sizeof(Py_ssize_t));
+    sc->keep = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
+    sc->lasts = PyMem_Malloc((size_t)(nc + 1) * sizeof(Py_ssize_t));
+    sc->head = PyMem_Malloc((size_t)(nc + 1) * sizeof(long *));
+    if (n < PY_SSIZE_T_MAX / 8 - 1)
+        *starts = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
+    if (sc->cand == NULL || sc->keep == NULL || sc->lasts == NULL || sc->head == NULL || *starts == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        Py_CLEAR(*starts);
+        scanned_free(sc);
+        return -1;
+    }
+    int64_t *st = (int64_t *)PyBytes_AS_STRING(*starts);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Line *l = &sc->ln[i];
+        st[i] = (int64_t)l->start;
+        if (l->cls & CAND) {   /* lasts[k]: the run before cands[k] */
+            sc->lasts[sc->nc] = last;
+            last = -1;
+            sc->head[sc->nc] = l->cls & HEAD ? sc->hd.h[hk++] : NULL;
+            sc->cand[sc->nc++] = i;
+        } else {
+            if (l->cls & STAMPED)
+                last = i;
+            if (l->cls & KEEP)
+                sc->keep[sc->nk++] = i;
+        }
+    }
+    sc->lasts[sc->nc] = last;   /* and the end's */
+    st[n] = (int64_t)view->len + 1;   /* line i is buf[st[i]:st[i+1]-1] */
+    return n;
+}
+
+/* A list of the n indices in a (NULL with an error set). */
+static PyObject *index_list(const Py_ssize_t *a, Py_ssize_t n)
+{
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; list != NULL && i < n; i++) {
+        PyObject *v = PyLong_FromSsize_t(a[i]);
+        if (v == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, v);
+    }
+    return list;
+}
+
 static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     Py_buffer view;
-    Line *ln = NULL;
-    Py_ssize_t n;
-    PyObject *cands = NULL, *keep = NULL, *starts = NULL, *heads = NULL, *lasts = NULL, *res = NULL;
-    Py_ssize_t last = -1;   /* the newest stamped noise line since the last candidate */
-    Heads hd = {NULL, 0, 0};
-    Py_ssize_t hk = 0;      /* the next entry of hd */
+    Scanned sc;
+    PyObject *starts, *heads = NULL, *res = NULL;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    n = classify((uchar *)view.buf, view.len, &ln, &hd);
-    Py_END_ALLOW_THREADS
-    if (n < 0) {
-        PyBuffer_Release(&view);
-        return PyErr_NoMemory();
-    }
-    cands = PyList_New(0);
-    keep = PyList_New(0);
-    heads = PyList_New(0);
-    lasts = PyList_New(0);
-    if (n < PY_SSIZE_T_MAX / 8 - 1)
-        starts = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
-    if (cands == NULL || keep == NULL || starts == NULL || heads == NULL || lasts == NULL)
+    Py_ssize_t n = scan_arrays(&view, &sc, &starts);
+    if (n < 0)
         goto done;
-    {
-        int64_t *st = (int64_t *)PyBytes_AS_STRING(starts);
-        for (Py_ssize_t i = 0; i < n; i++)
-            st[i] = (int64_t)ln[i].start;
-        st[n] = (int64_t)view.len + 1;   /* line i is buf[st[i]:st[i+1]-1] */
+    heads = PyList_New(sc.nc);   /* heads[k]: the header fields of cands[k], or None */
+    for (Py_ssize_t k = 0; heads != NULL && k < sc.nc; k++) {
+        PyObject *t = sc.head[k] ? head_object((uchar *)view.buf + sc.ln[sc.cand[k]].start, sc.head[k])
+                                 : Py_NewRef(Py_None);
+        if (t == NULL)
+            Py_CLEAR(heads);
+        else
+            PyList_SET_ITEM(heads, k, t);
     }
-    for (Py_ssize_t i = 0; i <= n; i++) {
-        if (i == n || ln[i].cls & CAND) {   /* lasts[k]: the run before cands[k] (and the end) */
-            PyObject *v = PyLong_FromSsize_t(last);
-            int bad = v == NULL || PyList_Append(lasts, v) < 0;
-            Py_XDECREF(v);
-            if (bad)
-                goto done;
-            last = -1;
-            if (i == n)
-                break;
-        } else if (ln[i].cls & STAMPED) {
-            last = i;
-        }
-        PyObject *to = ln[i].cls & CAND ? cands : ln[i].cls & KEEP ? keep : NULL;
-        if (to != NULL) {
-            PyObject *v = PyLong_FromSsize_t(i);
-            int bad = v == NULL || PyList_Append(to, v) < 0;
-            Py_XDECREF(v);
-            if (bad)
-                goto done;
-        }
-        if (ln[i].cls & CAND) {   /* heads[k]: the header fields of cands[k], or None */
-            PyObject *t = Py_None;
-            Py_INCREF(t);
-            if (ln[i].cls & HEAD) {
-                long *h = hd.h[hk++];
-                Py_DECREF(t);
-                t = PyTuple_New(H_N);
-                for (int k = 0; t != NULL && k < H_N; k++) {
-                    PyObject *v = PyLong_FromLong(h[k]);
-                    if (v == NULL) {
-                        Py_CLEAR(t);
-                        break;
-                    }
-                    PyTuple_SET_ITEM(t, k, v);
-                }
-                if (t != NULL)
-                    PyObject_GC_UnTrack(t);   /* ints only: no cycle, nothing for the GC to visit */
-            }
-            int bad = t == NULL || PyList_Append(heads, t) < 0;
-            Py_XDECREF(t);
-            if (bad)
-                goto done;
-        }
-    }
-    res = Py_BuildValue("(nOOOOO)", n, cands, keep, starts, heads, lasts);
+    if (heads != NULL)
+        res = Py_BuildValue("(nNNONN)", n, index_list(sc.cand, sc.nc), index_list(sc.keep, sc.nk), starts, heads,
+                            index_list(sc.lasts, sc.nc + 1));
+    Py_DECREF(starts);
+    scanned_free(&sc);
 done:
-    Py_XDECREF(cands);
-    Py_XDECREF(keep);
-    Py_XDECREF(starts);
-    Py_XDECREF(heads);
-    Py_XDECREF(lasts);
-    PyMem_RawFree(ln);
-    PyMem_RawFree(hd.h);
     PyBuffer_Release(&view);
     return res;
 }
@@ -1722,6 +1831,8 @@ static PyObject *dict_value(uchar *v, uchar *e, uchar **end)
  * which float() itself uses).  None -- the caller takes the Python reader -- for anything else:
  * nan/inf, a value that is not finite as a float, an int past 18 characters, a key that is not
  * UTF-8 text, trailing text but ASCII blanks.  Reads are bounded by the text's own length. */
+static PyObject *dict_of(uchar *p, uchar *e);
+
 static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     Py_ssize_t len;
@@ -1734,10 +1845,19 @@ static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    uchar *p = (uchar *)text, *e = p + len;
+    return dict_of((uchar *)text, (uchar *)text + len);
+}
+
+/* read_dict on the UTF-8 text [p, e): a new dict, None (new reference) for the Python reader,
+ * or NULL with an error set (out of memory). */
+static PyObject *dict_of(uchar *p, uchar *e)
+{
     if (p >= e || *p != '{')
         Py_RETURN_NONE;
-    PyObject *out = PyDict_New();
+    Py_ssize_t pairs = 1;   /* a comma per pair but the last (more if a key holds one): no resizing */
+    for (uchar *q = p; (q = memchr(q, ',', (size_t)(e - q))) != NULL; q++)
+        pairs++;
+    PyObject *out = _PyDict_NewPresized(pairs);
     if (out == NULL)
         return NULL;
     p++;
@@ -1746,12 +1866,11 @@ static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
     for (;;) {   /* '[^'\\]*': value, then `}` or `, ` */
         if (p >= e || *p != '\'')
             goto fallback;
-        uchar *k = ++p;
-        int ascii = 1;
-        while (p < e && *p != '\'' && *p != '\\') {
-            ascii &= *p < 0x80;
-            p++;
-        }
+        uchar *k = ++p;   /* the key runs to the next quote; a backslash in it: the Python reader */
+        p = memchr(k, '\'', (size_t)(e - k));
+        if (p == NULL || memchr(k, '\\', (size_t)(p - k)) != NULL)
+            goto fallback;
+        int ascii = !any_high(k, (size_t)(p - k));
         if (e - p < 3 || p[0] != '\'' || p[1] != ':' || p[2] != ' ')
             goto fallback;
         uchar *ke = p;
@@ -1790,6 +1909,204 @@ fallback:
 error:
     Py_DECREF(out);
     return NULL;
+}
+
+/* -- ready heads: the values Python would slice and read from a head, made here ---------------
+ *
+ * LineParser._feed_head decodes a candidate's whole line to slice a few small strings out of it
+ * (its key, pid, time text, names) and, for a metric record, to hand its dict to read_dict; for
+ * an `ft ` line it runs _FT_FIELD over the message.  For the two common kinds the scanner makes
+ * those values itself from the bytes (ready_head), and fold makes the ones its runs leave
+ * behind (fold_info), so Python only stores them.  Each is what the Python slice gives: the
+ * header's text is ASCII up to the message (miles_head), the message valid UTF-8. */
+
+/* Small ASCII strings repeat (keys, pids, names): a str for each from a small table of the ones
+ * made before (a slot holding another text is simply replaced), so they are neither decoded nor
+ * hashed again. */
+#define STR_SLOTS 512
+#define STR_CACHED_MAX 64
+static PyObject *str_cache[STR_SLOTS];
+
+/* The str of the ASCII bytes [p, p+n) (a new reference), or NULL with an error set. */
+static PyObject *ascii_str(uchar *p, Py_ssize_t n)
+{
+    if (n > STR_CACHED_MAX)
+        return PyUnicode_DecodeASCII((const char *)p, n, NULL);
+    uint32_t hash = 2166136261u ^ (uint32_t)n;
+    for (Py_ssize_t i = 0; i < n; i++)
+        hash = (hash ^ p[i]) * 16777619u;
+    PyObject **slot = &str_cache[(hash ^ (hash >> 15)) & (STR_SLOTS - 1)];
+    PyObject *str = *slot;
+    if (str != NULL && PyUnicode_GET_LENGTH(str) == n && memcmp(PyUnicode_DATA(str), p, (size_t)n) == 0)
+        return Py_NewRef(str);
+    str = PyUnicode_DecodeASCII((const char *)p, n, NULL);
+    if (str == NULL)
+        return NULL;
+    Py_XSETREF(*slot, Py_NewRef(str));
+    return str;
+}
+
+/* ascii_str of the field [h[a], h[b]) of the line s, or None when h[a] is -1. */
+static PyObject *field_str(uchar *s, const long *h, int a, int b)
+{
+    return h[a] < 0 ? Py_NewRef(Py_None) : ascii_str(s + h[a], h[b] - h[a]);
+}
+
+/* The head's time text (`date time.ms` as _header_fields writes it) and ts (_fast_ts). */
+static PyObject *head_time_text(uchar *s, const long *h)
+{
+    if (h[H_TIME_END] >= 0)
+        return PyUnicode_DecodeASCII((const char *)s + h[H_DATE], h[H_TIME_END] - h[H_DATE], NULL);
+    char t[23];   /* `,ms`: written `.ms` */
+    memcpy(t, s + h[H_DATE], 19);
+    t[19] = '.';
+    memcpy(t + 20, s + h[H_MS], 3);
+    return PyUnicode_DecodeASCII(t, 23, NULL);
+}
+
+static double head_ts(const long *h)
+{
+    return (double)(h[H_DAYS] * 86400L + h[H_SOD]) + (double)h[H_MSV] / 1000.0;
+}
+
+/* A tuple of the n new references in items (stolen), or NULL when one is NULL (all released). */
+static PyObject *tuple_of(PyObject **items, Py_ssize_t n)
+{
+    PyObject *t = NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (items[i] == NULL)
+            goto fail;
+    t = PyTuple_New(n);
+    if (t == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(t, i, items[i]);
+    return t;
+fail:
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_XDECREF(items[i]);
+    return NULL;
+}
+
+/* str(v).strip('"') of the ASCII bytes [v, e). */
+static PyObject *unquoted(uchar *v, uchar *e)
+{
+    while (v < e && *v == '"')
+        v++;
+    while (e > v && e[-1] == '"')
+        e--;
+    return ascii_str(v, e - v);
+}
+
+#define FT_MAX_FIELDS 64   /* more fields than this: _ft_event reads the line */
+
+/* LineParser._ft_event of the ASCII message [s, e) as (kind, data); None (a new reference)
+ * when it gives None or has more than FT_MAX_FIELDS fields (then Python reads it); NULL with
+ * an error set. */
+static PyObject *ft_event(uchar *s, uchar *e)
+{
+    FtField f[FT_MAX_FIELDS];
+    FtWant want = {{NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}};
+    int n = 0;
+    FtField x;
+    for (uchar *p = s; ft_next(&p, s, e, &x); ) {
+        if (n == FT_MAX_FIELDS)
+            Py_RETURN_NONE;
+        f[n++] = x;
+        ft_want(&want, &x);
+    }
+    long long attempt = 0;
+    int kind = ft_kind(&want, &attempt);
+    if (kind == FT_NONE)
+        Py_RETURN_NONE;
+    PyObject *data = PyDict_New();
+    if (data == NULL)
+        return NULL;
+    const char *name = NULL;
+    if (kind == FT_FAIL) {   /* every field, its last value without its quotes, in first-seen order */
+        name = "ft_fail";
+        for (int i = 0; i < n; i++) {
+            PyObject *k = ascii_str(f[i].w, f[i].we - f[i].w), *v = k ? unquoted(f[i].v, f[i].ve) : NULL;
+            int bad = v == NULL || PyDict_SetItem(data, k, v) < 0;
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            if (bad)
+                goto error;
+        }
+    } else if (kind == FT_TRAIN_RETRY) {
+        name = "train_retry";
+        PyObject *a = PyLong_FromLongLong(attempt);
+        PyObject *r = want.rollout.v ? ascii_str(want.rollout.v, want.rollout.n) : Py_NewRef(Py_None);
+        int bad = a == NULL || r == NULL || PyDict_SetItemString(data, "attempt", a) < 0
+                  || PyDict_SetItemString(data, "rollout", r) < 0;
+        Py_XDECREF(a);
+        Py_XDECREF(r);
+        if (bad)
+            goto error;
+    } else {   /* one per rollout: the few fields a marker needs */
+        name = kind == FT_WEIGHT_START ? "weight_update_start" : "weight_update_end";
+        const Span *keep[] = {&want.rollout, &want.ok, &want.elapsed};
+        const char *keys[] = {"rollout", "ok", "elapsed_s"};
+        for (int i = 0; i < 3; i++) {
+            if (keep[i]->v == NULL)
+                continue;
+            PyObject *v = ascii_str(keep[i]->v, keep[i]->n);
+            int bad = v == NULL || PyDict_SetItemString(data, keys[i], v) < 0;
+            Py_XDECREF(v);
+            if (bad)
+                goto error;
+        }
+    }
+    PyObject *items[2] = {PyUnicode_InternFromString(name), data};
+    return tuple_of(items, 2);
+error:
+    Py_DECREF(data);
+    return NULL;
+}
+
+/* The ready form of a head (see LineParser._feed_ready), a new reference; None (a new
+ * reference) when Python reads it from its offsets; NULL with an error set.
+ *   metric: (key, pid, time_text, ts, role, kind, n, proc, file, actor, repeated, values)
+ *   ft:     (key, pid, time_text, ts, kind, data, text, error_or_None) */
+static PyObject *ready_head(uchar *s, const long *h)
+{
+    long cls = h[H_CLASS];
+    if (cls != HEAD_METRIC && cls != HEAD_FT)
+        Py_RETURN_NONE;
+    uchar *m = s + h[H_MSG], *e = s + h[H_END_B];
+    PyObject *got;
+    if (cls == HEAD_METRIC) {
+        got = dict_of(s + h[H_DICT], e);
+    } else {
+        for (uchar *p = m; p < e; p++)
+            if (*p >= 0x80)
+                Py_RETURN_NONE;   /* _ft_event reads it (\w and \S in Unicode) */
+        got = ft_event(m, e);
+    }
+    if (got == NULL || got == Py_None)
+        return got;
+    PyObject *head[4] = {ascii_str(s, h[H_KEY]), field_str(s, h, H_PID, H_PID_END), head_time_text(s, h),
+                         PyFloat_FromDouble(head_ts(h))};
+    if (cls == HEAD_METRIC) {
+        PyObject *items[12] = {head[0], head[1], head[2], head[3],
+                               h[H_ROLE] >= 0 ? ascii_str(s + h[H_ROLE], h[H_KIND] - 1 - h[H_ROLE])
+                                              : PyUnicode_FromStringAndSize(NULL, 0),
+                               ascii_str(s + h[H_KIND], h[H_KIND_END] - h[H_KIND]), PyLong_FromLong(h[H_ID]),
+                               field_str(s, h, H_PROC, H_PROC_END), field_str(s, h, H_FILE, H_FILE_END),
+                               field_str(s, h, H_ACTOR, H_ACTOR_END), PyLong_FromLong(h[H_REPEATED]), got};
+        return tuple_of(items, 12);
+    }
+    uchar *ts = m, *te = e;   /* msg.strip(): the message holds no control byte but tabs */
+    while (ts < te && SPACE(*ts))
+        ts++;
+    while (te > ts && SPACE(te[-1]))
+        te--;
+    PyObject *items[8] = {head[0], head[1], head[2], head[3], Py_NewRef(PyTuple_GET_ITEM(got, 0)),
+                          Py_NewRef(PyTuple_GET_ITEM(got, 1)), PyUnicode_DecodeASCII((const char *)ts, te - ts, NULL),
+                          has(m, e, "Error", 5) ? PyUnicode_DecodeASCII((const char *)m, e - m, NULL)
+                                                : Py_NewRef(Py_None)};
+    Py_DECREF(got);
+    return tuple_of(items, 8);
 }
 
 /* For the tests: whether scan() takes the line (no newline) as a plain candidate (see plain_cand). */
@@ -1850,27 +2167,41 @@ static PyObject *kernels(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(arg))
  * source (the line's key, raw[:H_KEY]) _last_time, _last_error (when "Error" is in it) and the
  * skipped lines (popped).  fold() takes such candidates out of the scan's lists, so the lines
  * between two remaining candidates make one run, and hands Python, per run, what those fields
- * end as: per key the newest of its heads (and the newest with "Error"), the head with the
- * newest time, the newest head.  Kept lines (keep) of a key that a folded head of the run pops
- * after them are dropped here; Python pops before it appends the run's kept lines.  A head
- * after a kept line whose key needs Python (KEY_PYTHON: it might be the same key) is not
- * folded, nor one past FOLD_KEYS keys in a run. */
+ * end as: per key the newest of its heads (and the newest with "Error"), the newest time, the
+ * newest head's key.  Kept lines (keep) of a key that a folded head of the run pops after them
+ * are dropped here; Python pops before it appends the run's kept lines.  A head after a kept
+ * line whose key needs Python (KEY_PYTHON: it might be the same key) is not folded, nor one
+ * past FOLD_KEYS keys in a run.  scan_folded() is scan() then fold() in one call: the folded
+ * heads never become Python objects. */
 #define FOLD_KEYS 32
 
 typedef struct {
     uchar *key;
     Py_ssize_t klen;
     Py_ssize_t last, err;          /* line indices, -1: none */
-    PyObject *head, *err_head;     /* borrowed from heads */
+    const long *head, *err_head;   /* their fields */
 } FoldKey;
 
 typedef struct {
     FoldKey keys[FOLD_KEYS];
     int nkeys;
-    Py_ssize_t last, ts_idx, stamped;
-    PyObject *ts_head;
+    Py_ssize_t last, stamped;
     double ts;
 } Run;
+
+/* What fold_core reads: the buffer and its line offsets, scan()'s lists as arrays (head[k]: the
+ * fields of cands[k]'s head, NULL for none or one that is not a head of offsets), and how to
+ * get the Python object of the head of a candidate that stays. */
+typedef struct {
+    uchar *buf;
+    Py_ssize_t len, n;
+    const int64_t *st;
+    Py_ssize_t nc, nk;
+    const Py_ssize_t *cand, *keep, *lasts;
+    long *const *head;
+    PyObject *(*head_obj)(void *ctx, Py_ssize_t k);   /* a new reference, NULL with an error set */
+    void *ctx;
+} FoldIn;
 
 /* Line i of the scanned buffer, [*s, *e), or 0 when the offsets are not within it. */
 static int line_at(uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssize_t n, Py_ssize_t i, uchar **s, uchar **e)
@@ -1882,29 +2213,118 @@ static int line_at(uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssize_t n, 
     return 1;
 }
 
-static long head_field(PyObject *h, int k)
+/* Whether the head's offsets lie within its line of len bytes (scan made them so; fold checks). */
+static int head_fits(const long *h, Py_ssize_t len)
 {
-    return PyLong_AsLong(PyTuple_GET_ITEM(h, k));
+    for (int k = 0; k < H_N; k++)
+        if (h[k] > len && k != H_DAYS && k != H_SOD && k != H_MSV && k != H_CLASS && k != H_REPEATED && k != H_ID)
+            return 0;
+    static const int spans[][2] = {{H_ACTOR, H_ACTOR_END}, {H_PID, H_PID_END}, {H_PROC, H_PROC_END},
+                                   {H_FILE, H_FILE_END}, {H_DATE, H_TIME_END}, {H_MSG, H_END_B}};
+    for (size_t k = 0; k < sizeof(spans) / sizeof(spans[0]); k++)
+        if (h[spans[k][0]] >= 0 && h[spans[k][1]] >= 0 && h[spans[k][1]] < h[spans[k][0]])
+            return 0;
+    return h[H_DATE] >= 0 && h[H_DATE] + 19 <= len && h[H_MSG] >= 0 && h[H_END_B] >= 0 && h[H_KEY] >= 0
+           && (h[H_MS] < 0 || h[H_MS] + 3 <= len) && (h[H_PID] < 0 || h[H_PID_END] >= 0);
 }
 
-/* The run's fold tuple (last, ts_idx, ts_head, ((last, head, err, err_head), ...)), or None. */
-static PyObject *fold_info(Run *r)
+/* Indices 0..n-1 ordered by at[] (n <= FOLD_KEYS, distinct values: insertion sort). */
+static void order_by(const Py_ssize_t *at, int *ix, int n)
+{
+    for (int j = 0; j < n; j++) {
+        int x = ix[j], q = j;
+        for (; q > 0 && at[ix[q - 1]] > at[x]; q--)
+            ix[q] = ix[q - 1];
+        ix[q] = x;
+    }
+}
+
+/* The run's fold tuple, what LineParser._take_folded sets from it, or None when nothing was
+ * folded into it:
+ *   (last, ts, key of last, ((idx, key, pid, (time_text, ts)), ...) by idx, ((idx, pid, msg), ...) by idx)
+ * per key its newest head (idx) and the newest head with "Error" (its message); ts the newest
+ * time of them all. */
+static PyObject *fold_info(Run *r, const FoldIn *in)
 {
     if (r->last < 0)
         Py_RETURN_NONE;
-    PyObject *keys = PyTuple_New(r->nkeys);
-    if (keys == NULL)
-        return NULL;
+    int ix[FOLD_KEYS], ex[FOLD_KEYS], ne = 0;
+    Py_ssize_t at[FOLD_KEYS], eat[FOLD_KEYS];
     for (int j = 0; j < r->nkeys; j++) {
-        FoldKey *k = &r->keys[j];
-        PyObject *t = Py_BuildValue("(nOnO)", k->last, k->head, k->err, k->err_head ? k->err_head : Py_None);
-        if (t == NULL) {
-            Py_DECREF(keys);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(keys, j, t);
+        ix[j] = j;
+        at[j] = r->keys[j].last;
+        eat[j] = r->keys[j].err;
+        if (r->keys[j].err >= 0)
+            ex[ne++] = j;
     }
-    return Py_BuildValue("(nnON)", r->last, r->ts_idx, r->ts_head, keys);
+    order_by(at, ix, r->nkeys);
+    order_by(eat, ex, ne);
+    PyObject *entries = PyTuple_New(r->nkeys), *errs = PyTuple_New(ne), *cur = NULL;
+    if (entries == NULL || errs == NULL)
+        goto fail;
+    for (int q = 0; q < r->nkeys + ne; q++) {
+        int err = q >= r->nkeys;
+        FoldKey *k = &r->keys[err ? ex[q - r->nkeys] : ix[q]];
+        Py_ssize_t idx = err ? k->err : k->last;
+        const long *h = err ? k->err_head : k->head;
+        uchar *ls, *le;
+        if (!line_at(in->buf, in->len, in->st, in->n, idx, &ls, &le)) {
+            PyErr_SetString(PyExc_ValueError, "fold(): a head outside the buffer");
+            goto fail;
+        }
+        PyObject *t;
+        if (err) {
+            PyObject *items[3] = {PyLong_FromSsize_t(idx), field_str(ls, h, H_PID, H_PID_END),
+                                  PyUnicode_DecodeUTF8((const char *)ls + h[H_MSG], h[H_END_B] - h[H_MSG], "strict")};
+            t = tuple_of(items, 3);
+            if (t == NULL)
+                goto fail;
+            PyTuple_SET_ITEM(errs, q - r->nkeys, t);
+            continue;
+        }
+        PyObject *when[2] = {head_time_text(ls, h), PyFloat_FromDouble(head_ts(h))};
+        PyObject *items[4] = {PyLong_FromSsize_t(idx), ascii_str(ls, h[H_KEY]), field_str(ls, h, H_PID, H_PID_END),
+                              tuple_of(when, 2)};
+        if (idx == r->last && items[1] != NULL)
+            cur = Py_NewRef(items[1]);
+        t = tuple_of(items, 4);
+        if (t == NULL)
+            goto fail;
+        PyObject_GC_UnTrack(t);   /* ints, strs and a tuple of a str and a float: no cycle */
+        PyTuple_SET_ITEM(entries, q, t);
+    }
+    if (cur == NULL) {
+        PyErr_SetString(PyExc_SystemError, "fold(): the run's newest head has no key");
+        goto fail;
+    }
+    PyObject *items[5] = {PyLong_FromSsize_t(r->last), PyFloat_FromDouble(r->ts), cur, entries, errs};
+    return tuple_of(items, 5);
+fail:
+    Py_XDECREF(entries);
+    Py_XDECREF(errs);
+    Py_XDECREF(cur);
+    return NULL;
+}
+
+/* A kept line as (key, raw) for LineParser._feed_scanned: raw decoded as get(i) decodes it, key
+ * its _source_key when that is ASCII text read here, else None (Python reads it). */
+static PyObject *kept_line(const FoldIn *in, Py_ssize_t i, Py_ssize_t klen)
+{
+    uchar *s, *e;
+    if (!line_at(in->buf, in->len, in->st, in->n, i, &s, &e)) {
+        PyErr_SetString(PyExc_ValueError, "fold(): a kept line outside the buffer");
+        return NULL;
+    }
+    PyObject *key;
+    if (klen < 0 || klen > e - s || any_high(s, (size_t)klen))
+        key = Py_NewRef(Py_None);
+    else
+        key = ascii_str(s, klen);
+    PyObject *items[2] = {key, PyUnicode_DecodeUTF8((const char *)s, e - s, "replace")};
+    PyObject *t = tuple_of(items, 2);
+    if (t != NULL)
+        PyObject_GC_UnTrack(t);   /* two strs (or None) */
+    return t;
 }
 
 static int append_index(PyObject *list, Py_ssize_t i)
@@ -1915,113 +2335,71 @@ static int append_index(PyObject *list, Py_ssize_t i)
     return bad ? -1 : 0;
 }
 
-static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
+static int append_new(PyObject *list, PyObject *v)   /* steals v */
 {
-    Py_buffer view, stv;
-    PyObject *cands, *keep, *heads, *lasts;
-    if (!PyArg_ParseTuple(args, "y*y*O!O!O!O!", &view, &stv, &PyList_Type, &cands, &PyList_Type, &keep,
-                          &PyList_Type, &heads, &PyList_Type, &lasts))
-        return NULL;
-    PyObject *res = NULL, *c2 = NULL, *k2 = NULL, *h2 = NULL, *l2 = NULL, *f2 = NULL;
-    Py_ssize_t *runkeep = NULL, *runklen = NULL;
-    uchar *buf = (uchar *)view.buf;
-    const int64_t *st = (const int64_t *)stv.buf;
-    Py_ssize_t n = stv.len / (Py_ssize_t)sizeof(int64_t) - 1;
-    Py_ssize_t nc = PyList_GET_SIZE(cands), nk = PyList_GET_SIZE(keep);
-    if (n < 0 || PyList_GET_SIZE(heads) != nc || PyList_GET_SIZE(lasts) != nc + 1) {
-        PyErr_SetString(PyExc_ValueError, "fold(): lists of other lengths than scan() gives");
-        goto done;
-    }
-    int any = 0;
-    for (Py_ssize_t k = 0; k < nc && !any; k++) {
-        PyObject *h = PyList_GET_ITEM(heads, k);
-        any = PyTuple_Check(h) && PyTuple_GET_SIZE(h) == H_N && head_field(h, H_CLASS) == HEAD_NOISE;
-    }
-    if (!any) {
-        res = Py_None;
-        Py_INCREF(res);
-        goto done;
-    }
-    c2 = PyList_New(0);
-    k2 = PyList_New(0);
-    h2 = PyList_New(0);
-    l2 = PyList_New(0);
-    f2 = PyList_New(0);
-    runkeep = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
-    runklen = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
-    if (c2 == NULL || k2 == NULL || h2 == NULL || l2 == NULL || f2 == NULL || runkeep == NULL || runklen == NULL) {
+    int bad = v == NULL || PyList_Append(list, v) < 0;
+    Py_XDECREF(v);
+    return bad ? -1 : 0;
+}
+
+/* fold on arrays: (cands, keep, heads, lasts, folds, kept) as fold() gives them, or NULL. */
+static PyObject *fold_core(const FoldIn *in)
+{
+    PyObject *res = NULL, *c2 = PyList_New(0), *k2 = PyList_New(0), *h2 = PyList_New(0), *l2 = PyList_New(0),
+             *f2 = PyList_New(0), *kl2 = PyList_New(0);
+    Py_ssize_t *runkeep = PyMem_Malloc((size_t)(in->nk + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *runklen = PyMem_Malloc((size_t)(in->nk + 1) * sizeof(Py_ssize_t));
+    if (c2 == NULL || k2 == NULL || h2 == NULL || l2 == NULL || f2 == NULL || kl2 == NULL || runkeep == NULL
+        || runklen == NULL) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         goto done;
     }
     Run r;
     r.nkeys = 0;
-    r.last = r.ts_idx = r.stamped = -1;
-    r.ts_head = NULL;
+    r.last = r.stamped = -1;
     r.ts = 0.0;
     Py_ssize_t nrk = 0, ki = 0;
     int python_key = 0;
-    for (Py_ssize_t k = 0; k <= nc; k++) {
-        Py_ssize_t ci = n;   /* the end closes the last run */
-        if (k < nc) {
-            ci = PyLong_AsSsize_t(PyList_GET_ITEM(cands, k));
-            if (ci == -1 && PyErr_Occurred())
-                goto done;
-        }
-        for (; ki < nk; ki++) {   /* the kept lines before this candidate join the run */
-            Py_ssize_t x = PyLong_AsSsize_t(PyList_GET_ITEM(keep, ki));
-            if (x == -1 && PyErr_Occurred())
-                goto done;
-            if (x >= ci)
-                break;
+    for (Py_ssize_t k = 0; k <= in->nc; k++) {
+        Py_ssize_t ci = k < in->nc ? in->cand[k] : in->n;   /* the end closes the last run */
+        for (; ki < in->nk && in->keep[ki] < ci; ki++) {   /* the kept lines before this candidate join the run */
+            Py_ssize_t x = in->keep[ki];
             uchar *s, *e;
-            Py_ssize_t kl = line_at(buf, view.len, st, n, x, &s, &e) ? source_key(s, e) : KEY_PYTHON;
+            Py_ssize_t kl = line_at(in->buf, in->len, in->st, in->n, x, &s, &e) ? source_key(s, e) : KEY_PYTHON;
             python_key |= kl == KEY_PYTHON;
             runkeep[nrk] = x;
             runklen[nrk++] = kl;
         }
-        Py_ssize_t last_k = PyLong_AsSsize_t(PyList_GET_ITEM(lasts, k));
-        if (last_k == -1 && PyErr_Occurred())
-            goto done;
-        if (last_k > r.stamped)
-            r.stamped = last_k;
-        PyObject *h = k < nc ? PyList_GET_ITEM(heads, k) : Py_None;
+        if (in->lasts[k] > r.stamped)
+            r.stamped = in->lasts[k];
+        const long *h = k < in->nc ? in->head[k] : NULL;
         uchar *s, *e;
-        if (k < nc && !python_key && PyTuple_Check(h) && PyTuple_GET_SIZE(h) == H_N
-            && head_field(h, H_CLASS) == HEAD_NOISE && line_at(buf, view.len, st, n, ci, &s, &e)) {
-            long klen = head_field(h, H_KEY), m0 = head_field(h, H_MSG);
+        if (h != NULL && !python_key && h[H_CLASS] == HEAD_NOISE && line_at(in->buf, in->len, in->st, in->n, ci, &s, &e)
+            && head_fits(h, e - s)) {
+            long klen = h[H_KEY];
             int j = 0;
-            if (klen >= 0 && klen <= e - s && m0 >= 0 && m0 <= e - s) {
-                while (j < r.nkeys && !(r.keys[j].klen == klen && memcmp(r.keys[j].key, s, (size_t)klen) == 0))
-                    j++;
-                if (j == r.nkeys && j < FOLD_KEYS) {
-                    r.keys[j].key = s;
-                    r.keys[j].klen = klen;
-                    r.keys[j].err = -1;
-                    r.keys[j].err_head = NULL;
-                    r.nkeys++;
-                }
-            } else {
-                j = FOLD_KEYS;
+            while (j < r.nkeys && !(r.keys[j].klen == klen && memcmp(r.keys[j].key, s, (size_t)klen) == 0))
+                j++;
+            if (j == r.nkeys && j < FOLD_KEYS) {
+                r.keys[j].key = s;
+                r.keys[j].klen = klen;
+                r.keys[j].err = -1;
+                r.keys[j].err_head = NULL;
+                r.nkeys++;
             }
             if (j < r.nkeys) {   /* fold it */
                 FoldKey *fk = &r.keys[j];
                 fk->last = ci;
                 fk->head = h;
-                if (has(s + m0, e, "Error", 5)) {
+                if (has(s + h[H_MSG], e, "Error", 5)) {
                     fk->err = ci;
                     fk->err_head = h;
                 }
-                double ts = (double)(head_field(h, H_DAYS) * 86400L + head_field(h, H_SOD))
-                            + (double)head_field(h, H_MSV) / 1000.0;
-                if (r.ts_head == NULL || ts > r.ts) {
+                double ts = head_ts(h);
+                if (r.last < 0 || ts > r.ts)
                     r.ts = ts;
-                    r.ts_idx = ci;
-                    r.ts_head = h;
-                }
                 r.last = ci;
-                if (PyErr_Occurred())
-                    goto done;
                 continue;
             }
         }
@@ -2031,38 +2409,156 @@ static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
             for (int j = 0; !popped && j < r.nkeys && runklen[q] != KEY_PYTHON; j++) {
                 uchar *ks, *ke;
                 popped = r.keys[j].last > runkeep[q] && r.keys[j].klen == runklen[q]
-                         && line_at(buf, view.len, st, n, runkeep[q], &ks, &ke)
+                         && line_at(in->buf, in->len, in->st, in->n, runkeep[q], &ks, &ke)
                          && memcmp(r.keys[j].key, ks, (size_t)runklen[q]) == 0;
             }
-            if (!popped && append_index(k2, runkeep[q]) < 0)
+            if (!popped && (append_new(kl2, kept_line(in, runkeep[q], runklen[q])) < 0
+                            || append_index(k2, runkeep[q]) < 0))
                 goto done;
         }
-        PyObject *info = fold_info(&r);
-        if (info == NULL)
+        if (append_new(f2, fold_info(&r, in)) < 0 || append_index(l2, r.last > r.stamped ? -1 : r.stamped) < 0)
             goto done;
-        int bad = PyList_Append(f2, info) < 0;
-        Py_DECREF(info);
-        if (bad || append_index(l2, r.last > r.stamped ? -1 : r.stamped) < 0)
-            goto done;
-        if (k < nc && (append_index(c2, ci) < 0 || PyList_Append(h2, h) < 0))
+        if (k < in->nc && (append_index(c2, ci) < 0 || append_new(h2, in->head_obj(in->ctx, k)) < 0))
             goto done;
         r.nkeys = 0;
-        r.last = r.ts_idx = r.stamped = -1;
-        r.ts_head = NULL;
+        r.last = r.stamped = -1;
         nrk = 0;
         python_key = 0;
     }
-    res = Py_BuildValue("(OOOOO)", c2, k2, h2, l2, f2);
+    res = PyTuple_Pack(6, c2, k2, h2, l2, f2, kl2);
 done:
     Py_XDECREF(c2);
     Py_XDECREF(k2);
     Py_XDECREF(h2);
     Py_XDECREF(l2);
     Py_XDECREF(f2);
+    Py_XDECREF(kl2);
     PyMem_Free(runkeep);
     PyMem_Free(runklen);
+    return res;
+}
+
+static PyObject *list_item(void *ctx, Py_ssize_t k)
+{
+    return Py_NewRef(PyList_GET_ITEM((PyObject *)ctx, k));
+}
+
+/* The ints of a list, as an array (PyMem_Free it), or NULL with an error set. */
+static Py_ssize_t *index_array(PyObject *list)
+{
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    Py_ssize_t *a = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    if (a == NULL)
+        return (Py_ssize_t *)PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        a[i] = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
+        if (a[i] == -1 && PyErr_Occurred()) {
+            PyMem_Free(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    Py_buffer view, stv;
+    PyObject *cands, *keep, *heads, *lasts;
+    if (!PyArg_ParseTuple(args, "y*y*O!O!O!O!", &view, &stv, &PyList_Type, &cands, &PyList_Type, &keep,
+                          &PyList_Type, &heads, &PyList_Type, &lasts))
+        return NULL;
+    PyObject *res = NULL;
+    Py_ssize_t *cand = NULL, *kept = NULL, *last = NULL;
+    long *fields = NULL, **head = NULL;
+    FoldIn in;
+    in.buf = (uchar *)view.buf;
+    in.len = view.len;
+    in.st = (const int64_t *)stv.buf;
+    in.n = stv.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    in.nc = PyList_GET_SIZE(cands);
+    in.nk = PyList_GET_SIZE(keep);
+    if (in.n < 0 || PyList_GET_SIZE(heads) != in.nc || PyList_GET_SIZE(lasts) != in.nc + 1) {
+        PyErr_SetString(PyExc_ValueError, "fold(): lists of other lengths than scan() gives");
+        goto done;
+    }
+    cand = index_array(cands);
+    kept = cand ? index_array(keep) : NULL;
+    last = kept ? index_array(lasts) : NULL;
+    fields = last ? PyMem_Malloc((size_t)(in.nc + 1) * H_N * sizeof(long)) : NULL;
+    head = fields ? PyMem_Malloc((size_t)(in.nc + 1) * sizeof(long *)) : NULL;
+    if (head == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < in.nc; k++) {   /* a head of offsets: a tuple of H_N ints */
+        PyObject *h = PyList_GET_ITEM(heads, k);
+        head[k] = NULL;
+        if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) != H_N)
+            continue;
+        long *f = fields + k * H_N;
+        for (int q = 0; q < H_N; q++) {
+            f[q] = PyLong_AsLong(PyTuple_GET_ITEM(h, q));
+            if (f[q] == -1 && PyErr_Occurred())
+                goto done;
+        }
+        head[k] = f;
+    }
+    in.cand = cand;
+    in.keep = kept;
+    in.lasts = last;
+    in.head = head;
+    in.head_obj = list_item;
+    in.ctx = heads;
+    res = fold_core(&in);
+done:
+    PyMem_Free(cand);
+    PyMem_Free(kept);
+    PyMem_Free(last);
+    PyMem_Free(fields);
+    PyMem_Free(head);
     PyBuffer_Release(&view);
     PyBuffer_Release(&stv);
+    return res;
+}
+
+typedef struct {
+    uchar *buf;
+    const Scanned *sc;
+} HeadCtx;
+
+static PyObject *scanned_head(void *ctx, Py_ssize_t k)
+{
+    HeadCtx *c = ctx;
+    const long *h = c->sc->head[k];
+    return h ? head_object(c->buf + c->sc->ln[c->sc->cand[k]].start, h) : Py_NewRef(Py_None);
+}
+
+/* scan() then fold() in one call (the folded heads never become Python objects):
+ * (n_lines, starts, cands, keep, heads, lasts, folds, kept). */
+static PyObject *scan_folded(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    Py_buffer view;
+    Scanned sc;
+    PyObject *starts, *res = NULL;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t n = scan_arrays(&view, &sc, &starts);
+    if (n < 0)
+        goto done;
+    HeadCtx ctx = {(uchar *)view.buf, &sc};
+    FoldIn in = {(uchar *)view.buf, view.len, n, (const int64_t *)PyBytes_AS_STRING(starts), sc.nc, sc.nk,
+                 sc.cand, sc.keep, sc.lasts, sc.head, scanned_head, &ctx};
+    PyObject *got = fold_core(&in);
+    if (got != NULL)
+        res = Py_BuildValue("(nOOOOOOO)", n, starts, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1),
+                            PyTuple_GET_ITEM(got, 2), PyTuple_GET_ITEM(got, 3), PyTuple_GET_ITEM(got, 4),
+                            PyTuple_GET_ITEM(got, 5));
+    Py_XDECREF(got);
+    Py_DECREF(starts);
+    scanned_free(&sc);
+done:
+    PyBuffer_Release(&view);
     return res;
 }
 
@@ -2076,9 +2572,12 @@ static PyMethodDef methods[] = {
      "None when the text is anything else (the Python reader then reads it)."},
     {"plain", plain, METH_O, "plain(line) -> bool: a candidate that reads only its own key (tests)."},
     {"fold", fold, METH_VARARGS,
-     "fold(buf, starts, cands, keep, heads, lasts) -> (cands, keep, heads, lasts, folds) | None: scan()'s\n"
+     "fold(buf, starts, cands, keep, heads, lasts) -> (cands, keep, heads, lasts, folds, kept): scan()'s\n"
      "lists without the candidates whose head says HEAD_NOISE, taken into the runs around them (folds:\n"
-     "per run, what LineParser._take_folded sets from them, or None); None when there is none."},
+     "per run, what LineParser._take_folded sets from them, or None; kept: per kept line (key, raw))."},
+    {"scan_folded", scan_folded, METH_O,
+     "scan_folded(buf) -> (n_lines, starts, cands, keep, heads, lasts, folds, kept): scan(buf) then\n"
+     "fold() of its lists, in one call."},
     {"scan", scan, METH_O,
      "scan(buf) -> (n_lines, cands, keep, starts, heads, lasts): the lines of buf (split on b'\\n') that the\n"
      "parser must feed() one by one, the skipped stamped lines its per-source bookkeeping can still\n"

@@ -15,16 +15,19 @@ Speed (issue #11).  A finished log is ~97 % noise and a few thousand metric and 
 the cost is in touching every line at all.  The accelerated path (the optional C module
 _scan.c, chosen in _load_scan; GRPO_TUI_PURE=1 forces the pure one) is a bytes path end to end:
 files.iter_byte_blocks reads blocks of complete lines as bytes, feed_block hands a block to
-_scan.scan, which in one pass over the bytes returns the candidate lines, the offsets of every
-line, the few skipped lines the per-source time bookkeeping can still show (`keep`: the newest
-16 per source before a candidate that may read that source), and for candidates with a plain
-Miles header its fields.  Python then decodes only those lines: no str per noise line, no
-split/join/encode of the block, the noise run's tail for a rejoin read lazily (_noise_run).
-The common metric dict `{'k': number, ...}` is read by _scan.read_dict straight into a dict of
-ints and floats.  Everything unusual (nan/inf, np.float64(...), strings, nested, cut, wrapped,
-pasted, prefixed oddly, a dedup suffix, control bytes, bad UTF-8) is handed back to the exact
-Python reader: the C side only ever says "this line is plain, here are its fields", never
-interprets a line differently.  Why not a C reader for whole records: their bookkeeping
+_scan.scan_folded, which in one pass over the bytes returns the candidate lines, the offsets of
+every line, the few skipped lines the per-source time bookkeeping can still show (`keep`: the
+newest 16 per source before a candidate that may read that source, with their key and text),
+and for candidates with a plain Miles header its fields.  Python then decodes only those lines:
+no str per noise line, no split/join/encode of the block, the noise run's tail for a rejoin
+read lazily (_noise_run).  The C side also reads the common heads whole, so Python only stores
+what it hands over: a noise-for-sure head is folded into the noise run around it (per run, the
+per-source time, error and pop it leaves: _take_folded); a metric record with the common dict
+`{'k': number, ...}` comes with that dict read into ints and floats and its header's strings,
+an ASCII `ft ` line with _ft_event's result (_feed_ready).  Everything unusual (nan/inf,
+np.float64(...), strings, nested, cut, wrapped, pasted, prefixed oddly, a dedup suffix, control
+bytes, bad UTF-8) is handed back to the exact Python reader: the C side only ever says "this
+line is plain, here are its fields (or its values)", never interprets a line differently.  Why not a C reader for whole records: their bookkeeping
 (restarts, doubled steps, pending continuations, per-source clocks) is Python state that both
 paths must share to stay equal; the C part stays small enough to prove equal on every sample
 log, fixture, fuzzed mix and hostile line (tests/test_scan_equivalence.py), and every read in
@@ -34,7 +37,6 @@ it is bounded by the buffer's length, never by a length read from the log.
 from __future__ import annotations
 
 import calendar
-import operator
 from collections import deque
 import os
 import re
@@ -117,10 +119,11 @@ def is_candidate(line: str) -> bool:
 # what its message is (HEAD_*)
 (_H_KEY, _H_ACTOR, _H_ACTOR_END, _H_PID, _H_PID_END, _H_DATE, _H_MS, _H_PROC, _H_PROC_END, _H_FILE, _H_FILE_END,
  _H_MSG, _H_MSG_END, _H_REPEATED, _H_TIME_END, _H_DAYS, _H_SOD, _H_MSV, _H_CLASS, _H_ROLE, _H_KIND, _H_KIND_END,
- _H_ID, _H_DICT) = range(24)
+ _H_ID, _H_DICT, _H_END_B) = range(25)
+_H_COUNT = 25                  # a head of offsets: a tuple of this many ints
 _HEAD_OTHER, _HEAD_NOISE, _HEAD_METRIC, _HEAD_FT = 0, 1, 2, 3
-
-_third = operator.itemgetter(2)
+# a head the scanner read whole comes ready (_scan.c: ready_head), told apart by its length
+_READY_METRIC, _READY_FT = 12, 8
 
 _SKIPPED_PER_SOURCE = 16       # skipped lines kept per source to find its newest time (_scan.c: PER_KEY)
 MAX_LINE = 1 << 20             # characters; a longer line is cut to this before any other work
@@ -189,6 +192,16 @@ def _event_anchor(msg: str) -> bool:
             or "Fatal async" in msg or "checkpoint" in msg or "W&B" in msg or "wandb" in msg
             or "tensorboard" in msg or "EXEC:" in msg or " skipped: " in msg or " ..." in msg
             or "+ ray job submit" in msg or "train.py" in msg)
+
+
+class _BlockScanner:
+    """LineParser.scanner: .scan(block) is what feed_block takes as `scanned` (the C scanner's
+    scan_folded, which lets go of the GIL while it walks the block)."""
+
+    __slots__ = ("scan",)
+
+    def __init__(self, module) -> None:
+        self.scan = module.scan_folded
 
 
 @dataclass(slots=True)
@@ -450,8 +463,9 @@ class LineParser:
 
     @property
     def scanner(self):
-        """The C scanner module this parser uses, or None (pure path)."""
-        return self._scan
+        """What a reader thread may run on the next block ahead of feed_block, or None (pure
+        path): its .scan(block) gives feed_block's `scanned` (the C scanner's scan_folded)."""
+        return None if self._scan is None else _BlockScanner(self._scan)
 
     @property
     def scans_blocks(self) -> bool:
@@ -464,17 +478,18 @@ class LineParser:
         the block is decoded and split (the same lines: a newline never sits inside a UTF-8
         sequence, so decoding the block or each line gives the same text).  A block that is not
         bytes (a view of a reused buffer, files.iter_block_views) is kept by nothing once this
-        returns: the lines read lazily from it are read first.  `scanned`: what `_scan.scan`
-        gave for this very block (files.iter_scanned_blocks scans the next block in another
-        thread while this one is parsed), used only when this parser scans blocks."""
+        returns: the lines read lazily from it are read first.  `scanned`: what `scanner.scan`
+        (_scan.scan_folded) gave for this very block (files.iter_scanned_blocks scans the next
+        block in another thread while this one is parsed), used only when this parser scans
+        blocks."""
         if self._scan is not None and self.quick_reject:
-            n, cands, keep, starts, heads, lasts = self._scan.scan(block) if scanned is None else scanned
-            cands, keep, heads, lasts, folds = self._fold(block, starts, cands, keep, heads, lasts)
+            n, starts, cands, keep, heads, lasts, folds, kept = (
+                self._scan.scan_folded(block) if scanned is None else scanned)
             st = memoryview(starts).cast("q")
 
             def get(i: int) -> str:
                 return str(block[st[i]:st[i + 1] - 1], "utf-8", "replace")
-            out = self._feed_scanned(n, cands, keep, heads, lasts, get, folds)
+            out = self._feed_scanned(n, cands, keep, heads, lasts, get, folds, kept)
             if not isinstance(block, bytes):
                 self._read_lazy()
             return out
@@ -491,25 +506,19 @@ class LineParser:
         """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
         holding a newline)."""
         data = "\n".join(lines).encode("utf-8", "surrogatepass")
-        n, cands, keep, starts, heads, lasts = self._scan.scan(data)
+        n, _, cands, keep, heads, lasts, folds, kept = self._scan.scan_folded(data)
         if n != len(lines):
             return None
-        cands, keep, heads, lasts, folds = self._fold(data, starts, cands, keep, heads, lasts)
-        return self._feed_scanned(n, cands, keep, heads, lasts, lines.__getitem__, folds)
-
-    def _fold(self, data: bytes, starts: bytes, cands: list, keep: list, heads: list, lasts: list):
-        """scan()'s lists with the noise-for-sure heads taken into the runs around them (_scan.c:
-        fold), and per run what they set (_take_folded), or the lists as they are."""
-        got = self._scan.fold(data, starts, cands, keep, heads, lasts)
-        return (cands, keep, heads, lasts, None) if got is None else got
+        return self._feed_scanned(n, cands, keep, heads, lasts, lines.__getitem__, folds, kept)
 
     def _feed_scanned(self, n: int, cands: list[int], keep: list[int], heads: list, lasts: list[int],
-                      get, folds: list | None = None) -> list[Item]:
+                      get, folds: list, kept: list) -> list[Item]:
         """The noise lines between two candidates are taken as one run: the same counts and
         bookkeeping as the inline path, per run instead of per line, and only for the lines
         that bookkeeping can still show (`keep`, see _scan.c; the run's tail for _noise_run and
-        its newest stamped line for _last_stamped are read lazily).  `get(i)` is line i.  `folds`
-        (_fold): per run, the noise-for-sure heads taken into it, or None."""
+        its newest stamped line for _last_stamped are read lazily).  `get(i)` is line i.  From
+        _scan.c's fold: `folds`, per run, what the noise-for-sure heads taken into it leave
+        behind (or None); `kept`, per kept line, (its source key or None, its text)."""
         cands.append(n)
         keep.append(n)
         out: list[Item] = []
@@ -526,13 +535,15 @@ class LineParser:
                     # lines i..j-1 are noise the inline path would skip: bookkeep them as a run
                     c.lines += j - i
                     c.noise += j - i
-                    if folds is not None and folds[ci] is not None:
-                        self._take_folded(folds[ci], i, get)
+                    fold = folds[ci]
+                    if fold is not None and fold[0] >= i:
+                        self._take_folded(fold, i)
                     while keep[ki] < i:
                         ki += 1
                     while keep[ki] < j:
-                        raw = get(keep[ki])
-                        key = _source_key(raw)
+                        key, raw = kept[ki]
+                        if key is None:
+                            key = _source_key(raw)
                         dq = skipped.get(key)
                         if dq is None:
                             dq = skipped[key] = deque(maxlen=_SKIPPED_PER_SOURCE)
@@ -540,58 +551,98 @@ class LineParser:
                         ki += 1
                     if lasts[ci] >= i:     # the run's newest stamped line (-1: none)
                         self._stamped_lazy = (get, lasts[ci])
-                    a = max(i, j - _REJOIN_PARTS)
-                    if j - a >= _REJOIN_PARTS:
+                    if j - i >= _REJOIN_PARTS:
                         self._noise_clear()       # the run alone fills the deque
-                    elif self._noise_lazy is not None:
-                        self._noise_run           # two runs in a row (across blocks): read the first
-                    self._noise_lazy = (get, a, j, base, [])
+                        self._noise_lazy = (get, j - _REJOIN_PARTS, j, base, [])
+                    else:
+                        if self._noise_lazy is not None:
+                            self._noise_run       # two runs in a row (across blocks): read the first
+                        self._noise_lazy = (get, i, j, base, [])
                     i = j
                     if i >= n:
                         break
-            if i == cands[ci] and heads[ci] is not None:
-                got = self._feed_head(get(i), heads[ci])
-            else:
+            h = heads[ci] if i == cands[ci] else None
+            if h is None:
                 got = feed(get(i))
-            if got:
-                out.extend(got)
+                if got:
+                    out.extend(got)
+            elif len(h) != _H_COUNT:
+                self._feed_ready(h, out)
+            else:
+                got = self._feed_head(get(i), h)
+                if got:
+                    out.extend(got)
             i += 1
             while cands[ci] < i:
                 ci += 1
         return out
 
-    def _take_folded(self, fold: tuple, i: int, get) -> None:
+    def _take_folded(self, fold: tuple, i: int) -> None:
         """What the noise-for-sure heads _scan.c's fold took into the run starting at line i
-        leave behind (_feed_head's _HEAD_NOISE branch, newest per source): called before the
-        run's kept lines are appended, as their pops come before those (fold dropped the kept
-        lines they pop).  Heads before i were fed one by one (a record was open then)."""
-        last, ts_idx, ts_head, keys = fold
-        if last < i:
-            return
-        ts = ts_head[_H_DAYS] * 86400 + ts_head[_H_SOD] + ts_head[_H_MSV] / 1000.0   # the newest
-        if self.last_ts is None or ts > self.last_ts:
+        leave behind (_feed_head's _HEAD_NOISE branch, newest per source; fold made the values):
+        called before the run's kept lines are appended, as their pops come before those (fold
+        dropped the kept lines they pop).  Heads before i were fed one by one (a record was
+        open then); the run's newest head is at or after i (the caller checks)."""
+        _, ts, cur_key, entries, errors = fold
+        if self.last_ts is None or ts > self.last_ts:    # the newest time of them all
             self.last_ts = ts
         self._line_cut = False
         self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
         skipped, last_time = self._skipped, self._last_time
         # in line order: keys differing only in colours share a pid (_last_time, _last_error)
-        for idx, h, _, _ in sorted(keys) if len(keys) > 1 else keys:
+        for idx, key, pid, when in entries:
             if idx >= i:
-                raw = get(idx)
-                key = raw[:h[_H_KEY]]
-                p0, d0, te = h[_H_PID], h[_H_DATE], h[_H_TIME_END]
-                pid = raw[p0:h[_H_PID_END]] if p0 >= 0 else None
-                time_text = raw[d0:te] if te >= 0 else raw[d0:d0 + 19] + "." + raw[h[_H_MS]:h[_H_MS] + 3]
-                last_time[pid] = (time_text, h[_H_DAYS] * 86400 + h[_H_SOD] + h[_H_MSV] / 1000.0)
+                last_time[pid] = when
                 if skipped:
                     skipped.pop(key, None)
-                if idx == last:
-                    self._cur_key = key
-        for _, _, err, err_h in sorted(keys, key=_third) if len(keys) > 1 else keys:
-            if err >= i:
-                raw = get(err)
-                p0 = err_h[_H_PID]
-                self._last_error[raw[p0:err_h[_H_PID_END]] if p0 >= 0 else None] = raw[err_h[_H_MSG]:err_h[_H_MSG_END]]
+        self._cur_key = cur_key
+        for idx, pid, msg in errors:
+            if idx >= i:
+                self._last_error[pid] = msg
+
+    def _feed_ready(self, h: tuple, out: list[Item]) -> None:
+        """_feed_head for a head the scanner read whole (_scan.c: ready_head): _header_fields'
+        bookkeeping, then the record (its values read: _HEAD_METRIC) or the event (_ft_event's
+        result: _HEAD_FT) it made."""
+        key, pid, time_text, ts = h[0], h[1], h[2], h[3]
+        c = self.counts
+        c.lines += 1
+        line_no = c.lines
+        self._line_cut = False
+        self._cur_key = key
+        if self._pending is not None:
+            self._close_pending(out)
+        last = self.last_ts
+        if last is None or ts > last:
+            self.last_ts = ts
+        if self.first_ts is None:
+            self.first_ts = ts
+        self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
+        self._last_time[pid] = (time_text, ts)
+        if self._skipped:
+            self._skipped.pop(key, None)
+        self._noise_lazy = None                          # _noise_clear (nothing below reads it)
+        self._noise.clear()
+        if len(h) == _READY_METRIC:
+            _, _, _, _, role, kind, n, proc, source, actor, repeated, values = h
+            names = self._names
+            if len(names) + len(values) <= MAX_NAMES or names.issuperset(values):   # _capped
+                names.update(values)
+            else:
+                values = self._capped(values, {})
+            if values:
+                c.metric_lines += 1
+                c.records += 1
+                out.append(MetricRecord(kind, n, values, role, time_text, ts, proc, source, actor, line_no,
+                                        repeated=repeated))
+            else:
+                c.unreadable += 1
+            return
+        _, _, _, _, kind, data, text, error = h
+        if error is not None:
+            self._last_error[pid] = error
+        c.event_lines += 1
+        out.append(Event(kind, time_text, ts, line_no, text, data))
 
     def _feed_head(self, raw: str, h: tuple) -> list[Item]:
         """feed() for a candidate whose Miles header the scanner read (_scan.c: miles_head): the
@@ -601,9 +652,13 @@ class LineParser:
         and _MILES matching with these very fields.  It also says what the message is (`cls`):
         noise for sure, a common metric record or an `ft ` line _classify hands to _ft_event are
         taken here, in the few steps _header_fields would come to; anything else goes through
-        _header_fields."""
+        _header_fields.  A ready head (the scanner read the message too) goes to _feed_ready."""
+        if len(h) != _H_COUNT:
+            out: list[Item] = []
+            self._feed_ready(h, out)
+            return out
         (key, a0, a1, p0, p1, d0, ms0, pr0, pr1, f0, f1, m0, end, repeated, te, days, sod, msv, cls,
-         r0, k0, k1, n, dict0) = h                       # _scan.c: enum H_*
+         r0, k0, k1, n, dict0, _) = h                    # _scan.c: enum H_*
         c = self.counts
         c.lines += 1
         line_no = c.lines
