@@ -206,20 +206,30 @@ def write_rollout_csv(store: MetricStore, fh: TextIO) -> None:
     w = csv.writer(fh, lineterminator="\n")
     w.writerow([csv_safe(c) for c in lead + names])
     for seg, table in zip(segs, tables):
-        n = len(table.ids)
-        blank = [""] * n
-        lead_cols = ([[seg.index] * n] if len(segs) > 1 else []) + [table.ids]
-        cells = [table.cells[name] if name in table.cells else None for name in names]
-        plain = [_plain_column(c) for c in lead_cols + [c for c in cells if c is not None]]
-        if n and None not in plain:
-            # nothing to quote: the rows are the cells joined (what csv.writer would write)
-            it = iter(plain)
-            cols = [next(it) for _ in lead_cols] + [blank if c is None else next(it) for c in cells]
-            fh.write("\n".join(map(",".join, zip(*cols))))
-            fh.write("\n")
-            continue
-        cols = lead_cols + [blank if c is None else _csv_column(c) for c in cells]
-        w.writerows(zip(*cols))
+        cells = [table.cells.get(name) for name in names]
+        for lo in range(0, len(table.ids), _CSV_ROWS):
+            hi = lo + _CSV_ROWS
+            lead_cols = ([[seg.index] * len(table.ids[lo:hi])] if len(segs) > 1 else []) + [table.ids[lo:hi]]
+            _write_rows(fh, w, lead_cols, [None if c is None else c[lo:hi] for c in cells])
+
+
+_CSV_ROWS = 2048    # rows formatted at a time: the text of a whole big export is never held twice
+
+
+def _write_rows(fh: TextIO, w, lead_cols: list[list[Any]], cells: list[list[Any] | None]) -> None:
+    """Rows of CSV from columns (None: a column this segment lacks)."""
+    n = len(lead_cols[-1])
+    blank = [""] * n
+    plain = [_plain_column(c) for c in lead_cols + [c for c in cells if c is not None]]
+    if n and None not in plain:
+        # nothing to quote: the rows are the cells joined (what csv.writer would write)
+        it = iter(plain)
+        cols = [next(it) for _ in lead_cols] + [blank if c is None else next(it) for c in cells]
+        fh.write("\n".join(map(",".join, zip(*cols))))
+        fh.write("\n")
+        return
+    cols = lead_cols + [blank if c is None else _csv_column(c) for c in cells]
+    w.writerows(zip(*cols))
 
 
 def render(store: MetricStore, fmt: str = "csv", axis: str = "rollout") -> str:
