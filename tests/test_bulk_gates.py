@@ -19,12 +19,12 @@ import pytest
 from grpo_tui.judge import bulk, rules
 from grpo_tui.judge.ranges import defaults
 from grpo_tui.lines.files import iter_line_blocks
-from grpo_tui.pipeline import Pipeline
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate
+
+from tests.test_held import _store
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = sorted((ROOT / "sample_logs").glob("*.log")) + sorted((ROOT / "tests" / "fixtures").glob("*.log"))
-NOW = 1.9e9
 RULE_OF = {"rule_gap": ("gap-rising", "gap-jump"), "rule_grad_norm": ("grad-norm-rising",),
            "rule_length_hacking": ("length-hacking",), "rule_rollout_slowdown": ("rollout-slowdown",),
            "rule_off_policy": ("off-policy",), "rule_no_signal": ("no-signal",),
@@ -32,14 +32,6 @@ RULE_OF = {"rule_gap": ("gap-rising", "gap-jump"), "rule_grad_norm": ("grad-norm
 FUNCS = {f.__name__: f for f in rules.METRIC_RULES}
 CASES = [(scen, setup, 300 + i * 11 + j, None) for i, scen in enumerate(SCENARIOS) for j, setup in enumerate(SETUPS)]
 CASES += [(scen, "manual", 40 + i, (2, 4)[i % 2]) for i, scen in enumerate(SCENARIOS)]
-
-
-def _store(lines: list[str]):
-    pipe = Pipeline(clock=lambda: NOW, judging=False)
-    for i in range(0, len(lines), 500):
-        pipe.feed(lines[i:i + 500], written_at=NOW - 30)
-    pipe.finish(NOW)
-    return pipe.store.current
 
 
 def _fired(fn, seg, upto: int) -> list:

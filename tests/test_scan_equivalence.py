@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from grpo_tui.lines.files import iter_line_blocks
-from grpo_tui.lines.parse import LineParser, _source_key, is_candidate
+from grpo_tui.lines.parse import _CONTROL_NO_ESC, LineParser, _source_key, is_candidate
 from grpo_tui.lines.values import parse_dict
 from grpo_tui.simulate import SCENARIOS, generate
 
@@ -173,7 +173,7 @@ def test_fuzzed_line_mixes_agree(lines, sizes, keep_newlines):
 def _inline_skips(raw: str) -> bool:
     """What feed_lines' inline path skips (given no open record and a known first time)."""
     return (len(raw) <= 1 << 20 and not is_candidate(raw) and "\x00" not in raw and "\ufffd" not in raw
-            and not raw.endswith("\r"))
+            and not raw.endswith("\r") and not _CONTROL_NO_ESC.search(raw))
 
 
 @FUZZ
@@ -616,6 +616,25 @@ def test_scanner_kernels_find_every_anchor_at_every_offset(anchor):
     parts = data.split(b"\n")
     assert [i for i in range(n) if not _inline_skips(parts[i].decode("utf-8", "replace"))
             or parts[i].decode("utf-8", "replace").encode() != parts[i]] == cands
+
+
+def test_a_control_byte_that_splits_an_anchor_sends_the_line_to_python():
+    """_peel drops control bytes (ESC aside), which may join an anchor (`step 0: \\x1f{`): every
+    kernel hands such a line to Python at any offset, and the quick paths read it as the inline
+    path does (here: an unreadable cut record, a JSON-style record), not as noise."""
+    ctrl = [c for c in range(0x20) if c not in (0x09, 0x0a, 0x0d, 0x1b)] + [0x7f]
+    lines = [b"x" * off + b"step 3: " + bytes([c]) + b'{"a": 1}' for c in ctrl for off in range(0, 70, 7)]
+    for line in lines:
+        _kernels_agree(line)
+    data = b"\n".join(lines)
+    n, cands, *_ = _scan.scan(data)
+    assert cands == list(range(n))
+    for tail in ('{"a": 1}', "{"):
+        text = ["rollout 0: {}"] + [f"step 0: {chr(c)}{tail}" for c in ctrl]
+        fast = assert_same([text])
+        inline = LineParser(quick_reject=False)
+        items = inline.feed_many(text) + inline.flush()
+        assert repr(fast.items) == repr(items) and fast.counts.as_dict() == inline.counts.as_dict()
 
 
 @pytest.mark.parametrize("path", LOGS, ids=os.path.basename)

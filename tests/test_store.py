@@ -341,6 +341,12 @@ def _store_state(store: MetricStore):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_records(), max_size=40))
 def test_shaped_records_store_like_any_others(recs):
+    _assert_shapes_change_nothing(recs, _store_state)
+
+
+def _assert_shapes_change_nothing(recs, state) -> None:
+    """The store `recs` leave behind, as `state` reads it, is the same with the short paths for
+    records shaped like earlier ones on (_SHAPES_MAX) and off (0)."""
     import copy
     states = []
     for shapes_max in (metric_store._SHAPES_MAX, 0):
@@ -351,7 +357,7 @@ def test_shaped_records_store_like_any_others(recs):
             store.add(copy.deepcopy(recs))
         finally:
             metric_store._SHAPES_MAX = old
-        states.append(_store_state(store))
+        states.append(state(store))
     assert states[0] == states[1]
 
 
@@ -452,18 +458,7 @@ def _step_state(store: MetricStore):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_steps(), max_size=40))
 def test_shaped_steps_store_like_any_others(recs):
-    import copy
-    states = []
-    for shapes_max in (metric_store._SHAPES_MAX, 0):
-        old = metric_store._SHAPES_MAX
-        metric_store._SHAPES_MAX = shapes_max
-        try:
-            store = MetricStore()
-            store.add(copy.deepcopy(recs))
-        finally:
-            metric_store._SHAPES_MAX = old
-        states.append(_step_state(store))
-    assert states[0] == states[1]
+    _assert_shapes_change_nothing(recs, _step_state)
 
 
 @settings(max_examples=200, deadline=None)

@@ -5,7 +5,7 @@
  *
  *   returns (n_lines, cands, keep, starts, heads, lasts)
  *   cands: indices of the lines Python must feed() -- every line `is_candidate` accepts, plus
- *          every line the inline noise path of feed_lines would not take (NUL, U+FFFD or
+ *          every line the inline noise path of feed_lines would not take (a control byte such as NUL, U+FFFD or
  *          invalid UTF-8, a trailing '\r', longer than MAX_LINE).  It may only ever say MORE
  *          than is_candidate (feeding a noise line through feed() is exact; skipping a
  *          candidate is not), so the UTF-8 and length tests over-approximate when unsure.
@@ -30,7 +30,7 @@
  * Speed (issue #11: reading and scanning a 540 MB log within about 1.5 grep-times): a line is
  * walked once, by SIMD where the machine has it (line_avx2/line_ssse3, chosen at import by
  * the CPU; kernel() switches, every kernel gives the same results): a nibble-table filter
- * flags the bytes where an anchor may start and every NUL or non-ASCII byte, and the walk
+ * flags the bytes where an anchor may start and every control (NUL...) or non-ASCII byte, and the walk
  * also finds the line's end.  What the bookkeeping needs of a line (its source key as a small
  * id, its Miles header fields, whether it is a plain candidate) is taken in the same forward
  * pass, while the line is in cache; select_kept then walks back over the ids only.
@@ -105,21 +105,24 @@ static int utf8_len(uchar *p, uchar *e)
 }
 
 /* The anchors of is_candidate; gate has a bit for the first two bytes of each (and for every
- * pair starting with NUL or a non-ASCII byte), so the scalar loop looks closer only there. */
+ * pair starting with a control byte (CTRL) or a non-ASCII byte), so the scalar loop looks closer only there. */
 static const char *const ANCHORS[] = {
     ": {", "Error", "EXEC:", "retrying", "ft ", "f memory", "Traceback", "Max retries", "OfMemory",
     "memory pressure", "Health check failed", "Recovered ", "Watchdog caught", "W&B", "Job '",
     "Fatal async", "checkpoint", "wandb", "tensorboard", "train.py", "train_async.py",
     "+ ray job submit", " skipped: ", " ...", ") {", "step:", "{'",
 };
+/* A control byte _peel drops (parse._CONTROL_NO_ESC; NUL included, ESC aside): a line holding
+ * one goes to Python (2), as dropping it may join an anchor ("step 0: \x1f{"). */
+#define CTRL(c) ((c) < 0x20 ? ((c) != 0x09 && (c) != 0x0a && (c) != 0x0d && (c) != 0x1b) : (c) == 0x7f)
 static unsigned char gate[65536 / 8];
 #define GATE(a, b) (gate[((unsigned)(a) << 5) | ((unsigned)(b) >> 3)] & (1u << ((b) & 7)))
 
 static void gate_init(void)
 {
     for (unsigned a = 0; a < 256; a++)
-        if (a == 0 || a >= 0x80)
-            memset(gate + (a << 5), 0xff, 32);   /* every pair starting with NUL or non-ASCII */
+        if (CTRL(a) || a >= 0x80)
+            memset(gate + (a << 5), 0xff, 32);   /* every pair starting with a control byte or non-ASCII */
     for (size_t k = 0; k < sizeof(ANCHORS) / sizeof(ANCHORS[0]); k++) {
         unsigned a = (uchar)ANCHORS[k][0], b = (uchar)ANCHORS[k][1];
         gate[(a << 5) | (b >> 3)] |= (unsigned char)(1u << (b & 7));
@@ -157,13 +160,13 @@ static int anchor_at(uchar *p, uchar *e)
 }
 
 /* The scalar walk of is_cand from p to the line's end e: 1 at the first anchor, 2 at the first
- * NUL, U+FFFD or invalid UTF-8 sequence (whichever comes first), else 0.  The gate skips the
+ * control byte (CTRL: NUL...), U+FFFD or invalid UTF-8 sequence (whichever comes first), else 0.  The gate skips the
  * bytes where nothing can start; a valid UTF-8 sequence is stepped over whole. */
 static int walk_scalar(uchar *p, uchar *e)
 {
     while (p < e) {
         unsigned c = *p;
-        if (p + 1 < e && !GATE(c, p[1])) {   /* no anchor, NUL or non-ASCII byte starts here */
+        if (p + 1 < e && !GATE(c, p[1])) {   /* no anchor, control or non-ASCII byte starts here */
             p++;
             continue;
         }
@@ -174,7 +177,7 @@ static int walk_scalar(uchar *p, uchar *e)
             p += len;
             continue;
         }
-        if (c == 0)
+        if (CTRL(c))
             return 2;
         if (anchor_at(p, e))
             return 1;
@@ -186,8 +189,8 @@ static int walk_scalar(uchar *p, uchar *e)
 /* ---- SIMD walks (x86-64 with GCC or clang; anything else takes walk_scalar) ----------------
  * The same answer as walk_scalar, found faster: a Teddy-style filter (pshufb nibble tables, one
  * bit per bucket of anchors) flags the bytes where the first three bytes of some anchor may
- * start, and every NUL or non-ASCII byte; only there is a byte looked at, in order.  An anchor
- * is then confirmed by anchor_at exactly as the scalar walk does; at the first NUL or non-ASCII
+ * start, and every control (CTRL) or non-ASCII byte; only there is a byte looked at, in order.  An anchor
+ * is then confirmed by anchor_at exactly as the scalar walk does; at the first control or non-ASCII
  * byte the scalar walk takes over (what it answers from there is what it would have answered
  * from the line's start, as no event came before).  The filter may flag too much, never too
  * little: each bucket's tables hold the nibbles of its anchors' bytes at each position (an
@@ -277,8 +280,8 @@ static int line_scalar(uchar *s, uchar *end, uchar **pe)
 #include <immintrin.h>
 
 /* The window of 32 bytes at p (p + WALK_READ <= the buffer's end) through the filter: `flags`
- * one bit per byte where an anchor may start or that is NUL or not ASCII, `nl` per '\n'.  The
- * walk looks at the flagged bytes before the first '\n' in order: NUL decides 2, an anchor 1,
+ * one bit per byte where an anchor may start or that is a control byte (CTRL) or not ASCII, `nl` per '\n'.  The
+ * walk looks at the flagged bytes before the first '\n' in order: a control byte decides 2, an anchor 1,
  * a non-ASCII byte hands over to walk_scalar; a '\n' with nothing decided before it ends the
  * line at 0.  Returns -1 when the line goes on past the window.  An anchor is confirmed
  * against the buffer's end, not the line's: no anchor holds a '\n', so a match never runs
@@ -289,7 +292,7 @@ static inline int walk_window(uchar *p, uchar *end, uint32_t flags, uint32_t nl,
     int why = -1;
     while (m) {
         uchar *q = p + __builtin_ctz(m);
-        if (*q == 0) {
+        if (CTRL(*q)) {
             why = 2;
         } else if (*q >= 0x80) {
             *pe = nl ? p + __builtin_ctz(nl) : line_end(q, end);
@@ -323,7 +326,12 @@ __attribute__((target("ssse3"))) static inline uint32_t flags_ssse3(uchar *p, ui
         hit = _mm_and_si128(hit, _mm_and_si128(lo, hi));
     }
     uint32_t none = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(hit, _mm_setzero_si128()));
-    uint32_t nul = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, _mm_setzero_si128()));
+    /* control bytes (CTRL): below 0x20 but tab, '\n', '\r' and ESC, and DEL (NUL among them) */
+    __m128i below = _mm_cmpgt_epi8(_mm_set1_epi8(0x20), v0);
+    __m128i allowed = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v0, _mm_set1_epi8(0x09)), _mm_cmpeq_epi8(v0, _mm_set1_epi8(0x0a))),
+                                   _mm_or_si128(_mm_cmpeq_epi8(v0, _mm_set1_epi8(0x0d)), _mm_cmpeq_epi8(v0, _mm_set1_epi8(0x1b))));
+    __m128i ctrl = _mm_or_si128(_mm_andnot_si128(allowed, below), _mm_cmpeq_epi8(v0, _mm_set1_epi8(0x7f)));
+    uint32_t nul = (uint32_t)_mm_movemask_epi8(ctrl);
     *nl = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, _mm_set1_epi8('\n')));
     return ((~none & 0xffffu) | nul | (uint32_t)_mm_movemask_epi8(v0)) & 0xffffu;
 }
@@ -355,7 +363,13 @@ __attribute__((target("avx2"))) static inline uint32_t flags_avx2(uchar *p, uint
         hit = _mm256_and_si256(hit, _mm256_and_si256(lo, hi));
     }
     uint32_t none = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hit, _mm256_setzero_si256()));
-    uint32_t nul = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, _mm256_setzero_si256()));
+    /* control bytes (CTRL): below 0x20 but tab, '\n', '\r' and ESC, and DEL (NUL among them) */
+    __m256i below = _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), v0);
+    __m256i allowed = _mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x09)), _mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x0a))),
+        _mm256_or_si256(_mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x0d)), _mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x1b))));
+    __m256i ctrl = _mm256_or_si256(_mm256_andnot_si256(allowed, below), _mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x7f)));
+    uint32_t nul = (uint32_t)_mm256_movemask_epi8(ctrl);
     *nl = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, _mm256_set1_epi8('\n')));
     return ~none | nul | (uint32_t)_mm256_movemask_epi8(v0);
 }
@@ -409,7 +423,7 @@ static void kernels_init(void)
 
 /* parse.is_candidate on the line starting at s (it ends at the next '\n' or at `end`, the
  * buffer's end: *pe), plus the inline path's own conditions: 0 no, 1 an anchor, 2 a line the
- * inline path refuses (NUL, U+FFFD, bad UTF-8, '\r' end, too long).  The length and '\r' come
+ * inline path refuses (a control byte, U+FFFD, bad UTF-8, '\r' end, too long).  The length and '\r' come
  * first, then a line starting `{'`, ` {` or `{"`, then the first anchor or bad byte met from
  * the line's start. */
 static int is_cand(uchar *s, uchar *end, uchar **pe)

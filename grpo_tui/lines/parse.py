@@ -49,6 +49,9 @@ from .values import ParsedDict, parse_dict, parse_more
 
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # '\r' is kept for the tqdm split
+# a control character _peel drops (ESC aside: every Ray prefix has colours); the quick path reads
+# a line holding one as a candidate, as dropping it may join an anchor (`step 0: \x1f{`)
+_CONTROL_NO_ESC = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")
 _PASTE = re.compile(r"^(?:>[ \t]?)++|^(?:[\w./-]+\.(?:log|txt|out|err):)?\d{1,9}[:-](?=[\[(\x1b ]|EXEC|Traceback|[a-z_]+ \d+: \{)")
 _INDENTED_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[.,\d]*[ \w.-]*\] \S")
 _RAY = re.compile(r"^\((?:(?P<actor>[^\s()]+) )?pid=(?P<pid>[^,)]+)(?:, ip=(?P<ip>[^)]+))?\) ?")
@@ -395,7 +398,7 @@ class LineParser:
         if "\x00" in raw or ("\ufffd" in raw and raw.count("\ufffd") > 4):
             c.unreadable += 1
             return out
-        if self.quick_reject and self._pending is None and not is_candidate(raw):
+        if self.quick_reject and self._pending is None and not is_candidate(raw) and not _CONTROL_NO_ESC.search(raw):
             if self.first_ts is None:
                 self._observe(raw)
             elif "[" in raw[:64]:
@@ -440,11 +443,12 @@ class LineParser:
         run = self._noise_run
         feed = self.feed
         cand = is_candidate
+        control = _CONTROL_NO_ESC.search
         n_lines = c.lines
         n_noise = c.noise
         for raw in lines:
             if (self._pending is None and self.first_ts is not None and len(raw) <= MAX_LINE
-                    and not cand(raw)
+                    and not cand(raw) and not control(raw)
                     and "\x00" not in raw and "\ufffd" not in raw and not raw.endswith("\r")):
                 n_lines += 1
                 n_noise += 1
@@ -612,15 +616,7 @@ class LineParser:
         self._cur_key = key
         if self._pending is not None:
             self._close_pending(out)
-        last = self.last_ts
-        if last is None or ts > last:
-            self.last_ts = ts
-        if self.first_ts is None:
-            self.first_ts = ts
-        self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
-        self._last_time[pid] = (time_text, ts)
-        if self._skipped:
-            self._skipped.pop(key, None)
+        self._head_seen(key, pid, time_text, ts)
         self._noise_lazy = None                          # _noise_clear (nothing below reads it)
         self._noise.clear()
         if len(h) == _READY_METRIC:
@@ -643,6 +639,19 @@ class LineParser:
             self._last_error[pid] = error
         c.event_lines += 1
         out.append(Event(kind, time_text, ts, line_no, text, data))
+
+    def _head_seen(self, key: str, pid: str | None, time_text: str, ts: float) -> None:
+        """_header_fields' bookkeeping of a stamped Miles header (the scanner read its fields):
+        the log's clocks, the source's newest time, its skipped lines dropped."""
+        last = self.last_ts
+        if last is None or ts > last:
+            self.last_ts = ts
+        if self.first_ts is None:
+            self.first_ts = ts
+        self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
+        self._last_time[pid] = (time_text, ts)
+        if self._skipped:
+            self._skipped.pop(key, None)
 
     def _feed_head(self, raw: str, h: tuple) -> list[Item]:
         """feed() for a candidate whose Miles header the scanner read (_scan.c: miles_head): the
@@ -681,15 +690,7 @@ class LineParser:
         # _header_fields' bookkeeping, then the message the scanner classified
         time_text = raw[d0:te] if te >= 0 else raw[d0:d0 + 19] + "." + raw[ms0:ms0 + 3]
         ts = days * 86400 + sod + msv / 1000.0          # _fast_ts
-        last = self.last_ts
-        if last is None or ts > last:
-            self.last_ts = ts
-        if self.first_ts is None:
-            self.first_ts = ts
-        self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
-        self._last_time[pid] = (time_text, ts)
-        if self._skipped:
-            self._skipped.pop(cur_key, None)
+        self._head_seen(cur_key, pid, time_text, ts)
         if cls == _HEAD_METRIC:                         # _start_record with _METRIC_MSG's fields
             c.metric_lines += 1
             rec = MetricRecord(raw[k0:k1], n, {}, raw[r0:k0 - 1] if r0 >= 0 else "", time_text, ts,
