@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -350,15 +351,22 @@ def _assert_shapes_change_nothing(recs, state) -> None:
     import copy
     states = []
     for shapes_max in (metric_store._SHAPES_MAX, 0):
-        old = metric_store._SHAPES_MAX
-        metric_store._SHAPES_MAX = shapes_max
-        try:
+        with _shapes_max(shapes_max):
             store = MetricStore()
             store.add(copy.deepcopy(recs))
-        finally:
-            metric_store._SHAPES_MAX = old
         states.append(state(store))
     assert states[0] == states[1]
+
+
+@contextlib.contextmanager
+def _shapes_max(n: int):
+    """metric_store._SHAPES_MAX set to n (0: the short paths for known shapes are off)."""
+    old = metric_store._SHAPES_MAX
+    metric_store._SHAPES_MAX = n
+    try:
+        yield
+    finally:
+        metric_store._SHAPES_MAX = old
 
 
 # -- K and groups are remembered per flags dict (FlagsMemo): every write to a flag is seen ---------
@@ -482,16 +490,12 @@ def test_an_int_past_float64_fails_on_the_short_path_as_on_the_long_one(kind, fi
     new rollout, and one adding to its rollout's sums: every step maps to rollout 0)."""
     states = []
     for shapes_max in (metric_store._SHAPES_MAX, 0):
-        old = metric_store._SHAPES_MAX
-        metric_store._SHAPES_MAX = shapes_max
-        try:
+        with _shapes_max(shapes_max):
             store = MetricStore()
             if first_rollout is not None:
                 store.add([MetricRecord(kind="rollout", n=first_rollout, metrics={"z": 1.0}, proc="p")])
             store.add([MetricRecord(kind=kind, n=n, metrics={"a": 1, "b": 2.5}, proc="p", ts=1.0) for n in range(3)])
             with pytest.raises(OverflowError):
                 store.add([MetricRecord(kind=kind, n=3, metrics={"a": 2, "b": 10 ** 400}, proc="p", ts=1.0)])
-        finally:
-            metric_store._SHAPES_MAX = old
         states.append(_step_state(store))
     assert states[0] == states[1]
