@@ -17,14 +17,14 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .judge.bulk import BulkMismatch
 from .judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report
 from .judge.ranges import RangeSet
 from .judge.rules import defaults_fit_memo
 from .judge.signals import SIGNALS
-from .lines.files import InputError, check_readable, iter_block_views, iter_byte_blocks, iter_scanned_blocks
+from .lines.files import CHUNK, InputError, check_readable, iter_block_views, iter_byte_blocks, iter_scanned_blocks
 from .lines.parse import LineParser
 from .lines.records import Event, MetricRecord
 from .store.metric_store import MetricStore, StoreUpdate
@@ -387,13 +387,8 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
         pipe.defer()
     written = _mtime(path)
     try:
-        scan = pipe.parser.scanner if pipe.parser.scans_blocks else None
-        if scan is not None:        # the next block read and scanned in another thread
-            for block, scanned in iter_scanned_blocks(path, scan.scan):
-                pipe.feed(block, written_at=written if written is not None else pipe.clock(), scanned=scanned)
-        else:
-            for block in iter_block_views(path):
-                pipe.feed(block, written_at=written if written is not None else pipe.clock())
+        for block, scanned in _file_blocks(pipe, path):
+            pipe.feed(block, written_at=written if written is not None else pipe.clock(), scanned=scanned)
         pipe.finish(now)
     except BulkMismatch:
         return judge_path(path, ranges, ranges_label=ranges_label, now=now, judging=judging, bulk=False)
@@ -409,14 +404,8 @@ def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
     written = _mtime(path)
     done = 0
     span = max(1, (end if end is not None else max(1, _size(path))) - start)
-    # from the start: reused buffers (no new bytes object per block: a third of the read cost),
-    # and the C scanner run on the next block by a reader thread while this one is parsed
-    scan = pipe.parser.scanner if start == 0 and pipe.parser.scans_blocks else None
-    if scan is not None:
-        blocks = iter_scanned_blocks(path, scan.scan, chunk, end=end)
-    else:
-        blocks = ((b, None) for b in (iter_block_views(path, chunk, end=end) if start == 0
-                                      else iter_byte_blocks(path, chunk, start, end)))
+    blocks = (_file_blocks(pipe, path, chunk, end) if start == 0
+              else ((b, None) for b in iter_byte_blocks(path, chunk, start, end)))
     for block, scanned in blocks:
         if cancelled is not None and cancelled():
             return False
@@ -425,6 +414,16 @@ def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
         if progress is not None:
             progress(min(1.0, done / span))
     return True
+
+
+def _file_blocks(pipe: Pipeline, path: str, chunk: int = CHUNK, end: int | None = None) -> Iterator[tuple]:
+    """(block, scanned) for the lines of bytes [0, end) of a file, read into reused buffers (no
+    new bytes object per block: a third of the read cost); when the parser scans blocks, the
+    next one is read and C-scanned by a reader thread while this one is parsed."""
+    scan = pipe.parser.block_scan
+    if scan is not None:
+        return iter_scanned_blocks(path, scan, chunk, end=end)
+    return ((b, None) for b in iter_block_views(path, chunk, end=end))
 
 
 def _mtime(path: str) -> float | None:

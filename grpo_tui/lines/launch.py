@@ -82,11 +82,7 @@ class FlagsMemo:
 
     def steps_per_rollout(self, flags: dict) -> int | None:
         """`steps_per_rollout(flags)`, remembered."""
-        seen = self._seen       # (the test of _fresh, inline: the store asks at every step)
-        if (seen is None or flags.get("num-steps-per-rollout") is not seen[0]
-                or flags.get("rollout-batch-size") is not seen[1] or flags.get("n-samples-per-prompt") is not seen[2]
-                or flags.get("global-batch-size") is not seen[3]):
-            self._fresh(flags)
+        self._fresh(flags)
         return self._steps
 
     def groups_per_rollout(self, flags: dict) -> int | None:

@@ -197,16 +197,6 @@ def _event_anchor(msg: str) -> bool:
             or "+ ray job submit" in msg or "train.py" in msg)
 
 
-class _BlockScanner:
-    """LineParser.scanner: .scan(block) is what feed_block takes as `scanned` (the C scanner's
-    scan_folded, which lets go of the GIL while it walks the block)."""
-
-    __slots__ = ("scan",)
-
-    def __init__(self, module) -> None:
-        self.scan = module.scan_folded
-
-
 @dataclass(slots=True)
 class ParseCounts:
     """Every physical line lands in exactly one of metric/event/noise/unreadable."""
@@ -466,15 +456,11 @@ class LineParser:
         return out
 
     @property
-    def scanner(self):
-        """What a reader thread may run on the next block ahead of feed_block, or None (pure
-        path): its .scan(block) gives feed_block's `scanned` (the C scanner's scan_folded)."""
-        return None if self._scan is None else _BlockScanner(self._scan)
-
-    @property
-    def scans_blocks(self) -> bool:
-        """Whether feed_block runs the C scanner (so a reader may scan ahead: `scanned`)."""
-        return self._scan is not None and self.quick_reject
+    def block_scan(self):
+        """What a reader thread may run on the next block ahead of feed_block (the C scanner's
+        scan_folded, which lets go of the GIL), or None when feed_block does not scan blocks:
+        its result is feed_block's `scanned`."""
+        return self._scan.scan_folded if self._scan is not None and self.quick_reject else None
 
     def feed_block(self, block: bytes | memoryview, scanned: tuple | None = None) -> list[Item]:
         """`feed_lines` for a block of bytes (complete lines joined by b"\\n", as files.py reads
@@ -482,7 +468,7 @@ class LineParser:
         the block is decoded and split (the same lines: a newline never sits inside a UTF-8
         sequence, so decoding the block or each line gives the same text).  A block that is not
         bytes (a view of a reused buffer, files.iter_block_views) is kept by nothing once this
-        returns: the lines read lazily from it are read first.  `scanned`: what `scanner.scan`
+        returns: the lines read lazily from it are read first.  `scanned`: what `block_scan`
         (_scan.scan_folded) gave for this very block (files.iter_scanned_blocks scans the next
         block in another thread while this one is parsed), used only when this parser scans
         blocks."""

@@ -207,19 +207,12 @@ class Segment:
         row = self.row_of.get(n)
         if row is None:
             row = self._row(n)
-        kinds = self.kinds.get(row)         # (_note_kind and _stamp inline: every record)
+        kinds = self.kinds.get(row)         # (_note_kind inline: every record)
         if kinds is None:
             self.kinds[row] = {kind}
         else:
             kinds.add(kind)
-        if type(ts) is float:
-            first = self.first_ts.view
-            old = first[row]
-            if old != old:
-                first[row] = ts
-            self.last_ts.view[row] = ts
-        elif ts is not None:
-            self._stamp(row, ts)
+        self._stamp(row, ts)
         metrics = rec.metrics
         shape = tuple(metrics)
         known = self._shapes.get(shape)
