@@ -884,6 +884,21 @@ def test_scanner_scan_folded_is_fold_of_scan(lines, as_view):
     want = (n, starts) + _scan.fold(data, starts, cands, keep, heads, lasts)
     buf = memoryview(bytearray(data) + b"Error: {'a': 1}\n" * 2)[:len(data)] if as_view else data
     assert _scan.scan_folded(buf) == want
+    walk = _scan.scan_raw(buf)           # the reader thread's half, then the parser's
+    assert _scan.fold_raw(buf, walk) == want
+    assert _scan.fold_raw(buf, walk) == want     # the walk is not used up
+
+
+def test_scanner_fold_raw_takes_only_the_block_walked():
+    """A walk's offsets are of its own buffer: any other buffer (even equal bytes) is refused."""
+    data = b"(A pid=1) [2026-08-21 10:00:01] noise\nrollout 1: {'a': 1}"
+    walk = _scan.scan_raw(data)
+    with pytest.raises(ValueError, match="not the block"):
+        _scan.fold_raw(bytes(bytearray(data)), walk)
+    with pytest.raises(ValueError, match="not the block"):
+        _scan.fold_raw(data[:-1], walk)
+    with pytest.raises((TypeError, ValueError)):
+        _scan.fold_raw(data, object())
 
 
 def test_scanner_fold_takes_the_noise_heads():

@@ -2548,30 +2548,112 @@ static PyObject *scanned_head(void *ctx, Py_ssize_t k)
     return h ? head_object(c->buf + c->sc->ln[c->sc->cand[k]].start, h) : Py_NewRef(Py_None);
 }
 
+/* scan_arrays()'s result for one block, kept between scan_raw() (a reader thread, the walk
+ * without the GIL) and fold_raw() (the parsing thread, where the Python objects are made). */
+#define RAW_NAME "grpo_tui._scan.raw"
+typedef struct {
+    Scanned sc;
+    PyObject *starts;
+    const void *buf;     /* the block it was made from: fold_raw() takes only that one */
+    Py_ssize_t len, n;
+} Raw;
+
+static void raw_free(Raw *r)
+{
+    scanned_free(&r->sc);
+    Py_XDECREF(r->starts);
+    PyMem_Free(r);
+}
+
+static void raw_capsule_free(PyObject *cap)
+{
+    Raw *r = PyCapsule_GetPointer(cap, RAW_NAME);
+    if (r != NULL)
+        raw_free(r);
+}
+
+/* The walk of the block in *view (scan_arrays), or NULL with an error set. */
+static Raw *raw_of(Py_buffer *view)
+{
+    Raw *r = PyMem_Malloc(sizeof(Raw));
+    if (r == NULL)
+        return (Raw *)PyErr_NoMemory();
+    r->n = scan_arrays(view, &r->sc, &r->starts);
+    r->buf = view->buf;
+    r->len = view->len;
+    if (r->n < 0) {
+        PyMem_Free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* fold_core() of a walk: (n_lines, starts, cands, keep, heads, lasts, folds, kept). */
+static PyObject *fold_walk(const Raw *r)
+{
+    HeadCtx ctx = {(uchar *)r->buf, &r->sc};
+    FoldIn in = {(uchar *)r->buf, r->len, r->n, (const int64_t *)PyBytes_AS_STRING(r->starts), r->sc.nc,
+                 r->sc.nk, r->sc.cand, r->sc.keep, r->sc.lasts, r->sc.head, scanned_head, &ctx};
+    PyObject *got = fold_core(&in), *res = NULL;
+    if (got != NULL)
+        res = Py_BuildValue("(nOOOOOOO)", r->n, r->starts, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1),
+                            PyTuple_GET_ITEM(got, 2), PyTuple_GET_ITEM(got, 3), PyTuple_GET_ITEM(got, 4),
+                            PyTuple_GET_ITEM(got, 5));
+    Py_XDECREF(got);
+    return res;
+}
+
 /* scan() then fold() in one call (the folded heads never become Python objects):
  * (n_lines, starts, cands, keep, heads, lasts, folds, kept). */
 static PyObject *scan_folded(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     Py_buffer view;
-    Scanned sc;
-    PyObject *starts, *res = NULL;
+    PyObject *res = NULL;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    Py_ssize_t n = scan_arrays(&view, &sc, &starts);
-    if (n < 0)
-        goto done;
-    HeadCtx ctx = {(uchar *)view.buf, &sc};
-    FoldIn in = {(uchar *)view.buf, view.len, n, (const int64_t *)PyBytes_AS_STRING(starts), sc.nc, sc.nk,
-                 sc.cand, sc.keep, sc.lasts, sc.head, scanned_head, &ctx};
-    PyObject *got = fold_core(&in);
-    if (got != NULL)
-        res = Py_BuildValue("(nOOOOOOO)", n, starts, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1),
-                            PyTuple_GET_ITEM(got, 2), PyTuple_GET_ITEM(got, 3), PyTuple_GET_ITEM(got, 4),
-                            PyTuple_GET_ITEM(got, 5));
-    Py_XDECREF(got);
-    Py_DECREF(starts);
-    scanned_free(&sc);
-done:
+    Raw *r = raw_of(&view);
+    if (r != NULL) {
+        res = fold_walk(r);
+        raw_free(r);
+    }
+    PyBuffer_Release(&view);
+    return res;
+}
+
+/* scan_folded() in two halves: the walk (most of the time, without the GIL) in a reader thread,
+ * the Python objects in the thread that parses. */
+static PyObject *scan_raw(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    Py_buffer view;
+    PyObject *cap = NULL;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Raw *r = raw_of(&view);
+    PyBuffer_Release(&view);
+    if (r != NULL) {
+        cap = PyCapsule_New(r, RAW_NAME, raw_capsule_free);
+        if (cap == NULL)
+            raw_free(r);
+    }
+    return cap;
+}
+
+static PyObject *fold_raw(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *block, *cap;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "OO", &block, &cap))
+        return NULL;
+    Raw *r = PyCapsule_GetPointer(cap, RAW_NAME);
+    if (r == NULL)
+        return NULL;
+    if (PyObject_GetBuffer(block, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *res = NULL;
+    if (view.buf != r->buf || view.len != r->len)   /* the offsets are of another buffer */
+        PyErr_SetString(PyExc_ValueError, "fold_raw(): not the block scan_raw() walked");
+    else
+        res = fold_walk(r);
     PyBuffer_Release(&view);
     return res;
 }
@@ -2589,6 +2671,10 @@ static PyMethodDef methods[] = {
      "fold(buf, starts, cands, keep, heads, lasts) -> (cands, keep, heads, lasts, folds, kept): scan()'s\n"
      "lists without the candidates whose head says HEAD_NOISE, taken into the runs around them (folds:\n"
      "per run, what LineParser._take_folded sets from them, or None; kept: per kept line (key, raw))."},
+    {"scan_raw", scan_raw, METH_O,
+     "scan_raw(buf) -> capsule: scan_folded()'s walk of buf (a reader thread runs it; the GIL is let go)."},
+    {"fold_raw", fold_raw, METH_VARARGS,
+     "fold_raw(buf, capsule) -> scan_folded(buf): the Python objects of that walk, for that same buf."},
     {"scan_folded", scan_folded, METH_O,
      "scan_folded(buf) -> (n_lines, starts, cands, keep, heads, lasts, folds, kept): scan(buf) then\n"
      "fold() of its lists, in one call."},

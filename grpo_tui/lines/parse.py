@@ -458,9 +458,10 @@ class LineParser:
     @property
     def block_scan(self):
         """What a reader thread may run on the next block ahead of feed_block (the C scanner's
-        scan_folded, which lets go of the GIL), or None when feed_block does not scan blocks:
-        its result is feed_block's `scanned`."""
-        return self._scan.scan_folded if self._scan is not None and self.quick_reject else None
+        walk, scan_raw, which lets go of the GIL and makes no Python object: those are made by
+        feed_block in the parsing thread, so the two threads seldom wait for the GIL), or None
+        when feed_block does not scan blocks: its result is feed_block's `scanned`."""
+        return self._scan.scan_raw if self._scan is not None and self.quick_reject else None
 
     def feed_block(self, block: bytes | memoryview, scanned: tuple | None = None) -> list[Item]:
         """`feed_lines` for a block of bytes (complete lines joined by b"\\n", as files.py reads
@@ -469,12 +470,15 @@ class LineParser:
         sequence, so decoding the block or each line gives the same text).  A block that is not
         bytes (a view of a reused buffer, files.iter_block_views) is kept by nothing once this
         returns: the lines read lazily from it are read first.  `scanned`: what `block_scan`
-        (_scan.scan_folded) gave for this very block (files.iter_scanned_blocks scans the next
+        (_scan.scan_raw) gave for this very block, or scan_folded's tuple (files.iter_scanned_blocks scans the next
         block in another thread while this one is parsed), used only when this parser scans
         blocks."""
         if self._scan is not None and self.quick_reject:
-            n, starts, cands, keep, heads, lasts, folds, kept = (
-                self._scan.scan_folded(block) if scanned is None else scanned)
+            if scanned is None:
+                scanned = self._scan.scan_folded(block)
+            elif type(scanned) is not tuple:        # block_scan's walk of this block
+                scanned = self._scan.fold_raw(block, scanned)
+            n, starts, cands, keep, heads, lasts, folds, kept = scanned
             st = memoryview(starts).cast("q")
 
             def get(i: int) -> str:
