@@ -46,6 +46,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -2082,10 +2083,104 @@ error:
  * reference) when Python reads it from its offsets; NULL with an error set.
  *   metric: (key, pid, time_text, ts, role, kind, n, proc, file, actor, repeated, values)
  *   ft:     (key, pid, time_text, ts, kind, data, text, error_or_None) */
+/* The record classes ready heads are made as (records.MetricRecord and records.Event, given by
+ * set_types()): each field a slot, written here as the dataclass __init__ would write it, at a
+ * tenth of its cost.  Until set_types() succeeds no head comes ready (the offsets path reads
+ * them). */
+enum { R_KIND, R_N, R_METRICS, R_ROLE, R_TIME, R_TS, R_PROC, R_SOURCE, R_ACTOR, R_LINE_NO, R_NONFINITE,
+       R_ABRIDGED, R_CUT, R_REPEATED, R_FIELDS };
+enum { E_KIND, E_TIME, E_TS, E_LINE_NO, E_TEXT, E_DATA, E_LINES, E_FIELDS };
+static const char *const RECORD_FIELDS[R_FIELDS] = {"kind", "n", "metrics", "role", "time", "ts", "proc", "source",
+                                                    "actor", "line_no", "nonfinite", "abridged", "cut", "repeated"};
+static const char *const EVENT_FIELDS[E_FIELDS] = {"kind", "time", "ts", "line_no", "text", "data", "lines"};
+typedef struct {
+    PyTypeObject *type;
+    Py_ssize_t off[R_FIELDS];
+} SlotType;
+static SlotType record_type, event_type;
+
+/* The slot offsets of cls, whose __slots__ must be exactly `names` (n of them), into *t. */
+static int slot_type(PyObject *cls, const char *const *names, int n, SlotType *t)
+{
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "set_types(): not a class");
+        return -1;
+    }
+    PyObject *slots = PyObject_GetAttrString(cls, "__slots__");
+    if (slots == NULL)
+        return -1;
+    int ok = PyTuple_Check(slots) && PyTuple_GET_SIZE(slots) == n;
+    for (int i = 0; ok && i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(slots, i);
+        ok = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, names[i]) == 0;
+    }
+    Py_DECREF(slots);
+    PyTypeObject *type = (PyTypeObject *)cls;
+    if (!ok || type->tp_dictoffset != 0 || !(type->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+        PyErr_SetString(PyExc_TypeError, "set_types(): a class of other fields than _scan.c writes");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        PyObject *d = PyObject_GetAttrString(cls, names[i]);
+        if (d == NULL)
+            return -1;
+        PyMemberDef *m = Py_IS_TYPE(d, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)d)->d_member : NULL;
+        int good = m != NULL && m->type == T_OBJECT_EX && !(m->flags & READONLY) && m->offset > 0
+                   && m->offset + (Py_ssize_t)sizeof(PyObject *) <= type->tp_basicsize;
+        if (good)
+            t->off[i] = m->offset;
+        Py_DECREF(d);
+        if (!good) {
+            PyErr_SetString(PyExc_TypeError, "set_types(): a field is not a plain slot");
+            return -1;
+        }
+    }
+    Py_XSETREF(t->type, (PyTypeObject *)Py_NewRef(cls));
+    return 0;
+}
+
+static PyObject *set_types(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *rec, *ev;
+    if (!PyArg_ParseTuple(args, "OO", &rec, &ev))
+        return NULL;
+    Py_CLEAR(record_type.type);
+    Py_CLEAR(event_type.type);
+    if (slot_type(rec, RECORD_FIELDS, R_FIELDS, &record_type) < 0
+        || slot_type(ev, EVENT_FIELDS, E_FIELDS, &event_type) < 0) {
+        Py_CLEAR(record_type.type);
+        Py_CLEAR(event_type.type);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* An instance of t with its n slots set to items (stolen; NULL if any is NULL, all released). */
+static PyObject *slot_object(const SlotType *t, PyObject **items, int n)
+{
+    PyObject *o = NULL;
+    for (int i = 0; i < n; i++)
+        if (items[i] == NULL)
+            goto fail;
+    o = t->type->tp_alloc(t->type, 0);
+    if (o == NULL)
+        goto fail;
+    for (int i = 0; i < n; i++)
+        *(PyObject **)((char *)o + t->off[i]) = items[i];
+    return o;
+fail:
+    for (int i = 0; i < n; i++)
+        Py_XDECREF(items[i]);
+    return NULL;
+}
+
+/* A head the parser only stores: a metric record, (key, pid, MetricRecord), or an ft event,
+ * (key, pid, error message or None, Event), their line_no left 0 for LineParser._feed_ready to
+ * set; None when Python must read it. */
 static PyObject *ready_head(uchar *s, const long *h)
 {
     long cls = h[H_CLASS];
-    if (cls != HEAD_METRIC && cls != HEAD_FT)
+    if ((cls != HEAD_METRIC && cls != HEAD_FT) || record_type.type == NULL)
         Py_RETURN_NONE;
     uchar *m = s + h[H_MSG], *e = s + h[H_END_B];
     PyObject *got;
@@ -2099,28 +2194,48 @@ static PyObject *ready_head(uchar *s, const long *h)
     }
     if (got == NULL || got == Py_None)
         return got;
-    PyObject *head[4] = {ascii_str(s, h[H_KEY]), field_str(s, h, H_PID, H_PID_END), head_time_text(s, h),
-                         PyFloat_FromDouble(head_ts(h))};
+    PyObject *time = head_time_text(s, h), *ts = PyFloat_FromDouble(head_ts(h));
+    PyObject *key = ascii_str(s, h[H_KEY]), *pid = field_str(s, h, H_PID, H_PID_END);
     if (cls == HEAD_METRIC) {
-        PyObject *items[12] = {head[0], head[1], head[2], head[3],
-                               h[H_ROLE] >= 0 ? ascii_str(s + h[H_ROLE], h[H_KIND] - 1 - h[H_ROLE])
-                                              : PyUnicode_FromStringAndSize(NULL, 0),
-                               ascii_str(s + h[H_KIND], h[H_KIND_END] - h[H_KIND]), PyLong_FromLong(h[H_ID]),
-                               field_str(s, h, H_PROC, H_PROC_END), field_str(s, h, H_FILE, H_FILE_END),
-                               field_str(s, h, H_ACTOR, H_ACTOR_END), PyLong_FromLong(h[H_REPEATED]), got};
-        return tuple_of(items, 12);
+        PyObject *f[R_FIELDS] = {
+            [R_KIND] = ascii_str(s + h[H_KIND], h[H_KIND_END] - h[H_KIND]),
+            [R_N] = PyLong_FromLong(h[H_ID]),
+            [R_METRICS] = got,
+            [R_ROLE] = h[H_ROLE] >= 0 ? ascii_str(s + h[H_ROLE], h[H_KIND] - 1 - h[H_ROLE])
+                                      : PyUnicode_FromStringAndSize(NULL, 0),
+            [R_TIME] = time,
+            [R_TS] = ts,
+            [R_PROC] = field_str(s, h, H_PROC, H_PROC_END),
+            [R_SOURCE] = field_str(s, h, H_FILE, H_FILE_END),
+            [R_ACTOR] = field_str(s, h, H_ACTOR, H_ACTOR_END),
+            [R_LINE_NO] = PyLong_FromLong(0),
+            [R_NONFINITE] = PyDict_New(),
+            [R_ABRIDGED] = Py_NewRef(Py_False),
+            [R_CUT] = Py_NewRef(Py_False),
+            [R_REPEATED] = PyLong_FromLong(h[H_REPEATED]),
+        };
+        PyObject *items[3] = {key, pid, slot_object(&record_type, f, R_FIELDS)};
+        return tuple_of(items, 3);
     }
-    uchar *ts = m, *te = e;   /* msg.strip(): the message holds no control byte but tabs */
-    while (ts < te && SPACE(*ts))
-        ts++;
-    while (te > ts && SPACE(te[-1]))
+    uchar *ts0 = m, *te = e;   /* msg.strip(): the message holds no control byte but tabs */
+    while (ts0 < te && SPACE(*ts0))
+        ts0++;
+    while (te > ts0 && SPACE(te[-1]))
         te--;
-    PyObject *items[8] = {head[0], head[1], head[2], head[3], Py_NewRef(PyTuple_GET_ITEM(got, 0)),
-                          Py_NewRef(PyTuple_GET_ITEM(got, 1)), PyUnicode_DecodeASCII((const char *)ts, te - ts, NULL),
-                          has(m, e, "Error", 5) ? PyUnicode_DecodeASCII((const char *)m, e - m, NULL)
-                                                : Py_NewRef(Py_None)};
+    PyObject *f[E_FIELDS] = {
+        [E_KIND] = Py_NewRef(PyTuple_GET_ITEM(got, 0)),
+        [E_TIME] = time,
+        [E_TS] = ts,
+        [E_LINE_NO] = PyLong_FromLong(0),
+        [E_TEXT] = PyUnicode_DecodeASCII((const char *)ts0, te - ts0, NULL),
+        [E_DATA] = Py_NewRef(PyTuple_GET_ITEM(got, 1)),
+        [E_LINES] = PyList_New(0),
+    };
+    PyObject *items[4] = {key, pid,
+                          has(m, e, "Error", 5) ? PyUnicode_DecodeASCII((const char *)m, e - m, NULL) : Py_NewRef(Py_None),
+                          slot_object(&event_type, f, E_FIELDS)};
     Py_DECREF(got);
-    return tuple_of(items, 8);
+    return tuple_of(items, 4);
 }
 
 /* For the tests: whether scan() takes the line (no newline) as a plain candidate (see plain_cand). */
@@ -2671,6 +2786,8 @@ static PyMethodDef methods[] = {
      "fold(buf, starts, cands, keep, heads, lasts) -> (cands, keep, heads, lasts, folds, kept): scan()'s\n"
      "lists without the candidates whose head says HEAD_NOISE, taken into the runs around them (folds:\n"
      "per run, what LineParser._take_folded sets from them, or None; kept: per kept line (key, raw))."},
+    {"set_types", set_types, METH_VARARGS,
+     "set_types(MetricRecord, Event): the classes ready heads are made as (until then none comes ready)."},
     {"scan_raw", scan_raw, METH_O,
      "scan_raw(buf) -> capsule: scan_folded()'s walk of buf (a reader thread runs it; the GIL is let go)."},
     {"fold_raw", fold_raw, METH_VARARGS,

@@ -125,8 +125,9 @@ def is_candidate(line: str) -> bool:
  _H_ID, _H_DICT, _H_END_B) = range(25)
 _H_COUNT = 25                  # a head of offsets: a tuple of this many ints
 _HEAD_OTHER, _HEAD_NOISE, _HEAD_METRIC, _HEAD_FT = 0, 1, 2, 3
-# a head the scanner read whole comes ready (_scan.c: ready_head), told apart by its length
-_READY_METRIC, _READY_FT = 12, 8
+# a head the scanner read whole comes ready (_scan.c: ready_head), told apart by its length:
+# (key, pid, MetricRecord) or (key, pid, error message or None, Event)
+_READY_METRIC, _READY_FT = 3, 4
 
 _SKIPPED_PER_SOURCE = 16       # skipped lines kept per source to find its newest time (_scan.c: PER_KEY)
 MAX_LINE = 1 << 20             # characters; a longer line is cut to this before any other work
@@ -142,6 +143,7 @@ def _load_scan():
         from . import _scan
     except ImportError:
         return None
+    _scan.set_types(MetricRecord, Event)    # the classes its ready heads are made as
     return _scan
 
 
@@ -597,38 +599,36 @@ class LineParser:
     def _feed_ready(self, h: tuple, out: list[Item]) -> None:
         """_feed_head for a head the scanner read whole (_scan.c: ready_head): _header_fields'
         bookkeeping, then the record (its values read: _HEAD_METRIC) or the event (_ft_event's
-        result: _HEAD_FT) it made."""
-        key, pid, time_text, ts = h[0], h[1], h[2], h[3]
+        result: _HEAD_FT) it made, given its line number."""
+        key, pid, item = h[0], h[1], h[-1]
         c = self.counts
         c.lines += 1
-        line_no = c.lines
+        item.line_no = c.lines
         self._line_cut = False
         self._cur_key = key
         if self._pending is not None:
             self._close_pending(out)
-        self._head_seen(key, pid, time_text, ts)
+        self._head_seen(key, pid, item.time, item.ts)
         self._noise_lazy = None                          # _noise_clear (nothing below reads it)
         self._noise.clear()
         if len(h) == _READY_METRIC:
-            _, _, _, _, role, kind, n, proc, source, actor, repeated, values = h
+            values = item.metrics
             names = self._names
             if len(names) + len(values) <= MAX_NAMES or names.issuperset(values):   # _capped
                 names.update(values)
             else:
-                values = self._capped(values, {})
+                values = item.metrics = self._capped(values, {})
             if values:
                 c.metric_lines += 1
                 c.records += 1
-                out.append(MetricRecord(kind, n, values, role, time_text, ts, proc, source, actor, line_no,
-                                        repeated=repeated))
+                out.append(item)
             else:
                 c.unreadable += 1
             return
-        _, _, _, _, kind, data, text, error = h
-        if error is not None:
-            self._last_error[pid] = error
+        if h[2] is not None:
+            self._last_error[pid] = h[2]
         c.event_lines += 1
-        out.append(Event(kind, time_text, ts, line_no, text, data))
+        out.append(item)
 
     def _head_seen(self, key: str, pid: str | None, time_text: str, ts: float) -> None:
         """_header_fields' bookkeeping of a stamped Miles header (the scanner read its fields):
