@@ -1009,3 +1009,29 @@ def test_scanner_keep_around_plain_candidates_agrees(lines, sizes):
             assert_same(_cut(lines, sizes))
     finally:
         _scan.kernel(was)
+
+
+def test_scanner_ready_heads_need_the_record_classes():
+    """Ready heads are made as records.MetricRecord / Event with their slots written in C: a class
+    of other fields is refused (and then no head comes ready: the offsets path reads them all)."""
+    import dataclasses
+
+    from grpo_tui.lines.records import Event, MetricRecord
+    line = (b"[2026-08-21 09:54:42.681 a] l.py:1 - rollout 0: {'a': 0.5, 'b': 3}\n"
+            b"[2026-08-21 09:54:42.681 a] l.py:1 - ft op=update_weights phase=start rollout=0")
+    rec, ev = (h[-1] for h in _scan.scan(line)[4])
+    assert type(rec) is MetricRecord and type(ev) is Event
+    assert rec == MetricRecord("rollout", 0, {"a": 0.5, "b": 3}, "", "2026-08-21 09:54:42.681", rec.ts, "a", "l.py")
+    assert ev == Event("weight_update_start", "2026-08-21 09:54:42.681", ev.ts, 0,
+                       "ft op=update_weights phase=start rollout=0", {"rollout": "0"})
+    assert rec.nonfinite is not _scan.scan(line)[4][0][-1].nonfinite       # a dict of its own
+    Other = dataclasses.make_dataclass("Other", ["kind", "n"], slots=True)
+    Reordered = dataclasses.make_dataclass("Reordered", [f.name for f in dataclasses.fields(Event)][::-1], slots=True)
+    try:
+        for bad in ((Other, Event), (MetricRecord, Reordered), (MetricRecord, dict), (MetricRecord, 1)):
+            with pytest.raises(TypeError):
+                _scan.set_types(*bad)
+            assert all(len(h) == _parse_mod._H_COUNT for h in _scan.scan(line)[4])
+    finally:
+        _scan.set_types(MetricRecord, Event)
+    assert [len(h) for h in _scan.scan(line)[4]] == [_parse_mod._READY_METRIC, _parse_mod._READY_FT]

@@ -2107,8 +2107,10 @@ static int slot_type(PyObject *cls, const char *const *names, int n, SlotType *t
         return -1;
     }
     PyObject *slots = PyObject_GetAttrString(cls, "__slots__");
-    if (slots == NULL)
-        return -1;
+    if (slots == NULL) {   /* no slots: refused below, as any other class of other fields */
+        PyErr_Clear();
+        slots = Py_NewRef(Py_None);
+    }
     int ok = PyTuple_Check(slots) && PyTuple_GET_SIZE(slots) == n;
     for (int i = 0; ok && i < n; i++) {
         PyObject *name = PyTuple_GET_ITEM(slots, i);
