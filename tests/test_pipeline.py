@@ -1,0 +1,30 @@
+"""pipeline.py details no other test file owns: the bulk-read collector thresholds."""
+
+import pytest
+def test_bulk_reads_collect_less_and_put_the_thresholds_back(tmp_path):
+    """A whole-file read raises the young-generation threshold (fewer collections over the
+    records it keeps) and, nested or concurrent, the last reader out restores what was set."""
+    import gc
+
+    from grpo_tui import pipeline as pl
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(123, 4, 5)
+        seen = []
+        with pl._bulk_allocations():
+            seen.append(gc.get_threshold())
+            with pl._bulk_allocations():
+                seen.append(gc.get_threshold())
+            seen.append(gc.get_threshold())
+        assert seen == [(pl._GC_BULK_GEN0, 4, 5)] * 3
+        assert gc.get_threshold() == (123, 4, 5)
+        log = tmp_path / "a.log"
+        log.write_text("rollout 0: {'rollout/raw_reward': 0.5}\n")
+        with pytest.raises(RuntimeError):
+            with pl._bulk_allocations():
+                raise RuntimeError("reader failed")
+        assert gc.get_threshold() == (123, 4, 5)
+        pl.judge_path(str(log))
+        assert gc.get_threshold() == (123, 4, 5)
+    finally:
+        gc.set_threshold(*saved)
