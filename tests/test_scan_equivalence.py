@@ -14,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 import glob
 import importlib
+import math
 import os
 import random
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -1035,3 +1037,63 @@ def test_scanner_ready_heads_need_the_record_classes():
     finally:
         _scan.set_types(MetricRecord, Event)
     assert [len(h) for h in _scan.scan(line)[4]] == [_parse_mod._READY_METRIC, _parse_mod._READY_FT]
+
+
+# -- the store's short-path row writers (_scan.c: put_row, add_row; store/metric_store.py) --
+
+_ROW_VALUE = st.one_of(st.floats(), st.floats(allow_nan=False, width=32), st.integers(-2**70, 2**70),
+                       st.booleans(), st.just("x"))
+
+
+@FUZZ
+@given(values=st.lists(_ROW_VALUE, min_size=1, max_size=6), row=st.integers(0, 4), retype=st.integers(0, 2),
+       counts=st.lists(st.sampled_from([math.nan, 1.0, 3.0]), min_size=6, max_size=6),
+       start=st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=6, max_size=6))
+def test_store_row_writers_agree_with_the_pure_ones(values, row, retype, counts, start):
+    """put_row / add_row write exactly what the pure writers write (bit for bit, -0.0 and int
+    rounding included) and refuse (False, nothing written) exactly when they do."""
+    from grpo_tui.store import metric_store as ms
+    n = len(values)
+    metrics = {f"k{i}": v for i, v in enumerate(values)}
+    types = tuple(map(type, values))
+    if retype:                           # what a shape remembers: floats and ints only
+        types = tuple((float if retype == 1 else int) for _ in values)
+    elif not set(types) <= {float, int}:
+        types = tuple(float for _ in values)
+
+    def fresh(vals):
+        return [np.array(vals[:5], dtype=np.float64) for _ in range(n)]
+    a_c, a_py = fresh(start), fresh(start)
+    got_c = _scan.put_row(tuple(memoryview(a) for a in a_c), row, metrics, types)
+    got_py = ms._put_row_py(tuple(memoryview(a) for a in a_py), row, metrics, types)
+    assert got_c == got_py
+    assert [a.tobytes() for a in a_c] == [a.tobytes() for a in a_py]
+    s_c, s_py, c_c, c_py = fresh(start), fresh(start), fresh(counts), fresh(counts)
+    got_c = _scan.add_row(tuple(map(memoryview, s_c)), tuple(map(memoryview, c_c)), row, metrics, types)
+    got_py = ms._add_row_py(tuple(map(memoryview, s_py)), tuple(map(memoryview, c_py)), row, metrics, types)
+    assert got_c == got_py
+    assert [a.tobytes() for a in s_c + c_c] == [a.tobytes() for a in s_py + c_py]
+
+
+def test_store_row_writers_refuse_what_they_cannot_write():
+    """Anything but float64 views long enough, matching lengths, or a dict: False, nothing written
+    (the store's long path decides); a bad row number is the caller's error."""
+    a = np.zeros(3)
+    v = memoryview(a)
+    ok = {"a": 1.5}
+    assert _scan.put_row((v,), 2, ok, (float,)) is True and a[2] == 1.5
+    for views, row, values, types in [((v,), 3, ok, (float,)), ((v,), -1, ok, (float,)),
+                                      ((memoryview(np.zeros(3, dtype=np.float32)),), 0, ok, (float,)),
+                                      ((memoryview(bytearray(24)),), 0, ok, (float,)),
+                                      ((memoryview(np.zeros(6))[::2],), 0, ok, (float,)),
+                                      ((memoryview(bytes(24)).cast("d"),), 0, ok, (float,)),
+                                      ((v, v), 0, ok, (float,)), ((v,), 0, {"a": 1.5, "b": 2.0}, (float,)),
+                                      ((v,), 0, [1.5], (float,)), ((v,), 0, ok, [float]), ((), 0, {}, ()),
+                                      ((v,), 0, {"a": 10 ** 400}, (int,)), ((v,), 0, ok, (int,))]:
+        before = a.tobytes()
+        assert _scan.put_row(views, row, values, types) is False
+        assert a.tobytes() == before
+    with pytest.raises(TypeError):
+        _scan.put_row((v,), "0", ok, (float,))
+    with pytest.raises(TypeError):
+        _scan.add_row((v,), 0, ok, (float,))

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..lines.launch import FlagsMemo, arg_dump_to_flag
+from ..lines.parse import SCAN
 from ..lines.records import Event, Item, MetricRecord
 
 _NAN = math.nan
@@ -80,6 +81,43 @@ def _rm_perf(rec: MetricRecord) -> bool:
     return known
 
 
+def _put_row_py(views: tuple, row: int, metrics: dict, types: tuple) -> bool:
+    """add_record's short path: the values into their columns' cells at `row` when each is of
+    the type the shape remembers (else False, nothing written: the long path decides)."""
+    if tuple(map(type, metrics.values())) != types:
+        return False
+    for view, value in zip(views, metrics.values()):
+        try:
+            view[row] = value
+        except ValueError:          # an int past float64's range: numpy's own conversion
+            view.obj[row] = value
+    return True
+
+
+def _add_row_py(sums: tuple, counts: tuple, row: int, metrics: dict, types: tuple) -> bool:
+    """_add_step's short path: each value into its rollout's sum and count (the mean of its K
+    steps) when each is of the type the shape remembers (else False, nothing written)."""
+    if tuple(map(type, metrics.values())) != types:
+        return False
+    for total, count_view, value in zip(sums, counts, metrics.values()):
+        count = count_view[row]
+        try:
+            if count != count:              # NaN: the rollout's first step with it
+                total[row], count_view[row] = value, 1.0
+            else:
+                total[row] += value
+                count_view[row] = count + 1.0
+        except (ValueError, OverflowError):     # an int past float64's range: as numpy does
+            _add_to_cell(total.obj, count_view.obj, row, value)
+    return True
+
+
+# The C accelerator's versions (_scan.c: put_row, add_row) read the values straight into the
+# float64 cells, with the same type checks and the same arithmetic (tests/test_store.py).
+_put_row = SCAN.put_row if SCAN is not None else _put_row_py
+_add_row = SCAN.add_row if SCAN is not None else _add_row_py
+
+
 def _add_to_cell(total: np.ndarray, count: np.ndarray, row: int, value: Any) -> None:
     """One step's value into its rollout's sum and count (the mean of its K steps)."""
     if math.isnan(count[row]):
@@ -111,10 +149,11 @@ class Segment:
         # "f" (no ints) or a set of the int rows when a column mixes both (rare).
         self.int_state: dict[str, str | set[int]] = {}
         self._int_version = 0                         # bumped at every int_state change
-        # add_record's short path: names in order -> (_int_version, value types, their columns)
-        self._shapes: dict[tuple, tuple[int, tuple, list[_Column]]] = {}
-        # _add_step's short path: names in order -> (value types, their (sum, count) columns)
-        self._step_shapes: dict[tuple, tuple[tuple, list[tuple[_Column, _Column]]]] = {}
+        # add_record's short path: names in order -> (_int_version, value types, their columns'
+        # views); _add_step's: names in order -> (value types, their sums' and counts' views).
+        # Forgotten when the columns grow (new arrays, new views).
+        self._shapes: dict[tuple, tuple[int, tuple, tuple[memoryview, ...]]] = {}
+        self._step_shapes: dict[tuple, tuple[tuple, tuple[memoryview, ...], tuple[memoryview, ...]]] = {}
         self.names: dict[str, None] = {}              # rollout-axis names, first-seen order
         self.train_names: dict[str, None] = {}        # step-axis names, first-seen order
         self.kinds: dict[int, set[str]] = {}          # row -> record kinds seen
@@ -177,6 +216,8 @@ class Segment:
             for col in (*self.columns.values(), *self.train_sum.values(), *self.train_cnt.values(),
                         self.first_ts, self.last_ts, self._idcol):
                 col.ensure(self._cap)
+            self._shapes.clear()            # they hold the old arrays' views
+            self._step_shapes.clear()
         self._idcol.data[row] = rollout
         return row
 
@@ -217,14 +258,10 @@ class Segment:
         shape = tuple(metrics)
         known = self._shapes.get(shape)
         if (known is not None and known[0] == self._int_version and not self.objects
-                and known[1] == tuple(map(type, metrics.values()))):
+                and _put_row(known[2], row, metrics, known[1])):
             # A record shaped like one before (the same names in order, the same number types)
             # while no column's int/float state changed: only the values are new.
-            for col, value in zip(known[2], metrics.values()):
-                try:
-                    col.view[row] = value
-                except ValueError:          # an int past float64's range: numpy's own error
-                    col.data[row] = value
+            pass
         else:
             self._add_values(row, metrics)
             self._learn_shape(shape, metrics)
@@ -250,7 +287,7 @@ class Segment:
         for name, t in zip(shape, types):
             if not ((t is float and int_state.get(name) == "f") or (t is int and int_state.get(name) == "i")):
                 return
-        self._shapes[shape] = (self._int_version, types, [self.columns[name] for name in shape])
+        self._shapes[shape] = (self._int_version, types, tuple(self.columns[name].view for name in shape))
 
     def _add_values(self, row: int, metrics: dict) -> None:
         names, columns, objects, int_state = self.names, self.columns, self.objects, self.int_state
@@ -343,20 +380,10 @@ class Segment:
         metrics = rec.metrics
         shape = tuple(metrics)
         known_shape = self._step_shapes.get(shape)
-        if known_shape is not None and known_shape[0] == tuple(map(type, metrics.values())):
+        if known_shape is not None and _add_row(known_shape[1], known_shape[2], row, metrics, known_shape[0]):
             # A step shaped like one before (the same names in order, plain numbers only): its
             # names are known and its columns exist; only the sums and counts change.
-            for (total_col, count_col), value in zip(known_shape[1], metrics.values()):
-                counts = count_col.view
-                count = counts[row]
-                try:
-                    if count != count:              # NaN: the rollout's first step with it
-                        total_col.view[row], counts[row] = value, 1.0
-                    else:
-                        total_col.view[row] += value
-                        counts[row] = count + 1.0
-                except (ValueError, OverflowError):     # an int past float64's range: as numpy does
-                    _add_to_cell(total_col.data, count_col.data, row, value)
+            pass
         else:
             self._add_step_values(row, metrics)
             self._learn_step_shape(shape, metrics)
@@ -371,7 +398,8 @@ class Segment:
             return
         types = tuple(map(type, metrics.values()))
         if all(t is float or t is int for t in types):
-            self._step_shapes[shape] = (types, [(self.train_sum[name], self.train_cnt[name]) for name in shape])
+            self._step_shapes[shape] = (types, tuple(self.train_sum[name].view for name in shape),
+                                        tuple(self.train_cnt[name].view for name in shape))
 
     def _add_step_values(self, row: int, metrics: dict) -> None:
         train_names, names = self.train_names, self.names
