@@ -604,14 +604,7 @@ static uchar *sgr(uchar *p, uchar *e)
  * _header): an optional Ray prefix `ESC[..m(Actor pid=N)ESC[..m ` exactly as _RAY takes it,
  * then `[YYYY-MM-DD HH:MM:SS` and a `]` within 40 printable ASCII bytes (_SGLANG matches, if
  * not _MILES).  No '\r' or control byte may change the text _peel leaves (checked by caller).
- * header_end: the byte after that `]`, or NULL. */
-static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key);
-
-static int has_header(uchar *s, uchar *e, Py_ssize_t key)
-{
-    return header_end(s, e, key) != NULL;
-}
-
+ * The byte after that `]`, or NULL. */
 static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key)
 {
     uchar *p = s;
@@ -827,10 +820,17 @@ static uchar *printable_end(uchar *p, uchar *e)
     return p;
 }
 
-/* plain_cand on a line whose colours after the prefix were taken out (see below). */
-static int plain_view(uchar *s, uchar *e, Py_ssize_t key)
+/* What plain_cand read of a candidate that miles_head would otherwise read again (both are
+ * pure functions of the line's bytes, so a result is reused only for the very same bytes). */
+typedef struct {
+    uchar *hend;       /* header_end(s, e, key) of the line as it is (NULL: no header) */
+    uchar *dict, *dict_end;   /* fast_dict(dict, dict_end) holds (dict NULL: not known) */
+} Seen;
+
+/* plain_cand on a line whose colours after the prefix were taken out (see below); hend is
+ * header_end(s, e, key).  A '{' that fast_dict was seen to accept goes to *seen unless NULL. */
+static int plain_view(uchar *s, uchar *e, Py_ssize_t key, uchar *hend, Seen *seen)
 {
-    uchar *hend = header_end(s, e, key);
     if (hend == NULL)
         return 0;
     uchar *metric = NULL, *body = key > 0 ? sgr(s + key, e) : s, *p = body;
@@ -848,6 +848,10 @@ static int plain_view(uchar *s, uchar *e, Py_ssize_t key)
             return 0;
     if (metric != NULL && (braces != 1 || !fast_dict(metric, e)))
         return 0;
+    if (metric != NULL && seen != NULL) {
+        seen->dict = metric;
+        seen->dict_end = e;
+    }
     uchar *pre = body + 8 < e ? body + 8 : e;   /* a literal starting before body ends by here */
     /* _strip_dedup cuts at Ray's dedup note or mark: past the header they only shorten the
      * message (a dict before them is then no fast_dict here: not plain); in it the header
@@ -866,13 +870,14 @@ static int plain_view(uchar *s, uchar *e, Py_ssize_t key)
  * every key's window.  Colours after the prefix (`ESC[32m [repeated 7x ...]ESC[0m`) are
  * taken out first, exactly as _ANSI does for them: what they join is then checked (so
  * `Trace\x1b[0mback` is a traceback); any other ESC sequence makes the line not plain. */
-static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
+static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key, Seen *seen)
 {
     if (why != 1 || key == KEY_PYTHON)
         return 0;
+    seen->hend = header_end(s, e, key);
     uchar *body = key > 0 ? sgr(s + key, e) : s;
     if (memchr(body, 0x1b, (size_t)(e - body)) == NULL)
-        return plain_view(s, e, key);
+        return plain_view(s, e, key, seen->hend, seen);
     unsigned char *tmp = PyMem_RawMalloc((size_t)(e - s) + 1);
     if (tmp == NULL)
         return 0;
@@ -890,7 +895,7 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
             *t++ = *p++;
         }
     }
-    int res = plain_view(tmp, t, key);
+    int res = plain_view(tmp, t, key, header_end(tmp, t, key), NULL);
     PyMem_RawFree(tmp);
     return res;
 }
@@ -1038,7 +1043,7 @@ static int event_anchor(uchar *s, uchar *e)
 /* parse._METRIC_MSG on the message [s, e): 0 no match, 1 a match of the common shape (then
  * h gets its fields: a '{' dict that fast_dict reads whole, an id bounded_int takes), 2 a match
  * or maybe one (anything else: Python reads it). */
-static int metric_msg(uchar *s, uchar *e, long *h, uchar *line)
+static int metric_msg(uchar *s, uchar *e, long *h, uchar *line, const Seen *seen)
 {
     static const char *kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
     uchar *p = s, *role = NULL;
@@ -1073,7 +1078,8 @@ static int metric_msg(uchar *s, uchar *e, long *h, uchar *line)
     if (t[2] != '{')
         return t[2] == '.' || t[2] >= 0x80 ? 2 : 0;   /* an elided head (`: ...`, `: \u2026`) */
     long long id = bounded_digits(d, t);
-    if (id < 0 || id > LONG_MAX || !fast_dict(t + 2, e))
+    int dict_ok = (t + 2 == seen->dict && e == seen->dict_end) || fast_dict(t + 2, e);
+    if (id < 0 || id > LONG_MAX || !dict_ok)
         return 2;
     h[H_ROLE] = role ? (long)(role - line) : -1;
     h[H_KIND] = (long)(p - line);
@@ -1204,11 +1210,11 @@ static int ft_none(uchar *s, uchar *e)
 }
 
 /* What LineParser._header_fields makes of the message [s, e) (see H_CLASS). */
-static int miles_class(uchar *s, uchar *e, long *h, uchar *line)
+static int miles_class(uchar *s, uchar *e, long *h, uchar *line, const Seen *seen)
 {
     int metric = 0;
     if (has(s, e, ": {", 3) || has(s, e, ": ...", 5) || has(s, e, ": \xe2\x80\xa6", 5)) {
-        metric = metric_msg(s, e, h, line);
+        metric = metric_msg(s, e, h, line, seen);
         if (metric == 1)
             return HEAD_METRIC;
         if (metric == 2)
@@ -1246,16 +1252,17 @@ static int epoch_days(uchar *p, long *days)
  * no NUL/U+FFFD/bad UTF-8, _peel leaving the text after the Ray prefix as it is but for a dedup
  * mark it cuts off (no other ANSI sequence but the prefix's colours, no control byte, no '\r'
  * split), and parse._MILES matching it.  Then h holds the fields (see the enum) and Python
- * takes them instead of peeling and matching (LineParser._feed_head).  Anything unsure: 0. */
-static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
+ * takes them instead of peeling and matching (LineParser._feed_head).  Anything unsure: 0.
+ * seen: what plain_cand read of this same line (its header's end, a dict it checked). */
+static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, const Seen *seen, long *h)
 {
-    if (why != 1 || key == KEY_PYTHON || !has_header(s, e, key))
+    if (why != 1 || key == KEY_PYTHON || seen->hend == NULL)   /* no header */
         return 0;
     for (int i = 0; i < H_N; i++)
         h[i] = -1;
     h[H_KEY] = (long)key;
     uchar *p = s;
-    if (key > 0) {   /* has_header checked the prefix's shape: ESC[..m(Actor pid=N)ESC[..m ? */
+    if (key > 0) {   /* header_end checked the prefix's shape: ESC[..m(Actor pid=N)ESC[..m ? */
         p = sgr(p, e) + 1;
         uchar *close = s + key - 1, *sp = p;
         while (sp < close && *sp != ' ')
@@ -1291,7 +1298,7 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
         }
     }
     e = end;
-    /* ^\[date time(?:[.,]ms)?(?: ?proc)?\s*\] (?:LEVEL )?file.py:N - msg (has_header read the date) */
+    /* ^\[date time(?:[.,]ms)?(?: ?proc)?\s*\] (?:LEVEL )?file.py:N - msg (header_end read the date) */
     h[H_DATE] = (long)(p + 1 - s);
     uchar *date = p + 1;
     p += 20;
@@ -1351,7 +1358,7 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
     h[H_DAYS] = days;
     h[H_SOD] = ((date[11] - '0') * 10 + (date[12] - '0')) * 3600 + ((date[14] - '0') * 10 + (date[15] - '0')) * 60
                + (date[17] - '0') * 10 + (date[18] - '0');
-    h[H_CLASS] = miles_class(p, e, h, s);
+    h[H_CLASS] = miles_class(p, e, h, s, seen);
     return 1;
 }
 
@@ -1572,13 +1579,14 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd)
         if (why) {
             l->cls = why == 1 ? CAND | ANCHOR : CAND;
             Py_ssize_t key = source_key(s, e);
-            if (plain_cand(s, e, why, key)) {
+            Seen seen = {NULL, NULL, NULL};   /* plain_cand fills it for miles_head */
+            if (plain_cand(s, e, why, key, &seen)) {
                 l->cls |= PLAIN;
                 l->kid = key_id(&keys, s, key);
             }
             if (!heads_room(hd))
                 goto oom;
-            if (miles_head(s, e, why, key, hd->h[hd->n])) {
+            if (miles_head(s, e, why, key, &seen, hd->h[hd->n])) {
                 l->cls |= HEAD;
                 hd->n++;
             }
@@ -2222,7 +2230,8 @@ static PyObject *plain(PyObject *Py_UNUSED(module), PyObject *arg)
         return NULL;
     uchar *s = (uchar *)view.buf, *e = s + view.len, *le;
     int why = memchr(s, '\n', (size_t)view.len) ? 0 : is_cand(s, e, &le);
-    int res = why && plain_cand(s, e, why, source_key(s, e));
+    Seen seen = {NULL, NULL, NULL};
+    int res = why && plain_cand(s, e, why, source_key(s, e), &seen);
     PyBuffer_Release(&view);
     return PyBool_FromLong(res);
 }
