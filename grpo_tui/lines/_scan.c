@@ -221,6 +221,30 @@ static const struct { const char *fp; int bucket; } FINGERPRINTS[] = {
 #define ALIGNED32
 #endif
 static unsigned char nib[3][2][32] ALIGNED32;
+/* The same for the control bytes (CTRL), by the nibbles of the byte itself: bit 0 a byte
+ * 0x00..0x0f but tab, '\n' and '\r', bit 1 a byte 0x10..0x1f but ESC, bit 2 DEL. */
+static unsigned char ctrl_nib[2][32] ALIGNED32;
+
+static void ctrl_nib_init(void)
+{
+    for (int lane = 0; lane < 32; lane += 16) {
+        for (int x = 0; x < 16; x++)
+            ctrl_nib[0][lane + x] = (unsigned char)((x != 0x9 && x != 0xa && x != 0xd ? 1 : 0)
+                                                    | (x != 0xb ? 2 : 0) | (x == 0xf ? 4 : 0));
+        ctrl_nib[1][lane + 0] = 1;
+        ctrl_nib[1][lane + 1] = 2;
+        ctrl_nib[1][lane + 7] = 4;
+    }
+}
+
+/* Whether ctrl_nib says CTRL for exactly the bytes CTRL holds for (checked at import). */
+static int ctrl_nib_ok(void)
+{
+    for (unsigned c = 0; c < 256; c++)
+        if (((ctrl_nib[0][c & 15] & ctrl_nib[1][c >> 4]) != 0) != (CTRL(c) != 0))
+            return 0;
+    return 1;
+}
 
 static void nib_init(void)
 {
@@ -317,23 +341,24 @@ static inline int walk_window(uchar *p, uchar *end, uint32_t flags, uint32_t nl,
 __attribute__((target("ssse3"))) static inline uint32_t flags_ssse3(uchar *p, uint32_t *nl)
 {
     const __m128i low = _mm_set1_epi8(0x0f);
-    __m128i v0 = _mm_loadu_si128((const __m128i *)p), hit = _mm_set1_epi8(-1);
-    for (int pos = 0; pos < 3; pos++) {
-        __m128i v = pos == 0 ? v0 : _mm_loadu_si128((const __m128i *)(p + pos));
+    __m128i v0 = _mm_loadu_si128((const __m128i *)p);
+    __m128i lo0 = _mm_and_si128(v0, low), hi0 = _mm_and_si128(_mm_srli_epi16(v0, 4), low);
+    /* control bytes (CTRL: NUL among them) by their nibbles, then the anchors' buckets */
+    __m128i ctrl = _mm_and_si128(_mm_shuffle_epi8(_mm_load_si128((const __m128i *)ctrl_nib[0]), lo0),
+                                 _mm_shuffle_epi8(_mm_load_si128((const __m128i *)ctrl_nib[1]), hi0));
+    __m128i hit = _mm_and_si128(_mm_shuffle_epi8(_mm_load_si128((const __m128i *)nib[0][0]), lo0),
+                                _mm_shuffle_epi8(_mm_load_si128((const __m128i *)nib[0][1]), hi0));
+    for (int pos = 1; pos < 3; pos++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + pos));
         __m128i lo = _mm_shuffle_epi8(_mm_load_si128((const __m128i *)nib[pos][0]), _mm_and_si128(v, low));
         __m128i hi = _mm_shuffle_epi8(_mm_load_si128((const __m128i *)nib[pos][1]),
                                       _mm_and_si128(_mm_srli_epi16(v, 4), low));
         hit = _mm_and_si128(hit, _mm_and_si128(lo, hi));
     }
+    hit = _mm_or_si128(hit, ctrl);
     uint32_t none = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(hit, _mm_setzero_si128()));
-    /* control bytes (CTRL): below 0x20 but tab, '\n', '\r' and ESC, and DEL (NUL among them) */
-    __m128i below = _mm_cmpgt_epi8(_mm_set1_epi8(0x20), v0);
-    __m128i allowed = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v0, _mm_set1_epi8(0x09)), _mm_cmpeq_epi8(v0, _mm_set1_epi8(0x0a))),
-                                   _mm_or_si128(_mm_cmpeq_epi8(v0, _mm_set1_epi8(0x0d)), _mm_cmpeq_epi8(v0, _mm_set1_epi8(0x1b))));
-    __m128i ctrl = _mm_or_si128(_mm_andnot_si128(allowed, below), _mm_cmpeq_epi8(v0, _mm_set1_epi8(0x7f)));
-    uint32_t nul = (uint32_t)_mm_movemask_epi8(ctrl);
     *nl = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, _mm_set1_epi8('\n')));
-    return ((~none & 0xffffu) | nul | (uint32_t)_mm_movemask_epi8(v0)) & 0xffffu;
+    return ((~none & 0xffffu) | (uint32_t)_mm_movemask_epi8(v0)) & 0xffffu;
 }
 
 __attribute__((target("ssse3"))) static int line_ssse3(uchar *s, uchar *end, uchar **pe)
@@ -353,25 +378,25 @@ __attribute__((target("ssse3"))) static int line_ssse3(uchar *s, uchar *end, uch
 __attribute__((target("avx2"))) static inline uint32_t flags_avx2(uchar *p, uint32_t *nl)
 {
     const __m256i low = _mm256_set1_epi8(0x0f);
-    __m256i v0 = _mm256_loadu_si256((const __m256i *)p), hit = _mm256_set1_epi8(-1);
-    for (int pos = 0; pos < 3; pos++) {
-        __m256i v = pos == 0 ? v0 : _mm256_loadu_si256((const __m256i *)(p + pos));
+    __m256i v0 = _mm256_loadu_si256((const __m256i *)p);
+    __m256i lo0 = _mm256_and_si256(v0, low), hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), low);
+    /* control bytes (CTRL: NUL among them) by their nibbles, then the anchors' buckets */
+    __m256i ctrl = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)ctrl_nib[0]), lo0),
+                                    _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)ctrl_nib[1]), hi0));
+    __m256i hit = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)nib[0][0]), lo0),
+                                   _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)nib[0][1]), hi0));
+    for (int pos = 1; pos < 3; pos++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + pos));
         __m256i lo = _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)nib[pos][0]),
                                          _mm256_and_si256(v, low));
         __m256i hi = _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)nib[pos][1]),
                                          _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
         hit = _mm256_and_si256(hit, _mm256_and_si256(lo, hi));
     }
+    hit = _mm256_or_si256(hit, ctrl);
     uint32_t none = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hit, _mm256_setzero_si256()));
-    /* control bytes (CTRL): below 0x20 but tab, '\n', '\r' and ESC, and DEL (NUL among them) */
-    __m256i below = _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), v0);
-    __m256i allowed = _mm256_or_si256(
-        _mm256_or_si256(_mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x09)), _mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x0a))),
-        _mm256_or_si256(_mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x0d)), _mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x1b))));
-    __m256i ctrl = _mm256_or_si256(_mm256_andnot_si256(allowed, below), _mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x7f)));
-    uint32_t nul = (uint32_t)_mm256_movemask_epi8(ctrl);
     *nl = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, _mm256_set1_epi8('\n')));
-    return ~none | nul | (uint32_t)_mm256_movemask_epi8(v0);
+    return ~none | (uint32_t)_mm256_movemask_epi8(v0);
 }
 
 __attribute__((target("avx2"))) static int line_avx2(uchar *s, uchar *end, uchar **pe)
@@ -2796,10 +2821,11 @@ PyMODINIT_FUNC PyInit__scan(void)
 {
     gate_init();
     nib_init();
+    ctrl_nib_init();
     plain_byte_init();
     commonness_init();
-    if (!fingerprints_cover_anchors()) {   /* a SIMD walk would skip candidates: refuse */
-        PyErr_SetString(PyExc_SystemError, "_scan: an anchor has no SIMD fingerprint");
+    if (!fingerprints_cover_anchors() || !ctrl_nib_ok()) {   /* a SIMD walk would skip candidates: refuse */
+        PyErr_SetString(PyExc_SystemError, "_scan: an anchor has no SIMD fingerprint, or a control byte no filter bit");
         return NULL;
     }
     kernels_init();
