@@ -488,14 +488,39 @@ static int any_high(uchar *s, size_t n)
     return (acc & 0x80) != 0;
 }
 
+#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_SSE2_PLAIN 1   /* SSE2 loops (find_byte, plain_flags, printable_end), taken when simd_on */
+#include <emmintrin.h>
+
+/* memchr(s, c, n), inline: the searches of stamped and paren_key are short (a '[' or ')' within
+ * a line's first bytes), where a library call costs more than the search. */
+static inline uchar *find_byte(uchar *s, size_t n, unsigned char c)
+{
+    if (!simd_on)
+        return memchr(s, c, n);
+    const __m128i want = _mm_set1_epi8((char)c);
+    for (; n >= 16; s += 16, n -= 16) {
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)s), want));
+        if (m)
+            return s + __builtin_ctz(m);
+    }
+    for (; n > 0; s++, n--)
+        if (*s == c)
+            return s;
+    return NULL;
+}
+#else
+#define find_byte(s, n, c) ((uchar *)memchr(s, c, n))
+#endif
+
 /* stamped_chars, by memchr when the bytes decide: a '[' in the first STAMP_CHARS bytes is in
  * the first STAMP_CHARS characters, and with no non-ASCII byte there, bytes are characters. */
 static int stamped(uchar *s, uchar *e)
 {
     size_t n = (size_t)(e - s);
     if (n <= STAMP_CHARS)
-        return memchr(s, '[', n) != NULL;
-    if (memchr(s, '[', STAMP_CHARS) != NULL)
+        return find_byte(s, n, '[') != NULL;
+    if (find_byte(s, STAMP_CHARS, '[') != NULL)
         return 1;
     return any_high(s, STAMP_CHARS) ? stamped_chars(s, e) : 0;
 }
@@ -505,7 +530,7 @@ static int stamped(uchar *s, uchar *e)
 static Py_ssize_t paren_key(uchar *s, uchar *e)
 {
     size_t n = (size_t)(e - s);
-    uchar *close = memchr(s, ')', n < KEY_CHARS ? n : KEY_CHARS);
+    uchar *close = find_byte(s, n < KEY_CHARS ? n : KEY_CHARS, ')');
     if (close != NULL)
         return close - s + 1;
     if (n <= KEY_CHARS || !any_high(s, KEY_CHARS))
@@ -537,12 +562,18 @@ static Py_ssize_t source_key(uchar *s, uchar *e)
 /* Whether the n bytes at a and b are the same (keys are short: inline, no library call). */
 static inline int same_bytes(uchar *a, uchar *b, Py_ssize_t n)
 {
-    for (; n >= 8; a += 8, b += 8, n -= 8) {
+    if (n >= 8) {   /* word by word, the last word ending at the last byte (it may overlap) */
         uint64_t x, y;
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        if (x != y)
-            return 0;
+        for (Py_ssize_t i = 0;; i += 8) {
+            if (i > n - 8)
+                i = n - 8;
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y)
+                return 0;
+            if (i == n - 8)
+                return 1;
+        }
     }
     for (; n > 0; a++, b++, n--)
         if (*a != *b)
@@ -805,10 +836,7 @@ static inline int plain_byte_ok(uchar *s, uchar *p, uchar *e, int *braces, uchar
     }
 }
 
-#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_SSE2_PLAIN 1
-#include <emmintrin.h>
-
+#ifdef HAVE_SSE2_PLAIN
 /* The bytes among the 16 at p (reads p .. p+17) plain_byte_ok must see: '{', control bytes,
  * 'T', 0xE2, and a '.' only where "..." starts (plain_byte_ok passes any other '.'). */
 static inline unsigned plain_flags(uchar *p)
