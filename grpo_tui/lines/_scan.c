@@ -622,13 +622,49 @@ static void commonness_init(void)
         commonness[c] = (unsigned char)commonness_of(c);
 }
 
-/* Whether the literal s (n >= 1 bytes) occurs in [p, e). */
-static int has(uchar *p, uchar *e, const char *s, size_t n)
+/* The index of the rarest byte of the literal s (n >= 1 bytes): has() looks for that one. */
+static size_t rarest(const char *s, size_t n)
 {
-    size_t k = 0;   /* the literal's rarest byte: memchr for it, then compare the whole */
+    size_t k = 0;
     for (size_t i = 1; i < n; i++)
         if (commonness[(uchar)s[i]] < commonness[(uchar)s[k]])
             k = i;
+    return k;
+}
+
+/* A literal the walk looks for in every candidate, with its rarest byte found once, at import
+ * (lits_init), not at every search. */
+typedef struct {
+    const char *s;
+    size_t n, k;
+} Lit;
+#define LITERAL(name, text) static Lit name = {text, sizeof(text) - 1, 0}
+LITERAL(L_TRACEBACK, "Traceback");
+LITERAL(L_DOTS, "...");
+LITERAL(L_ELLIPSIS, "\xe2\x80\xa6");
+LITERAL(L_RAY_NOTE, "Ray deduplicates");
+LITERAL(L_REPEATED, "[repeated ");
+LITERAL(L_ACROSS, "across cluster]");
+LITERAL(L_DICT, ": {");
+LITERAL(L_DICT_DOTS, ": ...");
+LITERAL(L_DICT_ELLIPSIS, ": \xe2\x80\xa6");
+LITERAL(L_TRACEBACK_HEAD, "Traceback (most recent call last)");
+LITERAL(L_RETRYING, "retrying...");
+LITERAL(L_MAX_RETRIES, "Max retries (");
+static Lit *const LITS[] = {&L_TRACEBACK, &L_DOTS, &L_ELLIPSIS, &L_RAY_NOTE, &L_REPEATED, &L_ACROSS, &L_DICT,
+                            &L_DICT_DOTS, &L_DICT_ELLIPSIS, &L_TRACEBACK_HEAD, &L_RETRYING, &L_MAX_RETRIES};
+
+static void lits_init(void)   /* at import, before any walk: read-only afterwards */
+{
+    for (size_t i = 0; i < sizeof(LITS) / sizeof(LITS[0]); i++)
+        LITS[i]->k = rarest(LITS[i]->s, LITS[i]->n);
+}
+
+/* Whether the literal l occurs in [p, e). */
+static int has_lit(uchar *p, uchar *e, const Lit *l)
+{
+    const char *s = l->s;
+    size_t n = l->n, k = l->k;   /* memchr for the rarest byte, then compare the whole */
     if (e - p < (Py_ssize_t)n)
         return 0;
     uchar *q = p + k, *last = e - n + k;   /* where s[k] sits for a match starting in [p, e-n] */
@@ -641,6 +677,13 @@ static int has(uchar *p, uchar *e, const char *s, size_t n)
         q++;
     }
     return 0;
+}
+
+/* Whether the literal s (n >= 1 bytes) occurs in [p, e). */
+static int has(uchar *p, uchar *e, const char *s, size_t n)
+{
+    Lit l = {s, n, rarest(s, n)};
+    return has_lit(p, e, &l);
 }
 
 #define DIGIT(c) ((c) >= '0' && (c) <= '9')
@@ -909,9 +952,8 @@ static int plain_view(uchar *s, uchar *e, Py_ssize_t key, uchar *hend, Seen *see
     /* _strip_dedup cuts at Ray's dedup note or mark: past the header they only shorten the
      * message (a dict before them is then no fast_dict here: not plain); in it the header
      * would go, so there they are not allowed. */
-    return !has(s, pre, "Traceback", 9) && !has(s, pre, "...", 3) && !has(s, pre, "\xe2\x80\xa6", 3)
-           && !has(s, hend, "Ray deduplicates", 16) && !has(s, hend, "[repeated ", 10)
-           && !has(s, hend, "across cluster]", 15);
+    return !has_lit(s, pre, &L_TRACEBACK) && !has_lit(s, pre, &L_DOTS) && !has_lit(s, pre, &L_ELLIPSIS)
+           && !has_lit(s, hend, &L_RAY_NOTE) && !has_lit(s, hend, &L_REPEATED) && !has_lit(s, hend, &L_ACROSS);
 }
 
 /* A candidate that can only read its own source's skipped lines and cannot open a record or
@@ -1025,10 +1067,10 @@ static uchar *back_blank_sgr(uchar *lo, uchar *q)
 static uchar *dedup_end(uchar *p, uchar *e, long *rep)
 {
     *rep = 0;
-    if (has(p, e, "Ray deduplicates", 16))
+    if (has_lit(p, e, &L_RAY_NOTE))
         return NULL;
     uchar *end = e;
-    if (has(p, e, "across cluster]", 15)) {
+    if (has_lit(p, e, &L_ACROSS)) {
         uchar *mk = NULL;
         for (uchar *q = e; q - p >= 10; q--)
             if (memcmp(q - 10, "[repeated ", 10) == 0) {
@@ -1266,7 +1308,7 @@ static int ft_none(uchar *s, uchar *e)
 static int miles_class(uchar *s, uchar *e, long *h, uchar *line, const Seen *seen)
 {
     int metric = 0;
-    if (has(s, e, ": {", 3) || has(s, e, ": ...", 5) || has(s, e, ": \xe2\x80\xa6", 5)) {
+    if (has_lit(s, e, &L_DICT) || has_lit(s, e, &L_DICT_DOTS) || has_lit(s, e, &L_DICT_ELLIPSIS)) {
         metric = metric_msg(s, e, h, line, seen);
         if (metric == 1)
             return HEAD_METRIC;
@@ -1277,8 +1319,8 @@ static int miles_class(uchar *s, uchar *e, long *h, uchar *line, const Seen *see
         return s < e && (BLANK(*s) || *s >= 0x80) ? HEAD_OTHER : HEAD_NOISE;
     /* _classify: an `ft ` line is read by _ft_event unless one of the tests before it holds */
     /* (HEAD_FT: _feed_head calls _ft_event; HEAD_NOISE: it would give None) */
-    if (!lit(s, e, "ft ", 3) || has(s, e, "Traceback (most recent call last)", 33)
-        || has(s, e, "retrying...", 11) || has(s, e, "Max retries (", 13))
+    if (!lit(s, e, "ft ", 3) || has_lit(s, e, &L_TRACEBACK_HEAD) || has_lit(s, e, &L_RETRYING)
+        || has_lit(s, e, &L_MAX_RETRIES))
         return HEAD_OTHER;
     for (uchar *p = s; p < e; p++)
         if (*p >= 0x80)
@@ -2852,6 +2894,7 @@ PyMODINIT_FUNC PyInit__scan(void)
     ctrl_nib_init();
     plain_byte_init();
     commonness_init();
+    lits_init();
     if (!fingerprints_cover_anchors() || !ctrl_nib_ok()) {   /* a SIMD walk would skip candidates: refuse */
         PyErr_SetString(PyExc_SystemError, "_scan: an anchor has no SIMD fingerprint, or a control byte no filter bit");
         return NULL;
