@@ -750,6 +750,40 @@ static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key)
     return NULL;
 }
 
+/* The end of the run of ASCII digits at p (not past e); 16 bytes at a time where SSE2 is on. */
+static inline uchar *digits_end(uchar *p, uchar *e)
+{
+#ifdef HAVE_SSE2_PLAIN
+    const __m128i below = _mm_set1_epi8('0' - 1), above = _mm_set1_epi8('9' + 1);
+    for (; simd_on && e - p >= 16; p += 16) {   /* signed: 0x80.. is below '0' */
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        unsigned d = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above)));
+        if (d != 0xffffu)
+            return p + __builtin_ctz(~d);
+    }
+#endif
+    while (p < e && DIGIT(*p))
+        p++;
+    return p;
+}
+
+/* The first '\'' or '\\' at or after p (e when none before e): where a dict key ends. */
+static inline uchar *quote_end(uchar *p, uchar *e)
+{
+#ifdef HAVE_SSE2_PLAIN
+    const __m128i quote = _mm_set1_epi8('\''), backslash = _mm_set1_epi8('\\');
+    for (; simd_on && e - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+        if (m)
+            return p + __builtin_ctz(m);
+    }
+#endif
+    while (p < e && *p != '\'' && *p != '\\')
+        p++;
+    return p;
+}
+
 /* A number as values._FAST_VALUE reads it, at p: its end, or NULL. */
 static uchar *fast_value(uchar *p, uchar *e)
 {
@@ -758,13 +792,11 @@ static uchar *fast_value(uchar *p, uchar *e)
     if (e - p >= 3 && (memcmp(p, "nan", 3) == 0 || memcmp(p, "inf", 3) == 0))
         return p + 3;
     uchar *d = p;
-    while (p < e && DIGIT(*p))
-        p++;
+    p = digits_end(p, e);
     int whole = p > d;
     if (p < e && *p == '.') {
         uchar *f = ++p;
-        while (p < e && DIGIT(*p))
-            p++;
+        p = digits_end(p, e);
         if (!whole && p == f)
             return NULL;
     } else if (!whole) {
@@ -794,8 +826,7 @@ static int fast_dict(uchar *p, uchar *e)
     for (;;) {
         if (p >= e || *p++ != '\'')
             return 0;
-        while (p < e && *p != '\'' && *p != '\\')
-            p++;
+        p = quote_end(p, e);
         if (e - p < 3 || p[0] != '\'' || p[1] != ':' || p[2] != ' ')
             return 0;
         p = fast_value(p + 3, e);
