@@ -71,10 +71,11 @@ typedef struct {        /* 16 bytes: a 4 MiB block has some 25 000 of them */
 
 typedef const unsigned char uchar;
 
-/* Whether the literal s (n bytes) starts at p, reading nothing at or past e. */
-static int lit(uchar *p, uchar *e, const char *s, size_t n)
+/* Whether the literal s (n >= 2 bytes) starts at p, reading nothing at or past e.  Its first two
+ * bytes are compared inline (most tries fail there, the call to memcmp is not made). */
+static inline int lit(uchar *p, uchar *e, const char *s, size_t n)
 {
-    return (size_t)(e - p) >= n && memcmp(p, s, n) == 0;
+    return (size_t)(e - p) >= n && p[0] == (uchar)s[0] && p[1] == (uchar)s[1] && memcmp(p, s, n) == 0;
 }
 #define LIT(s) lit(p, e, s, sizeof(s) - 1)
 
@@ -299,9 +300,16 @@ static int line_scalar(uchar *s, uchar *end, uchar **pe)
     return walk_scalar(s, *pe);
 }
 
+/* An event scan: whether one of parse._event_anchor's strings is in [s, e) (event_anchor). */
+typedef int (*event_fn)(uchar *s, uchar *e);
+static int event_scalar(uchar *s, uchar *e);
+#define EVENT_BACK 5   /* "out of memory" is flagged at its "f m", 5 bytes in (event_near) */
+
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_X86_KERNELS 1
 #include <immintrin.h>
+
+static int event_near(uchar *q, uchar *s, uchar *e);
 
 /* The window of 32 bytes at p (p + WALK_READ <= the buffer's end) through the filter: `flags`
  * one bit per byte where an anchor may start or that is a control byte (CTRL) or not ASCII, `nl` per '\n'.  The
@@ -411,25 +419,55 @@ __attribute__((target("avx2"))) static int line_avx2(uchar *s, uchar *end, uchar
             return why;
     }
 }
+
+/* event_scalar, by the walk's filter: every event anchor holds one of the walk's fingerprints
+ * (event_near says where), so only the flagged bytes are looked at; the last bytes (and the
+ * EVENT_BACK before them, whose anchors' fingerprints may lie past) go to event_scalar.  The
+ * filter reads up to WALK_READ bytes from a window's start, bounded by e. */
+__attribute__((target("ssse3"))) static int event_ssse3(uchar *s, uchar *e)
+{
+    uchar *p = s;
+    for (; e - p >= WALK_READ; p += 32) {
+        uint32_t nl0, nl1;
+        for (uint32_t m = flags_ssse3(p, &nl0) | flags_ssse3(p + 16, &nl1) << 16; m; m &= m - 1)
+            if (event_near(p + __builtin_ctz(m), s, e))
+                return 1;
+    }
+    return event_scalar(p - s > EVENT_BACK ? p - EVENT_BACK : s, e);
+}
+
+__attribute__((target("avx2"))) static int event_avx2(uchar *s, uchar *e)
+{
+    uchar *p = s;
+    for (; e - p >= WALK_READ; p += 32) {
+        uint32_t nl;
+        for (uint32_t m = flags_avx2(p, &nl); m; m &= m - 1)
+            if (event_near(p + __builtin_ctz(m), s, e))
+                return 1;
+    }
+    return event_scalar(p - s > EVENT_BACK ? p - EVENT_BACK : s, e);
+}
 #endif
 
 /* The kernels this machine runs, best last; `walk` is the one in use (kernel() switches). */
-static const struct { const char *name; line_fn fn; } KERNELS[] = {
-    {"scalar", line_scalar},
+static const struct { const char *name; line_fn fn; event_fn events; } KERNELS[] = {
+    {"scalar", line_scalar, event_scalar},
 #ifdef HAVE_X86_KERNELS
-    {"ssse3", line_ssse3},
-    {"avx2", line_avx2},
+    {"ssse3", line_ssse3, event_ssse3},
+    {"avx2", line_avx2, event_avx2},
 #endif
 };
 #define N_KERNELS ((int)(sizeof(KERNELS) / sizeof(KERNELS[0])))
 static int kernel_ok[N_KERNELS];
 static int kernel_now;
 static line_fn walk = line_scalar;
+static event_fn event_anchor = event_scalar;
 
 static void use_kernel(int k)
 {
     kernel_now = k;
     walk = KERNELS[k].fn;
+    event_anchor = KERNELS[k].events;
     simd_on = k > 0;
 }
 
@@ -1137,33 +1175,97 @@ static uchar *dedup_end(uchar *p, uchar *e, long *rep)
     return end;
 }
 
-/* One of parse._event_anchor's strings (or "train_async.py") in [s, e). */
-static int event_anchor(uchar *s, uchar *e)
+/* Whether one of parse._event_anchor's strings (or "train_async.py") starts at p (not past e).
+ * Each is listed in EVENT_ANCHORS or EVENT_INSIDE as well (the SIMD scans rely on those). */
+static int event_at(uchar *p, uchar *e)
 {
-    for (uchar *p = s; p < e; p++) {
-        switch (*p) {
-        case 'r': if (LIT("retrying")) return 1; break;
-        case 'T': if (LIT("Traceback")) return 1; break;
-        case 'M': if (LIT("Max retries")) return 1; break;
-        case 'f': if (LIT("ft ")) return 1; break;
-        case 'H': if (LIT("Health check failed")) return 1; break;
-        case 'R': if (LIT("Recovered ")) return 1; break;
-        case 'o': if (LIT("out of memory")) return 1; break;
-        case 'O': if (LIT("OutOfMemory")) return 1; break;
-        case 'm': if (LIT("memory pressure")) return 1; break;
-        case 'W': if (LIT("Watchdog caught") || LIT("W&B")) return 1; break;
-        case 'J': if (LIT("Job '")) return 1; break;
-        case 'F': if (LIT("Fatal async")) return 1; break;
-        case 'c': if (LIT("checkpoint")) return 1; break;
-        case 'w': if (LIT("wandb")) return 1; break;
-        case 't': if (LIT("tensorboard") || LIT("train.py") || LIT("train_async.py")) return 1; break;
-        case 'E': if (LIT("EXEC:")) return 1; break;
-        case ' ': if (LIT(" skipped: ") || LIT(" ...")) return 1; break;
-        case '+': if (LIT("+ ray job submit")) return 1; break;
-        default: break;
-        }
+    switch (*p) {
+    case 'r': return LIT("retrying");
+    case 'T': return LIT("Traceback");
+    case 'M': return LIT("Max retries");
+    case 'f': return LIT("ft ");
+    case 'H': return LIT("Health check failed");
+    case 'R': return LIT("Recovered ");
+    case 'o': return LIT("out of memory");
+    case 'O': return LIT("OutOfMemory");
+    case 'm': return LIT("memory pressure");
+    case 'W': return LIT("Watchdog caught") || LIT("W&B");
+    case 'J': return LIT("Job '");
+    case 'F': return LIT("Fatal async");
+    case 'c': return LIT("checkpoint");
+    case 'w': return LIT("wandb");
+    case 't': return LIT("tensorboard") || LIT("train.py") || LIT("train_async.py");
+    case 'E': return LIT("EXEC:");
+    case ' ': return LIT(" skipped: ") || LIT(" ...");
+    case '+': return LIT("+ ray job submit");
+    default: return 0;
+    }
+}
+
+/* The event anchors whose walk fingerprint (FINGERPRINTS) is not their first bytes: it starts
+ * `back` bytes in.  Every other one starts with a fingerprint (checked at import). */
+static const struct { const char *text; int back; } EVENT_INSIDE[] = {
+    {"out of memory", 5},   /* "f m" */
+    {"OutOfMemory", 3},     /* "OfM" */
+};
+static const char *const EVENT_ANCHORS[] = {
+    "retrying", "Traceback", "Max retries", "ft ", "Health check failed", "Recovered ", "memory pressure",
+    "Watchdog caught", "W&B", "Job '", "Fatal async", "checkpoint", "wandb", "tensorboard", "train.py",
+    "train_async.py", "EXEC:", " skipped: ", " ...", "+ ray job submit",
+};
+
+#ifdef HAVE_X86_KERNELS
+/* Whether an event anchor whose fingerprint the walk's filter flags at q starts at q or, for
+ * those of EVENT_INSIDE, that many bytes before (not before s). */
+static int event_near(uchar *q, uchar *s, uchar *e)
+{
+    if (event_at(q, e))
+        return 1;
+    for (size_t i = 0; i < sizeof(EVENT_INSIDE) / sizeof(EVENT_INSIDE[0]); i++) {
+        uchar *p = q - EVENT_INSIDE[i].back;
+        if (q - s >= EVENT_INSIDE[i].back && lit(p, e, EVENT_INSIDE[i].text, strlen(EVENT_INSIDE[i].text)))
+            return 1;
     }
     return 0;
+}
+#endif
+
+/* One of parse._event_anchor's strings (or "train_async.py") in [s, e), byte by byte. */
+static int event_scalar(uchar *s, uchar *e)
+{
+    for (uchar *p = s; p < e; p++)
+        if (event_at(p, e))
+            return 1;
+    return 0;
+}
+
+/* Whether a fingerprint (FINGERPRINTS) starts the text s, or s + back. */
+static int fingerprinted(const char *s, int back)
+{
+    for (size_t j = 0; j < sizeof(FINGERPRINTS) / sizeof(FINGERPRINTS[0]); j++) {
+        const char *fp = FINGERPRINTS[j].fp;
+        if (strlen(s) >= (size_t)back + strlen(fp) && strncmp(s + back, fp, strlen(fp)) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Every event anchor is flagged by the walk's filter where event_near looks (checked at import:
+ * a gap would make the SIMD event scans miss one). */
+static int fingerprints_cover_events(void)
+{
+    for (size_t k = 0; k < sizeof(EVENT_ANCHORS) / sizeof(EVENT_ANCHORS[0]); k++) {
+        uchar *a = (uchar *)EVENT_ANCHORS[k];
+        if (!fingerprinted(EVENT_ANCHORS[k], 0) || !event_at(a, a + strlen(EVENT_ANCHORS[k])))
+            return 0;
+    }
+    for (size_t k = 0; k < sizeof(EVENT_INSIDE) / sizeof(EVENT_INSIDE[0]); k++) {
+        uchar *a = (uchar *)EVENT_INSIDE[k].text;
+        if (EVENT_INSIDE[k].back > EVENT_BACK || !fingerprinted(EVENT_INSIDE[k].text, EVENT_INSIDE[k].back)
+            || !event_at(a, a + strlen(EVENT_INSIDE[k].text)))
+            return 0;
+    }
+    return 1;
 }
 
 /* parse._METRIC_MSG on the message [s, e): 0 no match, 1 a match of the common shape (then
@@ -2926,7 +3028,7 @@ PyMODINIT_FUNC PyInit__scan(void)
     plain_byte_init();
     commonness_init();
     lits_init();
-    if (!fingerprints_cover_anchors() || !ctrl_nib_ok()) {   /* a SIMD walk would skip candidates: refuse */
+    if (!fingerprints_cover_anchors() || !fingerprints_cover_events() || !ctrl_nib_ok()) {   /* a SIMD walk would skip candidates: refuse */
         PyErr_SetString(PyExc_SystemError, "_scan: an anchor has no SIMD fingerprint, or a control byte no filter bit");
         return NULL;
     }
