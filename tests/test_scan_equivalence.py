@@ -618,6 +618,30 @@ def test_scanner_kernels_find_every_anchor_at_every_offset(anchor):
             or parts[i].decode("utf-8", "replace").encode() != parts[i]] == cands
 
 
+_EVENT_ANCHORS = ["retrying", "Traceback", "Max retries", "ft ", "Health check failed", "Recovered ", "out of memory",
+                  "OutOfMemory", "memory pressure", "Watchdog caught", "W&B", "Job '", "Fatal async", "checkpoint",
+                  "wandb", "tensorboard", "train.py", "train_async.py", "EXEC:", " skipped: ", " ...",
+                  "+ ray job submit"]
+
+
+@pytest.mark.parametrize("anchor", _EVENT_ANCHORS)
+def test_scanner_kernels_find_every_event_anchor_in_a_message(anchor):
+    """The event scan of a Miles message (the SIMD kernels look only where the walk's filter flags
+    a fingerprint, for "out of memory" and "OutOfMemory" some bytes in) finds each event anchor
+    at every offset of two 32-byte windows, whole, cut, or ending the buffer: every kernel gives
+    the same heads, and the parser reads the lines as the inline path does."""
+    heads = ["[2026-08-21 10:00:00.000 main] x.py:1 - ", "\x1b[36m(A pid=1)\x1b[0m [2026-08-21 10:00:00] y.py:2 - "]
+    lines = []
+    for off in range(70):
+        for head in heads:
+            lines += [head + "w" * off + anchor, head + "w" * off + anchor + " z" * 20,
+                      head + "w" * off + anchor[:-1] + " step: 1", head + "Error " + "w" * off + anchor[1:]]
+    for line in lines[::7] + [line for line in lines if line.endswith(anchor)]:
+        _kernels_agree(line.encode())
+    _kernels_agree("\n".join(lines).encode())
+    assert_same([lines])
+
+
 def test_a_control_byte_that_splits_an_anchor_sends_the_line_to_python():
     """_peel drops control bytes (ESC aside), which may join an anchor (`step 0: \\x1f{`): every
     kernel hands such a line to Python at any offset, and the quick paths read it as the inline
