@@ -913,6 +913,41 @@ def test_scanner_scan_folded_is_fold_of_scan(lines, as_view):
     assert _scan.fold_raw(buf, walk) == want     # the walk is not used up
 
 
+@pytest.mark.parametrize("path", LOGS[:3], ids=os.path.basename)
+def test_scanner_walks_in_threads_at_once(path):
+    """Two threads walking at once (the walk lets the GIL go; its Line and head arrays are reused
+    from one walk to the next through a spare slot), walks kept alive while others run and
+    dropped out of order: every walk folds to what scan_folded gives alone."""
+    import threading
+    with open(path, "rb") as f:
+        data = f.read()
+    blocks = [data[i:i + 65536] for i in range(0, len(data), 65536)] or [data]
+    blocks += [b"x\n" * 40000, b"", b"(A pid=1) [2026-08-21 10:00:01] noise\n" * 3000]   # more lines than guessed
+    want = [_scan.scan_folded(b) for b in blocks]
+    errors = []
+
+    def worker(order):
+        try:
+            walks = []
+            for i in order:
+                walks.append((i, _scan.scan_raw(blocks[i])))
+                if len(walks) > 2:
+                    j, w = walks.pop(len(walks) // 2)
+                    assert _scan.fold_raw(blocks[j], w) == want[j]
+            for j, w in walks:
+                assert _scan.fold_raw(blocks[j], w) == want[j]
+        except BaseException as exc:   # noqa: BLE001 -- reported by the main thread
+            errors.append(exc)
+
+    idx = list(range(len(blocks)))
+    threads = [threading.Thread(target=worker, args=(idx * 3,)), threading.Thread(target=worker, args=(idx[::-1] * 3,))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
 def test_scanner_fold_raw_takes_only_the_block_walked():
     """A walk's offsets are of its own buffer: any other buffer (even equal bytes) is refused."""
     data = b"(A pid=1) [2026-08-21 10:00:01] noise\nrollout 1: {'a': 1}"
