@@ -600,6 +600,19 @@ static Py_ssize_t source_key(uchar *s, uchar *e)
 /* Whether the n bytes at a and b are the same (keys are short: inline, no library call). */
 static inline int same_bytes(uchar *a, uchar *b, Py_ssize_t n)
 {
+#ifdef HAVE_SSE2_PLAIN
+    if (simd_on && n >= 16) {   /* 16 bytes at a time, the last 16 ending at the last byte */
+        for (Py_ssize_t i = 0;; i += 16) {
+            if (i > n - 16)
+                i = n - 16;
+            __m128i x = _mm_loadu_si128((const __m128i *)(a + i)), y = _mm_loadu_si128((const __m128i *)(b + i));
+            if (_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) != 0xffff)
+                return 0;
+            if (i == n - 16)
+                return 1;
+        }
+    }
+#endif
     if (n >= 8) {   /* word by word, the last word ending at the last byte (it may overlap) */
         uint64_t x, y;
         for (Py_ssize_t i = 0;; i += 8) {
@@ -1606,33 +1619,43 @@ typedef struct {
 
 /* The id of the key [s, s+len), given one if new; KEY_UNTRACKED when the table is full (or
  * out of memory: keeping a line is always exact). */
-static int key_id(KeyTable *t, uchar *s, Py_ssize_t len)
+static int key_new(KeyTable *t, unsigned i, uint32_t h, uchar *s, Py_ssize_t len);
+
+static inline int key_id(KeyTable *t, uchar *s, Py_ssize_t len)
 {
     uint32_t h = key_hash(s, len);
     for (unsigned i = h & (KEY_SLOTS - 1);; i = (i + 1) & (KEY_SLOTS - 1)) {
-        if (t->slot[i].id < 0) {   /* free: the key is new */
-            if (t->n == MAX_KEYS)
-                return KEY_UNTRACKED;
-            if (t->cap - t->used < (size_t)len) {
-                size_t cap = 2 * t->cap + (size_t)len;
-                unsigned char *more = PyMem_RawRealloc(t->arena, cap);
-                if (more == NULL)
-                    return KEY_UNTRACKED;
-                t->arena = more;
-                t->cap = cap;
-            }
-            memcpy(t->arena + t->used, s, (size_t)len);
-            t->slot[i].hash = h;
-            t->slot[i].len = len;
-            t->slot[i].off = t->used;
-            t->slot[i].id = t->n++;
-            t->used += (size_t)len;
-            return t->slot[i].id;
-        }
+        if (t->slot[i].id < 0)   /* free: the key is new */
+            return key_new(t, i, h, s, len);
         if (t->slot[i].hash == h && t->slot[i].len == len
             && same_bytes(t->arena + t->slot[i].off, s, len))
             return t->slot[i].id;
     }
+}
+
+/* key_id of a key not in the table: it takes the free slot i (out of line: once per key). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+static int key_new(KeyTable *t, unsigned i, uint32_t h, uchar *s, Py_ssize_t len)
+{
+    if (t->n == MAX_KEYS)
+        return KEY_UNTRACKED;
+    if (t->cap - t->used < (size_t)len) {
+        size_t cap = 2 * t->cap + (size_t)len;
+        unsigned char *more = PyMem_RawRealloc(t->arena, cap);
+        if (more == NULL)
+            return KEY_UNTRACKED;
+        t->arena = more;
+        t->cap = cap;
+    }
+    memcpy(t->arena + t->used, s, (size_t)len);
+    t->slot[i].hash = h;
+    t->slot[i].len = len;
+    t->slot[i].off = t->used;
+    t->slot[i].id = t->n++;
+    t->used += (size_t)len;
+    return t->slot[i].id;
 }
 
 /* Mark KEEP on the stamped noise lines the per-source deques (_remember_skipped: the newest
