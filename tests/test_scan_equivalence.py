@@ -642,6 +642,28 @@ def test_scanner_kernels_find_every_event_anchor_in_a_message(anchor):
     assert_same([lines])
 
 
+def test_scanner_header_bracket_at_every_distance():
+    """The header's `]` is sought within 41 bytes after `[date time`, all printable before it (16
+    at a time by SSE2): at every distance, after a control, DEL or non-ASCII byte at every place,
+    ending the buffer or not, every kernel agrees and the parser reads the lines as inline."""
+    lines = []
+    for head in ("", "\x1b[36m(A pid=1)\x1b[0m "):
+        for k in range(0, 46):
+            tail = "] x.py:1 - step: {'a': 1}"
+            lines.append(head + "[2026-08-21 10:00:00" + "7" * k + tail)
+            lines.append(head + "[2026-08-21 10:00:00" + "7" * k + "]")
+            for bad in ("\x01", "\x7f", "\u00e9", "\t"):
+                lines.append(head + "[2026-08-21 10:00:00" + "7" * (k // 2) + bad + "7" * (k - k // 2) + tail)
+        for i in range(20):   # each byte of the date's shape wrong in turn
+            stamp = list("[2026-08-21 10:00:00")
+            stamp[i] = "x" if stamp[i].isdigit() else "0"
+            lines.append(head + "".join(stamp) + "] x.py:1 - step: {'a': 1}")
+    for line in lines:
+        _kernels_agree(line.encode())
+    _kernels_agree("\n".join(lines).encode())
+    assert_same([lines])
+
+
 def test_a_control_byte_that_splits_an_anchor_sends_the_line_to_python():
     """_peel drops control bytes (ESC aside), which may join an anchor (`step 0: \\x1f{`): every
     kernel hands such a line to Python at any offset, and the quick paths read it as the inline

@@ -750,6 +750,25 @@ static uchar *sgr(uchar *p, uchar *e)
     return q < e && *q == 'm' ? q + 1 : p;
 }
 
+/* The first ']' or byte that is not printable ASCII in [p, e), or e; 16 bytes at a time where
+ * SSE2 is on. */
+static inline uchar *bracket_or_unprintable(uchar *p, uchar *e)
+{
+#ifdef HAVE_SSE2_PLAIN
+    const __m128i below = _mm_set1_epi8(0x1f), del = _mm_set1_epi8(0x7f), bracket = _mm_set1_epi8(']');
+    for (; simd_on && e - p >= 16; p += 16) {   /* signed: 0x80.. is below 0x20 */
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        unsigned ok = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(_mm_cmpeq_epi8(v, del), _mm_cmpgt_epi8(v, below)));
+        unsigned m = (~ok & 0xffffu) | (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bracket));
+        if (m)
+            return p + __builtin_ctz(m);
+    }
+#endif
+    while (p < e && *p != ']' && *p >= ' ' && *p < 0x7f)
+        p++;
+    return p;
+}
+
 /* Whether the line [s, e) certainly starts with a header the parser reads (parse._peel, then
  * _header): an optional Ray prefix `ESC[..m(Actor pid=N)ESC[..m ` exactly as _RAY takes it,
  * then `[YYYY-MM-DD HH:MM:SS` and a `]` within 40 printable ASCII bytes (_SGLANG matches, if
@@ -787,18 +806,15 @@ static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key)
     static const char shape[] = "[dddd-dd-dd dd:dd:dd";
     if (e - p < (Py_ssize_t)sizeof(shape))
         return NULL;
-    for (size_t i = 0; i < sizeof(shape) - 1; i++) {
-        if (shape[i] == 'd' ? !DIGIT(p[i]) : p[i] != (uchar)shape[i])
-            return NULL;
-    }
+    unsigned bad = 0;   /* no branch per byte: the compiler unrolls it over the constant shape */
+    for (size_t i = 0; i < sizeof(shape) - 1; i++)
+        bad |= shape[i] == 'd' ? (unsigned)(p[i] - '0') > 9 : p[i] != (uchar)shape[i];
+    if (bad)
+        return NULL;
     p += sizeof(shape) - 1;
-    for (int i = 0; i <= 40 && p < e; i++, p++) {
-        if (*p == ']')
-            return p + 1;
-        if (*p < ' ' || *p >= 0x7f)
-            return NULL;
-    }
-    return NULL;
+    uchar *lim = e - p > 41 ? p + 41 : e;   /* a ']' among the next 41 bytes, all printable before it */
+    uchar *q = bracket_or_unprintable(p, lim);
+    return q < lim && *q == ']' ? q + 1 : NULL;
 }
 
 /* The end of the run of ASCII digits at p (not past e); 16 bytes at a time where SSE2 is on. */
