@@ -620,6 +620,52 @@ def test_scanner_kernels_find_every_anchor_at_every_offset(anchor):
             or parts[i].decode("utf-8", "replace").encode() != parts[i]] == cands
 
 
+_EVENT_ANCHORS = ["retrying", "Traceback", "Max retries", "ft ", "Health check failed", "Recovered ", "out of memory",
+                  "OutOfMemory", "memory pressure", "Watchdog caught", "W&B", "Job '", "Fatal async", "checkpoint",
+                  "wandb", "tensorboard", "train.py", "train_async.py", "EXEC:", " skipped: ", " ...",
+                  "+ ray job submit"]
+
+
+@pytest.mark.parametrize("anchor", _EVENT_ANCHORS)
+def test_scanner_kernels_find_every_event_anchor_in_a_message(anchor):
+    """The event scan of a Miles message (the SIMD kernels look only where the walk's filter flags
+    a fingerprint, for "out of memory" and "OutOfMemory" some bytes in) finds each event anchor
+    at every offset of two 32-byte windows, whole, cut, or ending the buffer: every kernel gives
+    the same heads, and the parser reads the lines as the inline path does."""
+    heads = ["[2026-08-21 10:00:00.000 main] x.py:1 - ", "\x1b[36m(A pid=1)\x1b[0m [2026-08-21 10:00:00] y.py:2 - "]
+    lines = []
+    for off in range(70):
+        for head in heads:
+            lines += [head + "w" * off + anchor, head + "w" * off + anchor + " z" * 20,
+                      head + "w" * off + anchor[:-1] + " step: 1", head + "Error " + "w" * off + anchor[1:]]
+    for line in lines[::7] + [line for line in lines if line.endswith(anchor)]:
+        _kernels_agree(line.encode())
+    _kernels_agree("\n".join(lines).encode())
+    assert_same([lines])
+
+
+def test_scanner_header_bracket_at_every_distance():
+    """The header's `]` is sought within 41 bytes after `[date time`, all printable before it (16
+    at a time by SSE2): at every distance, after a control, DEL or non-ASCII byte at every place,
+    ending the buffer or not, every kernel agrees and the parser reads the lines as inline."""
+    lines = []
+    for head in ("", "\x1b[36m(A pid=1)\x1b[0m "):
+        for k in range(0, 46):
+            tail = "] x.py:1 - step: {'a': 1}"
+            lines.append(head + "[2026-08-21 10:00:00" + "7" * k + tail)
+            lines.append(head + "[2026-08-21 10:00:00" + "7" * k + "]")
+            for bad in ("\x01", "\x7f", "\u00e9", "\t"):
+                lines.append(head + "[2026-08-21 10:00:00" + "7" * (k // 2) + bad + "7" * (k - k // 2) + tail)
+        for i in range(20):   # each byte of the date's shape wrong in turn
+            stamp = list("[2026-08-21 10:00:00")
+            stamp[i] = "x" if stamp[i].isdigit() else "0"
+            lines.append(head + "".join(stamp) + "] x.py:1 - step: {'a': 1}")
+    for line in lines:
+        _kernels_agree(line.encode())
+    _kernels_agree("\n".join(lines).encode())
+    assert_same([lines])
+
+
 def test_a_control_byte_that_splits_an_anchor_sends_the_line_to_python():
     """_peel drops control bytes (ESC aside), which may join an anchor (`step 0: \\x1f{`): every
     kernel hands such a line to Python at any offset, and the quick paths read it as the inline
@@ -889,6 +935,41 @@ def test_scanner_scan_folded_is_fold_of_scan(lines, as_view):
     walk = _scan.scan_raw(buf)           # the reader thread's half, then the parser's
     assert _scan.fold_raw(buf, walk) == want
     assert _scan.fold_raw(buf, walk) == want     # the walk is not used up
+
+
+@pytest.mark.parametrize("path", LOGS[:3], ids=os.path.basename)
+def test_scanner_walks_in_threads_at_once(path):
+    """Two threads walking at once (the walk lets the GIL go; its Line and head arrays are reused
+    from one walk to the next through a spare slot), walks kept alive while others run and
+    dropped out of order: every walk folds to what scan_folded gives alone."""
+    import threading
+    with open(path, "rb") as f:
+        data = f.read()
+    blocks = [data[i:i + 65536] for i in range(0, len(data), 65536)] or [data]
+    blocks += [b"x\n" * 40000, b"", b"(A pid=1) [2026-08-21 10:00:01] noise\n" * 3000]   # more lines than guessed
+    want = [_scan.scan_folded(b) for b in blocks]
+    errors = []
+
+    def worker(order):
+        try:
+            walks = []
+            for i in order:
+                walks.append((i, _scan.scan_raw(blocks[i])))
+                if len(walks) > 2:
+                    j, w = walks.pop(len(walks) // 2)
+                    assert _scan.fold_raw(blocks[j], w) == want[j]
+            for j, w in walks:
+                assert _scan.fold_raw(blocks[j], w) == want[j]
+        except BaseException as exc:   # noqa: BLE001 -- reported by the main thread
+            errors.append(exc)
+
+    idx = list(range(len(blocks)))
+    threads = [threading.Thread(target=worker, args=(idx * 3,)), threading.Thread(target=worker, args=(idx[::-1] * 3,))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
 
 
 def test_scanner_fold_raw_takes_only_the_block_walked():

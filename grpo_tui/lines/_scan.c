@@ -63,19 +63,20 @@
 enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8, ANCHOR = 16, HEAD = 32 };
 #define KEY_PYTHON ((Py_ssize_t)-1)   /* the key needs Python (_paste_key): always kept */
 
-typedef struct {
-    Py_ssize_t start;   /* offset of the line in the buffer */
-    Py_ssize_t key;     /* source key = buf[start:start+key], or KEY_PYTHON */
-    int kid;            /* key_id of the key (stamped and plain lines), or KEY_UNTRACKED */
+typedef struct {        /* 16 bytes: a 4 MiB block has some 25 000 of them */
+    int64_t start;      /* offset of the line in the buffer */
+    int32_t kid;        /* key_id of its source key (stamped and plain lines), or KEY_UNTRACKED
+                         * (no key id, or a key that needs Python: then a stamped line is kept) */
     unsigned char cls;  /* NOISE | STAMPED | CAND, plus KEEP */
 } Line;
 
 typedef const unsigned char uchar;
 
-/* Whether the literal s (n bytes) starts at p, reading nothing at or past e. */
-static int lit(uchar *p, uchar *e, const char *s, size_t n)
+/* Whether the literal s (n >= 2 bytes) starts at p, reading nothing at or past e.  Its first two
+ * bytes are compared inline (most tries fail there, the call to memcmp is not made). */
+static inline int lit(uchar *p, uchar *e, const char *s, size_t n)
 {
-    return (size_t)(e - p) >= n && memcmp(p, s, n) == 0;
+    return (size_t)(e - p) >= n && p[0] == (uchar)s[0] && p[1] == (uchar)s[1] && memcmp(p, s, n) == 0;
 }
 #define LIT(s) lit(p, e, s, sizeof(s) - 1)
 
@@ -222,6 +223,30 @@ static const struct { const char *fp; int bucket; } FINGERPRINTS[] = {
 #define ALIGNED32
 #endif
 static unsigned char nib[3][2][32] ALIGNED32;
+/* The same for the control bytes (CTRL), by the nibbles of the byte itself: bit 0 a byte
+ * 0x00..0x0f but tab, '\n' and '\r', bit 1 a byte 0x10..0x1f but ESC, bit 2 DEL. */
+static unsigned char ctrl_nib[2][32] ALIGNED32;
+
+static void ctrl_nib_init(void)
+{
+    for (int lane = 0; lane < 32; lane += 16) {
+        for (int x = 0; x < 16; x++)
+            ctrl_nib[0][lane + x] = (unsigned char)((x != 0x9 && x != 0xa && x != 0xd ? 1 : 0)
+                                                    | (x != 0xb ? 2 : 0) | (x == 0xf ? 4 : 0));
+        ctrl_nib[1][lane + 0] = 1;
+        ctrl_nib[1][lane + 1] = 2;
+        ctrl_nib[1][lane + 7] = 4;
+    }
+}
+
+/* Whether ctrl_nib says CTRL for exactly the bytes CTRL holds for (checked at import). */
+static int ctrl_nib_ok(void)
+{
+    for (unsigned c = 0; c < 256; c++)
+        if (((ctrl_nib[0][c & 15] & ctrl_nib[1][c >> 4]) != 0) != (CTRL(c) != 0))
+            return 0;
+    return 1;
+}
 
 static void nib_init(void)
 {
@@ -276,9 +301,16 @@ static int line_scalar(uchar *s, uchar *end, uchar **pe)
     return walk_scalar(s, *pe);
 }
 
+/* An event scan: whether one of parse._event_anchor's strings is in [s, e) (event_anchor). */
+typedef int (*event_fn)(uchar *s, uchar *e);
+static int event_scalar(uchar *s, uchar *e);
+#define EVENT_BACK 5   /* "out of memory" is flagged at its "f m", 5 bytes in (event_near) */
+
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_X86_KERNELS 1
 #include <immintrin.h>
+
+static int event_near(uchar *q, uchar *s, uchar *e);
 
 /* The window of 32 bytes at p (p + WALK_READ <= the buffer's end) through the filter: `flags`
  * one bit per byte where an anchor may start or that is a control byte (CTRL) or not ASCII, `nl` per '\n'.  The
@@ -318,23 +350,24 @@ static inline int walk_window(uchar *p, uchar *end, uint32_t flags, uint32_t nl,
 __attribute__((target("ssse3"))) static inline uint32_t flags_ssse3(uchar *p, uint32_t *nl)
 {
     const __m128i low = _mm_set1_epi8(0x0f);
-    __m128i v0 = _mm_loadu_si128((const __m128i *)p), hit = _mm_set1_epi8(-1);
-    for (int pos = 0; pos < 3; pos++) {
-        __m128i v = pos == 0 ? v0 : _mm_loadu_si128((const __m128i *)(p + pos));
+    __m128i v0 = _mm_loadu_si128((const __m128i *)p);
+    __m128i lo0 = _mm_and_si128(v0, low), hi0 = _mm_and_si128(_mm_srli_epi16(v0, 4), low);
+    /* control bytes (CTRL: NUL among them) by their nibbles, then the anchors' buckets */
+    __m128i ctrl = _mm_and_si128(_mm_shuffle_epi8(_mm_load_si128((const __m128i *)ctrl_nib[0]), lo0),
+                                 _mm_shuffle_epi8(_mm_load_si128((const __m128i *)ctrl_nib[1]), hi0));
+    __m128i hit = _mm_and_si128(_mm_shuffle_epi8(_mm_load_si128((const __m128i *)nib[0][0]), lo0),
+                                _mm_shuffle_epi8(_mm_load_si128((const __m128i *)nib[0][1]), hi0));
+    for (int pos = 1; pos < 3; pos++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + pos));
         __m128i lo = _mm_shuffle_epi8(_mm_load_si128((const __m128i *)nib[pos][0]), _mm_and_si128(v, low));
         __m128i hi = _mm_shuffle_epi8(_mm_load_si128((const __m128i *)nib[pos][1]),
                                       _mm_and_si128(_mm_srli_epi16(v, 4), low));
         hit = _mm_and_si128(hit, _mm_and_si128(lo, hi));
     }
+    hit = _mm_or_si128(hit, ctrl);
     uint32_t none = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(hit, _mm_setzero_si128()));
-    /* control bytes (CTRL): below 0x20 but tab, '\n', '\r' and ESC, and DEL (NUL among them) */
-    __m128i below = _mm_cmpgt_epi8(_mm_set1_epi8(0x20), v0);
-    __m128i allowed = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v0, _mm_set1_epi8(0x09)), _mm_cmpeq_epi8(v0, _mm_set1_epi8(0x0a))),
-                                   _mm_or_si128(_mm_cmpeq_epi8(v0, _mm_set1_epi8(0x0d)), _mm_cmpeq_epi8(v0, _mm_set1_epi8(0x1b))));
-    __m128i ctrl = _mm_or_si128(_mm_andnot_si128(allowed, below), _mm_cmpeq_epi8(v0, _mm_set1_epi8(0x7f)));
-    uint32_t nul = (uint32_t)_mm_movemask_epi8(ctrl);
     *nl = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v0, _mm_set1_epi8('\n')));
-    return ((~none & 0xffffu) | nul | (uint32_t)_mm_movemask_epi8(v0)) & 0xffffu;
+    return ((~none & 0xffffu) | (uint32_t)_mm_movemask_epi8(v0)) & 0xffffu;
 }
 
 __attribute__((target("ssse3"))) static int line_ssse3(uchar *s, uchar *end, uchar **pe)
@@ -354,25 +387,25 @@ __attribute__((target("ssse3"))) static int line_ssse3(uchar *s, uchar *end, uch
 __attribute__((target("avx2"))) static inline uint32_t flags_avx2(uchar *p, uint32_t *nl)
 {
     const __m256i low = _mm256_set1_epi8(0x0f);
-    __m256i v0 = _mm256_loadu_si256((const __m256i *)p), hit = _mm256_set1_epi8(-1);
-    for (int pos = 0; pos < 3; pos++) {
-        __m256i v = pos == 0 ? v0 : _mm256_loadu_si256((const __m256i *)(p + pos));
+    __m256i v0 = _mm256_loadu_si256((const __m256i *)p);
+    __m256i lo0 = _mm256_and_si256(v0, low), hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), low);
+    /* control bytes (CTRL: NUL among them) by their nibbles, then the anchors' buckets */
+    __m256i ctrl = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)ctrl_nib[0]), lo0),
+                                    _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)ctrl_nib[1]), hi0));
+    __m256i hit = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)nib[0][0]), lo0),
+                                   _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)nib[0][1]), hi0));
+    for (int pos = 1; pos < 3; pos++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + pos));
         __m256i lo = _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)nib[pos][0]),
                                          _mm256_and_si256(v, low));
         __m256i hi = _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)nib[pos][1]),
                                          _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
         hit = _mm256_and_si256(hit, _mm256_and_si256(lo, hi));
     }
+    hit = _mm256_or_si256(hit, ctrl);
     uint32_t none = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hit, _mm256_setzero_si256()));
-    /* control bytes (CTRL): below 0x20 but tab, '\n', '\r' and ESC, and DEL (NUL among them) */
-    __m256i below = _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), v0);
-    __m256i allowed = _mm256_or_si256(
-        _mm256_or_si256(_mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x09)), _mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x0a))),
-        _mm256_or_si256(_mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x0d)), _mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x1b))));
-    __m256i ctrl = _mm256_or_si256(_mm256_andnot_si256(allowed, below), _mm256_cmpeq_epi8(v0, _mm256_set1_epi8(0x7f)));
-    uint32_t nul = (uint32_t)_mm256_movemask_epi8(ctrl);
     *nl = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, _mm256_set1_epi8('\n')));
-    return ~none | nul | (uint32_t)_mm256_movemask_epi8(v0);
+    return ~none | (uint32_t)_mm256_movemask_epi8(v0);
 }
 
 __attribute__((target("avx2"))) static int line_avx2(uchar *s, uchar *end, uchar **pe)
@@ -387,25 +420,55 @@ __attribute__((target("avx2"))) static int line_avx2(uchar *s, uchar *end, uchar
             return why;
     }
 }
+
+/* event_scalar, by the walk's filter: every event anchor holds one of the walk's fingerprints
+ * (event_near says where), so only the flagged bytes are looked at; the last bytes (and the
+ * EVENT_BACK before them, whose anchors' fingerprints may lie past) go to event_scalar.  The
+ * filter reads up to WALK_READ bytes from a window's start, bounded by e. */
+__attribute__((target("ssse3"))) static int event_ssse3(uchar *s, uchar *e)
+{
+    uchar *p = s;
+    for (; e - p >= WALK_READ; p += 32) {
+        uint32_t nl0, nl1;
+        for (uint32_t m = flags_ssse3(p, &nl0) | flags_ssse3(p + 16, &nl1) << 16; m; m &= m - 1)
+            if (event_near(p + __builtin_ctz(m), s, e))
+                return 1;
+    }
+    return event_scalar(p - s > EVENT_BACK ? p - EVENT_BACK : s, e);
+}
+
+__attribute__((target("avx2"))) static int event_avx2(uchar *s, uchar *e)
+{
+    uchar *p = s;
+    for (; e - p >= WALK_READ; p += 32) {
+        uint32_t nl;
+        for (uint32_t m = flags_avx2(p, &nl); m; m &= m - 1)
+            if (event_near(p + __builtin_ctz(m), s, e))
+                return 1;
+    }
+    return event_scalar(p - s > EVENT_BACK ? p - EVENT_BACK : s, e);
+}
 #endif
 
 /* The kernels this machine runs, best last; `walk` is the one in use (kernel() switches). */
-static const struct { const char *name; line_fn fn; } KERNELS[] = {
-    {"scalar", line_scalar},
+static const struct { const char *name; line_fn fn; event_fn events; } KERNELS[] = {
+    {"scalar", line_scalar, event_scalar},
 #ifdef HAVE_X86_KERNELS
-    {"ssse3", line_ssse3},
-    {"avx2", line_avx2},
+    {"ssse3", line_ssse3, event_ssse3},
+    {"avx2", line_avx2, event_avx2},
 #endif
 };
 #define N_KERNELS ((int)(sizeof(KERNELS) / sizeof(KERNELS[0])))
 static int kernel_ok[N_KERNELS];
 static int kernel_now;
 static line_fn walk = line_scalar;
+static event_fn event_anchor = event_scalar;
 
 static void use_kernel(int k)
 {
     kernel_now = k;
     walk = KERNELS[k].fn;
+    event_anchor = KERNELS[k].events;
     simd_on = k > 0;
 }
 
@@ -464,14 +527,39 @@ static int any_high(uchar *s, size_t n)
     return (acc & 0x80) != 0;
 }
 
+#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_SSE2_PLAIN 1   /* SSE2 loops (find_byte, plain_flags, printable_end), taken when simd_on */
+#include <emmintrin.h>
+
+/* memchr(s, c, n), inline: the searches of stamped and paren_key are short (a '[' or ')' within
+ * a line's first bytes), where a library call costs more than the search. */
+static inline uchar *find_byte(uchar *s, size_t n, unsigned char c)
+{
+    if (!simd_on)
+        return memchr(s, c, n);
+    const __m128i want = _mm_set1_epi8((char)c);
+    for (; n >= 16; s += 16, n -= 16) {
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)s), want));
+        if (m)
+            return s + __builtin_ctz(m);
+    }
+    for (; n > 0; s++, n--)
+        if (*s == c)
+            return s;
+    return NULL;
+}
+#else
+#define find_byte(s, n, c) ((uchar *)memchr(s, c, n))
+#endif
+
 /* stamped_chars, by memchr when the bytes decide: a '[' in the first STAMP_CHARS bytes is in
  * the first STAMP_CHARS characters, and with no non-ASCII byte there, bytes are characters. */
 static int stamped(uchar *s, uchar *e)
 {
     size_t n = (size_t)(e - s);
     if (n <= STAMP_CHARS)
-        return memchr(s, '[', n) != NULL;
-    if (memchr(s, '[', STAMP_CHARS) != NULL)
+        return find_byte(s, n, '[') != NULL;
+    if (find_byte(s, STAMP_CHARS, '[') != NULL)
         return 1;
     return any_high(s, STAMP_CHARS) ? stamped_chars(s, e) : 0;
 }
@@ -481,7 +569,7 @@ static int stamped(uchar *s, uchar *e)
 static Py_ssize_t paren_key(uchar *s, uchar *e)
 {
     size_t n = (size_t)(e - s);
-    uchar *close = memchr(s, ')', n < KEY_CHARS ? n : KEY_CHARS);
+    uchar *close = find_byte(s, n < KEY_CHARS ? n : KEY_CHARS, ')');
     if (close != NULL)
         return close - s + 1;
     if (n <= KEY_CHARS || !any_high(s, KEY_CHARS))
@@ -513,12 +601,31 @@ static Py_ssize_t source_key(uchar *s, uchar *e)
 /* Whether the n bytes at a and b are the same (keys are short: inline, no library call). */
 static inline int same_bytes(uchar *a, uchar *b, Py_ssize_t n)
 {
-    for (; n >= 8; a += 8, b += 8, n -= 8) {
+#ifdef HAVE_SSE2_PLAIN
+    if (simd_on && n >= 16) {   /* 16 bytes at a time, the last 16 ending at the last byte */
+        for (Py_ssize_t i = 0;; i += 16) {
+            if (i > n - 16)
+                i = n - 16;
+            __m128i x = _mm_loadu_si128((const __m128i *)(a + i)), y = _mm_loadu_si128((const __m128i *)(b + i));
+            if (_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) != 0xffff)
+                return 0;
+            if (i == n - 16)
+                return 1;
+        }
+    }
+#endif
+    if (n >= 8) {   /* word by word, the last word ending at the last byte (it may overlap) */
         uint64_t x, y;
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        if (x != y)
-            return 0;
+        for (Py_ssize_t i = 0;; i += 8) {
+            if (i > n - 8)
+                i = n - 8;
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y)
+                return 0;
+            if (i == n - 8)
+                return 1;
+        }
     }
     for (; n > 0; a++, b++, n--)
         if (*a != *b)
@@ -567,13 +674,49 @@ static void commonness_init(void)
         commonness[c] = (unsigned char)commonness_of(c);
 }
 
-/* Whether the literal s (n >= 1 bytes) occurs in [p, e). */
-static int has(uchar *p, uchar *e, const char *s, size_t n)
+/* The index of the rarest byte of the literal s (n >= 1 bytes): has() looks for that one. */
+static size_t rarest(const char *s, size_t n)
 {
-    size_t k = 0;   /* the literal's rarest byte: memchr for it, then compare the whole */
+    size_t k = 0;
     for (size_t i = 1; i < n; i++)
         if (commonness[(uchar)s[i]] < commonness[(uchar)s[k]])
             k = i;
+    return k;
+}
+
+/* A literal the walk looks for in every candidate, with its rarest byte found once, at import
+ * (lits_init), not at every search. */
+typedef struct {
+    const char *s;
+    size_t n, k;
+} Lit;
+#define LITERAL(name, text) static Lit name = {text, sizeof(text) - 1, 0}
+LITERAL(L_TRACEBACK, "Traceback");
+LITERAL(L_DOTS, "...");
+LITERAL(L_ELLIPSIS, "\xe2\x80\xa6");
+LITERAL(L_RAY_NOTE, "Ray deduplicates");
+LITERAL(L_REPEATED, "[repeated ");
+LITERAL(L_ACROSS, "across cluster]");
+LITERAL(L_DICT, ": {");
+LITERAL(L_DICT_DOTS, ": ...");
+LITERAL(L_DICT_ELLIPSIS, ": \xe2\x80\xa6");
+LITERAL(L_TRACEBACK_HEAD, "Traceback (most recent call last)");
+LITERAL(L_RETRYING, "retrying...");
+LITERAL(L_MAX_RETRIES, "Max retries (");
+static Lit *const LITS[] = {&L_TRACEBACK, &L_DOTS, &L_ELLIPSIS, &L_RAY_NOTE, &L_REPEATED, &L_ACROSS, &L_DICT,
+                            &L_DICT_DOTS, &L_DICT_ELLIPSIS, &L_TRACEBACK_HEAD, &L_RETRYING, &L_MAX_RETRIES};
+
+static void lits_init(void)   /* at import, before any walk: read-only afterwards */
+{
+    for (size_t i = 0; i < sizeof(LITS) / sizeof(LITS[0]); i++)
+        LITS[i]->k = rarest(LITS[i]->s, LITS[i]->n);
+}
+
+/* Whether the literal l occurs in [p, e). */
+static int has_lit(uchar *p, uchar *e, const Lit *l)
+{
+    const char *s = l->s;
+    size_t n = l->n, k = l->k;   /* memchr for the rarest byte, then compare the whole */
     if (e - p < (Py_ssize_t)n)
         return 0;
     uchar *q = p + k, *last = e - n + k;   /* where s[k] sits for a match starting in [p, e-n] */
@@ -586,6 +729,13 @@ static int has(uchar *p, uchar *e, const char *s, size_t n)
         q++;
     }
     return 0;
+}
+
+/* Whether the literal s (n >= 1 bytes) occurs in [p, e). */
+static int has(uchar *p, uchar *e, const char *s, size_t n)
+{
+    Lit l = {s, n, rarest(s, n)};
+    return has_lit(p, e, &l);
 }
 
 #define DIGIT(c) ((c) >= '0' && (c) <= '9')
@@ -601,18 +751,30 @@ static uchar *sgr(uchar *p, uchar *e)
     return q < e && *q == 'm' ? q + 1 : p;
 }
 
+/* The first ']' or byte that is not printable ASCII in [p, e), or e; 16 bytes at a time where
+ * SSE2 is on. */
+static inline uchar *bracket_or_unprintable(uchar *p, uchar *e)
+{
+#ifdef HAVE_SSE2_PLAIN
+    const __m128i below = _mm_set1_epi8(0x1f), del = _mm_set1_epi8(0x7f), bracket = _mm_set1_epi8(']');
+    for (; simd_on && e - p >= 16; p += 16) {   /* signed: 0x80.. is below 0x20 */
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        unsigned ok = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(_mm_cmpeq_epi8(v, del), _mm_cmpgt_epi8(v, below)));
+        unsigned m = (~ok & 0xffffu) | (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bracket));
+        if (m)
+            return p + __builtin_ctz(m);
+    }
+#endif
+    while (p < e && *p != ']' && *p >= ' ' && *p < 0x7f)
+        p++;
+    return p;
+}
+
 /* Whether the line [s, e) certainly starts with a header the parser reads (parse._peel, then
  * _header): an optional Ray prefix `ESC[..m(Actor pid=N)ESC[..m ` exactly as _RAY takes it,
  * then `[YYYY-MM-DD HH:MM:SS` and a `]` within 40 printable ASCII bytes (_SGLANG matches, if
  * not _MILES).  No '\r' or control byte may change the text _peel leaves (checked by caller).
- * header_end: the byte after that `]`, or NULL. */
-static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key);
-
-static int has_header(uchar *s, uchar *e, Py_ssize_t key)
-{
-    return header_end(s, e, key) != NULL;
-}
-
+ * The byte after that `]`, or NULL. */
 static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key)
 {
     uchar *p = s;
@@ -645,18 +807,49 @@ static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key)
     static const char shape[] = "[dddd-dd-dd dd:dd:dd";
     if (e - p < (Py_ssize_t)sizeof(shape))
         return NULL;
-    for (size_t i = 0; i < sizeof(shape) - 1; i++) {
-        if (shape[i] == 'd' ? !DIGIT(p[i]) : p[i] != (uchar)shape[i])
-            return NULL;
-    }
+    unsigned bad = 0;   /* no branch per byte: the compiler unrolls it over the constant shape */
+    for (size_t i = 0; i < sizeof(shape) - 1; i++)
+        bad |= shape[i] == 'd' ? (unsigned)(p[i] - '0') > 9 : p[i] != (uchar)shape[i];
+    if (bad)
+        return NULL;
     p += sizeof(shape) - 1;
-    for (int i = 0; i <= 40 && p < e; i++, p++) {
-        if (*p == ']')
-            return p + 1;
-        if (*p < ' ' || *p >= 0x7f)
-            return NULL;
+    uchar *lim = e - p > 41 ? p + 41 : e;   /* a ']' among the next 41 bytes, all printable before it */
+    uchar *q = bracket_or_unprintable(p, lim);
+    return q < lim && *q == ']' ? q + 1 : NULL;
+}
+
+/* The end of the run of ASCII digits at p (not past e); 16 bytes at a time where SSE2 is on. */
+static inline uchar *digits_end(uchar *p, uchar *e)
+{
+#ifdef HAVE_SSE2_PLAIN
+    const __m128i below = _mm_set1_epi8('0' - 1), above = _mm_set1_epi8('9' + 1);
+    for (; simd_on && e - p >= 16; p += 16) {   /* signed: 0x80.. is below '0' */
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        unsigned d = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above)));
+        if (d != 0xffffu)
+            return p + __builtin_ctz(~d);
     }
-    return NULL;
+#endif
+    while (p < e && DIGIT(*p))
+        p++;
+    return p;
+}
+
+/* The first '\'' or '\\' at or after p (e when none before e): where a dict key ends. */
+static inline uchar *quote_end(uchar *p, uchar *e)
+{
+#ifdef HAVE_SSE2_PLAIN
+    const __m128i quote = _mm_set1_epi8('\''), backslash = _mm_set1_epi8('\\');
+    for (; simd_on && e - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+        if (m)
+            return p + __builtin_ctz(m);
+    }
+#endif
+    while (p < e && *p != '\'' && *p != '\\')
+        p++;
+    return p;
 }
 
 /* A number as values._FAST_VALUE reads it, at p: its end, or NULL. */
@@ -667,13 +860,11 @@ static uchar *fast_value(uchar *p, uchar *e)
     if (e - p >= 3 && (memcmp(p, "nan", 3) == 0 || memcmp(p, "inf", 3) == 0))
         return p + 3;
     uchar *d = p;
-    while (p < e && DIGIT(*p))
-        p++;
+    p = digits_end(p, e);
     int whole = p > d;
     if (p < e && *p == '.') {
         uchar *f = ++p;
-        while (p < e && DIGIT(*p))
-            p++;
+        p = digits_end(p, e);
         if (!whole && p == f)
             return NULL;
     } else if (!whole) {
@@ -703,8 +894,7 @@ static int fast_dict(uchar *p, uchar *e)
     for (;;) {
         if (p >= e || *p++ != '\'')
             return 0;
-        while (p < e && *p != '\'' && *p != '\\')
-            p++;
+        p = quote_end(p, e);
         if (e - p < 3 || p[0] != '\'' || p[1] != ':' || p[2] != ' ')
             return 0;
         p = fast_value(p + 3, e);
@@ -788,10 +978,7 @@ static inline int plain_byte_ok(uchar *s, uchar *p, uchar *e, int *braces, uchar
     }
 }
 
-#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_SSE2_PLAIN 1
-#include <emmintrin.h>
-
+#ifdef HAVE_SSE2_PLAIN
 /* The bytes among the 16 at p (reads p .. p+17) plain_byte_ok must see: '{', control bytes,
  * 'T', 0xE2, and a '.' only where "..." starts (plain_byte_ok passes any other '.'). */
 static inline unsigned plain_flags(uchar *p)
@@ -810,10 +997,35 @@ static inline unsigned plain_flags(uchar *p)
 }
 #endif
 
-/* plain_cand on a line whose colours after the prefix were taken out (see below). */
-static int plain_view(uchar *s, uchar *e, Py_ssize_t key)
+/* The first byte in [p, e) that is not printable ASCII (0x20..0x7e), or e: the run of plain
+ * text a byte-by-byte check can skip whole.  16 bytes at a time where SSE2 is on (simd_on). */
+static uchar *printable_end(uchar *p, uchar *e)
 {
-    uchar *hend = header_end(s, e, key);
+#ifdef HAVE_SSE2_PLAIN
+    const __m128i below = _mm_set1_epi8(0x1f), del = _mm_set1_epi8(0x7f);
+    for (; simd_on && e - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);   /* signed: 0x80.. is below 0x20 */
+        unsigned ok = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(_mm_cmpeq_epi8(v, del), _mm_cmpgt_epi8(v, below)));
+        if (ok != 0xffffu)
+            return p + __builtin_ctz(~ok);
+    }
+#endif
+    while (p < e && *p >= 0x20 && *p < 0x7f)
+        p++;
+    return p;
+}
+
+/* What plain_cand read of a candidate that miles_head would otherwise read again (both are
+ * pure functions of the line's bytes, so a result is reused only for the very same bytes). */
+typedef struct {
+    uchar *hend;       /* header_end(s, e, key) of the line as it is (NULL: no header) */
+    uchar *dict, *dict_end;   /* fast_dict(dict, dict_end) holds (dict NULL: not known) */
+} Seen;
+
+/* plain_cand on a line whose colours after the prefix were taken out (see below); hend is
+ * header_end(s, e, key).  A '{' that fast_dict was seen to accept goes to *seen unless NULL. */
+static int plain_view(uchar *s, uchar *e, Py_ssize_t key, uchar *hend, Seen *seen)
+{
     if (hend == NULL)
         return 0;
     uchar *metric = NULL, *body = key > 0 ? sgr(s + key, e) : s, *p = body;
@@ -831,13 +1043,16 @@ static int plain_view(uchar *s, uchar *e, Py_ssize_t key)
             return 0;
     if (metric != NULL && (braces != 1 || !fast_dict(metric, e)))
         return 0;
+    if (metric != NULL && seen != NULL) {
+        seen->dict = metric;
+        seen->dict_end = e;
+    }
     uchar *pre = body + 8 < e ? body + 8 : e;   /* a literal starting before body ends by here */
     /* _strip_dedup cuts at Ray's dedup note or mark: past the header they only shorten the
      * message (a dict before them is then no fast_dict here: not plain); in it the header
      * would go, so there they are not allowed. */
-    return !has(s, pre, "Traceback", 9) && !has(s, pre, "...", 3) && !has(s, pre, "\xe2\x80\xa6", 3)
-           && !has(s, hend, "Ray deduplicates", 16) && !has(s, hend, "[repeated ", 10)
-           && !has(s, hend, "across cluster]", 15);
+    return !has_lit(s, pre, &L_TRACEBACK) && !has_lit(s, pre, &L_DOTS) && !has_lit(s, pre, &L_ELLIPSIS)
+           && !has_lit(s, hend, &L_RAY_NOTE) && !has_lit(s, hend, &L_REPEATED) && !has_lit(s, hend, &L_ACROSS);
 }
 
 /* A candidate that can only read its own source's skipped lines and cannot open a record or
@@ -849,13 +1064,14 @@ static int plain_view(uchar *s, uchar *e, Py_ssize_t key)
  * every key's window.  Colours after the prefix (`ESC[32m [repeated 7x ...]ESC[0m`) are
  * taken out first, exactly as _ANSI does for them: what they join is then checked (so
  * `Trace\x1b[0mback` is a traceback); any other ESC sequence makes the line not plain. */
-static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
+static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key, Seen *seen)
 {
     if (why != 1 || key == KEY_PYTHON)
         return 0;
+    seen->hend = header_end(s, e, key);
     uchar *body = key > 0 ? sgr(s + key, e) : s;
     if (memchr(body, 0x1b, (size_t)(e - body)) == NULL)
-        return plain_view(s, e, key);
+        return plain_view(s, e, key, seen->hend, seen);
     unsigned char *tmp = PyMem_RawMalloc((size_t)(e - s) + 1);
     if (tmp == NULL)
         return 0;
@@ -873,7 +1089,7 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key)
             *t++ = *p++;
         }
     }
-    int res = plain_view(tmp, t, key);
+    int res = plain_view(tmp, t, key, header_end(tmp, t, key), NULL);
     PyMem_RawFree(tmp);
     return res;
 }
@@ -950,10 +1166,10 @@ static uchar *back_blank_sgr(uchar *lo, uchar *q)
 static uchar *dedup_end(uchar *p, uchar *e, long *rep)
 {
     *rep = 0;
-    if (has(p, e, "Ray deduplicates", 16))
+    if (has_lit(p, e, &L_RAY_NOTE))
         return NULL;
     uchar *end = e;
-    if (has(p, e, "across cluster]", 15)) {
+    if (has_lit(p, e, &L_ACROSS)) {
         uchar *mk = NULL;
         for (uchar *q = e; q - p >= 10; q--)
             if (memcmp(q - 10, "[repeated ", 10) == 0) {
@@ -989,39 +1205,103 @@ static uchar *dedup_end(uchar *p, uchar *e, long *rep)
     return end;
 }
 
-/* One of parse._event_anchor's strings (or "train_async.py") in [s, e). */
-static int event_anchor(uchar *s, uchar *e)
+/* Whether one of parse._event_anchor's strings (or "train_async.py") starts at p (not past e).
+ * Each is listed in EVENT_ANCHORS or EVENT_INSIDE as well (the SIMD scans rely on those). */
+static int event_at(uchar *p, uchar *e)
 {
-    for (uchar *p = s; p < e; p++) {
-        switch (*p) {
-        case 'r': if (LIT("retrying")) return 1; break;
-        case 'T': if (LIT("Traceback")) return 1; break;
-        case 'M': if (LIT("Max retries")) return 1; break;
-        case 'f': if (LIT("ft ")) return 1; break;
-        case 'H': if (LIT("Health check failed")) return 1; break;
-        case 'R': if (LIT("Recovered ")) return 1; break;
-        case 'o': if (LIT("out of memory")) return 1; break;
-        case 'O': if (LIT("OutOfMemory")) return 1; break;
-        case 'm': if (LIT("memory pressure")) return 1; break;
-        case 'W': if (LIT("Watchdog caught") || LIT("W&B")) return 1; break;
-        case 'J': if (LIT("Job '")) return 1; break;
-        case 'F': if (LIT("Fatal async")) return 1; break;
-        case 'c': if (LIT("checkpoint")) return 1; break;
-        case 'w': if (LIT("wandb")) return 1; break;
-        case 't': if (LIT("tensorboard") || LIT("train.py") || LIT("train_async.py")) return 1; break;
-        case 'E': if (LIT("EXEC:")) return 1; break;
-        case ' ': if (LIT(" skipped: ") || LIT(" ...")) return 1; break;
-        case '+': if (LIT("+ ray job submit")) return 1; break;
-        default: break;
-        }
+    switch (*p) {
+    case 'r': return LIT("retrying");
+    case 'T': return LIT("Traceback");
+    case 'M': return LIT("Max retries");
+    case 'f': return LIT("ft ");
+    case 'H': return LIT("Health check failed");
+    case 'R': return LIT("Recovered ");
+    case 'o': return LIT("out of memory");
+    case 'O': return LIT("OutOfMemory");
+    case 'm': return LIT("memory pressure");
+    case 'W': return LIT("Watchdog caught") || LIT("W&B");
+    case 'J': return LIT("Job '");
+    case 'F': return LIT("Fatal async");
+    case 'c': return LIT("checkpoint");
+    case 'w': return LIT("wandb");
+    case 't': return LIT("tensorboard") || LIT("train.py") || LIT("train_async.py");
+    case 'E': return LIT("EXEC:");
+    case ' ': return LIT(" skipped: ") || LIT(" ...");
+    case '+': return LIT("+ ray job submit");
+    default: return 0;
+    }
+}
+
+/* The event anchors whose walk fingerprint (FINGERPRINTS) is not their first bytes: it starts
+ * `back` bytes in.  Every other one starts with a fingerprint (checked at import). */
+static const struct { const char *text; int back; } EVENT_INSIDE[] = {
+    {"out of memory", 5},   /* "f m" */
+    {"OutOfMemory", 3},     /* "OfM" */
+};
+static const char *const EVENT_ANCHORS[] = {
+    "retrying", "Traceback", "Max retries", "ft ", "Health check failed", "Recovered ", "memory pressure",
+    "Watchdog caught", "W&B", "Job '", "Fatal async", "checkpoint", "wandb", "tensorboard", "train.py",
+    "train_async.py", "EXEC:", " skipped: ", " ...", "+ ray job submit",
+};
+
+#ifdef HAVE_X86_KERNELS
+/* Whether an event anchor whose fingerprint the walk's filter flags at q starts at q or, for
+ * those of EVENT_INSIDE, that many bytes before (not before s). */
+static int event_near(uchar *q, uchar *s, uchar *e)
+{
+    if (event_at(q, e))
+        return 1;
+    for (size_t i = 0; i < sizeof(EVENT_INSIDE) / sizeof(EVENT_INSIDE[0]); i++) {
+        uchar *p = q - EVENT_INSIDE[i].back;
+        if (q - s >= EVENT_INSIDE[i].back && lit(p, e, EVENT_INSIDE[i].text, strlen(EVENT_INSIDE[i].text)))
+            return 1;
     }
     return 0;
+}
+#endif
+
+/* One of parse._event_anchor's strings (or "train_async.py") in [s, e), byte by byte. */
+static int event_scalar(uchar *s, uchar *e)
+{
+    for (uchar *p = s; p < e; p++)
+        if (event_at(p, e))
+            return 1;
+    return 0;
+}
+
+/* Whether a fingerprint (FINGERPRINTS) starts the text s, or s + back. */
+static int fingerprinted(const char *s, int back)
+{
+    for (size_t j = 0; j < sizeof(FINGERPRINTS) / sizeof(FINGERPRINTS[0]); j++) {
+        const char *fp = FINGERPRINTS[j].fp;
+        if (strlen(s) >= (size_t)back + strlen(fp) && strncmp(s + back, fp, strlen(fp)) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Every event anchor is flagged by the walk's filter where event_near looks (checked at import:
+ * a gap would make the SIMD event scans miss one). */
+static int fingerprints_cover_events(void)
+{
+    for (size_t k = 0; k < sizeof(EVENT_ANCHORS) / sizeof(EVENT_ANCHORS[0]); k++) {
+        uchar *a = (uchar *)EVENT_ANCHORS[k];
+        if (!fingerprinted(EVENT_ANCHORS[k], 0) || !event_at(a, a + strlen(EVENT_ANCHORS[k])))
+            return 0;
+    }
+    for (size_t k = 0; k < sizeof(EVENT_INSIDE) / sizeof(EVENT_INSIDE[0]); k++) {
+        uchar *a = (uchar *)EVENT_INSIDE[k].text;
+        if (EVENT_INSIDE[k].back > EVENT_BACK || !fingerprinted(EVENT_INSIDE[k].text, EVENT_INSIDE[k].back)
+            || !event_at(a, a + strlen(EVENT_INSIDE[k].text)))
+            return 0;
+    }
+    return 1;
 }
 
 /* parse._METRIC_MSG on the message [s, e): 0 no match, 1 a match of the common shape (then
  * h gets its fields: a '{' dict that fast_dict reads whole, an id bounded_int takes), 2 a match
  * or maybe one (anything else: Python reads it). */
-static int metric_msg(uchar *s, uchar *e, long *h, uchar *line)
+static int metric_msg(uchar *s, uchar *e, long *h, uchar *line, const Seen *seen)
 {
     static const char *kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
     uchar *p = s, *role = NULL;
@@ -1056,7 +1336,8 @@ static int metric_msg(uchar *s, uchar *e, long *h, uchar *line)
     if (t[2] != '{')
         return t[2] == '.' || t[2] >= 0x80 ? 2 : 0;   /* an elided head (`: ...`, `: \u2026`) */
     long long id = bounded_digits(d, t);
-    if (id < 0 || id > LONG_MAX || !fast_dict(t + 2, e))
+    int dict_ok = (t + 2 == seen->dict && e == seen->dict_end) || fast_dict(t + 2, e);
+    if (id < 0 || id > LONG_MAX || !dict_ok)
         return 2;
     h[H_ROLE] = role ? (long)(role - line) : -1;
     h[H_KIND] = (long)(p - line);
@@ -1187,11 +1468,11 @@ static int ft_none(uchar *s, uchar *e)
 }
 
 /* What LineParser._header_fields makes of the message [s, e) (see H_CLASS). */
-static int miles_class(uchar *s, uchar *e, long *h, uchar *line)
+static int miles_class(uchar *s, uchar *e, long *h, uchar *line, const Seen *seen)
 {
     int metric = 0;
-    if (has(s, e, ": {", 3) || has(s, e, ": ...", 5) || has(s, e, ": \xe2\x80\xa6", 5)) {
-        metric = metric_msg(s, e, h, line);
+    if (has_lit(s, e, &L_DICT) || has_lit(s, e, &L_DICT_DOTS) || has_lit(s, e, &L_DICT_ELLIPSIS)) {
+        metric = metric_msg(s, e, h, line, seen);
         if (metric == 1)
             return HEAD_METRIC;
         if (metric == 2)
@@ -1201,8 +1482,8 @@ static int miles_class(uchar *s, uchar *e, long *h, uchar *line)
         return s < e && (BLANK(*s) || *s >= 0x80) ? HEAD_OTHER : HEAD_NOISE;
     /* _classify: an `ft ` line is read by _ft_event unless one of the tests before it holds */
     /* (HEAD_FT: _feed_head calls _ft_event; HEAD_NOISE: it would give None) */
-    if (!lit(s, e, "ft ", 3) || has(s, e, "Traceback (most recent call last)", 33)
-        || has(s, e, "retrying...", 11) || has(s, e, "Max retries (", 13))
+    if (!lit(s, e, "ft ", 3) || has_lit(s, e, &L_TRACEBACK_HEAD) || has_lit(s, e, &L_RETRYING)
+        || has_lit(s, e, &L_MAX_RETRIES))
         return HEAD_OTHER;
     for (uchar *p = s; p < e; p++)
         if (*p >= 0x80)
@@ -1229,16 +1510,17 @@ static int epoch_days(uchar *p, long *days)
  * no NUL/U+FFFD/bad UTF-8, _peel leaving the text after the Ray prefix as it is but for a dedup
  * mark it cuts off (no other ANSI sequence but the prefix's colours, no control byte, no '\r'
  * split), and parse._MILES matching it.  Then h holds the fields (see the enum) and Python
- * takes them instead of peeling and matching (LineParser._feed_head).  Anything unsure: 0. */
-static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
+ * takes them instead of peeling and matching (LineParser._feed_head).  Anything unsure: 0.
+ * seen: what plain_cand read of this same line (its header's end, a dict it checked). */
+static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, const Seen *seen, long *h)
 {
-    if (why != 1 || key == KEY_PYTHON || !has_header(s, e, key))
+    if (why != 1 || key == KEY_PYTHON || seen->hend == NULL)   /* no header */
         return 0;
     for (int i = 0; i < H_N; i++)
         h[i] = -1;
     h[H_KEY] = (long)key;
     uchar *p = s;
-    if (key > 0) {   /* has_header checked the prefix's shape: ESC[..m(Actor pid=N)ESC[..m ? */
+    if (key > 0) {   /* header_end checked the prefix's shape: ESC[..m(Actor pid=N)ESC[..m ? */
         p = sgr(p, e) + 1;
         uchar *close = s + key - 1, *sp = p;
         while (sp < close && *sp != ' ')
@@ -1260,7 +1542,7 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
         return 0;
     /* the text up to the message's end: valid UTF-8, no U+FFFD, no control byte, no '\r' */
     Py_ssize_t extra = 0;   /* bytes past the first of each character: str offsets are that less */
-    for (uchar *q = p; q < end; ) {
+    for (uchar *q = printable_end(p, end); q < end; q = printable_end(q, end)) {
         if (*q >= 0x80) {
             int len = utf8_len(q, end);
             if (len == 0 || (len == 3 && q[0] == 0xEF && q[1] == 0xBF && q[2] == 0xBD))
@@ -1274,7 +1556,7 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
         }
     }
     e = end;
-    /* ^\[date time(?:[.,]ms)?(?: ?proc)?\s*\] (?:LEVEL )?file.py:N - msg (has_header read the date) */
+    /* ^\[date time(?:[.,]ms)?(?: ?proc)?\s*\] (?:LEVEL )?file.py:N - msg (header_end read the date) */
     h[H_DATE] = (long)(p + 1 - s);
     uchar *date = p + 1;
     p += 20;
@@ -1334,7 +1616,7 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
     h[H_DAYS] = days;
     h[H_SOD] = ((date[11] - '0') * 10 + (date[12] - '0')) * 3600 + ((date[14] - '0') * 10 + (date[15] - '0')) * 60
                + (date[17] - '0') * 10 + (date[18] - '0');
-    h[H_CLASS] = miles_class(p, e, h, s);
+    h[H_CLASS] = miles_class(p, e, h, s, seen);
     return 1;
 }
 
@@ -1354,33 +1636,43 @@ typedef struct {
 
 /* The id of the key [s, s+len), given one if new; KEY_UNTRACKED when the table is full (or
  * out of memory: keeping a line is always exact). */
-static int key_id(KeyTable *t, uchar *s, Py_ssize_t len)
+static int key_new(KeyTable *t, unsigned i, uint32_t h, uchar *s, Py_ssize_t len);
+
+static inline int key_id(KeyTable *t, uchar *s, Py_ssize_t len)
 {
     uint32_t h = key_hash(s, len);
     for (unsigned i = h & (KEY_SLOTS - 1);; i = (i + 1) & (KEY_SLOTS - 1)) {
-        if (t->slot[i].id < 0) {   /* free: the key is new */
-            if (t->n == MAX_KEYS)
-                return KEY_UNTRACKED;
-            if (t->cap - t->used < (size_t)len) {
-                size_t cap = 2 * t->cap + (size_t)len;
-                unsigned char *more = PyMem_RawRealloc(t->arena, cap);
-                if (more == NULL)
-                    return KEY_UNTRACKED;
-                t->arena = more;
-                t->cap = cap;
-            }
-            memcpy(t->arena + t->used, s, (size_t)len);
-            t->slot[i].hash = h;
-            t->slot[i].len = len;
-            t->slot[i].off = t->used;
-            t->slot[i].id = t->n++;
-            t->used += (size_t)len;
-            return t->slot[i].id;
-        }
+        if (t->slot[i].id < 0)   /* free: the key is new */
+            return key_new(t, i, h, s, len);
         if (t->slot[i].hash == h && t->slot[i].len == len
             && same_bytes(t->arena + t->slot[i].off, s, len))
             return t->slot[i].id;
     }
+}
+
+/* key_id of a key not in the table: it takes the free slot i (out of line: once per key). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+static int key_new(KeyTable *t, unsigned i, uint32_t h, uchar *s, Py_ssize_t len)
+{
+    if (t->n == MAX_KEYS)
+        return KEY_UNTRACKED;
+    if (t->cap - t->used < (size_t)len) {
+        size_t cap = 2 * t->cap + (size_t)len;
+        unsigned char *more = PyMem_RawRealloc(t->arena, cap);
+        if (more == NULL)
+            return KEY_UNTRACKED;
+        t->arena = more;
+        t->cap = cap;
+    }
+    memcpy(t->arena + t->used, s, (size_t)len);
+    t->slot[i].hash = h;
+    t->slot[i].len = len;
+    t->slot[i].off = t->used;
+    t->slot[i].id = t->n++;
+    t->used += (size_t)len;
+    return t->slot[i].id;
 }
 
 /* Mark KEEP on the stamped noise lines the per-source deques (_remember_skipped: the newest
@@ -1392,7 +1684,7 @@ static int key_id(KeyTable *t, uchar *s, Py_ssize_t len)
  * nothing, so the lines of its key before it, back to the previous non-plain candidate, are
  * dropped before anything reads them: its key's window is closed there (full), not restarted.
  * Kept besides (a superset is exact): lines whose key needs Python, and lines of keys without
- * an id (key_id). */
+ * an id (key_id): both have kid KEY_UNTRACKED. */
 static void select_kept(Line *ln, Py_ssize_t n)
 {
     unsigned gen[MAX_KEYS] = {0}, now = 1;   /* count[k] holds for the window `now` only */
@@ -1411,7 +1703,7 @@ static void select_kept(Line *ln, Py_ssize_t n)
         }
         if (!(l->cls & STAMPED))
             continue;
-        if (l->key == KEY_PYTHON || k < 0) {
+        if (k < 0) {                     /* its key needs Python, or has no id */
             l->cls |= KEEP;
             continue;
         }
@@ -1426,6 +1718,74 @@ static void select_kept(Line *ln, Py_ssize_t n)
     }
 }
 
+/* ---- Scratch arrays reused from one block to the next ------------------------------------
+ * A walk's Line array and heads live until its block is folded; fresh memory for each block
+ * costs a page fault per 4 KiB written (about a tenth of the walk's time).  A freed array goes to
+ * a spare slot instead and the next walk takes it.  Two threads may walk at once: a slot is
+ * only ever read and written by one atomic exchange, so each array has one owner at a time.
+ * Its size in bytes is kept in front of it; one too large (SPARE_MAX) is freed, not kept. */
+#define SPARE_MAX ((size_t)16 << 20)
+typedef union {
+    size_t bytes;
+    long double align_ld;   /* what follows keeps malloc's alignment */
+    long long align_ll;
+    void *align_p;
+} ScratchHead;
+
+#if defined(__GNUC__) || defined(__clang__)
+static void *spare_lines, *spare_heads;
+#define SPARE_SWAP(slot, p) __atomic_exchange_n(slot, p, __ATOMIC_ACQ_REL)
+#else   /* no atomics known here: no reuse */
+#define SPARE_SWAP(slot, p) (p)
+#endif
+
+/* An array of at least `bytes` (the spare in *slot when large enough), or NULL. */
+static void *scratch_take(void **slot, size_t bytes)
+{
+    ScratchHead *sp = SPARE_SWAP(slot, NULL);
+    if (sp != NULL && sp->bytes >= bytes)
+        return sp + 1;
+    PyMem_RawFree(sp);
+    if (bytes > SIZE_MAX - sizeof(ScratchHead))
+        return NULL;
+    sp = PyMem_RawMalloc(sizeof(ScratchHead) + bytes);
+    if (sp == NULL)
+        return NULL;
+    sp->bytes = bytes;
+    return sp + 1;
+}
+
+/* The bytes the array p (from scratch_take) holds. */
+static size_t scratch_bytes(void *p)
+{
+    return ((ScratchHead *)p - 1)->bytes;
+}
+
+/* The array p made `bytes` long (contents kept), or NULL (p still valid). */
+static void *scratch_grow(void *p, size_t bytes)
+{
+    if (bytes > SIZE_MAX - sizeof(ScratchHead))
+        return NULL;
+    ScratchHead *sp = PyMem_RawRealloc((ScratchHead *)p - 1, sizeof(ScratchHead) + bytes);
+    if (sp == NULL)
+        return NULL;
+    sp->bytes = bytes;
+    return sp + 1;
+}
+
+/* Give the array p (or NULL) back: it becomes the spare, the one it replaces is freed. */
+static void scratch_give(void **slot, void *p)
+{
+    if (p == NULL)
+        return;
+    ScratchHead *sp = (ScratchHead *)p - 1;
+    if (sp->bytes > SPARE_MAX) {
+        PyMem_RawFree(sp);
+        return;
+    }
+    PyMem_RawFree(SPARE_SWAP(slot, sp));
+}
+
 /* The Miles header fields of the candidates marked HEAD, in order (miles_head runs in the
  * forward pass, while the line is still in cache). */
 typedef struct {
@@ -1438,25 +1798,31 @@ static int heads_room(Heads *hd)
 {
     if (hd->n < hd->cap)
         return 1;
-    Py_ssize_t cap = hd->cap ? 2 * hd->cap : 256;
-    long (*more)[H_N] = PyMem_RawRealloc(hd->h, (size_t)cap * sizeof(*more));
+    long (*more)[H_N];
+    if (hd->h == NULL)
+        more = scratch_take(&spare_heads, 256 * sizeof(*more));
+    else
+        more = scratch_grow(hd->h, 2 * (size_t)hd->cap * sizeof(*more));
     if (more == NULL)
         return 0;
     hd->h = more;
-    hd->cap = cap;
+    hd->cap = (Py_ssize_t)(scratch_bytes(more) / sizeof(*more));
     return 1;
 }
+
+#define LINE_GUESS 128   /* bytes per line, fewer than in any log seen: the Line array's first size */
 
 /* Split and classify; returns the number of lines, or -1 when out of memory (*out and hd's
  * entries freed). */
 static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd)
 {
-    Py_ssize_t cap = 1024, n = 0;
-    Line *ln = PyMem_RawMalloc(cap * sizeof(Line));
+    Py_ssize_t cap = size / LINE_GUESS + 1024, n = 0;   /* log lines are longer: no regrowth */
+    Line *ln = scratch_take(&spare_lines, (size_t)cap * sizeof(Line));
     uchar *end = buf + size, *s = buf;
     KeyTable keys;
     if (ln == NULL)
         return -1;
+    cap = (Py_ssize_t)(scratch_bytes(ln) / sizeof(Line));
     for (int i = 0; i < KEY_SLOTS; i++)
         keys.slot[i].id = -1;
     keys.n = 0;
@@ -1468,7 +1834,7 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd)
     for (;;) {
         uchar *e;
         if (n == cap) {
-            Line *more = PyMem_RawRealloc(ln, 2 * cap * sizeof(Line));
+            Line *more = scratch_grow(ln, 2 * (size_t)cap * sizeof(Line));
             if (more == NULL)
                 goto oom;
             ln = more;
@@ -1476,27 +1842,27 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd)
         }
         Line *l = &ln[n];
         l->start = s - buf;
-        l->key = 0;
         l->kid = KEY_UNTRACKED;
         int why = is_cand(s, end, &e);
         if (why) {
             l->cls = why == 1 ? CAND | ANCHOR : CAND;
-            l->key = source_key(s, e);
-            if (plain_cand(s, e, why, l->key)) {
+            Py_ssize_t key = source_key(s, e);
+            Seen seen = {NULL, NULL, NULL};   /* plain_cand fills it for miles_head */
+            if (plain_cand(s, e, why, key, &seen)) {
                 l->cls |= PLAIN;
-                l->kid = key_id(&keys, s, l->key);
+                l->kid = key_id(&keys, s, key);
             }
             if (!heads_room(hd))
                 goto oom;
-            if (miles_head(s, e, why, l->key, hd->h[hd->n])) {
+            if (miles_head(s, e, why, key, &seen, hd->h[hd->n])) {
                 l->cls |= HEAD;
                 hd->n++;
             }
         } else if (stamped(s, e)) {
             l->cls = STAMPED;
-            l->key = source_key(s, e);
-            if (l->key != KEY_PYTHON)
-                l->kid = key_id(&keys, s, l->key);
+            Py_ssize_t key = source_key(s, e);
+            if (key != KEY_PYTHON)
+                l->kid = key_id(&keys, s, key);
         } else {
             l->cls = NOISE;
         }
@@ -1510,9 +1876,9 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd)
     *out = ln;
     return n;
 oom:
-    PyMem_RawFree(ln);
+    scratch_give(&spare_lines, ln);
     PyMem_RawFree(keys.arena);
-    PyMem_RawFree(hd->h);
+    scratch_give(&spare_heads, hd->h);
     hd->h = NULL;
     return -1;
 }
@@ -1553,8 +1919,8 @@ typedef struct {
 
 static void scanned_free(Scanned *sc)
 {
-    PyMem_RawFree(sc->ln);
-    PyMem_RawFree(sc->hd.h);
+    scratch_give(&spare_lines, sc->ln);
+    scratch_give(&spare_heads, sc->hd.h);
     PyMem_Free(sc->cand);
     PyMem_Free(sc->keep);
     PyMem_Free(sc->lasts);
@@ -2248,7 +2614,8 @@ static PyObject *plain(PyObject *Py_UNUSED(module), PyObject *arg)
         return NULL;
     uchar *s = (uchar *)view.buf, *e = s + view.len, *le;
     int why = memchr(s, '\n', (size_t)view.len) ? 0 : is_cand(s, e, &le);
-    int res = why && plain_cand(s, e, why, source_key(s, e));
+    Seen seen = {NULL, NULL, NULL};
+    int res = why && plain_cand(s, e, why, source_key(s, e), &seen);
     PyBuffer_Release(&view);
     return PyBool_FromLong(res);
 }
@@ -2940,10 +3307,12 @@ PyMODINIT_FUNC PyInit__scan(void)
 {
     gate_init();
     nib_init();
+    ctrl_nib_init();
     plain_byte_init();
     commonness_init();
-    if (!fingerprints_cover_anchors()) {   /* a SIMD walk would skip candidates: refuse */
-        PyErr_SetString(PyExc_SystemError, "_scan: an anchor has no SIMD fingerprint");
+    lits_init();
+    if (!fingerprints_cover_anchors() || !fingerprints_cover_events() || !ctrl_nib_ok()) {   /* a SIMD walk would skip candidates: refuse */
+        PyErr_SetString(PyExc_SystemError, "_scan: an anchor has no SIMD fingerprint, or a control byte no filter bit");
         return NULL;
     }
     kernels_init();
