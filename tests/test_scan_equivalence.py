@@ -37,6 +37,9 @@ try:
         _scan = importlib.import_module("grpo_tui.lines._scan")
 except ImportError:
     _scan = None
+if _scan is not None:      # what parse.py does for its module (a sanitized build is another one)
+    from grpo_tui.lines.records import Event as _Event, MetricRecord as _MetricRecord
+    _scan.set_types(_MetricRecord, _Event)
 
 # accel: these compare the built C scanner with the pure path inside one process, whatever
 # GRPO_TUI_PURE says, so CI's pure-path pass deselects them (-m "not accel": an exact repeat).
@@ -1130,7 +1133,7 @@ _ROW_VALUE = st.one_of(st.floats(), st.floats(allow_nan=False, width=32), st.int
 @given(values=st.lists(_ROW_VALUE, min_size=1, max_size=6), row=st.integers(0, 4), retype=st.integers(0, 2),
        counts=st.lists(st.sampled_from([math.nan, 1.0, 3.0]), min_size=6, max_size=6),
        start=st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=6, max_size=6))
-def test_store_row_writers_agree_with_the_pure_ones(values, row, retype, counts, start):
+def test_scanner_store_row_writers_agree_with_the_pure_ones(values, row, retype, counts, start):
     """put_row / add_row write exactly what the pure writers write (bit for bit, -0.0 and int
     rounding included) and refuse (False, nothing written) exactly when they do."""
     from grpo_tui.store import metric_store as ms
@@ -1156,7 +1159,7 @@ def test_store_row_writers_agree_with_the_pure_ones(values, row, retype, counts,
     assert [a.tobytes() for a in s_c + c_c] == [a.tobytes() for a in s_py + c_py]
 
 
-def test_store_row_writers_refuse_what_they_cannot_write():
+def test_scanner_store_row_writers_refuse_what_they_cannot_write():
     """Anything but float64 views long enough, matching lengths, or a dict: False, nothing written
     (the store's long path decides); a bad row number is the caller's error."""
     a = np.zeros(3)
