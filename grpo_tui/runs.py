@@ -16,7 +16,6 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .follow.follower import FileEvent, Follower, Lines
 from .judge.engine import SEVERITY_ORDER, Alert
 from .judge.ranges import RangeSet
 from .judge.signals import BY_ID, signal_series
@@ -199,6 +198,9 @@ class _Run:
         self.reset(ranges, label)
 
     def reset(self, ranges: RangeSet | None, label: str) -> None:
+        # (imported here: `check` and `export` of files, which import this module, never follow
+        # one, and asyncio with watchfiles cost ~60 ms of every such command's start)
+        from .follow.follower import Follower
         self.pipe = Pipeline(ranges, ranges_label=label, clock=self.clock)
         self.follower = Follower(self.path, from_start=True)
         self.loaded = False         # read to the end once: time may be judged from now on
@@ -316,6 +318,7 @@ class RunSet:
                 return self.rows()
 
     def _read(self, run: _Run) -> None:
+        from .follow.follower import FileEvent, Lines
         for _ in range(self.chunks):
             for item in run.follower.poll():
                 if isinstance(item, Lines):

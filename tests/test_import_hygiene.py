@@ -51,3 +51,17 @@ def test_export_command_does_not_import_textual(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "perf/rollout_time" in proc.stdout
+
+
+def test_check_and_export_of_a_file_do_not_start_the_follower_machinery(tmp_path):
+    """`check` and `export` of a file never follow it: asyncio and watchfiles (the follower's)
+    stay unimported, ~60 ms of every such command's start (issue #11: a few grep-times)."""
+    log = tmp_path / "a.log"
+    log.write_text("[2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - perf 0: {'perf/rollout_time': 1.5}\n")
+    code = ("import sys, io, contextlib; from grpo_tui import cli\n"
+            "for cmd in ('check', 'export'):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()): cli.main([cmd, sys.argv[1]])\n"
+            "print(sorted(m for m in ('asyncio', 'watchfiles', 'textual') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
