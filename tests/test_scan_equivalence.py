@@ -1181,3 +1181,39 @@ def test_scanner_store_row_writers_refuse_what_they_cannot_write():
         _scan.put_row((v,), "0", ok, (float,))
     with pytest.raises(TypeError):
         _scan.add_row((v,), 0, ok, (float,))
+
+
+_CSV_CELL = st.one_of(st.floats(), st.integers(-2**80, 2**80), st.none(), st.sampled_from([-0.0, 5e-324, 1e16, 1e-5]))
+
+
+@FUZZ
+@given(cols=st.integers(1, 5).flatmap(lambda m: st.integers(0, 6).flatmap(
+    lambda n: st.lists(st.one_of(st.none(), st.lists(_CSV_CELL, min_size=n, max_size=n)), min_size=m, max_size=m)
+    .map(lambda c: (n, c)))), odd=st.sampled_from([None, True, "a", 1.5j, [1.0]]))
+def test_scanner_csv_rows_is_the_rows_csv_writes(cols, odd):
+    """csv_rows (export's writer of float/int/None cells) gives csv.writer's text for them, and
+    None as soon as a cell of another type is met (the Python path writes those).  As in export,
+    the first column is the rollout ids (csv.writer quotes a row of one empty field)."""
+    import csv
+    import io
+    n, columns = cols
+    columns = [list(range(n))] + columns
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    for i in range(n):
+        w.writerow([("" if c is None or c[i] is None else repr(c[i]) if type(c[i]) is float else c[i])
+                    for c in columns])
+    assert _scan.csv_rows(columns, n) == buf.getvalue()
+    if odd is not None and n:
+        j = len(columns) - 1 if columns[-1] is not None else 0
+        bad = [list(c) if c is not None else None for c in columns]
+        bad[j][n - 1] = odd
+        assert _scan.csv_rows(bad, n) is None
+
+
+def test_scanner_csv_rows_refuses_columns_of_other_lengths():
+    with pytest.raises(ValueError):
+        _scan.csv_rows([[1.0, 2.0], [1.0]], 2)
+    with pytest.raises(TypeError):
+        _scan.csv_rows(([1.0],), 1)
+    assert _scan.csv_rows([[0, 1], None], 2) == "0,\n1,\n"

@@ -3261,6 +3261,123 @@ static PyObject *add_row(PyObject *Py_UNUSED(module), PyObject *const *args, Py_
     return Py_NewRef(ok ? Py_True : Py_False);
 }
 
+/* ---- export (export.py _write_rows) ---------------------------------------------------- */
+
+typedef struct {
+    char *p;
+    Py_ssize_t n, cap;
+} Text;
+
+/* Room for `more` bytes in t; 0 when out of memory (error set). */
+static int text_room(Text *t, Py_ssize_t more)
+{
+    if (t->n + more <= t->cap)
+        return 1;
+    Py_ssize_t cap = t->cap ? t->cap : 1 << 16;
+    while (cap < t->n + more)
+        cap *= 2;
+    char *q = PyMem_Realloc(t->p, (size_t)cap);
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    t->p = q;
+    t->cap = cap;
+    return 1;
+}
+
+static int text_put(Text *t, const char *s, Py_ssize_t n)
+{
+    if (!text_room(t, n))
+        return 0;
+    memcpy(t->p + t->n, s, (size_t)n);
+    t->n += n;
+    return 1;
+}
+
+/* A cell's CSV text as csv.writer writes it for these types: a float as repr() (the same
+ * function float.__repr__ calls), an int as str(), None as nothing.  0: another type (the
+ * caller takes the Python path), -1: an error. */
+static int cell_text(Text *t, PyObject *v)
+{
+    if (v == Py_None)
+        return 1;
+    if (PyFloat_CheckExact(v)) {
+        char *r = PyOS_double_to_string(PyFloat_AS_DOUBLE(v), 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+        if (r == NULL)
+            return -1;
+        int ok = text_put(t, r, (Py_ssize_t)strlen(r));
+        PyMem_Free(r);
+        return ok ? 1 : -1;
+    }
+    if (PyLong_CheckExact(v)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        if (!overflow) {
+            char buf[24];
+            int k = snprintf(buf, sizeof(buf), "%lld", x);
+            return text_put(t, buf, k) ? 1 : -1;
+        }
+        PyObject *s = PyObject_Str(v);
+        if (s == NULL)
+            return -1;
+        Py_ssize_t k;
+        const char *u = PyUnicode_AsUTF8AndSize(s, &k);
+        int ok = u != NULL && text_put(t, u, k);
+        Py_DECREF(s);
+        return ok ? 1 : -1;
+    }
+    return 0;
+}
+
+/* csv_rows(columns, n) -> str | None: n CSV rows from columns (each a list of n cells, or None
+ * for a column left blank), every cell a float, an int or None; None when another cell is met. */
+static PyObject *csv_rows(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *cols;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &cols, &n))
+        return NULL;
+    Py_ssize_t m = PyList_GET_SIZE(cols);
+    for (Py_ssize_t j = 0; j < m; j++) {
+        PyObject *c = PyList_GET_ITEM(cols, j);
+        if (c != Py_None && (!PyList_Check(c) || PyList_GET_SIZE(c) != n)) {
+            PyErr_SetString(PyExc_ValueError, "csv_rows(): a column of another length than n");
+            return NULL;
+        }
+    }
+    Text t = {NULL, 0, 0};
+    PyObject *res = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        for (Py_ssize_t j = 0; j < m; j++) {
+            PyObject *c = PyList_GET_ITEM(cols, j);
+            if (j > 0 && !text_put(&t, ",", 1))
+                goto done;
+            if (c == Py_None)
+                continue;
+            if (i >= PyList_GET_SIZE(c)) {   /* a list shortened meanwhile (a cell's repr ran code) */
+                PyErr_SetString(PyExc_ValueError, "csv_rows(): a column changed length");
+                goto done;
+            }
+            int got = cell_text(&t, PyList_GET_ITEM(c, i));
+            if (got < 0)
+                goto done;
+            if (got == 0) {
+                res = Py_NewRef(Py_None);
+                goto done;
+            }
+        }
+        if (!text_put(&t, "\n", 1))
+            goto done;
+    }
+    res = PyUnicode_DecodeASCII(t.p ? t.p : "", t.n, NULL);
+done:
+    PyMem_Free(t.p);
+    return res;
+}
+
 static PyMethodDef methods[] = {
     {"kernel", kernel, METH_VARARGS,
      "kernel([name]) -> str: the line walk scan() uses (switched to `name` when given; every\n"
@@ -3274,6 +3391,9 @@ static PyMethodDef methods[] = {
      "fold(buf, starts, cands, keep, heads, lasts) -> (cands, keep, heads, lasts, folds, kept): scan()'s\n"
      "lists without the candidates whose head says HEAD_NOISE, taken into the runs around them (folds:\n"
      "per run, what LineParser._take_folded sets from them, or None; kept: per kept line (key, raw))."},
+    {"csv_rows", csv_rows, METH_VARARGS,
+     "csv_rows(columns, n) -> str | None: n CSV rows (each ending in a newline) of floats (repr), ints\n"
+     "and None (nothing) from columns of n cells (None: a blank column); None if another cell is met."},
     {"put_row", (PyCFunction)(void (*)(void))put_row, METH_FASTCALL,
      "put_row(views, row, values, types) -> bool: values (a dict of floats and ints of exactly those types)\n"
      "into cell `row` of each float64 memoryview, in order; False (nothing written) otherwise."},
