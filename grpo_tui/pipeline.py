@@ -439,7 +439,8 @@ def _bulk_allocations() -> Iterator[None]:
     with _GC_LOCK:
         if _gc_readers == 0:
             _gc_saved = gc.get_threshold()
-            gc.set_threshold(max(_GC_BULK_GEN0, _gc_saved[0]), *_gc_saved[1:])
+            if _gc_saved[0]:                # (0: the program turned collection off; left so)
+                gc.set_threshold(max(_GC_BULK_GEN0, _gc_saved[0]), *_gc_saved[1:])
         _gc_readers += 1
     try:
         yield

@@ -28,3 +28,17 @@ def test_bulk_reads_collect_less_and_put_the_thresholds_back(tmp_path):
         assert gc.get_threshold() == (123, 4, 5)
     finally:
         gc.set_threshold(*saved)
+
+
+def test_bulk_reads_leave_collection_off_when_the_program_turned_it_off():
+    import gc
+
+    from grpo_tui import pipeline as pl
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(0, 4, 5)
+        with pl._bulk_allocations():
+            assert gc.get_threshold() == (0, 4, 5)
+        assert gc.get_threshold() == (0, 4, 5)
+    finally:
+        gc.set_threshold(*saved)

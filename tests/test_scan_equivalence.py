@@ -1217,3 +1217,30 @@ def test_scanner_csv_rows_refuses_columns_of_other_lengths():
     with pytest.raises(TypeError):
         _scan.csv_rows(([1.0],), 1)
     assert _scan.csv_rows([[0, 1], None], 2) == "0,\n1,\n"
+
+
+def test_scanner_set_types_refuses_builtin_bases_and_aliased_slots():
+    """Only a plain class of its own slots can be made by writing them: a dict subclass (tp_alloc
+    leaves its dict unset) or a slot descriptor shared by two fields is refused (review finding)."""
+    from grpo_tui.lines.records import Event, MetricRecord
+    WithDict = type("WithDict", (dict,), {"__slots__": MetricRecord.__slots__})
+    Aliased = type("Aliased", (), {"__slots__": MetricRecord.__slots__})
+    Aliased.kind = Aliased.n
+    Borrowed = type("Borrowed", (), {"__slots__": Event.__slots__})
+    Borrowed.kind = MetricRecord.kind
+    try:
+        for bad in ((WithDict, Event), (Aliased, Event), (MetricRecord, Borrowed)):
+            with pytest.raises(TypeError):
+                _scan.set_types(*bad)
+    finally:
+        _scan.set_types(MetricRecord, Event)
+
+
+def test_scanner_store_row_writers_refuse_released_or_misaligned_views():
+    a = np.full(4, np.nan)
+    v = memoryview(a)
+    v.release()
+    assert _scan.put_row((v,), 1, {"x": 2.0}, (float,)) is False and np.isnan(a[1])
+    odd = memoryview(bytearray(40))[1:33].cast("d")
+    assert _scan.put_row((odd,), 0, {"x": 2.0}, (float,)) is False
+    assert _scan.add_row((memoryview(np.zeros(2)),), (odd,), 0, {"x": 2.0}, (float,)) is False

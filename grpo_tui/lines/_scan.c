@@ -1732,8 +1732,8 @@ typedef union {
     void *align_p;
 } ScratchHead;
 
-#if defined(__GNUC__) || defined(__clang__)
 static void *spare_lines, *spare_heads;
+#if defined(__GNUC__) || defined(__clang__)
 #define SPARE_SWAP(slot, p) __atomic_exchange_n(slot, p, __ATOMIC_ACQ_REL)
 #else   /* no atomics known here: no reuse */
 #define SPARE_SWAP(slot, p) (p)
@@ -2484,7 +2484,9 @@ static int slot_type(PyObject *cls, const char *const *names, int n, SlotType *t
     }
     Py_DECREF(slots);
     PyTypeObject *type = (PyTypeObject *)cls;
-    if (!ok || type->tp_dictoffset != 0 || !(type->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+    /* a plain class of its own slots: made by tp_alloc alone, nothing else to set up */
+    if (!ok || type->tp_dictoffset != 0 || type->tp_weaklistoffset != 0 || type->tp_itemsize != 0
+        || type->tp_base != &PyBaseObject_Type || !(type->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
         PyErr_SetString(PyExc_TypeError, "set_types(): a class of other fields than _scan.c writes");
         return -1;
     }
@@ -2492,14 +2494,18 @@ static int slot_type(PyObject *cls, const char *const *names, int n, SlotType *t
         PyObject *d = PyObject_GetAttrString(cls, names[i]);
         if (d == NULL)
             return -1;
-        PyMemberDef *m = Py_IS_TYPE(d, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)d)->d_member : NULL;
-        int good = m != NULL && m->type == T_OBJECT_EX && !(m->flags & READONLY) && m->offset > 0
+        PyMemberDef *m = Py_IS_TYPE(d, &PyMemberDescr_Type) && PyDescr_TYPE(d) == type
+                         ? ((PyMemberDescrObject *)d)->d_member : NULL;
+        int good = m != NULL && m->type == T_OBJECT_EX && !(m->flags & READONLY)
+                   && m->offset >= (Py_ssize_t)sizeof(PyObject)
                    && m->offset + (Py_ssize_t)sizeof(PyObject *) <= type->tp_basicsize;
+        for (int k = 0; good && k < i; k++)
+            good = t->off[k] != m->offset;   /* each field its own slot (no aliased descriptor) */
         if (good)
             t->off[i] = m->offset;
         Py_DECREF(d);
         if (!good) {
-            PyErr_SetString(PyExc_TypeError, "set_types(): a field is not a plain slot");
+            PyErr_SetString(PyExc_TypeError, "set_types(): a field is not a slot of its own");
             return -1;
         }
     }
@@ -3147,11 +3153,12 @@ static PyObject *fold_raw(PyObject *Py_UNUSED(module), PyObject *args)
 /* The float64 cells of a writable 1-d 'd' memoryview, or NULL when it is anything else. */
 static double *cells_of(PyObject *view, Py_ssize_t row)
 {
-    if (!PyMemoryView_Check(view))
-        return NULL;
+    if (!PyMemoryView_Check(view) || (((PyMemoryViewObject *)view)->flags & _Py_MEMORYVIEW_RELEASED))
+        return NULL;   /* a released view: its buffer may be gone (the pure writer raises there) */
     Py_buffer *b = PyMemoryView_GET_BUFFER(view);
     if (b->readonly || b->itemsize != 8 || b->ndim != 1 || b->format == NULL || strcmp(b->format, "d") != 0
-        || b->shape == NULL || row < 0 || row >= b->shape[0] || (b->strides != NULL && b->strides[0] != 8))
+        || b->shape == NULL || row < 0 || row >= b->shape[0] || (b->strides != NULL && b->strides[0] != 8)
+        || ((uintptr_t)b->buf & (sizeof(double) - 1)) != 0)
         return NULL;
     return (double *)b->buf;
 }
