@@ -3232,11 +3232,12 @@ static PyObject *put_row(PyObject *Py_UNUSED(module), PyObject *const *args, Py_
     Py_ssize_t row, n = row_args(args, nargs, 1, &row, &vals, stack);
     if (n <= 0)
         return n < 0 ? NULL : Py_NewRef(Py_False);
+    /* every view checked before any is written; its cells then take the value read in place */
     int ok = 1;
     for (Py_ssize_t j = 0; ok && j < n; j++)
         ok = cells_of(PyTuple_GET_ITEM(args[0], j), row) != NULL;
     for (Py_ssize_t j = 0; ok && j < n; j++)
-        cells_of(PyTuple_GET_ITEM(args[0], j), row)[row] = vals[j];
+        ((double *)PyMemoryView_GET_BUFFER(PyTuple_GET_ITEM(args[0], j))->buf)[row] = vals[j];
     if (vals != stack)
         PyMem_Free(vals);
     return Py_NewRef(ok ? Py_True : Py_False);
@@ -3254,7 +3255,8 @@ static PyObject *add_row(PyObject *Py_UNUSED(module), PyObject *const *args, Py_
     for (Py_ssize_t j = 0; ok && j < n; j++)
         ok = cells_of(PyTuple_GET_ITEM(args[0], j), row) != NULL && cells_of(PyTuple_GET_ITEM(args[1], j), row) != NULL;
     for (Py_ssize_t j = 0; ok && j < n; j++) {
-        double *sum = cells_of(PyTuple_GET_ITEM(args[0], j), row), *cnt = cells_of(PyTuple_GET_ITEM(args[1], j), row);
+        double *sum = PyMemoryView_GET_BUFFER(PyTuple_GET_ITEM(args[0], j))->buf;
+        double *cnt = PyMemoryView_GET_BUFFER(PyTuple_GET_ITEM(args[1], j))->buf;
         if (isnan(cnt[row])) {
             sum[row] = vals[j];
             cnt[row] = 1.0;

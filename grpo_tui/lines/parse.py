@@ -472,9 +472,9 @@ class LineParser:
         sequence, so decoding the block or each line gives the same text).  A block that is not
         bytes (a view of a reused buffer, files.iter_block_views) is kept by nothing once this
         returns: the lines read lazily from it are read first.  `scanned`: what `block_scan`
-        (_scan.scan_raw) gave for this very block, or scan_folded's tuple (files.iter_scanned_blocks scans the next
-        block in another thread while this one is parsed), used only when this parser scans
-        blocks."""
+        (_scan.scan_raw) gave for this very block, or scan_folded's tuple for it
+        (files.iter_scanned_blocks walks the next block in another thread while this one is
+        parsed), used only when this parser scans blocks."""
         if self._scan is not None and self.quick_reject:
             if scanned is None:
                 scanned = self._scan.scan_folded(block)

@@ -113,7 +113,7 @@ def _add_row_py(sums: tuple, counts: tuple, row: int, metrics: dict, types: tupl
 
 
 # The C accelerator's versions (_scan.c: put_row, add_row) read the values straight into the
-# float64 cells, with the same type checks and the same arithmetic (tests/test_store.py).
+# float64 cells, with the same type checks and the same arithmetic (tests/test_scan_equivalence.py).
 _put_row = SCAN.put_row if SCAN is not None else _put_row_py
 _add_row = SCAN.add_row if SCAN is not None else _add_row_py
 
@@ -257,12 +257,10 @@ class Segment:
         metrics = rec.metrics
         shape = tuple(metrics)
         known = self._shapes.get(shape)
-        if (known is not None and known[0] == self._int_version and not self.objects
-                and _put_row(known[2], row, metrics, known[1])):
-            # A record shaped like one before (the same names in order, the same number types)
-            # while no column's int/float state changed: only the values are new.
-            pass
-        else:
+        # A record shaped like one before (the same names in order, the same number types) while
+        # no column's int/float state changed: only the values are new (_put_row writes them).
+        if (known is None or known[0] != self._int_version or self.objects
+                or not _put_row(known[2], row, metrics, known[1])):
             self._add_values(row, metrics)
             self._learn_shape(shape, metrics)
         if rec.nonfinite:
@@ -380,11 +378,9 @@ class Segment:
         metrics = rec.metrics
         shape = tuple(metrics)
         known_shape = self._step_shapes.get(shape)
-        if known_shape is not None and _add_row(known_shape[1], known_shape[2], row, metrics, known_shape[0]):
-            # A step shaped like one before (the same names in order, plain numbers only): its
-            # names are known and its columns exist; only the sums and counts change.
-            pass
-        else:
+        # A step shaped like one before (the same names in order, plain numbers only): its names
+        # are known and its columns exist; only the sums and counts change (_add_row).
+        if known_shape is None or not _add_row(known_shape[1], known_shape[2], row, metrics, known_shape[0]):
             self._add_step_values(row, metrics)
             self._learn_step_shape(shape, metrics)
         if rec.nonfinite:
