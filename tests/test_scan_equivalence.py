@@ -57,6 +57,7 @@ def _parse(batches, accel: bool) -> LineParser:
     p = LineParser(accel=accel)
     if accel:
         p._scan = _scan           # the built module, whatever GRPO_TUI_PURE says
+        p._ready_run = _scan.ready_run
     p.items = []
     for lines in batches:
         p.items.extend(p.feed_lines(list(lines)))
@@ -67,7 +68,8 @@ def _parse(batches, accel: bool) -> LineParser:
 def _state(p: LineParser):
     return (repr([(type(x).__name__, dataclasses.asdict(x)) for x in p.items]),   # repr: nan == nan
             p.counts.as_dict(), p.first_ts, p.last_ts, p._last_stamped,
-            {k: list(v) for k, v in p._skipped.items()}, list(p._noise_run), p._last_time)
+            {k: list(v) for k, v in p._skipped.items()}, list(p._noise_run), p._last_time,
+            p._last_error, p._cur_key, p._line_cut, sorted(p._names))
 
 
 def assert_same(batches) -> LineParser:
@@ -336,6 +338,7 @@ def _parse_blocks(batches, accel: bool) -> LineParser:
     p = LineParser(accel=accel)
     if accel:
         p._scan = _scan
+        p._ready_run = _scan.ready_run
     p.items = []
     for lines in batches:
         p.items.extend(p.feed_block("\n".join(lines).encode("utf-8", "surrogatepass")))
@@ -366,6 +369,7 @@ def test_scanner_byte_blocks_agree_with_lines(path):
         p = LineParser(accel=accel)
         if accel:
             p._scan = _scan
+            p._ready_run = _scan.ready_run
         p.items = []
         for b in cut_blocks:
             p.items.extend(p.feed_block(b))
@@ -709,6 +713,7 @@ def test_scanner_reused_buffer_blocks_agree(path):
             p = LineParser(accel=accel)
             if accel:
                 p._scan = _scan
+                p._ready_run = _scan.ready_run
             p.items = []
             for block in iter_block_views(path, chunk, max_line=longest + 1):
                 p.items.extend(p.feed_block(block))
@@ -787,6 +792,7 @@ def _class_lines(draw):
 def _feed_head_or_feed(line: str, fast: bool, open_record: bool):
     p = LineParser()
     p._scan = _scan
+    p._ready_run = _scan.ready_run
     p.feed("[2026-08-21 09:00:00.000 main] x.py:1 - start")
     p.feed("(A pid=1) [2026-08-21 08:00:00] noise")              # a skipped line of source (A pid=1)
     p._remember_skipped("(A pid=1) [2026-08-21 08:00:00] noise")
@@ -1244,3 +1250,84 @@ def test_scanner_store_row_writers_refuse_released_or_misaligned_views():
     odd = memoryview(bytearray(40))[1:33].cast("d")
     assert _scan.put_row((odd,), 0, {"x": 2.0}, (float,)) is False
     assert _scan.add_row((memoryview(np.zeros(2)),), (odd,), 0, {"x": 2.0}, (float,)) is False
+
+
+# -- ready_run: _feed_scanned's stretches of noise runs and ready heads walked in C --------------
+
+def _parse_run(batches, stretch: bool, blocks: bool) -> LineParser:
+    """Accelerated both ways; `stretch`: ready_run walks the stretches, else the loop's own code."""
+    p = LineParser()
+    p._scan = _scan
+    p._ready_run = _scan.ready_run if stretch else None
+    p.items = []
+    for lines in batches:
+        p.items.extend(p.feed_block("\n".join(lines).encode("utf-8", "surrogatepass")) if blocks
+                       else p.feed_lines(list(lines)))
+    p.items.extend(p.flush())
+    return p
+
+
+def assert_run_same(batches) -> None:
+    batches = [list(b) for b in batches]
+    for blocks in (True, False):
+        with_run, without = _parse_run(batches, True, blocks), _parse_run(batches, False, blocks)
+        assert _state(with_run) == _state(without)
+        assert [x.line_no for x in with_run.items] == [x.line_no for x in without.items]
+
+
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+def test_scanner_ready_run_is_the_loop_on_logs(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.read().split("\n")
+    assert_run_same([lines])
+    assert_run_same(_cut(lines, [1, 2, 9, 300]))       # short runs across blocks: the unread noise tail
+
+
+@FUZZ
+@given(*_mixes(_head_lines(), st.builds(_noise, st.integers(0, 99), st.sampled_from(["", "(A pid=1) "]))))
+def test_scanner_ready_run_is_the_loop_on_mixes(lines, sizes):
+    lines = [ln.replace("\n", " ") for ln in lines]
+    assert_run_same([lines])
+    assert_run_same(_cut(lines, sizes))
+
+
+def test_scanner_ready_run_leaves_the_names_cap_to_python():
+    """Past MAX_NAMES the record is capped by Python (ready_run stops before it): the same."""
+    from grpo_tui.lines.parse import MAX_NAMES
+    lines = ["[2026-08-21 10:00:00.000 main] log_utils.py:1 - start"]
+    per = 300
+    for r in range(MAX_NAMES // per + 3):
+        body = ", ".join(f"'m{r * per + k}/x': {k}.5" for k in range(per))
+        lines.append(f"(A pid=1) [2026-08-21 10:00:0{r % 10}.000 a] l.py:2 - rollout {r}: {{{body}}}")
+        lines.extend(_noise(i, "(B pid=2) ") for i in range(12))
+    assert_run_same([lines])
+    p = _parse_run([lines], True, True)
+    assert len(p._names) == MAX_NAMES
+
+
+def test_scanner_ready_run_refuses_lists_that_disagree():
+    """Lists that do not come from one scan raise; nothing is read out of bounds (ASan stage)."""
+    data = "\n".join(["[2026-08-21 10:00:00.000 main] l.py:1 - start"]
+                     + [f"(A pid=1) [2026-08-21 10:00:01.000 a] l.py:2 - rollout {i}: {{'a': {i}}}" for i in range(3)]
+                     + [_noise(i, "") for i in range(20)]).encode()
+    n, starts, cands, keep, heads, lasts, folds, kept = _scan.scan_folded(data)
+    cands, keep = cands + [n], keep + [n]
+
+    def call(**kw):
+        a = dict(n=n, cands=cands, keep=keep, heads=heads, lasts=lasts, folds=folds, kept=kept, i=1, ci=0, ki=0,
+                 base=0, names=set(), max_names=1024, last_time={}, skipped={}, last_error={},
+                 source_key=lambda s: "", new_deque=list, tail_unread=False, last_ts=0.0, out=[])
+        a.update(kw)
+        return _scan.ready_run(*a.values())
+
+    got = call()
+    assert got[0] == n and got[3] == n - 1              # every line after the first, walked
+    for bad in (dict(cands=[]), dict(cands=[-1, n]), dict(cands=[1, 2]), dict(heads=[]), dict(lasts=[]),
+                dict(folds=[(1, 2)] * len(folds)), dict(keep=[-3, n]), dict(ci=10 ** 6), dict(i=-1, cands=[-5])):
+        with pytest.raises(ValueError):
+            call(**bad)
+    for bad in (dict(cands=tuple(cands)), dict(names={}), dict(out=())):
+        with pytest.raises(TypeError):
+            call(**bad)
+    with pytest.raises(TypeError):
+        _scan.ready_run(1, 2)

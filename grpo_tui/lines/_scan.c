@@ -58,6 +58,7 @@
 #define STAMP_CHARS 64       /* feed_lines: '[' in raw[:64] */
 #define KEY_CHARS 200        /* _source_key: raw.find(")", 0, 200) */
 #define PER_KEY 16           /* parse._SKIPPED_PER_SOURCE */
+#define REJOIN_PARTS 8       /* parse._REJOIN_PARTS */
 #define MAX_KEYS 256         /* distinct keys tracked per buffer; past that their lines are kept */
 
 enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8, ANCHOR = 16, HEAD = 32 };
@@ -2612,6 +2613,315 @@ static PyObject *ready_head(uchar *s, const long *h)
     return tuple_of(items, 4);
 }
 
+/* ---- ready_run: LineParser._feed_scanned's loop over what Python only stores ----------------
+ *
+ * Between two lines Python must read (a candidate without a ready head), a block is noise runs
+ * and ready heads taking turns, and _feed_scanned's loop over them only keeps books: counts,
+ * the newest time, each source's newest time and error, the skipped lines per source, the
+ * lazily read stamped line and noise tail, the metric names, the items in order.  ready_run
+ * walks that stretch as the loop would (the same steps, in the same order: its lists are the
+ * loop's own) and hands back where it stopped and the books' last values; the dicts, the names
+ * set and `out` it changes in place.  It stops before anything Python decides: a candidate
+ * without a ready head, a record whose names would pass MAX_NAMES, a short run while a noise
+ * tail is still unread (the loop reads that tail first).  Its caller has no record open and a
+ * first time (the loop's own condition for taking a run whole); heads are read as set_types()
+ * made them, anything else stops the walk. */
+
+#define SLOT(o, t, f) (*(PyObject **)((char *)(o) + (t)->off[f]))
+#define RUN_ARGS 21
+
+/* Item k of the list as an index (-1 or more), or -2 with an error set. */
+static Py_ssize_t list_index(PyObject *list, Py_ssize_t k)
+{
+    if (k < 0 || k >= PyList_GET_SIZE(list)) {
+        PyErr_SetString(PyExc_ValueError, "ready_run(): the scanner's lists disagree");
+        return -2;
+    }
+    Py_ssize_t v = PyLong_AsSsize_t(PyList_GET_ITEM(list, k));
+    if (v < -1 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "ready_run(): a negative index");
+    return v < -1 || (v == -1 && PyErr_Occurred()) ? -2 : v;
+}
+
+/* Item k of the list (borrowed), or NULL with an error set. */
+static PyObject *run_item(PyObject *list, Py_ssize_t k)
+{
+    if (k < 0 || k >= PyList_GET_SIZE(list)) {
+        PyErr_SetString(PyExc_ValueError, "ready_run(): the scanner's lists disagree");
+        return NULL;
+    }
+    return PyList_GET_ITEM(list, k);
+}
+
+/* dict.pop(key, None) without the value: 0, or -1 with an error set. */
+static int dict_discard(PyObject *d, PyObject *key)
+{
+    int has = PyDict_Contains(d, key);
+    return has < 0 ? -1 : has ? PyDict_DelItem(d, key) : 0;
+}
+
+/* *newest = ts when it is None or ts > it (LineParser.last_ts): 0, or -1 with an error set. */
+static int newer_time(PyObject **newest, PyObject *ts)
+{
+    int later = *newest == Py_None ? 1 : PyObject_RichCompareBool(ts, *newest, Py_GT);
+    if (later > 0)
+        Py_SETREF(*newest, Py_NewRef(ts));
+    return later < 0 ? -1 : 0;
+}
+
+/* A fold tuple (fold_info) checked: (last, ts, key, entries, errors) with tuples of entries. */
+static int fold_ok(PyObject *fold)
+{
+    return PyTuple_CheckExact(fold) && PyTuple_GET_SIZE(fold) == 5 && PyLong_CheckExact(PyTuple_GET_ITEM(fold, 0))
+           && PyTuple_CheckExact(PyTuple_GET_ITEM(fold, 3)) && PyTuple_CheckExact(PyTuple_GET_ITEM(fold, 4));
+}
+
+/* _take_folded's steps for entries (idx, key, pid, when) and errors (idx, pid, msg) at or after i. */
+static int take_fold(PyObject *fold, Py_ssize_t i, PyObject *last_time, PyObject *skipped, PyObject *last_error)
+{
+    PyObject *entries = PyTuple_GET_ITEM(fold, 3), *errors = PyTuple_GET_ITEM(fold, 4);
+    for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(entries); q++) {
+        PyObject *e = PyTuple_GET_ITEM(entries, q);
+        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 4) {
+            PyErr_SetString(PyExc_ValueError, "ready_run(): not a fold entry");
+            return -1;
+        }
+        Py_ssize_t idx = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 0));
+        if (idx == -1 && PyErr_Occurred())
+            return -1;
+        if (idx < i)
+            continue;
+        if (PyDict_SetItem(last_time, PyTuple_GET_ITEM(e, 2), PyTuple_GET_ITEM(e, 3)) < 0
+            || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, PyTuple_GET_ITEM(e, 1)) < 0))
+            return -1;
+    }
+    for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(errors); q++) {
+        PyObject *e = PyTuple_GET_ITEM(errors, q);
+        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 3) {
+            PyErr_SetString(PyExc_ValueError, "ready_run(): not a fold error");
+            return -1;
+        }
+        Py_ssize_t idx = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 0));
+        if (idx == -1 && PyErr_Occurred())
+            return -1;
+        if (idx >= i && PyDict_SetItem(last_error, PyTuple_GET_ITEM(e, 1), PyTuple_GET_ITEM(e, 2)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* A kept line (key or None, raw) appended to its source's deque in `skipped` (made by new_deque,
+ * its key by source_key when the scanner left it None). */
+static int keep_line(PyObject *pair, PyObject *skipped, PyObject *source_key, PyObject *new_deque)
+{
+    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+        PyErr_SetString(PyExc_ValueError, "ready_run(): not a kept line");
+        return -1;
+    }
+    PyObject *key = PyTuple_GET_ITEM(pair, 0), *raw = PyTuple_GET_ITEM(pair, 1);
+    key = key == Py_None ? PyObject_CallOneArg(source_key, raw) : Py_NewRef(key);
+    if (key == NULL)
+        return -1;
+    PyObject *dq = PyDict_GetItemWithError(skipped, key);   /* borrowed */
+    if (dq == NULL) {
+        if (PyErr_Occurred() || (dq = PyObject_CallNoArgs(new_deque)) == NULL) {
+            Py_DECREF(key);
+            return -1;
+        }
+        int bad = PyDict_SetItem(skipped, key, dq) < 0;
+        Py_DECREF(dq);           /* the dict holds it */
+        if (bad) {
+            Py_DECREF(key);
+            return -1;
+        }
+    }
+    Py_DECREF(key);
+    PyObject *r = PyObject_CallMethod(dq, "append", "O", raw);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* Whether the record's names may go into `names` (the MAX_NAMES cap as _feed_ready checks it),
+ * added there if so: 1, 0 (Python caps the record), -1 with an error set. */
+static int take_names(PyObject *names, PyObject *values, Py_ssize_t max_names)
+{
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    if (PySet_GET_SIZE(names) + PyDict_GET_SIZE(values) > max_names) {
+        while (PyDict_Next(values, &pos, &k, &v)) {
+            int has = PySet_Contains(names, k);
+            if (has <= 0)
+                return has;
+        }
+        return 1;
+    }
+    while (PyDict_Next(values, &pos, &k, &v))
+        if (PySet_Add(names, k) < 0)
+            return -1;
+    return 1;
+}
+
+/* ready_run(n, cands, keep, heads, lasts, folds, kept, i, ci, ki, base, names, max_names, last_time,
+ *           skipped, last_error, source_key, new_deque, tail_unread, last_ts, out)
+ *   -> (i, ci, ki, lines, noise, metric_lines, records, event_lines, unreadable, last_ts, cur_key,
+ *       line_cut_reset, stamped_cleared, stamped_lazy, noise_state, tail_a, tail_b, tail_clear)
+ * stamped_lazy: the line _stamped_lazy now reads (-1: as before, or cleared); noise_state: 0 as
+ * before, 1 a head cleared it, 2 a run's lines [tail_a, tail_b) are the lazy tail (after emptying
+ * the deque when tail_clear). */
+static PyObject *ready_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != RUN_ARGS) {
+        PyErr_SetString(PyExc_TypeError, "ready_run() takes 21 arguments");
+        return NULL;
+    }
+    PyObject *cands = args[1], *keep = args[2], *heads = args[3], *lasts = args[4], *folds = args[5],
+             *kept = args[6], *names = args[11], *last_time = args[13], *skipped = args[14],
+             *last_error = args[15], *source_key = args[16], *new_deque = args[17], *out = args[20];
+    if (!PyList_CheckExact(cands) || !PyList_CheckExact(keep) || !PyList_CheckExact(heads)
+        || !PyList_CheckExact(lasts) || !PyList_CheckExact(folds) || !PyList_CheckExact(kept)
+        || !PyList_CheckExact(out) || !PySet_CheckExact(names) || !PyDict_CheckExact(last_time)
+        || !PyDict_CheckExact(skipped) || !PyDict_CheckExact(last_error)) {
+        PyErr_SetString(PyExc_TypeError, "ready_run(): lists, a set and dicts expected");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[0]), i = PyLong_AsSsize_t(args[7]), ci = PyLong_AsSsize_t(args[8]),
+               ki = PyLong_AsSsize_t(args[9]), base = PyLong_AsSsize_t(args[10]),
+               max_names = PyLong_AsSsize_t(args[12]);
+    int tail_unread = PyObject_IsTrue(args[18]);
+    if (PyErr_Occurred() || tail_unread < 0)
+        return NULL;
+    Py_ssize_t lines = 0, noise = 0, metric = 0, records = 0, events = 0, unreadable = 0;
+    Py_ssize_t st_lazy = -1, tail_a = 0, tail_b = 0;
+    int cut_reset = 0, st_clear = 0, head_seen = 0, noise_state = 0, tail_clear = 0;
+    PyObject *newest = Py_NewRef(args[19]), *cur_key = Py_NewRef(Py_None);
+    while (i < n) {
+        Py_ssize_t j = list_index(cands, ci);
+        if (j < 0)
+            goto bad_list;
+        if (j < i) {
+            PyErr_SetString(PyExc_ValueError, "ready_run(): a candidate behind the line");
+            goto error;
+        }
+        if (j > i) {                                /* lines i..j-1: a noise run */
+            if (j - i < REJOIN_PARTS && tail_unread)
+                break;                              /* the loop reads the unread tail first */
+            lines += j - i;
+            noise += j - i;
+            PyObject *fold = run_item(folds, ci);
+            if (fold == NULL)
+                goto error;
+            if (fold != Py_None) {
+                if (!fold_ok(fold)) {
+                    PyErr_SetString(PyExc_ValueError, "ready_run(): not a fold");
+                    goto error;
+                }
+                Py_ssize_t last = PyLong_AsSsize_t(PyTuple_GET_ITEM(fold, 0));
+                if (last == -1 && PyErr_Occurred())
+                    goto error;
+                if (last >= i) {                    /* _take_folded */
+                    if (newer_time(&newest, PyTuple_GET_ITEM(fold, 1)) < 0)
+                        goto error;
+                    cut_reset = st_clear = 1;
+                    st_lazy = -1;
+                    if (take_fold(fold, i, last_time, skipped, last_error) < 0)
+                        goto error;
+                    Py_SETREF(cur_key, Py_NewRef(PyTuple_GET_ITEM(fold, 2)));
+                }
+            }
+            Py_ssize_t kv;
+            while ((kv = list_index(keep, ki)) >= 0 && kv < i)
+                ki++;
+            while (kv >= 0 && kv < j) {
+                PyObject *pair = run_item(kept, ki);
+                if (pair == NULL || keep_line(pair, skipped, source_key, new_deque) < 0)
+                    goto error;
+                kv = list_index(keep, ++ki);
+            }
+            Py_ssize_t lv = list_index(lasts, ci);
+            if (kv < 0 || lv < -1)
+                goto bad_list;
+            if (lv >= i)                            /* the run's newest stamped line */
+                st_lazy = lv;
+            noise_state = 2;
+            tail_a = j - i >= REJOIN_PARTS ? j - REJOIN_PARTS : i;
+            tail_b = j;
+            tail_clear = j - i >= REJOIN_PARTS || head_seen;
+            tail_unread = 1;
+            i = j;
+            if (i >= n)
+                break;
+        }
+        PyObject *h = run_item(heads, ci);
+        if (h == NULL)
+            goto error;
+        Py_ssize_t hl = PyTuple_CheckExact(h) ? PyTuple_GET_SIZE(h) : 0;
+        if (hl != 3 && hl != 4)
+            break;                                  /* Python reads this line */
+        const SlotType *t = hl == 3 ? &record_type : &event_type;
+        PyObject *item = PyTuple_GET_ITEM(h, hl - 1), *pid = PyTuple_GET_ITEM(h, 1);
+        if (t->type == NULL || !Py_IS_TYPE(item, t->type))
+            break;
+        PyObject *values = hl == 3 ? SLOT(item, t, R_METRICS) : NULL;
+        if (values != NULL) {
+            int fits = PyDict_CheckExact(values) ? take_names(names, values, max_names) : 0;
+            if (fits < 0)
+                goto error;
+            if (!fits)
+                break;                              /* _capped: Python's */
+        }
+        /* _feed_ready: the line number, _head_seen, the noise cleared, the item */
+        PyObject *line_no = PyLong_FromSsize_t(base + i + 1);
+        if (line_no == NULL)
+            goto error;
+        Py_SETREF(SLOT(item, t, hl == 3 ? R_LINE_NO : E_LINE_NO), line_no);
+        lines++;
+        cut_reset = st_clear = head_seen = 1;
+        st_lazy = -1;
+        Py_SETREF(cur_key, Py_NewRef(PyTuple_GET_ITEM(h, 0)));
+        PyObject *time = SLOT(item, t, hl == 3 ? R_TIME : E_TIME), *ts = SLOT(item, t, hl == 3 ? R_TS : E_TS);
+        PyObject *when = PyTuple_Pack(2, time, ts);
+        int bad = when == NULL || newer_time(&newest, ts) < 0 || PyDict_SetItem(last_time, pid, when) < 0
+                  || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, PyTuple_GET_ITEM(h, 0)) < 0);
+        Py_XDECREF(when);
+        if (bad)
+            goto error;
+        noise_state = 1;
+        tail_unread = 0;
+        if (values != NULL) {
+            if (PyDict_GET_SIZE(values)) {
+                metric++;
+                records++;
+                if (PyList_Append(out, item) < 0)
+                    goto error;
+            } else {
+                unreadable++;
+            }
+        } else {
+            PyObject *err = PyTuple_GET_ITEM(h, 2);
+            if (err != Py_None && PyDict_SetItem(last_error, pid, err) < 0)
+                goto error;
+            events++;
+            if (PyList_Append(out, item) < 0)
+                goto error;
+        }
+        i++;
+        Py_ssize_t c;
+        while ((c = list_index(cands, ci)) >= 0 && c < i)
+            ci++;
+        if (c < 0)
+            goto bad_list;
+    }
+    return Py_BuildValue("(nnnnnnnnnNNiininni)", i, ci, ki, lines, noise, metric, records, events, unreadable,
+                         newest, cur_key, cut_reset, st_clear, st_lazy, noise_state, tail_a, tail_b, tail_clear);
+bad_list:
+    if (!PyErr_Occurred())   /* an index of -1 where none may be */
+        PyErr_SetString(PyExc_ValueError, "ready_run(): the scanner's lists disagree");
+error:
+    Py_DECREF(newest);
+    Py_DECREF(cur_key);
+    return NULL;
+}
+
 /* For the tests: whether scan() takes the line (no newline) as a plain candidate (see plain_cand). */
 static PyObject *plain(PyObject *Py_UNUSED(module), PyObject *arg)
 {
@@ -3409,6 +3719,11 @@ static PyMethodDef methods[] = {
     {"add_row", (PyCFunction)(void (*)(void))add_row, METH_FASTCALL,
      "add_row(sums, counts, row, values, types) -> bool: put_row's check, each value added to its sum\n"
      "and count at `row` (a NaN count: the first value there)."},
+    {"ready_run", (PyCFunction)(void (*)(void))ready_run, METH_FASTCALL,
+     "ready_run(n, cands, keep, heads, lasts, folds, kept, i, ci, ki, base, names, max_names, last_time,\n"
+     "skipped, last_error, source_key, new_deque, tail_unread, last_ts, out) -> (i, ci, ki, ...): the\n"
+     "stretch of noise runs and ready heads from line i that LineParser._feed_scanned only keeps books\n"
+     "on, walked as it would (see _scan.c)."},
     {"set_types", set_types, METH_VARARGS,
      "set_types(MetricRecord, Event): the classes ready heads are made as (until then none comes ready)."},
     {"scan_raw", scan_raw, METH_O,

@@ -150,6 +150,10 @@ def _load_scan():
 SCAN = _load_scan()
 
 
+def _new_skipped() -> deque:
+    return deque(maxlen=_SKIPPED_PER_SOURCE)
+
+
 def _source_key(raw: str) -> str:
     """The raw Ray prefix of a line (same process, same text), "" when it has none.
 
@@ -312,6 +316,8 @@ class LineParser:
         self.quick_reject = quick_reject
         # feed_lines' noise scanner: the C one (SCAN) unless accel=False or it is not built
         self._scan = SCAN if accel else None
+        # _feed_scanned's stretches of noise runs and ready heads walked in C (None: the loop's own)
+        self._ready_run = getattr(SCAN, "ready_run", None) if accel else None
         self._trl_index = 0           # TRL dicts carry no step: count them
         self._names: set[str] = set()  # metric names handed out so far (at most MAX_NAMES)
         self._stamped = ""           # _last_stamped: the newest skipped line carrying a timestamp
@@ -524,8 +530,16 @@ class LineParser:
         ci = ki = 0
         i = 0
         base = c.lines        # line i of the batch is line number base + i + 1
+        run = self._ready_run
         while i < n:
             if self._pending is None and self.first_ts is not None:
+                if run is not None:
+                    i, ci, ki = self._run_ready(run(
+                        n, cands, keep, heads, lasts, folds, kept, i, ci, ki, base, self._names, MAX_NAMES,
+                        self._last_time, skipped, self._last_error, _source_key, _new_skipped,
+                        self._noise_lazy is not None, self.last_ts, out), get, base)
+                    if i >= n:
+                        break
                 j = cands[ci]
                 if j > i:
                     # lines i..j-1 are noise the inline path would skip: bookkeep them as a run
@@ -572,6 +586,37 @@ class LineParser:
             while cands[ci] < i:
                 ci += 1
         return out
+
+    def _run_ready(self, got: tuple, get, base: int) -> tuple[int, int, int]:
+        """The books _scan.c's ready_run kept over a stretch, set as the loop would have left
+        them (its docstring in _scan.c says what each is); returns where the loop goes on."""
+        (i, ci, ki, lines, noise, metric_lines, records, event_lines, unreadable, last_ts, cur_key, cut,
+         stamped_cleared, stamped_lazy, noise_state, tail_a, tail_b, tail_clear) = got
+        if lines:
+            c = self.counts
+            c.lines += lines
+            c.noise += noise
+            c.metric_lines += metric_lines
+            c.records += records
+            c.event_lines += event_lines
+            c.unreadable += unreadable
+            self.last_ts = last_ts
+            if cur_key is not None:
+                self._cur_key = cur_key
+            if cut:
+                self._line_cut = False
+            if stamped_cleared:
+                self._stamped, self._stamped_lazy = "", None
+            if stamped_lazy >= 0:
+                self._stamped_lazy = (get, stamped_lazy)
+            if noise_state == 1:                 # a head came last: _noise_clear
+                self._noise_lazy = None
+                self._noise.clear()
+            elif noise_state == 2:               # a run came last: its tail, read when looked at
+                if tail_clear:
+                    self._noise.clear()
+                self._noise_lazy = (get, tail_a, tail_b, base, [])
+        return i, ci, ki
 
     def _take_folded(self, fold: tuple, i: int) -> None:
         """What the noise-for-sure heads _scan.c's fold took into the run starting at line i
