@@ -1331,3 +1331,54 @@ def test_scanner_ready_run_refuses_lists_that_disagree():
             call(**bad)
     with pytest.raises(TypeError):
         _scan.ready_run(1, 2)
+
+
+# -- the metric dicts read ahead in the reader thread (_scan.c read_ahead, dict_pairs) -----------
+
+_DICT_TEXT = st.builds(lambda pairs, sep, end: "{" + sep.join(f"'{k}': {v}" for k, v in pairs) + "}" + end,
+                       st.lists(st.tuples(_KEY, _NUM), max_size=6), st.sampled_from([", ", ","]),
+                       st.sampled_from(["", " ", " x", "\t"]))
+
+
+@FUZZ
+@given(st.lists(st.one_of(_DICT_TEXT.map(lambda d: f"(A pid=1) [2026-08-21 10:00:01.000 a] l.py:2 - rollout 3: {d}"),
+                          st.builds(_noise, st.integers(0, 99), st.just(""))), max_size=12),
+       st.lists(st.integers(1, 5), max_size=3))
+def test_scanner_read_ahead_dicts_agree(lines, sizes):
+    """Metric heads whose dicts the reader thread read ahead (every value kind, keys that are not
+    ASCII or hold a quote, values strtod must read, dicts the Python reader takes): the same
+    records as the pure path, in one block and cut in many."""
+    lines = ["[2026-08-21 10:00:00.000 main] l.py:1 - start"] + [ln.replace("\n", " ") for ln in lines]
+    for batches in ([lines], _cut(lines, sizes)):
+        fast, pure = _parse_blocks(batches, True), _parse_blocks(batches, False)
+        assert _state(fast) == _state(pure)
+
+
+def test_scanner_read_ahead_reads_the_values_strtod_must():
+    """Values quick_double leaves to PyOS_string_to_double (subnormal, 20+ digits) and ints at
+    18 characters: read ahead as text or ints, made under the GIL, equal to float()/int()."""
+    values = ["4.9e-324", "2.2250738585072014e-308", "0.12345678901234567890123", "123456789012345678",
+              "-12345678901234567", "1e22", "1e23", "9007199254740993.0"]
+    body = ", ".join(f"'k{i}': {v}" for i, v in enumerate(values))
+    data = ("[2026-08-21 10:00:00.000 main] l.py:1 - start\n"
+            f"(A pid=1) [2026-08-21 10:00:01.000 a] l.py:2 - rollout 1: {{{body}}}").encode()
+    p = LineParser()
+    p._scan = _scan
+    p._ready_run = _scan.ready_run
+    items = p.feed_block(data) + p.flush()
+    got = items[0].metrics
+    want = [int(v) if v.lstrip("-").isdigit() else float(v) for v in values]
+    assert list(got.values()) == want and [type(v) for v in got.values()] == [type(v) for v in want]
+
+
+def test_scanner_unreadable_candidate_reads_no_key():
+    """A headed line with U+FFFD past its anchor is unreadable to feed() (more than four): it
+    reads and drops no source's skipped lines, so the scanner keeps the line before it (found by
+    the head-lines fuzz: the scanner took it for a plain candidate popping its own key)."""
+    lines = ["[2026-08-21 10:00:00.123 main] log_utils.py:542 - rollout 3: {'a': 1, 'b': -2.5e-3}",
+             "Update weights:  48%|\u2588\u2588\u2588\u2588\u258a     | 14/29 [00:01<00:01,  7.77it/s]",
+             "[2026-08-21 10:00:00.123 main] log_utils.py:542 - Error " + "\ufffd" * 5]
+    p = assert_same([lines])
+    assert {k: list(v) for k, v in p._skipped.items()} == {"": [lines[1]]}
+    assert _scan.plain(lines[2].encode()) is False and _scan.plain(lines[2][:-5].encode()) is True
+    assert _parse_blocks([lines], True)._skipped == _parse_blocks([lines], False)._skipped

@@ -1058,13 +1058,33 @@ static int plain_view(uchar *s, uchar *e, Py_ssize_t key, uchar *hend, Seen *see
 
 /* A candidate that can only read its own source's skipped lines and cannot open a record or
  * a traceback (after which every line is fed one by one and reads its own key): a line with a
- * header (so no rejoin and no header-less path), no control byte once _peel has taken the
+ * header (so no rejoin and no header-less path), no U+FFFD or bad UTF-8 (feed() may find the
+ * line unreadable: it reads nothing), no control byte once _peel has taken the
  * colours out, no "Traceback", no elided-dict dots, Ray's dedup note or mark only after the
  * header, and, when a '{' follows `<kind> N: `, that one '{' only, opening a dict parse_dict
  * reads as complete.  Such a line pops its own key (_with_header); any other candidate ends
  * every key's window.  Colours after the prefix (`ESC[32m [repeated 7x ...]ESC[0m`) are
  * taken out first, exactly as _ANSI does for them: what they join is then checked (so
  * `Trace\x1b[0mback` is a traceback); any other ESC sequence makes the line not plain. */
+/* Whether [s, e) holds U+FFFD or bytes that are not UTF-8 (they decode to U+FFFD): feed() may
+ * find such a line unreadable (more U+FFFD than it reads) and then read no key at all. */
+static int has_replacement(uchar *s, uchar *e)
+{
+    if (!any_high(s, (size_t)(e - s)))
+        return 0;
+    for (uchar *p = s; p < e;) {
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
+        int len = utf8_len(p, e);
+        if (len == 0 || (len == 3 && p[0] == 0xEF && p[1] == 0xBF && p[2] == 0xBD))
+            return 1;
+        p += len;
+    }
+    return 0;
+}
+
 static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key, Seen *seen)
 {
     if (why != 1 || key == KEY_PYTHON)
@@ -1072,7 +1092,7 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key, Seen *seen)
     seen->hend = header_end(s, e, key);
     uchar *body = key > 0 ? sgr(s + key, e) : s;
     if (memchr(body, 0x1b, (size_t)(e - body)) == NULL)
-        return plain_view(s, e, key, seen->hend, seen);
+        return plain_view(s, e, key, seen->hend, seen) && !has_replacement(s, e);
     unsigned char *tmp = PyMem_RawMalloc((size_t)(e - s) + 1);
     if (tmp == NULL)
         return 0;
@@ -1090,7 +1110,7 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key, Seen *seen)
             *t++ = *p++;
         }
     }
-    int res = plain_view(tmp, t, key, header_end(tmp, t, key), NULL);
+    int res = plain_view(tmp, t, key, header_end(tmp, t, key), NULL) && !has_replacement(tmp, t);
     PyMem_RawFree(tmp);
     return res;
 }
@@ -1884,12 +1904,44 @@ oom:
     return -1;
 }
 
-static PyObject *ready_head(uchar *s, const long *h);
+/* A pair of a common metric dict as read without the GIL (dict_pairs): its key's bytes and
+ * whether they are ASCII, its value as an int, a double, or text that PyOS_string_to_double
+ * reads under the GIL (quick_double could not); offsets from the dict's '{'. */
+enum { PV_INT, PV_DOUBLE, PV_TEXT };
+typedef struct {
+    Py_ssize_t k, kn, v, vn;
+    int ascii, kind;
+    union {
+        long long i;
+        double d;
+    } x;
+} DPair;
+
+/* Pairs in a growable array (PyMem_Raw*: grown in the reader thread without the GIL); `local`:
+ * p is the caller's own first buffer, not to be freed. */
+typedef struct {
+    DPair *p;
+    Py_ssize_t n, cap;
+    int local;
+} DPairs;
+
+static int dict_pairs(uchar *p, uchar *e, DPairs *t);
+static void dpairs_free(DPairs *t)
+{
+    if (!t->local)
+        PyMem_RawFree(t->p);
+    memset(t, 0, sizeof(*t));
+}
+
+#define DP_NONE (-1)     /* the dict is the Python reader's (ready_head: None) */
+#define DP_UNREAD (-2)   /* not read ahead (out of memory then): dict_of reads it */
+
+static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np);
 
 /* The Python form of the head h of the line s: ready (ready_head) or a tuple of its H_N ints. */
-static PyObject *head_object(uchar *s, const long *h)
+static PyObject *head_object(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np)
 {
-    PyObject *t = ready_head(s, h);
+    PyObject *t = ready_head(s, h, pairs, at, np);
     if (t != Py_None)
         return t;
     Py_DECREF(t);
@@ -1907,6 +1959,7 @@ static PyObject *head_object(uchar *s, const long *h)
     return t;
 }
 
+
 /* classify() the buffer into arrays: the candidates, the kept lines, per candidate (and the end)
  * the newest stamped noise line of the run before it, per candidate its head's fields or NULL,
  * and every line's offset (n + 1 of them, into a new bytes object *starts).  The line count, or
@@ -1916,6 +1969,8 @@ typedef struct {
     Heads hd;
     Py_ssize_t nc, nk, *cand, *keep, *lasts;
     long **head;
+    DPairs dp;               /* the metric heads' dicts read ahead, and per head (by its index */
+    Py_ssize_t *dp_at, *dp_n;   /* in hd) its first pair and count, or DP_NONE / DP_UNREAD */
 } Scanned;
 
 static void scanned_free(Scanned *sc)
@@ -1926,7 +1981,49 @@ static void scanned_free(Scanned *sc)
     PyMem_Free(sc->keep);
     PyMem_Free(sc->lasts);
     PyMem_Free(sc->head);
+    dpairs_free(&sc->dp);
+    PyMem_RawFree(sc->dp_at);
+    PyMem_RawFree(sc->dp_n);
     memset(sc, 0, sizeof(*sc));
+}
+
+/* The dicts of the metric heads read into pairs (the reader thread, without the GIL): what
+ * dict_of reads under the GIL, so that fold only makes the objects.  Out of memory: the heads
+ * left DP_UNREAD (or no arrays at all), dict_of reads them then. */
+static void read_ahead(uchar *buf, const Line *ln, Py_ssize_t n, Scanned *sc)
+{
+    Heads *hd = &sc->hd;
+    if (hd->n == 0)
+        return;
+    sc->dp_at = PyMem_RawMalloc((size_t)hd->n * sizeof(Py_ssize_t));
+    sc->dp_n = PyMem_RawMalloc((size_t)hd->n * sizeof(Py_ssize_t));
+    if (sc->dp_at == NULL || sc->dp_n == NULL) {
+        PyMem_RawFree(sc->dp_at);
+        PyMem_RawFree(sc->dp_n);
+        sc->dp_at = sc->dp_n = NULL;
+        return;
+    }
+    Py_ssize_t hk = 0;
+    for (Py_ssize_t i = 0; i < n && hk < hd->n; i++) {
+        if (!(ln[i].cls & HEAD))
+            continue;
+        const long *h = hd->h[hk];
+        Py_ssize_t at = sc->dp.n, got = 0;
+        if (h[H_CLASS] == HEAD_METRIC) {
+            uchar *s = buf + ln[i].start;
+            int r = dict_pairs(s + h[H_DICT], s + h[H_END_B], &sc->dp);
+            got = r > 0 ? sc->dp.n - at : 0;
+            if (r <= 0) {
+                sc->dp.n = at;
+                at = r == 0 ? DP_NONE : DP_UNREAD;
+            }
+        } else {
+            at = DP_UNREAD;
+        }
+        sc->dp_at[hk] = at;
+        sc->dp_n[hk] = got;
+        hk++;
+    }
 }
 
 static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts)
@@ -1936,6 +2033,8 @@ static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts)
     *starts = NULL;
     Py_BEGIN_ALLOW_THREADS
     n = classify((uchar *)view->buf, view->len, &sc->ln, &sc->hd);
+    if (n >= 0)
+        read_ahead((uchar *)view->buf, sc->ln, n, sc);
     Py_END_ALLOW_THREADS
     if (n < 0) {
         sc->ln = NULL;
@@ -2008,7 +2107,7 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
         goto done;
     heads = PyList_New(sc.nc);   /* heads[k]: the header fields of cands[k], or None */
     for (Py_ssize_t k = 0; heads != NULL && k < sc.nc; k++) {
-        PyObject *t = sc.head[k] ? head_object((uchar *)view.buf + sc.ln[sc.cand[k]].start, sc.head[k])
+        PyObject *t = sc.head[k] ? head_object((uchar *)view.buf + sc.ln[sc.cand[k]].start, sc.head[k], NULL, DP_UNREAD, 0)
                                  : Py_NewRef(Py_None);
         if (t == NULL)
             Py_CLEAR(heads);
@@ -2168,43 +2267,64 @@ static PyObject *dict_key(uchar *k, uchar *e, int ascii)
     return key;
 }
 
-/* One value of a fast dict at p (values._FAST_VALUE, as fast_value reads it) as a new int or
- * float, *end set past it; NULL with no error set when read_dict must leave the dict to the
- * Python reader (not such a number, nan/inf, an int past 18 characters, a float strtod makes
- * infinite), NULL with an error set when out of memory. */
-static PyObject *dict_value(uchar *v, uchar *e, uchar **end)
+/* One value of a fast dict at v (values._FAST_VALUE, as fast_value reads it) read without the
+ * GIL into pv (kind and value; its text's span is the caller's), *end set past it: 1, or 0 when
+ * read_dict must leave the dict to the Python reader (not such a number, nan/inf, an int past
+ * 18 characters, text too long for value_object's buffer). */
+static int value_parse(uchar *v, uchar *e, uchar **end, DPair *pv)
 {
     uchar *p = fast_value(v, e);
     if (p == NULL || p == v)
-        return NULL;
+        return 0;
     *end = p;
     Py_ssize_t vlen = p - v;
     if (p[-1] == 'n' || p[-1] == 'f')
-        return NULL;   /* nan, inf */
+        return 0;   /* nan, inf */
     int isint = 1;
     for (uchar *q = v + (*v == '-'); q < p; q++)
         if (!DIGIT(*q)) {
             isint = 0;
             break;
         }
-    if (isint)
-        return vlen > 18 ? NULL : PyLong_FromLongLong(small_int(v, p));   /* at most 18 characters: fits */
-    double d;
-    if (quick_double(v, p, &d))
-        return PyFloat_FromDouble(d);
+    if (isint) {
+        if (vlen > 18)
+            return 0;
+        pv->kind = PV_INT;
+        pv->x.i = small_int(v, p);   /* at most 18 characters: fits */
+        return 1;
+    }
+    if (quick_double(v, p, &pv->x.d)) {
+        pv->kind = PV_DOUBLE;
+        return 1;
+    }
+    if (vlen >= 64)
+        return 0;
+    pv->kind = PV_TEXT;
+    return 1;
+}
+
+/* The int or float of a pair's value (its text at d + pv->v), a new reference; NULL with no error
+ * set when read_dict must leave the dict to the Python reader (a float strtod makes infinite),
+ * NULL with an error set when out of memory. */
+static PyObject *value_object(uchar *d, const DPair *pv)
+{
+    if (pv->kind == PV_INT)
+        return PyLong_FromLongLong(pv->x.i);
+    if (pv->kind == PV_DOUBLE)
+        return PyFloat_FromDouble(pv->x.d);
     char buf[64];
-    if (vlen >= (Py_ssize_t)sizeof(buf))
+    if (pv->vn >= (Py_ssize_t)sizeof(buf))
         return NULL;
-    memcpy(buf, v, (size_t)vlen);
-    buf[vlen] = 0;
-    d = PyOS_string_to_double(buf, NULL, NULL);
-    if (d == -1.0 && PyErr_Occurred()) {
+    memcpy(buf, d + pv->v, (size_t)pv->vn);
+    buf[pv->vn] = 0;
+    double x = PyOS_string_to_double(buf, NULL, NULL);
+    if (x == -1.0 && PyErr_Occurred()) {
         PyErr_Clear();
         return NULL;
     }
-    if (!isfinite(d))
+    if (!isfinite(x))
         return NULL;
-    return PyFloat_FromDouble(d);
+    return PyFloat_FromDouble(x);
 }
 
 /* read_dict(text: str) -> dict | None: values.parse_dict for the common shape, `{'k': number,
@@ -2230,43 +2350,83 @@ static PyObject *read_dict(PyObject *Py_UNUSED(module), PyObject *arg)
     return dict_of((uchar *)text, (uchar *)text + len);
 }
 
-/* read_dict on the UTF-8 text [p, e): a new dict, None (new reference) for the Python reader,
- * or NULL with an error set (out of memory). */
-static PyObject *dict_of(uchar *p, uchar *e)
+/* Room for one more pair in t (PyMem_Raw*: no GIL needed); 0 when out of memory. */
+static int pairs_room(DPairs *t)
 {
+    if (t->n < t->cap)
+        return 1;
+    Py_ssize_t cap = t->cap ? 2 * t->cap : 256;
+    DPair *more = t->local ? PyMem_RawMalloc((size_t)cap * sizeof(DPair))
+                           : PyMem_RawRealloc(t->p, (size_t)cap * sizeof(DPair));
+    if (more == NULL)
+        return 0;
+    if (t->local && t->n)
+        memcpy(more, t->p, (size_t)t->n * sizeof(DPair));
+    t->p = more;
+    t->cap = cap;
+    t->local = 0;
+    return 1;
+}
+
+/* read_dict's reading of the UTF-8 text [p, e), without the GIL: its pairs appended to t, in
+ * order: 1; 0 when the text is the Python reader's (the pairs appended so far are the caller's
+ * to drop); -1 when out of memory.  Reads are bounded by [p, e). */
+static int dict_pairs(uchar *p, uchar *e, DPairs *t)
+{
+    uchar *d = p;
     if (p >= e || *p != '{')
-        Py_RETURN_NONE;
-    Py_ssize_t pairs = 1;   /* a comma per pair but the last (more if a key holds one): no resizing */
-    for (uchar *q = p; (q = memchr(q, ',', (size_t)(e - q))) != NULL; q++)
-        pairs++;
-    PyObject *out = _PyDict_NewPresized(pairs);
-    if (out == NULL)
-        return NULL;
+        return 0;
     p++;
     if (p < e && *p == '}')
         goto closed;
     for (;;) {   /* '[^'\\]*': value, then `}` or `, ` */
         if (p >= e || *p != '\'')
-            goto fallback;
+            return 0;
         uchar *k = ++p;   /* the key runs to the next quote; a backslash in it: the Python reader */
         p = memchr(k, '\'', (size_t)(e - k));
         if (p == NULL || memchr(k, '\\', (size_t)(p - k)) != NULL)
-            goto fallback;
-        int ascii = !any_high(k, (size_t)(p - k));
+            return 0;
         if (e - p < 3 || p[0] != '\'' || p[1] != ':' || p[2] != ' ')
+            return 0;
+        if (!pairs_room(t))
+            return -1;
+        DPair *pv = &t->p[t->n];
+        uchar *v = p + 3, *ve;
+        if (!value_parse(v, e, &ve, pv))
+            return 0;
+        pv->k = k - d;
+        pv->kn = p - k;
+        pv->ascii = !any_high(k, (size_t)(p - k));
+        pv->v = v - d;
+        pv->vn = ve - v;
+        p = ve;
+        if (p >= e || (*p != '}' && (e - p < 2 || p[0] != ',' || p[1] != ' ')))
+            return 0;
+        t->n++;
+        if (*p == '}')
+            break;
+        p += 2;   /* `, ` */
+    }
+closed:
+    for (p++; p < e; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\v' && *p != '\f')
+            return 0;
+    return 1;
+}
+
+/* The dict of n pairs read from the dict text at d (dict_pairs): a new dict, None (a new
+ * reference) for the Python reader (a key that is not UTF-8 text, a float strtod makes
+ * infinite), or NULL with an error set (out of memory). */
+static PyObject *dict_of_pairs(uchar *d, const DPair *pv, Py_ssize_t n)
+{
+    PyObject *out = _PyDict_NewPresized(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0; j < n; j++, pv++) {
+        PyObject *val = value_object(d, pv);
+        if (val == NULL)
             goto fallback;
-        uchar *ke = p;
-        PyObject *val = dict_value(p + 3, e, &p);
-        if (val == NULL) {
-            if (PyErr_Occurred())
-                goto error;
-            goto fallback;
-        }
-        if (p >= e || (*p != '}' && (e - p < 2 || p[0] != ',' || p[1] != ' '))) {
-            Py_DECREF(val);
-            goto fallback;
-        }
-        PyObject *key = dict_key(k, ke, ascii);
+        PyObject *key = dict_key(d + pv->k, d + pv->k + pv->kn, pv->ascii);
         if (key == NULL) {
             Py_DECREF(val);
             goto fallback;
@@ -2276,21 +2436,28 @@ static PyObject *dict_of(uchar *p, uchar *e)
         Py_DECREF(val);
         if (bad)
             goto error;
-        if (*p == '}')
-            break;
-        p += 2;   /* `, ` */
     }
-closed:
-    for (p++; p < e; p++)
-        if (*p != ' ' && *p != '\t' && *p != '\v' && *p != '\f')
-            goto fallback;
     return out;
 fallback:
+    if (PyErr_Occurred())
+        goto error;
     Py_DECREF(out);
     Py_RETURN_NONE;
 error:
     Py_DECREF(out);
     return NULL;
+}
+
+/* read_dict on the UTF-8 text [p, e): a new dict, None (new reference) for the Python reader,
+ * or NULL with an error set (out of memory). */
+static PyObject *dict_of(uchar *p, uchar *e)
+{
+    DPair first[64];
+    DPairs t = {first, 0, 64, 1};
+    int r = dict_pairs(p, e, &t);
+    PyObject *got = r > 0 ? dict_of_pairs(p, t.p, t.n) : r == 0 ? Py_NewRef(Py_None) : PyErr_NoMemory();
+    dpairs_free(&t);
+    return got;
 }
 
 /* -- ready heads: the values Python would slice and read from a head, made here ---------------
@@ -2552,7 +2719,9 @@ fail:
 /* A head the parser only stores: a metric record, (key, pid, MetricRecord), or an ft event,
  * (key, pid, error message or None, Event), their line_no left 0 for LineParser._feed_ready to
  * set; None when Python must read it. */
-static PyObject *ready_head(uchar *s, const long *h)
+static PyObject *dict_of_pairs(uchar *d, const DPair *pv, Py_ssize_t n);
+
+static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np)
 {
     long cls = h[H_CLASS];
     if ((cls != HEAD_METRIC && cls != HEAD_FT) || record_type.type == NULL)
@@ -2560,7 +2729,9 @@ static PyObject *ready_head(uchar *s, const long *h)
     uchar *m = s + h[H_MSG], *e = s + h[H_END_B];
     PyObject *got;
     if (cls == HEAD_METRIC) {
-        got = dict_of(s + h[H_DICT], e);
+        got = at == DP_NONE ? Py_NewRef(Py_None)       /* read ahead: the Python reader's */
+              : at >= 0 ? dict_of_pairs(s + h[H_DICT], pairs + at, np)
+              : dict_of(s + h[H_DICT], e);
     } else {
         for (uchar *p = m; p < e; p++)
             if (*p >= 0x80)
@@ -2736,7 +2907,10 @@ static int keep_line(PyObject *pair, PyObject *skipped, PyObject *source_key, Py
         }
     }
     Py_DECREF(key);
-    PyObject *r = PyObject_CallMethod(dq, "append", "O", raw);
+    static PyObject *append;   /* interned once: a method call by vectorcall, not by format */
+    if (append == NULL && (append = PyUnicode_InternFromString("append")) == NULL)
+        return -1;
+    PyObject *r = PyObject_CallMethodOneArg(dq, append, raw);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
@@ -3344,8 +3518,14 @@ typedef struct {
 static PyObject *scanned_head(void *ctx, Py_ssize_t k)
 {
     HeadCtx *c = ctx;
-    const long *h = c->sc->head[k];
-    return h ? head_object(c->buf + c->sc->ln[c->sc->cand[k]].start, h) : Py_NewRef(Py_None);
+    const Scanned *sc = c->sc;
+    const long *h = sc->head[k];
+    if (h == NULL)
+        return Py_NewRef(Py_None);
+    Py_ssize_t hk = (const long (*)[H_N])h - (const long (*)[H_N])sc->hd.h;   /* its index in hd */
+    int ahead = sc->dp_at != NULL && hk >= 0 && hk < sc->hd.n;
+    return head_object(c->buf + sc->ln[sc->cand[k]].start, h, sc->dp.p, ahead ? sc->dp_at[hk] : DP_UNREAD,
+                       ahead ? sc->dp_n[hk] : 0);
 }
 
 /* scan_arrays()'s result for one block, kept between scan_raw() (a reader thread, the walk
