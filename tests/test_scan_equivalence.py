@@ -1382,3 +1382,47 @@ def test_scanner_unreadable_candidate_reads_no_key():
     assert {k: list(v) for k, v in p._skipped.items()} == {"": [lines[1]]}
     assert _scan.plain(lines[2].encode()) is False and _scan.plain(lines[2][:-5].encode()) is True
     assert _parse_blocks([lines], True)._skipped == _parse_blocks([lines], False)._skipped
+
+
+@pytest.mark.parametrize("msg", [b"Error " + b"\xe2\x1b[0m\x82\xac" * 3, b"W&B offline " + b"\xe2\x1b[0m\x82\xac" * 3,
+                                 b"\x1b[32mW&B\x1b[0m " + b"\xe2\x1b[0m\x82\xac" * 3, b"x \xff\xff\xff\xff\xff",
+                                 b"rollout 4: {'a': 2} \xff\xff\xff\xff\xff", b"ft op=train phase=start \xff" * 5])
+@pytest.mark.parametrize("prefix", [b"", b"(A pid=1) ", b"\x1b[36m(A pid=1)\x1b[0m "])
+def test_scanner_bad_bytes_split_by_colours_read_no_key(msg, prefix):
+    """Bytes that are not UTF-8 decode to U+FFFD (feed() may find the line unreadable) even where
+    taking the colours out would join them into valid text (review of the U+FFFD fix): judged
+    on the line's own bytes, so the line kept before it stays kept."""
+    first = b"[2026-08-21 10:00:00.123 main] log_utils.py:542 - rollout 3: {'a': 1, 'b': -2.5e-3}"
+    noise = prefix + b"Update weights:  48%| 14/29 [00:01<00:01,  7.77it/s]"
+    line = prefix + b"[2026-08-21 10:00:03.000 main] x.py:1 - " + msg
+    assert not _scan.plain(line) or line.decode("utf-8", "replace").count("\ufffd") == 0
+    data = b"\n".join([first, noise, line, b"tail noise"])
+    states = []
+    for accel in (True, False):
+        p = LineParser(accel=accel)
+        if accel:
+            p._scan = _scan
+            p._ready_run = _scan.ready_run
+        p.items = p.feed_block(data) + p.flush()
+        states.append(_state(p))
+    assert states[0] == states[1]
+
+
+def test_scanner_ready_run_leaves_records_it_did_not_make_to_python():
+    """A head whose record lacks fields fold always sets (made by hand) stops the walk there:
+    no event made of a record, no NULL read (review finding)."""
+    from grpo_tui.lines.records import MetricRecord
+    for fields in ({}, {"line_no": 0, "time": "t", "ts": 1.0}, {"metrics": {"a": 1}, "line_no": 0}):
+        rec = MetricRecord.__new__(MetricRecord)
+        for k, v in fields.items():
+            setattr(rec, k, v)
+        errors, out = {}, []
+        got = _scan.ready_run(1, [0, 1], [1], [("k", "pid", rec)], [-1, -1], [None, None], [], 0, 0, 0, 0, set(),
+                              1024, {}, {}, errors, lambda s: "", list, False, 0.0, out)
+        assert got[:4] == (0, 0, 0, 0) and out == [] and errors == {}
+
+
+def test_scanner_constants_are_the_parsers():
+    """_scan.c copies two of parse.py's constants; parse.py refuses a build that disagrees."""
+    from grpo_tui.lines import parse
+    assert (_scan.REJOIN_PARTS, _scan.PER_KEY) == (parse._REJOIN_PARTS, parse._SKIPPED_PER_SOURCE)

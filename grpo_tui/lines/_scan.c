@@ -1090,9 +1090,11 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key, Seen *seen)
     if (why != 1 || key == KEY_PYTHON)
         return 0;
     seen->hend = header_end(s, e, key);
+    if (has_replacement(s, e))   /* the line's own bytes: taking colours out may join bad ones */
+        return 0;
     uchar *body = key > 0 ? sgr(s + key, e) : s;
     if (memchr(body, 0x1b, (size_t)(e - body)) == NULL)
-        return plain_view(s, e, key, seen->hend, seen) && !has_replacement(s, e);
+        return plain_view(s, e, key, seen->hend, seen);
     unsigned char *tmp = PyMem_RawMalloc((size_t)(e - s) + 1);
     if (tmp == NULL)
         return 0;
@@ -1110,7 +1112,7 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key, Seen *seen)
             *t++ = *p++;
         }
     }
-    int res = plain_view(tmp, t, key, header_end(tmp, t, key), NULL) && !has_replacement(tmp, t);
+    int res = plain_view(tmp, t, key, header_end(tmp, t, key), NULL);
     PyMem_RawFree(tmp);
     return res;
 }
@@ -2003,6 +2005,10 @@ static void read_ahead(uchar *buf, const Line *ln, Py_ssize_t n, Scanned *sc)
         sc->dp_at = sc->dp_n = NULL;
         return;
     }
+    for (Py_ssize_t k = 0; k < hd->n; k++) {   /* (each HEAD line has its head: all are set below) */
+        sc->dp_at[k] = DP_UNREAD;
+        sc->dp_n[k] = 0;
+    }
     Py_ssize_t hk = 0;
     for (Py_ssize_t i = 0; i < n && hk < hd->n; i++) {
         if (!(ln[i].cls & HEAD))
@@ -2081,6 +2087,18 @@ static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts)
     return n;
 }
 
+/* The Python form of candidate k's head (head_object, with its dict read ahead), or None. */
+static PyObject *head_at(uchar *buf, const Scanned *sc, Py_ssize_t k)
+{
+    const long *h = sc->head[k];
+    if (h == NULL)
+        return Py_NewRef(Py_None);
+    Py_ssize_t hk = (const long (*)[H_N])h - (const long (*)[H_N])sc->hd.h;   /* its index in hd */
+    int ahead = sc->dp_at != NULL && hk >= 0 && hk < sc->hd.n;
+    return head_object(buf + sc->ln[sc->cand[k]].start, h, sc->dp.p, ahead ? sc->dp_at[hk] : DP_UNREAD,
+                       ahead ? sc->dp_n[hk] : 0);
+}
+
 /* A list of the n indices in a (NULL with an error set). */
 static PyObject *index_list(const Py_ssize_t *a, Py_ssize_t n)
 {
@@ -2107,8 +2125,7 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
         goto done;
     heads = PyList_New(sc.nc);   /* heads[k]: the header fields of cands[k], or None */
     for (Py_ssize_t k = 0; heads != NULL && k < sc.nc; k++) {
-        PyObject *t = sc.head[k] ? head_object((uchar *)view.buf + sc.ln[sc.cand[k]].start, sc.head[k], NULL, DP_UNREAD, 0)
-                                 : Py_NewRef(Py_None);
+        PyObject *t = head_at((uchar *)view.buf, &sc, k);
         if (t == NULL)
             Py_CLEAR(heads);
         else
@@ -2796,7 +2813,9 @@ static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssiz
  * without a ready head, a record whose names would pass MAX_NAMES, a short run while a noise
  * tail is still unread (the loop reads that tail first).  Its caller has no record open and a
  * first time (the loop's own condition for taking a run whole); heads are read as set_types()
- * made them, anything else stops the walk. */
+ * made them, anything else stops the walk.  Failing part-way (out of memory, lists that disagree:
+ * it raises) leaves the dicts, the set and `out` changed and the rest of the books not: the
+ * parser is then as broken as after any exception in the loop it replaces. */
 
 #define SLOT(o, t, f) (*(PyObject **)((char *)(o) + (t)->off[f]))
 #define RUN_ARGS 21
@@ -3036,6 +3055,9 @@ static PyObject *ready_run(PyObject *Py_UNUSED(module), PyObject *const *args, P
         if (t->type == NULL || !Py_IS_TYPE(item, t->type))
             break;
         PyObject *values = hl == 3 ? SLOT(item, t, R_METRICS) : NULL;
+        PyObject *time = SLOT(item, t, hl == 3 ? R_TIME : E_TIME), *ts = SLOT(item, t, hl == 3 ? R_TS : E_TS);
+        if ((hl == 3 && values == NULL) || time == NULL || ts == NULL)
+            break;                                  /* not as fold made it: Python's */
         if (values != NULL) {
             int fits = PyDict_CheckExact(values) ? take_names(names, values, max_names) : 0;
             if (fits < 0)
@@ -3047,12 +3069,11 @@ static PyObject *ready_run(PyObject *Py_UNUSED(module), PyObject *const *args, P
         PyObject *line_no = PyLong_FromSsize_t(base + i + 1);
         if (line_no == NULL)
             goto error;
-        Py_SETREF(SLOT(item, t, hl == 3 ? R_LINE_NO : E_LINE_NO), line_no);
+        Py_XSETREF(SLOT(item, t, hl == 3 ? R_LINE_NO : E_LINE_NO), line_no);
         lines++;
         cut_reset = st_clear = head_seen = 1;
         st_lazy = -1;
         Py_SETREF(cur_key, Py_NewRef(PyTuple_GET_ITEM(h, 0)));
-        PyObject *time = SLOT(item, t, hl == 3 ? R_TIME : E_TIME), *ts = SLOT(item, t, hl == 3 ? R_TS : E_TS);
         PyObject *when = PyTuple_Pack(2, time, ts);
         int bad = when == NULL || newer_time(&newest, ts) < 0 || PyDict_SetItem(last_time, pid, when) < 0
                   || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, PyTuple_GET_ITEM(h, 0)) < 0);
@@ -3518,14 +3539,7 @@ typedef struct {
 static PyObject *scanned_head(void *ctx, Py_ssize_t k)
 {
     HeadCtx *c = ctx;
-    const Scanned *sc = c->sc;
-    const long *h = sc->head[k];
-    if (h == NULL)
-        return Py_NewRef(Py_None);
-    Py_ssize_t hk = (const long (*)[H_N])h - (const long (*)[H_N])sc->hd.h;   /* its index in hd */
-    int ahead = sc->dp_at != NULL && hk >= 0 && hk < sc->hd.n;
-    return head_object(c->buf + sc->ln[sc->cand[k]].start, h, sc->dp.p, ahead ? sc->dp_at[hk] : DP_UNREAD,
-                       ahead ? sc->dp_n[hk] : 0);
+    return head_at(c->buf, c->sc, k);
 }
 
 /* scan_arrays()'s result for one block, kept between scan_raw() (a reader thread, the walk
@@ -3944,5 +3958,10 @@ PyMODINIT_FUNC PyInit__scan(void)
     for (int k = 0; want != NULL && k < N_KERNELS; k++)
         if (kernel_ok[k] && strcmp(KERNELS[k].name, want) == 0)
             use_kernel(k);
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    /* the parser's constants this file copies (parse.py refuses a scanner that disagrees) */
+    if (m != NULL && (PyModule_AddIntConstant(m, "REJOIN_PARTS", REJOIN_PARTS) < 0
+                      || PyModule_AddIntConstant(m, "PER_KEY", PER_KEY) < 0))
+        Py_CLEAR(m);
+    return m;
 }

@@ -143,6 +143,8 @@ def _load_scan():
         from . import _scan
     except ImportError:
         return None
+    if (getattr(_scan, "REJOIN_PARTS", None), getattr(_scan, "PER_KEY", None)) != (_REJOIN_PARTS, _SKIPPED_PER_SOURCE):
+        return None     # built from other constants (a stale build): its shortcuts would differ
     _scan.set_types(MetricRecord, Event)    # the classes its ready heads are made as
     return _scan
 
