@@ -2499,8 +2499,8 @@ static PyObject *ascii_str(uchar *p, Py_ssize_t n)
     if (n > STR_CACHED_MAX)
         return PyUnicode_DecodeASCII((const char *)p, n, NULL);
     uint32_t hash = 2166136261u ^ (uint32_t)n;
-    for (Py_ssize_t i = 0; i < n; i++)
-        hash = (hash ^ p[i]) * 16777619u;
+    for (Py_ssize_t i = n > 12 ? n - 12 : 0; i < n; i++)   /* the length and the last bytes pick */
+        hash = (hash ^ p[i]) * 16777619u;                  /* the slot (the compare is whole) */
     PyObject **slot = &str_cache[(hash ^ (hash >> 15)) & (STR_SLOTS - 1)];
     PyObject *str = *slot;
     if (str != NULL && PyUnicode_GET_LENGTH(str) == n && memcmp(PyUnicode_DATA(str), p, (size_t)n) == 0)
