@@ -2866,33 +2866,33 @@ static int fold_ok(PyObject *fold)
            && PyTuple_CheckExact(PyTuple_GET_ITEM(fold, 3)) && PyTuple_CheckExact(PyTuple_GET_ITEM(fold, 4));
 }
 
+/* Item q of a fold's entries or errors: a tuple of `size` items, the first its line index (into
+ * *idx); NULL with an error set. */
+static PyObject *fold_item(PyObject *items, Py_ssize_t q, Py_ssize_t size, Py_ssize_t *idx)
+{
+    PyObject *e = PyTuple_GET_ITEM(items, q);
+    if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != size) {
+        PyErr_SetString(PyExc_ValueError, "ready_run(): not a fold entry");
+        return NULL;
+    }
+    *idx = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 0));
+    return *idx == -1 && PyErr_Occurred() ? NULL : e;
+}
+
 /* _take_folded's steps for entries (idx, key, pid, when) and errors (idx, pid, msg) at or after i. */
 static int take_fold(PyObject *fold, Py_ssize_t i, PyObject *last_time, PyObject *skipped, PyObject *last_error)
 {
-    PyObject *entries = PyTuple_GET_ITEM(fold, 3), *errors = PyTuple_GET_ITEM(fold, 4);
+    PyObject *entries = PyTuple_GET_ITEM(fold, 3), *errors = PyTuple_GET_ITEM(fold, 4), *e;
+    Py_ssize_t idx;
     for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(entries); q++) {
-        PyObject *e = PyTuple_GET_ITEM(entries, q);
-        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 4) {
-            PyErr_SetString(PyExc_ValueError, "ready_run(): not a fold entry");
+        if ((e = fold_item(entries, q, 4, &idx)) == NULL)
             return -1;
-        }
-        Py_ssize_t idx = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 0));
-        if (idx == -1 && PyErr_Occurred())
-            return -1;
-        if (idx < i)
-            continue;
-        if (PyDict_SetItem(last_time, PyTuple_GET_ITEM(e, 2), PyTuple_GET_ITEM(e, 3)) < 0
-            || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, PyTuple_GET_ITEM(e, 1)) < 0))
+        if (idx >= i && (PyDict_SetItem(last_time, PyTuple_GET_ITEM(e, 2), PyTuple_GET_ITEM(e, 3)) < 0
+                         || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, PyTuple_GET_ITEM(e, 1)) < 0)))
             return -1;
     }
     for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(errors); q++) {
-        PyObject *e = PyTuple_GET_ITEM(errors, q);
-        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 3) {
-            PyErr_SetString(PyExc_ValueError, "ready_run(): not a fold error");
-            return -1;
-        }
-        Py_ssize_t idx = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 0));
-        if (idx == -1 && PyErr_Occurred())
+        if ((e = fold_item(errors, q, 3, &idx)) == NULL)
             return -1;
         if (idx >= i && PyDict_SetItem(last_error, PyTuple_GET_ITEM(e, 1), PyTuple_GET_ITEM(e, 2)) < 0)
             return -1;
