@@ -3566,17 +3566,23 @@ static void raw_capsule_free(PyObject *cap)
         raw_free(r);
 }
 
-/* The walk of the block in *view (scan_arrays), or NULL with an error set. */
-static Raw *raw_of(Py_buffer *view)
+/* The walk (scan_arrays) of the buffer of obj, held in *view (the caller releases it), or NULL
+ * with an error set and nothing held. */
+static Raw *raw_of(PyObject *obj, Py_buffer *view)
 {
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0)
+        return NULL;
     Raw *r = PyMem_Malloc(sizeof(Raw));
-    if (r == NULL)
+    if (r == NULL) {
+        PyBuffer_Release(view);
         return (Raw *)PyErr_NoMemory();
+    }
     r->n = scan_arrays(view, &r->sc, &r->starts);
     r->buf = view->buf;
     r->len = view->len;
     if (r->n < 0) {
         PyMem_Free(r);
+        PyBuffer_Release(view);
         return NULL;
     }
     return r;
@@ -3602,14 +3608,11 @@ static PyObject *fold_walk(const Raw *r)
 static PyObject *scan_folded(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     Py_buffer view;
-    PyObject *res = NULL;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+    Raw *r = raw_of(arg, &view);
+    if (r == NULL)
         return NULL;
-    Raw *r = raw_of(&view);
-    if (r != NULL) {
-        res = fold_walk(r);
-        raw_free(r);
-    }
+    PyObject *res = fold_walk(r);
+    raw_free(r);
     PyBuffer_Release(&view);
     return res;
 }
@@ -3619,16 +3622,13 @@ static PyObject *scan_folded(PyObject *Py_UNUSED(module), PyObject *arg)
 static PyObject *scan_raw(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     Py_buffer view;
-    PyObject *cap = NULL;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+    Raw *r = raw_of(arg, &view);
+    if (r == NULL)
         return NULL;
-    Raw *r = raw_of(&view);
     PyBuffer_Release(&view);
-    if (r != NULL) {
-        cap = PyCapsule_New(r, RAW_NAME, raw_capsule_free);
-        if (cap == NULL)
-            raw_free(r);
-    }
+    PyObject *cap = PyCapsule_New(r, RAW_NAME, raw_capsule_free);
+    if (cap == NULL)
+        raw_free(r);
     return cap;
 }
 
