@@ -153,6 +153,7 @@ SCAN = _load_scan()
 
 
 def _new_skipped() -> deque:
+    """A source's deque of skipped lines (the newest _SKIPPED_PER_SOURCE; ready_run makes them too)."""
     return deque(maxlen=_SKIPPED_PER_SOURCE)
 
 
@@ -558,7 +559,7 @@ class LineParser:
                             key = _source_key(raw)
                         dq = skipped.get(key)
                         if dq is None:
-                            dq = skipped[key] = deque(maxlen=_SKIPPED_PER_SOURCE)
+                            dq = skipped[key] = _new_skipped()
                         dq.append(raw)
                         ki += 1
                     if lasts[ci] >= i:     # the run's newest stamped line (-1: none)
@@ -1001,7 +1002,7 @@ class LineParser:
         key = _source_key(raw)
         dq = self._skipped.get(key)
         if dq is None:
-            dq = self._skipped[key] = deque(maxlen=_SKIPPED_PER_SOURCE)
+            dq = self._skipped[key] = _new_skipped()
         dq.append(raw)
 
     def _catch_up(self, key: str) -> None:
