@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import gc
 import os
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -30,6 +28,7 @@ from .judge.signals import SIGNALS
 from .lines.files import CHUNK, InputError, check_readable, iter_block_views, iter_byte_blocks, iter_scanned_blocks
 from .lines.parse import LineParser
 from .lines.records import Event, MetricRecord
+from .shared_override import SharedOverride
 from .store.metric_store import MetricStore, StoreUpdate
 
 TREND_JUDGED = 8           # rollouts the rules must have judged before a range-less run can be OK
@@ -423,35 +422,16 @@ def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
     return True
 
 
-_GC_LOCK = threading.Lock()
-_gc_readers = 0
-_gc_saved: tuple[int, int, int] | None = None
 _GC_BULK_GEN0 = 50_000      # objects between young collections while a file is read whole
 
-
-@contextmanager
-def _bulk_allocations() -> Iterator[None]:
-    """Fewer young-generation collections while a whole file is read.  Why: a big log makes
-    millions of objects that live on (records, events, step rows) and next to no cycles; at
-    the default threshold (700) `check` of a 540 MB log collected 442 times (3 of them over
-    everything), 1.9 % of all its instructions (callgrind), and 4 times with this.  Shared by
-    concurrent readers (the runs overview reads several): the first saves the thresholds,
-    the last puts them back."""
-    global _gc_readers, _gc_saved
-    with _GC_LOCK:
-        if _gc_readers == 0:
-            _gc_saved = gc.get_threshold()
-            if _gc_saved[0]:                # (0: the program turned collection off; left so)
-                gc.set_threshold(max(_GC_BULK_GEN0, _gc_saved[0]), *_gc_saved[1:])
-        _gc_readers += 1
-    try:
-        yield
-    finally:
-        with _GC_LOCK:
-            _gc_readers -= 1
-            if _gc_readers == 0 and _gc_saved is not None:
-                gc.set_threshold(*_gc_saved)
-                _gc_saved = None
+# Fewer young-generation collections while a whole file is read.  Why: a big log makes
+# millions of objects that live on (records, events, step rows) and next to no cycles; at the
+# default threshold (700) `check` of a 540 MB log collected 442 times (3 of them over
+# everything), 1.9 % of all its instructions (callgrind), and 4 times with this.  Collection
+# turned off by the program (threshold 0) is left off.
+_bulk_allocations = SharedOverride(
+    gc.get_threshold, lambda t: gc.set_threshold(*t),
+    lambda saved: (max(_GC_BULK_GEN0, saved[0]), *saved[1:]) if saved[0] else None)
 
 
 def _file_blocks(pipe: Pipeline, path: str, chunk: int = CHUNK, end: int | None = None) -> Iterator[tuple]:

@@ -42,3 +42,38 @@ def test_bulk_reads_leave_collection_off_when_the_program_turned_it_off():
         assert gc.get_threshold() == (0, 4, 5)
     finally:
         gc.set_threshold(*saved)
+
+
+def test_scanning_ahead_shortens_the_switch_interval_and_puts_it_back(tmp_path):
+    """While a reader thread scans ahead the GIL changes hands sooner (the reader is not kept
+    waiting a whole 5 ms interval per block); nested, concurrent or failed reads put back what
+    was set, and a shorter interval the program chose is left alone."""
+    import sys
+
+    from grpo_tui.lines import files
+    saved = sys.getswitchinterval()
+    log = tmp_path / "a.log"
+    log.write_bytes(b"x\n" * 1000)
+    try:
+        sys.setswitchinterval(0.004)
+        seen = []
+        outer = files.iter_scanned_blocks(str(log), lambda b: len(b), chunk=512)
+        seen.append((next(outer)[1], sys.getswitchinterval()))
+        inner = files.iter_scanned_blocks(str(log), lambda b: len(b), chunk=512)
+        next(inner)
+        inner.close()
+        seen.append(sys.getswitchinterval())
+        assert sum(n for _, n in outer) > 0
+        assert seen == [(seen[0][0], files._HANDOFF_S), files._HANDOFF_S]
+        assert sys.getswitchinterval() == 0.004
+
+        def boom(b):
+            raise OSError("disk gone")
+        with pytest.raises(OSError):
+            list(files.iter_scanned_blocks(str(log), boom, chunk=512))
+        assert sys.getswitchinterval() == 0.004
+        sys.setswitchinterval(0.0002)
+        assert list(files.iter_scanned_blocks(str(log), len, chunk=512))
+        assert sys.getswitchinterval() == pytest.approx(0.0002)
+    finally:
+        sys.setswitchinterval(saved)
