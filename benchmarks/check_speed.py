@@ -1,8 +1,8 @@
 """`grpo-tui check` on a big log vs `grep -o` for one metric, on the same file, same run.
 
 Times, each a whole process timed from outside as a user waits for it (interpreter start, imports
-with their bytecode cached as an installed grpo-tui has it, the work; best of --repeat; peak RSS
-of that process):
+with their bytecode cached as an installed grpo-tui has it, the work, the exit as the console
+script leaves after `check`: cli.leave; best of --repeat; peak RSS of that process):
   reference:  grep -o "'rollout/raw_reward': [0-9.]*" FILE | wc -l
   check:      grpo_tui.cli.main(["check", FILE])        accelerated (C scanner) and pure (GRPO_TUI_PURE=1)
   export:     grpo_tui.cli.main(["export", FILE, "-o", TMP/export.csv])   accelerated, the CSV written
@@ -61,6 +61,8 @@ else:
 dt = time.perf_counter() - t0
 print(json.dumps({"accel": SCAN is not None, "seconds": dt, "rc": rc, "rollouts": rollouts,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+from grpo_tui import cli
+cli.leave(0, "check")      # out of the process as the console script leaves it after `check`
 """
 
 

@@ -60,3 +60,32 @@ def test_output_dash_is_stdout(tmp_path, monkeypatch, capsys):
     assert main(["simulate", "--rollouts", "2", "-o", "-"]) == 0
     assert "rollout 1: {" in capsys.readouterr().out
     assert not (tmp_path / "-").exists()
+
+
+def test_quick_exit_commands_leave_whole_output_and_their_codes(tmp_path):
+    """`check`, `export` and `calibrate` leave the process without tearing the interpreter down
+    (cli.leave): their stdout (a pipe, block-buffered), stderr and files are whole and their
+    exit codes are main()'s; the other commands exit as usual."""
+    import json
+
+    def run(*argv):
+        return subprocess.run([sys.executable, "-m", "grpo_tui", *argv], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=120)
+    r = run("check", "--json", str(LOGS / "gap-jump.log"))
+    assert r.returncode == 2 and json.loads(r.stdout)["status"] == "critical"
+    r = run("check", str(LOGS / "healthy-seed1.log"))
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("0 cut records")
+    r = run("check", str(tmp_path / "missing.log"))
+    assert r.returncode == 3 and "no such file" in r.stderr
+    r = run("export", str(LOGS / "healthy-seed1.log"))
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 49 and "240 metric records" in r.stderr
+    r = run("export", str(LOGS / "healthy-seed1.log"), "--format", "json", "-o", "out.json")
+    assert r.returncode == 0 and len(json.loads((tmp_path / "out.json").read_text())) == 48
+    seeds = [str(LOGS / f"healthy-seed{i}.log") for i in (1, 2, 3)]
+    r = run("calibrate", *seeds, "-o", "ranges.toml")
+    from grpo_tui.judge.ranges import load_ranges
+    assert r.returncode == 0 and "wrote ranges.toml (9 signals)" in r.stderr
+    got = load_ranges(str(tmp_path / "ranges.toml"))
+    assert len(got.envelopes) + len(got.constant) == 9
+    r = run("simulate", "--rollouts", "2", "-o", "-")
+    assert r.returncode == 0 and "rollout 1:" in r.stdout
