@@ -44,36 +44,41 @@ def test_bulk_reads_leave_collection_off_when_the_program_turned_it_off():
         gc.set_threshold(*saved)
 
 
-def test_scanning_ahead_shortens_the_switch_interval_and_puts_it_back(tmp_path):
-    """While a reader thread scans ahead the GIL changes hands sooner (the reader is not kept
-    waiting a whole 5 ms interval per block); nested, concurrent or failed reads put back what
-    was set, and a shorter interval the program chose is left alone."""
+def test_whole_file_reads_shorten_the_switch_interval_and_put_it_back(tmp_path):
+    """While judge_path reads (its reader thread scans ahead) the GIL changes hands sooner;
+    nested, concurrent or failed reads put back what was set, a shorter interval the program
+    chose is left alone, and the dashboard's fill (feed_file) leaves it as it is."""
     import sys
 
-    from grpo_tui.lines import files
+    from grpo_tui import pipeline as pl
     saved = sys.getswitchinterval()
     log = tmp_path / "a.log"
-    log.write_bytes(b"x\n" * 1000)
+    log.write_text("rollout 0: {'rollout/raw_reward': 0.5}\n")
+    seen = []
+    real = pl._file_blocks
+
+    def spy(*a, **k):
+        seen.append(sys.getswitchinterval())
+        return real(*a, **k)
     try:
         sys.setswitchinterval(0.004)
-        seen = []
-        outer = files.iter_scanned_blocks(str(log), lambda b: len(b), chunk=512)
-        seen.append((next(outer)[1], sys.getswitchinterval()))
-        inner = files.iter_scanned_blocks(str(log), lambda b: len(b), chunk=512)
-        next(inner)
-        inner.close()
-        seen.append(sys.getswitchinterval())
-        assert sum(n for _, n in outer) > 0
-        assert seen == [(seen[0][0], files._HANDOFF_S), files._HANDOFF_S]
+        pl._file_blocks = spy
+        with pl._quick_handoff():
+            seen.append(sys.getswitchinterval())
+            pl.judge_path(str(log))
+            seen.append(sys.getswitchinterval())
+        pl.judge_path(str(log))
+        assert seen == [pl._HANDOFF_S] * 4 and sys.getswitchinterval() == 0.004
+        with pytest.raises(RuntimeError):
+            with pl._quick_handoff():
+                raise RuntimeError("reader failed")
         assert sys.getswitchinterval() == 0.004
-
-        def boom(b):
-            raise OSError("disk gone")
-        with pytest.raises(OSError):
-            list(files.iter_scanned_blocks(str(log), boom, chunk=512))
-        assert sys.getswitchinterval() == 0.004
+        seen.clear()
+        pl.feed_file(pl.Pipeline(), str(log))
+        assert seen == [0.004]
         sys.setswitchinterval(0.0002)
-        assert list(files.iter_scanned_blocks(str(log), len, chunk=512))
-        assert sys.getswitchinterval() == pytest.approx(0.0002)
+        pl.judge_path(str(log))
+        assert seen[-1] == pytest.approx(0.0002) and sys.getswitchinterval() == pytest.approx(0.0002)
     finally:
+        pl._file_blocks = real
         sys.setswitchinterval(saved)

@@ -9,11 +9,8 @@ from __future__ import annotations
 import os
 import queue
 import stat
-import sys
 import threading
 from typing import Any, BinaryIO, Callable, Iterator
-
-from ..shared_override import SharedOverride
 
 
 CHUNK = 4 << 20
@@ -235,33 +232,21 @@ def iter_scanned_blocks(path: str, scan: Callable[[Any], tuple], chunk: int = CH
             blocks.close()
 
     reader = threading.Thread(target=produce, name="grpo-tui-reader", daemon=True)
-    with _quick_handoff():
-        reader.start()
-        try:
-            while True:
-                item = q.get()
-                if item is _END:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            stop.set()
-            reader.join()
+    reader.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        reader.join()
 
 
 _END = object()
-
-_HANDOFF_S = 0.001      # the GIL switch interval while a reader thread scans ahead (default 0.005)
-
-# A shorter GIL switch interval while a reader thread scans ahead.  Why: the reader holds the
-# GIL only for a moment per block (its walk and its read let go of it), but each time it wants
-# it back the parsing thread keeps it until the switch interval ends; at 5 ms the reader lagged
-# and the parser waited for its blocks (parsing alone of a 540 MB log: 1.38 s -> 0.98 s, median
-# of 6 interleaved runs; `check` and `export`, whose parsing thread has more to do per block,
-# gain less than the noise of this VM).
-_quick_handoff = SharedOverride(sys.getswitchinterval, sys.setswitchinterval,
-                                lambda saved: _HANDOFF_S if saved > _HANDOFF_S else None)
 
 
 def _has_long_line(b: bytes | bytearray, max_line: int | None = None, end: int | None = None) -> bool:
