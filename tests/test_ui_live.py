@@ -190,6 +190,16 @@ async def test_history_fill_shows_loading_no_verdict_and_q_quits_at_once(tmp_pat
         assert "load" in header
         assert not any(plain in header or blocks in header for blocks, plain in BADGES.values()
                        if plain.strip() not in ("", "load", "~ load", "… load"))
+        # the percentage moves in the header alone: progress repaints no row (the rows' repaint
+        # took the GIL from the fill)
+        repaints: list[int] = []
+        real_refresh = app.refresh_view
+        app.refresh_view = lambda *a, **k: (repaints.append(1), real_refresh(*a, **k))[1]
+        first = int(header.split("loading ")[1].split("%")[0])
+        await wait_for(pilot, lambda: len(chunks) > 40)
+        await pilot.pause(0.1)
+        header = app.query_one("#header", TextLine).content.plain
+        assert int(header.split("loading ")[1].split("%")[0]) > first and repaints == []
         seen = len(chunks)
         await pilot.press("q")
     for _ in range(100):                     # the history thread notices within one chunk
