@@ -439,9 +439,11 @@ _HANDOFF_S = 0.001      # the GIL switch interval while judge_path reads (Python
 # A shorter GIL switch interval while judge_path reads a file.  Why: its reader thread
 # (files.iter_scanned_blocks) holds the GIL only for a moment per block (its read and its walk
 # let go of it), but each time it wants it back the parsing thread keeps it until the interval
-# ends; at 5 ms the reader lagged and the parser waited for blocks.  `check` of a 540 MB log:
-# 2.91 s -> 2.58 s, median of 10 interleaved runs.  Not in the dashboard's fill (feed_file),
-# where a third thread, the UI's, shares the GIL: there the 1 GB fill took ~8 % longer.
+# ends; at 5 ms the reader lagged and the parser waited for blocks.  A 540 MB log: the parsing
+# thread waited 0.05-0.09 s for blocks in `check` (0.023-0.028 s with this, 8 interleaved runs
+# each; the whole check gains about that, within this VM's noise), 0.4 s when it only parses
+# (parse alone 1.38 s -> 0.98 s, medians of 6).  Not in the dashboard's fill (feed_file), where
+# a third thread, the UI's, shares the GIL: there the 1 GB fill took ~8 % longer with it.
 _quick_handoff = SharedOverride(sys.getswitchinterval, sys.setswitchinterval,
                                 lambda saved: _HANDOFF_S if saved > _HANDOFF_S else None)
 
