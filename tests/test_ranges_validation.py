@@ -194,3 +194,28 @@ def test_deep_ranges_file_subprocess(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 3 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "nested deeper" in r.stderr
+
+
+def test_bounds_many_is_bounds_of_each_rollout():
+    """bounds_many (by array) gives, per rollout, what bounds gives: the manual's early set
+    before EARLY_ROLLOUTS and its whole-run set after, a constant band, nothing without defaults."""
+    import math
+
+    import numpy as np
+
+    from grpo_tui.judge.ranges import RangeSet
+    from grpo_tui.judge.signals import BY_ID
+    sets = [RangeSet(), RangeSet(constant={"reward": (0.1, 0.9)}), RangeSet(use_defaults=False),
+            RangeSet(constant={"kl": (1, 2)}, use_defaults=False)]
+    for ranges in sets:
+        for sig_id in BY_ID:
+            for ids in (np.arange(0, 30), np.arange(12, 52), np.arange(0, 6), np.array([9, 10]), np.arange(0)):
+                many = ranges.bounds_many(sig_id, ids)
+                each = [ranges.bounds(sig_id, int(r)) for r in ids]
+                if all(b is None for b in each):
+                    assert many is None, (sig_id, ids)
+                    continue
+                lo, hi = many
+                for i, b in enumerate(each):
+                    got = (lo[i], hi[i])
+                    assert (b is None and math.isnan(got[0]) and math.isnan(got[1])) or got == b, (sig_id, i)

@@ -201,10 +201,11 @@ def _tie_counts(v: np.ndarray) -> np.ndarray:
     return np.diff(edge)
 
 
-def _mk_var(v: np.ndarray) -> float:
-    """Var(S) under H0 with the tie correction (clipfrac zeros, counts)."""
+def _mk_var(v: np.ndarray, ties: np.ndarray | None = None) -> float:
+    """Var(S) under H0 with the tie correction (clipfrac zeros, counts); `ties`: _tie_counts(v)
+    when the caller has it."""
     n = v.size
-    t = _tie_counts(v)
+    t = _tie_counts(v) if ties is None else ties
     t = t[t > 1].astype(float)
     return (n * (n - 1) * (2 * n + 5) - float(np.sum(t * (t - 1) * (2 * t + 5)))) / 18.0
 
@@ -214,12 +215,12 @@ def _p_up_finite(v: np.ndarray) -> float:
     if n < 2:
         return 1.0
     s = mk_s(v)
-    has_ties = _tie_counts(v).size < n
-    if n <= EXACT_MAX_N and not has_ties:
+    ties = _tie_counts(v)
+    if n <= EXACT_MAX_N and ties.size == n:
         pairs = n * (n - 1) // 2
         max_inv = (pairs - s) // 2  # S >= s  <=>  inversions <= (pairs - s) / 2
         return float(min(1.0, _mahonian_cdf(n)[max_inv]))
-    var = _mk_var(v)
+    var = _mk_var(v, ties)
     if var <= 0:
         return 1.0
     z = (s - np.sign(s)) / math.sqrt(var)  # continuity correction
