@@ -248,9 +248,25 @@ class Base:
     n: int
 
 
+_BASE_MEMO: dict[tuple, Base | None] = {}
+_BASE_MEMO_MAX = 4096
+
+
 def _own_base(ctx: RuleContext, sig_id: str, log: bool) -> Base | None:
-    """Median and robust spread of the first rollouts (warm-up skipped when enough remain)."""
+    """Median and robust spread of the first rollouts (warm-up skipped when enough remain).
+    Remembered by the values it is computed from (the same at every rollout once the first
+    ones are in: a held alert's rule asks at each rollout)."""
     ids, vals = ctx.baseline(sig_id)
+    key = (sig_id, log, FLOOR.get(sig_id, 0.0), ids.dtype.str, vals.dtype.str, ids.tobytes(), vals.tobytes())
+    if key in _BASE_MEMO:
+        return _BASE_MEMO[key]
+    if len(_BASE_MEMO) >= _BASE_MEMO_MAX:
+        _BASE_MEMO.clear()
+    got = _BASE_MEMO[key] = _compute_base(ids, vals, sig_id, log)
+    return got
+
+
+def _compute_base(ids: np.ndarray, vals: np.ndarray, sig_id: str, log: bool) -> Base | None:
     if log:
         _, v, _ = _log_series(ids, vals)
     else:
