@@ -1,8 +1,8 @@
 """A process-wide setting changed while a whole file is read, shared by concurrent readers.
 
-Why one mechanism: bulk reads change the collector's thresholds (pipeline.py) and the GIL's
-switch interval (lines/files.py), and the runs overview reads several files at once, so the
-first reader in must save the setting and the last one out must put it back.
+Why one mechanism: whole-file reads change the collector's thresholds and the GIL's switch
+interval (pipeline.py), and the runs overview reads several files at once, so the first reader
+in must save the setting and the last one out must put it back.
 """
 
 from __future__ import annotations
