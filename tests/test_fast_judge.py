@@ -172,3 +172,39 @@ def test_bulk_equals_plain_rollout_by_rollout_on_long_runs(case, monkeypatch):
     assert bulk.report().status == plain.report().status
     assert any(a.rule == "length-hacking" for a in plain.engine.alerts)
     assert len(asked) >= 20, "the held path was not taken"
+
+
+DRIFT_HELD = {
+    # a jump in the gap and KL at the onset, held for the rest of the run
+    "gap-jump-held": lambda: [line for _, line in generate("gap-jump", 500, 7, noise_per_rollout=0, onset=60)],
+    "gap-jump-held-k2": lambda: [line for _, line in generate("gap-jump", 300, 8, noise_per_rollout=0, onset=40,
+                                                              steps_per_rollout=2)],
+    # a steady rise: gap-rising opens and stays
+    "gap-rising-held": lambda: [line for _, line in generate("gap-rising", 300, 9, noise_per_rollout=0, onset=60)],
+    "grad-norm-rising-held": lambda: [line for _, line in generate("grad-norm-rising", 300, 10, noise_per_rollout=0,
+                                                                   onset=60)],
+}
+
+
+@pytest.mark.parametrize("case", list(DRIFT_HELD))
+def test_drift_windows_leave_the_alerts_as_rollout_by_rollout(case, monkeypatch):
+    """An alert of rule_gap or rule_grad_norm held open for hundreds of rollouts: bulk judging
+    tells drift_up which Mann-Kendall windows surely fail (Answers.drift_windows) - the same
+    alerts, every field, as rollout by rollout without any gate; and windows were left out."""
+    lines = DRIFT_HELD[case]()
+    left_out = []
+    orig = bulk_mod.Answers.drift_windows
+
+    def counting(self, k):
+        got = orig(self, k)
+        left_out.append(sum(len(bulk_mod.TREND_WINDOWS) - len(ws) for ws in got.values()))
+        return got
+    monkeypatch.setattr(bulk_mod.Answers, "drift_windows", counting)
+    monkeypatch.setattr(rules, "USE_GATES", True)
+    bulk = _run(lines, 500, defer=True)
+    monkeypatch.setattr(rules, "USE_GATES", False)
+    plain = _run(lines, 500)
+    assert _alerts(bulk) == _alerts(plain)
+    assert [a.to_json() for a in bulk.engine.alerts] == [a.to_json() for a in plain.engine.alerts]
+    assert bulk.report().status == plain.report().status == "critical"
+    assert sum(left_out) >= 100, "no window was left out: the drift windows were not used"

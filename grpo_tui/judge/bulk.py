@@ -120,6 +120,8 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
                     pre[rules.HACKING_CONFIRMED] = True  # surely confirmed: no need to look back
             if pre and skip_quiet and pre.get("rule_length_hacking") is not False and rules.HACKING_HELD not in pre:
                 pre[rules.HACKING_WINDOWS] = held.windows(k)
+            if pre and skip_quiet:
+                pre[rules.DRIFT_WINDOWS] = ans.drift_windows(k)
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
         conds.extend(eng._event_conditions(seg, r))
         if conds or eng._open:
@@ -230,6 +232,8 @@ class Answers:
         self.quiet_but_hacking = self.quiet
         self.resolved = None                            # ranges_for on the full windows
         self.mk: dict = {}                              # _mk_memo's (shared with judge/held.py)
+        self.seg = seg
+        self._drift: dict | None = None                 # drift_windows' arrays, made on first use
         if not n_ops or not full.any():
             return
         res, oor, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
@@ -240,6 +244,18 @@ class Answers:
         self.quiet = full & (self.mat == NO).all(axis=1) & (self.omat == NO).all(axis=1)
         others = [j for j, nm in enumerate(self.names) if nm != "rule_length_hacking"]
         self.quiet_but_hacking = full & (self.mat[:, others] == NO).all(axis=1) & (self.omat == NO).all(axis=1)
+
+    def drift_windows(self, k: int) -> dict[str, frozenset]:
+        """RuleContext.drift_windows at op k: per signal drift_up reads (gap, kl, grad_norm), the
+        windows of TREND_WINDOWS whose one-sided Mann-Kendall test may pass.  A window is left
+        out only where the rule's last w values are surely the column's last w rows (all finite
+        and positive: the rule's own series drops the others) with no ties and an S below the
+        smallest significant one less one (_s_needed, as the gate's _rising): its p is then
+        surely >= alpha, and drift_up's loop would skip it.  An alert held open runs its rule at
+        every rollout; this saves it the windows' tests."""
+        if self._drift is None:
+            self._drift = _drift_may(self.seg, self.rows)
+        return {sig: frozenset(w for w in TREND_WINDOWS if may[w][k]) for sig, may in self._drift.items()}
 
     def may(self, rule: str) -> np.ndarray:
         """Per op: the rule may fire there (its gate says maybe, or a scalar gate decides)."""
@@ -386,6 +402,30 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
             hit = (_last4(lv, rows) > (mn + math.log(1.5) - EPS)[:, None]).sum(axis=1) >= 3
         maybe |= (dm >= math.log(1.5) - EPS) & hit
     return np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN).astype(np.int8)
+
+
+DRIFT_SIGNALS = ("gap", "kl", "grad_norm")      # the signals whose rules call drift_up on log values
+
+
+def _drift_may(seg: Segment, rows: np.ndarray) -> dict[str, dict[int, np.ndarray]]:
+    """{signal: {w: per op, drift_up's Mann-Kendall test on window w may pass}} (see
+    Answers.drift_windows); a signal without a metric is left out (its rule reads nothing)."""
+    end = int(rows.max()) + 1
+    out: dict[str, dict[int, np.ndarray]] = {}
+    for sig_id in DRIFT_SIGNALS:
+        name = metric_for(seg, BY_ID[sig_id])
+        if name is None:
+            continue
+        lv = _log(_vals(seg, name, end))
+        ok = np.isfinite(lv)
+        mk = _mk_rows(np.where(ok, lv, 0.0), TREND_WINDOWS)
+        out[sig_id] = per_w = {}
+        for w in TREND_WINDOWS:
+            s, ties = mk[w]
+            sure = (rows >= w - 1) & _dense(ok, rows, w)
+            below = ~ties[rows] & (s[rows] < _s_needed(w, ALPHA_SHORT if w <= 10 else ALPHA_LONG) - 1)
+            per_w[w] = ~(sure & below)
+    return out
 
 
 def _windows(x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:

@@ -188,6 +188,9 @@ class RuleContext:
         self.hacking_windows: tuple[frozenset, frozenset] | None = None
         # ... and its sign surely confirmed here (judge/held.py): the look one rollout back is known
         self.hacking_confirmed = False
+        # gap, kl, grad_norm: per signal, the windows of drift_up whose Mann-Kendall test may pass
+        # here (judge/bulk.py; an alert held open runs its rule at every rollout)
+        self.drift_windows: dict[str, frozenset] | None = None
 
     def series(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
         key = f"{sig_id}:{part}"
@@ -330,10 +333,11 @@ def drift_up(ids: np.ndarray, v: np.ndarray, base: float | None, sigma, rho: flo
     max(rho, K_LEVEL x 0.6 sigma) and 3 of them by rho - or 3 of 4 sit above the band's top -
     and (2) on one window of 8/16/32 rollouts the one-sided Mann-Kendall test is significant
     (alpha 0.01) and the Theil-Sen rise beats both rho and K_RISE x its own noise
-    (sigma sqrt(12 / W)).
+    (sigma sqrt(12 / W)).  `windows`: those of TREND_WINDOWS whose test may pass (judge/bulk.py
+    knows the others fail it: they are skipped, the answer is the same); None: all.
     """
     n = len(v)
-    if n < min(windows or TREND_WINDOWS):
+    if n < min(TREND_WINDOWS):
         return None
     edge = None
     level_ok = False
@@ -350,9 +354,9 @@ def drift_up(ids: np.ndarray, v: np.ndarray, base: float | None, sigma, rho: flo
         level_ok = stats.persistent_above(v, band_hi, 3, 4) and (base is None or float(stats.median(v[-3:])) > base + rho)
     if not level_ok:
         return None
-    for w in windows or TREND_WINDOWS:
-        if w > n:
-            continue
+    for w in TREND_WINDOWS:
+        if w > n or (windows is not None and w not in windows):
+            continue    # (a window left out of `windows` fails the Mann-Kendall test below)
         ws, wv = ids[-w:].astype(float), v[-w:]
         p = stats.mk_p_up(wv)
         if p >= (ALPHA_SHORT if w <= 10 else ALPHA_LONG):
@@ -487,7 +491,8 @@ def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Conditio
     noise = _lazy(lambda: _noise(ids, lv, sig_id))
     rho = RHO[sig_id]
     rising = jump = None
-    ev = drift_up(ids, lv, base.centre if base else None, noise, rho, band_hi=hi)
+    ev = drift_up(ids, lv, base.centre if base else None, noise, rho, band_hi=hi,
+                  windows=ctx.drift_windows.get(sig_id) if ctx.drift_windows else None)
     if ev and not _jump_shaped(lv[-ev["window"]:], ev["rise"]):
         w = ev["window"]
         s = noise()
@@ -552,7 +557,8 @@ def rule_grad_norm(ctx: RuleContext) -> list[Condition]:
         return []
     hi = _hi_edge(ctx, "grad_norm", ids, log=True)
     noise = _lazy(lambda: _noise(ids, lv, "grad_norm"))
-    ev = drift_up(ids, lv, base.centre if base else None, noise, RHO["grad_norm"], band_hi=hi)
+    ev = drift_up(ids, lv, base.centre if base else None, noise, RHO["grad_norm"], band_hi=hi,
+                  windows=ctx.drift_windows.get("grad_norm") if ctx.drift_windows else None)
     if not ev:
         return []
     s = noise()
@@ -1016,6 +1022,7 @@ def held_standin() -> Condition:
 
 HACKING_HELD = "length-hacking held"
 HACKING_WINDOWS = "length-hacking windows"
+DRIFT_WINDOWS = "drift windows"
 HACKING_CONFIRMED = "length-hacking confirmed"
 RESOLVED = "ranges"
 
@@ -1026,8 +1033,8 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
     rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire; HACKING_HELD: whether
     rule_length_hacking returns a condition while its (always critical) alert is open, where
     only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
-    HACKING_WINDOWS, HACKING_CONFIRMED: RuleContext.hacking_windows, .hacking_confirmed;
-    RESOLVED: ranges_for's answer here."""
+    HACKING_WINDOWS, HACKING_CONFIRMED, DRIFT_WINDOWS: RuleContext.hacking_windows,
+    .hacking_confirmed, .drift_windows; RESOLVED: ranges_for's answer here."""
     gated = USE_GATES and seg.ordered
     if (gated and pre and pre.get("quiet") and not (open_rules & _HELD)
             and not seg.nonfinite.get(seg.row_of.get(upto, -1))):
@@ -1036,6 +1043,7 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
     if pre:
         ctx.hacking_windows = pre.get(HACKING_WINDOWS)
         ctx.hacking_confirmed = bool(pre.get(HACKING_CONFIRMED))
+        ctx.drift_windows = pre.get(DRIFT_WINDOWS)
     out: list[Condition] = []
     box: list = []
 
