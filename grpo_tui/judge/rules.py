@@ -337,8 +337,8 @@ def drift_up(ids: np.ndarray, v: np.ndarray, base: float | None, sigma, rho: flo
     knows the others fail it: they are skipped, the answer is the same); None: all.
     """
     n = len(v)
-    if n < min(TREND_WINDOWS):
-        return None
+    if n < min(TREND_WINDOWS) or (windows is not None and not any(w <= n for w in windows)):
+        return None          # (no window left whose test may pass: nothing can be found)
     edge = None
     level_ok = False
     if not (base is not None and float(np.mean(v[-4:])) > base + rho) and band_hi is None:
