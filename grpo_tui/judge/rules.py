@@ -374,7 +374,7 @@ def _jump_shaped(v: np.ndarray, rise: float | None = None) -> bool:
     if len(v) < 4:
         return False
     d = np.diff(v)
-    total = rise if rise is not None else float(stats.median(v[-3:]) - np.percentile(v, 20))
+    total = rise if rise is not None else float(stats.median(v[-3:]) - stats.percentile(v, 20))
     if total <= 0:
         return False
     return float(np.max(d)) >= 0.5 * total
@@ -508,7 +508,7 @@ def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Conditio
     if len(lv) >= 5 and rising is None and "gap-rising" not in ctx.open_rules:
         # Jump (a rise already called gap-rising stays that): 3 of the last 4 above the level before (x1.5 and 3 sigma) - and above the band
         # when one applies - reached in one step.
-        before = float(np.percentile(lv[:-3], 20))
+        before = float(stats.percentile(lv[:-3], 20))
         d = np.diff(lv)
         k = int(np.argmax(d))
         if d[k] >= math.log(1.5) and stats.persistent_above(lv, before + math.log(1.5), 3, 4):

@@ -91,6 +91,30 @@ def median(v: np.ndarray):
     return np.float64(np.nan) if np.isnan(part[-1]) else out      # (NaN sorts last)
 
 
+def percentile(v: np.ndarray, p: float):
+    """np.percentile(v, p) of a 1-D float array (its default method, 'linear'), without its
+    generic machinery (a held gap alert's rule asks it at every rollout): numpy's own steps -
+    the index (n - 1) * p / 100, the same partition (so even a zero's sign is the same), the
+    interpolation of its _lerp - and NaN when a value is (tests/test_stats.py compares them
+    bit for bit)."""
+    n = v.size
+    if n == 0 or v.dtype.kind != "f" or v.ndim != 1:
+        return np.percentile(v, p)
+    virtual = (n - 1) * (p / 100)
+    if virtual >= n - 1:                 # numpy: both neighbours the last value, weight virtual + 1
+        below = above = -1
+    else:
+        below = math.floor(virtual)
+        above = below + 1
+    part = np.partition(v, sorted({0, -1, below, above}))
+    if np.isnan(part[-1]):
+        return np.float64(np.nan)
+    a, b = part[below], part[above]
+    t = virtual - below
+    diff = b - a
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
+
+
 def _increasing(x: np.ndarray) -> bool:
     return x.ndim == 1 and (x.size < 2 or bool((x[1:] > x[:-1]).all()))
 
