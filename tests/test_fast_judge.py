@@ -150,6 +150,19 @@ LONG = {
 }
 
 
+def _bulk_equals_plain(lines, monkeypatch) -> Pipeline:
+    """Bulk judging with the gates against rollout by rollout without any: the same alerts,
+    every field, and the same verdict; returns the plain pipeline."""
+    monkeypatch.setattr(rules, "USE_GATES", True)
+    bulk = _run(lines, 500, defer=True)
+    monkeypatch.setattr(rules, "USE_GATES", False)
+    plain = _run(lines, 500)
+    assert _alerts(bulk) == _alerts(plain)
+    assert [a.to_json() for a in bulk.engine.alerts] == [a.to_json() for a in plain.engine.alerts]
+    assert bulk.report().status == plain.report().status
+    return plain
+
+
 @pytest.mark.parametrize("case", list(LONG))
 def test_bulk_equals_plain_rollout_by_rollout_on_long_runs(case, monkeypatch):
     """Bulk judging (gates, an open alert's rule asked only whether it holds) against rollout by
@@ -163,13 +176,7 @@ def test_bulk_equals_plain_rollout_by_rollout_on_long_runs(case, monkeypatch):
         asked.append(k)
         return orig(self, k)
     monkeypatch.setattr(held.HackingHeld, "present", counting)
-    monkeypatch.setattr(rules, "USE_GATES", True)
-    bulk = _run(lines, 500, defer=True)
-    monkeypatch.setattr(rules, "USE_GATES", False)
-    plain = _run(lines, 500)
-    assert _alerts(bulk) == _alerts(plain)
-    assert [a.to_json() for a in bulk.engine.alerts] == [a.to_json() for a in plain.engine.alerts]
-    assert bulk.report().status == plain.report().status
+    plain = _bulk_equals_plain(lines, monkeypatch)
     assert any(a.rule == "length-hacking" for a in plain.engine.alerts)
     assert len(asked) >= 20, "the held path was not taken"
 
@@ -200,11 +207,6 @@ def test_drift_windows_leave_the_alerts_as_rollout_by_rollout(case, monkeypatch)
         left_out.append(sum(len(bulk_mod.TREND_WINDOWS) - len(ws) for ws in got.values()))
         return got
     monkeypatch.setattr(bulk_mod.Answers, "drift_windows", counting)
-    monkeypatch.setattr(rules, "USE_GATES", True)
-    bulk = _run(lines, 500, defer=True)
-    monkeypatch.setattr(rules, "USE_GATES", False)
-    plain = _run(lines, 500)
-    assert _alerts(bulk) == _alerts(plain)
-    assert [a.to_json() for a in bulk.engine.alerts] == [a.to_json() for a in plain.engine.alerts]
-    assert bulk.report().status == plain.report().status == "critical"
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert plain.report().status == "critical"
     assert sum(left_out) >= 100, "no window was left out: the drift windows were not used"
