@@ -73,6 +73,10 @@ class RangeSet:
         else:
             return None
         early = np.asarray(rollouts) < EARLY_ROLLOUTS
+        if not early.any():         # (past the first rollouts: the usual window, one band)
+            if whole_b is None or not len(early):
+                return None
+            return np.full(len(early), float(whole_b[0])), np.full(len(early), float(whole_b[1]))
         out_lo = np.full(len(early), math.nan)
         out_hi = np.full(len(early), math.nan)
         any_ok = False
