@@ -33,7 +33,8 @@ import numpy as np
 from . import gates, stats
 from .ranges import RangeSet
 from .setup import FIRST as FIT_FIRST, FIT_FLAGS, FIT_SIGNALS, defaults_fit
-from .signals import BY_ID, Signal, first_rows, groups_of, metric_for, signal_at_rows, signal_series
+from .signals import (BY_ID, EARLY_ROLLOUTS, Signal, first_rows, groups_of, metric_for, signal_at_rows,
+                      signal_series)
 from ..store.metric_store import Segment
 
 WINDOW = 40                     # rollouts a rule may look back
@@ -235,11 +236,23 @@ def _log_series(ids: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _hi_edge(ctx: RuleContext, sig_id: str, ids: np.ndarray, log: bool) -> np.ndarray | None:
-    b = ctx.ranges.bounds_many(sig_id, ids)
-    if b is None:
-        return None
-    hi = b[1]
-    return _log(hi) if log else hi
+    """The band's top at each id (log units with `log`), None without a band.  Past the first
+    rollouts a constant or default band is one value: that array is made once per range set,
+    length and unit, and handed out read-only (an alert held open asks at every rollout)."""
+    rs = ctx.ranges
+    late = len(ids) and sig_id not in rs.envelopes and float(ids.min()) >= EARLY_ROLLOUTS
+    if late:
+        memo = vars(rs).setdefault("_hi_edge_memo", {})
+        key = (sig_id, len(ids), log)
+        if key in memo:
+            return memo[key]
+    b = rs.bounds_many(sig_id, ids)
+    hi = None if b is None else (_log(b[1]) if log else b[1])
+    if late:
+        if hi is not None:
+            hi.flags.writeable = False
+        memo[key] = hi
+    return hi
 
 
 @dataclass(frozen=True, slots=True)
