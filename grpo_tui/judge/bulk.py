@@ -254,7 +254,7 @@ class Answers:
         surely >= alpha, and drift_up's loop would skip it.  An alert held open runs its rule at
         every rollout; this saves it the windows' tests."""
         if self._drift is None:
-            self._drift = _drift_may(self.seg, self.rows)
+            self._drift = _drift_may(self.seg, self.rows, self.mk)
         return {sig: frozenset(w for w in TREND_WINDOWS if may[w][k]) for sig, may in self._drift.items()}
 
     def may(self, rule: str) -> np.ndarray:
@@ -282,9 +282,9 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     rs = ranges_for(seg, ranges, int(ids[rows[full][0]]))
     ctxk = seg.steps_per_rollout
     res: dict[str, np.ndarray] = {}
-    res["rule_gap"] = _or(_drift_vec(seg, rs, ids, rows, "gap", True, None),
-                          _drift_vec(seg, rs, ids, rows, "kl", True, None))
-    res["rule_grad_norm"] = _drift_vec(seg, rs, ids, rows, "grad_norm", False, ABSURD.get("grad_norm"))
+    res["rule_gap"] = _or(_drift_vec(seg, rs, ids, rows, "gap", True, None, memo),
+                          _drift_vec(seg, rs, ids, rows, "kl", True, None, memo))
+    res["rule_grad_norm"] = _drift_vec(seg, rs, ids, rows, "grad_norm", False, ABSURD.get("grad_norm"), memo)
     res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
     res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows)
     res["rule_off_policy"] = _off_policy_vec(seg, rows, ctxk)
@@ -353,7 +353,7 @@ def _base_min(v_first: np.ndarray) -> float | None:
     return float(np.min(lv)) if len(lv) >= 3 else None
 
 
-def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None) -> np.ndarray:
+def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None, memo: dict) -> np.ndarray:
     end = len(ids)
     name = metric_for(seg, BY_ID[sig_id])
     if name is None:
@@ -390,7 +390,7 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
         edge = np.minimum(edge, np.where(np.isfinite(hi), hi, np.inf))
     with np.errstate(invalid="ignore"):
         above = lv > edge - EPS
-    maybe |= (_last4(above, rows).sum(axis=1) >= 3) & _rising(lv, rows)
+    maybe |= (_last4(above, rows).sum(axis=1) >= 3) & _rising(_log_mk(memo, name, lv), rows)
     if jump:
         d = np.diff(lv)                                  # d[j] = lv[j+1] - lv[j]
         dmax = _sw(np.concatenate([np.full(WINDOW - 2, -np.inf), d]), WINDOW - 1).max(axis=1)
@@ -407,7 +407,7 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
 DRIFT_SIGNALS = ("gap", "kl", "grad_norm")      # the signals whose rules call drift_up on log values
 
 
-def _drift_may(seg: Segment, rows: np.ndarray) -> dict[str, dict[int, np.ndarray]]:
+def _drift_may(seg: Segment, rows: np.ndarray, memo: dict) -> dict[str, dict[int, np.ndarray]]:
     """{signal: {w: per op, drift_up's Mann-Kendall test on window w may pass}} (see
     Answers.drift_windows); a signal without a metric is left out (its rule reads nothing)."""
     end = int(rows.max()) + 1
@@ -418,7 +418,7 @@ def _drift_may(seg: Segment, rows: np.ndarray) -> dict[str, dict[int, np.ndarray
             continue
         lv = _log(_vals(seg, name, end))
         ok = np.isfinite(lv)
-        mk = _mk_rows(np.where(ok, lv, 0.0), TREND_WINDOWS)
+        mk = _log_mk(memo, name, lv)
         out[sig_id] = per_w = {}
         for w in TREND_WINDOWS:
             s, ties = mk[w]
@@ -472,7 +472,7 @@ def _mk_rows(x: np.ndarray, windows) -> dict[int, tuple[np.ndarray, np.ndarray]]
     return out
 
 
-def _mk_memo(memo: dict, name: str | None, x: np.ndarray, windows: tuple) -> dict:
+def _mk_memo(memo: dict, name: str | tuple | None, x: np.ndarray, windows: tuple) -> dict:
     """_mk_rows of a metric's column (non-finite values as 0), once per name, length and windows
     (the gates and judge/held.py read the same ones)."""
     key = (name, len(x), windows)
@@ -484,11 +484,17 @@ def _mk_memo(memo: dict, name: str | None, x: np.ndarray, windows: tuple) -> dic
     return got
 
 
-def _rising(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _log_mk(memo: dict, name: str, lv: np.ndarray) -> dict:
+    """_mk_rows over TREND_WINDOWS of a metric's log values, once per bulk judging (the gate's
+    _rising and Answers.drift_windows read the same)."""
+    return _mk_memo(memo, ("log", name), lv, TREND_WINDOWS)
+
+
+def _rising(mk: dict, rows: np.ndarray) -> np.ndarray:
     """drift_up's trend test, a necessary part: on some window w of TREND_WINDOWS, Mann-Kendall's
     one-sided p_up below its alpha (S at its no-ties threshold, less one; a window with ties:
-    maybe).  Only rows with a whole finite window are read (the others are UNKNOWN)."""
-    mk = _mk_rows(np.where(np.isfinite(x), x, 0.0), TREND_WINDOWS)
+    maybe), from the windows' S and ties (_log_mk).  Only rows with a whole finite window are
+    read (the others are UNKNOWN)."""
     out = np.zeros(len(rows), bool)
     for w in TREND_WINDOWS:
         s, ties = mk[w]
