@@ -210,3 +210,57 @@ def test_drift_windows_leave_the_alerts_as_rollout_by_rollout(case, monkeypatch)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert plain.report().status == "critical"
     assert sum(left_out) >= 100, "no window was left out: the drift windows were not used"
+
+
+LATCHED_CYCLES = {
+    # the gap jumps at every block's onset and falls back at every seam: gap-jump (and the gap's
+    # and KL's out-of-range warnings) open, hold for 60 rollouts and clear, again and again
+    "gap-jump-cycles": lambda: _repeated("gap-jump", 120, 4, 11, onset=60),
+    "gap-jump-cycles-k2": lambda: _repeated("gap-jump", 100, 3, 12, onset=50, steps_per_rollout=2),
+    "grad-norm-cycles": lambda: _repeated("grad-norm-rising", 120, 4, 13, onset=50),
+}
+HELD_CASES = {**DRIFT_HELD, **LATCHED_CYCLES}
+
+
+def _count_held(monkeypatch) -> dict:
+    """How often bulk judging kept an alert open without running its rule (latched_held) or
+    out-of-range's test of a signal (oor_held)."""
+    used = {"latched": 0, "oor": 0}
+    for name, key in (("latched_held", "latched"), ("oor_held", "oor")):
+        orig = getattr(bulk_mod.Answers, name)
+
+        def counting(self, k, open_, orig=orig, key=key):
+            got = orig(self, k, open_)
+            used[key] += bool(got)
+            return got
+        monkeypatch.setattr(bulk_mod.Answers, name, counting)
+    return used
+
+
+@pytest.mark.parametrize("case", list(HELD_CASES))
+def test_held_alerts_kept_open_without_their_rules_as_rollout_by_rollout(case, monkeypatch):
+    """gap-jump, gap-rising, grad-norm-rising and out-of-range warnings held open for hundreds of
+    rollouts (and opened and cleared again): bulk judging keeps them open with a stand-in where
+    their sign surely holds (Answers.latched_held, .oor_held) instead of running the rule - the
+    same alerts, every field, as rollout by rollout without any gate; and the stand-ins were used."""
+    lines = HELD_CASES[case]()
+    used = _count_held(monkeypatch)
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert plain.report().status == "critical"
+    assert used["latched"] >= 50, "no rule was left out for an alert it holds"
+    if case.startswith("gap"):
+        assert used["oor"] >= 50, "no out-of-range warning was kept by a stand-in"
+    if case in LATCHED_CYCLES:
+        cleared = [a for a in plain.engine.alerts if a.rule != "out-of-range" and a.cleared_at is not None]
+        assert len(cleared) >= 2, "the case does not open and clear its alert"
+
+
+def test_a_wrong_stand_in_would_be_caught(monkeypatch):
+    """The comparison above has teeth: a stand-in that says "holds" whatever the values keeps
+    gap-jump open where rollout by rollout clears it, and the alerts differ.  (A wrong oor_held
+    is not shown this way: out-of-range's gate already skips a signal whose mean is inside.)"""
+    import numpy as np
+    lines = LATCHED_CYCLES["gap-jump-cycles"]()
+    monkeypatch.setattr(bulk_mod, "_still_sure", lambda seg, rs, ids, rows, sig_id, ctx: np.ones(len(rows), bool))
+    with pytest.raises(AssertionError):
+        _bulk_equals_plain(lines, monkeypatch)

@@ -32,9 +32,10 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
 
 from . import gates
-from .held import HackingHeld, median as _row_median, pair_gaps as _pair_gaps
+from .held import HackingHeld, median as _row_median, mk_p_from_s, pair_gaps as _pair_gaps
+from . import rules
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
-                    evaluate_metrics, metric_for, ranges_for)
+                    RuleContext, evaluate_metrics, metric_for, ranges_for)
 from .setup import FIRST as FIT_FIRST
 from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows
 from ..store.metric_store import Segment
@@ -122,6 +123,10 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
                 pre[rules.HACKING_WINDOWS] = held.windows(k)
             if pre and skip_quiet:
                 pre[rules.DRIFT_WINDOWS] = ans.drift_windows(k)
+                if held_open & _LATCHED and all(_critical(eng, a) for a in held_open & _LATCHED):
+                    pre[rules.LATCHED_HELD] = ans.latched_held(k, open_rules)
+                if "out-of-range" in open_rules and _oor_warnings(eng):
+                    pre[rules.OOR_HELD] = ans.oor_held(k, eng._open)
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
         conds.extend(eng._event_conditions(seg, r))
         if conds or eng._open:
@@ -158,12 +163,19 @@ def _calm_skips(tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, jud
 
 
 _LH = frozenset({"length-hacking"})
+_LATCHED = frozenset(rules._LATCHED)   # the alerts latched_held may keep open without their rule
 
 
 def _critical(eng, rule: str) -> bool:
     """The open alert of `rule` is critical: a condition can only keep it open, never change it."""
     a = eng._open.get((rule, None))
     return a is not None and a.severity == "critical"
+
+
+def _oor_warnings(eng) -> bool:
+    """Every open out-of-range alert is a warning (it always is: its condition can only keep it
+    open, never escalate it)."""
+    return all(a.severity == "warning" for key, a in eng._open.items() if key[0] == "out-of-range")
 
 
 def _verify(seg: Segment, touch: dict[int, int], rows: np.ndarray, stamps: np.ndarray) -> None:
@@ -234,6 +246,8 @@ class Answers:
         self.mk: dict = {}                              # _mk_memo's (shared with judge/held.py)
         self.seg = seg
         self._drift: dict | None = None                 # drift_windows' arrays, made on first use
+        self._latched: tuple | None = None              # latched_held's arrays, made on first use
+        self._oor: dict[str, np.ndarray] = {}           # oor_held's, per signal, made on first use
         if not n_ops or not full.any():
             return
         res, oor, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
@@ -249,13 +263,59 @@ class Answers:
         """RuleContext.drift_windows at op k: per signal drift_up reads (gap, kl, grad_norm), the
         windows of TREND_WINDOWS whose one-sided Mann-Kendall test may pass.  A window is left
         out only where the rule's last w values are surely the column's last w rows (all finite
-        and positive: the rule's own series drops the others) with no ties and an S below the
-        smallest significant one less one (_s_needed, as the gate's _rising): its p is then
-        surely >= alpha, and drift_up's loop would skip it.  An alert held open runs its rule at
+        and positive: the rule's own series drops the others) and its p is surely >= alpha: no
+        ties and an S below the smallest significant one less one (_s_needed, as the gate's
+        _rising), or with ties the p itself (held.mk_p_from_s); drift_up's loop would skip it.  An alert held open runs its rule at
         every rollout; this saves it the windows' tests."""
         if self._drift is None:
             self._drift = _drift_may(self.seg, self.rows, self.mk)
         return {sig: frozenset(w for w in TREND_WINDOWS if may[w][k]) for sig, may in self._drift.items()}
+
+    def latched_held(self, k: int, open_rules: frozenset) -> dict[str, tuple[str, ...]] | None:
+        """rules.LATCHED_HELD at op k: the rules (rule_gap, rule_grad_norm) that need not run
+        because each alert they could return is open and holds anyway, with those alerts.
+
+        While gap-rising, gap-jump or grad-norm-rising is open, its rule runs at every rollout,
+        yet to the state machine only presence matters (they are critical: the message stays
+        the raise's).  An open one is present whenever rules._still_outside finds it, which
+        needs 3 of the last 4 values above the band or the own baseline's edge: computed here
+        for every op with a margin (surely above; else the rule runs).  rule_grad_norm returns
+        only grad-norm-rising; rule_gap only gap-rising while that is open, and otherwise also
+        gap-jump (open) or a new gap-rising, which needs an explosion (_drift_vec's test of it)
+        or a drift_up window whose test may pass (drift_windows): neither may happen here."""
+        if not self.full[k]:
+            return None
+        if self._latched is None:
+            if self._drift is None:
+                self._drift = _drift_may(self.seg, self.rows, self.mk)
+            self._latched = _latched_arrays(self.seg, self.resolved, self.rows, self._drift)
+        still_gap, calm_gap, still_grad = self._latched
+        out: dict[str, tuple[str, ...]] = {}
+        gap_open = tuple(a for a in ("gap-rising", "gap-jump") if a in open_rules)
+        if gap_open and still_gap[k] and ("gap-rising" in open_rules or calm_gap[k]):
+            out["rule_gap"] = gap_open
+        if "grad-norm-rising" in open_rules and still_grad[k]:
+            out["rule_grad_norm"] = ("grad-norm-rising",)
+        return out or None
+
+    def oor_held(self, k: int, open_keys) -> frozenset[str] | None:
+        """rules.OOR_HELD at op k: the signals whose out-of-range alert is open and whose
+        five-step mean is surely outside its range here (_oor_sure): the rule's condition for
+        them only keeps a warning open, which a stand-in does (RuleContext.oor_held)."""
+        if not self.full[k]:
+            return None
+        held = []
+        for rule, sig_id in open_keys:
+            if rule != "out-of-range" or sig_id not in BY_ID:
+                continue
+            sure = self._oor.get(sig_id)
+            if sure is None:
+                end = int(self.rows.max()) + 1
+                sure = self._oor[sig_id] = _oor_sure(self.seg, self.resolved, self.seg.id_array()[:end], self.rows,
+                                                     sig_id, self.mk) & self.full
+            if sure[k]:
+                held.append(sig_id)
+        return frozenset(held) if held else None
 
     def may(self, rule: str) -> np.ndarray:
         """Per op: the rule may fire there (its gate says maybe, or a scalar gate decides)."""
@@ -368,21 +428,7 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
     base = _base_min(v[:BASE_ROWS])
     b = _bounds(rs, sig_id, ids)
     hi = None if b is None else _log(b[1])
-    last = lv[rows]
-    maybe = np.zeros(len(rows), bool)
-    if absurd is not None:
-        maybe |= last > math.log(absurd) - EPS
-    tops = np.full(len(rows), -np.inf)
-    has_top = np.zeros(len(rows), bool)
-    if hi is not None:
-        h = hi[rows]
-        fin = np.isfinite(h)
-        tops = np.where(fin, np.maximum(tops, h), tops)
-        has_top |= fin
-    if base is not None:
-        tops = np.maximum(tops, base + math.log(3.0))
-        has_top |= True
-    maybe |= has_top & (last > tops + math.log(10.0) - EPS)
+    maybe = _boom_may(lv, rows, base, hi, absurd)
     edge = np.full(end, np.inf)
     if base is not None:
         edge = np.minimum(edge, base + RHO[sig_id])
@@ -404,6 +450,91 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
     return np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN).astype(np.int8)
 
 
+def _boom_may(lv: np.ndarray, rows: np.ndarray, base: float | None, hi: np.ndarray | None,
+              absurd: float | None) -> np.ndarray:
+    """rules._explosion may fire at each op: its last log value x10 beyond every top (the band's,
+    the own baseline's, at least `base` (_base_min) + log 3), or beyond the absurd bound."""
+    last = lv[rows]
+    maybe = np.zeros(len(rows), bool)
+    if absurd is not None:
+        maybe |= last > math.log(absurd) - EPS
+    tops = np.full(len(rows), -np.inf)
+    has_top = np.zeros(len(rows), bool)
+    if hi is not None:
+        h = hi[rows]
+        fin = np.isfinite(h)
+        tops = np.where(fin, np.maximum(tops, h), tops)
+        has_top |= fin
+    if base is not None:
+        tops = np.maximum(tops, base + math.log(3.0))
+        has_top |= True
+    maybe |= has_top & (last > tops + math.log(10.0) - EPS)
+    return maybe
+
+
+LATCH_TOL = 1e-9        # latched_held's margin: "surely above" an edge by this much (relative)
+
+
+def _latched_arrays(seg: Segment, rs, rows: np.ndarray, drift: dict) -> tuple[np.ndarray, ...]:
+    """Per op (Answers.latched_held): _still_outside surely finds gap or KL above, rule_gap
+    surely returns no new gap-rising (no explosion, no drift window that may pass: for gap and
+    KL), _still_outside surely finds grad_norm above."""
+    end = int(rows.max()) + 1
+    ids = seg.id_array()[:end]
+    full = rows >= START
+    # the own baseline is the segment's first rollouts at every full op: the rule's, exactly
+    ctx = RuleContext(seg, rs, int(ids[rows[full][0]]), resolved=rs)
+    still = {sig_id: _still_sure(seg, rs, ids, rows, sig_id, ctx) for sig_id in ("gap", "kl", "grad_norm")}
+    calm = full.copy()
+    for sig_id in ("gap", "kl"):
+        name = metric_for(seg, BY_ID[sig_id])
+        if name is None:
+            continue            # the rule's series is empty: it returns nothing for this signal
+        may = drift.get(sig_id)
+        for w in TREND_WINDOWS:
+            calm &= ~may[w]
+        v = _vals(seg, name, end)
+        b = _bounds(rs, sig_id, ids)
+        calm &= ~_boom_may(_log(v), rows, _base_min(v[:BASE_ROWS]), None if b is None else _log(b[1]), None)
+    return full & (still["gap"] | still["kl"]), calm, full & still["grad_norm"]
+
+
+def _still_sure(seg: Segment, rs, ids: np.ndarray, rows: np.ndarray, sig_id: str, ctx) -> np.ndarray:
+    """rules._still_outside surely returns a condition for `sig_id` at each op: its last four
+    values (rows all finite and positive: the rule's own last four) with 3 above the band's top,
+    or 3 above the own baseline's edge in log units, each by a margin."""
+    out = np.zeros(len(rows), bool)
+    name = metric_for(seg, BY_ID[sig_id])
+    if name is None:
+        return out
+    v = _vals(seg, name, len(ids))
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(v) & (v > 0)
+    dense = (rows >= 3) & _dense(ok, rows, 4)
+    if not dense.any():
+        return out
+    sel = rows[dense]
+    v4 = _last4(v, sel)
+    sure = np.zeros(len(sel), bool)
+    b = _bounds(rs, sig_id, ids)
+    if b is not None:
+        h4 = _last4(np.asarray(b[1], float), sel)
+        sure |= _above(v4, h4).sum(axis=1) >= 3
+    base = rules._own_base(ctx, sig_id, log=True)
+    if base is not None and sig_id in RHO:
+        sure |= _above(_log(v4), np.float64(base.centre + RHO[sig_id])).sum(axis=1) >= 3
+    out[dense] = sure
+    return out
+
+
+def _above(a: np.ndarray, edge) -> np.ndarray:
+    """a > edge by LATCH_TOL (relative); False where the edge is NaN or infinite."""
+    edge = np.broadcast_to(edge, a.shape)
+    with np.errstate(invalid="ignore", over="ignore"):
+        slack = LATCH_TOL * np.maximum(1.0, np.maximum(np.abs(a), np.abs(edge)))
+        return np.isfinite(edge) & (a > edge + slack)
+
+
 DRIFT_SIGNALS = ("gap", "kl", "grad_norm")      # the signals whose rules call drift_up on log values
 
 
@@ -411,6 +542,7 @@ def _drift_may(seg: Segment, rows: np.ndarray, memo: dict) -> dict[str, dict[int
     """{signal: {w: per op, drift_up's Mann-Kendall test on window w may pass}} (see
     Answers.drift_windows); a signal without a metric is left out (its rule reads nothing)."""
     end = int(rows.max()) + 1
+    idf = seg.id_array()[:end].astype(float)
     out: dict[str, dict[int, np.ndarray]] = {}
     for sig_id in DRIFT_SIGNALS:
         name = metric_for(seg, BY_ID[sig_id])
@@ -422,9 +554,25 @@ def _drift_may(seg: Segment, rows: np.ndarray, memo: dict) -> dict[str, dict[int
         out[sig_id] = per_w = {}
         for w in TREND_WINDOWS:
             s, ties = mk[w]
+            alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
             sure = (rows >= w - 1) & _dense(ok, rows, w)
-            below = ~ties[rows] & (s[rows] < _s_needed(w, ALPHA_SHORT if w <= 10 else ALPHA_LONG) - 1)
-            per_w[w] = ~(sure & below)
+            fails = sure & ~ties[rows] & (s[rows] < _s_needed(w, alpha) - 1)
+            # a window with ties (values logged to a few digits tie often): its p itself, as
+            # stats.mk_p_up computes it (held.mk_p_from_s), a hair's margin above alpha
+            tied = rows[sure & ties[rows]]
+            if len(tied):
+                p = mk_p_from_s(s[tied], np.ones(len(tied), bool),
+                                lambda idx, tied=tied, w=w, lv=lv: _windows(lv, tied[idx], w), w)
+                fails[sure & ties[rows]] = p >= alpha * (1.0 + 1e-9)
+            # a significant window must also rise by more than rho (drift_up's `need` is at
+            # least that): Theil-Sen's rise as stats.theil_sen_rise, a hair's margin below rho
+            left = np.flatnonzero(sure & ~fails)
+            if len(left):
+                rise = _ts_rise(idf, lv, rows[left], w)
+                rho = RHO[sig_id]
+                with np.errstate(invalid="ignore"):
+                    fails[left] = ~(rise > rho - 1e-9 * np.maximum(1.0, np.abs(rise)))
+            per_w[w] = ~fails
     return out
 
 
@@ -717,19 +865,46 @@ def _no_signal_vec(seg, ids, rows, memo: dict | None = None) -> np.ndarray:
 def _oor_vec(seg, rs, ids, rows, sig_id: str, memo: dict | None = None) -> np.ndarray:
     """Whether out-of-range must look at this signal: its five-step mean near or outside
     its range (UNKNOWN where the last five rows are not all finite)."""
+    got = _mean5_band(seg, rs, ids, rows, sig_id, memo)
+    if got is None:
+        return np.full(len(rows), NO, np.int8)
+    m, lo, hi, tol, slack, dense, last_missing = got
+    with np.errstate(invalid="ignore"):
+        inside = (lo - tol + slack < m) & (m < hi + tol - slack)
+    no_band = ~(np.isfinite(lo) & np.isfinite(hi))
+    out = np.where(dense, np.where(inside, NO, MAYBE), UNKNOWN)
+    out = np.where(no_band, UNKNOWN, out)
+    return np.where(last_missing, NO, out).astype(np.int8)
+
+
+def _oor_sure(seg, rs, ids, rows, sig_id: str, memo: dict | None = None) -> np.ndarray:
+    """Whether rule_out_of_range surely returns this signal's condition at each op: its
+    five-step mean (the last five rows, all finite) outside its finite range by a margin."""
+    got = _mean5_band(seg, rs, ids, rows, sig_id, memo)
+    if got is None or (sig_id == "clipfrac" and seg.steps_per_rollout > 1):
+        return np.zeros(len(rows), bool)      # (the rule skips clipfrac at K > 1)
+    m, lo, hi, tol, slack, dense, last_missing = got
+    with np.errstate(invalid="ignore"):
+        outside = (m > hi + tol + slack) | (m < lo - tol - slack)
+    return dense & ~last_missing & np.isfinite(lo) & np.isfinite(hi) & outside
+
+
+def _mean5_band(seg, rs, ids, rows, sig_id: str, memo: dict | None):
+    """(five-step mean, lo, hi, tol, slack, dense, last missing) per op, as rule_out_of_range
+    reads them (None: the rule reads no band or no metric for this signal)."""
     end = len(ids)
     if sig_id == "zero_std":
         if groups_of(seg) is None:
-            return np.full(len(rows), NO, np.int8)
+            return None
         v = _zero_std_rows(seg, end, memo)
     else:
         name = metric_for(seg, BY_ID[sig_id])
         if name is None:
-            return np.full(len(rows), NO, np.int8)
+            return None
         v = _vals(seg, name, end)
     b = _bounds(rs, sig_id, ids)
     if b is None:
-        return np.full(len(rows), NO, np.int8)
+        return None
     fin = np.isfinite(v)
     dense = _dense(fin, rows, MEAN_WINDOW)
     last_missing = ~fin[rows]                        # no point at this rollout: the rule skips it
@@ -738,12 +913,7 @@ def _oor_vec(seg, rs, ids, rows, sig_id: str, memo: dict | None = None) -> np.nd
     lo, hi = b[0][rows], b[1][rows]
     tol = np.where(lo == hi, 1e-6, 0.0)
     slack = EPS * np.maximum(1.0, np.maximum(np.abs(lo), np.abs(hi)))
-    with np.errstate(invalid="ignore"):
-        inside = (lo - tol + slack < m) & (m < hi + tol - slack)
-    no_band = ~(np.isfinite(lo) & np.isfinite(hi))
-    out = np.where(dense, np.where(inside, NO, MAYBE), UNKNOWN)
-    out = np.where(no_band, UNKNOWN, out)
-    return np.where(last_missing, NO, out).astype(np.int8)
+    return m, lo, hi, tol, slack, dense, last_missing
 
 
 __all__ = ["BulkMismatch", "replay"]

@@ -192,6 +192,9 @@ class RuleContext:
         # gap, kl, grad_norm: per signal, the windows of drift_up whose Mann-Kendall test may pass
         # here (judge/bulk.py; an alert held open runs its rule at every rollout)
         self.drift_windows: dict[str, frozenset] | None = None
+        # out-of-range: the signals whose (warning) alert is open and surely holds here
+        # (judge/bulk.py, Answers.oor_held): a stand-in condition keeps it open
+        self.oor_held: frozenset[str] | None = None
 
     def series(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
         key = f"{sig_id}:{part}"
@@ -457,6 +460,9 @@ def rule_out_of_range(ctx: RuleContext) -> list[Condition]:
     for sig_id in BY_ID:
         if ctx.only_signals is not None and sig_id not in ctx.only_signals:
             continue  # its five-step mean sits inside its range (judge/gates.py)
+        if ctx.oor_held is not None and sig_id in ctx.oor_held:
+            out.append(Condition("out-of-range", "warning", None, "out-of-range holds", {}, signal=sig_id))
+            continue  # its open warning holds (judge/bulk.py): only presence matters
         if sig_id == "clipfrac" and ctx.k > 1:
             continue  # several updates per rollout: clipping is expected
         if sig_id == "zero_std" and groups_of(ctx.seg) is None:
@@ -1027,13 +1033,21 @@ def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
         return True
 
 
-def held_standin() -> Condition:
-    """rule_length_hacking's condition where only its presence matters (its alert is open and
-    critical: it keeps the alert open, and its message and evidence are never read)."""
-    return Condition("length-hacking", "critical", None, "length-hacking holds", {}, signal="length")
+def held_standin(rule: str = "length-hacking") -> Condition:
+    """A condition of an open critical alert where only its presence matters: it keeps the
+    alert open, and its message and evidence are never read (engine._refresh keeps those of the
+    rollout that raised it; a critical alert cannot escalate).  length-hacking's (judge/held.py),
+    or one of _LATCHED's (LATCHED_HELD)."""
+    return Condition(rule, "critical", None, f"{rule} holds", {}, signal=_STANDIN_SIGNAL[rule])
+
+
+_STANDIN_SIGNAL = {"length-hacking": "length", "gap-rising": "gap", "gap-jump": "gap",
+                   "grad-norm-rising": "grad_norm"}
 
 
 HACKING_HELD = "length-hacking held"
+LATCHED_HELD = "latched held"
+OOR_HELD = "out-of-range held"
 HACKING_WINDOWS = "length-hacking windows"
 DRIFT_WINDOWS = "drift windows"
 HACKING_CONFIRMED = "length-hacking confirmed"
@@ -1046,6 +1060,11 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
     rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire; HACKING_HELD: whether
     rule_length_hacking returns a condition while its (always critical) alert is open, where
     only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
+    OOR_HELD: RuleContext.oor_held;
+    LATCHED_HELD: {rule name: the open _LATCHED alerts it holds}, for rule_gap and rule_grad_norm
+    where the bulk knows that every alert they could return is open and critical and that each
+    of those holds (_still_outside surely finds it: judge/bulk.py, Answers.latched_held) - the
+    rule is not run, a stand-in condition keeps each alert open;
     HACKING_WINDOWS, HACKING_CONFIRMED, DRIFT_WINDOWS: RuleContext.hacking_windows,
     .hacking_confirmed, .drift_windows; RESOLVED: ranges_for's answer here."""
     gated = USE_GATES and seg.ordered
@@ -1057,6 +1076,7 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
         ctx.hacking_windows = pre.get(HACKING_WINDOWS)
         ctx.hacking_confirmed = bool(pre.get(HACKING_CONFIRMED))
         ctx.drift_windows = pre.get(DRIFT_WINDOWS)
+        ctx.oor_held = pre.get(OOR_HELD) if gated else None
     out: list[Condition] = []
     box: list = []
 
@@ -1065,10 +1085,14 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
             box.append(gates.Window(seg, upto, WINDOW))
         return box[0]
     held = pre.get(HACKING_HELD) if gated and pre and "length-hacking" in open_rules else None
+    latched = pre.get(LATCHED_HELD) if gated and pre else None
     for rule in METRIC_RULES:
         if held is not None and rule is rule_length_hacking:
             if held:      # the open alert holds (judge/held.py); what it says is the raise's
                 out.append(held_standin())
+            continue
+        if latched and rule.__name__ in latched:
+            out.extend(held_standin(a) for a in latched[rule.__name__])   # they hold (judge/bulk.py)
             continue
         if gated and not _may_fire(rule, ctx, win, pre):
             continue  # it cannot fire here (an exact necessary condition, judge/gates.py)
