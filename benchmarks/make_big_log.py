@@ -18,18 +18,19 @@ from grpo_tui.simulate import generate  # noqa: E402
 _ID = re.compile(r"\b(rollout|perf|step|eval) (\d+): ")
 
 
-def make(path: str, size: int, noise: int = 250, block_rollouts: int = 200) -> int:
-    lines = [line for _, line in generate("healthy", block_rollouts, 1, noise_per_rollout=noise)]
+def make(path: str, size: int, noise: int = 250, block_rollouts: int = 200, scenario: str = "healthy") -> int:
+    """`scenario` other than healthy: a broken run whose sign stays for the rest of the file
+    (the first block breaks halfway, every later block is the same run broken from its start),
+    so its alert is held open over nearly every rollout - `check`'s costliest case."""
+    first = None
+    onset = None
+    if scenario != "healthy":
+        first = _body(generate(scenario, block_rollouts, 1, noise_per_rollout=noise, onset=block_rollouts // 2))[1]
+        onset = 0
+    lines = [line for _, line in generate(scenario, block_rollouts, 1, noise_per_rollout=noise, onset=onset)]
     head = [line for line in lines[:40] if line.startswith("EXEC:")]
-    body = [line for line in lines if not line.startswith("EXEC:")]
-    # the launcher's `Job '...' succeeded` banner ends the run: once, at the very end (a run
-    # that "finishes" every block would be judged as finished-then-continued)
-    j = next((i for i, line in enumerate(body) if line.startswith("Job '")), None)
-    footer: list[str] = []
-    if j is not None:
-        lo = j - 1 if j > 0 and body[j - 1].startswith("---") else j
-        hi = j + 2 if j + 1 < len(body) and body[j + 1].startswith("---") else j + 1
-        footer, body = body[lo:hi], body[:lo] + body[hi:]
+    footer, body = _body((0.0, line) for line in lines)
+    first_block = None if first is None else "\n".join(first) + "\n"
     block = "\n".join(body) + "\n"
     written = 0
     rep = 0
@@ -38,7 +39,10 @@ def make(path: str, size: int, noise: int = 250, block_rollouts: int = 200) -> i
             fh.write(line + "\n")
         while written < size:
             shift = rep * block_rollouts
-            text = block if rep == 0 else _ID.sub(lambda m: f"{m.group(1)} {int(m.group(2)) + shift}: ", block)
+            if rep == 0:
+                text = first_block or block
+            else:
+                text = _ID.sub(lambda m: f"{m.group(1)} {int(m.group(2)) + shift}: ", block)
             data = text.encode()
             fh.write(text)
             written += len(data)
@@ -49,11 +53,27 @@ def make(path: str, size: int, noise: int = 250, block_rollouts: int = 200) -> i
     return written
 
 
+def _body(timed_lines) -> tuple[list[str], list[str]]:
+    """(footer, body) of a simulated block: the launch left out, and the launcher's
+    `Job '...' succeeded` banner taken out to end the whole file once."""
+    body = [line for _, line in timed_lines if not line.startswith("EXEC:")]
+    # the launcher's `Job '...' succeeded` banner ends the run: once, at the very end (a run
+    # that "finishes" every block would be judged as finished-then-continued)
+    j = next((i for i, line in enumerate(body) if line.startswith("Job '")), None)
+    footer: list[str] = []
+    if j is not None:
+        lo = j - 1 if j > 0 and body[j - 1].startswith("---") else j
+        hi = j + 2 if j + 1 < len(body) and body[j + 1].startswith("---") else j + 1
+        footer, body = body[lo:hi], body[:lo] + body[hi:]
+    return footer, body
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("path")
     ap.add_argument("--size-mb", type=int, default=1000)
     ap.add_argument("--noise", type=int, default=250, help="noise lines per rollout")
+    ap.add_argument("--scenario", default="healthy", help="a broken run held to the end, e.g. gap-jump")
     a = ap.parse_args()
-    n = make(a.path, a.size_mb * 1_000_000, a.noise)
+    n = make(a.path, a.size_mb * 1_000_000, a.noise, scenario=a.scenario)
     print(f"wrote {a.path}: {n / 1e6:.0f} MB")
