@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from grpo_tui.judge import bulk as bulk_mod
@@ -218,19 +219,27 @@ LATCHED_CYCLES = {
     "gap-jump-cycles": lambda: _repeated("gap-jump", 120, 4, 11, onset=60),
     "gap-jump-cycles-k2": lambda: _repeated("gap-jump", 100, 3, 12, onset=50, steps_per_rollout=2),
     "grad-norm-cycles": lambda: _repeated("grad-norm-rising", 120, 4, 13, onset=50),
+    "no-signal-cycles": lambda: _repeated("no-signal", 120, 4, 16, onset=60),
 }
-HELD_CASES = {**DRIFT_HELD, **LATCHED_CYCLES}
+NO_SIGNAL_HELD = {
+    # most groups score the same from the onset on: no-signal opens and holds
+    "no-signal-held": lambda: [line for _, line in generate("no-signal", 300, 14, noise_per_rollout=0, onset=60)],
+    # length-hacking's falling reward drives the all-wrong groups up: no-signal opens beside it
+    "no-signal-beside-length-hacking": lambda: [line for _, line in generate("length-hacking", 400, 15,
+                                                                             noise_per_rollout=0, onset=60)],
+}
+HELD_CASES = {**DRIFT_HELD, **LATCHED_CYCLES, **NO_SIGNAL_HELD}
 
 
 def _count_held(monkeypatch) -> dict:
-    """How often bulk judging kept an alert open without running its rule (latched_held) or
+    """How often bulk judging kept an alert open without running its rule (held_rules) or
     out-of-range's test of a signal (oor_held)."""
     used = {"latched": 0, "oor": 0}
-    for name, key in (("latched_held", "latched"), ("oor_held", "oor")):
+    for name, key in (("held_rules", "latched"), ("oor_held", "oor")):
         orig = getattr(bulk_mod.Answers, name)
 
-        def counting(self, k, open_, orig=orig, key=key):
-            got = orig(self, k, open_)
+        def counting(self, k, *a, orig=orig, key=key):
+            got = orig(self, k, *a)
             used[key] += bool(got)
             return got
         monkeypatch.setattr(bulk_mod.Answers, name, counting)
@@ -239,9 +248,9 @@ def _count_held(monkeypatch) -> dict:
 
 @pytest.mark.parametrize("case", list(HELD_CASES))
 def test_held_alerts_kept_open_without_their_rules_as_rollout_by_rollout(case, monkeypatch):
-    """gap-jump, gap-rising, grad-norm-rising and out-of-range warnings held open for hundreds of
+    """gap-jump, gap-rising, grad-norm-rising, no-signal and out-of-range warnings held open for hundreds of
     rollouts (and opened and cleared again): bulk judging keeps them open with a stand-in where
-    their sign surely holds (Answers.latched_held, .oor_held) instead of running the rule - the
+    their sign surely holds (Answers.held_rules, .oor_held) instead of running the rule - the
     same alerts, every field, as rollout by rollout without any gate; and the stand-ins were used."""
     lines = HELD_CASES[case]()
     used = _count_held(monkeypatch)
@@ -255,12 +264,19 @@ def test_held_alerts_kept_open_without_their_rules_as_rollout_by_rollout(case, m
         assert len(cleared) >= 2, "the case does not open and clear its alert"
 
 
-def test_a_wrong_stand_in_would_be_caught(monkeypatch):
+WRONG = {  # a "surely holds" that says so whatever the values, and a case where it shows
+    "_still_sure": ("gap-jump-cycles", lambda seg, rs, ids, rows, sig_id, ctx: np.ones(len(rows), bool)),
+    "_no_signal_sure": ("no-signal-cycles", lambda seg, ids, rows, memo: np.ones(len(rows), bool)),
+}
+
+
+@pytest.mark.parametrize("name", list(WRONG))
+def test_a_wrong_stand_in_would_be_caught(name, monkeypatch):
     """The comparison above has teeth: a stand-in that says "holds" whatever the values keeps
-    gap-jump open where rollout by rollout clears it, and the alerts differ.  (A wrong oor_held
+    an alert open where rollout by rollout clears it, and the alerts differ.  (A wrong oor_held
     is not shown this way: out-of-range's gate already skips a signal whose mean is inside.)"""
-    import numpy as np
-    lines = LATCHED_CYCLES["gap-jump-cycles"]()
-    monkeypatch.setattr(bulk_mod, "_still_sure", lambda seg, rs, ids, rows, sig_id, ctx: np.ones(len(rows), bool))
+    case, wrong = WRONG[name]
+    lines = LATCHED_CYCLES[case]()
+    monkeypatch.setattr(bulk_mod, name, wrong)
     with pytest.raises(AssertionError):
         _bulk_equals_plain(lines, monkeypatch)

@@ -123,8 +123,9 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
                 pre[rules.HACKING_WINDOWS] = held.windows(k)
             if pre and skip_quiet:
                 pre[rules.DRIFT_WINDOWS] = ans.drift_windows(k)
-                if held_open & _LATCHED and all(_critical(eng, a) for a in held_open & _LATCHED):
-                    pre[rules.LATCHED_HELD] = ans.latched_held(k, open_rules)
+                if open_rules & _STANDS_IN:
+                    pre[rules.HELD_RULES] = ans.held_rules(k, open_rules, frozenset(
+                        a for a in open_rules & _STANDS_IN if _critical(eng, a)))
                 if "out-of-range" in open_rules and _oor_warnings(eng):
                     pre[rules.OOR_HELD] = ans.oor_held(k, eng._open)
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
@@ -163,7 +164,7 @@ def _calm_skips(tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, jud
 
 
 _LH = frozenset({"length-hacking"})
-_LATCHED = frozenset(rules._LATCHED)   # the alerts latched_held may keep open without their rule
+_STANDS_IN = frozenset(rules._LATCHED) | {"no-signal"}     # the alerts held_rules may keep open
 
 
 def _critical(eng, rule: str) -> bool:
@@ -246,7 +247,7 @@ class Answers:
         self.mk: dict = {}                              # _mk_memo's (shared with judge/held.py)
         self.seg = seg
         self._drift: dict | None = None                 # drift_windows' arrays, made on first use
-        self._latched: tuple | None = None              # latched_held's arrays, made on first use
+        self._held: tuple | None = None                 # held_rules' arrays, made on first use
         self._oor: dict[str, np.ndarray] = {}           # oor_held's, per signal, made on first use
         if not n_ops or not full.any():
             return
@@ -271,31 +272,37 @@ class Answers:
             self._drift = _drift_may(self.seg, self.rows, self.mk)
         return {sig: frozenset(w for w in TREND_WINDOWS if may[w][k]) for sig, may in self._drift.items()}
 
-    def latched_held(self, k: int, open_rules: frozenset) -> dict[str, tuple[str, ...]] | None:
-        """rules.LATCHED_HELD at op k: the rules (rule_gap, rule_grad_norm) that need not run
-        because each alert they could return is open and holds anyway, with those alerts.
+    def held_rules(self, k: int, open_rules: frozenset, critical: frozenset) -> dict[str, tuple[str, ...]] | None:
+        """rules.HELD_RULES at op k: the rules (rule_gap, rule_grad_norm, rule_no_signal) that
+        need not run because each alert they could return is open and critical (`critical`: of
+        `open_rules`, those) and holds anyway, with those alerts.
 
-        While gap-rising, gap-jump or grad-norm-rising is open, its rule runs at every rollout,
-        yet to the state machine only presence matters (they are critical: the message stays
-        the raise's).  An open one is present whenever rules._still_outside finds it, which
-        needs 3 of the last 4 values above the band or the own baseline's edge: computed here
-        for every op with a margin (surely above; else the rule runs).  rule_grad_norm returns
-        only grad-norm-rising; rule_gap only gap-rising while that is open, and otherwise also
-        gap-jump (open) or a new gap-rising, which needs an explosion (_drift_vec's test of it)
-        or a drift_up window whose test may pass (drift_windows): neither may happen here."""
-        if not self.full[k]:
+        While such an alert is open its rule runs at every rollout, yet to the state machine only
+        presence matters (a critical alert keeps the message of its raise).
+        - gap-rising, gap-jump, grad-norm-rising are present whenever rules._still_outside finds
+          them: 3 of the last 4 values above the band or the own baseline's edge (surely, with a
+          margin; else the rule runs).  rule_grad_norm returns only grad-norm-rising; rule_gap
+          only gap-rising while that is open, and otherwise also gap-jump (open) or a new
+          gap-rising, which needs an explosion (_drift_vec's test of it) or a drift_up window
+          whose test may pass (drift_windows): neither may happen where it is left out.
+        - rule_no_signal returns only no-signal, surely where reward is exactly 0 (or 1) on the
+          last 2 rollouts or >= 80 % of groups score the same in 3 of the last 4."""
+        if not self.full[k] or not critical:
             return None
-        if self._latched is None:
+        if self._held is None:
             if self._drift is None:
                 self._drift = _drift_may(self.seg, self.rows, self.mk)
-            self._latched = _latched_arrays(self.seg, self.resolved, self.rows, self._drift)
-        still_gap, calm_gap, still_grad = self._latched
+            self._held = _held_arrays(self.seg, self.resolved, self.rows, self._drift, self.mk)
+        still_gap, calm_gap, still_grad, no_signal = self._held
         out: dict[str, tuple[str, ...]] = {}
         gap_open = tuple(a for a in ("gap-rising", "gap-jump") if a in open_rules)
-        if gap_open and still_gap[k] and ("gap-rising" in open_rules or calm_gap[k]):
+        if (gap_open and all(a in critical for a in gap_open) and still_gap[k]
+                and ("gap-rising" in critical or calm_gap[k])):
             out["rule_gap"] = gap_open
-        if "grad-norm-rising" in open_rules and still_grad[k]:
+        if "grad-norm-rising" in critical and still_grad[k]:
             out["rule_grad_norm"] = ("grad-norm-rising",)
+        if "no-signal" in critical and no_signal[k]:
+            out["rule_no_signal"] = ("no-signal",)
         return out or None
 
     def oor_held(self, k: int, open_keys) -> frozenset[str] | None:
@@ -472,13 +479,13 @@ def _boom_may(lv: np.ndarray, rows: np.ndarray, base: float | None, hi: np.ndarr
     return maybe
 
 
-LATCH_TOL = 1e-9        # latched_held's margin: "surely above" an edge by this much (relative)
+LATCH_TOL = 1e-9        # held_rules' margin: "surely above" an edge by this much (relative)
 
 
-def _latched_arrays(seg: Segment, rs, rows: np.ndarray, drift: dict) -> tuple[np.ndarray, ...]:
-    """Per op (Answers.latched_held): _still_outside surely finds gap or KL above, rule_gap
+def _held_arrays(seg: Segment, rs, rows: np.ndarray, drift: dict, memo: dict) -> tuple[np.ndarray, ...]:
+    """Per op (Answers.held_rules): _still_outside surely finds gap or KL above, rule_gap
     surely returns no new gap-rising (no explosion, no drift window that may pass: for gap and
-    KL), _still_outside surely finds grad_norm above."""
+    KL), _still_outside surely finds grad_norm above, rule_no_signal surely returns its sign."""
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
     full = rows >= START
@@ -496,7 +503,26 @@ def _latched_arrays(seg: Segment, rs, rows: np.ndarray, drift: dict) -> tuple[np
         v = _vals(seg, name, end)
         b = _bounds(rs, sig_id, ids)
         calm &= ~_boom_may(_log(v), rows, _base_min(v[:BASE_ROWS]), None if b is None else _log(b[1]), None)
-    return full & (still["gap"] | still["kl"]), calm, full & still["grad_norm"]
+    return (full & (still["gap"] | still["kl"]), calm, full & still["grad_norm"],
+            full & _no_signal_sure(seg, ids, rows, memo))
+
+
+def _no_signal_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, memo: dict) -> np.ndarray:
+    """rule_no_signal surely returns a condition: reward exactly 0 (or exactly 1) on the last 2
+    rows, both finite; or, with a group count, the zero-std share of the last 4 rows (all
+    finite) above 80 % by a margin in 3 of them."""
+    out = np.zeros(len(rows), bool)
+    rn = metric_for(seg, BY_ID["reward"])
+    if rn is not None:
+        R = _vals(seg, rn, len(ids))
+        a, b = R[rows - 1], R[rows]
+        out |= (rows >= 1) & (((a == 0.0) & (b == 0.0)) | ((a == 1.0) & (b == 1.0)))
+    if groups_of(seg) is not None:
+        frac = _zero_std_rows(seg, len(ids), memo)
+        dense = (rows >= 3) & _dense(np.isfinite(frac), rows, 4)
+        sel = rows[dense]
+        out[dense] |= _above(_last4(frac, sel), np.float64(0.8 - 1e-9)).sum(axis=1) >= 3
+    return out
 
 
 def _still_sure(seg: Segment, rs, ids: np.ndarray, rows: np.ndarray, sig_id: str, ctx) -> np.ndarray:

@@ -34,7 +34,7 @@ from . import gates, stats
 from .ranges import RangeSet
 from .setup import FIRST as FIT_FIRST, FIT_FLAGS, FIT_SIGNALS, defaults_fit
 from .signals import (BY_ID, EARLY_ROLLOUTS, Signal, first_rows, groups_of, metric_for, signal_at_rows,
-                      signal_series)
+                      signal_series, zero_std_parts)
 from ..store.metric_store import Segment
 
 WINDOW = 40                     # rollouts a rule may look back
@@ -200,6 +200,11 @@ class RuleContext:
         key = f"{sig_id}:{part}"
         got = self._cache.get(key)
         if got is None:
+            if sig_id == "zero_std":        # every part at once: one read of the counts
+                rows = self.seg.rows_upto(WINDOW, self.upto)
+                for p, series in zero_std_parts(self.seg, rows).items():
+                    self._cache[f"zero_std:{p}"] = series
+                return self._cache[key]
             got = self._cache[key] = signal_series(self.seg, BY_ID[sig_id], last=WINDOW, part=part,
                                                    upto=self.upto)
         return got
@@ -1037,16 +1042,16 @@ def held_standin(rule: str = "length-hacking") -> Condition:
     """A condition of an open critical alert where only its presence matters: it keeps the
     alert open, and its message and evidence are never read (engine._refresh keeps those of the
     rollout that raised it; a critical alert cannot escalate).  length-hacking's (judge/held.py),
-    or one of _LATCHED's (LATCHED_HELD)."""
+    or one kept open for its rule (HELD_RULES)."""
     return Condition(rule, "critical", None, f"{rule} holds", {}, signal=_STANDIN_SIGNAL[rule])
 
 
 _STANDIN_SIGNAL = {"length-hacking": "length", "gap-rising": "gap", "gap-jump": "gap",
-                   "grad-norm-rising": "grad_norm"}
+                   "grad-norm-rising": "grad_norm", "no-signal": "zero_std"}
 
 
 HACKING_HELD = "length-hacking held"
-LATCHED_HELD = "latched held"
+HELD_RULES = "held rules"
 OOR_HELD = "out-of-range held"
 HACKING_WINDOWS = "length-hacking windows"
 DRIFT_WINDOWS = "drift windows"
@@ -1061,10 +1066,10 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
     rule_length_hacking returns a condition while its (always critical) alert is open, where
     only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
     OOR_HELD: RuleContext.oor_held;
-    LATCHED_HELD: {rule name: the open _LATCHED alerts it holds}, for rule_gap and rule_grad_norm
-    where the bulk knows that every alert they could return is open and critical and that each
-    of those holds (_still_outside surely finds it: judge/bulk.py, Answers.latched_held) - the
-    rule is not run, a stand-in condition keeps each alert open;
+    HELD_RULES: {rule name: the open alerts it holds}, for rule_gap, rule_grad_norm and
+    rule_no_signal where the bulk knows that every alert they could return is open and critical
+    and that each of those holds (judge/bulk.py, Answers.held_rules) - the rule is not run, a
+    stand-in condition keeps each alert open;
     HACKING_WINDOWS, HACKING_CONFIRMED, DRIFT_WINDOWS: RuleContext.hacking_windows,
     .hacking_confirmed, .drift_windows; RESOLVED: ranges_for's answer here."""
     gated = USE_GATES and seg.ordered
@@ -1085,14 +1090,14 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
             box.append(gates.Window(seg, upto, WINDOW))
         return box[0]
     held = pre.get(HACKING_HELD) if gated and pre and "length-hacking" in open_rules else None
-    latched = pre.get(LATCHED_HELD) if gated and pre else None
+    held_rules = pre.get(HELD_RULES) if gated and pre else None
     for rule in METRIC_RULES:
         if held is not None and rule is rule_length_hacking:
             if held:      # the open alert holds (judge/held.py); what it says is the raise's
                 out.append(held_standin())
             continue
-        if latched and rule.__name__ in latched:
-            out.extend(held_standin(a) for a in latched[rule.__name__])   # they hold (judge/bulk.py)
+        if held_rules and rule.__name__ in held_rules:
+            out.extend(held_standin(a) for a in held_rules[rule.__name__])   # they hold (judge/bulk.py)
             continue
         if gated and not _may_fire(rule, ctx, win, pre):
             continue  # it cannot fire here (an exact necessary condition, judge/gates.py)

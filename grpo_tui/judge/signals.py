@@ -223,20 +223,37 @@ def signal_at_rows(seg: Segment, sig: Signal, rows: np.ndarray,
         ids = seg.ids_at(rows)
         keep = ~np.isnan(vals) | seg._nonfinite_mask(name, rows)
         return ids[keep], vals[keep]
+    return _zero_std_count_parts(seg, rows)[part]
+
+
+def zero_std_parts(seg: Segment, rows: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """signal_at_rows(seg, zero_std, rows, part) for each part (total, wrong, right) at once:
+    the counts are read once for all three (rule_no_signal reads every part where it runs)."""
+    sig = BY_ID["zero_std"]
+    if metric_for(seg, sig) == ZERO_STD_FRACTION:
+        got = signal_at_rows(seg, sig, rows)        # (a logged share: one series for every part)
+        return {"total": got, "wrong": got, "right": got}
+    return _zero_std_count_parts(seg, rows)
+
+
+def _zero_std_count_parts(seg: Segment, rows: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     if not len(rows):
-        return np.empty(0, np.int64), np.empty(0)
+        empty = np.empty(0, np.int64), np.empty(0)
+        return {"total": empty, "wrong": empty, "right": empty}
     if not _has_counts(seg) and _has_ratios(seg):
         total, wrong, right = _zero_std_ratios(seg, rows)
         g = None
     else:
         total, wrong, right = _zero_std_counts(seg, rows)
         g = groups_of(seg)
-    vals = {"total": total, "wrong": wrong, "right": right}[part]
-    if g:
-        vals = vals / g
     ids = seg.ids_at(rows)
-    keep = ~np.isnan(vals)
-    return ids[keep], vals[keep]
+    out = {}
+    for part, vals in (("total", total), ("wrong", wrong), ("right", right)):
+        if g:
+            vals = vals / g
+        keep = ~np.isnan(vals)
+        out[part] = ids[keep], vals[keep]
+    return out
 
 
 def framework(seg: Segment) -> str:
