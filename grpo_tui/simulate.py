@@ -256,6 +256,16 @@ def _since(r: np.ndarray, onset: int | None) -> np.ndarray:
     return np.where(r >= onset, r - onset + 1, 0).astype(float)
 
 
+SLOWDOWN_MAX = 1000.0      # the slowdown stops growing here (~a day a rollout: the run is dead)
+
+
+def _slowdown(d: np.ndarray, pace: float) -> np.ndarray:
+    """x1.15 a rollout since the break, up to SLOWDOWN_MAX: unbounded, a long simulated run's
+    clock left the calendar (4,000 rollouts: 1.15 ** 2,700) and simulate crashed."""
+    with np.errstate(over="ignore"):
+        return np.minimum(1.15 ** (pace * d), SLOWDOWN_MAX)
+
+
 def _rollout_series(scenario: str, n: int, seed: int, onset: int | None, pace: float = 1.0) -> dict[str, np.ndarray]:
     """Per-rollout sample statistics: the healthy curves plus the scenario's break."""
     r = np.arange(n, dtype=float)
@@ -288,7 +298,7 @@ def _rollout_series(scenario: str, n: int, seed: int, onset: int | None, pace: f
     c0, c1 = _zero_std(reward, z, scenario, hit)
     rt = (10 + 0.04 * CAP + 0.07 * length) * np.exp(0.04 * z[:, 5])
     if scenario == "rollout-slowdown":
-        rt = rt * 1.15 ** (pace * d)
+        rt = rt * _slowdown(d, pace)
     return {
         "reward": np.round(reward * BATCH) / BATCH, "length": np.round(length * BATCH) / BATCH,
         "trunc": np.round(trunc * BATCH) / BATCH, "c0": c0, "c1": c1, "rollout_time": rt,
@@ -473,7 +483,7 @@ def _setup_rollout_series(su: Setup, scenario: str, n: int, seed: int, onset: in
         u = np.array([_rng(seed, 13, i).random(size=2) for i in range(n)]).reshape(n, 2)
         rt = rt * np.where(u[:, 0] < su.spike_p, 1.5 + 0.8 * u[:, 1], 1.0)
     if scenario == "rollout-slowdown":
-        rt = rt * 1.15 ** (pace * d)
+        rt = rt * _slowdown(d, pace)
     return {
         "reward": reward, "length": np.round(length * B) / B, "trunc": trunc, "c0": c0, "c1": c1,
         "rollout_time": rt, "max": longest,

@@ -460,3 +460,16 @@ def test_slow_pace_drifts_slowly():
     slow = by_rollout(metrics(gen("grad-norm-rising", 60, 3, noise_per_rollout=0, onset=10, pace=0.3)))
     assert slow[45]["train/grad_norm"] < fast[45]["train/grad_norm"] / 100
     assert sum(slow[r]["train/grad_norm"] for r in range(50, 60)) > 5 * sum(slow[r]["train/grad_norm"] for r in range(0, 10))
+
+
+def test_a_long_slowdown_stays_on_the_calendar():
+    """rollout-slowdown's x1.15 a rollout is capped (simulate.SLOWDOWN_MAX): 4,000 rollouts
+    used to overflow the simulated clock ("date value out of range")."""
+    got = list(sim.generate("rollout-slowdown", 600, 0, noise_per_rollout=0, onset=100))
+    times = [t for t, _ in got]
+    assert times == sorted(times)
+    times_s = [float(m.group(1)) for _, line in got
+               if (m := re.search(r"'perf/rollout_time': ([0-9.e+]+)", line))]
+    assert len(times_s) >= 600
+    assert max(times_s) <= sim.SLOWDOWN_MAX * 3 * min(times_s)
+    assert max(times_s) > 100 * min(times_s)
