@@ -499,3 +499,19 @@ def test_an_int_past_float64_fails_on_the_short_path_as_on_the_long_one(kind, fi
                 store.add([MetricRecord(kind=kind, n=3, metrics={"a": 2, "b": 10 ** 400}, proc="p", ts=1.0)])
         states.append(_step_state(store))
     assert states[0] == states[1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(marks=st.lists(st.integers(0, 300), max_size=400), lo=st.integers(0, 300), span=st.integers(0, 120))
+def test_nonfinite_rows_stay_sorted_and_the_mask_matches_a_plain_scan(marks, lo, span):
+    """nonfinite_rows is kept sorted without repeats whatever order rows are marked in, and
+    _nonfinite_mask (found by bisection) marks exactly the window's rows logged as nan."""
+    seg = MetricStore().current
+    for row in marks:
+        seg._mark_nonfinite(row, {"train/grad_norm": "nan"})
+    got = seg.nonfinite_rows.get("train/grad_norm", [])
+    assert got == sorted(set(marks))
+    rows = np.arange(lo, lo + span, dtype=np.int64)
+    want = np.array([r in set(marks) for r in rows.tolist()], dtype=bool)
+    assert seg._nonfinite_mask("train/grad_norm", rows).tolist() == want.tolist()
+    assert not seg._nonfinite_mask("train/loss", rows).any()

@@ -144,7 +144,9 @@ class Segment:
         self.train_cnt: dict[str, _Column] = {}
         self.objects: dict[str, dict[int, Any]] = {}  # non-numeric values: name -> row -> value
         self.nonfinite: dict[int, dict[str, str]] = {}  # row -> metric -> raw token
-        self.nonfinite_rows: dict[str, set[int]] = {}  # metric -> rows holding nan/inf
+        # metric -> rows holding nan/inf, sorted (a window's rows are found by bisection: a
+        # run that logs nan at every other step has thousands, read at every rollout judged)
+        self.nonfinite_rows: dict[str, list[int]] = {}
         # Which cells were logged as ints (kept ints in export): per column "i" (all ints),
         # "f" (no ints) or a set of the int rows when a column mixes both (rare).
         self.int_state: dict[str, str | set[int]] = {}
@@ -432,7 +434,15 @@ class Segment:
     def _mark_nonfinite(self, row: int, tokens: dict[str, str]) -> None:
         self.nonfinite.setdefault(row, {}).update(tokens)
         for name in tokens:
-            self.nonfinite_rows.setdefault(name, set()).add(row)
+            rows = self.nonfinite_rows.get(name)
+            if rows is None:
+                self.nonfinite_rows[name] = [row]
+            elif rows[-1] < row:            # (rows come in order: the common case)
+                rows.append(row)
+            else:
+                i = bisect.bisect_left(rows, row)
+                if i == len(rows) or rows[i] != row:
+                    rows.insert(i, row)
 
     def id_array(self) -> np.ndarray:
         """Rollout ids by row (a view; rows are in arrival order)."""
@@ -505,7 +515,7 @@ class Segment:
         if not bad or not len(rows):
             return np.zeros(len(rows), dtype=bool)
         lo, hi = int(rows.min()), int(rows.max())
-        near = [r for r in bad if lo <= r <= hi] if len(bad) > 64 else list(bad)
+        near = bad[bisect.bisect_left(bad, lo):bisect.bisect_right(bad, hi)]
         return np.isin(rows, np.asarray(near, dtype=np.int64))
 
     def value(self, rollout: int, name: str) -> Any:
