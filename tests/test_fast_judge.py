@@ -220,6 +220,7 @@ LATCHED_CYCLES = {
     "gap-jump-cycles-k2": lambda: _repeated("gap-jump", 100, 3, 12, onset=50, steps_per_rollout=2),
     "grad-norm-cycles": lambda: _repeated("grad-norm-rising", 120, 4, 13, onset=50),
     "no-signal-cycles": lambda: _repeated("no-signal", 120, 4, 16, onset=60),
+    "off-policy-cycles": lambda: _repeated("off-policy", 120, 4, 17, onset=60),
 }
 NO_SIGNAL_HELD = {
     # most groups score the same from the onset on: no-signal opens and holds
@@ -228,7 +229,10 @@ NO_SIGNAL_HELD = {
     "no-signal-beside-length-hacking": lambda: [line for _, line in generate("length-hacking", 400, 15,
                                                                              noise_per_rollout=0, onset=60)],
 }
-HELD_CASES = {**DRIFT_HELD, **LATCHED_CYCLES, **NO_SIGNAL_HELD}
+OFF_POLICY_HELD = {
+    "off-policy-held": lambda: [line for _, line in generate("off-policy", 300, 18, noise_per_rollout=0, onset=60)],
+}
+HELD_CASES = {**DRIFT_HELD, **LATCHED_CYCLES, **NO_SIGNAL_HELD, **OFF_POLICY_HELD}
 
 
 def _count_held(monkeypatch) -> dict:
@@ -248,8 +252,9 @@ def _count_held(monkeypatch) -> dict:
 
 @pytest.mark.parametrize("case", list(HELD_CASES))
 def test_held_alerts_kept_open_without_their_rules_as_rollout_by_rollout(case, monkeypatch):
-    """gap-jump, gap-rising, grad-norm-rising, no-signal and out-of-range warnings held open for hundreds of
-    rollouts (and opened and cleared again): bulk judging keeps them open with a stand-in where
+    """gap-jump, gap-rising, grad-norm-rising, no-signal, off-policy and out-of-range warnings
+    held open for hundreds of rollouts (and opened and cleared again): bulk judging keeps them
+    open with a stand-in where
     their sign surely holds (Answers.held_rules, .oor_held) instead of running the rule - the
     same alerts, every field, as rollout by rollout without any gate; and the stand-ins were used."""
     lines = HELD_CASES[case]()
@@ -267,6 +272,7 @@ def test_held_alerts_kept_open_without_their_rules_as_rollout_by_rollout(case, m
 WRONG = {  # a "surely holds" that says so whatever the values, and a case where it shows
     "_still_sure": ("gap-jump-cycles", lambda seg, rs, ids, rows, sig_id, ctx: np.ones(len(rows), bool)),
     "_no_signal_sure": ("no-signal-cycles", lambda seg, ids, rows, memo: np.ones(len(rows), bool)),
+    "_off_policy_sure": ("off-policy-cycles", lambda seg, rows, end: np.ones(len(rows), bool)),
 }
 
 

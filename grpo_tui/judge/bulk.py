@@ -164,7 +164,7 @@ def _calm_skips(tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, jud
 
 
 _LH = frozenset({"length-hacking"})
-_STANDS_IN = frozenset(rules._LATCHED) | {"no-signal"}     # the alerts held_rules may keep open
+_STANDS_IN = frozenset(rules._LATCHED) | {"no-signal", "off-policy"}   # the alerts held_rules may keep open
 
 
 def _critical(eng, rule: str) -> bool:
@@ -273,7 +273,8 @@ class Answers:
         return {sig: frozenset(w for w in TREND_WINDOWS if may[w][k]) for sig, may in self._drift.items()}
 
     def held_rules(self, k: int, open_rules: frozenset, critical: frozenset) -> dict[str, tuple[str, ...]] | None:
-        """rules.HELD_RULES at op k: the rules (rule_gap, rule_grad_norm, rule_no_signal) that
+        """rules.HELD_RULES at op k: the rules (rule_gap, rule_grad_norm, rule_no_signal,
+        rule_off_policy) that
         need not run because each alert they could return is open and critical (`critical`: of
         `open_rules`, those) and holds anyway, with those alerts.
 
@@ -286,14 +287,16 @@ class Answers:
           gap-rising, which needs an explosion (_drift_vec's test of it) or a drift_up window
           whose test may pass (drift_windows): neither may happen where it is left out.
         - rule_no_signal returns only no-signal, surely where reward is exactly 0 (or 1) on the
-          last 2 rollouts or >= 80 % of groups score the same in 3 of the last 4."""
+          last 2 rollouts or >= 80 % of groups score the same in 3 of the last 4.
+        - rule_off_policy returns only off-policy, surely where the clip fraction is above 0 on
+          the last 2 rollouts with one update each (Miles), or above 0.3 in 3 of the last 4."""
         if not self.full[k] or not critical:
             return None
         if self._held is None:
             if self._drift is None:
                 self._drift = _drift_may(self.seg, self.rows, self.mk)
             self._held = _held_arrays(self.seg, self.resolved, self.rows, self._drift, self.mk)
-        still_gap, calm_gap, still_grad, no_signal = self._held
+        still_gap, calm_gap, still_grad, no_signal, off_policy = self._held
         out: dict[str, tuple[str, ...]] = {}
         gap_open = tuple(a for a in ("gap-rising", "gap-jump") if a in open_rules)
         if (gap_open and all(a in critical for a in gap_open) and still_gap[k]
@@ -303,6 +306,8 @@ class Answers:
             out["rule_grad_norm"] = ("grad-norm-rising",)
         if "no-signal" in critical and no_signal[k]:
             out["rule_no_signal"] = ("no-signal",)
+        if "off-policy" in critical and off_policy[k]:
+            out["rule_off_policy"] = ("off-policy",)
         return out or None
 
     def oor_held(self, k: int, open_keys) -> frozenset[str] | None:
@@ -331,13 +336,15 @@ class Answers:
         return self.mat[:, self.names.index(rule)] != NO
 
     def at(self, k: int) -> dict:
-        """{rule: True/False/None (None = scalar gate), "oor": set|None, "quiet": bool}."""
+        """{rule: True/False/None (None = scalar gate), "oor": set, "quiet": bool}."""
         if not self.full[k]:
             return {}
         row = self.mat[k].tolist()
         d: dict = {nm: (None if v == UNKNOWN else bool(v)) for nm, v in zip(self.names, row)}
         orow = self.omat[k].tolist()
-        d["oor"] = None if UNKNOWN in orow else frozenset(s for s, v in zip(self.sig_ids, orow) if v)
+        # a signal the vectorised gate could not decide (a non-finite value in its last five) is
+        # left to the rule: a superset of the scalar gate's answer, so the same conditions
+        d["oor"] = frozenset(s for s, v in zip(self.sig_ids, orow) if v != NO)
         d["quiet"] = bool(self.quiet[k])
         return d
 
@@ -485,7 +492,8 @@ LATCH_TOL = 1e-9        # held_rules' margin: "surely above" an edge by this muc
 def _held_arrays(seg: Segment, rs, rows: np.ndarray, drift: dict, memo: dict) -> tuple[np.ndarray, ...]:
     """Per op (Answers.held_rules): _still_outside surely finds gap or KL above, rule_gap
     surely returns no new gap-rising (no explosion, no drift window that may pass: for gap and
-    KL), _still_outside surely finds grad_norm above, rule_no_signal surely returns its sign."""
+    KL), _still_outside surely finds grad_norm above, rule_no_signal and rule_off_policy surely
+    return their sign."""
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
     full = rows >= START
@@ -504,7 +512,25 @@ def _held_arrays(seg: Segment, rs, rows: np.ndarray, drift: dict, memo: dict) ->
         b = _bounds(rs, sig_id, ids)
         calm &= ~_boom_may(_log(v), rows, _base_min(v[:BASE_ROWS]), None if b is None else _log(b[1]), None)
     return (full & (still["gap"] | still["kl"]), calm, full & still["grad_norm"],
-            full & _no_signal_sure(seg, ids, rows, memo))
+            full & _no_signal_sure(seg, ids, rows, memo), full & _off_policy_sure(seg, rows, end))
+
+
+def _off_policy_sure(seg: Segment, rows: np.ndarray, end: int) -> np.ndarray:
+    """rule_off_policy surely returns a condition: one update per rollout (Miles) and a clip
+    fraction above 0 on the last 2 rows; else 3 of the last 4 rows above 0.3 (both finite on
+    every row read, by a margin)."""
+    out = np.zeros(len(rows), bool)
+    name = metric_for(seg, BY_ID["clipfrac"])
+    if name is None:
+        return out
+    cf = _vals(seg, name, end)
+    if seg.steps_per_rollout == 1 and seg.framework == "miles":
+        ok = (rows >= 1) & _dense(np.isfinite(cf), rows, 2)
+        hit = _above(cf, np.float64(1e-6))
+        return ok & hit[rows] & hit[rows - 1]
+    dense = (rows >= 3) & _dense(np.isfinite(cf), rows, 4)
+    out[dense] = _above(_last4(cf, rows[dense]), np.float64(0.3)).sum(axis=1) >= 3
+    return out
 
 
 def _no_signal_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, memo: dict) -> np.ndarray:

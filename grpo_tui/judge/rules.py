@@ -1047,7 +1047,7 @@ def held_standin(rule: str = "length-hacking") -> Condition:
 
 
 _STANDIN_SIGNAL = {"length-hacking": "length", "gap-rising": "gap", "gap-jump": "gap",
-                   "grad-norm-rising": "grad_norm", "no-signal": "zero_std"}
+                   "grad-norm-rising": "grad_norm", "no-signal": "zero_std", "off-policy": "clipfrac"}
 
 
 HACKING_HELD = "length-hacking held"
@@ -1066,10 +1066,10 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
     rule_length_hacking returns a condition while its (always critical) alert is open, where
     only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
     OOR_HELD: RuleContext.oor_held;
-    HELD_RULES: {rule name: the open alerts it holds}, for rule_gap, rule_grad_norm and
-    rule_no_signal where the bulk knows that every alert they could return is open and critical
-    and that each of those holds (judge/bulk.py, Answers.held_rules) - the rule is not run, a
-    stand-in condition keeps each alert open;
+    HELD_RULES: {rule name: the open alerts it holds}, for rule_gap, rule_grad_norm,
+    rule_no_signal and rule_off_policy where the bulk knows that every alert they could return
+    is open and critical and that each of those holds (judge/bulk.py, Answers.held_rules) - the
+    rule is not run, a stand-in condition keeps each alert open;
     HACKING_WINDOWS, HACKING_CONFIRMED, DRIFT_WINDOWS: RuleContext.hacking_windows,
     .hacking_confirmed, .drift_windows; RESOLVED: ranges_for's answer here."""
     gated = USE_GATES and seg.ordered
