@@ -246,7 +246,7 @@ class Answers:
         self.resolved = None                            # ranges_for on the full windows
         self.mk: dict = {}                              # _mk_memo's (shared with judge/held.py)
         self.seg = seg
-        self._drift: dict | None = None                 # drift_windows' arrays, made on first use
+        self._drift: _DriftMay | None = None            # drift_windows' arrays, made on first use
         self._held: tuple | None = None                 # held_rules' arrays, made on first use
         self._oor: dict[str, np.ndarray] = {}           # oor_held's, per signal, made on first use
         if not n_ops or not full.any():
@@ -260,17 +260,17 @@ class Answers:
         others = [j for j, nm in enumerate(self.names) if nm != "rule_length_hacking"]
         self.quiet_but_hacking = full & (self.mat[:, others] == NO).all(axis=1) & (self.omat == NO).all(axis=1)
 
-    def drift_windows(self, k: int) -> dict[str, frozenset]:
+    def drift_windows(self, k: int) -> "_DriftAt":
         """RuleContext.drift_windows at op k: per signal drift_up reads (gap, kl, grad_norm), the
-        windows of TREND_WINDOWS whose one-sided Mann-Kendall test may pass.  A window is left
-        out only where the rule's last w values are surely the column's last w rows (all finite
-        and positive: the rule's own series drops the others) and its p is surely >= alpha: no
-        ties and an S below the smallest significant one less one (_s_needed, as the gate's
-        _rising), or with ties the p itself (held.mk_p_from_s); drift_up's loop would skip it.  An alert held open runs its rule at
-        every rollout; this saves it the windows' tests."""
+        windows of TREND_WINDOWS whose test may pass (_DriftMay says which surely fail; drift_up's
+        loop would skip those).  An alert held open runs its rule at every rollout; this saves
+        it the windows' tests.  Read lazily: only where a rule calls drift_up."""
+        return _DriftAt(self._drift_may(), k)
+
+    def _drift_may(self) -> _DriftMay:
         if self._drift is None:
-            self._drift = _drift_may(self.seg, self.rows, self.mk)
-        return {sig: frozenset(w for w in TREND_WINDOWS if may[w][k]) for sig, may in self._drift.items()}
+            self._drift = _DriftMay(self.seg, self.rows, self.mk)
+        return self._drift
 
     def held_rules(self, k: int, open_rules: frozenset, critical: frozenset) -> dict[str, tuple[str, ...]] | None:
         """rules.HELD_RULES at op k: the rules (rule_gap, rule_grad_norm, rule_no_signal,
@@ -293,14 +293,12 @@ class Answers:
         if not self.full[k] or not critical:
             return None
         if self._held is None:
-            if self._drift is None:
-                self._drift = _drift_may(self.seg, self.rows, self.mk)
-            self._held = _held_arrays(self.seg, self.resolved, self.rows, self._drift, self.mk)
+            self._held = _held_arrays(self.seg, self.resolved, self.rows, self.mk)
         still_gap, calm_gap, still_grad, no_signal, off_policy = self._held
         out: dict[str, tuple[str, ...]] = {}
         gap_open = tuple(a for a in ("gap-rising", "gap-jump") if a in open_rules)
         if (gap_open and all(a in critical for a in gap_open) and still_gap[k]
-                and ("gap-rising" in critical or calm_gap[k])):
+                and ("gap-rising" in critical or (calm_gap[k] and self._no_drift(k, ("gap", "kl"))))):
             out["rule_gap"] = gap_open
         if "grad-norm-rising" in critical and still_grad[k]:
             out["rule_grad_norm"] = ("grad-norm-rising",)
@@ -309,6 +307,11 @@ class Answers:
         if "off-policy" in critical and off_policy[k]:
             out["rule_off_policy"] = ("off-policy",)
         return out or None
+
+    def _no_drift(self, k: int, sig_ids: tuple[str, ...]) -> bool:
+        """drift_up surely finds no drift at op k for these signals: no window's test may pass."""
+        drift = self._drift_may()
+        return not any(drift.windows(sig_id, k) for sig_id in sig_ids)
 
     def oor_held(self, k: int, open_keys) -> frozenset[str] | None:
         """rules.OOR_HELD at op k: the signals whose out-of-range alert is open and whose
@@ -489,10 +492,9 @@ def _boom_may(lv: np.ndarray, rows: np.ndarray, base: float | None, hi: np.ndarr
 LATCH_TOL = 1e-9        # held_rules' margin: "surely above" an edge by this much (relative)
 
 
-def _held_arrays(seg: Segment, rs, rows: np.ndarray, drift: dict, memo: dict) -> tuple[np.ndarray, ...]:
+def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.ndarray, ...]:
     """Per op (Answers.held_rules): _still_outside surely finds gap or KL above, rule_gap
-    surely returns no new gap-rising (no explosion, no drift window that may pass: for gap and
-    KL), _still_outside surely finds grad_norm above, rule_no_signal and rule_off_policy surely
+    surely returns no new gap-rising by an explosion (for gap and KL), _still_outside surely finds grad_norm above, rule_no_signal and rule_off_policy surely
     return their sign."""
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
@@ -500,14 +502,179 @@ def _held_arrays(seg: Segment, rs, rows: np.ndarray, drift: dict, memo: dict) ->
     # the own baseline is the segment's first rollouts at every full op: the rule's, exactly
     ctx = RuleContext(seg, rs, int(ids[rows[full][0]]), resolved=rs)
     still = {sig_id: _still_sure(seg, rs, ids, rows, sig_id, ctx) for sig_id in ("gap", "kl", "grad_norm")}
-    calm = full.copy()
+    calm = full.copy()          # (and no drift window may pass: Answers.held_rules asks _DriftMay)
     for sig_id in ("gap", "kl"):
         name = metric_for(seg, BY_ID[sig_id])
         if name is None:
             continue            # the rule's series is empty: it returns nothing for this signal
-        may = drift.get(sig_id)
+        v = _vals(seg, name, end)
+        b = _bounds(rs, sig_id, ids)
+        calm &= ~_boom_may(_log(v), rows, _base_min(v[:BASE_ROWS]), None if b is None else _log(b[1]), None)
+    return (full & (still["gap"] | still["kl"]), calm, full & still["grad_norm"],
+            full & _no_signal_sure(seg, ids, rows, memo), full & _off_policy_sure(seg, rows, end))
+
+
+def _off_policy_sure(seg: Segment, rows: np.ndarray, end: int) -> np.ndarray:
+    """rule_off_policy surely returns a condition: one update per rollout (Miles) and a clip
+    fraction above 0 on the last 2 rows; else 3 of the last 4 rows above 0.3 (both finite on
+    every row read, by a margin)."""
+    out = np.zeros(len(rows), bool)
+    name = metric_for(seg, BY_ID["clipfrac"])
+    if name is None:
+        return out
+    cf = _vals(seg, name, end)
+    if seg.steps_per_rollout == 1 and seg.framework == "miles":
+        ok = (rows >= 1) & _dense(np.isfinite(cf), rows, 2)
+        hit = _above(cf, np.float64(1e-6))
+        return ok & hit[rows] & hit[rows - 1]
+    dense = (rows >= 3) & _dense(np.isfinite(cf), rows, 4)
+    out[dense] = _above(_last4(cf, rows[dense]), np.float64(0.3)).sum(axis=1) >= 3
+    return out
+
+
+def _no_signal_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, memo: dict) -> np.ndarray:
+    """rule_no_signal surely returns a condition: reward exactly 0 (or exactly 1) on the last 2
+    rows, both finite; or, with a group count, the zero-std share of the last 4 rows (all
+    finite) above 80 % by a margin in 3 of them."""
+    out = np.zeros(len(rows), bool)
+    rn = metric_for(seg, BY_ID["reward"])
+    if rn is not None:
+        R = _vals(seg, rn, len(ids))
+        a, b = R[rows - 1], R[rows]
+        out |= (rows >= 1) & (((a == 0.0) & (b == 0.0)) | ((a == 1.0) & (b == 1.0)))
+    if groups_of(seg) is not None:
+        frac = _zero_std_rows(seg, len(ids), memo)
+        dense = (rows >= 3) & _dense(np.isfinite(frac), rows, 4)
+        sel = rows[dense]
+        out[dense] |= _above(_last4(frac, sel), np.float64(0.8 - 1e-9)).sum(axis=1) >= 3
+    return out
+
+
+def _still_sure(seg: Segment, rs, ids: np.ndarray, rows: np.ndarray, sig_id: str, ctx) -> np.ndarray:
+    """rules._still_outside surely returns a condition for `sig_id` at each op: its last four
+    values (rows all finite and positive: the rule's own last four) with 3 above the band's top,
+    or 3 above the own baseline's edge in log units, each by a margin."""
+    out = np.zeros(len(rows), bool)
+    name = metric_for(seg, BY_ID[sig_id])
+    if name is None:
+        return out
+    v = _vals(seg, name, len(ids))
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(v) & (v > 0)
+    dense = (rows >= 3) & _dense(ok, rows, 4)
+    if not dense.any():
+        return out
+    sel = rows[dense]
+    v4 = _last4(v, sel)
+    sure = np.zeros(len(sel), bool)
+    b = _bounds(rs, sig_id, ids)
+    if b is not None:
+        h4 = _last4(np.asarray(b[1], float), sel)
+        sure |= _above(v4, h4).sum(axis=1) >= 3
+    base = rules._own_base(ctx, sig_id, log=True)
+    if base is not None and sig_id in RHO:
+        sure |= _above(_log(v4), np.float64(base.centre + RHO[sig_id])).sum(axis=1) >= 3
+    out[dense] = sure
+    return out
+
+
+def _above(a: np.ndarray, edge) -> np.ndarray:
+    """a > edge by LATCH_TOL (relative); False where the edge is NaN or infinite."""
+    edge = np.broadcast_to(edge, a.shape)
+    with np.errstate(invalid="ignore", over="ignore"):
+        slack = LATCH_TOL * np.maximum(1.0, np.maximum(np.abs(a), np.abs(edge)))
+        return np.isfinite(edge) & (a > edge + slack)
+
+
+DRIFT_SIGNALS = ("gap", "kl", "grad_norm")      # the signals whose rules call drift_up on log values
+
+
+class _DriftMay:
+    """Per signal drift_up reads on log values (DRIFT_SIGNALS) and window w of TREND_WINDOWS,
+    per op: the window's test may pass (Answers.drift_windows).  Made in chunks of ops when
+    first read: a healthy run's rules seldom call drift_up, so most chunks are never made."""
+
+    CHUNK = 256
+
+    def __init__(self, seg: Segment, rows: np.ndarray, memo: dict) -> None:
+        self.rows = rows
+        end = int(rows.max()) + 1
+        self.idf = seg.id_array()[:end].astype(float)
+        self.sig: dict[str, tuple] = {}      # a signal without a metric is left out (its rule reads nothing)
+        for sig_id in DRIFT_SIGNALS:
+            name = metric_for(seg, BY_ID[sig_id])
+            if name is not None:
+                lv = _log(_vals(seg, name, end))
+                self.sig[sig_id] = (lv, np.isfinite(lv), _log_mk(memo, name, lv),
+                                    {w: np.ones(len(rows), bool) for w in TREND_WINDOWS},
+                                    np.zeros((len(rows) + self.CHUNK - 1) // self.CHUNK, bool))
+
+    def windows(self, sig_id: str, k: int) -> frozenset | None:
+        """The windows of TREND_WINDOWS whose test may pass at op k (None: no such signal)."""
+        got = self.sig.get(sig_id)
+        if got is None:
+            return None
+        may, done = got[3], got[4]
+        if not done[k // self.CHUNK]:
+            self._make(sig_id, k // self.CHUNK)
+        return frozenset(w for w in TREND_WINDOWS if may[w][k])
+
+    def _make(self, sig_id: str, chunk: int) -> None:
+        """A window surely fails where the rule's last w values are surely the column's last w
+        rows (all finite and positive: the rule's own series drops the others) and its p is
+        surely >= alpha (no ties and an S below the smallest significant one less one, as the
+        gate's _rising; or with ties the p itself, as stats.mk_p_up computes it: held.mk_p_from_s)
+        or its Theil-Sen rise is below rho (drift_up's `need` is at least that): a hair's margin."""
+        lv, ok, mk, may, done = self.sig[sig_id]
+        lo, hi = chunk * self.CHUNK, min(len(self.rows), (chunk + 1) * self.CHUNK)
+        rows = self.rows[lo:hi]
         for w in TREND_WINDOWS:
-            calm &= ~may[w]
+            s, ties = mk[w]
+            alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
+            sure = (rows >= w - 1) & _dense(ok, rows, w)
+            fails = sure & ~ties[rows] & (s[rows] < _s_needed(w, alpha) - 1)
+            tied_ops = sure & ties[rows]
+            tied = rows[tied_ops]
+            if len(tied):
+                p = mk_p_from_s(s[tied], np.ones(len(tied), bool), lambda idx: _windows(lv, tied[idx], w), w)
+                fails[tied_ops] = p >= alpha * (1.0 + 1e-9)
+            left = np.flatnonzero(sure & ~fails)
+            if len(left):
+                rise = _ts_rise(self.idf, lv, rows[left], w)
+                with np.errstate(invalid="ignore"):
+                    fails[left] = ~(rise > RHO[sig_id] - 1e-9 * np.maximum(1.0, np.abs(rise)))
+            may[w][lo:hi] = ~fails
+        done[chunk] = True
+
+
+class _DriftAt:
+    """RuleContext.drift_windows at one op: per signal, read (and made) only when a rule asks."""
+
+    __slots__ = ("drift", "k")
+
+    def __init__(self, drift: _DriftMay, k: int) -> None:
+        self.drift = drift
+        self.k = k
+
+    def get(self, sig_id: str) -> frozenset | None:
+        return self.drift.windows(sig_id, self.k)
+
+
+def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.ndarray, ...]:
+    """Per op (Answers.held_rules): _still_outside surely finds gap or KL above, rule_gap
+    surely returns no new gap-rising by an explosion (for gap and KL), _still_outside surely finds grad_norm above, rule_no_signal and rule_off_policy surely
+    return their sign."""
+    end = int(rows.max()) + 1
+    ids = seg.id_array()[:end]
+    full = rows >= START
+    # the own baseline is the segment's first rollouts at every full op: the rule's, exactly
+    ctx = RuleContext(seg, rs, int(ids[rows[full][0]]), resolved=rs)
+    still = {sig_id: _still_sure(seg, rs, ids, rows, sig_id, ctx) for sig_id in ("gap", "kl", "grad_norm")}
+    calm = full.copy()          # (and no drift window may pass: Answers.held_rules asks _DriftMay)
+    for sig_id in ("gap", "kl"):
+        name = metric_for(seg, BY_ID[sig_id])
+        if name is None:
+            continue            # the rule's series is empty: it returns nothing for this signal
         v = _vals(seg, name, end)
         b = _bounds(rs, sig_id, ids)
         calm &= ~_boom_may(_log(v), rows, _base_min(v[:BASE_ROWS]), None if b is None else _log(b[1]), None)
