@@ -13,6 +13,7 @@ and prints the ratios to grep (bar: check <= 3.0 x grep; judging alone about <= 
     python benchmarks/check_speed.py                   # makes /tmp/grpo_check_200m.log if missing
     python benchmarks/check_speed.py --file big.log
     python benchmarks/check_speed.py --size-mb 20 --incremental
+    python benchmarks/check_speed.py --size-mb 540 --scenario gap-jump   # a broken run, its alert held
 """
 
 from __future__ import annotations
@@ -108,11 +109,14 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=3, help="runs of each (best is kept)")
     ap.add_argument("--incremental", action="store_true", help="also time rollout-by-rollout judging")
+    ap.add_argument("--scenario", default="healthy",
+                    help="the made log: a broken run held to its end (e.g. gap-jump), see make_big_log")
     a = ap.parse_args()
-    path = a.file or f"/tmp/grpo_check_{a.size_mb}m.log"
+    tag = "" if a.scenario == "healthy" else f"_{a.scenario}"
+    path = a.file or f"/tmp/grpo_check_{a.size_mb}m{tag}.log"
     if not os.path.exists(path):
         print(f"writing {path} ({a.size_mb} MB)...", flush=True)
-        make(path, a.size_mb * 1_000_000)
+        make(path, a.size_mb * 1_000_000, scenario=a.scenario)
     size = os.path.getsize(path)
     subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
     grep_s, hits = min(time_grep(path) for _ in range(a.repeat))
