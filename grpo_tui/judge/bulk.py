@@ -27,11 +27,12 @@ nothing).  The first START rollouts take the scalar gates.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
 
-from . import gates
+from . import gates, stats
 from .held import HackingHeld, median as _row_median, mk_p_from_s, pair_gaps as _pair_gaps
 from . import rules
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
@@ -594,7 +595,7 @@ class _DriftMay:
     per op: the window's test may pass (Answers.drift_windows).  Made in chunks of ops when
     first read: a healthy run's rules seldom call drift_up, so most chunks are never made."""
 
-    CHUNK = 256
+    CHUNK = 1024
 
     def __init__(self, seg: Segment, rows: np.ndarray, memo: dict) -> None:
         self.rows = rows
@@ -658,141 +659,6 @@ class _DriftAt:
 
     def get(self, sig_id: str) -> frozenset | None:
         return self.drift.windows(sig_id, self.k)
-
-
-def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.ndarray, ...]:
-    """Per op (Answers.held_rules): _still_outside surely finds gap or KL above, rule_gap
-    surely returns no new gap-rising by an explosion (for gap and KL), _still_outside surely finds grad_norm above, rule_no_signal and rule_off_policy surely
-    return their sign."""
-    end = int(rows.max()) + 1
-    ids = seg.id_array()[:end]
-    full = rows >= START
-    # the own baseline is the segment's first rollouts at every full op: the rule's, exactly
-    ctx = RuleContext(seg, rs, int(ids[rows[full][0]]), resolved=rs)
-    still = {sig_id: _still_sure(seg, rs, ids, rows, sig_id, ctx) for sig_id in ("gap", "kl", "grad_norm")}
-    calm = full.copy()          # (and no drift window may pass: Answers.held_rules asks _DriftMay)
-    for sig_id in ("gap", "kl"):
-        name = metric_for(seg, BY_ID[sig_id])
-        if name is None:
-            continue            # the rule's series is empty: it returns nothing for this signal
-        v = _vals(seg, name, end)
-        b = _bounds(rs, sig_id, ids)
-        calm &= ~_boom_may(_log(v), rows, _base_min(v[:BASE_ROWS]), None if b is None else _log(b[1]), None)
-    return (full & (still["gap"] | still["kl"]), calm, full & still["grad_norm"],
-            full & _no_signal_sure(seg, ids, rows, memo), full & _off_policy_sure(seg, rows, end))
-
-
-def _off_policy_sure(seg: Segment, rows: np.ndarray, end: int) -> np.ndarray:
-    """rule_off_policy surely returns a condition: one update per rollout (Miles) and a clip
-    fraction above 0 on the last 2 rows; else 3 of the last 4 rows above 0.3 (both finite on
-    every row read, by a margin)."""
-    out = np.zeros(len(rows), bool)
-    name = metric_for(seg, BY_ID["clipfrac"])
-    if name is None:
-        return out
-    cf = _vals(seg, name, end)
-    if seg.steps_per_rollout == 1 and seg.framework == "miles":
-        ok = (rows >= 1) & _dense(np.isfinite(cf), rows, 2)
-        hit = _above(cf, np.float64(1e-6))
-        return ok & hit[rows] & hit[rows - 1]
-    dense = (rows >= 3) & _dense(np.isfinite(cf), rows, 4)
-    out[dense] = _above(_last4(cf, rows[dense]), np.float64(0.3)).sum(axis=1) >= 3
-    return out
-
-
-def _no_signal_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, memo: dict) -> np.ndarray:
-    """rule_no_signal surely returns a condition: reward exactly 0 (or exactly 1) on the last 2
-    rows, both finite; or, with a group count, the zero-std share of the last 4 rows (all
-    finite) above 80 % by a margin in 3 of them."""
-    out = np.zeros(len(rows), bool)
-    rn = metric_for(seg, BY_ID["reward"])
-    if rn is not None:
-        R = _vals(seg, rn, len(ids))
-        a, b = R[rows - 1], R[rows]
-        out |= (rows >= 1) & (((a == 0.0) & (b == 0.0)) | ((a == 1.0) & (b == 1.0)))
-    if groups_of(seg) is not None:
-        frac = _zero_std_rows(seg, len(ids), memo)
-        dense = (rows >= 3) & _dense(np.isfinite(frac), rows, 4)
-        sel = rows[dense]
-        out[dense] |= _above(_last4(frac, sel), np.float64(0.8 - 1e-9)).sum(axis=1) >= 3
-    return out
-
-
-def _still_sure(seg: Segment, rs, ids: np.ndarray, rows: np.ndarray, sig_id: str, ctx) -> np.ndarray:
-    """rules._still_outside surely returns a condition for `sig_id` at each op: its last four
-    values (rows all finite and positive: the rule's own last four) with 3 above the band's top,
-    or 3 above the own baseline's edge in log units, each by a margin."""
-    out = np.zeros(len(rows), bool)
-    name = metric_for(seg, BY_ID[sig_id])
-    if name is None:
-        return out
-    v = _vals(seg, name, len(ids))
-    with np.errstate(invalid="ignore"):
-        ok = np.isfinite(v) & (v > 0)
-    dense = (rows >= 3) & _dense(ok, rows, 4)
-    if not dense.any():
-        return out
-    sel = rows[dense]
-    v4 = _last4(v, sel)
-    sure = np.zeros(len(sel), bool)
-    b = _bounds(rs, sig_id, ids)
-    if b is not None:
-        h4 = _last4(np.asarray(b[1], float), sel)
-        sure |= _above(v4, h4).sum(axis=1) >= 3
-    base = rules._own_base(ctx, sig_id, log=True)
-    if base is not None and sig_id in RHO:
-        sure |= _above(_log(v4), np.float64(base.centre + RHO[sig_id])).sum(axis=1) >= 3
-    out[dense] = sure
-    return out
-
-
-def _above(a: np.ndarray, edge) -> np.ndarray:
-    """a > edge by LATCH_TOL (relative); False where the edge is NaN or infinite."""
-    edge = np.broadcast_to(edge, a.shape)
-    with np.errstate(invalid="ignore", over="ignore"):
-        slack = LATCH_TOL * np.maximum(1.0, np.maximum(np.abs(a), np.abs(edge)))
-        return np.isfinite(edge) & (a > edge + slack)
-
-
-DRIFT_SIGNALS = ("gap", "kl", "grad_norm")      # the signals whose rules call drift_up on log values
-
-
-def _drift_may(seg: Segment, rows: np.ndarray, memo: dict) -> dict[str, dict[int, np.ndarray]]:
-    """{signal: {w: per op, drift_up's Mann-Kendall test on window w may pass}} (see
-    Answers.drift_windows); a signal without a metric is left out (its rule reads nothing)."""
-    end = int(rows.max()) + 1
-    idf = seg.id_array()[:end].astype(float)
-    out: dict[str, dict[int, np.ndarray]] = {}
-    for sig_id in DRIFT_SIGNALS:
-        name = metric_for(seg, BY_ID[sig_id])
-        if name is None:
-            continue
-        lv = _log(_vals(seg, name, end))
-        ok = np.isfinite(lv)
-        mk = _log_mk(memo, name, lv)
-        out[sig_id] = per_w = {}
-        for w in TREND_WINDOWS:
-            s, ties = mk[w]
-            alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
-            sure = (rows >= w - 1) & _dense(ok, rows, w)
-            fails = sure & ~ties[rows] & (s[rows] < _s_needed(w, alpha) - 1)
-            # a window with ties (values logged to a few digits tie often): its p itself, as
-            # stats.mk_p_up computes it (held.mk_p_from_s), a hair's margin above alpha
-            tied = rows[sure & ties[rows]]
-            if len(tied):
-                p = mk_p_from_s(s[tied], np.ones(len(tied), bool),
-                                lambda idx, tied=tied, w=w, lv=lv: _windows(lv, tied[idx], w), w)
-                fails[sure & ties[rows]] = p >= alpha * (1.0 + 1e-9)
-            # a significant window must also rise by more than rho (drift_up's `need` is at
-            # least that): Theil-Sen's rise as stats.theil_sen_rise, a hair's margin below rho
-            left = np.flatnonzero(sure & ~fails)
-            if len(left):
-                rise = _ts_rise(idf, lv, rows[left], w)
-                rho = RHO[sig_id]
-                with np.errstate(invalid="ignore"):
-                    fails[left] = ~(rise > rho - 1e-9 * np.maximum(1.0, np.abs(rise)))
-            per_w[w] = ~fails
-    return out
 
 
 def _windows(x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
@@ -870,9 +736,9 @@ def _rising(mk: dict, rows: np.ndarray) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=64)
 def _s_needed(w: int, alpha: float) -> int:
     """Smallest S whose one-sided Mann-Kendall p (stats._p_up_finite, no ties) is < alpha."""
-    from . import stats
     pairs = w * (w - 1) // 2
     for s in range(0, pairs + 1):
         if w <= stats.EXACT_MAX_N:
@@ -887,7 +753,7 @@ def _s_needed(w: int, alpha: float) -> int:
 
 def _ts_rise(s: np.ndarray, x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
     """Theil-Sen rise (median pairwise slope x the id span) of each op's last w points."""
-    i, j = np.triu_indices(w, 1)
+    i, j = stats._upper_pairs(w)
     ws, wx = _windows(s, rows, w), _windows(x, rows, w)
     slope = _row_median((wx[:, j] - wx[:, i]) / _pair_gaps(ws, i, j))
     return slope * (ws[:, -1] - ws[:, 0])
