@@ -52,7 +52,6 @@ class BulkMismatch(Exception):
 
 
 def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int) -> list:
-    from . import rules
     from .engine import _EV, JUDGED_EVENTS, _shape
     judged = [op for op in tape if op[0] != _EV]
     ans = None
@@ -494,9 +493,9 @@ LATCH_TOL = 1e-9        # held_rules' margin: "surely above" an edge by this muc
 
 
 def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.ndarray, ...]:
-    """Per op (Answers.held_rules): _still_outside surely finds gap or KL above, rule_gap
-    surely returns no new gap-rising by an explosion (for gap and KL), _still_outside surely finds grad_norm above, rule_no_signal and rule_off_policy surely
-    return their sign."""
+    """Per op (Answers.held_rules): _still_outside surely finds gap or KL above; rule_gap
+    surely returns no new gap-rising by an explosion (for gap and KL); _still_outside surely
+    finds grad_norm above; rule_no_signal and rule_off_policy surely return their sign."""
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
     full = rows >= START
@@ -519,15 +518,15 @@ def _off_policy_sure(seg: Segment, rows: np.ndarray, end: int) -> np.ndarray:
     """rule_off_policy surely returns a condition: one update per rollout (Miles) and a clip
     fraction above 0 on the last 2 rows; else 3 of the last 4 rows above 0.3 (both finite on
     every row read, by a margin)."""
-    out = np.zeros(len(rows), bool)
     name = metric_for(seg, BY_ID["clipfrac"])
     if name is None:
-        return out
+        return np.zeros(len(rows), bool)
     cf = _vals(seg, name, end)
     if seg.steps_per_rollout == 1 and seg.framework == "miles":
         ok = (rows >= 1) & _dense(np.isfinite(cf), rows, 2)
         hit = _above(cf, np.float64(1e-6))
         return ok & hit[rows] & hit[rows - 1]
+    out = np.zeros(len(rows), bool)
     dense = (rows >= 3) & _dense(np.isfinite(cf), rows, 4)
     out[dense] = _above(_last4(cf, rows[dense]), np.float64(0.3)).sum(axis=1) >= 3
     return out
