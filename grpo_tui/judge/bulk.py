@@ -33,7 +33,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
 
 from . import gates, stats
-from .held import HackingHeld, median as _row_median, mk_p_from_s, pair_gaps as _pair_gaps
+from .held import HackingHeld, ge as _ge, median as _row_median, mk_p_from_s, pair_gaps as _pair_gaps
 from . import rules
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
                     RuleContext, evaluate_metrics, metric_for, ranges_for)
@@ -489,7 +489,9 @@ def _boom_may(lv: np.ndarray, rows: np.ndarray, base: float | None, hi: np.ndarr
     return maybe
 
 
-LATCH_TOL = 1e-9        # held_rules' margin: "surely above" an edge by this much (relative)
+def _surely_above(a: np.ndarray, edge) -> np.ndarray:
+    """a > edge for sure: held.ge's sure part (by a relative hair; never where either is NaN)."""
+    return _ge(a, edge).sure
 
 
 def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.ndarray, ...]:
@@ -524,11 +526,11 @@ def _off_policy_sure(seg: Segment, rows: np.ndarray, end: int) -> np.ndarray:
     cf = _vals(seg, name, end)
     if seg.steps_per_rollout == 1 and seg.framework == "miles":
         ok = (rows >= 1) & _dense(np.isfinite(cf), rows, 2)
-        hit = _above(cf, np.float64(1e-6))
+        hit = _surely_above(cf, np.float64(1e-6))
         return ok & hit[rows] & hit[rows - 1]
     out = np.zeros(len(rows), bool)
     dense = (rows >= 3) & _dense(np.isfinite(cf), rows, 4)
-    out[dense] = _above(_last4(cf, rows[dense]), np.float64(0.3)).sum(axis=1) >= 3
+    out[dense] = _surely_above(_last4(cf, rows[dense]), np.float64(0.3)).sum(axis=1) >= 3
     return out
 
 
@@ -546,7 +548,7 @@ def _no_signal_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, memo: dict)
         frac = _zero_std_rows(seg, len(ids), memo)
         dense = (rows >= 3) & _dense(np.isfinite(frac), rows, 4)
         sel = rows[dense]
-        out[dense] |= _above(_last4(frac, sel), np.float64(0.8 - 1e-9)).sum(axis=1) >= 3
+        out[dense] |= _surely_above(_last4(frac, sel), np.float64(0.8 - 1e-9)).sum(axis=1) >= 3
     return out
 
 
@@ -570,20 +572,12 @@ def _still_sure(seg: Segment, rs, ids: np.ndarray, rows: np.ndarray, sig_id: str
     b = _bounds(rs, sig_id, ids)
     if b is not None:
         h4 = _last4(np.asarray(b[1], float), sel)
-        sure |= _above(v4, h4).sum(axis=1) >= 3
+        sure |= _surely_above(v4, h4).sum(axis=1) >= 3
     base = rules._own_base(ctx, sig_id, log=True)
     if base is not None and sig_id in RHO:
-        sure |= _above(_log(v4), np.float64(base.centre + RHO[sig_id])).sum(axis=1) >= 3
+        sure |= _surely_above(_log(v4), np.float64(base.centre + RHO[sig_id])).sum(axis=1) >= 3
     out[dense] = sure
     return out
-
-
-def _above(a: np.ndarray, edge) -> np.ndarray:
-    """a > edge by LATCH_TOL (relative); False where the edge is NaN or infinite."""
-    edge = np.broadcast_to(edge, a.shape)
-    with np.errstate(invalid="ignore", over="ignore"):
-        slack = LATCH_TOL * np.maximum(1.0, np.maximum(np.abs(a), np.abs(edge)))
-        return np.isfinite(edge) & (a > edge + slack)
 
 
 DRIFT_SIGNALS = ("gap", "kl", "grad_norm")      # the signals whose rules call drift_up on log values
