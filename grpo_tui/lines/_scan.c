@@ -3774,6 +3774,328 @@ static PyObject *add_row(PyObject *Py_UNUSED(module), PyObject *const *args, Py_
     return Py_NewRef(ok ? Py_True : Py_False);
 }
 
+/* ---- store_run: MetricStore.add's loop over the records it only files ------------------------
+ *
+ * MetricStore.add hands each item to Segment.add_record (after its restart check); for the
+ * common record that is a few dict updates per record, and Python's own cost of the calls was
+ * most of it.  store_run files a stretch of records as that loop would, in the same order and
+ * with the same steps, calling back into the segment's own methods where it makes or changes
+ * structure (a new row: _row; a record of a new shape: _add_values and _learn_shape; a new
+ * step: _add_step).  It stops, before touching anything for that item, at anything else: an
+ * event, a record that is not set_types()' class or carries odd field types, a nan/inf token,
+ * a verl/trl record, a record the restart check would call a restart, a rollout-manager test
+ * not yet memoised.  MetricStore.add then takes that one item the Python way and calls again. */
+
+static PyObject *S_RECORDS, *S_FIRST_RTS, *S_LAST_RTS, *S_LAST_LINE, *S_LAST_TRAIN, *S_ROW_OF, *S_KINDS,
+    *S_FIRST_TS, *S_LAST_TS, *S_VIEW, *S_SHAPES, *S_INT_VERSION, *S_OBJECTS, *S_IDS, *S_STEPS, *S_STREAM_MAX,
+    *S_DUP_STEPS, *S_ROW, *S_STAMP, *S_ADD_VALUES, *S_LEARN_SHAPE, *S_ADD_STEP, *S_ROLLOUT, *S_PERF, *S_STEP,
+    *S_PERF_RM, *S_VERL, *S_TRL, *S_RM_ACTOR, *S_RM_PROC, *S_ROLLOUT_ATTR, *S_ONE;
+
+static int store_names(void)
+{
+    if (S_ONE != NULL)
+        return 0;
+    struct { PyObject **slot; const char *text; } names[] = {
+        {&S_RECORDS, "records"}, {&S_FIRST_RTS, "first_record_ts"}, {&S_LAST_RTS, "last_record_ts"},
+        {&S_LAST_LINE, "last_record_line"}, {&S_LAST_TRAIN, "_last_train_rollout"}, {&S_ROW_OF, "row_of"},
+        {&S_KINDS, "kinds"}, {&S_FIRST_TS, "first_ts"}, {&S_LAST_TS, "last_ts"}, {&S_VIEW, "view"},
+        {&S_SHAPES, "_shapes"}, {&S_INT_VERSION, "_int_version"}, {&S_OBJECTS, "objects"}, {&S_IDS, "ids"},
+        {&S_STEPS, "steps"}, {&S_STREAM_MAX, "_stream_max"}, {&S_DUP_STEPS, "duplicate_steps"},
+        {&S_ROW, "_row"}, {&S_STAMP, "_stamp"}, {&S_ADD_VALUES, "_add_values"}, {&S_LEARN_SHAPE, "_learn_shape"},
+        {&S_ADD_STEP, "_add_step"}, {&S_ROLLOUT, "rollout"}, {&S_PERF, "perf"}, {&S_STEP, "step"},
+        {&S_PERF_RM, "perf_rm"}, {&S_VERL, "verl"}, {&S_TRL, "trl"}, {&S_RM_ACTOR, "RolloutManager"},
+        {&S_RM_PROC, "rollout_manager"}, {&S_ROLLOUT_ATTR, "rollout"},
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (*names[k].slot == NULL && (*names[k].slot = PyUnicode_InternFromString(names[k].text)) == NULL)
+            return -1;
+    return (S_ONE = PyLong_FromLong(1)) == NULL ? -1 : 0;
+}
+
+/* a == b as Python's ==: 1, 0, or -1 with an error set */
+static int same(PyObject *a, PyObject *b)
+{
+    if (a == b)
+        return 1;
+    if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b))
+        return PyUnicode_Compare(a, b) == 0 ? 1 : (PyErr_Occurred() ? -1 : 0);
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* d[name] (borrowed), or NULL with a KeyError set when it is missing. */
+static PyObject *entry(PyObject *d, PyObject *name)
+{
+    PyObject *v = PyDict_GetItemWithError(d, name);
+    if (v == NULL && !PyErr_Occurred())
+        PyErr_SetObject(PyExc_KeyError, name);
+    return v;
+}
+
+/* tuple(metrics): the names in order. */
+static PyObject *names_of(PyObject *metrics)
+{
+    PyObject *t = PyTuple_New(PyDict_GET_SIZE(metrics)), *k, *v;
+    Py_ssize_t pos = 0, j = 0;
+    if (t == NULL)
+        return NULL;
+    while (PyDict_Next(metrics, &pos, &k, &v))
+        PyTuple_SET_ITEM(t, j++, Py_NewRef(k));
+    return t;
+}
+
+/* seg.method(*args) with up to 2 arguments: a new reference or NULL. */
+static PyObject *call_seg(PyObject *seg, PyObject *name, PyObject *a, PyObject *b)
+{
+    PyObject *args[3] = {seg, a, b};
+    return PyObject_VectorcallMethod(name, args, b != NULL ? 3 : a != NULL ? 2 : 1, NULL);
+}
+
+/* Segment._stamp(row, ts) for a float ts: the first time once, the last time always. */
+static int stamp_row(PyObject *d, PyObject *seg, PyObject *row, Py_ssize_t r, PyObject *ts)
+{
+    PyObject *first = entry(d, S_FIRST_TS), *last = entry(d, S_LAST_TS);
+    if (first == NULL || last == NULL)
+        return -1;
+    PyObject *fv = PyObject_GetAttr(first, S_VIEW), *lv = fv == NULL ? NULL : PyObject_GetAttr(last, S_VIEW);
+    double *f = lv == NULL ? NULL : cells_of(fv, r), *l = f == NULL ? NULL : cells_of(lv, r);
+    Py_XDECREF(fv);
+    Py_XDECREF(lv);
+    if (l == NULL) {        /* not the views _Column keeps: the Python writer decides */
+        if (PyErr_Occurred())
+            return -1;
+        PyObject *got = call_seg(seg, S_STAMP, row, ts);
+        Py_XDECREF(got);
+        return got == NULL ? -1 : 0;
+    }
+    double v = PyFloat_AS_DOUBLE(ts);
+    if (isnan(f[r]))
+        f[r] = v;
+    l[r] = v;
+    return 0;
+}
+
+/* d[name] += 1 for an int entry. */
+static int bump(PyObject *d, PyObject *name)
+{
+    PyObject *v = entry(d, name);
+    if (v == NULL)
+        return -1;
+    PyObject *w = PyNumber_Add(v, S_ONE);
+    if (w == NULL)
+        return -1;
+    int rc = PyDict_SetItem(d, name, w);
+    Py_DECREF(w);
+    return rc;
+}
+
+/* Whether MetricStore.add's restart check (Segment.is_restart) may be skipped or passes for this
+ * record: 1 and *stream set (a new reference, or NULL: no stream) when it passes, 0 when Python
+ * must look (a restart, an unknown key tuple), -1 on error.  *shape: tuple(metrics) if made. */
+static int restart_ok(PyObject *d, PyObject *rec, int is_rollout, PyObject *n, PyObject *rm_keys,
+                      PyObject **stream, PyObject **shape)
+{
+    *stream = NULL;
+    PyObject *ids = entry(d, S_IDS), *steps = ids == NULL ? NULL : entry(d, S_STEPS);
+    if (steps == NULL)
+        return -1;
+    int any = PyObject_IsTrue(ids);
+    if (any == 0)
+        any = PyObject_IsTrue(steps);
+    if (any <= 0)
+        return any < 0 ? -1 : 1;        /* nothing stored yet: MetricStore.add asks no one */
+    PyObject *proc = SLOT(rec, &record_type, R_PROC);
+    if (is_rollout) {
+        *stream = PyTuple_Pack(3, S_ROLLOUT, proc, SLOT(rec, &record_type, R_ROLE));
+    } else {
+        int rm = same(SLOT(rec, &record_type, R_ACTOR), S_RM_ACTOR);
+        if (rm == 0)
+            rm = same(proc, S_RM_PROC);
+        if (rm == 0) {
+            if (*shape == NULL && (*shape = names_of(SLOT(rec, &record_type, R_METRICS))) == NULL)
+                return -1;
+            PyObject *known = PyDict_GetItemWithError(rm_keys, *shape);
+            if (known == NULL)
+                return PyErr_Occurred() ? -1 : 0;      /* _rm_perf works it out (and memoises it) */
+            rm = PyObject_IsTrue(known);
+        }
+        if (rm <= 0)
+            return rm < 0 ? -1 : 1;
+        *stream = PyTuple_Pack(2, S_PERF_RM, proc);
+    }
+    if (*stream == NULL)
+        return -1;
+    PyObject *sm = entry(d, S_STREAM_MAX), *prev = sm == NULL ? NULL : PyDict_GetItemWithError(sm, *stream);
+    if (sm == NULL || (prev == NULL && PyErr_Occurred()))
+        goto fail;
+    if (prev == NULL)
+        return 1;
+    int later = PyObject_RichCompareBool(n, prev, Py_GT);
+    if (later > 0)
+        return 1;
+fail:
+    Py_CLEAR(*stream);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Segment.add_record's steps after the record's header fields (a record of any kind but step):
+ * the row, its kinds, its times, its values.  Returns 0, or -1 with an error set. */
+static int file_values(PyObject *d, PyObject *seg, PyObject *rec, PyObject *n, PyObject *kind, PyObject *ts,
+                       PyObject **shape)
+{
+    PyObject *row_of = entry(d, S_ROW_OF);
+    if (row_of == NULL)
+        return -1;
+    PyObject *row = PyDict_GetItemWithError(row_of, n);
+    if (row != NULL)
+        Py_INCREF(row);
+    else if (PyErr_Occurred() || (row = call_seg(seg, S_ROW, n, NULL)) == NULL)
+        return -1;
+    int rc = -1;
+    Py_ssize_t r = PyLong_AsSsize_t(row);
+    PyObject *kinds = entry(d, S_KINDS), *set;
+    if ((r == -1 && PyErr_Occurred()) || kinds == NULL)
+        goto done;
+    set = PyDict_GetItemWithError(kinds, row);
+    if (set == NULL) {
+        if (PyErr_Occurred() || (set = PySet_New(NULL)) == NULL)
+            goto done;
+        int bad = PySet_Add(set, kind) < 0 || PyDict_SetItem(kinds, row, set) < 0;
+        Py_DECREF(set);
+        if (bad)
+            goto done;
+    } else if (PySet_Add(set, kind) < 0) {
+        goto done;
+    }
+    if (ts != Py_None && stamp_row(d, seg, row, r, ts) < 0)
+        goto done;
+    PyObject *metrics = SLOT(rec, &record_type, R_METRICS);
+    if (*shape == NULL && (*shape = names_of(metrics)) == NULL)
+        goto done;
+    PyObject *shapes = entry(d, S_SHAPES), *version = entry(d, S_INT_VERSION), *objects = entry(d, S_OBJECTS);
+    if (shapes == NULL || version == NULL || objects == NULL)
+        goto done;
+    PyObject *known = PyDict_GetItemWithError(shapes, *shape);
+    int put = 0;
+    if (known == NULL) {
+        if (PyErr_Occurred())
+            goto done;
+    } else if (PyTuple_CheckExact(known) && PyTuple_GET_SIZE(known) == 3) {
+        int fresh = PyObject_RichCompareBool(PyTuple_GET_ITEM(known, 0), version, Py_EQ);
+        int none = fresh > 0 ? PyObject_Not(objects) : fresh;
+        if (none < 0)
+            goto done;
+        if (none) {
+            PyObject *args[4] = {PyTuple_GET_ITEM(known, 2), row, metrics, PyTuple_GET_ITEM(known, 1)};
+            PyObject *got = put_row(NULL, args, 4);
+            if (got == NULL)
+                goto done;
+            put = got == Py_True;
+            Py_DECREF(got);
+        }
+    }
+    if (!put) {
+        PyObject *got = call_seg(seg, S_ADD_VALUES, row, metrics);
+        if (got == NULL)
+            goto done;
+        Py_DECREF(got);
+        if ((got = call_seg(seg, S_LEARN_SHAPE, *shape, metrics)) == NULL)
+            goto done;
+        Py_DECREF(got);
+    }
+    rc = 0;
+done:
+    Py_DECREF(row);
+    return rc;
+}
+
+/* store_run(seg_dict, items, i, rollouts, records, rm_keys, seg) -> int: see above. */
+static PyObject *store_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "store_run(): 7 arguments");
+        return NULL;
+    }
+    PyObject *d = args[0], *items = args[1], *rollouts = args[3], *records = args[4], *rm_keys = args[5];
+    PyObject *seg = args[6];
+    Py_ssize_t i = PyLong_AsSsize_t(args[2]);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (!PyDict_CheckExact(d) || !PyList_CheckExact(items) || !PyAnySet_CheckExact(rollouts)
+        || !PyList_CheckExact(records) || !PyDict_CheckExact(rm_keys)) {
+        PyErr_SetString(PyExc_TypeError, "store_run(): dict, list, int, set, list, dict, segment");
+        return NULL;
+    }
+    if (store_names() < 0)
+        return NULL;
+    for (; record_type.type != NULL && i >= 0 && i < PyList_GET_SIZE(items); i++) {
+        PyObject *rec = PyList_GET_ITEM(items, i);
+        if (Py_TYPE(rec) != record_type.type)
+            break;
+        PyObject *kind = SLOT(rec, &record_type, R_KIND), *n = SLOT(rec, &record_type, R_N);
+        PyObject *ts = SLOT(rec, &record_type, R_TS), *nonfinite = SLOT(rec, &record_type, R_NONFINITE);
+        PyObject *metrics = SLOT(rec, &record_type, R_METRICS), *source = SLOT(rec, &record_type, R_SOURCE);
+        if (kind == NULL || !PyUnicode_CheckExact(kind) || n == NULL || !PyLong_CheckExact(n) || ts == NULL
+            || (ts != Py_None && !PyFloat_CheckExact(ts)) || nonfinite == NULL || !PyDict_CheckExact(nonfinite)
+            || PyDict_GET_SIZE(nonfinite) != 0 || metrics == NULL || !PyDict_CheckExact(metrics) || source == NULL
+            || SLOT(rec, &record_type, R_LINE_NO) == NULL || SLOT(rec, &record_type, R_PROC) == NULL
+            || SLOT(rec, &record_type, R_ROLE) == NULL || SLOT(rec, &record_type, R_ACTOR) == NULL)
+            break;
+        int odd = source != Py_None && (!PyUnicode_CheckExact(source) || PyUnicode_Compare(source, S_VERL) == 0
+                                         || PyUnicode_Compare(source, S_TRL) == 0);
+        if (odd)
+            break;      /* (PyUnicode_Compare of two exact strs cannot fail) */
+        int is_step = PyUnicode_Compare(kind, S_STEP) == 0, is_rollout = PyUnicode_Compare(kind, S_ROLLOUT) == 0;
+        int is_perf = !is_step && !is_rollout && PyUnicode_Compare(kind, S_PERF) == 0;
+        PyObject *stream = NULL, *shape = NULL;
+        if (is_rollout || is_perf) {
+            int ok = restart_ok(d, rec, is_rollout, n, rm_keys, &stream, &shape);
+            if (ok <= 0) {
+                Py_XDECREF(shape);
+                if (ok < 0)
+                    return NULL;
+                break;
+            }
+        }
+        /* from here the item is filed: MetricStore.add's steps, then add_record's */
+        int bad = 0;
+        if (stream != NULL) {
+            PyObject *sm = entry(d, S_STREAM_MAX);
+            bad = sm == NULL || PyDict_SetItem(sm, stream, n) < 0;
+            Py_DECREF(stream);
+        }
+        bad = bad || bump(d, S_RECORDS) < 0;
+        if (!bad && ts != Py_None) {
+            PyObject *first = entry(d, S_FIRST_RTS);
+            bad = first == NULL || (first == Py_None && PyDict_SetItem(d, S_FIRST_RTS, ts) < 0)
+                  || PyDict_SetItem(d, S_LAST_RTS, ts) < 0;
+        }
+        bad = bad || PyDict_SetItem(d, S_LAST_LINE, SLOT(rec, &record_type, R_LINE_NO)) < 0;
+        PyObject *touched = NULL;
+        if (bad) {
+        } else if (is_step) {
+            PyObject *steps = entry(d, S_STEPS), *key = steps == NULL ? NULL
+                              : PyTuple_Pack(2, SLOT(rec, &record_type, R_ROLE), n);
+            PyObject *known = key == NULL ? NULL : PyDict_GetItemWithError(steps, key);
+            Py_XDECREF(key);
+            if (known != NULL) {            /* a doubled step line: counted, nothing else */
+                bad = bump(d, S_DUP_STEPS) < 0 || (touched = PyObject_GetAttr(known, S_ROLLOUT_ATTR)) == NULL;
+            } else {
+                bad = PyErr_Occurred() != NULL || (touched = call_seg(seg, S_ADD_STEP, rec, NULL)) == NULL;
+            }
+        } else {
+            bad = (is_rollout && PyDict_SetItem(d, S_LAST_TRAIN, n) < 0)
+                  || file_values(d, seg, rec, n, kind, ts, &shape) < 0;
+            touched = bad ? NULL : Py_NewRef(n);
+        }
+        Py_XDECREF(shape);
+        bad = bad || PySet_Add(rollouts, touched) < 0 || PyList_Append(records, rec) < 0;
+        Py_XDECREF(touched);
+        if (bad)
+            return NULL;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 /* ---- export (export.py _write_rows) ---------------------------------------------------- */
 
 typedef struct {
@@ -3913,6 +4235,9 @@ static PyMethodDef methods[] = {
     {"add_row", (PyCFunction)(void (*)(void))add_row, METH_FASTCALL,
      "add_row(sums, counts, row, values, types) -> bool: put_row's check, each value added to its sum\n"
      "and count at `row` (a NaN count: the first value there)."},
+    {"store_run", (PyCFunction)(void (*)(void))store_run, METH_FASTCALL,
+     "store_run(seg_dict, items, i, rollouts, records, rm_keys, segment) -> int: MetricStore.add's loop\n"
+     "over items[i:] for the records it only files (see _scan.c), up to the first it leaves to Python."},
     {"ready_run", (PyCFunction)(void (*)(void))ready_run, METH_FASTCALL,
      "ready_run(n, cands, keep, heads, lasts, folds, kept, i, ci, ki, base, names, max_names, last_time,\n"
      "skipped, last_error, source_key, new_deque, tail_unread, last_ts, out) -> (i, ci, ki, ...): the\n"

@@ -116,6 +116,8 @@ def _add_row_py(sums: tuple, counts: tuple, row: int, metrics: dict, types: tupl
 # float64 cells, with the same type checks and the same arithmetic (tests/test_scan_equivalence.py).
 _put_row = SCAN.put_row if SCAN is not None else _put_row_py
 _add_row = SCAN.add_row if SCAN is not None else _add_row_py
+# MetricStore.add's loop over the records it only files, in C (the same steps: tests/test_store_run.py)
+_store_run = getattr(SCAN, "store_run", None)
 
 
 def _add_to_cell(total: np.ndarray, count: np.ndarray, row: int, value: Any) -> None:
@@ -606,7 +608,19 @@ class MetricStore:
         up = StoreUpdate()
         rollouts, records = up.rollouts, up.records
         seg = self.segments[-1]
-        for item in items:
+        if type(items) is not list:
+            items = list(items)
+        i, end = 0, len(items)
+        run = _store_run
+        while i < end:
+            if run is not None:
+                # the records that are only filed, in C (_scan.c: store_run), up to the next
+                # item that takes the steps below
+                i = run(seg.__dict__, items, i, rollouts, records, _RM_KEYS, seg)
+                if i >= end:
+                    break
+            item = items[i]
+            i += 1
             if isinstance(item, MetricRecord):
                 kind = item.kind        # (only rollout and perf ids can go back: see is_restart)
                 if (kind == "rollout" or kind == "perf") and (seg.ids or seg.steps) and seg.is_restart(item):
