@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 from grpo_tui.lines.records import Event, MetricRecord
 from grpo_tui.store import metric_store
-from grpo_tui.store.metric_store import MetricStore, StepRow, _Column
+from grpo_tui.store.metric_store import MetricStore, StepRow, StoreUpdate, _Column
 
 pytestmark = pytest.mark.skipif(metric_store._store_run is None, reason="the C accelerator is not built")
 
@@ -49,12 +49,13 @@ def _record(draw):
 
 _EVENTS = st.sampled_from([
     ("launch", {"flags": {"rollout-batch-size": "8", "n-samples-per-prompt": "4", "global-batch-size": "16"}}),
-    ("launch", {}), ("arg", {"name": "global_batch_size", "value": "32"}), ("job_succeeded", {})])
+    ("launch", {}), ("arg", {"name": "global_batch_size", "value": "32"}), ("job_succeeded", {}),
+    ("weight_update_end", {"ok": True}), ("train_retry", {"after_rollout": 3})])
 
 
 @st.composite
 def _item(draw):
-    if draw(st.integers(0, 9)) == 0:
+    if draw(st.integers(0, 5)) == 0:
         kind, data = draw(_EVENTS)
         return Event(kind=kind, time=None, ts=draw(st.sampled_from([None, 3.0])), line_no=draw(st.integers(0, 50)),
                      text=kind, data=copy.deepcopy(data))
@@ -127,6 +128,12 @@ def test_store_run_files_like_the_python_loop(items, cuts):
     assert as_idx(got_c[1], ids_c) == as_idx(got_py[1], ids_py)
 
 
+def _run(seg, store, up, items, i):
+    """store_run called as MetricStore.add calls it."""
+    return metric_store._store_run(seg.__dict__, items, i, up.rollouts, up.records, metric_store._RM_KEYS, seg,
+                                   store.events, up.events)
+
+
 def test_store_run_takes_the_common_records():
     """It does take them: a run of plain rollout, perf and step records is filed in one call."""
     recs = []
@@ -136,22 +143,26 @@ def test_store_run_takes_the_common_records():
         recs.append(MetricRecord("step", n, {"train/grad_norm": 1.0}, proc="actor", ts=1.0 + n))
         recs.append(MetricRecord("step", n, {"train/grad_norm": 1.0}, proc="actor", ts=1.0 + n))   # doubled
     store = MetricStore()
-    up = MetricStore.add.__globals__["StoreUpdate"]()
+    up = StoreUpdate()
     seg = store.current
-    assert metric_store._store_run(seg.__dict__, recs, 0, up.rollouts, up.records, metric_store._RM_KEYS, seg) == len(recs)
+    assert _run(seg, store, up, recs, 0) == len(recs)
     assert seg.records == 80 and seg.duplicate_steps == 20 and len(seg.ids) == 20
     assert up.rollouts == set(range(20)) and len(up.records) == 80
 
 
 def test_store_run_stops_before_what_python_decides():
-    """A restart (a rollout id going back), an event or a nan token: filed by Python, not C."""
+    """A restart (a rollout id going back), a nan token or a launch: filed by Python, not C; an
+    event that is only listed: by C."""
     store = MetricStore()
     seg = store.current
     recs = [MetricRecord("rollout", n, {"a": 1.0}, proc="actor", ts=1.0) for n in (0, 1, 2, 1)]
-    up = MetricStore.add.__globals__["StoreUpdate"]()
-    assert metric_store._store_run(seg.__dict__, recs, 0, up.rollouts, up.records, metric_store._RM_KEYS, seg) == 3
+    up = StoreUpdate()
+    assert _run(seg, store, up, recs, 0) == 3
     nan = MetricRecord("rollout", 5, {"a": float("nan")}, proc="actor", ts=1.0, nonfinite={"a": "nan"})
-    assert metric_store._store_run(seg.__dict__, [nan], 0, up.rollouts, up.records, metric_store._RM_KEYS, seg) == 0
-    ev = Event("job_succeeded", None, None, 1, "Job 'x' succeeded")
-    assert metric_store._store_run(seg.__dict__, [ev], 0, up.rollouts, up.records, metric_store._RM_KEYS, seg) == 0
-    assert seg.records == 3
+    assert _run(seg, store, up, [nan], 0) == 0
+    launch = Event("launch", None, None, 1, "EXEC: ...", {"flags": {}})
+    assert _run(seg, store, up, [launch], 0) == 0
+    assert seg.records == 3 and not store.events
+    done = Event("job_succeeded", None, None, 1, "Job 'x' succeeded")
+    assert _run(seg, store, up, [done], 0) == 1
+    assert store.events == seg.events == up.events == [done] and done.data == {"after_rollout": 2}

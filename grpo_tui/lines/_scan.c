@@ -3781,15 +3781,16 @@ static PyObject *add_row(PyObject *Py_UNUSED(module), PyObject *const *args, Py_
  * most of it.  store_run files a stretch of records as that loop would, in the same order and
  * with the same steps, calling back into the segment's own methods where it makes or changes
  * structure (a new row: _row; a record of a new shape: _add_values and _learn_shape; a new
- * step: _add_step).  It stops, before touching anything for that item, at anything else: an
- * event, a record that is not set_types()' class or carries odd field types, a nan/inf token,
+ * step: _add_step), and the events that are only listed.  It stops, before touching anything
+ * for that item, at anything else: a launch or arg event, a record that is not set_types()' class or carries odd field types, a nan/inf token,
  * a verl/trl record, a record the restart check would call a restart, a rollout-manager test
  * not yet memoised.  MetricStore.add then takes that one item the Python way and calls again. */
 
 static PyObject *S_RECORDS, *S_FIRST_RTS, *S_LAST_RTS, *S_LAST_LINE, *S_LAST_TRAIN, *S_ROW_OF, *S_KINDS,
     *S_FIRST_TS, *S_LAST_TS, *S_VIEW, *S_SHAPES, *S_INT_VERSION, *S_OBJECTS, *S_IDS, *S_STEPS, *S_STREAM_MAX,
     *S_DUP_STEPS, *S_ROW, *S_STAMP, *S_ADD_VALUES, *S_LEARN_SHAPE, *S_ADD_STEP, *S_ROLLOUT, *S_PERF, *S_STEP,
-    *S_PERF_RM, *S_VERL, *S_TRL, *S_RM_ACTOR, *S_RM_PROC, *S_ROLLOUT_ATTR, *S_ONE;
+    *S_PERF_RM, *S_VERL, *S_TRL, *S_RM_ACTOR, *S_RM_PROC, *S_ROLLOUT_ATTR, *S_LAUNCH, *S_ARG, *S_AFTER, *S_MAX_ID,
+    *S_EVENTS, *S_ONE;
 
 static int store_names(void)
 {
@@ -3804,7 +3805,8 @@ static int store_names(void)
         {&S_ROW, "_row"}, {&S_STAMP, "_stamp"}, {&S_ADD_VALUES, "_add_values"}, {&S_LEARN_SHAPE, "_learn_shape"},
         {&S_ADD_STEP, "_add_step"}, {&S_ROLLOUT, "rollout"}, {&S_PERF, "perf"}, {&S_STEP, "step"},
         {&S_PERF_RM, "perf_rm"}, {&S_VERL, "verl"}, {&S_TRL, "trl"}, {&S_RM_ACTOR, "RolloutManager"},
-        {&S_RM_PROC, "rollout_manager"}, {&S_ROLLOUT_ATTR, "rollout"},
+        {&S_RM_PROC, "rollout_manager"}, {&S_ROLLOUT_ATTR, "rollout"}, {&S_LAUNCH, "launch"}, {&S_ARG, "arg"},
+        {&S_AFTER, "after_rollout"}, {&S_MAX_ID, "_max_id"}, {&S_EVENTS, "events"},
     };
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (*names[k].slot == NULL && (*names[k].slot = PyUnicode_InternFromString(names[k].text)) == NULL)
@@ -4008,27 +4010,54 @@ done:
     return rc;
 }
 
-/* store_run(seg_dict, items, i, rollouts, records, rm_keys, seg) -> int: see above. */
+/* MetricStore._add_event for an event that is neither a launch nor an arg dump (those change
+ * segments and flags: Python's): 1 when filed, 0 when Python must, -1 on error. */
+static int file_event(PyObject *d, PyObject *ev, PyObject *store_events, PyObject *up_events)
+{
+    PyObject *kind = SLOT(ev, &event_type, E_KIND), *data = SLOT(ev, &event_type, E_DATA);
+    if (kind == NULL || !PyUnicode_CheckExact(kind) || data == NULL || !PyDict_CheckExact(data)
+        || PyUnicode_Compare(kind, S_LAUNCH) == 0 || PyUnicode_Compare(kind, S_ARG) == 0)
+        return 0;
+    PyObject *max_id = entry(d, S_MAX_ID), *events = max_id == NULL ? NULL : entry(d, S_EVENTS);
+    if (events == NULL || !PyList_CheckExact(events))
+        return events == NULL ? -1 : 0;
+    if (PyDict_SetDefault(data, S_AFTER, max_id) == NULL || PyList_Append(store_events, ev) < 0
+        || PyList_Append(events, ev) < 0 || PyList_Append(up_events, ev) < 0)
+        return -1;
+    return 1;
+}
+
+/* store_run(seg_dict, items, i, rollouts, records, rm_keys, seg, store_events, up_events) -> int:
+ * see above. */
 static PyObject *store_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "store_run(): 7 arguments");
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "store_run(): 9 arguments");
         return NULL;
     }
     PyObject *d = args[0], *items = args[1], *rollouts = args[3], *records = args[4], *rm_keys = args[5];
-    PyObject *seg = args[6];
+    PyObject *seg = args[6], *store_events = args[7], *up_events = args[8];
     Py_ssize_t i = PyLong_AsSsize_t(args[2]);
     if (i == -1 && PyErr_Occurred())
         return NULL;
     if (!PyDict_CheckExact(d) || !PyList_CheckExact(items) || !PyAnySet_CheckExact(rollouts)
-        || !PyList_CheckExact(records) || !PyDict_CheckExact(rm_keys)) {
-        PyErr_SetString(PyExc_TypeError, "store_run(): dict, list, int, set, list, dict, segment");
+        || !PyList_CheckExact(records) || !PyDict_CheckExact(rm_keys) || !PyList_CheckExact(store_events)
+        || !PyList_CheckExact(up_events)) {
+        PyErr_SetString(PyExc_TypeError, "store_run(): dict, list, int, set, list, dict, segment, list, list");
         return NULL;
     }
     if (store_names() < 0)
         return NULL;
     for (; record_type.type != NULL && i >= 0 && i < PyList_GET_SIZE(items); i++) {
         PyObject *rec = PyList_GET_ITEM(items, i);
+        if (Py_TYPE(rec) == event_type.type) {
+            int got = file_event(d, rec, store_events, up_events);
+            if (got < 0)
+                return NULL;
+            if (got == 0)
+                break;
+            continue;
+        }
         if (Py_TYPE(rec) != record_type.type)
             break;
         PyObject *kind = SLOT(rec, &record_type, R_KIND), *n = SLOT(rec, &record_type, R_N);
@@ -4236,8 +4265,9 @@ static PyMethodDef methods[] = {
      "add_row(sums, counts, row, values, types) -> bool: put_row's check, each value added to its sum\n"
      "and count at `row` (a NaN count: the first value there)."},
     {"store_run", (PyCFunction)(void (*)(void))store_run, METH_FASTCALL,
-     "store_run(seg_dict, items, i, rollouts, records, rm_keys, segment) -> int: MetricStore.add's loop\n"
-     "over items[i:] for the records it only files (see _scan.c), up to the first it leaves to Python."},
+     "store_run(seg_dict, items, i, rollouts, records, rm_keys, segment, store_events, up_events) -> int:\n"
+     "MetricStore.add's loop over items[i:] for the records and events it only files (see _scan.c), up to\n"
+     "the first it leaves to Python."},
     {"ready_run", (PyCFunction)(void (*)(void))ready_run, METH_FASTCALL,
      "ready_run(n, cands, keep, heads, lasts, folds, kept, i, ci, ki, base, names, max_names, last_time,\n"
      "skipped, last_error, source_key, new_deque, tail_unread, last_ts, out) -> (i, ci, ki, ...): the\n"

@@ -614,9 +614,9 @@ class MetricStore:
         run = _store_run
         while i < end:
             if run is not None:
-                # the records that are only filed, in C (_scan.c: store_run), up to the next
-                # item that takes the steps below
-                i = run(seg.__dict__, items, i, rollouts, records, _RM_KEYS, seg)
+                # the records and events that are only filed, in C (_scan.c: store_run), up to
+                # the next item that takes the steps below
+                i = run(seg.__dict__, items, i, rollouts, records, _RM_KEYS, seg, self.events, up.events)
                 if i >= end:
                     break
             item = items[i]
