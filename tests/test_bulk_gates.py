@@ -108,3 +108,38 @@ def test_touched_rows_found_by_search_are_the_stores_rows():
     want = sorted((seg.row_of[r], st) for r, st in touch.items() if r in seg.row_of)
     assert sorted(zip(rows.tolist(), stamps.tolist())) == want
     assert bulk._rows_of_ids(seg, {2 ** 60: 1}) is None
+
+
+def _k_updates_log(first_cf: float, other_cf: float, k: int = 2, n: int = 90, onset: int = 40,
+                   framework_line: str | None = None) -> list[str]:
+    """A healthy run with K updates per rollout whose step lines from rollout `onset` on say
+    clip fraction `first_cf` on each rollout's first update and `other_cf` on the others."""
+    import re
+    lines = [line for _, line in generate("healthy", n, 5, noise_per_rollout=0, steps_per_rollout=k)]
+    out = []
+    for line in lines:
+        m = re.search(r"\bstep (\d+): ", line)
+        if m and int(m.group(1)) // k >= onset:
+            cf = first_cf if int(m.group(1)) % k == 0 else other_cf
+            line = re.sub(r"'train/pg_clipfrac': [^,}]+", f"'train/pg_clipfrac': {cf!r}", line)
+            line = re.sub(r"'train/ppo_kl': [^,}]+", "'train/ppo_kl': 0.0", line)
+        out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("first_cf,other_cf,k", [(0.0, 0.9, 2), (0.0, 0.5, 4), (0.02, 0.1, 2), (0.0, 0.1, 2),
+                                                  (0.0, 0.3, 2)])
+def test_off_policy_gate_with_k_updates(first_cf, other_cf, k, monkeypatch):
+    """K updates per rollout: the gate's NOs hold where the first update's clip fraction is above
+    0 (fresh weights) and where 3 of 4 rollouts' clip fractions pass 0.3, each alone; and bulk
+    judging gives the alerts of judging rollout by rollout."""
+    from tests.test_fast_judge import _bulk_equals_plain
+    lines = _k_updates_log(first_cf, other_cf, k)
+    seg = _store(lines)
+    assert check_gates(seg) > 0
+    ans = bulk.Answers(seg, defaults(), np.arange(len(seg.ids)))
+    col = ans.mat[:, ans.names.index("rule_off_policy")]
+    fires = (first_cf > 0 or (other_cf * (k - 1) + first_cf) / k > 0.3)
+    assert (col[60:] == bulk.MAYBE).all() if fires else (col[60:] == bulk.NO).all()
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert any(a.rule == "off-policy" for a in plain.engine.alerts) == fires

@@ -856,13 +856,13 @@ def _window_head_min(pt: np.ndarray, sel: np.ndarray) -> np.ndarray:
 
 
 def _off_policy_vec(seg, rows, k: int) -> np.ndarray:
-    if k != 1 or seg.framework != "miles":
-        return np.full(len(rows), MAYBE, np.int8)
     end = int(rows.max()) + 1
     name = metric_for(seg, BY_ID["clipfrac"])
     if name is None:
         return np.full(len(rows), NO, np.int8)
     cf = _vals(seg, name, end)
+    if k != 1 or seg.framework != "miles":
+        return _off_policy_k_vec(seg, rows, cf, end)
     dense = _dense(np.isfinite(cf), rows, 2)
     kl = _vals(seg, "train/ppo_kl", end)
     kl = np.where(np.isfinite(kl), kl, 0.0)
@@ -870,6 +870,43 @@ def _off_policy_vec(seg, rows, k: int) -> np.ndarray:
         bad = (cf > 1e-6 - EPS) | (np.abs(kl) > 1e-6 - EPS)
     maybe = bad[rows] | bad[rows - 1]
     return np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN).astype(np.int8)
+
+
+def _off_policy_k_vec(seg, rows, cf: np.ndarray, end: int) -> np.ndarray:
+    """rule_off_policy with K updates per rollout (or verl/TRL): it may fire only where the
+    first update of both last two rollouts has a clip fraction or ppo_kl above 1e-6 (Miles), or
+    3 of the last 4 clip fractions are above 0.3.  Read where the last four rows are all finite
+    (the rule's last values are then theirs); elsewhere the rule decides."""
+    fin = np.isfinite(cf)
+    dense = _dense(fin, rows, 4)
+    with np.errstate(invalid="ignore"):
+        high = np.concatenate([np.zeros(3, np.int8), (cf > 0.3 - EPS).astype(np.int8)])   # 3 rows before row 0
+    hits = high[rows] + high[rows + 1] + high[rows + 2] + high[rows + 3]     # rows r-3 .. r
+    maybe = (rows >= 3) & (hits >= 3)
+    if seg.framework == "miles":
+        bad = _first_step_bad(seg, end)
+        maybe |= (rows >= 1) & bad[rows] & bad[np.maximum(rows - 1, 0)]
+    out = np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN)
+    return np.where(fin[rows], out, NO).astype(np.int8)       # the rule needs the judged one's value
+
+
+def _first_step_bad(seg, end: int) -> np.ndarray:
+    """Per row: the rollout's first actor update (rules._first_step) has a finite clip fraction,
+    and it or its ppo_kl is above 1e-6 (with gates' margin)."""
+    bad = np.zeros(end, bool)
+    ids = seg.ids
+    for row in range(end):
+        keys = [key for key in seg.rollout_steps.get(ids[row], ()) if key[0] == ""]
+        if not keys:
+            continue
+        metrics = seg.steps[min(keys, key=lambda key: key[1])].metrics
+        v, kl = metrics.get("train/pg_clipfrac"), metrics.get("train/ppo_kl", 0.0)
+        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)):
+            continue
+        if not (isinstance(kl, (int, float)) and not isinstance(kl, bool) and math.isfinite(kl)):
+            kl = 0.0
+        bad[row] = v > 1e-6 - EPS or abs(kl) > 1e-6 - EPS
+    return bad
 
 
 def _entropy_vec(seg, rows) -> np.ndarray:
