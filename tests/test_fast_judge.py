@@ -228,6 +228,7 @@ LATCHED_CYCLES = {
     "grad-norm-cycles": lambda: _repeated("grad-norm-rising", 120, 4, 13, onset=50),
     "no-signal-cycles": lambda: _repeated("no-signal", 120, 4, 16, onset=60),
     "off-policy-cycles": lambda: _repeated("off-policy", 120, 4, 17, onset=60),
+    "off-policy-cycles-k2": lambda: _repeated("off-policy", 120, 4, 20, onset=60, steps_per_rollout=2),
 }
 NO_SIGNAL_HELD = {
     # most groups score the same from the onset on: no-signal opens and holds
@@ -238,6 +239,9 @@ NO_SIGNAL_HELD = {
 }
 OFF_POLICY_HELD = {
     "off-policy-held": lambda: [line for _, line in generate("off-policy", 300, 18, noise_per_rollout=0, onset=60)],
+    # K updates per rollout: the first update clips (not on fresh weights)
+    "off-policy-held-k4": lambda: [line for _, line in generate("off-policy", 300, 19, setup="k4", noise_per_rollout=0,
+                                                                 onset=60)],
 }
 HELD_CASES = {**DRIFT_HELD, **LATCHED_CYCLES, **NO_SIGNAL_HELD, **OFF_POLICY_HELD}
 
@@ -280,6 +284,8 @@ WRONG = {  # a "surely holds" that says so whatever the values, and a case where
     "_still_sure": ("gap-jump-cycles", lambda seg, rs, ids, rows, sig_id, ctx: np.ones(len(rows), bool)),
     "_no_signal_sure": ("no-signal-cycles", lambda seg, ids, rows, memo: np.ones(len(rows), bool)),
     "_off_policy_sure": ("off-policy-cycles", lambda seg, rows, end: np.ones(len(rows), bool)),
+    # K updates: the first update's clip fraction says whether off-policy holds
+    "_first_steps": ("off-policy-cycles-k2", lambda seg, end: (np.ones(end), np.ones(end))),
 }
 
 

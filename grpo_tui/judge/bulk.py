@@ -289,7 +289,8 @@ class Answers:
         - rule_no_signal returns only no-signal, surely where reward is exactly 0 (or 1) on the
           last 2 rollouts or >= 80 % of groups score the same in 3 of the last 4.
         - rule_off_policy returns only off-policy, surely where the clip fraction is above 0 on
-          the last 2 rollouts with one update each (Miles), or above 0.3 in 3 of the last 4."""
+          the last 2 rollouts with one update each (Miles), or above 0.3 in 3 of the last 4, or
+          the first of K updates of the last 2 rollouts clips or moves (Miles)."""
         if not self.full[k] or not critical:
             return None
         if self._held is None:
@@ -518,8 +519,9 @@ def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.nda
 
 def _off_policy_sure(seg: Segment, rows: np.ndarray, end: int) -> np.ndarray:
     """rule_off_policy surely returns a condition: one update per rollout (Miles) and a clip
-    fraction above 0 on the last 2 rows; else 3 of the last 4 rows above 0.3 (both finite on
-    every row read, by a margin)."""
+    fraction above 0 on the last 2 rows; else 3 of the last 4 rows above 0.3, or (Miles) the
+    first update of the last 2 rollouts with a clip fraction or ppo_kl above 0 (finite on every
+    row read, by a margin)."""
     name = metric_for(seg, BY_ID["clipfrac"])
     if name is None:
         return np.zeros(len(rows), bool)
@@ -531,6 +533,11 @@ def _off_policy_sure(seg: Segment, rows: np.ndarray, end: int) -> np.ndarray:
     out = np.zeros(len(rows), bool)
     dense = (rows >= 3) & _dense(np.isfinite(cf), rows, 4)
     out[dense] = _surely_above(_last4(cf, rows[dense]), np.float64(0.3)).sum(axis=1) >= 3
+    if seg.framework == "miles":       # K updates: the first update of both last two off fresh weights
+        first_cf, first_kl = _first_steps(seg, end)
+        hit = _surely_above(first_cf, np.float64(1e-6)) | _surely_above(np.abs(first_kl), np.float64(1e-6))
+        hit &= np.isfinite(first_cf)
+        out |= (rows >= 1) & _dense(np.isfinite(cf), rows, 2) & hit[rows] & hit[rows - 1]
     return out
 
 
@@ -884,29 +891,31 @@ def _off_policy_k_vec(seg, rows, cf: np.ndarray, end: int) -> np.ndarray:
     hits = high[rows] + high[rows + 1] + high[rows + 2] + high[rows + 3]     # rows r-3 .. r
     maybe = (rows >= 3) & (hits >= 3)
     if seg.framework == "miles":
-        bad = _first_step_bad(seg, end)
+        first_cf, first_kl = _first_steps(seg, end)
+        with np.errstate(invalid="ignore"):
+            bad = np.isfinite(first_cf) & ((first_cf > 1e-6 - EPS) | (np.abs(first_kl) > 1e-6 - EPS))
         maybe |= (rows >= 1) & bad[rows] & bad[np.maximum(rows - 1, 0)]
     out = np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN)
     return np.where(fin[rows], out, NO).astype(np.int8)       # the rule needs the judged one's value
 
 
-def _first_step_bad(seg, end: int) -> np.ndarray:
-    """Per row: the rollout's first actor update (rules._first_step) has a finite clip fraction,
-    and it or its ppo_kl is above 1e-6 (with gates' margin)."""
-    bad = np.zeros(end, bool)
-    ids = seg.ids
+def _first_steps(seg, end: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, what rules._first_step reads of the rollout's first actor update: its clip
+    fraction (NaN where it has none or it is not a finite number: _first_step leaves the rollout
+    out) and its ppo_kl (0 where not a finite number)."""
+    cf, kl = np.full(end, math.nan), np.zeros(end)
+    ids, steps, of_rollout = seg.ids, seg.steps, seg.rollout_steps
     for row in range(end):
-        keys = [key for key in seg.rollout_steps.get(ids[row], ()) if key[0] == ""]
+        keys = [key for key in of_rollout.get(ids[row], ()) if key[0] == ""]
         if not keys:
             continue
-        metrics = seg.steps[min(keys, key=lambda key: key[1])].metrics
-        v, kl = metrics.get("train/pg_clipfrac"), metrics.get("train/ppo_kl", 0.0)
-        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)):
-            continue
-        if not (isinstance(kl, (int, float)) and not isinstance(kl, bool) and math.isfinite(kl)):
-            kl = 0.0
-        bad[row] = v > 1e-6 - EPS or abs(kl) > 1e-6 - EPS
-    return bad
+        metrics = steps[min(keys, key=lambda key: key[1])].metrics
+        v, k = metrics.get("train/pg_clipfrac"), metrics.get("train/ppo_kl", 0.0)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            cf[row] = v
+            if isinstance(k, (int, float)) and not isinstance(k, bool) and math.isfinite(k):
+                kl[row] = k
+    return cf, kl
 
 
 def _entropy_vec(seg, rows) -> np.ndarray:
