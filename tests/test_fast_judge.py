@@ -299,3 +299,24 @@ def test_a_wrong_stand_in_would_be_caught(name, monkeypatch):
     monkeypatch.setattr(bulk_mod, name, wrong)
     with pytest.raises(AssertionError):
         _bulk_equals_plain(lines, monkeypatch)
+
+
+def test_a_slowdown_that_stopped_growing_is_judged_without_its_rule(monkeypatch):
+    """rollout-slowdown needs per-token time still drifting up (drift_up): where every window's
+    test surely fails - the slowdown plateaued - its gate says no and the rule does not run;
+    the alerts are those of judging rollout by rollout."""
+    lines = [line for _, line in generate("rollout-slowdown", 400, 21, noise_per_rollout=0, onset=60)]
+    calls = []
+    orig = rules.rule_rollout_slowdown
+
+    def counting(ctx):
+        calls.append(ctx.upto)
+        return orig(ctx)
+    monkeypatch.setattr(rules, "rule_rollout_slowdown", counting)
+    monkeypatch.setattr(rules, "METRIC_RULES", tuple(counting if f is orig else f for f in rules.METRIC_RULES))
+    monkeypatch.setattr(rules, "USE_GATES", True)
+    _run(lines, 500, defer=True)
+    ran = len(calls)
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert any(a.rule == "rollout-slowdown" for a in plain.engine.alerts)
+    assert ran < 100, f"the rule ran at {ran} of 400 rollouts"

@@ -364,7 +364,7 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
                           _drift_vec(seg, rs, ids, rows, "kl", True, None, memo))
     res["rule_grad_norm"] = _drift_vec(seg, rs, ids, rows, "grad_norm", False, ABSURD.get("grad_norm"), memo)
     res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
-    res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows)
+    res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows, memo)
     res["rule_off_policy"] = _off_policy_vec(seg, rows, ctxk)
     res["rule_no_signal"] = _no_signal_vec(seg, ids, rows, memo)
     res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
@@ -630,22 +630,29 @@ class _DriftMay:
         lo, hi = chunk * self.CHUNK, min(len(self.rows), (chunk + 1) * self.CHUNK)
         rows = self.rows[lo:hi]
         for w in TREND_WINDOWS:
-            s, ties = mk[w]
-            alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
-            sure = (rows >= w - 1) & _dense(ok, rows, w)
-            fails = sure & ~ties[rows] & (s[rows] < _s_needed(w, alpha) - 1)
-            tied_ops = sure & ties[rows]
-            tied = rows[tied_ops]
-            if len(tied):
-                p = mk_p_from_s(s[tied], np.ones(len(tied), bool), lambda idx: _windows(lv, tied[idx], w), w)
-                fails[tied_ops] = p >= alpha * (1.0 + 1e-9)
-            left = np.flatnonzero(sure & ~fails)
-            if len(left):
-                rise = _ts_rise(self.idf, lv, rows[left], w)
-                with np.errstate(invalid="ignore"):
-                    fails[left] = ~(rise > RHO[sig_id] - 1e-9 * np.maximum(1.0, np.abs(rise)))
-            may[w][lo:hi] = ~fails
+            may[w][lo:hi] = ~_window_fails(self.idf, lv, ok, mk, rows, w, RHO[sig_id])
         done[chunk] = True
+
+
+def _window_fails(idf: np.ndarray, lv: np.ndarray, ok: np.ndarray, mk: dict, rows: np.ndarray, w: int,
+                  rho: float) -> np.ndarray:
+    """Per op: drift_up's test of window w surely fails on the series lv (ok: where its rule's
+    series has a point) - see _DriftMay._make."""
+    s, ties = mk[w]
+    alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
+    sure = (rows >= w - 1) & _dense(ok, rows, w)
+    fails = sure & ~ties[rows] & (s[rows] < _s_needed(w, alpha) - 1)
+    tied_ops = sure & ties[rows]
+    tied = rows[tied_ops]
+    if len(tied):
+        p = mk_p_from_s(s[tied], np.ones(len(tied), bool), lambda idx: _windows(lv, tied[idx], w), w)
+        fails[tied_ops] = p >= alpha * (1.0 + 1e-9)
+    left = np.flatnonzero(sure & ~fails)
+    if len(left):
+        rise = _ts_rise(idf, lv, rows[left], w)
+        with np.errstate(invalid="ignore"):
+            fails[left] = ~(rise > rho - 1e-9 * np.maximum(1.0, np.abs(rise)))
+    return fails
 
 
 class _DriftAt:
@@ -821,7 +828,7 @@ def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
     return res
 
 
-def _slowdown_vec(seg, rows) -> np.ndarray:
+def _slowdown_vec(seg, rows, memo: dict) -> np.ndarray:
     end = int(rows.max()) + 1
     tname = metric_for(seg, BY_ID["rollout_time"])
     if tname is None:
@@ -849,7 +856,19 @@ def _slowdown_vec(seg, rows) -> np.ndarray:
     if len(b_tok) >= 3:
         low = np.minimum(low, float(np.min(b_tok)))
     mean4 = _last4(pt, sel).mean(axis=1)
-    res[dense] = np.where(mean4 > low + RHO["rollout_time"] - EPS, MAYBE, NO)
+    maybe = mean4 > low + RHO["rollout_time"] - EPS
+    if maybe.any():
+        # and drift_up on per-token time needs a window whose test may pass (the rule's last 40
+        # points are these rows': all ok); a held slowdown that no longer grows has none
+        lv = np.where(ok, per_tok, math.nan)
+        mk = _mk_memo(memo, ("per token", tname, norm), lv, TREND_WINDOWS)
+        idf = seg.id_array()[:end].astype(float)
+        at = sel[maybe]
+        fails = np.ones(len(at), bool)
+        for w in TREND_WINDOWS:
+            fails &= _window_fails(idf, lv, ok, mk, at, w, RHO["rollout_time"])
+        maybe[np.flatnonzero(maybe)[fails]] = False
+    res[dense] = np.where(maybe, MAYBE, NO)
     return res
 
 
