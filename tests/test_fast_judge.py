@@ -8,6 +8,7 @@ rule for rule: ids, severities, start rollouts, messages and evidence.  The aler
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -320,3 +321,51 @@ def test_a_slowdown_that_stopped_growing_is_judged_without_its_rule(monkeypatch)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert any(a.rule == "rollout-slowdown" for a in plain.engine.alerts)
     assert ran < 100, f"the rule ran at {ran} of 400 rollouts"
+
+
+SATURATED = {
+    # K=4: most groups all-right (saturated data) from the onset: a no-signal warning held open
+    "no-signal-saturated-held": lambda: [line for _, line in generate("no-signal", 300, 22, setup="k4",
+                                                                       noise_per_rollout=0, onset=60)],
+    # ... cleared where groups learn again, escalated where reward is exactly 0 for a while
+    "no-signal-saturated-cycles": lambda: _groups_learn_again(
+        [line for _, line in generate("no-signal", 330, 22, setup="k4", noise_per_rollout=0, onset=60)],
+        ((140, 170), (230, 260)), (300, 304)),
+}
+
+
+def _groups_learn_again(lines: list[str], spans, zero_reward: tuple[int, int]) -> list[str]:
+    """The zero-std group counts of the rollouts in `spans` set low (groups learn again there):
+    an open no-signal alert clears in each span and opens again after it; reward exactly 0 on
+    the rollouts of `zero_reward` (every answer wrong: no-signal turns critical)."""
+    out = []
+    for line in lines:
+        m = re.search(r"\b(perf|rollout) (\d+): ", line)
+        n = int(m.group(2)) if m else -1
+        if m and m.group(1) == "perf" and any(a <= n < b for a, b in spans):
+            line = re.sub(r"'rollout/zero_std/count_0': [^,}]+", "'rollout/zero_std/count_0': 2", line)
+            line = re.sub(r"'rollout/zero_std/count_1': [^,}]+", "'rollout/zero_std/count_1': 3", line)
+        if m and zero_reward[0] <= n < zero_reward[1]:
+            line = re.sub(r"'rollout/raw_reward': [^,}]+", "'rollout/raw_reward': 0.0", line)
+        out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("case", list(SATURATED))
+def test_a_held_no_signal_warning_is_kept_by_a_stand_in(case, monkeypatch):
+    """An open no-signal warning (mostly all-right groups) is kept by a warning stand-in where
+    the rule surely returns that warning again: the same alerts as rollout by rollout."""
+    lines = SATURATED[case]()
+    used = _count_held(monkeypatch)
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert any(a.rule == "no-signal" and a.severity == "warning" for a in plain.engine.alerts)
+    assert used["latched"] >= 50, "the warning's rule ran at every rollout"
+
+
+def test_a_wrong_warning_stand_in_would_be_caught(monkeypatch):
+    """... and the comparison has teeth there: a "surely a warning again" that always says so
+    keeps the warning a warning where rollout by rollout escalates it (reward exactly 0)."""
+    lines = SATURATED["no-signal-saturated-cycles"]()
+    monkeypatch.setattr(bulk_mod, "_no_signal_warning_sure", lambda seg, ids, rows, memo: np.ones(len(rows), bool))
+    with pytest.raises(AssertionError):
+        _bulk_equals_plain(lines, monkeypatch)

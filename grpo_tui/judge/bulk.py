@@ -33,12 +33,12 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
 
 from . import gates, stats
-from .held import HackingHeld, ge as _ge, median as _row_median, mk_p_from_s, pair_gaps as _pair_gaps
+from .held import HackingHeld, ge as _ge, lt as _lt, median as _row_median, mk_p_from_s, pair_gaps as _pair_gaps
 from . import rules
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
                     RuleContext, evaluate_metrics, metric_for, ranges_for)
 from .setup import FIRST as FIT_FIRST
-from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows
+from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows, zero_std_parts
 from ..store.metric_store import Segment
 
 EPS = gates.EPS
@@ -287,26 +287,30 @@ class Answers:
           gap-rising, which needs an explosion (_drift_vec's test of it) or a drift_up window
           whose test may pass (drift_windows): neither may happen where it is left out.
         - rule_no_signal returns only no-signal, surely where reward is exactly 0 (or 1) on the
-          last 2 rollouts or >= 80 % of groups score the same in 3 of the last 4.
+          last 2 rollouts or >= 80 % of groups score the same in 3 of the last 4; an open
+          no-signal warning (mostly all-right groups: saturation) holds where the rule surely
+          returns that warning again (_no_signal_warning_sure), as a warning cannot change.
         - rule_off_policy returns only off-policy, surely where the clip fraction is above 0 on
           the last 2 rollouts with one update each (Miles), or above 0.3 in 3 of the last 4, or
           the first of K updates of the last 2 rollouts clips or moves (Miles)."""
-        if not self.full[k] or not critical:
+        if not self.full[k] or not (critical or "no-signal" in open_rules):
             return None
         if self._held is None:
             self._held = _held_arrays(self.seg, self.resolved, self.rows, self.mk)
-        still_gap, calm_gap, still_grad, no_signal, off_policy = self._held
-        out: dict[str, tuple[str, ...]] = {}
+        still_gap, calm_gap, still_grad, no_signal, no_signal_warn, off_policy = self._held
+        out: dict[str, tuple[tuple[str, str], ...]] = {}
         gap_open = tuple(a for a in ("gap-rising", "gap-jump") if a in open_rules)
         if (gap_open and all(a in critical for a in gap_open) and still_gap[k]
                 and ("gap-rising" in critical or (calm_gap[k] and self._no_drift(k, ("gap", "kl"))))):
-            out["rule_gap"] = gap_open
+            out["rule_gap"] = tuple((a, "critical") for a in gap_open)
         if "grad-norm-rising" in critical and still_grad[k]:
-            out["rule_grad_norm"] = ("grad-norm-rising",)
+            out["rule_grad_norm"] = (("grad-norm-rising", "critical"),)
         if "no-signal" in critical and no_signal[k]:
-            out["rule_no_signal"] = ("no-signal",)
+            out["rule_no_signal"] = (("no-signal", "critical"),)
+        elif "no-signal" in open_rules and no_signal_warn[k]:     # an open warning, surely a warning again
+            out["rule_no_signal"] = (("no-signal", "warning"),)
         if "off-policy" in critical and off_policy[k]:
-            out["rule_off_policy"] = ("off-policy",)
+            out["rule_off_policy"] = (("off-policy", "critical"),)
         return out or None
 
     def _no_drift(self, k: int, sig_ids: tuple[str, ...]) -> bool:
@@ -514,7 +518,8 @@ def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.nda
         b = _bounds(rs, sig_id, ids)
         calm &= ~_boom_may(_log(v), rows, _base_min(v[:BASE_ROWS]), None if b is None else _log(b[1]), None)
     return (full & (still["gap"] | still["kl"]), calm, full & still["grad_norm"],
-            full & _no_signal_sure(seg, ids, rows, memo), full & _off_policy_sure(seg, rows, end))
+            full & _no_signal_sure(seg, ids, rows, memo), full & _no_signal_warning_sure(seg, ids, rows, memo),
+            full & _off_policy_sure(seg, rows, end))
 
 
 def _off_policy_sure(seg: Segment, rows: np.ndarray, end: int) -> np.ndarray:
@@ -557,6 +562,38 @@ def _no_signal_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, memo: dict)
         sel = rows[dense]
         out[dense] |= _surely_above(_last4(frac, sel), np.float64(0.8 - 1e-9)).sum(axis=1) >= 3
     return out
+
+
+def _no_signal_warning_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, memo: dict) -> np.ndarray:
+    """rule_no_signal surely returns its warning: reward on the last 2 rows finite and not
+    exactly 0 (nor 1) on both, >= 80 % of groups all-same on 3 of the last 4 (all finite), and
+    at the judged rollout the all-right groups >= 80 % of those, the all-wrong ones below (each
+    by a margin): the saturated case's severity."""
+    out = np.zeros(len(rows), bool)
+    rn = metric_for(seg, BY_ID["reward"])
+    if rn is None or groups_of(seg) is None:
+        return out
+    end = len(ids)
+    R = _vals(seg, rn, end)
+    a, b = R[rows - 1], R[rows]
+    out = ((rows >= 3) & np.isfinite(a) & np.isfinite(b) & ~((a == 0.0) & (b == 0.0))
+           & ~((a == 1.0) & (b == 1.0)))
+    frac = _zero_std_rows(seg, end, memo)
+    out &= _dense(np.isfinite(frac), rows, 4)
+    if not out.any():
+        return out
+    sel = rows[out]
+    out[out] = _surely_above(_last4(frac, sel), np.float64(0.8 - 1e-9)).sum(axis=1) >= 3
+    if not out.any():
+        return out
+    parts = zero_std_parts(seg, np.arange(end))
+    wrong, right = np.full(end, math.nan), np.full(end, math.nan)
+    for arr, part in ((wrong, "wrong"), (right, "right")):
+        got_ids, vals = parts[part]
+        if len(got_ids):
+            arr[_rows_of(seg, got_ids, end)] = vals
+    edge = 0.8 * frac[rows]
+    return out & _lt(wrong[rows], edge).sure & _ge(right[rows], edge).sure
 
 
 def _still_sure(seg: Segment, rs, ids: np.ndarray, rows: np.ndarray, sig_id: str, ctx) -> np.ndarray:

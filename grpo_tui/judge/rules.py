@@ -1038,12 +1038,13 @@ def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
         return True
 
 
-def held_standin(rule: str = "length-hacking") -> Condition:
-    """A condition of an open critical alert where only its presence matters: it keeps the
-    alert open, and its message and evidence are never read (engine._refresh keeps those of the
-    rollout that raised it; a critical alert cannot escalate).  length-hacking's (judge/held.py),
-    or one kept open for its rule (HELD_RULES)."""
-    return Condition(rule, "critical", None, f"{rule} holds", {}, signal=_STANDIN_SIGNAL[rule])
+def held_standin(rule: str = "length-hacking", severity: str = "critical") -> Condition:
+    """A condition of an open alert where only its presence matters: it keeps the alert open,
+    and its message and evidence are never read (engine._refresh keeps those of the rollout
+    that raised it unless the alert escalates: a critical alert cannot, and a warning's stand-in
+    is used only where the rule surely returns a warning).  length-hacking's (judge/held.py), or
+    one kept open for its rule (HELD_RULES)."""
+    return Condition(rule, severity, None, f"{rule} holds", {}, signal=_STANDIN_SIGNAL[rule])
 
 
 _STANDIN_SIGNAL = {"length-hacking": "length", "gap-rising": "gap", "gap-jump": "gap",
@@ -1066,10 +1067,11 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
     rule_length_hacking returns a condition while its (always critical) alert is open, where
     only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
     OOR_HELD: RuleContext.oor_held;
-    HELD_RULES: {rule name: the open alerts it holds}, for rule_gap, rule_grad_norm,
-    rule_no_signal and rule_off_policy where the bulk knows that every alert they could return
-    is open and critical and that each of those holds (judge/bulk.py, Answers.held_rules) - the
-    rule is not run, a stand-in condition keeps each alert open;
+    HELD_RULES: {rule name: the open alerts it holds, (alert, severity) each}, for rule_gap,
+    rule_grad_norm, rule_no_signal and rule_off_policy where the bulk knows that every alert
+    they could return is open and critical (or a warning it surely returns as a warning) and
+    that each of those holds (judge/bulk.py, Answers.held_rules) - the rule is not run, a
+    stand-in condition keeps each alert open;
     HACKING_WINDOWS, HACKING_CONFIRMED, DRIFT_WINDOWS: RuleContext.hacking_windows,
     .hacking_confirmed, .drift_windows; RESOLVED: ranges_for's answer here."""
     gated = USE_GATES and seg.ordered
@@ -1097,7 +1099,7 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
                 out.append(held_standin())
             continue
         if held_rules and rule.__name__ in held_rules:
-            out.extend(held_standin(a) for a in held_rules[rule.__name__])   # they hold (judge/bulk.py)
+            out.extend(held_standin(a, sev) for a, sev in held_rules[rule.__name__])   # they hold (judge/bulk.py)
             continue
         if gated and not _may_fire(rule, ctx, win, pre):
             continue  # it cannot fire here (an exact necessary condition, judge/gates.py)
