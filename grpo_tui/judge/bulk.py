@@ -307,7 +307,7 @@ class Answers:
             out["rule_grad_norm"] = (("grad-norm-rising", "critical"),)
         if "no-signal" in critical and no_signal[k]:
             out["rule_no_signal"] = (("no-signal", "critical"),)
-        elif "no-signal" in open_rules and no_signal_warn[k]:     # an open warning, surely a warning again
+        elif "no-signal" in open_rules and no_signal_warn[k]:     # surely its warning: the open alert stays as it is
             out["rule_no_signal"] = (("no-signal", "warning"),)
         if "off-policy" in critical and off_policy[k]:
             out["rule_off_policy"] = (("off-policy", "critical"),)
