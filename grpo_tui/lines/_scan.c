@@ -4027,6 +4027,70 @@ static int file_event(PyObject *d, PyObject *ev, PyObject *store_events, PyObjec
     return 1;
 }
 
+/* One record of store_run's stretch: 1 filed, 0 left to Python (nothing touched), -1 on error. */
+static int file_record(PyObject *d, PyObject *rec, PyObject *rollouts, PyObject *records, PyObject *rm_keys,
+                       PyObject *seg)
+{
+    PyObject *kind = SLOT(rec, &record_type, R_KIND), *n = SLOT(rec, &record_type, R_N);
+    PyObject *ts = SLOT(rec, &record_type, R_TS), *nonfinite = SLOT(rec, &record_type, R_NONFINITE);
+    PyObject *metrics = SLOT(rec, &record_type, R_METRICS), *source = SLOT(rec, &record_type, R_SOURCE);
+    if (kind == NULL || !PyUnicode_CheckExact(kind) || n == NULL || !PyLong_CheckExact(n) || ts == NULL
+        || (ts != Py_None && !PyFloat_CheckExact(ts)) || nonfinite == NULL || !PyDict_CheckExact(nonfinite)
+        || PyDict_GET_SIZE(nonfinite) != 0 || metrics == NULL || !PyDict_CheckExact(metrics) || source == NULL
+        || SLOT(rec, &record_type, R_LINE_NO) == NULL || SLOT(rec, &record_type, R_PROC) == NULL
+        || SLOT(rec, &record_type, R_ROLE) == NULL || SLOT(rec, &record_type, R_ACTOR) == NULL)
+        return 0;
+    int odd = source != Py_None && (!PyUnicode_CheckExact(source) || PyUnicode_Compare(source, S_VERL) == 0
+                                     || PyUnicode_Compare(source, S_TRL) == 0);
+    if (odd)
+        return 0;      /* (PyUnicode_Compare of two exact strs cannot fail) */
+    int is_step = PyUnicode_Compare(kind, S_STEP) == 0, is_rollout = PyUnicode_Compare(kind, S_ROLLOUT) == 0;
+    int is_perf = !is_step && !is_rollout && PyUnicode_Compare(kind, S_PERF) == 0;
+    PyObject *stream = NULL, *shape = NULL;
+    if (is_rollout || is_perf) {
+        int ok = restart_ok(d, rec, is_rollout, n, rm_keys, &stream, &shape);
+        if (ok <= 0) {
+            Py_XDECREF(shape);
+            return ok;
+        }
+    }
+    /* from here the item is filed: MetricStore.add's steps, then add_record's */
+    int bad = 0;
+    if (stream != NULL) {
+        PyObject *sm = entry(d, S_STREAM_MAX);
+        bad = sm == NULL || PyDict_SetItem(sm, stream, n) < 0;
+        Py_DECREF(stream);
+    }
+    bad = bad || bump(d, S_RECORDS) < 0;
+    if (!bad && ts != Py_None) {
+        PyObject *first = entry(d, S_FIRST_RTS);
+        bad = first == NULL || (first == Py_None && PyDict_SetItem(d, S_FIRST_RTS, ts) < 0)
+              || PyDict_SetItem(d, S_LAST_RTS, ts) < 0;
+    }
+    bad = bad || PyDict_SetItem(d, S_LAST_LINE, SLOT(rec, &record_type, R_LINE_NO)) < 0;
+    PyObject *touched = NULL;
+    if (bad) {
+    } else if (is_step) {
+        PyObject *steps = entry(d, S_STEPS), *key = steps == NULL ? NULL
+                          : PyTuple_Pack(2, SLOT(rec, &record_type, R_ROLE), n);
+        PyObject *known = key == NULL ? NULL : PyDict_GetItemWithError(steps, key);
+        Py_XDECREF(key);
+        if (known != NULL) {            /* a doubled step line: counted, nothing else */
+            bad = bump(d, S_DUP_STEPS) < 0 || (touched = PyObject_GetAttr(known, S_ROLLOUT_ATTR)) == NULL;
+        } else {
+            bad = PyErr_Occurred() != NULL || (touched = call_seg(seg, S_ADD_STEP, rec, NULL)) == NULL;
+        }
+    } else {
+        bad = (is_rollout && PyDict_SetItem(d, S_LAST_TRAIN, n) < 0)
+              || file_values(d, seg, rec, n, kind, ts, &shape) < 0;
+        touched = bad ? NULL : Py_NewRef(n);
+    }
+    Py_XDECREF(shape);
+    bad = bad || PySet_Add(rollouts, touched) < 0 || PyList_Append(records, rec) < 0;
+    Py_XDECREF(touched);
+    return bad ? -1 : 1;
+}
+
 /* store_run(seg_dict, items, i, rollouts, records, rm_keys, seg, store_events, up_events) -> int:
  * see above. */
 static PyObject *store_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
@@ -4050,6 +4114,17 @@ static PyObject *store_run(PyObject *Py_UNUSED(module), PyObject *const *args, P
         return NULL;
     for (; record_type.type != NULL && i >= 0 && i < PyList_GET_SIZE(items); i++) {
         PyObject *rec = PyList_GET_ITEM(items, i);
+        if (Py_TYPE(rec) == record_type.type) {
+            /* held while the segment's own methods run (they could drop the list's reference) */
+            Py_INCREF(rec);
+            int got = file_record(d, rec, rollouts, records, rm_keys, seg);
+            Py_DECREF(rec);
+            if (got < 0)
+                return NULL;
+            if (got == 0)
+                break;
+            continue;
+        }
         if (Py_TYPE(rec) == event_type.type) {
             int got = file_event(d, rec, store_events, up_events);
             if (got < 0)
@@ -4058,69 +4133,7 @@ static PyObject *store_run(PyObject *Py_UNUSED(module), PyObject *const *args, P
                 break;
             continue;
         }
-        if (Py_TYPE(rec) != record_type.type)
-            break;
-        PyObject *kind = SLOT(rec, &record_type, R_KIND), *n = SLOT(rec, &record_type, R_N);
-        PyObject *ts = SLOT(rec, &record_type, R_TS), *nonfinite = SLOT(rec, &record_type, R_NONFINITE);
-        PyObject *metrics = SLOT(rec, &record_type, R_METRICS), *source = SLOT(rec, &record_type, R_SOURCE);
-        if (kind == NULL || !PyUnicode_CheckExact(kind) || n == NULL || !PyLong_CheckExact(n) || ts == NULL
-            || (ts != Py_None && !PyFloat_CheckExact(ts)) || nonfinite == NULL || !PyDict_CheckExact(nonfinite)
-            || PyDict_GET_SIZE(nonfinite) != 0 || metrics == NULL || !PyDict_CheckExact(metrics) || source == NULL
-            || SLOT(rec, &record_type, R_LINE_NO) == NULL || SLOT(rec, &record_type, R_PROC) == NULL
-            || SLOT(rec, &record_type, R_ROLE) == NULL || SLOT(rec, &record_type, R_ACTOR) == NULL)
-            break;
-        int odd = source != Py_None && (!PyUnicode_CheckExact(source) || PyUnicode_Compare(source, S_VERL) == 0
-                                         || PyUnicode_Compare(source, S_TRL) == 0);
-        if (odd)
-            break;      /* (PyUnicode_Compare of two exact strs cannot fail) */
-        int is_step = PyUnicode_Compare(kind, S_STEP) == 0, is_rollout = PyUnicode_Compare(kind, S_ROLLOUT) == 0;
-        int is_perf = !is_step && !is_rollout && PyUnicode_Compare(kind, S_PERF) == 0;
-        PyObject *stream = NULL, *shape = NULL;
-        if (is_rollout || is_perf) {
-            int ok = restart_ok(d, rec, is_rollout, n, rm_keys, &stream, &shape);
-            if (ok <= 0) {
-                Py_XDECREF(shape);
-                if (ok < 0)
-                    return NULL;
-                break;
-            }
-        }
-        /* from here the item is filed: MetricStore.add's steps, then add_record's */
-        int bad = 0;
-        if (stream != NULL) {
-            PyObject *sm = entry(d, S_STREAM_MAX);
-            bad = sm == NULL || PyDict_SetItem(sm, stream, n) < 0;
-            Py_DECREF(stream);
-        }
-        bad = bad || bump(d, S_RECORDS) < 0;
-        if (!bad && ts != Py_None) {
-            PyObject *first = entry(d, S_FIRST_RTS);
-            bad = first == NULL || (first == Py_None && PyDict_SetItem(d, S_FIRST_RTS, ts) < 0)
-                  || PyDict_SetItem(d, S_LAST_RTS, ts) < 0;
-        }
-        bad = bad || PyDict_SetItem(d, S_LAST_LINE, SLOT(rec, &record_type, R_LINE_NO)) < 0;
-        PyObject *touched = NULL;
-        if (bad) {
-        } else if (is_step) {
-            PyObject *steps = entry(d, S_STEPS), *key = steps == NULL ? NULL
-                              : PyTuple_Pack(2, SLOT(rec, &record_type, R_ROLE), n);
-            PyObject *known = key == NULL ? NULL : PyDict_GetItemWithError(steps, key);
-            Py_XDECREF(key);
-            if (known != NULL) {            /* a doubled step line: counted, nothing else */
-                bad = bump(d, S_DUP_STEPS) < 0 || (touched = PyObject_GetAttr(known, S_ROLLOUT_ATTR)) == NULL;
-            } else {
-                bad = PyErr_Occurred() != NULL || (touched = call_seg(seg, S_ADD_STEP, rec, NULL)) == NULL;
-            }
-        } else {
-            bad = (is_rollout && PyDict_SetItem(d, S_LAST_TRAIN, n) < 0)
-                  || file_values(d, seg, rec, n, kind, ts, &shape) < 0;
-            touched = bad ? NULL : Py_NewRef(n);
-        }
-        Py_XDECREF(shape);
-        bad = bad || PySet_Add(rollouts, touched) < 0 || PyList_Append(records, rec) < 0;
-        Py_XDECREF(touched);
-        if (bad)
-            return NULL;
+        break;
     }
     return PyLong_FromSsize_t(i);
 }
