@@ -18,7 +18,13 @@ from grpo_tui.lines.records import Event, MetricRecord
 from grpo_tui.store import metric_store
 from grpo_tui.store.metric_store import MetricStore, StepRow, StoreUpdate, _Column
 
-pytestmark = pytest.mark.skipif(metric_store._store_run is None, reason="the C accelerator is not built")
+# the built scanner, or CI's ASan/UBSan build of it (GRPO_TUI_SCAN_SO), as the scanner tests load it
+from tests.test_scan_equivalence import _scan
+
+STORE_RUN = getattr(_scan, "store_run", None)
+
+# accel: C against Python in one process whatever GRPO_TUI_PURE says (CI's pure pass leaves it out)
+pytestmark = [pytest.mark.accel, pytest.mark.skipif(STORE_RUN is None, reason="the C accelerator is not built")]
 
 _NAMES = ["rollout/raw_reward", "rollout/response_lengths", "perf/train_time", "perf/rollout_time",
           "train/grad_norm", "passrate/pass@1", "a", "b"]
@@ -117,7 +123,7 @@ def _feed(items, cuts, run) -> tuple:
 @given(st.lists(_item(), max_size=60), st.lists(st.integers(0, 60), max_size=4))
 def test_store_run_files_like_the_python_loop(items, cuts):
     c_items, py_items = items, copy.deepcopy(items)
-    got_c = _feed(c_items, cuts, metric_store._store_run)
+    got_c = _feed(c_items, cuts, STORE_RUN)
     got_py = _feed(py_items, cuts, None)
     assert got_c[0] == got_py[0]
     # the same items in the same updates (ids of the items each store got)
@@ -130,8 +136,8 @@ def test_store_run_files_like_the_python_loop(items, cuts):
 
 def _run(seg, store, up, items, i):
     """store_run called as MetricStore.add calls it."""
-    return metric_store._store_run(seg.__dict__, items, i, up.rollouts, up.records, metric_store._RM_KEYS, seg,
-                                   store.events, up.events)
+    return STORE_RUN(seg.__dict__, items, i, up.rollouts, up.records, metric_store._RM_KEYS, seg,
+                     store.events, up.events)
 
 
 def test_store_run_takes_the_common_records():
