@@ -965,7 +965,7 @@ def _first_steps(seg, end: int) -> tuple[np.ndarray, np.ndarray]:
         keys = [key for key in of_rollout.get(ids[row], ()) if key[0] == ""]
         if not keys:
             continue
-        metrics = steps[min(keys, key=lambda key: key[1])].metrics
+        metrics = steps[min(keys)].metrics          # (keys are ("", n): the smallest n)
         v, k = metrics.get("train/pg_clipfrac"), metrics.get("train/ppo_kl", 0.0)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
             cf[row] = v
