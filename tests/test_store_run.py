@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 
 import numpy as np
 import pytest
@@ -119,7 +120,8 @@ def _feed(items, cuts, run) -> tuple:
         metric_store._store_run = old
 
 
-@settings(max_examples=400, deadline=None)
+# 400 examples; CI's sanitized run sets GRPO_TUI_SCAN_EXAMPLES (40 there) as for the scanner's fuzz
+@settings(max_examples=int(os.environ.get("GRPO_TUI_SCAN_EXAMPLES", "400")), deadline=None)
 @given(st.lists(_item(), max_size=60), st.lists(st.integers(0, 60), max_size=4))
 def test_store_run_files_like_the_python_loop(items, cuts):
     c_items, py_items = items, copy.deepcopy(items)
