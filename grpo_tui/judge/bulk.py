@@ -586,12 +586,7 @@ def _no_signal_warning_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, mem
     out[out] = _surely_above(_last4(frac, sel), np.float64(0.8 - 1e-9)).sum(axis=1) >= 3
     if not out.any():
         return out
-    parts = zero_std_parts(seg, np.arange(end))
-    wrong, right = np.full(end, math.nan), np.full(end, math.nan)
-    for arr, part in ((wrong, "wrong"), (right, "right")):
-        got_ids, vals = parts[part]
-        if len(got_ids):
-            arr[_rows_of(seg, got_ids, end)] = vals
+    wrong, right = _zero_std_rows(seg, end, memo, "wrong"), _zero_std_rows(seg, end, memo, "right")
     edge = 0.8 * frac[rows]
     return out & _lt(wrong[rows], edge).sure & _ge(right[rows], edge).sure
 
@@ -994,13 +989,15 @@ def _entropy_vec(seg, rows) -> np.ndarray:
     return np.where(fin[rows], out, NO).astype(np.int8)
 
 
-def _zero_std_rows(seg, end: int, memo: dict | None = None) -> np.ndarray | None:
-    """The zero-std share per row (NaN where the rule's series has no point)."""
-    key = ("zero_std rows", end)
+def _zero_std_rows(seg, end: int, memo: dict | None = None, part: str = "total") -> np.ndarray | None:
+    """The zero-std share per row (NaN where the rule's series has no point); `part`: of all
+    groups (total), or of the all-wrong or all-right ones (signals.zero_std_parts)."""
+    key = ("zero_std rows", end, part)
     if memo is not None and key in memo:
         return memo[key]
     rows = np.arange(end)
-    got_ids, vals = signal_at_rows(seg, BY_ID["zero_std"], rows)
+    got_ids, vals = (signal_at_rows(seg, BY_ID["zero_std"], rows) if part == "total"
+                     else zero_std_parts(seg, rows)[part])
     out = np.full(end, math.nan)
     if len(got_ids):
         out[_rows_of(seg, got_ids, end)] = vals
