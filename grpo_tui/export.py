@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+import struct
 from typing import Any, TextIO
 
 from .lines.parse import SCAN
@@ -220,6 +221,29 @@ _CSV_ROWS = 2048    # rows formatted at a time: the text of a whole big export i
 # The C accelerator's csv_rows writes the rows of float/int/None cells in one pass (the same text:
 # repr for floats, str for ints); an export of a big log has ~700,000 such cells.
 _csv_rows = SCAN.csv_rows if SCAN is not None else None
+
+
+_RYU_BITS = 125
+
+
+def _float_tables() -> tuple[bytes, bytes]:
+    """Ryu's exact tables for csv_rows' repr of floats (_scan.c: ryu_digits), as (low, high)
+    uint64 pairs: floor(2^(bits(5^i) - 1 + 125) / 5^i) + 1 for i < 342, and 5^i's top 125 bits
+    for i < 326.  Why here: they are big-integer arithmetic, a few lines in Python (~1 ms, once,
+    when export is imported) where C would need a bignum of its own."""
+    low = (1 << 64) - 1
+
+    def pairs(values) -> bytes:
+        return b"".join(struct.pack("<QQ", v & low, v >> 64) for v in values)
+
+    inv = pairs((1 << (5 ** i).bit_length() - 1 + _RYU_BITS) // 5 ** i + 1 for i in range(342))
+    pos = pairs(5 ** i >> (5 ** i).bit_length() - _RYU_BITS if (5 ** i).bit_length() >= _RYU_BITS
+                else 5 ** i << _RYU_BITS - (5 ** i).bit_length() for i in range(326))
+    return inv, pos
+
+
+if SCAN is not None and hasattr(SCAN, "float_tables"):
+    SCAN.float_tables(*_float_tables())
 
 
 def _write_rows(fh: TextIO, w, lead_cols: list[list[Any]], cells: list[list[Any] | None]) -> None:

@@ -17,6 +17,7 @@ import importlib
 import math
 import os
 import random
+import struct
 
 import numpy as np
 import pytest
@@ -40,6 +41,8 @@ except ImportError:
 if _scan is not None:      # what parse.py does for its module (a sanitized build is another one)
     from grpo_tui.lines.records import Event as _Event, MetricRecord as _MetricRecord
     _scan.set_types(_MetricRecord, _Event)
+    from grpo_tui.export import _float_tables   # what export.py does for its module
+    _scan.float_tables(*_float_tables())
 
 # accel: these compare the built C scanner with the pure path inside one process, whatever
 # GRPO_TUI_PURE says, so CI's pure-path pass deselects them (-m "not accel": an exact repeat).
@@ -1215,6 +1218,53 @@ def test_scanner_csv_rows_is_the_rows_csv_writes(cols, odd):
         bad = [list(c) if c is not None else None for c in columns]
         bad[j][n - 1] = odd
         assert _scan.csv_rows(bad, n) is None
+
+
+def _bits_float(bits: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+
+def test_scanner_float_repr_is_repr_at_every_exponents_edges():
+    """csv_rows writes floats with Ryu (_scan.c: ryu_repr), not repr()'s dtoa: the same text at
+    both ends of every binary exponent's mantissas (subnormals, powers of two, whose interval is
+    lopsided), around every power of ten and where repr() switches to an exponent."""
+    checked = 0
+    for e in range(2047):
+        for m in (0, 1, 2, 3, 1 << 51, (1 << 51) + 1, (1 << 52) - 2, (1 << 52) - 1):
+            for sign in (0, 1 << 63):
+                x = _bits_float(sign | e << 52 | m)
+                assert _scan.float_repr(x) == repr(x), (e, m, sign)
+                checked += 1
+    for k in range(-325, 309):
+        for text in ("1e%d", "5e%d", "9.999999999999999e%d", "1.5e%d", "2.5e%d", "1.7976931348623157e%d"):
+            x = float(text % k)
+            if math.isfinite(x):
+                assert _scan.float_repr(x) == repr(x), text % k
+    for x in (1e16, 9999999999999998.0, 1e15, 1e-4, 1e-5, 9.999999999999999e-05, 0.0001, 0.1, 0.3, 5e-324,
+              742.359375, 1024.0, 3.725290298461914e-09, -0.0003856149685135366, 0.0, -0.0, math.inf, -math.inf,
+              math.nan):
+        assert _scan.float_repr(x) == repr(x)
+    assert checked == 2047 * 16
+
+
+def test_scanner_float_repr_is_repr_on_random_doubles():
+    """Ryu against repr() on random bit patterns (every exponent alike) and on values like a
+    log's (a few to 17 digits, 1e-12 to 1e20).  (A sweep of 10^7 more found no difference.)"""
+    rnd = random.Random(11)
+    for _ in range(60_000):
+        x = _bits_float(rnd.getrandbits(64))
+        if math.isfinite(x):
+            assert _scan.float_repr(x) == repr(x), x.hex()
+        y = float("%.*g" % (rnd.randint(1, 17), rnd.random() * 10.0 ** rnd.randint(-12, 20)))
+        assert _scan.float_repr(y) == repr(y), y.hex()
+
+
+@FUZZ
+@given(x=st.floats(), d=st.decimals(allow_nan=False, allow_infinity=False, places=None))
+def test_scanner_float_repr_is_repr(x, d):
+    assert _scan.float_repr(x) == repr(x)
+    y = float(d)
+    assert _scan.float_repr(y) == repr(y)
 
 
 def test_scanner_csv_rows_refuses_columns_of_other_lengths():
