@@ -2,7 +2,7 @@
 
 Times, each a whole process timed from outside as a user waits for it (interpreter start, imports
 with their bytecode cached as an installed grpo-tui has it, the work, the exit as the console
-script leaves after `check`: cli.leave; best of --repeat; peak RSS of that process):
+script runs and leaves after `check`: cli.one_shot, cli.leave; best of --repeat; peak RSS of that process):
   reference:  grep -o "'rollout/raw_reward': [0-9.]*" FILE | wc -l
   check:      grpo_tui.cli.main(["check", FILE])        accelerated (C scanner) and pure (GRPO_TUI_PURE=1)
   export:     grpo_tui.cli.main(["export", FILE, "-o", TMP/export.csv])   accelerated, the CSV written
@@ -40,7 +40,8 @@ t0 = time.perf_counter()
 sys.path.insert(0, sys.argv[2])
 mode = sys.argv[3]
 from grpo_tui.lines.parse import SCAN
-from grpo_tui import pipeline
+from grpo_tui import cli, pipeline
+cli.one_shot("export" if mode == "export" else "check")   # each child is one command, as cli.entry runs it
 if mode == "check":
     from grpo_tui import cli
     with redirect_stdout(io.StringIO()):
