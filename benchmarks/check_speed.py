@@ -2,7 +2,8 @@
 
 Times, each a whole process timed from outside as a user waits for it (interpreter start, imports
 with their bytecode cached as an installed grpo-tui has it, the work, the exit as the console
-script runs and leaves after `check`: cli.one_shot, cli.leave; best of --repeat; peak RSS of that process):
+script runs and leaves after `check`: cli.one_shot, cli.leave; best of --repeat rounds in which the
+runs, grep too, take turns; peak RSS of that process):
   reference:  grep -o "'rollout/raw_reward': [0-9.]*" FILE | wc -l
   check:      grpo_tui.cli.main(["check", FILE])        accelerated (C scanner) and pure (GRPO_TUI_PURE=1)
   export:     grpo_tui.cli.main(["export", FILE, "-o", TMP/export.csv])   accelerated, the CSV written
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -80,21 +82,34 @@ def _child_env(pure: bool) -> dict:
     return env
 
 
-def child(path: str, mode: str, pure: bool, repeat: int) -> dict:
-    """Best of `repeat` runs of one mode in a fresh process.  `seconds` is the whole process as a
-    user waits for it (interpreter start, imports, the work), timed from outside."""
-    env = _child_env(pure)
-    best = None
+def child(path: str, mode: str, pure: bool) -> dict:
+    """One run of one mode in a fresh process.  `seconds` is the whole process as a user waits
+    for it (interpreter start, imports, the work), timed from outside."""
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", _CHILD, path, str(ROOT), mode], capture_output=True, text=True,
+                       check=True, env=_child_env(pure))
+    wall = time.perf_counter() - t0
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    got["seconds"] = wall
+    return got
+
+
+def rounds(path: str, runs: list[tuple[str, str, bool]], repeat: int) -> tuple[dict, tuple[float, int], list]:
+    """Best of `repeat` rounds per run, the runs taking turns within each round (grep too), so a
+    slow spell of the machine hits them alike (a VM's speed swings by a third within minutes:
+    one mode's runs in a row made `check - parse` anything from 0.2 to 0.9 s).  Also returns each
+    run's times of every round (for the median)."""
+    best: dict[str, dict] = {}
+    times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+    greps: list[tuple[float, int]] = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-c", _CHILD, path, str(ROOT), mode], capture_output=True, text=True,
-                           check=True, env=env)
-        wall = time.perf_counter() - t0
-        got = json.loads(r.stdout.strip().splitlines()[-1])
-        got["seconds"] = wall
-        if best is None or got["seconds"] < best["seconds"]:
-            best = got
-    return best
+        greps.append(time_grep(path))
+        for name, mode, pure in runs:
+            got = child(path, mode, pure)
+            times[name].append(got["seconds"])
+            if name not in best or got["seconds"] < best[name]["seconds"]:
+                best[name] = got
+    return best, min(greps), times
 
 
 def warm_imports() -> None:
@@ -108,7 +123,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--file", default=None)
     ap.add_argument("--size-mb", type=int, default=200)
-    ap.add_argument("--repeat", type=int, default=3, help="runs of each (best is kept)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds, each running every mode once (best kept)")
     ap.add_argument("--incremental", action="store_true", help="also time rollout-by-rollout judging")
     ap.add_argument("--scenario", default="healthy",
                     help="the made log: a broken run held to its end (e.g. gap-jump), see make_big_log")
@@ -120,23 +135,22 @@ def main() -> None:
         make(path, a.size_mb * 1_000_000, scenario=a.scenario)
     size = os.path.getsize(path)
     subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
-    grep_s, hits = min(time_grep(path) for _ in range(a.repeat))
-    print(f"file: {path}  {size / 1e6:.0f} MB")
-    print(f"grep -o raw_reward:      {grep_s:7.3f} s  ({hits:,} matches)")
     warm_imports()
-    parse = child(path, "parse", False, a.repeat)
-    n = parse["rollouts"] or 1
-    rows = [("check accelerated", child(path, "check", False, a.repeat)),
-            ("export CSV (accel.)", child(path, "export", False, a.repeat)),
-            ("check pure", child(path, "check", True, a.repeat)),
-            ("parse only (accel.)", parse)]
+    runs = [("check accelerated", "check", False), ("export CSV (accel.)", "export", False),
+            ("check pure", "check", True), ("parse only (accel.)", "parse", False)]
     if a.incremental:
-        rows.append(("check rollout by rollout", child(path, "incremental", False, a.repeat)))
-    for name, r in rows:
+        runs.append(("check rollout by rollout", "incremental", False))
+    best, (grep_s, hits), times = rounds(path, runs, a.repeat)
+    print(f"file: {path}  {size / 1e6:.0f} MB;  best of {a.repeat} rounds, each run in turn (median in brackets)")
+    print(f"grep -o raw_reward:      {grep_s:7.3f} s  ({hits:,} matches)")
+    for name, _, _ in runs:
+        r = best[name]
         accel = "" if r["accel"] or "pure" in name else "  (C scanner not built)"
-        print(f"{name + ':':<25}{r['seconds']:7.3f} s  = {r['seconds'] / grep_s:5.1f} x grep; "
-              f"peak RSS {r['peak_rss_mb']:.0f} MB{accel}")
-    judge = rows[0][1]["seconds"] - parse["seconds"]
+        print(f"{name + ':':<25}{r['seconds']:7.3f} s  = {r['seconds'] / grep_s:5.1f} x grep  "
+              f"[{statistics.median(times[name]):.3f} s]; peak RSS {r['peak_rss_mb']:.0f} MB{accel}")
+    parse = best["parse only (accel.)"]
+    n = parse["rollouts"] or 1
+    judge = best["check accelerated"]["seconds"] - parse["seconds"]
     print(f"judging (check - parse): {judge:7.3f} s  = {judge / grep_s:5.1f} x grep; "
           f"{1e3 * judge / n:.3f} ms per rollout ({n:,} rollouts)")
     print("bar: export <= 2.0 x grep, check <= 3.0 x grep (judging about <= 1 x)")
