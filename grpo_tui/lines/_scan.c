@@ -4178,6 +4178,17 @@ static inline uint64_t mul_shift(uint64_t m, const uint64_t *mul, int32_t j)
     return (uint64_t)(((b0 >> 64) + b2) >> (j - 64));
 }
 
+/* One digit off the value vr and its interval's ends vp, vm: vr's digit dropped becomes *last,
+ * and *vr_zeros (every digit dropped before it was 0) is kept up to date. */
+static inline void drop_digit(uint64_t *vr, uint64_t *vp, uint64_t *vm, uint32_t *last, int *vr_zeros)
+{
+    *vr_zeros &= *last == 0;
+    *last = (uint32_t)(*vr % 10);
+    *vr /= 10;
+    *vp /= 10;
+    *vm /= 10;
+}
+
 /* The shortest digits of a finite nonzero double's magnitude: *digits x 10^*exp10. */
 static void ryu_digits(uint64_t mantissa, uint32_t exponent, uint64_t *digits, int32_t *exp10)
 {
@@ -4237,20 +4248,12 @@ static void ryu_digits(uint64_t mantissa, uint32_t exponent, uint64_t *digits, i
     if (vm_zeros || vr_zeros) {
         while (vp / 10 > vm / 10) {
             vm_zeros &= vm % 10 == 0;
-            vr_zeros &= last == 0;
-            last = (uint32_t)(vr % 10);
-            vr /= 10;
-            vp /= 10;
-            vm /= 10;
+            drop_digit(&vr, &vp, &vm, &last, &vr_zeros);
             removed++;
         }
         if (vm_zeros) {
             while (vm % 10 == 0) {
-                vr_zeros &= last == 0;
-                last = (uint32_t)(vr % 10);
-                vr /= 10;
-                vp /= 10;
-                vm /= 10;
+                drop_digit(&vr, &vp, &vm, &last, &vr_zeros);
                 removed++;
             }
         }
