@@ -236,9 +236,13 @@ def _float_tables() -> tuple[bytes, bytes]:
     def pairs(values) -> bytes:
         return b"".join(struct.pack("<QQ", v & low, v >> 64) for v in values)
 
-    inv = pairs((1 << (5 ** i).bit_length() - 1 + _RYU_BITS) // 5 ** i + 1 for i in range(342))
-    pos = pairs(5 ** i >> (5 ** i).bit_length() - _RYU_BITS if (5 ** i).bit_length() >= _RYU_BITS
-                else 5 ** i << _RYU_BITS - (5 ** i).bit_length() for i in range(326))
+    def top_bits(v: int) -> int:       # v's top 125 bits (v shifted up when it has fewer)
+        shift = v.bit_length() - _RYU_BITS
+        return v >> shift if shift >= 0 else v << -shift
+
+    powers = [5 ** i for i in range(342)]
+    inv = pairs((1 << p.bit_length() - 1 + _RYU_BITS) // p + 1 for p in powers)
+    pos = pairs(top_bits(p) for p in powers[:326])
     return inv, pos
 
 
