@@ -178,7 +178,7 @@ BAD_IDS = ["-1", "-0", str(2**53), str(2**63), "99999999999999999999", "9" * 5_0
 @pytest.mark.parametrize("bad", BAD_IDS)
 @pytest.mark.parametrize("kind", ["rollout", "step", "perf", "eval", "critic-step"])
 def test_unusable_id_makes_the_line_unreadable_and_never_reaches_the_store(bad, kind):
-    lines = [H + f"rollout 1: {{'a': 1}}", H + f"{kind} {bad}: {{'a': 2}}", f"{kind} {bad}: {{'a': 3}}",
+    lines = [H + "rollout 1: {'a': 1}", H + f"{kind} {bad}: {{'a': 2}}", f"{kind} {bad}: {{'a': 3}}",
              f"step:{bad} - a:1 - b:2", H + "rollout 2: {'a': 4}"]
     for quick in (True, False):
         items, c = run(lines, quick)

@@ -355,7 +355,7 @@ def test_scanner_byte_blocks_agree_with_lines(path):
     with open(path, "rb") as f:
         data = f.read()
     blocks = [data[i:i + 5000] for i in range(0, len(data), 5000)]
-    lines_batches, rest = [], b""
+    rest = b""
     cut_blocks = []
     for b in blocks:
         b = rest + b

@@ -65,7 +65,6 @@ async def test_replay_max_speed():
 
 
 # --- one verdict: the dashboard header shows exactly `check`'s status, and time from the file ---
-import json as _json
 import os as _os
 
 import pytest as _pytest

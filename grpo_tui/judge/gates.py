@@ -22,7 +22,6 @@ import math
 
 import numpy as np
 
-from . import stats
 from .signals import BY_ID, first_rows, groups_of, metric_for, signal_at_rows
 from ..store.metric_store import Segment
 
