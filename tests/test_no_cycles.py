@@ -57,7 +57,7 @@ def test_one_shot_turns_collection_off_only_for_commands_that_leave():
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
 def test_reading_a_sample_log_leaves_no_cycles(log):
     def work():
-        for kw in ({}, {"bulk": False}, {"judging": False}):
+        for kw in ({}, {"bulk": False}):     # judged in bulk, and rollout by rollout
             pipe = judge_path(str(log), now=2e9, **kw)
             pipe.report(now=2e9)
             del pipe
@@ -98,8 +98,8 @@ def test_hostile_bytes_and_lines_leave_no_cycles(tmp_path):
 
 def test_the_one_shot_commands_leave_only_their_argument_parsers(tmp_path):
     """A command's own cycles are argparse's parsers (built once per command), whatever the
-    logs: the same count for logs of 10 and 60 rollouts, and for a missing log."""
-    for n in (10, 60):
+    logs: the same count for logs of 8 and 32 rollouts, and for a missing log."""
+    for n in (8, 32):
         for seed in (1, 2, 3):
             write_log(tmp_path / f"seed{seed}_{n}.log", "healthy", n, seed=seed)
     parsers = _cyclic_garbage(cli.build_parsers)
@@ -115,8 +115,8 @@ def test_the_one_shot_commands_leave_only_their_argument_parsers(tmp_path):
     def run(args):
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             cli.main(args)
-    for args in commands(10):       # (modules imported once, before counting)
+    for args in commands(8):        # (modules imported once, before counting)
         run(args)
-    for small, big in zip(commands(10), commands(60)):
+    for small, big in zip(commands(8), commands(32)):
         assert _cyclic_garbage(lambda: run(small)) == parsers, small
         assert _cyclic_garbage(lambda: run(big)) == parsers, big
