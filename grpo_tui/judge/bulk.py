@@ -955,17 +955,9 @@ def _first_steps(seg, end: int) -> tuple[np.ndarray, np.ndarray]:
     fraction (NaN where it has none or it is not a finite number: _first_step leaves the rollout
     out) and its ppo_kl (0 where not a finite number)."""
     cf, kl = np.full(end, math.nan), np.zeros(end)
-    ids, steps, of_rollout = seg.ids, seg.steps, seg.rollout_steps
-    for row in range(end):
-        keys = [key for key in of_rollout.get(ids[row], ()) if key[0] == ""]
-        if not keys:
-            continue
-        metrics = steps[min(keys)].metrics          # (keys are ("", n): the smallest n)
-        v, k = metrics.get("train/pg_clipfrac"), metrics.get("train/ppo_kl", 0.0)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            cf[row] = v
-            if isinstance(k, (int, float)) and not isinstance(k, bool) and math.isfinite(k):
-                kl[row] = k
+    row_of = seg.row_of
+    for r, v, k in rules._first_step(seg, np.asarray(seg.ids[:end])):
+        cf[row_of[r]], kl[row_of[r]] = v, k
     return cf, kl
 
 
