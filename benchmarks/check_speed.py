@@ -125,6 +125,7 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=3, help="rounds, each running every mode once (best kept)")
     ap.add_argument("--incremental", action="store_true", help="also time rollout-by-rollout judging")
+    ap.add_argument("--no-pure", action="store_true", help="leave out the pure-Python check (~60 x grep each round)")
     ap.add_argument("--scenario", default="healthy",
                     help="the made log: a broken run held to its end (e.g. gap-jump), see make_big_log")
     a = ap.parse_args()
@@ -138,6 +139,8 @@ def main() -> None:
     warm_imports()
     runs = [("check accelerated", "check", False), ("export CSV (accel.)", "export", False),
             ("check pure", "check", True), ("parse only (accel.)", "parse", False)]
+    if a.no_pure:
+        runs = [r for r in runs if not r[2]]
     if a.incremental:
         runs.append(("check rollout by rollout", "incremental", False))
     best, (grep_s, hits), times = rounds(path, runs, a.repeat)

@@ -16,6 +16,12 @@ import sys
 import traceback
 from typing import NoReturn
 
+# numpy's OpenBLAS starts a thread per core when numpy is imported, and each spins ~0.1 s of CPU
+# before it sleeps (a third of `python -c "import numpy"`'s CPU); our numpy work is elementwise,
+# never BLAS, and on a 2-core machine that spin took a core from the reader thread.  Before any
+# import of numpy; a value the user set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from .lines.files import InputError
 from .output import safe_text
 
