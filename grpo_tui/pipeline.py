@@ -18,6 +18,7 @@ import gc
 import os
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -222,13 +223,15 @@ class Pipeline:
         up.store = st
         seg = self.store.current.index
         seen, records = self._seen_steps, up.records
+        packed = self.parser.packed     # a whole-file read: its records go to the store only
         for rec in st.records:
             if rec.kind == "step":
                 key = (seg, rec.role, rec.n)
                 if key in seen:
                     continue
                 seen.add(key)
-            records.append(rec)
+            if not packed:
+                records.append(rec)
         if st.records:
             self._final_done = False
             self._fatal = None
@@ -390,13 +393,29 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
         pipe.defer()
     written = _mtime(path)
     try:
-        with _bulk_allocations(), _quick_handoff():
+        with _bulk_allocations(), _quick_handoff(), _packed(pipe):
             for block, scanned in _file_blocks(pipe, path):
                 pipe.feed(block, written_at=written if written is not None else pipe.clock(), scanned=scanned)
             pipe.finish(now)
     except BulkMismatch:
         return judge_path(path, ranges, ranges_label=ranges_label, now=now, judging=judging, bulk=False)
     return pipe
+
+
+@contextmanager
+def _packed(pipe: Pipeline) -> Iterator[None]:
+    """While a whole file is read (judge_path, feed_file): the feeds' Updates are not read, so
+    its common records may carry packed values (LineParser.packed); live feeds after it make
+    dicts again."""
+    parser = pipe.parser
+    parser.packed = PACK_RECORDS
+    try:
+        yield
+    finally:
+        parser.packed = False
+
+
+PACK_RECORDS = True     # tests turn it off to compare (tests/test_packed.py)
 
 
 def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
@@ -412,7 +431,7 @@ def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
     span = max(1, (end if end is not None else max(1, _size(path))) - start)
     blocks = (_file_blocks(pipe, path, chunk, end) if start == 0
               else ((b, None) for b in iter_byte_blocks(path, chunk, start, end)))
-    with _bulk_allocations():
+    with _bulk_allocations(), _packed(pipe):
         for block, scanned in blocks:
             if cancelled is not None and cancelled():
                 return False

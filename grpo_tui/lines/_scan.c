@@ -1938,12 +1938,12 @@ static void dpairs_free(DPairs *t)
 #define DP_NONE (-1)     /* the dict is the Python reader's (ready_head: None) */
 #define DP_UNREAD (-2)   /* not read ahead (out of memory then): dict_of reads it */
 
-static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np);
+static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np, int pack);
 
 /* The Python form of the head h of the line s: ready (ready_head) or a tuple of its H_N ints. */
-static PyObject *head_object(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np)
+static PyObject *head_object(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np, int pack)
 {
-    PyObject *t = ready_head(s, h, pairs, at, np);
+    PyObject *t = ready_head(s, h, pairs, at, np, pack);
     if (t != Py_None)
         return t;
     Py_DECREF(t);
@@ -2088,7 +2088,7 @@ static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts)
 }
 
 /* The Python form of candidate k's head (head_object, with its dict read ahead), or None. */
-static PyObject *head_at(uchar *buf, const Scanned *sc, Py_ssize_t k)
+static PyObject *head_at(uchar *buf, const Scanned *sc, Py_ssize_t k, int pack)
 {
     const long *h = sc->head[k];
     if (h == NULL)
@@ -2096,7 +2096,7 @@ static PyObject *head_at(uchar *buf, const Scanned *sc, Py_ssize_t k)
     Py_ssize_t hk = (const long (*)[H_N])h - (const long (*)[H_N])sc->hd.h;   /* its index in hd */
     int ahead = sc->dp_at != NULL && hk >= 0 && hk < sc->hd.n;
     return head_object(buf + sc->ln[sc->cand[k]].start, h, sc->dp.p, ahead ? sc->dp_at[hk] : DP_UNREAD,
-                       ahead ? sc->dp_n[hk] : 0);
+                       ahead ? sc->dp_n[hk] : 0, pack);
 }
 
 /* A list of the n indices in a (NULL with an error set). */
@@ -2125,7 +2125,7 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
         goto done;
     heads = PyList_New(sc.nc);   /* heads[k]: the header fields of cands[k], or None */
     for (Py_ssize_t k = 0; heads != NULL && k < sc.nc; k++) {
-        PyObject *t = head_at((uchar *)view.buf, &sc, k);
+        PyObject *t = head_at((uchar *)view.buf, &sc, k, 0);
         if (t == NULL)
             Py_CLEAR(heads);
         else
@@ -2465,6 +2465,241 @@ error:
     return NULL;
 }
 
+/* ---- Packed: a record's values without a dict (whole-file reads) -----------------------------
+ *
+ * check/export/calibrate and the dashboard's history fill read a record's values only to write
+ * them into the store's columns; no view reads the record itself.  For them (LineParser.packed)
+ * a common rollout, perf or step record comes with its values as a Packed instead of a dict of
+ * Python ints and floats: its names as a shared tuple (one per shape: the same names in the same
+ * order) and its numbers as C values, the dict a record would have had made only where Python
+ * reads it (Packed.dict(): the same keys, the same ints and floats).  store_run writes a Packed's
+ * numbers straight into the columns (a doubled step line's are never made at all).  A record
+ * that can't be packed (a key that is not short ASCII, a name twice, more than PACK_MAX values)
+ * gets its dict as before. */
+#define PACK_MAX 64
+#define SHAPE_SLOTS 512
+
+typedef struct {
+    union {
+        long long i;
+        double d;
+    } x;
+    int is_int;
+} PVal;
+
+typedef struct {
+    PyObject_VAR_HEAD
+    PyObject *shape;     /* tuple of the names, in order (shared by records of that shape) */
+    PVal v[1];
+} PackedObject;
+
+static PyTypeObject Packed_Type;
+#define Packed_Check(o) Py_IS_TYPE(o, &Packed_Type)
+
+static PyObject *shape_cache[SHAPE_SLOTS];
+
+/* The shape tuple of the n names (new references in keys, left to the caller), from the cache
+ * when its names are these very objects; NULL (no error) when a name comes twice, NULL with an
+ * error set when out of memory. */
+static PyObject *shape_of(PyObject *const *keys, Py_ssize_t n)
+{
+    uint64_t hash = (uint64_t)n * 0x9E3779B97F4A7C15ull;
+    for (Py_ssize_t j = 0; j < n; j++)
+        hash = (hash ^ (uint64_t)(uintptr_t)keys[j]) * 0x100000001B3ull;
+    PyObject **slot = &shape_cache[(hash ^ (hash >> 31)) & (SHAPE_SLOTS - 1)];
+    PyObject *t = *slot;
+    if (t != NULL && PyTuple_GET_SIZE(t) == n) {
+        Py_ssize_t j = 0;
+        while (j < n && PyTuple_GET_ITEM(t, j) == keys[j])
+            j++;
+        if (j == n)    /* the tuple holds its names: these objects are those names */
+            return Py_NewRef(t);
+    }
+    /* a new shape: its names told apart by their text (equal names may be other objects) */
+    for (Py_ssize_t a = 0; a < n; a++)
+        for (Py_ssize_t b = a + 1; b < n; b++)
+            if (keys[a] == keys[b] || (PyUnicode_GET_LENGTH(keys[a]) == PyUnicode_GET_LENGTH(keys[b])
+                                       && PyUnicode_KIND(keys[a]) == PyUnicode_KIND(keys[b])
+                                       && memcmp(PyUnicode_DATA(keys[a]), PyUnicode_DATA(keys[b]),
+                                                 (size_t)PyUnicode_GET_LENGTH(keys[a]) * PyUnicode_KIND(keys[a])) == 0))
+                return NULL;
+    t = PyTuple_New(n);
+    if (t == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0; j < n; j++)
+        PyTuple_SET_ITEM(t, j, Py_NewRef(keys[j]));
+    PyObject_GC_UnTrack(t);   /* strs only */
+    Py_XSETREF(*slot, Py_NewRef(t));
+    return t;
+}
+
+/* A Packed of the shape and values (shape: a new reference, stolen), or NULL. */
+static PyObject *packed_new(PyObject *shape, const PVal *vals, Py_ssize_t n)
+{
+    PackedObject *p = PyObject_NewVar(PackedObject, &Packed_Type, n);
+    if (p == NULL) {
+        Py_DECREF(shape);
+        return NULL;
+    }
+    p->shape = shape;
+    memcpy(p->v, vals, (size_t)n * sizeof(PVal));
+    return (PyObject *)p;
+}
+
+/* Whether a record of this kind may come packed: rollout, perf, step (what the store files). */
+static int packed_kind(uchar *k, Py_ssize_t n)
+{
+    return (n == 7 && memcmp(k, "rollout", 7) == 0) || (n == 4 && (memcmp(k, "perf", 4) == 0 || memcmp(k, "step", 4) == 0));
+}
+
+/* The pairs read ahead as a Packed (dict_of_pairs' values, without the dict); None (a new
+ * reference) where dict_of_pairs gives None (the Python reader's); NULL with no error set when
+ * the record is not to be packed (dict_of_pairs then), NULL with an error set when out of memory. */
+static PyObject *packed_of_pairs(uchar *d, const DPair *pv, Py_ssize_t n)
+{
+    if (n <= 0 || n > PACK_MAX)
+        return NULL;
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (!pv[j].ascii || pv[j].kn > KEY_CACHED_MAX)
+            return NULL;
+    PVal vals[PACK_MAX];
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const DPair *q = pv + j;
+        vals[j].is_int = q->kind == PV_INT;
+        if (q->kind == PV_INT) {
+            vals[j].x.i = q->x.i;
+        } else if (q->kind == PV_DOUBLE) {
+            vals[j].x.d = q->x.d;
+        } else {   /* value_object's text path: float()'s own reader */
+            PyObject *f = value_object(d, q);
+            if (f == NULL)
+                return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+            vals[j].x.d = PyFloat_AS_DOUBLE(f);
+            Py_DECREF(f);
+        }
+    }
+    PyObject *keys[PACK_MAX];
+    Py_ssize_t made = 0;
+    PyObject *res = NULL;
+    for (; made < n; made++)
+        if ((keys[made] = dict_key(d + pv[made].k, d + pv[made].k + pv[made].kn, 1)) == NULL)
+            goto done;   /* (dict_key's own failure: no error set, the dict's path then) */
+    PyObject *shape = shape_of(keys, n);
+    if (shape != NULL)
+        res = packed_new(shape, vals, n);
+done:
+    for (Py_ssize_t j = 0; j < made; j++)
+        Py_DECREF(keys[j]);
+    return res;
+}
+
+/* The dict the record would have had: its names, each value an int or a float. */
+static PyObject *packed_dict(PyObject *self)
+{
+    PackedObject *p = (PackedObject *)self;
+    Py_ssize_t n = Py_SIZE(p);
+    PyObject *out = _PyDict_NewPresized(n);
+    for (Py_ssize_t j = 0; out != NULL && j < n; j++) {
+        PyObject *v = p->v[j].is_int ? PyLong_FromLongLong(p->v[j].x.i) : PyFloat_FromDouble(p->v[j].x.d);
+        if (v == NULL || PyDict_SetItem(out, PyTuple_GET_ITEM(p->shape, j), v) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(v);
+    }
+    return out;
+}
+
+static PyObject *packed_dict_method(PyObject *self, PyObject *Py_UNUSED(arg)) { return packed_dict(self); }
+
+/* float(i) as PyLong_AsDouble gives it (past 2**53 through it, so the rounding is its own). */
+static double packed_int_double(long long i)
+{
+    if (i <= (1LL << 53) && i >= -(1LL << 53))
+        return (double)i;
+    PyObject *v = PyLong_FromLongLong(i);
+    if (v == NULL)
+        return -1.0;
+    double d = PyLong_AsDouble(v);
+    Py_DECREF(v);
+    return d;
+}
+
+static PyObject *packed_shape(PyObject *self, void *Py_UNUSED(c)) { return Py_NewRef(((PackedObject *)self)->shape); }
+
+static Py_ssize_t packed_len(PyObject *self) { return Py_SIZE(self); }
+
+static PyObject *packed_repr(PyObject *self)
+{
+    PyObject *d = packed_dict(self);
+    if (d == NULL)
+        return NULL;
+    PyObject *r = PyUnicode_FromFormat("Packed(%R)", d);
+    Py_DECREF(d);
+    return r;
+}
+
+static void packed_dealloc(PyObject *self)
+{
+    Py_XDECREF(((PackedObject *)self)->shape);
+    PyObject_Free(self);
+}
+
+static PyMethodDef packed_methods[] = {
+    {"dict", packed_dict_method, METH_NOARGS, "dict() -> the record's values as the dict it would have had."},
+    {NULL, NULL, 0, NULL},
+};
+static PyGetSetDef packed_getset[] = {
+    {"shape", packed_shape, NULL, "the names, in order (one tuple per shape)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+static PySequenceMethods packed_seq = {.sq_length = packed_len};
+static PyTypeObject Packed_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "grpo_tui.lines._scan.Packed",
+    .tp_basicsize = offsetof(PackedObject, v),
+    .tp_itemsize = sizeof(PVal),
+    .tp_dealloc = packed_dealloc,
+    .tp_repr = packed_repr,
+    .tp_as_sequence = &packed_seq,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A metric record's values without a dict (see _scan.c: Packed).",
+    .tp_methods = packed_methods,
+    .tp_getset = packed_getset,
+};
+
+/* pack(dict) for the tests: a dict of exact ints (within long long) and finite floats, its keys
+ * exact strs, as the Packed the scanner would make of it; None for anything else. */
+static PyObject *pack_dict(PyObject *Py_UNUSED(module), PyObject *d)
+{
+    if (!PyDict_CheckExact(d) || PyDict_GET_SIZE(d) == 0 || PyDict_GET_SIZE(d) > PACK_MAX)
+        Py_RETURN_NONE;
+    PyObject *keys[PACK_MAX], *k, *v;
+    PVal vals[PACK_MAX];
+    Py_ssize_t pos = 0, n = 0;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k))
+            Py_RETURN_NONE;
+        if (PyLong_CheckExact(v)) {
+            int over = 0;
+            vals[n].x.i = PyLong_AsLongLongAndOverflow(v, &over);
+            if (over || (vals[n].x.i == -1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                Py_RETURN_NONE;
+            }
+            vals[n].is_int = 1;
+        } else if (PyFloat_CheckExact(v) && isfinite(PyFloat_AS_DOUBLE(v))) {
+            vals[n].x.d = PyFloat_AS_DOUBLE(v);
+            vals[n].is_int = 0;
+        } else {
+            Py_RETURN_NONE;
+        }
+        keys[n++] = k;
+    }
+    PyObject *shape = shape_of(keys, n);
+    if (shape == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    return packed_new(shape, vals, n);
+}
+
 /* read_dict on the UTF-8 text [p, e): a new dict, None (new reference) for the Python reader,
  * or NULL with an error set (out of memory). */
 static PyObject *dict_of(uchar *p, uchar *e)
@@ -2738,7 +2973,7 @@ fail:
  * set; None when Python must read it. */
 static PyObject *dict_of_pairs(uchar *d, const DPair *pv, Py_ssize_t n);
 
-static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np)
+static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np, int pack)
 {
     long cls = h[H_CLASS];
     if ((cls != HEAD_METRIC && cls != HEAD_FT) || record_type.type == NULL)
@@ -2746,9 +2981,16 @@ static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssiz
     uchar *m = s + h[H_MSG], *e = s + h[H_END_B];
     PyObject *got;
     if (cls == HEAD_METRIC) {
-        got = at == DP_NONE ? Py_NewRef(Py_None)       /* read ahead: the Python reader's */
-              : at >= 0 ? dict_of_pairs(s + h[H_DICT], pairs + at, np)
-              : dict_of(s + h[H_DICT], e);
+        got = NULL;
+        if (pack && at >= 0 && packed_kind(s + h[H_KIND], h[H_KIND_END] - h[H_KIND])) {
+            got = packed_of_pairs(s + h[H_DICT], pairs + at, np);   /* NULL: packed it is not */
+            if (got == NULL && PyErr_Occurred())
+                return NULL;
+        }
+        if (got == NULL)
+            got = at == DP_NONE ? Py_NewRef(Py_None)       /* read ahead: the Python reader's */
+                  : at >= 0 ? dict_of_pairs(s + h[H_DICT], pairs + at, np)
+                  : dict_of(s + h[H_DICT], e);
     } else {
         for (uchar *p = m; p < e; p++)
             if (*p >= 0x80)
@@ -2954,6 +3196,43 @@ static int take_names(PyObject *names, PyObject *values, Py_ssize_t max_names)
     return 1;
 }
 
+/* take_names for a Packed record's names (its shape).  A shape once wholly in `names` stays
+ * so (the set only grows), so the last few such shapes are remembered with the set they are in
+ * (both held, so neither address can be another object's while remembered): a record of one of
+ * them changes nothing and costs no lookup per name. */
+#define KNOWN_SHAPES 16
+static PyObject *known_in, *known_shapes[KNOWN_SHAPES];
+static int known_next;
+
+static int take_shape(PyObject *names, PyObject *shape, Py_ssize_t max_names)
+{
+    if (known_in == names) {
+        for (int q = 0; q < KNOWN_SHAPES; q++)
+            if (known_shapes[q] == shape)
+                return 1;
+    } else {
+        for (int q = 0; q < KNOWN_SHAPES; q++)
+            Py_CLEAR(known_shapes[q]);
+        Py_XSETREF(known_in, Py_NewRef(names));
+        known_next = 0;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(shape);
+    if (PySet_GET_SIZE(names) + n > max_names) {
+        for (Py_ssize_t j = 0; j < n; j++) {
+            int has = PySet_Contains(names, PyTuple_GET_ITEM(shape, j));
+            if (has <= 0)
+                return has;
+        }
+    } else {
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (PySet_Add(names, PyTuple_GET_ITEM(shape, j)) < 0)
+                return -1;
+    }
+    Py_XSETREF(known_shapes[known_next], Py_NewRef(shape));
+    known_next = (known_next + 1) % KNOWN_SHAPES;
+    return 1;
+}
+
 /* ready_run(n, cands, keep, heads, lasts, folds, kept, i, ci, ki, base, names, max_names, last_time,
  *           skipped, last_error, source_key, new_deque, tail_unread, last_ts, out)
  *   -> (i, ci, ki, lines, noise, metric_lines, records, event_lines, unreadable, last_ts, cur_key,
@@ -3059,7 +3338,8 @@ static PyObject *ready_run(PyObject *Py_UNUSED(module), PyObject *const *args, P
         if ((hl == 3 && values == NULL) || time == NULL || ts == NULL)
             break;                                  /* not as fold made it: Python's */
         if (values != NULL) {
-            int fits = PyDict_CheckExact(values) ? take_names(names, values, max_names) : 0;
+            int fits = PyDict_CheckExact(values) ? take_names(names, values, max_names)
+                       : Packed_Check(values) ? take_shape(names, ((PackedObject *)values)->shape, max_names) : 0;
             if (fits < 0)
                 goto error;
             if (!fits)
@@ -3083,7 +3363,7 @@ static PyObject *ready_run(PyObject *Py_UNUSED(module), PyObject *const *args, P
         noise_state = 1;
         tail_unread = 0;
         if (values != NULL) {
-            if (PyDict_GET_SIZE(values)) {
+            if (Packed_Check(values) || PyDict_GET_SIZE(values)) {
                 metric++;
                 records++;
                 if (PyList_Append(out, item) < 0)
@@ -3534,12 +3814,13 @@ done:
 typedef struct {
     uchar *buf;
     const Scanned *sc;
+    int pack;
 } HeadCtx;
 
 static PyObject *scanned_head(void *ctx, Py_ssize_t k)
 {
     HeadCtx *c = ctx;
-    return head_at(c->buf, c->sc, k);
+    return head_at(c->buf, c->sc, k, c->pack);
 }
 
 /* scan_arrays()'s result for one block, kept between scan_raw() (a reader thread, the walk
@@ -3589,9 +3870,9 @@ static Raw *raw_of(PyObject *obj, Py_buffer *view)
 }
 
 /* fold_core() of a walk: (n_lines, starts, cands, keep, heads, lasts, folds, kept). */
-static PyObject *fold_walk(const Raw *r)
+static PyObject *fold_walk(const Raw *r, int pack)
 {
-    HeadCtx ctx = {(uchar *)r->buf, &r->sc};
+    HeadCtx ctx = {(uchar *)r->buf, &r->sc, pack};
     FoldIn in = {(uchar *)r->buf, r->len, r->n, (const int64_t *)PyBytes_AS_STRING(r->starts), r->sc.nc,
                  r->sc.nk, r->sc.cand, r->sc.keep, r->sc.lasts, r->sc.head, scanned_head, &ctx};
     PyObject *got = fold_core(&in), *res = NULL;
@@ -3605,13 +3886,17 @@ static PyObject *fold_walk(const Raw *r)
 
 /* scan() then fold() in one call (the folded heads never become Python objects):
  * (n_lines, starts, cands, keep, heads, lasts, folds, kept). */
-static PyObject *scan_folded(PyObject *Py_UNUSED(module), PyObject *arg)
+static PyObject *scan_folded(PyObject *Py_UNUSED(module), PyObject *args)
 {
+    PyObject *arg;
+    int pack = 0;
+    if (!PyArg_ParseTuple(args, "O|p", &arg, &pack))
+        return NULL;
     Py_buffer view;
     Raw *r = raw_of(arg, &view);
     if (r == NULL)
         return NULL;
-    PyObject *res = fold_walk(r);
+    PyObject *res = fold_walk(r, pack);
     raw_free(r);
     PyBuffer_Release(&view);
     return res;
@@ -3636,7 +3921,8 @@ static PyObject *fold_raw(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *block, *cap;
     Py_buffer view;
-    if (!PyArg_ParseTuple(args, "OO", &block, &cap))
+    int pack = 0;
+    if (!PyArg_ParseTuple(args, "OO|p", &block, &cap, &pack))
         return NULL;
     Raw *r = PyCapsule_GetPointer(cap, RAW_NAME);
     if (r == NULL)
@@ -3647,7 +3933,7 @@ static PyObject *fold_raw(PyObject *Py_UNUSED(module), PyObject *args)
     if (view.buf != r->buf || view.len != r->len)   /* the offsets are of another buffer */
         PyErr_SetString(PyExc_ValueError, "fold_raw(): not the block scan_raw() walked");
     else
-        res = fold_walk(r);
+        res = fold_walk(r, pack);
     PyBuffer_Release(&view);
     return res;
 }
@@ -3774,6 +4060,43 @@ static PyObject *add_row(PyObject *Py_UNUSED(module), PyObject *const *args, Py_
     return Py_NewRef(ok ? Py_True : Py_False);
 }
 
+/* put_row for a Packed: its values into the views' cells at row when each is of the type types
+ * says (an int as float() converts it): 1 written, 0 nothing written (the Python path). */
+static int put_packed(PyObject *views, Py_ssize_t row, PyObject *packed, PyObject *types)
+{
+    PackedObject *p = (PackedObject *)packed;
+    Py_ssize_t n = Py_SIZE(p);
+    if (!PyTuple_CheckExact(views) || !PyTuple_CheckExact(types) || PyTuple_GET_SIZE(views) != n
+        || PyTuple_GET_SIZE(types) != n)
+        return 0;
+    double vals[PACK_MAX];
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyTypeObject *want = p->v[j].is_int ? &PyLong_Type : &PyFloat_Type;
+        if ((PyObject *)want != PyTuple_GET_ITEM(types, j) || cells_of(PyTuple_GET_ITEM(views, j), row) == NULL)
+            return 0;
+        vals[j] = p->v[j].is_int ? packed_int_double(p->v[j].x.i) : p->v[j].x.d;
+        if (vals[j] == -1.0 && PyErr_Occurred())
+            return -1;
+    }
+    for (Py_ssize_t j = 0; j < n; j++)
+        ((double *)PyMemoryView_GET_BUFFER(PyTuple_GET_ITEM(views, j))->buf)[row] = vals[j];
+    return 1;
+}
+
+/* The record's values as a dict, set on the record when they were a Packed (Python's methods
+ * then read the record as the parser's other paths make it): a borrowed reference, or NULL. */
+static PyObject *unpacked(PyObject *rec)
+{
+    PyObject **slot = &SLOT(rec, &record_type, R_METRICS);
+    if (Packed_Check(*slot)) {
+        PyObject *d = packed_dict(*slot);
+        if (d == NULL)
+            return NULL;
+        Py_SETREF(*slot, d);
+    }
+    return *slot;
+}
+
 /* ---- store_run: MetricStore.add's loop over the records it only files ------------------------
  *
  * MetricStore.add hands each item to Segment.add_record (after its restart check); for the
@@ -3833,9 +4156,11 @@ static PyObject *entry(PyObject *d, PyObject *name)
     return v;
 }
 
-/* tuple(metrics): the names in order. */
+/* tuple(metrics): the names in order (a Packed's shape). */
 static PyObject *names_of(PyObject *metrics)
 {
+    if (Packed_Check(metrics))
+        return Py_NewRef(((PackedObject *)metrics)->shape);
     PyObject *t = PyTuple_New(PyDict_GET_SIZE(metrics)), *k, *v;
     Py_ssize_t pos = 0, j = 0;
     if (t == NULL)
@@ -3973,6 +4298,7 @@ static int file_values(PyObject *d, PyObject *seg, PyObject *rec, PyObject *n, P
     PyObject *metrics = SLOT(rec, &record_type, R_METRICS);
     if (*shape == NULL && (*shape = names_of(metrics)) == NULL)
         goto done;
+    int packed = Packed_Check(metrics);
     PyObject *shapes = entry(d, S_SHAPES), *version = entry(d, S_INT_VERSION), *objects = entry(d, S_OBJECTS);
     if (shapes == NULL || version == NULL || objects == NULL)
         goto done;
@@ -3986,7 +4312,11 @@ static int file_values(PyObject *d, PyObject *seg, PyObject *rec, PyObject *n, P
         int none = fresh > 0 ? PyObject_Not(objects) : fresh;
         if (none < 0)
             goto done;
-        if (none) {
+        if (none && packed) {
+            put = put_packed(PyTuple_GET_ITEM(known, 2), r, metrics, PyTuple_GET_ITEM(known, 1));
+            if (put < 0)
+                goto done;
+        } else if (none) {
             PyObject *args[4] = {PyTuple_GET_ITEM(known, 2), row, metrics, PyTuple_GET_ITEM(known, 1)};
             PyObject *got = put_row(NULL, args, 4);
             if (got == NULL)
@@ -3995,6 +4325,8 @@ static int file_values(PyObject *d, PyObject *seg, PyObject *rec, PyObject *n, P
             Py_DECREF(got);
         }
     }
+    if (!put && packed && (metrics = unpacked(rec)) == NULL)
+        goto done;
     if (!put) {
         PyObject *got = call_seg(seg, S_ADD_VALUES, row, metrics);
         if (got == NULL)
@@ -4036,7 +4368,8 @@ static int file_record(PyObject *d, PyObject *rec, PyObject *rollouts, PyObject 
     PyObject *metrics = SLOT(rec, &record_type, R_METRICS), *source = SLOT(rec, &record_type, R_SOURCE);
     if (kind == NULL || !PyUnicode_CheckExact(kind) || n == NULL || !PyLong_CheckExact(n) || ts == NULL
         || (ts != Py_None && !PyFloat_CheckExact(ts)) || nonfinite == NULL || !PyDict_CheckExact(nonfinite)
-        || PyDict_GET_SIZE(nonfinite) != 0 || metrics == NULL || !PyDict_CheckExact(metrics) || source == NULL
+        || PyDict_GET_SIZE(nonfinite) != 0 || metrics == NULL || !(PyDict_CheckExact(metrics) || Packed_Check(metrics))
+        || source == NULL
         || SLOT(rec, &record_type, R_LINE_NO) == NULL || SLOT(rec, &record_type, R_PROC) == NULL
         || SLOT(rec, &record_type, R_ROLE) == NULL || SLOT(rec, &record_type, R_ACTOR) == NULL)
         return 0;
@@ -4078,7 +4411,8 @@ static int file_record(PyObject *d, PyObject *rec, PyObject *rollouts, PyObject 
         if (known != NULL) {            /* a doubled step line: counted, nothing else */
             bad = bump(d, S_DUP_STEPS) < 0 || (touched = PyObject_GetAttr(known, S_ROLLOUT_ATTR)) == NULL;
         } else {
-            bad = PyErr_Occurred() != NULL || (touched = call_seg(seg, S_ADD_STEP, rec, NULL)) == NULL;
+            bad = PyErr_Occurred() != NULL || unpacked(rec) == NULL
+                  || (touched = call_seg(seg, S_ADD_STEP, rec, NULL)) == NULL;
         }
     } else {
         bad = (is_rollout && PyDict_SetItem(d, S_LAST_TRAIN, n) < 0)
@@ -4557,10 +4891,11 @@ static PyMethodDef methods[] = {
     {"scan_raw", scan_raw, METH_O,
      "scan_raw(buf) -> capsule: scan_folded()'s walk of buf (a reader thread runs it; the GIL is let go)."},
     {"fold_raw", fold_raw, METH_VARARGS,
-     "fold_raw(buf, capsule) -> scan_folded(buf): the Python objects of that walk, for that same buf."},
-    {"scan_folded", scan_folded, METH_O,
-     "scan_folded(buf) -> (n_lines, starts, cands, keep, heads, lasts, folds, kept): scan(buf) then\n"
-     "fold() of its lists, in one call."},
+     "fold_raw(buf, capsule, pack=False) -> scan_folded(buf, pack): the Python objects of that walk, for that same buf."},
+    {"scan_folded", scan_folded, METH_VARARGS,
+     "scan_folded(buf, pack=False) -> (n_lines, starts, cands, keep, heads, lasts, folds, kept): scan(buf)\n"
+     "then fold() of its lists, in one call (pack: rollout, perf and step records' values as Packed)."},
+    {"pack", pack_dict, METH_O, "pack(dict) -> Packed | None: a dict of plain ints and floats as Packed (tests)."},
     {"scan", scan, METH_O,
      "scan(buf) -> (n_lines, cands, keep, starts, heads, lasts): the lines of buf (split on b'\\n') that the\n"
      "parser must feed() one by one, the skipped stamped lines its per-source bookkeeping can still\n"
@@ -4595,7 +4930,9 @@ PyMODINIT_FUNC PyInit__scan(void)
     PyObject *m = PyModule_Create(&module);
     /* the parser's constants this file copies (parse.py refuses a scanner that disagrees) */
     if (m != NULL && (PyModule_AddIntConstant(m, "REJOIN_PARTS", REJOIN_PARTS) < 0
-                      || PyModule_AddIntConstant(m, "PER_KEY", PER_KEY) < 0))
+                      || PyModule_AddIntConstant(m, "PER_KEY", PER_KEY) < 0
+                      || PyType_Ready(&Packed_Type) < 0
+                      || PyModule_AddObjectRef(m, "Packed", (PyObject *)&Packed_Type) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -150,6 +150,16 @@ def _load_scan():
 
 
 SCAN = _load_scan()
+PACKED = getattr(SCAN, "Packed", None)   # a record's values without a dict (LineParser.packed)
+
+
+def unpack(rec: MetricRecord) -> dict:
+    """The record's values as a dict, made and set on it when they came packed (see
+    LineParser.packed): for Python code that reads a record the whole-file path made."""
+    values = rec.metrics
+    if type(values) is PACKED:
+        values = rec.metrics = values.dict()
+    return values
 
 
 def _new_skipped() -> deque:
@@ -330,6 +340,11 @@ class LineParser:
         self._skipped: dict[str, deque[str]] = {}
         self._cur_key = ""
         self.counts = ParseCounts()
+        # Whole-file reads (pipeline.judge_path, feed_file) set this: the common rollout, perf and
+        # step records the scanner reads whole may then carry their values as a _scan.Packed, not
+        # a dict (the store writes them into its columns; only Python code that reads a record
+        # makes its dict: unpack()).  Their records go to the store and nowhere else.
+        self.packed = False
         self._line_cut = False        # the current line was cut to MAX_LINE: it can't continue
         self._pending: _Pending | None = None
         self._last_time: dict[str | None, tuple[str | None, float | None]] = {}
@@ -486,9 +501,9 @@ class LineParser:
         parsed), used only when this parser scans blocks."""
         if self._scan is not None and self.quick_reject:
             if scanned is None:
-                scanned = self._scan.scan_folded(block)
+                scanned = self._scan.scan_folded(block, self.packed)
             elif type(scanned) is not tuple:        # block_scan's walk of this block
-                scanned = self._scan.fold_raw(block, scanned)
+                scanned = self._scan.fold_raw(block, scanned, self.packed)
             n, starts, cands, keep, heads, lasts, folds, kept = scanned
             st = memoryview(starts).cast("q")
 
@@ -660,7 +675,7 @@ class LineParser:
         self._noise_lazy = None                          # _noise_clear (nothing below reads it)
         self._noise.clear()
         if len(h) == _READY_METRIC:
-            values = item.metrics
+            values = unpack(item)
             names = self._names
             if len(names) + len(values) <= MAX_NAMES or names.issuperset(values):   # _capped
                 names.update(values)

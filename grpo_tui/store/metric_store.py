@@ -17,7 +17,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..lines.launch import FlagsMemo, arg_dump_to_flag
-from ..lines.parse import SCAN
+from ..lines.parse import PACKED, SCAN
 from ..lines.records import Event, Item, MetricRecord
 
 _NAN = math.nan
@@ -622,6 +622,8 @@ class MetricStore:
             item = items[i]
             i += 1
             if isinstance(item, MetricRecord):
+                if type(item.metrics) is PACKED:       # (a whole-file read's: see LineParser.packed)
+                    item.metrics = item.metrics.dict()
                 kind = item.kind        # (only rollout and perf ids can go back: see is_restart)
                 if (kind == "rollout" or kind == "perf") and (seg.ids or seg.steps) and seg.is_restart(item):
                     self._new_segment(item.line_no, seg.flags)
