@@ -174,3 +174,40 @@ def test_store_run_stops_before_what_python_decides():
     done = Event("job_succeeded", None, None, 1, "Job 'x' succeeded")
     assert _run(seg, store, up, [done], 0) == 1
     assert store.events == seg.events == up.events == [done] and done.data == {"after_rollout": 2}
+
+
+def _long_run(n_rollouts: int, k: int) -> list:
+    items = [Event("launch", None, None, 1, "EXEC: ...", {"flags": {
+        "rollout-batch-size": "8", "n-samples-per-prompt": "4", "global-batch-size": str(32 // k)}})]
+    for n in range(n_rollouts):
+        items.append(MetricRecord("perf", n, {"rollout/raw_reward": 0.5, "c": n}, proc="rollout_manager", ts=1.0 + n))
+        items.append(MetricRecord("rollout", n, {"rollout/raw_reward": 0.25 * n}, proc="actor", ts=1.5 + n))
+        for s in range(k):
+            step = {"train/grad_norm": 1.0 + s, "train/step": n * k + s}
+            items.append(MetricRecord("step", n * k + s, step, proc="actor", ts=2.0 + n))
+            items.append(MetricRecord("step", n * k + s, dict(step), proc="actor", ts=2.0 + n))   # doubled
+    return items
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_store_run_files_long_runs_like_the_python_loop(k):
+    """Past the columns' first capacity (new rows in C until they must grow, then Python's _row)
+    and with K steps per rollout from the launch flags."""
+    items = _long_run(300, k)
+    assert _feed(items, [], STORE_RUN)[0] == _feed(copy.deepcopy(items), [], None)[0]
+    assert _feed(items, [7, 100, 641], STORE_RUN)[0] == _feed(copy.deepcopy(items), [7, 100, 641], None)[0]
+
+
+def test_store_run_files_new_steps_and_rows_in_c(monkeypatch):
+    """The common step and the common new row are filed without the segment's Python methods."""
+    def refuse(*_):
+        raise AssertionError("the Python path")
+    items = _long_run(40, 2)
+    store = MetricStore()
+    store.add(items[:3])          # the launch (Python's), the first shapes learnt
+    monkeypatch.setattr(metric_store.Segment, "_add_step", refuse)
+    monkeypatch.setattr(metric_store.Segment, "_row", refuse)
+    store.add(items[3:])
+    seg = store.current
+    assert len(seg.ids) == 40 and len(seg.steps) == 80 and seg.duplicate_steps == 80
+    assert seg.steps_of_rollout[39] == 2 and seg.rollout_steps[39] == [("", 78), ("", 79)]

@@ -4113,7 +4113,9 @@ static PyObject *S_RECORDS, *S_FIRST_RTS, *S_LAST_RTS, *S_LAST_LINE, *S_LAST_TRA
     *S_FIRST_TS, *S_LAST_TS, *S_VIEW, *S_SHAPES, *S_INT_VERSION, *S_OBJECTS, *S_IDS, *S_STEPS, *S_STREAM_MAX,
     *S_DUP_STEPS, *S_ROW, *S_STAMP, *S_ADD_VALUES, *S_LEARN_SHAPE, *S_ADD_STEP, *S_ROLLOUT, *S_PERF, *S_STEP,
     *S_PERF_RM, *S_VERL, *S_TRL, *S_RM_ACTOR, *S_RM_PROC, *S_ROLLOUT_ATTR, *S_LAUNCH, *S_ARG, *S_AFTER, *S_MAX_ID,
-    *S_EVENTS, *S_ONE;
+    *S_EVENTS, *S_ONE, *S_CAP, *S_IDCOL, *S_ORDERED, *S_FLAG_MEMO, *S_FLAGS, *S_SEEN, *S_STEPS_K, *S_STEP_ROLLOUT,
+    *S_K_INFERRED, *S_STEP_ORDER, *S_ROLLOUT_STEPS, *S_STEPS_OF, *S_MAX_STEPS, *S_STEP_SHAPES, *S_ADD_STEP_VALUES,
+    *S_LEARN_STEP_SHAPE, *S_STEPS_PER_ROLLOUT, *S_FLAG_KEYS[4];
 
 static int store_names(void)
 {
@@ -4133,6 +4135,20 @@ static int store_names(void)
     };
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (*names[k].slot == NULL && (*names[k].slot = PyUnicode_InternFromString(names[k].text)) == NULL)
+            return -1;
+    struct { PyObject **slot; const char *text; } more[] = {
+        {&S_CAP, "_cap"}, {&S_IDCOL, "_idcol"}, {&S_ORDERED, "ordered"}, {&S_FLAG_MEMO, "_flag_memo"},
+        {&S_FLAGS, "flags"}, {&S_SEEN, "_seen"}, {&S_STEPS_K, "_steps"}, {&S_STEP_ROLLOUT, "_step_rollout"},
+        {&S_K_INFERRED, "_k_inferred"}, {&S_STEP_ORDER, "step_order"}, {&S_ROLLOUT_STEPS, "rollout_steps"},
+        {&S_STEPS_OF, "steps_of_rollout"}, {&S_MAX_STEPS, "_max_steps"}, {&S_STEP_SHAPES, "_step_shapes"},
+        {&S_ADD_STEP_VALUES, "_add_step_values"}, {&S_LEARN_STEP_SHAPE, "_learn_step_shape"},
+        {&S_STEPS_PER_ROLLOUT, "steps_per_rollout"},
+        /* FlagsMemo._fresh's flags, in its order */
+        {&S_FLAG_KEYS[0], "num-steps-per-rollout"}, {&S_FLAG_KEYS[1], "rollout-batch-size"},
+        {&S_FLAG_KEYS[2], "n-samples-per-prompt"}, {&S_FLAG_KEYS[3], "global-batch-size"},
+    };
+    for (size_t k = 0; k < sizeof more / sizeof more[0]; k++)
+        if (*more[k].slot == NULL && (*more[k].slot = PyUnicode_InternFromString(more[k].text)) == NULL)
             return -1;
     return (S_ONE = PyLong_FromLong(1)) == NULL ? -1 : 0;
 }
@@ -4264,6 +4280,215 @@ fail:
     return PyErr_Occurred() ? -1 : 0;
 }
 
+/* Segment._note_kind(row, kind): 0, or -1 with an error set. */
+static int note_kind(PyObject *d, PyObject *row, PyObject *kind)
+{
+    PyObject *kinds = entry(d, S_KINDS);
+    if (kinds == NULL)
+        return -1;
+    PyObject *set = PyDict_GetItemWithError(kinds, row);
+    if (set != NULL)
+        return PySet_Add(set, kind);
+    if (PyErr_Occurred() || (set = PySet_New(NULL)) == NULL)
+        return -1;
+    int bad = PySet_Add(set, kind) < 0 || PyDict_SetItem(kinds, row, set) < 0;
+    Py_DECREF(set);
+    return bad ? -1 : 0;
+}
+
+/* Segment._row(n) for a rollout id with no row yet (the caller looked): its new row, a new
+ * reference.  In C while the columns have room and the id is a plain int a float64 holds
+ * exactly; else the segment's own _row (it grows the columns). */
+static PyObject *new_row(PyObject *d, PyObject *seg, PyObject *n)
+{
+    PyObject *ids = entry(d, S_IDS), *row_of = ids ? entry(d, S_ROW_OF) : NULL;
+    PyObject *cap = row_of ? entry(d, S_CAP) : NULL, *idcol = cap ? entry(d, S_IDCOL) : NULL;
+    PyObject *max_id = idcol ? entry(d, S_MAX_ID) : NULL;
+    if (max_id == NULL)
+        return NULL;
+    if (!PyList_CheckExact(ids) || !PyDict_CheckExact(row_of) || !PyLong_CheckExact(cap) || !PyLong_CheckExact(n))
+        return call_seg(seg, S_ROW, n, NULL);
+    Py_ssize_t row = PyList_GET_SIZE(ids), room = PyLong_AsSsize_t(cap);
+    int over = 0;
+    long long v = PyLong_AsLongLongAndOverflow(n, &over);
+    if ((room == -1 || v == -1) && PyErr_Occurred())
+        return NULL;
+    if (row >= room || over || v > (1LL << 53) || v < -(1LL << 53))
+        return call_seg(seg, S_ROW, n, NULL);
+    PyObject *view = PyObject_GetAttr(idcol, S_VIEW);
+    double *cells = view == NULL ? NULL : cells_of(view, row);
+    Py_XDECREF(view);
+    if (cells == NULL)
+        return PyErr_Occurred() ? NULL : call_seg(seg, S_ROW, n, NULL);
+    if (row > 0) {
+        int back = PyObject_RichCompareBool(n, PyList_GET_ITEM(ids, row - 1), Py_LT);
+        if (back < 0 || (back && PyDict_SetItem(d, S_ORDERED, Py_False) < 0))
+            return NULL;
+    }
+    PyObject *r = PyLong_FromSsize_t(row);
+    if (r == NULL || PyList_Append(ids, n) < 0 || PyDict_SetItem(row_of, n, r) < 0) {
+        Py_XDECREF(r);
+        return NULL;
+    }
+    int later = max_id == Py_None ? 1 : PyObject_RichCompareBool(n, max_id, Py_GT);
+    if (later < 0 || (later && PyDict_SetItem(d, S_MAX_ID, n) < 0)) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    cells[row] = (double)v;
+    return r;
+}
+
+/* Segment._step_rollout(n): n // K when the flags' K is known and FlagsMemo's memo of it is
+ * fresh (the flags it read are these very objects); else the segment's own method. */
+static PyObject *step_rollout(PyObject *d, PyObject *seg, PyObject *n)
+{
+    PyObject *memo = entry(d, S_FLAG_MEMO), *flags = memo ? entry(d, S_FLAGS) : NULL;
+    if (flags == NULL)
+        return NULL;
+    PyObject *seen = PyObject_GetAttr(memo, S_SEEN);
+    if (seen == NULL)
+        return NULL;
+    int fresh = PyTuple_CheckExact(seen) && PyTuple_GET_SIZE(seen) == 4 && PyDict_CheckExact(flags);
+    for (int q = 0; fresh && q < 4; q++) {
+        PyObject *v = PyDict_GetItemWithError(flags, S_FLAG_KEYS[q]);
+        if (v == NULL && PyErr_Occurred()) {
+            Py_DECREF(seen);
+            return NULL;
+        }
+        fresh = (v == NULL ? Py_None : v) == PyTuple_GET_ITEM(seen, q);
+    }
+    Py_DECREF(seen);
+    PyObject *k = fresh ? PyObject_GetAttr(memo, S_STEPS_K) : NULL;
+    if (fresh && k == NULL)
+        return NULL;
+    if (k != NULL && PyLong_CheckExact(k) && _PyLong_Sign(k) > 0) {
+        PyObject *r = PyNumber_FloorDivide(n, k);
+        Py_DECREF(k);
+        return r;
+    }
+    Py_XDECREF(k);
+    return call_seg(seg, S_STEP_ROLLOUT, n, NULL);
+}
+
+/* StepRow, the store's class of a step (set_step_type()): made as its __init__ would. */
+enum { ST_ROLE, ST_N, ST_ROLLOUT, ST_METRICS, ST_TIME, ST_TS, ST_NONFINITE, ST_FIELDS };
+static const char *const STEP_FIELDS[ST_FIELDS] = {"role", "n", "rollout", "metrics", "time", "ts", "nonfinite"};
+static SlotType step_type;
+
+/* Segment._add_step for a step whose (role, n) `key` is new (the caller looked), its values a
+ * dict (or a Packed, made into one: the step row keeps it): the rollout it went to (a new
+ * reference), or NULL with an error set.  The same steps in the same order; a step of a new
+ * shape or of other value types goes to _add_step_values and _learn_step_shape as there. */
+static PyObject *file_step(PyObject *d, PyObject *seg, PyObject *rec, PyObject *n, PyObject *key)
+{
+    PyObject *metrics = unpacked(rec);
+    if (metrics == NULL)
+        return NULL;
+    if (step_type.type == NULL)
+        return call_seg(seg, S_ADD_STEP, rec, NULL);
+    PyObject *steps = entry(d, S_STEPS), *order = steps ? entry(d, S_STEP_ORDER) : NULL;
+    PyObject *of = order ? entry(d, S_ROLLOUT_STEPS) : NULL, *counts = of ? entry(d, S_STEPS_OF) : NULL;
+    PyObject *shapes = counts ? entry(d, S_STEP_SHAPES) : NULL, *row_of = shapes ? entry(d, S_ROW_OF) : NULL;
+    if (row_of == NULL)
+        return NULL;
+    if (!PyDict_CheckExact(steps) || !PyList_CheckExact(order) || !PyDict_CheckExact(of) || !PyDict_CheckExact(counts)
+        || !PyDict_CheckExact(shapes) || !PyDict_CheckExact(row_of))
+        return call_seg(seg, S_ADD_STEP, rec, NULL);
+    PyObject *rollout = step_rollout(d, seg, n);
+    if (rollout == NULL)
+        return NULL;
+    PyObject *ts = SLOT(rec, &record_type, R_TS), *row = NULL, *shape = NULL;
+    PyObject *f[ST_FIELDS] = {
+        [ST_ROLE] = Py_NewRef(SLOT(rec, &record_type, R_ROLE)), [ST_N] = Py_NewRef(n),
+        [ST_ROLLOUT] = Py_NewRef(rollout), [ST_METRICS] = Py_NewRef(metrics),
+        [ST_TIME] = Py_NewRef(SLOT(rec, &record_type, R_TIME)), [ST_TS] = Py_NewRef(ts),
+        [ST_NONFINITE] = Py_NewRef(SLOT(rec, &record_type, R_NONFINITE)),
+    };
+    PyObject *step = slot_object(&step_type, f, ST_FIELDS);
+    if (step == NULL || PyDict_SetItem(steps, key, step) < 0 || PyList_Append(order, key) < 0)
+        goto fail;
+    Py_CLEAR(step);
+    PyObject *keys = PyDict_GetItemWithError(of, rollout);   /* borrowed */
+    if (keys == NULL) {
+        PyObject *fresh = PyErr_Occurred() ? NULL : PyList_New(1);
+        if (fresh == NULL)
+            goto fail;
+        PyList_SET_ITEM(fresh, 0, Py_NewRef(key));
+        int bad = PyDict_SetItem(of, rollout, fresh) < 0;
+        Py_DECREF(fresh);
+        if (bad)
+            goto fail;
+    } else if (PyList_Append(keys, key) < 0) {
+        goto fail;
+    }
+    PyObject *had = PyDict_GetItemWithError(counts, rollout), *now;
+    if (had == NULL && PyErr_Occurred())
+        goto fail;
+    now = had == NULL ? Py_NewRef(S_ONE) : PyNumber_Add(had, S_ONE);
+    if (now == NULL)
+        goto fail;
+    PyObject *most = entry(d, S_MAX_STEPS);
+    int more = most == NULL ? -1 : PyObject_RichCompareBool(now, most, Py_GT);
+    int bad = more < 0 || PyDict_SetItem(counts, rollout, now) < 0 || (more && PyDict_SetItem(d, S_MAX_STEPS, now) < 0);
+    Py_DECREF(now);
+    if (bad)
+        goto fail;
+    row = PyDict_GetItemWithError(row_of, rollout);
+    if (row != NULL)
+        Py_INCREF(row);
+    else if (PyErr_Occurred() || (row = new_row(d, seg, rollout)) == NULL)
+        goto fail;
+    Py_ssize_t r = PyLong_AsSsize_t(row);
+    if ((r == -1 && PyErr_Occurred()) || note_kind(d, row, S_STEP) < 0)
+        goto fail;
+    if (ts != Py_None && stamp_row(d, seg, row, r, ts) < 0)
+        goto fail;
+    if ((shape = names_of(metrics)) == NULL)
+        goto fail;
+    PyObject *known = PyDict_GetItemWithError(shapes, shape);
+    int added = 0;
+    if (known == NULL && PyErr_Occurred())
+        goto fail;
+    if (known != NULL && PyTuple_CheckExact(known) && PyTuple_GET_SIZE(known) == 3) {
+        PyObject *args[5] = {PyTuple_GET_ITEM(known, 1), PyTuple_GET_ITEM(known, 2), row, metrics,
+                             PyTuple_GET_ITEM(known, 0)};
+        PyObject *got = add_row(NULL, args, 5);
+        if (got == NULL)
+            goto fail;
+        added = got == Py_True;
+        Py_DECREF(got);
+    }
+    if (!added) {
+        PyObject *got = call_seg(seg, S_ADD_STEP_VALUES, row, metrics);
+        if (got == NULL)
+            goto fail;
+        Py_DECREF(got);
+        if ((got = call_seg(seg, S_LEARN_STEP_SHAPE, shape, metrics)) == NULL)
+            goto fail;
+        Py_DECREF(got);
+    }
+    Py_DECREF(shape);
+    Py_DECREF(row);
+    return rollout;
+fail:
+    Py_XDECREF(step);
+    Py_XDECREF(shape);
+    Py_XDECREF(row);
+    Py_DECREF(rollout);
+    return NULL;
+}
+
+static PyObject *set_step_type(PyObject *Py_UNUSED(module), PyObject *cls)
+{
+    Py_CLEAR(step_type.type);
+    if (slot_type(cls, STEP_FIELDS, ST_FIELDS, &step_type) < 0) {
+        Py_CLEAR(step_type.type);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* Segment.add_record's steps after the record's header fields (a record of any kind but step):
  * the row, its kinds, its times, its values.  Returns 0, or -1 with an error set. */
 static int file_values(PyObject *d, PyObject *seg, PyObject *rec, PyObject *n, PyObject *kind, PyObject *ts,
@@ -4275,24 +4500,12 @@ static int file_values(PyObject *d, PyObject *seg, PyObject *rec, PyObject *n, P
     PyObject *row = PyDict_GetItemWithError(row_of, n);
     if (row != NULL)
         Py_INCREF(row);
-    else if (PyErr_Occurred() || (row = call_seg(seg, S_ROW, n, NULL)) == NULL)
+    else if (PyErr_Occurred() || (row = new_row(d, seg, n)) == NULL)
         return -1;
     int rc = -1;
     Py_ssize_t r = PyLong_AsSsize_t(row);
-    PyObject *kinds = entry(d, S_KINDS), *set;
-    if ((r == -1 && PyErr_Occurred()) || kinds == NULL)
+    if ((r == -1 && PyErr_Occurred()) || note_kind(d, row, kind) < 0)
         goto done;
-    set = PyDict_GetItemWithError(kinds, row);
-    if (set == NULL) {
-        if (PyErr_Occurred() || (set = PySet_New(NULL)) == NULL)
-            goto done;
-        int bad = PySet_Add(set, kind) < 0 || PyDict_SetItem(kinds, row, set) < 0;
-        Py_DECREF(set);
-        if (bad)
-            goto done;
-    } else if (PySet_Add(set, kind) < 0) {
-        goto done;
-    }
     if (ts != Py_None && stamp_row(d, seg, row, r, ts) < 0)
         goto done;
     PyObject *metrics = SLOT(rec, &record_type, R_METRICS);
@@ -4407,13 +4620,12 @@ static int file_record(PyObject *d, PyObject *rec, PyObject *rollouts, PyObject 
         PyObject *steps = entry(d, S_STEPS), *key = steps == NULL ? NULL
                           : PyTuple_Pack(2, SLOT(rec, &record_type, R_ROLE), n);
         PyObject *known = key == NULL ? NULL : PyDict_GetItemWithError(steps, key);
-        Py_XDECREF(key);
         if (known != NULL) {            /* a doubled step line: counted, nothing else */
             bad = bump(d, S_DUP_STEPS) < 0 || (touched = PyObject_GetAttr(known, S_ROLLOUT_ATTR)) == NULL;
         } else {
-            bad = PyErr_Occurred() != NULL || unpacked(rec) == NULL
-                  || (touched = call_seg(seg, S_ADD_STEP, rec, NULL)) == NULL;
+            bad = key == NULL || PyErr_Occurred() != NULL || (touched = file_step(d, seg, rec, n, key)) == NULL;
         }
+        Py_XDECREF(key);
     } else {
         bad = (is_rollout && PyDict_SetItem(d, S_LAST_TRAIN, n) < 0)
               || file_values(d, seg, rec, n, kind, ts, &shape) < 0;
@@ -4895,6 +5107,8 @@ static PyMethodDef methods[] = {
     {"scan_folded", scan_folded, METH_VARARGS,
      "scan_folded(buf, pack=False) -> (n_lines, starts, cands, keep, heads, lasts, folds, kept): scan(buf)\n"
      "then fold() of its lists, in one call (pack: rollout, perf and step records' values as Packed)."},
+    {"set_step_type", set_step_type, METH_O,
+     "set_step_type(StepRow): the class store_run makes a segment's step rows as."},
     {"pack", pack_dict, METH_O, "pack(dict) -> Packed | None: a dict of plain ints and floats as Packed (tests)."},
     {"scan", scan, METH_O,
      "scan(buf) -> (n_lines, cands, keep, starts, heads, lasts): the lines of buf (split on b'\\n') that the\n"

@@ -57,6 +57,9 @@ class StepRow:
     nonfinite: dict[str, str]
 
 
+if SCAN is not None and hasattr(SCAN, "set_step_type"):
+    SCAN.set_step_type(StepRow)     # store_run makes a new step's row as this class's __init__ would
+
 _SHAPES_MAX = 64      # record shapes a segment remembers (a real run logs a handful)
 
 
