@@ -102,7 +102,7 @@ def test_packed_heads_hold_the_dicts_values(line):
 
 def _parse_blocks(blocks, packed: bool) -> tuple:
     p = LineParser()
-    p._scan, p._ready_run = _scan, _scan.ready_run
+    p._scan, p._ready_run = _scan, True
     p.packed = packed
     items = []
     for b in blocks:

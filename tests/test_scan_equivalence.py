@@ -62,7 +62,7 @@ def _parse(batches, accel: bool) -> LineParser:
     p = LineParser(accel=accel)
     if accel:
         p._scan = _scan           # the built module, whatever GRPO_TUI_PURE says
-        p._ready_run = _scan.ready_run
+        p._ready_run = True
     p.items = []
     for lines in batches:
         p.items.extend(p.feed_lines(list(lines)))
@@ -343,7 +343,7 @@ def _parse_blocks(batches, accel: bool) -> LineParser:
     p = LineParser(accel=accel)
     if accel:
         p._scan = _scan
-        p._ready_run = _scan.ready_run
+        p._ready_run = True
     p.items = []
     for lines in batches:
         p.items.extend(p.feed_block("\n".join(lines).encode("utf-8", "surrogatepass")))
@@ -374,7 +374,7 @@ def test_scanner_byte_blocks_agree_with_lines(path):
         p = LineParser(accel=accel)
         if accel:
             p._scan = _scan
-            p._ready_run = _scan.ready_run
+            p._ready_run = True
         p.items = []
         for b in cut_blocks:
             p.items.extend(p.feed_block(b))
@@ -718,7 +718,7 @@ def test_scanner_reused_buffer_blocks_agree(path):
             p = LineParser(accel=accel)
             if accel:
                 p._scan = _scan
-                p._ready_run = _scan.ready_run
+                p._ready_run = True
             p.items = []
             for block in iter_block_views(path, chunk, max_line=longest + 1):
                 p.items.extend(p.feed_block(block))
@@ -797,7 +797,7 @@ def _class_lines(draw):
 def _feed_head_or_feed(line: str, fast: bool, open_record: bool):
     p = LineParser()
     p._scan = _scan
-    p._ready_run = _scan.ready_run
+    p._ready_run = True
     p.feed("[2026-08-21 09:00:00.000 main] x.py:1 - start")
     p.feed("(A pid=1) [2026-08-21 08:00:00] noise")              # a skipped line of source (A pid=1)
     p._remember_skipped("(A pid=1) [2026-08-21 08:00:00] noise")
@@ -949,6 +949,10 @@ def test_scanner_scan_folded_is_fold_of_scan(lines, as_view):
     walk = _scan.scan_raw(buf)           # the reader thread's half, then the parser's
     assert _scan.fold_raw(buf, walk) == want
     assert _scan.fold_raw(buf, walk) == want     # the walk is not used up
+    fo = _scan.fold_lazy(buf, walk)             # the parser's: the same, item by item
+    assert (fo.n, fo.starts) + fo.lists() == want
+    assert [fo.head(k) for k in range(len(want[2]))] == fo.lists()[2]
+    del fo
 
 
 @pytest.mark.parametrize("path", LOGS[:3], ids=os.path.basename)
@@ -1310,7 +1314,7 @@ def _parse_run(batches, stretch: bool, blocks: bool) -> LineParser:
     """Accelerated both ways; `stretch`: ready_run walks the stretches, else the loop's own code."""
     p = LineParser()
     p._scan = _scan
-    p._ready_run = _scan.ready_run if stretch else None
+    p._ready_run = stretch
     p.items = []
     for lines in batches:
         p.items.extend(p.feed_block("\n".join(lines).encode("utf-8", "surrogatepass")) if blocks
@@ -1357,32 +1361,52 @@ def test_scanner_ready_run_leaves_the_names_cap_to_python():
     assert len(p._names) == MAX_NAMES
 
 
-def test_scanner_ready_run_refuses_lists_that_disagree():
-    """Lists that do not come from one scan raise; nothing is read out of bounds (ASan stage)."""
+def test_scanner_fold_refuses_positions_it_does_not_have():
+    """Fold.run and the accessors take only positions within the fold; nothing is read out of
+    bounds (ASan stage)."""
     data = "\n".join(["[2026-08-21 10:00:00.000 main] l.py:1 - start"]
                      + [f"(A pid=1) [2026-08-21 10:00:01.000 a] l.py:2 - rollout {i}: {{'a': {i}}}" for i in range(3)]
                      + [_noise(i, "") for i in range(20)]).encode()
-    n, starts, cands, keep, heads, lasts, folds, kept = _scan.scan_folded(data)
-    cands, keep = cands + [n], keep + [n]
+    fo = _scan.scan_fold(data)
+    nc = len(fo.lists()[0])
 
     def call(**kw):
-        a = dict(n=n, cands=cands, keep=keep, heads=heads, lasts=lasts, folds=folds, kept=kept, i=1, ci=0, ki=0,
-                 base=0, names=set(), max_names=1024, last_time={}, skipped={}, last_error={},
+        a = dict(i=1, ci=0, ki=0, base=0, names=set(), max_names=1024, last_time={}, skipped={}, last_error={},
                  source_key=lambda s: "", new_deque=list, tail_unread=False, last_ts=0.0, out=[])
         a.update(kw)
-        return _scan.ready_run(*a.values())
+        return fo.run(*a.values())
 
     got = call()
-    assert got[0] == n and got[3] == n - 1              # every line after the first, walked
-    for bad in (dict(cands=[]), dict(cands=[-1, n]), dict(cands=[1, 2]), dict(heads=[]), dict(lasts=[]),
-                dict(folds=[(1, 2)] * len(folds)), dict(keep=[-3, n]), dict(ci=10 ** 6), dict(i=-1, cands=[-5])):
+    assert got[0] == fo.n and got[3] == fo.n - 1              # every line after the first, walked
+    for bad in (dict(ci=nc + 1), dict(ci=-1), dict(i=-1), dict(ki=10 ** 6), dict(i=fo.cand(1) + 1, ci=1)):
         with pytest.raises(ValueError):
             call(**bad)
-    for bad in (dict(cands=tuple(cands)), dict(names={}), dict(out=())):
+    for bad in (dict(names={}), dict(out=()), dict(last_time=[])):
         with pytest.raises(TypeError):
             call(**bad)
     with pytest.raises(TypeError):
-        _scan.ready_run(1, 2)
+        fo.run(1, 2)
+    for get, top in ((fo.cand, nc), (fo.head, nc - 1), (fo.last, nc), (fo.fold, nc)):
+        get(top)
+        for k in (top + 1, -1):
+            with pytest.raises(IndexError):
+                get(k)
+    with pytest.raises(IndexError):
+        fo.kept(0 if not fo.lists()[1] else len(fo.lists()[1]))
+
+
+def test_scanner_fold_holds_its_block():
+    """A Fold holds its block's buffer: the reused buffer can't be released (and read again)
+    while one is alive; another block's walk is refused."""
+    data = b"[2026-08-21 10:00:00.000 main] l.py:1 - start\n" + b"x\n" * 10
+    view = memoryview(bytearray(data))
+    fo = _scan.fold_lazy(view, _scan.scan_raw(view))
+    with pytest.raises(BufferError):
+        view.release()
+    del fo
+    view.release()
+    with pytest.raises(ValueError):
+        _scan.fold_lazy(bytes(data), _scan.scan_raw(data[:-1]))
 
 
 # -- the metric dicts read ahead in the reader thread (_scan.c read_ahead, dict_pairs) -----------
@@ -1416,7 +1440,7 @@ def test_scanner_read_ahead_reads_the_values_strtod_must():
             f"(A pid=1) [2026-08-21 10:00:01.000 a] l.py:2 - rollout 1: {{{body}}}").encode()
     p = LineParser()
     p._scan = _scan
-    p._ready_run = _scan.ready_run
+    p._ready_run = True
     items = p.feed_block(data) + p.flush()
     got = items[0].metrics
     want = [int(v) if v.lstrip("-").isdigit() else float(v) for v in values]
@@ -1454,24 +1478,10 @@ def test_scanner_bad_bytes_split_by_colours_read_no_key(msg, prefix):
         p = LineParser(accel=accel)
         if accel:
             p._scan = _scan
-            p._ready_run = _scan.ready_run
+            p._ready_run = True
         p.items = p.feed_block(data) + p.flush()
         states.append(_state(p))
     assert states[0] == states[1]
-
-
-def test_scanner_ready_run_leaves_records_it_did_not_make_to_python():
-    """A head whose record lacks fields fold always sets (made by hand) stops the walk there:
-    no event made of a record, no NULL read (review finding)."""
-    from grpo_tui.lines.records import MetricRecord
-    for fields in ({}, {"line_no": 0, "time": "t", "ts": 1.0}, {"metrics": {"a": 1}, "line_no": 0}):
-        rec = MetricRecord.__new__(MetricRecord)
-        for k, v in fields.items():
-            setattr(rec, k, v)
-        errors, out = {}, []
-        got = _scan.ready_run(1, [0, 1], [1], [("k", "pid", rec)], [-1, -1], [None, None], [], 0, 0, 0, 0, set(),
-                              1024, {}, {}, errors, lambda s: "", list, False, 0.0, out)
-        assert got[:4] == (0, 0, 0, 0) and out == [] and errors == {}
 
 
 def test_scanner_constants_are_the_parsers():

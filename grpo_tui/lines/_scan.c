@@ -3043,7 +3043,7 @@ static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssiz
     return tuple_of(items, 4);
 }
 
-/* ---- ready_run: LineParser._feed_scanned's loop over what Python only stores ----------------
+/* ---- ready_run (Fold.run): LineParser._feed_scanned's loop over what Python only stores -------
  *
  * Between two lines Python must read (a candidate without a ready head), a block is noise runs
  * and ready heads taking turns, and _feed_scanned's loop over them only keeps books: counts,
@@ -3060,30 +3060,6 @@ static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssiz
  * parser is then as broken as after any exception in the loop it replaces. */
 
 #define SLOT(o, t, f) (*(PyObject **)((char *)(o) + (t)->off[f]))
-#define RUN_ARGS 21
-
-/* Item k of the list as an index (-1 or more), or -2 with an error set. */
-static Py_ssize_t list_index(PyObject *list, Py_ssize_t k)
-{
-    if (k < 0 || k >= PyList_GET_SIZE(list)) {
-        PyErr_SetString(PyExc_ValueError, "ready_run(): the scanner's lists disagree");
-        return -2;
-    }
-    Py_ssize_t v = PyLong_AsSsize_t(PyList_GET_ITEM(list, k));
-    if (v < -1 && !PyErr_Occurred())
-        PyErr_SetString(PyExc_ValueError, "ready_run(): a negative index");
-    return v < -1 || (v == -1 && PyErr_Occurred()) ? -2 : v;
-}
-
-/* Item k of the list (borrowed), or NULL with an error set. */
-static PyObject *run_item(PyObject *list, Py_ssize_t k)
-{
-    if (k < 0 || k >= PyList_GET_SIZE(list)) {
-        PyErr_SetString(PyExc_ValueError, "ready_run(): the scanner's lists disagree");
-        return NULL;
-    }
-    return PyList_GET_ITEM(list, k);
-}
 
 /* dict.pop(key, None) without the value: 0, or -1 with an error set. */
 static int dict_discard(PyObject *d, PyObject *key)
@@ -3101,53 +3077,12 @@ static int newer_time(PyObject **newest, PyObject *ts)
     return later < 0 ? -1 : 0;
 }
 
-/* A fold tuple (fold_info) checked: (last, ts, key, entries, errors) with tuples of entries. */
-static int fold_ok(PyObject *fold)
-{
-    return PyTuple_CheckExact(fold) && PyTuple_GET_SIZE(fold) == 5 && PyLong_CheckExact(PyTuple_GET_ITEM(fold, 0))
-           && PyTuple_CheckExact(PyTuple_GET_ITEM(fold, 3)) && PyTuple_CheckExact(PyTuple_GET_ITEM(fold, 4));
-}
-
-/* Item q of a fold's entries or errors: a tuple of `size` items, the first its line index (into
- * *idx); NULL with an error set. */
-static PyObject *fold_item(PyObject *items, Py_ssize_t q, Py_ssize_t size, Py_ssize_t *idx)
-{
-    PyObject *e = PyTuple_GET_ITEM(items, q);
-    if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != size) {
-        PyErr_SetString(PyExc_ValueError, "ready_run(): not a fold entry");
-        return NULL;
-    }
-    *idx = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 0));
-    return *idx == -1 && PyErr_Occurred() ? NULL : e;
-}
-
-/* _take_folded's steps for entries (idx, key, pid, when) and errors (idx, pid, msg) at or after i. */
-static int take_fold(PyObject *fold, Py_ssize_t i, PyObject *last_time, PyObject *skipped, PyObject *last_error)
-{
-    PyObject *entries = PyTuple_GET_ITEM(fold, 3), *errors = PyTuple_GET_ITEM(fold, 4), *e;
-    Py_ssize_t idx;
-    for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(entries); q++) {
-        if ((e = fold_item(entries, q, 4, &idx)) == NULL)
-            return -1;
-        if (idx >= i && (PyDict_SetItem(last_time, PyTuple_GET_ITEM(e, 2), PyTuple_GET_ITEM(e, 3)) < 0
-                         || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, PyTuple_GET_ITEM(e, 1)) < 0)))
-            return -1;
-    }
-    for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(errors); q++) {
-        if ((e = fold_item(errors, q, 3, &idx)) == NULL)
-            return -1;
-        if (idx >= i && PyDict_SetItem(last_error, PyTuple_GET_ITEM(e, 1), PyTuple_GET_ITEM(e, 2)) < 0)
-            return -1;
-    }
-    return 0;
-}
-
 /* A kept line (key or None, raw) appended to its source's deque in `skipped` (made by new_deque,
  * its key by source_key when the scanner left it None). */
 static int keep_line(PyObject *pair, PyObject *skipped, PyObject *source_key, PyObject *new_deque)
 {
     if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
-        PyErr_SetString(PyExc_ValueError, "ready_run(): not a kept line");
+        PyErr_SetString(PyExc_ValueError, "Fold.run(): not a kept line");
         return -1;
     }
     PyObject *key = PyTuple_GET_ITEM(pair, 0), *raw = PyTuple_GET_ITEM(pair, 1);
@@ -3231,170 +3166,6 @@ static int take_shape(PyObject *names, PyObject *shape, Py_ssize_t max_names)
     Py_XSETREF(known_shapes[known_next], Py_NewRef(shape));
     known_next = (known_next + 1) % KNOWN_SHAPES;
     return 1;
-}
-
-/* ready_run(n, cands, keep, heads, lasts, folds, kept, i, ci, ki, base, names, max_names, last_time,
- *           skipped, last_error, source_key, new_deque, tail_unread, last_ts, out)
- *   -> (i, ci, ki, lines, noise, metric_lines, records, event_lines, unreadable, last_ts, cur_key,
- *       line_cut_reset, stamped_cleared, stamped_lazy, noise_state, tail_a, tail_b, tail_clear)
- * stamped_lazy: the line _stamped_lazy now reads (-1: as before, or cleared); noise_state: 0 as
- * before, 1 a head cleared it, 2 a run's lines [tail_a, tail_b) are the lazy tail (after emptying
- * the deque when tail_clear). */
-static PyObject *ready_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != RUN_ARGS) {
-        PyErr_SetString(PyExc_TypeError, "ready_run() takes 21 arguments");
-        return NULL;
-    }
-    PyObject *cands = args[1], *keep = args[2], *heads = args[3], *lasts = args[4], *folds = args[5],
-             *kept = args[6], *names = args[11], *last_time = args[13], *skipped = args[14],
-             *last_error = args[15], *source_key = args[16], *new_deque = args[17], *out = args[20];
-    if (!PyList_CheckExact(cands) || !PyList_CheckExact(keep) || !PyList_CheckExact(heads)
-        || !PyList_CheckExact(lasts) || !PyList_CheckExact(folds) || !PyList_CheckExact(kept)
-        || !PyList_CheckExact(out) || !PySet_CheckExact(names) || !PyDict_CheckExact(last_time)
-        || !PyDict_CheckExact(skipped) || !PyDict_CheckExact(last_error)) {
-        PyErr_SetString(PyExc_TypeError, "ready_run(): lists, a set and dicts expected");
-        return NULL;
-    }
-    Py_ssize_t n = PyLong_AsSsize_t(args[0]), i = PyLong_AsSsize_t(args[7]), ci = PyLong_AsSsize_t(args[8]),
-               ki = PyLong_AsSsize_t(args[9]), base = PyLong_AsSsize_t(args[10]),
-               max_names = PyLong_AsSsize_t(args[12]);
-    int tail_unread = PyObject_IsTrue(args[18]);
-    if (PyErr_Occurred() || tail_unread < 0)
-        return NULL;
-    Py_ssize_t lines = 0, noise = 0, metric = 0, records = 0, events = 0, unreadable = 0;
-    Py_ssize_t st_lazy = -1, tail_a = 0, tail_b = 0;
-    int cut_reset = 0, st_clear = 0, head_seen = 0, noise_state = 0, tail_clear = 0;
-    PyObject *newest = Py_NewRef(args[19]), *cur_key = Py_NewRef(Py_None);
-    while (i < n) {
-        Py_ssize_t j = list_index(cands, ci);
-        if (j < 0)
-            goto bad_list;
-        if (j < i) {
-            PyErr_SetString(PyExc_ValueError, "ready_run(): a candidate behind the line");
-            goto error;
-        }
-        if (j > i) {                                /* lines i..j-1: a noise run */
-            if (j - i < REJOIN_PARTS && tail_unread)
-                break;                              /* the loop reads the unread tail first */
-            lines += j - i;
-            noise += j - i;
-            PyObject *fold = run_item(folds, ci);
-            if (fold == NULL)
-                goto error;
-            if (fold != Py_None) {
-                if (!fold_ok(fold)) {
-                    PyErr_SetString(PyExc_ValueError, "ready_run(): not a fold");
-                    goto error;
-                }
-                Py_ssize_t last = PyLong_AsSsize_t(PyTuple_GET_ITEM(fold, 0));
-                if (last == -1 && PyErr_Occurred())
-                    goto error;
-                if (last >= i) {                    /* _take_folded */
-                    if (newer_time(&newest, PyTuple_GET_ITEM(fold, 1)) < 0)
-                        goto error;
-                    cut_reset = st_clear = 1;
-                    st_lazy = -1;
-                    if (take_fold(fold, i, last_time, skipped, last_error) < 0)
-                        goto error;
-                    Py_SETREF(cur_key, Py_NewRef(PyTuple_GET_ITEM(fold, 2)));
-                }
-            }
-            Py_ssize_t kv;
-            while ((kv = list_index(keep, ki)) >= 0 && kv < i)
-                ki++;
-            while (kv >= 0 && kv < j) {
-                PyObject *pair = run_item(kept, ki);
-                if (pair == NULL || keep_line(pair, skipped, source_key, new_deque) < 0)
-                    goto error;
-                kv = list_index(keep, ++ki);
-            }
-            Py_ssize_t lv = list_index(lasts, ci);
-            if (kv < 0 || lv < -1)
-                goto bad_list;
-            if (lv >= i)                            /* the run's newest stamped line */
-                st_lazy = lv;
-            noise_state = 2;
-            tail_a = j - i >= REJOIN_PARTS ? j - REJOIN_PARTS : i;
-            tail_b = j;
-            tail_clear = j - i >= REJOIN_PARTS || head_seen;
-            tail_unread = 1;
-            i = j;
-            if (i >= n)
-                break;
-        }
-        PyObject *h = run_item(heads, ci);
-        if (h == NULL)
-            goto error;
-        Py_ssize_t hl = PyTuple_CheckExact(h) ? PyTuple_GET_SIZE(h) : 0;
-        if (hl != 3 && hl != 4)
-            break;                                  /* Python reads this line */
-        const SlotType *t = hl == 3 ? &record_type : &event_type;
-        PyObject *item = PyTuple_GET_ITEM(h, hl - 1), *pid = PyTuple_GET_ITEM(h, 1);
-        if (t->type == NULL || !Py_IS_TYPE(item, t->type))
-            break;
-        PyObject *values = hl == 3 ? SLOT(item, t, R_METRICS) : NULL;
-        PyObject *time = SLOT(item, t, hl == 3 ? R_TIME : E_TIME), *ts = SLOT(item, t, hl == 3 ? R_TS : E_TS);
-        if ((hl == 3 && values == NULL) || time == NULL || ts == NULL)
-            break;                                  /* not as fold made it: Python's */
-        if (values != NULL) {
-            int fits = PyDict_CheckExact(values) ? take_names(names, values, max_names)
-                       : Packed_Check(values) ? take_shape(names, ((PackedObject *)values)->shape, max_names) : 0;
-            if (fits < 0)
-                goto error;
-            if (!fits)
-                break;                              /* _capped: Python's */
-        }
-        /* _feed_ready: the line number, _head_seen, the noise cleared, the item */
-        PyObject *line_no = PyLong_FromSsize_t(base + i + 1);
-        if (line_no == NULL)
-            goto error;
-        Py_XSETREF(SLOT(item, t, hl == 3 ? R_LINE_NO : E_LINE_NO), line_no);
-        lines++;
-        cut_reset = st_clear = head_seen = 1;
-        st_lazy = -1;
-        Py_SETREF(cur_key, Py_NewRef(PyTuple_GET_ITEM(h, 0)));
-        PyObject *when = PyTuple_Pack(2, time, ts);
-        int bad = when == NULL || newer_time(&newest, ts) < 0 || PyDict_SetItem(last_time, pid, when) < 0
-                  || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, PyTuple_GET_ITEM(h, 0)) < 0);
-        Py_XDECREF(when);
-        if (bad)
-            goto error;
-        noise_state = 1;
-        tail_unread = 0;
-        if (values != NULL) {
-            if (Packed_Check(values) || PyDict_GET_SIZE(values)) {
-                metric++;
-                records++;
-                if (PyList_Append(out, item) < 0)
-                    goto error;
-            } else {
-                unreadable++;
-            }
-        } else {
-            PyObject *err = PyTuple_GET_ITEM(h, 2);
-            if (err != Py_None && PyDict_SetItem(last_error, pid, err) < 0)
-                goto error;
-            events++;
-            if (PyList_Append(out, item) < 0)
-                goto error;
-        }
-        i++;
-        Py_ssize_t c;
-        while ((c = list_index(cands, ci)) >= 0 && c < i)
-            ci++;
-        if (c < 0)
-            goto bad_list;
-    }
-    return Py_BuildValue("(nnnnnnnnnNNiininni)", i, ci, ki, lines, noise, metric, records, events, unreadable,
-                         newest, cur_key, cut_reset, st_clear, st_lazy, noise_state, tail_a, tail_b, tail_clear);
-bad_list:
-    if (!PyErr_Occurred())   /* an index of -1 where none may be */
-        PyErr_SetString(PyExc_ValueError, "ready_run(): the scanner's lists disagree");
-error:
-    Py_DECREF(newest);
-    Py_DECREF(cur_key);
-    return NULL;
 }
 
 /* For the tests: whether scan() takes the line (no newline) as a plain candidate (see plain_cand). */
@@ -3616,39 +3387,75 @@ static PyObject *kept_line(const FoldIn *in, Py_ssize_t i, Py_ssize_t klen)
     return t;
 }
 
-static int append_index(PyObject *list, Py_ssize_t i)
+/* fold_core's result as arrays (no Python object): the candidates that stay (and, last, the
+ * buffer's end n), for each the index among the walk's candidates its head is at, the kept lines
+ * (then n) with their keys' lengths, and per run (one before each candidate that stays, one
+ * before the end) its newest stamped line and the heads folded into it. */
+typedef struct {
+    Py_ssize_t nc, nk;            /* candidates that stay, kept lines */
+    Py_ssize_t *cand, *orig;      /* nc + 1 (cand[nc] = n), nc */
+    Py_ssize_t *keep, *klen;      /* nk + 1 (keep[nk] = n), nk */
+    Py_ssize_t *lasts;            /* nc + 1: the run's newest stamped line, -1 for none */
+    Py_ssize_t *run_at;           /* nc + 2: run r's keys are keys[run_at[r] .. run_at[r + 1]) */
+    FoldKey *keys;
+    Py_ssize_t *run_last;         /* nc + 1: the run's newest folded head, -1 for none */
+    double *run_ts;               /* nc + 1: the newest time of its folded heads */
+} FoldOut;
+
+static void fold_out_free(FoldOut *o)
 {
-    PyObject *v = PyLong_FromSsize_t(i);
-    int bad = v == NULL || PyList_Append(list, v) < 0;
-    Py_XDECREF(v);
-    return bad ? -1 : 0;
+    PyMem_Free(o->cand);
+    PyMem_Free(o->orig);
+    PyMem_Free(o->keep);
+    PyMem_Free(o->klen);
+    PyMem_Free(o->lasts);
+    PyMem_Free(o->run_at);
+    PyMem_Free(o->keys);
+    PyMem_Free(o->run_last);
+    PyMem_Free(o->run_ts);
+    memset(o, 0, sizeof(*o));
 }
 
-static int append_new(PyObject *list, PyObject *v)   /* steals v */
+/* Run q of a fold as the Run fold_info reads. */
+static void run_of(const FoldOut *o, Py_ssize_t q, Run *r)
 {
-    int bad = v == NULL || PyList_Append(list, v) < 0;
-    Py_XDECREF(v);
-    return bad ? -1 : 0;
+    Py_ssize_t a = o->run_at[q], b = o->run_at[q + 1];
+    r->nkeys = (int)(b - a);
+    memcpy(r->keys, o->keys + a, (size_t)(b - a) * sizeof(FoldKey));
+    r->last = o->run_last[q];
+    r->ts = o->run_ts[q];
+    r->stamped = -1;
 }
 
-/* fold on arrays: (cands, keep, heads, lasts, folds, kept) as fold() gives them, or NULL. */
-static PyObject *fold_core(const FoldIn *in)
+/* fold on arrays into *o: 0, or -1 with an error set (o freed). */
+static int fold_arrays(const FoldIn *in, FoldOut *o)
 {
-    PyObject *res = NULL, *c2 = PyList_New(0), *k2 = PyList_New(0), *h2 = PyList_New(0), *l2 = PyList_New(0),
-             *f2 = PyList_New(0), *kl2 = PyList_New(0);
-    Py_ssize_t *runkeep = PyMem_Malloc((size_t)(in->nk + 1) * sizeof(Py_ssize_t));
-    Py_ssize_t *runklen = PyMem_Malloc((size_t)(in->nk + 1) * sizeof(Py_ssize_t));
-    if (c2 == NULL || k2 == NULL || h2 == NULL || l2 == NULL || f2 == NULL || kl2 == NULL || runkeep == NULL
+    memset(o, 0, sizeof(*o));
+    size_t c1 = (size_t)in->nc + 2, k1 = (size_t)in->nk + 1;
+    o->cand = PyMem_Malloc(c1 * sizeof(Py_ssize_t));
+    o->orig = PyMem_Malloc(c1 * sizeof(Py_ssize_t));
+    o->keep = PyMem_Malloc(k1 * sizeof(Py_ssize_t));
+    o->klen = PyMem_Malloc(k1 * sizeof(Py_ssize_t));
+    o->lasts = PyMem_Malloc(c1 * sizeof(Py_ssize_t));
+    o->run_at = PyMem_Malloc(c1 * sizeof(Py_ssize_t));
+    o->keys = PyMem_Malloc(c1 * sizeof(FoldKey));          /* a key per folded head at most */
+    o->run_last = PyMem_Malloc(c1 * sizeof(Py_ssize_t));
+    o->run_ts = PyMem_Malloc(c1 * sizeof(double));
+    Py_ssize_t *runkeep = PyMem_Malloc(k1 * sizeof(Py_ssize_t)), *runklen = PyMem_Malloc(k1 * sizeof(Py_ssize_t));
+    if (o->cand == NULL || o->orig == NULL || o->keep == NULL || o->klen == NULL || o->lasts == NULL
+        || o->run_at == NULL || o->keys == NULL || o->run_last == NULL || o->run_ts == NULL || runkeep == NULL
         || runklen == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_NoMemory();
-        goto done;
+        PyMem_Free(runkeep);
+        PyMem_Free(runklen);
+        fold_out_free(o);
+        PyErr_NoMemory();
+        return -1;
     }
     Run r;
     r.nkeys = 0;
     r.last = r.stamped = -1;
     r.ts = 0.0;
-    Py_ssize_t nrk = 0, ki = 0;
+    Py_ssize_t nrk = 0, ki = 0, nr = 0, nkeys = 0;
     int python_key = 0;
     for (Py_ssize_t k = 0; k <= in->nc; k++) {
         Py_ssize_t ci = k < in->nc ? in->cand[k] : in->n;   /* the end closes the last run */
@@ -3701,18 +3508,71 @@ static PyObject *fold_core(const FoldIn *in)
                          && line_at(in->buf, in->len, in->st, in->n, runkeep[q], &ks, &ke)
                          && memcmp(r.keys[j].key, ks, (size_t)runklen[q]) == 0;
             }
-            if (!popped && (append_new(kl2, kept_line(in, runkeep[q], runklen[q])) < 0
-                            || append_index(k2, runkeep[q]) < 0))
-                goto done;
+            if (!popped) {
+                o->keep[o->nk] = runkeep[q];
+                o->klen[o->nk++] = runklen[q];
+            }
         }
-        if (append_new(f2, fold_info(&r, in)) < 0 || append_index(l2, r.last > r.stamped ? -1 : r.stamped) < 0)
-            goto done;
-        if (k < in->nc && (append_index(c2, ci) < 0 || append_new(h2, in->head_obj(in->ctx, k)) < 0))
-            goto done;
+        o->run_at[nr] = nkeys;
+        memcpy(o->keys + nkeys, r.keys, (size_t)r.nkeys * sizeof(FoldKey));
+        nkeys += r.nkeys;
+        o->run_last[nr] = r.last;
+        o->run_ts[nr] = r.ts;
+        o->lasts[nr] = r.last > r.stamped ? -1 : r.stamped;
+        o->cand[nr] = ci;
+        o->orig[nr] = k;
+        nr++;
         r.nkeys = 0;
         r.last = r.stamped = -1;
         nrk = 0;
         python_key = 0;
+    }
+    o->nc = nr - 1;              /* the last run is the end's: cand[nc] = n */
+    o->run_at[nr] = nkeys;
+    o->keep[o->nk] = in->n;
+    PyMem_Free(runkeep);
+    PyMem_Free(runklen);
+    return 0;
+}
+
+/* fold on arrays: (cands, keep, heads, lasts, folds, kept) as fold() gives them, or NULL. */
+static PyObject *fold_core(const FoldIn *in)
+{
+    FoldOut o;
+    if (fold_arrays(in, &o) < 0)
+        return NULL;
+    PyObject *res = NULL, *c2 = PyList_New(o.nc), *k2 = PyList_New(o.nk), *h2 = PyList_New(o.nc),
+             *l2 = PyList_New(o.nc + 1), *f2 = PyList_New(o.nc + 1), *kl2 = PyList_New(o.nk);
+    if (c2 == NULL || k2 == NULL || h2 == NULL || l2 == NULL || f2 == NULL || kl2 == NULL)
+        goto done;
+    for (Py_ssize_t q = 0; q < o.nk; q++) {
+        PyObject *x = PyLong_FromSsize_t(o.keep[q]), *t = kept_line(in, o.keep[q], o.klen[q]);
+        if (x != NULL)
+            PyList_SET_ITEM(k2, q, x);
+        if (t != NULL)
+            PyList_SET_ITEM(kl2, q, t);
+        if (x == NULL || t == NULL)
+            goto done;
+    }
+    for (Py_ssize_t q = 0; q <= o.nc; q++) {
+        Run r;
+        run_of(&o, q, &r);
+        PyObject *f = fold_info(&r, in), *l = PyLong_FromSsize_t(o.lasts[q]);
+        if (f != NULL)
+            PyList_SET_ITEM(f2, q, f);
+        if (l != NULL)
+            PyList_SET_ITEM(l2, q, l);
+        if (f == NULL || l == NULL)
+            goto done;
+        if (q == o.nc)
+            break;
+        PyObject *c = PyLong_FromSsize_t(o.cand[q]), *h = in->head_obj(in->ctx, o.orig[q]);
+        if (c != NULL)
+            PyList_SET_ITEM(c2, q, c);
+        if (h != NULL)
+            PyList_SET_ITEM(h2, q, h);
+        if (c == NULL || h == NULL)
+            goto done;
     }
     res = PyTuple_Pack(6, c2, k2, h2, l2, f2, kl2);
 done:
@@ -3722,8 +3582,7 @@ done:
     Py_XDECREF(l2);
     Py_XDECREF(f2);
     Py_XDECREF(kl2);
-    PyMem_Free(runkeep);
-    PyMem_Free(runklen);
+    fold_out_free(&o);
     return res;
 }
 
@@ -3937,6 +3796,448 @@ static PyObject *fold_raw(PyObject *Py_UNUSED(module), PyObject *args)
     PyBuffer_Release(&view);
     return res;
 }
+
+/* ---- Fold: a block's fold as arrays, read by LineParser._feed_scanned ---------------------------
+ *
+ * fold_raw() hands Python a block's fold as lists: the candidates that stay, the kept lines, the
+ * heads, the runs' stamped lines and folds, as ints, tuples and strs, most of which only
+ * ready_run reads, once, to keep the parser's books.  A Fold holds the same as C arrays and makes
+ * a Python object only when it is read: run() (ready_run's walk) reads the arrays themselves and
+ * makes only what it stores (a record, a time, a kept line's text); the accessors give the loop
+ * in Python what the lists gave it, item by item, the same values (a head once: the same object
+ * whenever it is read).  A Fold holds its block's buffer and its walk while it lives: the parser
+ * drops it before the block's buffer is read again (a view still held fails loudly there). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *walk;         /* the capsule of the Raw it folds */
+    Py_buffer view;         /* the block, held */
+    FoldIn in;
+    FoldOut out;
+    HeadCtx ctx;
+    PyObject **heads;       /* out.nc: the heads made so far (NULL: not yet) */
+} FoldObject;
+
+static PyTypeObject Fold_Type;
+
+static void fold_dealloc(PyObject *self)
+{
+    FoldObject *f = (FoldObject *)self;
+    if (f->heads != NULL)
+        for (Py_ssize_t q = 0; q < f->out.nc; q++)
+            Py_XDECREF(f->heads[q]);
+    PyMem_Free(f->heads);
+    fold_out_free(&f->out);
+    if (f->view.obj != NULL)
+        PyBuffer_Release(&f->view);
+    Py_XDECREF(f->walk);
+    PyObject_Free(self);
+}
+
+/* The Fold of the walk in capsule `walk` of the block `block` (the very buffer it walked). */
+static PyObject *fold_new(PyObject *block, PyObject *walk, int pack)
+{
+    Raw *r = PyCapsule_GetPointer(walk, RAW_NAME);
+    if (r == NULL)
+        return NULL;
+    FoldObject *f = PyObject_New(FoldObject, &Fold_Type);
+    if (f == NULL)
+        return NULL;
+    f->walk = Py_NewRef(walk);
+    f->view.obj = NULL;
+    memset(&f->out, 0, sizeof(f->out));
+    f->heads = NULL;
+    if (PyObject_GetBuffer(block, &f->view, PyBUF_SIMPLE) < 0) {
+        f->view.obj = NULL;
+        Py_DECREF(f);
+        return NULL;
+    }
+    if (f->view.buf != r->buf || f->view.len != r->len) {
+        PyErr_SetString(PyExc_ValueError, "fold: not the block scan_raw() walked");
+        Py_DECREF(f);
+        return NULL;
+    }
+    f->ctx = (HeadCtx){(uchar *)r->buf, &r->sc, pack};
+    f->in = (FoldIn){(uchar *)r->buf, r->len, r->n, (const int64_t *)PyBytes_AS_STRING(r->starts), r->sc.nc,
+                     r->sc.nk, r->sc.cand, r->sc.keep, r->sc.lasts, r->sc.head, scanned_head, &f->ctx};
+    if (fold_arrays(&f->in, &f->out) < 0) {
+        Py_DECREF(f);
+        return NULL;
+    }
+    f->heads = PyMem_Calloc((size_t)f->out.nc + 1, sizeof(PyObject *));
+    if (f->heads == NULL) {
+        Py_DECREF(f);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)f;
+}
+
+/* fold_lazy(buf, walk, pack=False) -> Fold (see above). */
+static PyObject *fold_lazy(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *block, *walk;
+    int pack = 0;
+    if (!PyArg_ParseTuple(args, "OO|p", &block, &walk, &pack))
+        return NULL;
+    return fold_new(block, walk, pack);
+}
+
+/* scan_fold(buf, pack=False) -> Fold: scan_raw() then fold_lazy(), in one call. */
+static PyObject *scan_fold(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *block, *walk;
+    int pack = 0;
+    if (!PyArg_ParseTuple(args, "O|p", &block, &pack) || (walk = scan_raw(NULL, block)) == NULL)
+        return NULL;
+    PyObject *f = fold_new(block, walk, pack);
+    Py_DECREF(walk);
+    return f;
+}
+
+/* An index argument within [0, top], or -1 with an IndexError set. */
+static Py_ssize_t fold_index(PyObject *arg, Py_ssize_t top)
+{
+    Py_ssize_t k = PyLong_AsSsize_t(arg);
+    if (k == -1 && PyErr_Occurred())
+        return -1;
+    if (k < 0 || k > top) {
+        PyErr_SetString(PyExc_IndexError, "Fold: index out of range");
+        return -1;
+    }
+    return k;
+}
+
+/* Candidate q's head (a borrowed reference, made once), or NULL with an error set. */
+static PyObject *fold_head(FoldObject *f, Py_ssize_t q)
+{
+    if (q < 0 || q >= f->out.nc) {
+        PyErr_SetString(PyExc_IndexError, "Fold: no such candidate");
+        return NULL;
+    }
+    if (f->heads[q] == NULL)
+        f->heads[q] = f->in.head_obj(f->in.ctx, f->out.orig[q]);
+    return f->heads[q];
+}
+
+static PyObject *fold_m_cand(PyObject *self, PyObject *arg)
+{
+    FoldObject *f = (FoldObject *)self;
+    Py_ssize_t q = fold_index(arg, f->out.nc);
+    return q < 0 ? NULL : PyLong_FromSsize_t(f->out.cand[q]);
+}
+
+static PyObject *fold_m_keep(PyObject *self, PyObject *arg)
+{
+    FoldObject *f = (FoldObject *)self;
+    Py_ssize_t q = fold_index(arg, f->out.nk);
+    return q < 0 ? NULL : PyLong_FromSsize_t(f->out.keep[q]);
+}
+
+static PyObject *fold_m_last(PyObject *self, PyObject *arg)
+{
+    FoldObject *f = (FoldObject *)self;
+    Py_ssize_t q = fold_index(arg, f->out.nc);
+    return q < 0 ? NULL : PyLong_FromSsize_t(f->out.lasts[q]);
+}
+
+static PyObject *fold_m_head(PyObject *self, PyObject *arg)
+{
+    FoldObject *f = (FoldObject *)self;
+    Py_ssize_t q = fold_index(arg, f->out.nc);
+    PyObject *h = q < 0 ? NULL : fold_head(f, q);
+    return h == NULL ? NULL : Py_NewRef(h);
+}
+
+static PyObject *fold_m_fold(PyObject *self, PyObject *arg)
+{
+    FoldObject *f = (FoldObject *)self;
+    Py_ssize_t q = fold_index(arg, f->out.nc);
+    if (q < 0)
+        return NULL;
+    Run r;
+    run_of(&f->out, q, &r);
+    return fold_info(&r, &f->in);
+}
+
+static PyObject *fold_m_kept(PyObject *self, PyObject *arg)
+{
+    FoldObject *f = (FoldObject *)self;
+    Py_ssize_t q = fold_index(arg, f->out.nk - 1);
+    return q < 0 ? NULL : kept_line(&f->in, f->out.keep[q], f->out.klen[q]);
+}
+
+/* (cands, keep, heads, lasts, folds, kept): the lists fold() gives, item by item (tests). */
+static PyObject *fold_m_lists(PyObject *self, PyObject *Py_UNUSED(arg))
+{
+    FoldObject *f = (FoldObject *)self;
+    Py_ssize_t size[6] = {f->out.nc, f->out.nk, f->out.nc, f->out.nc + 1, f->out.nc + 1, f->out.nk};
+    PyObject *(*get[6])(PyObject *, PyObject *) = {fold_m_cand, fold_m_keep, fold_m_head, fold_m_last, fold_m_fold,
+                                                   fold_m_kept};
+    PyObject *lists[6] = {NULL};
+    for (int k = 0; k < 6; k++) {
+        if ((lists[k] = PyList_New(size[k])) == NULL)
+            goto fail;
+        for (Py_ssize_t q = 0; q < size[k]; q++) {
+            PyObject *ix = PyLong_FromSsize_t(q), *v = ix == NULL ? NULL : get[k](self, ix);
+            Py_XDECREF(ix);
+            if (v == NULL)
+                goto fail;
+            PyList_SET_ITEM(lists[k], q, v);
+        }
+    }
+    return tuple_of(lists, 6);
+fail:
+    for (int k = 0; k < 6; k++)
+        Py_XDECREF(lists[k]);
+    return NULL;
+}
+
+/* _take_folded's steps for run q's folded heads at or after line i (fold_info's entries, then its
+ * errors, each in line order); *newest and *cur_key set as there. */
+static int fold_take(FoldObject *f, Py_ssize_t q, Py_ssize_t i, PyObject **newest, PyObject **cur_key,
+                     PyObject *last_time, PyObject *skipped, PyObject *last_error)
+{
+    Run r;
+    run_of(&f->out, q, &r);
+    PyObject *ts = PyFloat_FromDouble(r.ts);
+    int bad = ts == NULL || newer_time(newest, ts) < 0;
+    Py_XDECREF(ts);
+    if (bad)
+        return -1;
+    int ix[FOLD_KEYS], ex[FOLD_KEYS], ne = 0;
+    Py_ssize_t at[FOLD_KEYS], eat[FOLD_KEYS];
+    for (int j = 0; j < r.nkeys; j++) {
+        ix[j] = j;
+        at[j] = r.keys[j].last;
+        eat[j] = r.keys[j].err;
+        if (r.keys[j].err >= 0)
+            ex[ne++] = j;
+    }
+    order_by(at, ix, r.nkeys);
+    order_by(eat, ex, ne);
+    for (int q2 = 0; q2 < r.nkeys + ne; q2++) {
+        int err = q2 >= r.nkeys;
+        FoldKey *k = &r.keys[err ? ex[q2 - r.nkeys] : ix[q2]];
+        Py_ssize_t idx = err ? k->err : k->last;
+        const long *h = err ? k->err_head : k->head;
+        uchar *ls, *le;
+        if (!line_at(f->in.buf, f->in.len, f->in.st, f->in.n, idx, &ls, &le)) {
+            PyErr_SetString(PyExc_ValueError, "fold: a head outside the buffer");
+            return -1;
+        }
+        if (!err && idx == r.last) {      /* the run's newest head: its key is the parser's */
+            PyObject *key = ascii_str(ls, h[H_KEY]);
+            if (key == NULL)
+                return -1;
+            Py_SETREF(*cur_key, key);
+        }
+        if (idx < i)
+            continue;
+        PyObject *pid = field_str(ls, h, H_PID, H_PID_END);
+        if (pid == NULL)
+            return -1;
+        if (err) {
+            PyObject *msg = PyUnicode_DecodeUTF8((const char *)ls + h[H_MSG], h[H_END_B] - h[H_MSG], "strict");
+            bad = msg == NULL || PyDict_SetItem(last_error, pid, msg) < 0;
+            Py_XDECREF(msg);
+        } else {
+            PyObject *when[2] = {head_time_text(ls, h), PyFloat_FromDouble(head_ts(h))};
+            PyObject *pair = tuple_of(when, 2), *key = NULL;
+            bad = pair == NULL || PyDict_SetItem(last_time, pid, pair) < 0;
+            if (!bad && PyDict_GET_SIZE(skipped)) {
+                key = ascii_str(ls, h[H_KEY]);
+                bad = key == NULL || dict_discard(skipped, key) < 0;
+            }
+            Py_XDECREF(pair);
+            Py_XDECREF(key);
+        }
+        Py_DECREF(pid);
+        if (bad)
+            return -1;
+    }
+    return 0;
+}
+
+/* Kept line q appended to its source's deque (keep_line's steps, its text decoded here). */
+static int fold_keep(FoldObject *f, Py_ssize_t q, PyObject *skipped, PyObject *source_key, PyObject *new_deque)
+{
+    PyObject *pair = kept_line(&f->in, f->out.keep[q], f->out.klen[q]);
+    if (pair == NULL)
+        return -1;
+    int rc = keep_line(pair, skipped, source_key, new_deque);
+    Py_DECREF(pair);
+    return rc;
+}
+
+#define FOLD_RUN_ARGS 14
+
+/* Fold.run(i, ci, ki, base, names, max_names, last_time, skipped, last_error, source_key, new_deque,
+ *          tail_unread, last_ts, out)
+ *   -> (i, ci, ki, lines, noise, metric_lines, records, event_lines, unreadable, last_ts, cur_key,
+ *       line_cut_reset, stamped_cleared, stamped_lazy, noise_state, tail_a, tail_b, tail_clear)
+ * stamped_lazy: the line _stamped_lazy now reads (-1: as before, or cleared); noise_state: 0 as
+ * before, 1 a head cleared it, 2 a run's lines [tail_a, tail_b) are the lazy tail (after emptying
+ * the deque when tail_clear). */
+static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    FoldObject *f = (FoldObject *)self;
+    if (nargs != FOLD_RUN_ARGS) {
+        PyErr_SetString(PyExc_TypeError, "Fold.run() takes 14 arguments");
+        return NULL;
+    }
+    PyObject *names = args[4], *last_time = args[6], *skipped = args[7], *last_error = args[8],
+             *source_key = args[9], *new_deque = args[10], *out = args[13];
+    if (!PyList_CheckExact(out) || !PySet_CheckExact(names) || !PyDict_CheckExact(last_time)
+        || !PyDict_CheckExact(skipped) || !PyDict_CheckExact(last_error)) {
+        PyErr_SetString(PyExc_TypeError, "Fold.run(): a set, dicts and a list expected");
+        return NULL;
+    }
+    Py_ssize_t n = f->in.n, i = PyLong_AsSsize_t(args[0]), ci = PyLong_AsSsize_t(args[1]),
+               ki = PyLong_AsSsize_t(args[2]), base = PyLong_AsSsize_t(args[3]), max_names = PyLong_AsSsize_t(args[5]);
+    int tail_unread = PyObject_IsTrue(args[11]);
+    if (PyErr_Occurred() || tail_unread < 0)
+        return NULL;
+    if (i < 0 || ci < 0 || ci > f->out.nc || ki < 0 || ki > f->out.nk || f->out.cand[ci] < i) {
+        PyErr_SetString(PyExc_ValueError, "Fold.run(): a position the fold does not have");
+        return NULL;
+    }
+    Py_ssize_t lines = 0, noise = 0, metric = 0, records = 0, events = 0, unreadable = 0;
+    Py_ssize_t st_lazy = -1, tail_a = 0, tail_b = 0;
+    int cut_reset = 0, st_clear = 0, head_seen = 0, noise_state = 0, tail_clear = 0;
+    PyObject *newest = Py_NewRef(args[12]), *cur_key = Py_NewRef(Py_None);
+    const Py_ssize_t *cand = f->out.cand, *keep = f->out.keep;
+    while (i < n) {
+        Py_ssize_t j = cand[ci];                /* (cand[nc] = n: ci stays within the fold) */
+        if (j > i) {                            /* lines i..j-1: a noise run */
+            if (j - i < REJOIN_PARTS && tail_unread)
+                break;                          /* the loop reads the unread tail first */
+            lines += j - i;
+            noise += j - i;
+            if (f->out.run_last[ci] >= i) {     /* _take_folded */
+                cut_reset = st_clear = 1;
+                st_lazy = -1;
+                if (fold_take(f, ci, i, &newest, &cur_key, last_time, skipped, last_error) < 0)
+                    goto error;
+            }
+            while (keep[ki] < i)
+                ki++;
+            while (keep[ki] < j) {
+                if (fold_keep(f, ki, skipped, source_key, new_deque) < 0)
+                    goto error;
+                ki++;
+            }
+            if (f->out.lasts[ci] >= i)          /* the run's newest stamped line */
+                st_lazy = f->out.lasts[ci];
+            noise_state = 2;
+            tail_a = j - i >= REJOIN_PARTS ? j - REJOIN_PARTS : i;
+            tail_b = j;
+            tail_clear = j - i >= REJOIN_PARTS || head_seen;
+            tail_unread = 1;
+            i = j;
+            if (i >= n)
+                break;
+        }
+        PyObject *h = fold_head(f, ci);
+        if (h == NULL)
+            goto error;
+        Py_ssize_t hl = PyTuple_CheckExact(h) ? PyTuple_GET_SIZE(h) : 0;
+        if (hl != 3 && hl != 4)
+            break;                              /* Python reads this line */
+        const SlotType *t = hl == 3 ? &record_type : &event_type;
+        PyObject *item = PyTuple_GET_ITEM(h, hl - 1), *pid = PyTuple_GET_ITEM(h, 1);
+        if (t->type == NULL || !Py_IS_TYPE(item, t->type))
+            break;
+        PyObject *values = hl == 3 ? SLOT(item, t, R_METRICS) : NULL;
+        PyObject *time = SLOT(item, t, hl == 3 ? R_TIME : E_TIME), *ts = SLOT(item, t, hl == 3 ? R_TS : E_TS);
+        if ((hl == 3 && values == NULL) || time == NULL || ts == NULL)
+            break;                              /* not as fold made it: Python's */
+        if (values != NULL) {
+            int fits = PyDict_CheckExact(values) ? take_names(names, values, max_names)
+                       : Packed_Check(values) ? take_shape(names, ((PackedObject *)values)->shape, max_names) : 0;
+            if (fits < 0)
+                goto error;
+            if (!fits)
+                break;                          /* _capped: Python's */
+        }
+        /* _feed_ready: the line number, _head_seen, the noise cleared, the item */
+        PyObject *line_no = PyLong_FromSsize_t(base + i + 1);
+        if (line_no == NULL)
+            goto error;
+        Py_XSETREF(SLOT(item, t, hl == 3 ? R_LINE_NO : E_LINE_NO), line_no);
+        lines++;
+        cut_reset = st_clear = head_seen = 1;
+        st_lazy = -1;
+        Py_SETREF(cur_key, Py_NewRef(PyTuple_GET_ITEM(h, 0)));
+        PyObject *when = PyTuple_Pack(2, time, ts);
+        int bad = when == NULL || newer_time(&newest, ts) < 0 || PyDict_SetItem(last_time, pid, when) < 0
+                  || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, PyTuple_GET_ITEM(h, 0)) < 0);
+        Py_XDECREF(when);
+        if (bad)
+            goto error;
+        noise_state = 1;
+        tail_unread = 0;
+        if (values != NULL) {
+            if (Packed_Check(values) || PyDict_GET_SIZE(values)) {
+                metric++;
+                records++;
+                if (PyList_Append(out, item) < 0)
+                    goto error;
+            } else {
+                unreadable++;
+            }
+        } else {
+            PyObject *err = PyTuple_GET_ITEM(h, 2);
+            if (err != Py_None && PyDict_SetItem(last_error, pid, err) < 0)
+                goto error;
+            events++;
+            if (PyList_Append(out, item) < 0)
+                goto error;
+        }
+        i++;
+        while (cand[ci] < i)
+            ci++;
+    }
+    return Py_BuildValue("(nnnnnnnnnNNiininni)", i, ci, ki, lines, noise, metric, records, events, unreadable,
+                         newest, cur_key, cut_reset, st_clear, st_lazy, noise_state, tail_a, tail_b, tail_clear);
+error:
+    Py_DECREF(newest);
+    Py_DECREF(cur_key);
+    return NULL;
+}
+
+static PyObject *fold_get_n(PyObject *self, void *Py_UNUSED(c)) { return PyLong_FromSsize_t(((FoldObject *)self)->in.n); }
+
+static PyObject *fold_get_starts(PyObject *self, void *Py_UNUSED(c))
+{
+    Raw *r = PyCapsule_GetPointer(((FoldObject *)self)->walk, RAW_NAME);
+    return r == NULL ? NULL : Py_NewRef(r->starts);
+}
+
+static PyMethodDef fold_methods[] = {
+    {"cand", fold_m_cand, METH_O, "cand(k) -> the line of candidate k (k = count: the block's line count)."},
+    {"keep", fold_m_keep, METH_O, "keep(k) -> the line of kept line k (k = count: the block's line count)."},
+    {"head", fold_m_head, METH_O, "head(k) -> candidate k's head (ready, offsets or None; one object)."},
+    {"last", fold_m_last, METH_O, "last(k) -> the newest stamped line of the run before candidate k, or -1."},
+    {"fold", fold_m_fold, METH_O, "fold(k) -> the fold tuple of the run before candidate k, or None."},
+    {"kept", fold_m_kept, METH_O, "kept(k) -> (key or None, text) of kept line k."},
+    {"lists", fold_m_lists, METH_NOARGS, "lists() -> (cands, keep, heads, lasts, folds, kept), as fold() gives them."},
+    {"run", (PyCFunction)(void (*)(void))fold_run, METH_FASTCALL, "run(...) -> ready_run over this fold."},
+    {NULL, NULL, 0, NULL},
+};
+static PyGetSetDef fold_getset[] = {
+    {"n", fold_get_n, NULL, "the block's line count", NULL},
+    {"starts", fold_get_starts, NULL, "the lines' offsets (n + 1 int64)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+static PyTypeObject Fold_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "grpo_tui.lines._scan.Fold",
+    .tp_basicsize = sizeof(FoldObject),
+    .tp_dealloc = fold_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A block's fold as arrays (see _scan.c: Fold).",
+    .tp_methods = fold_methods,
+    .tp_getset = fold_getset,
+};
 
 /* ---- store rows (store/metric_store.py's short paths) ------------------------------------ */
 
@@ -5093,11 +5394,6 @@ static PyMethodDef methods[] = {
      "store_run(seg_dict, items, i, rollouts, records, rm_keys, segment, store_events, up_events) -> int:\n"
      "MetricStore.add's loop over items[i:] for the records and events it only files (see _scan.c), up to\n"
      "the first it leaves to Python."},
-    {"ready_run", (PyCFunction)(void (*)(void))ready_run, METH_FASTCALL,
-     "ready_run(n, cands, keep, heads, lasts, folds, kept, i, ci, ki, base, names, max_names, last_time,\n"
-     "skipped, last_error, source_key, new_deque, tail_unread, last_ts, out) -> (i, ci, ki, ...): the\n"
-     "stretch of noise runs and ready heads from line i that LineParser._feed_scanned only keeps books\n"
-     "on, walked as it would (see _scan.c)."},
     {"set_types", set_types, METH_VARARGS,
      "set_types(MetricRecord, Event): the classes ready heads are made as (until then none comes ready)."},
     {"scan_raw", scan_raw, METH_O,
@@ -5107,6 +5403,9 @@ static PyMethodDef methods[] = {
     {"scan_folded", scan_folded, METH_VARARGS,
      "scan_folded(buf, pack=False) -> (n_lines, starts, cands, keep, heads, lasts, folds, kept): scan(buf)\n"
      "then fold() of its lists, in one call (pack: rollout, perf and step records' values as Packed)."},
+    {"fold_lazy", fold_lazy, METH_VARARGS,
+     "fold_lazy(buf, walk, pack=False) -> Fold: fold_raw(buf, walk, pack) as arrays, read item by item."},
+    {"scan_fold", scan_fold, METH_VARARGS, "scan_fold(buf, pack=False) -> Fold: scan_raw() then fold_lazy()."},
     {"set_step_type", set_step_type, METH_O,
      "set_step_type(StepRow): the class store_run makes a segment's step rows as."},
     {"pack", pack_dict, METH_O, "pack(dict) -> Packed | None: a dict of plain ints and floats as Packed (tests)."},
@@ -5145,7 +5444,8 @@ PyMODINIT_FUNC PyInit__scan(void)
     /* the parser's constants this file copies (parse.py refuses a scanner that disagrees) */
     if (m != NULL && (PyModule_AddIntConstant(m, "REJOIN_PARTS", REJOIN_PARTS) < 0
                       || PyModule_AddIntConstant(m, "PER_KEY", PER_KEY) < 0
-                      || PyType_Ready(&Packed_Type) < 0
+                      || PyType_Ready(&Packed_Type) < 0 || PyType_Ready(&Fold_Type) < 0
+                      || PyModule_AddObjectRef(m, "Fold", (PyObject *)&Fold_Type) < 0
                       || PyModule_AddObjectRef(m, "Packed", (PyObject *)&Packed_Type) < 0))
         Py_CLEAR(m);
     return m;

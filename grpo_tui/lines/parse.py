@@ -329,8 +329,9 @@ class LineParser:
         self.quick_reject = quick_reject
         # feed_lines' noise scanner: the C one (SCAN) unless accel=False or it is not built
         self._scan = SCAN if accel else None
-        # _feed_scanned's stretches of noise runs and ready heads walked in C (None: the loop's own)
-        self._ready_run = getattr(SCAN, "ready_run", None) if accel else None
+        # _feed_scanned's stretches of noise runs and ready heads walked in C (Fold.run; else the
+        # loop's own code walks them)
+        self._ready_run = accel and SCAN is not None
         self._trl_index = 0           # TRL dicts carry no step: count them
         self._names: set[str] = set()  # metric names handed out so far (at most MAX_NAMES)
         self._stamped = ""           # _last_stamped: the newest skipped line carrying a timestamp
@@ -500,16 +501,18 @@ class LineParser:
         (files.iter_scanned_blocks walks the next block in another thread while this one is
         parsed), used only when this parser scans blocks."""
         if self._scan is not None and self.quick_reject:
-            if scanned is None:
-                scanned = self._scan.scan_folded(block, self.packed)
-            elif type(scanned) is not tuple:        # block_scan's walk of this block
-                scanned = self._scan.fold_raw(block, scanned, self.packed)
-            n, starts, cands, keep, heads, lasts, folds, kept = scanned
-            st = memoryview(starts).cast("q")
+            # the block's fold as arrays (_scan.c: Fold), read item by item; it holds the block's
+            # buffer and is dropped when this returns
+            fo = (self._scan.scan_fold(block, self.packed) if scanned is None
+                  else self._scan.fold_lazy(block, scanned, self.packed))
+            st = memoryview(fo.starts).cast("q")
 
             def get(i: int) -> str:
                 return str(block[st[i]:st[i + 1] - 1], "utf-8", "replace")
-            out = self._feed_scanned(n, cands, keep, heads, lasts, get, folds, kept)
+            try:
+                out = self._feed_scanned(fo, get)
+            finally:
+                del fo
             if not isinstance(block, bytes):
                 self._read_lazy()
             return out
@@ -526,21 +529,23 @@ class LineParser:
         """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
         holding a newline)."""
         data = "\n".join(lines).encode("utf-8", "surrogatepass")
-        n, _, cands, keep, heads, lasts, folds, kept = self._scan.scan_folded(data)
-        if n != len(lines):
+        fo = self._scan.scan_fold(data)
+        if fo.n != len(lines):
             return None
-        return self._feed_scanned(n, cands, keep, heads, lasts, lines.__getitem__, folds, kept)
+        return self._feed_scanned(fo, lines.__getitem__)
 
-    def _feed_scanned(self, n: int, cands: list[int], keep: list[int], heads: list, lasts: list[int],
-                      get, folds: list, kept: list) -> list[Item]:
+    def _feed_scanned(self, fo, get) -> list[Item]:
         """The noise lines between two candidates are taken as one run: the same counts and
         bookkeeping as the inline path, per run instead of per line, and only for the lines
         that bookkeeping can still show (`keep`, see _scan.c; the run's tail for _noise_run and
-        its newest stamped line for _last_stamped are read lazily).  `get(i)` is line i.  From
-        _scan.c's fold: `folds`, per run, what the noise-for-sure heads taken into it leave
-        behind (or None); `kept`, per kept line, (its source key or None, its text)."""
-        cands.append(n)
-        keep.append(n)
+        its newest stamped line for _last_stamped are read lazily).  `get(i)` is line i.  `fo`
+        is _scan.c's Fold of the lines: fo.cand(k) the k-th candidate left (fo.cand(count) = n),
+        fo.head(k) its head, fo.keep(k) / fo.kept(k) the kept lines (their source key or None,
+        their text), per run before a candidate fo.last(k) its newest stamped line and fo.fold(k)
+        what the noise-for-sure heads taken into it leave behind (or None); fo.run walks the
+        stretches the loop only keeps books over (_run_ready)."""
+        n = fo.n
+        cand, keep, head, lasts, fold_of, kept = fo.cand, fo.keep, fo.head, fo.last, fo.fold, fo.kept
         out: list[Item] = []
         c = self.counts
         feed = self.feed
@@ -548,28 +553,27 @@ class LineParser:
         ci = ki = 0
         i = 0
         base = c.lines        # line i of the batch is line number base + i + 1
-        run = self._ready_run
+        run = fo.run if self._ready_run else None
         while i < n:
             if self._pending is None and self.first_ts is not None:
                 if run is not None:
                     i, ci, ki = self._run_ready(run(
-                        n, cands, keep, heads, lasts, folds, kept, i, ci, ki, base, self._names, MAX_NAMES,
-                        self._last_time, skipped, self._last_error, _source_key, _new_skipped,
-                        self._noise_lazy is not None, self.last_ts, out), get, base)
+                        i, ci, ki, base, self._names, MAX_NAMES, self._last_time, skipped, self._last_error,
+                        _source_key, _new_skipped, self._noise_lazy is not None, self.last_ts, out), get, base)
                     if i >= n:
                         break
-                j = cands[ci]
+                j = cand(ci)
                 if j > i:
                     # lines i..j-1 are noise the inline path would skip: bookkeep them as a run
                     c.lines += j - i
                     c.noise += j - i
-                    fold = folds[ci]
+                    fold = fold_of(ci)
                     if fold is not None and fold[0] >= i:
                         self._take_folded(fold, i)
-                    while keep[ki] < i:
+                    while keep(ki) < i:
                         ki += 1
-                    while keep[ki] < j:
-                        key, raw = kept[ki]
+                    while keep(ki) < j:
+                        key, raw = kept(ki)
                         if key is None:
                             key = _source_key(raw)
                         dq = skipped.get(key)
@@ -577,8 +581,9 @@ class LineParser:
                             dq = skipped[key] = _new_skipped()
                         dq.append(raw)
                         ki += 1
-                    if lasts[ci] >= i:     # the run's newest stamped line (-1: none)
-                        self._stamped_lazy = (get, lasts[ci])
+                    last = lasts(ci)
+                    if last >= i:     # the run's newest stamped line (-1: none)
+                        self._stamped_lazy = (get, last)
                     if j - i >= _REJOIN_PARTS:
                         self._noise_clear()       # the run alone fills the deque
                         self._noise_lazy = (get, j - _REJOIN_PARTS, j, base, [])
@@ -589,7 +594,7 @@ class LineParser:
                     i = j
                     if i >= n:
                         break
-            h = heads[ci] if i == cands[ci] else None
+            h = head(ci) if i == cand(ci) else None
             if h is None:
                 got = feed(get(i))
                 if got:
@@ -601,7 +606,7 @@ class LineParser:
                 if got:
                     out.extend(got)
             i += 1
-            while cands[ci] < i:
+            while cand(ci) < i:
                 ci += 1
         return out
 
