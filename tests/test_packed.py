@@ -31,9 +31,10 @@ pytestmark = [pytest.mark.accel, pytest.mark.skipif(
     _scan is None or not hasattr(_scan, "Packed"), reason="the C accelerator is not built")]
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def _this_scanner(monkeypatch):
-    """The Packed of the scanner under test (CI's sanitized build is another module)."""
+    """The Packed of the scanner under test (CI's sanitized build is another module; the
+    pipeline tests run parse.SCAN, whose Packed is the parser's own)."""
     monkeypatch.setattr(parse_mod, "PACKED", _scan.Packed)
     monkeypatch.setattr(metric_store, "PACKED", _scan.Packed)
 
@@ -129,6 +130,7 @@ def _assert_parse_same(lines, sizes) -> None:
     assert store_state(sa) == store_state(sb)
 
 
+@pytest.mark.usefixtures("_this_scanner")
 @FUZZ
 @given(st.lists(st.one_of(_fold_lines(), MIX, st.sampled_from(_LINES)), max_size=50),
        st.lists(st.integers(1, 15), max_size=4))
@@ -136,6 +138,7 @@ def test_fuzzed_mixes_agree_packed(lines, sizes):
     _assert_parse_same(lines, sizes)
 
 
+@pytest.mark.usefixtures("_this_scanner")
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_simulated_runs_parse_the_same_packed(scenario):
     lines = [ln for _, ln in generate(scenario, 24, 3, noise_per_rollout=40)]
@@ -143,6 +146,7 @@ def test_simulated_runs_parse_the_same_packed(scenario):
     _assert_parse_same(lines, [1, 7, 50, 300])
 
 
+@pytest.mark.usefixtures("_this_scanner")
 def test_names_past_the_cap_agree_packed():
     """A record whose names would pass MAX_NAMES: capped exactly as its dict would be."""
     lines = [f"[2026-08-21 10:00:00.000 a] l.py:2 - rollout {i}: {{" + ", ".join(
@@ -154,6 +158,7 @@ def test_names_past_the_cap_agree_packed():
 
 # -- store_run: packed records filed as their dicts are -----------------------------------------
 
+@pytest.mark.usefixtures("_this_scanner")
 @settings(max_examples=int(os.environ.get("GRPO_TUI_SCAN_EXAMPLES", "300")), deadline=None)
 @given(st.lists(_item(), max_size=60), st.lists(st.integers(0, 60), max_size=4), st.randoms())
 def test_store_run_files_packed_records_like_their_dicts(items, cuts, rnd):
