@@ -13,7 +13,6 @@ import gc
 import io
 import os
 import sys
-import traceback
 from typing import NoReturn
 
 # numpy's OpenBLAS starts a thread per core when numpy is imported, and each spins ~0.1 s of CPU
@@ -315,6 +314,7 @@ def _say(line: str) -> None:
 
 def _internal(prog: str, exc: BaseException, debug: bool, code: int) -> int:
     if debug:
+        import traceback     # (only here: every command's start would pay for it)
         traceback.print_exception(exc)
     msg = " ".join(str(exc).split())[:300]
     _say(f"{prog}: internal error: {type(exc).__name__}: {msg} (run with --debug for the traceback)")

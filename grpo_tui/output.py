@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import stat
 from contextlib import contextmanager
 from typing import Iterable, Iterator, TextIO
@@ -113,7 +112,7 @@ def atomic_open(path: str, *, encoding: str = "utf-8", newline: str | None = "")
             raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
         return
     folder, base = os.path.split(real)
-    tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
+    tmp = os.path.join(folder, f".{base}.{os.urandom(4).hex()}.tmp")   # (secrets.token_hex's bytes: no import of hashlib)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     except OSError as exc:

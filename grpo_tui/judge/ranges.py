@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -185,6 +184,7 @@ def load_ranges(path: str | None) -> RangeSet:
     name = safe_text(path)
     if b"\x00" in raw:
         raise RangesError(f"{name}: not a text file (binary data)")
+    import tomllib      # (a ranges file is read seldom: not every check's start)
     try:
         text = raw.decode("utf-8")
         doc = tomllib.loads(text)
