@@ -23,15 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .judge.bulk import BulkMismatch
-from .judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report
+from .judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report, _shape
 from .judge.ranges import RangeSet
 from .judge.rules import defaults_fit_memo
 from .judge.signals import SIGNALS
 from .lines.files import CHUNK, InputError, check_readable, iter_block_views, iter_byte_blocks, iter_scanned_blocks
-from .lines.parse import LineParser
+from .lines.parse import SCAN, LineParser
 from .lines.records import Event, MetricRecord
 from .shared_override import SharedOverride
-from .store.metric_store import MetricStore, StoreUpdate
+from .store.metric_store import _RM_KEYS, MetricStore, StoreUpdate
 
 TREND_JUDGED = 8           # rollouts the rules must have judged before a range-less run can be OK
 LIVE_WINDOW = 120.0        # s: a line this recent means the run is live
@@ -204,23 +204,37 @@ class Pipeline:
         up = Update()
         if not items:
             return up
+        cuts = _ROLLOUT_CUTS(items) if _FILE_CHUNK is not None else None
+        if cuts is None:
+            cuts = _rollout_cuts(items)
+        # a whole-file read (its records packed) whose engine records a tape, or does not judge:
+        # each round in C (_scan.c: file_chunk), the same steps as _store's
+        fast = (_FILE_CHUNK is not None and self.parser.packed
+                and (not self.judging or self.engine.deferred))
         start = 0
-        last_n = None
-        seen = False
-        for i, it in enumerate(items):
-            if getattr(it, "kind", None) == "rollout" and it.n != last_n:
-                if seen and i > start:
-                    self._store(items[start:i], up)
-                    start = i
-                seen = True
-                last_n = it.n
-        self._store(items[start:], up)
+        for end in cuts + [len(items)]:
+            if fast:
+                self._store_fast(items, start, end, up)
+            else:
+                self._store(items[start:end], up)
+            start = end
         self.changes += len(up.changes)
         return up
 
-    def _store(self, items: list, up: Update) -> None:
-        st = self.store.add(items)
-        up.store = st
+    def _store_fast(self, items: list, start: int, end: int, up: Update) -> None:
+        """_store(items[start:end], up) through file_chunk: Python takes over where it says."""
+        got = _FILE_CHUNK(items, start, end, self.__dict__, self.store.events, self.store.current,
+                          self.engine.__dict__, _RM_KEYS, self._seen_steps, _shape, self.judging, up)
+        if got is None:
+            return
+        st, k = got
+        if k < 0:                   # filed and booked: the engine's update is Python's
+            self._judge_round(st, up)
+        else:
+            self._store(items[k:end], up, st)
+
+    def _store(self, items: list, up: Update, st: StoreUpdate | None = None) -> None:
+        st = self.store.add(items, st)
         seg = self.store.current.index
         seen, records = self._seen_steps, up.records
         packed = self.parser.packed     # a whole-file read: its records go to the store only
@@ -246,6 +260,11 @@ class Pipeline:
                 self.finished_by = ev.text.strip()[:200]
             elif ev.kind in FATAL_EVENTS and self._fatal is None:
                 self._fatal = (ev.data.get("exception") or ev.text).strip()[:200]
+        self._judge_round(st, up)
+
+    def _judge_round(self, st: StoreUpdate, up: Update) -> None:
+        """The end of a round of _store: its events and store update on `up`, the engine's verdict."""
+        up.store = st
         up.events.extend(st.events)
         if not self.judging:
             return
@@ -475,6 +494,27 @@ def _file_blocks(pipe: Pipeline, path: str, chunk: int = CHUNK, end: int | None 
     if scan is not None:
         return iter_scanned_blocks(path, scan, chunk, end=end)
     return ((b, None) for b in iter_block_views(path, chunk, end=end))
+
+
+def _rollout_cuts(items: list) -> list[int]:
+    """Where _add cuts items into rounds: at each rollout record whose id is not the last one's
+    (the first one aside).  _scan.c's rollout_cuts gives the same, or None where it can't tell."""
+    cuts: list[int] = []
+    start = 0
+    last_n = None
+    seen = False
+    for i, it in enumerate(items):
+        if getattr(it, "kind", None) == "rollout" and it.n != last_n:
+            if seen and i > start:
+                cuts.append(i)
+                start = i
+            seen = True
+            last_n = it.n
+    return cuts
+
+
+_ROLLOUT_CUTS = getattr(SCAN, "rollout_cuts", None)
+_FILE_CHUNK = getattr(SCAN, "file_chunk", None)
 
 
 def _mtime(path: str) -> float | None:

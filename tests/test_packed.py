@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from grpo_tui import export, pipeline
+from grpo_tui.judge import bulk
 from grpo_tui.lines import parse as parse_mod
 from grpo_tui.lines.parse import LineParser
 from grpo_tui.lines.records import MetricRecord
@@ -26,6 +27,8 @@ from grpo_tui.store.metric_store import MetricStore
 
 from tests.test_scan_equivalence import FUZZ, LOGS, MIX, _cut, _fold_lines, _scan
 from tests.test_store_run import _feed, _item, _state as store_state
+
+_REPLAY = bulk.replay       # (each _judged call records through its own wrapper of this)
 
 pytestmark = [pytest.mark.accel, pytest.mark.skipif(
     _scan is None or not hasattr(_scan, "Packed"), reason="the C accelerator is not built")]
@@ -176,12 +179,21 @@ def test_store_run_files_packed_records_like_their_dicts(items, cuts, rnd):
 # -- the whole pipeline ---------------------------------------------------------------------------
 
 def _judged(path: str, pack: bool, judging: bool, monkeypatch) -> tuple:
+    """Everything a whole-file read leaves, and the engine's tape (packed: each rollout's round
+    through _scan.c's file_chunk; else Pipeline._store's Python)."""
     monkeypatch.setattr(pipeline, "PACK_RECORDS", pack)
+    tapes = []
+
+    def record(eng, tape, seg, touch, stamp):
+        tapes.append((repr(tape), sorted(touch.items()), stamp))
+        return _REPLAY(eng, tape, seg, touch, stamp)
+    monkeypatch.setattr(bulk, "replay", record)
     now = os.path.getmtime(path) + 30.0
     pipe = pipeline.judge_path(path, now=now, judging=judging)
     assert pipe.parser.packed is False        # only while the file is read
     pr = pipe.parser
-    return (store_state(pipe.store), repr(pipe.report(now).to_json(path)) if judging else None,
+    return (tapes, pipe.finished_by, pipe._fatal, pipe._final_done, sorted(pipe._seen_steps, key=repr),
+            store_state(pipe.store), repr(pipe.report(now).to_json(path)) if judging else None,
             pr.counts.as_dict(), sorted(pr._names), pr._last_time, pr._cur_key, pr.first_ts, pr.last_ts,
             repr(export.rows(pipe.store)), repr(export.rows(pipe.store, "step")), export.render(pipe.store))
 
@@ -196,10 +208,23 @@ def test_judged_logs_agree_packed(path, judging, monkeypatch):
 @pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
 @pytest.mark.parametrize("setup", sorted(SETUPS))
 def test_simulated_setups_agree_packed(setup, tmp_path, monkeypatch):
-    for scenario, k in (("healthy", 1), ("gap-rising", 2), ("off-policy", 4)):
+    for scenario, k in (("healthy", 1), ("gap-rising", 2), ("off-policy", 4), ("crashed", 1), ("engine-down", 1)):
         path = tmp_path / f"{setup}-{scenario}.log"
         path.write_text("\n".join(ln for _, ln in generate(scenario, 40, 2, steps_per_rollout=k, setup=setup, noise_per_rollout=30)))
         assert _judged(str(path), True, True, monkeypatch) == _judged(str(path), False, True, monkeypatch)
+
+
+@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+def test_restarts_and_appended_runs_agree_packed(tmp_path, monkeypatch):
+    """Two runs in one file (a restart: a new segment), a job appended after one finished, and
+    a log without launch flags (no groups: the shape is not remembered)."""
+    a = [ln for _, ln in generate("healthy", 30, 1, noise_per_rollout=10)]
+    b = [ln for _, ln in generate("gap-jump", 30, 2, noise_per_rollout=10)]
+    bare = [ln for ln in a if "EXEC:" not in ln and "rollout_batch_size" not in ln]
+    for name, lines in (("restart", a + b), ("appended", a + a), ("bare", bare)):
+        path = tmp_path / f"{name}.log"
+        path.write_text("\n".join(lines) + "\n")
+        assert _judged(str(path), True, True, monkeypatch) == _judged(str(path), False, True, monkeypatch), name
 
 
 @pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
@@ -219,3 +244,20 @@ def test_feed_file_agrees_packed_and_live_feeds_make_dicts(tmp_path, monkeypatch
         assert up.records and all(type(r.metrics) is dict for r in up.records)
         states.append(store_state(pipe.store))
     assert states[0] == states[2] and states[1] == states[3]
+
+
+@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+def test_rounds_go_through_file_chunk(monkeypatch):
+    """The common rounds of a whole-file read are filed, booked and taped in C (the comparison
+    above would pass if Python did them all)."""
+    calls = {"done": 0, "python": 0}
+    chunk = pipeline._FILE_CHUNK
+
+    def count(*args):
+        got = chunk(*args)
+        calls["done" if got is None else "python"] += 1
+        return got
+    monkeypatch.setattr(pipeline, "_FILE_CHUNK", count)
+    path = os.path.join(os.path.dirname(LOGS[0]), "healthy-seed1.log")
+    pipeline.judge_path(path)
+    assert calls["done"] > 10 * calls["python"] > 0

@@ -4940,6 +4940,10 @@ static int file_record(PyObject *d, PyObject *rec, PyObject *rollouts, PyObject 
 
 /* store_run(seg_dict, items, i, rollouts, records, rm_keys, seg, store_events, up_events) -> int:
  * see above. */
+static Py_ssize_t store_loop(PyObject *d, PyObject *items, Py_ssize_t i, Py_ssize_t end, PyObject *rollouts,
+                             PyObject *records, PyObject *rm_keys, PyObject *seg, PyObject *store_events,
+                             PyObject *up_events);
+
 static PyObject *store_run(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 9) {
@@ -4959,7 +4963,18 @@ static PyObject *store_run(PyObject *Py_UNUSED(module), PyObject *const *args, P
     }
     if (store_names() < 0)
         return NULL;
-    for (; record_type.type != NULL && i >= 0 && i < PyList_GET_SIZE(items); i++) {
+    i = store_loop(d, items, i, PyList_GET_SIZE(items), rollouts, records, rm_keys, seg, store_events, up_events);
+    return i < 0 ? NULL : PyLong_FromSsize_t(i);
+}
+
+/* store_run's loop over items[i:end]: where it stopped, or -1 with an error set. */
+static Py_ssize_t store_loop(PyObject *d, PyObject *items, Py_ssize_t i, Py_ssize_t end, PyObject *rollouts,
+                             PyObject *records, PyObject *rm_keys, PyObject *seg, PyObject *store_events,
+                             PyObject *up_events)
+{
+    if (end > PyList_GET_SIZE(items))
+        end = PyList_GET_SIZE(items);
+    for (; record_type.type != NULL && i >= 0 && i < end; i++) {
         PyObject *rec = PyList_GET_ITEM(items, i);
         if (Py_TYPE(rec) == record_type.type) {
             /* held while the segment's own methods run (they could drop the list's reference) */
@@ -4967,7 +4982,7 @@ static PyObject *store_run(PyObject *Py_UNUSED(module), PyObject *const *args, P
             int got = file_record(d, rec, rollouts, records, rm_keys, seg);
             Py_DECREF(rec);
             if (got < 0)
-                return NULL;
+                return -1;
             if (got == 0)
                 break;
             continue;
@@ -4975,14 +4990,547 @@ static PyObject *store_run(PyObject *Py_UNUSED(module), PyObject *const *args, P
         if (Py_TYPE(rec) == event_type.type) {
             int got = file_event(d, rec, store_events, up_events);
             if (got < 0)
-                return NULL;
+                return -1;
             if (got == 0)
                 break;
             continue;
         }
         break;
     }
-    return PyLong_FromSsize_t(i);
+    return i;
+}
+
+/* ---- file_chunk: Pipeline._store of one rollout's items, a whole-file read's -------------------
+ *
+ * A finished file is stored and judged one rollout at a time (Pipeline._add cuts the items at
+ * each rollout record); for a big log that is ~12,000 rounds of Pipeline._store, MetricStore.add
+ * and, judging deferred (pipeline.judge_path, feed_file), HealthEngine.update recording its tape.
+ * file_chunk does one round as those do: the store's filing (store_loop), the pipeline's books
+ * (doubled steps seen, the run not finished once records come), and the engine's tape (the
+ * update's stamp and touched rollouts, the events and the rollouts it completes, with the log
+ * time and the run's shape then: _shape(seg) is Python's).  It hands the round back to Python
+ * where anything else may happen: an item store_loop leaves to Python (a launch, a restart...),
+ * an event that ends the run, a new segment, rollouts out of order, an engine not deferred. */
+enum { SU_ROLLOUTS, SU_EVENTS, SU_RECORDS, SU_NEW_SEGMENT, SU_FIELDS };
+static const char *const UPDATE_FIELDS[SU_FIELDS] = {"rollouts", "events", "records", "new_segment"};
+static SlotType update_type;
+
+static PyObject *set_update_type(PyObject *Py_UNUSED(module), PyObject *cls)
+{
+    Py_CLEAR(update_type.type);
+    if (slot_type(cls, UPDATE_FIELDS, SU_FIELDS, &update_type) < 0) {
+        Py_CLEAR(update_type.type);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *S_STAMP_E, *S_TOUCH, *S_TAPE, *S_TAPE_SEG, *S_SEG_INDEX, *S_FIRST_TS_E, *S_LAST_TS_E, *S_EVALUATED,
+    *S_INDEX, *S_FINAL_DONE, *S_FATAL, *S_FINISHED_BY, *S_TS_ATTR, *S_KIND_ATTR, *S_TRAIN_TIME, *S_ACTOR_TRAIN_TIME,
+    *S_COLUMNS, *S_ZERO, *S_JUDGE_OP, *S_STORE;
+
+static int chunk_names(void)
+{
+    if (S_STORE != NULL)
+        return 0;
+    struct { PyObject **slot; const char *text; } names[] = {
+        {&S_STAMP_E, "_stamp"}, {&S_TOUCH, "_touch"}, {&S_TAPE, "_tape"}, {&S_TAPE_SEG, "_tape_seg"},
+        {&S_SEG_INDEX, "_segment_index"}, {&S_FIRST_TS_E, "_first_ts"}, {&S_LAST_TS_E, "_last_ts"},
+        {&S_EVALUATED, "_evaluated"}, {&S_INDEX, "index"}, {&S_FINAL_DONE, "_final_done"}, {&S_FATAL, "_fatal"},
+        {&S_FINISHED_BY, "finished_by"}, {&S_TS_ATTR, "ts"}, {&S_KIND_ATTR, "kind"},
+        {&S_TRAIN_TIME, "perf/train_time"}, {&S_ACTOR_TRAIN_TIME, "perf/actor_train_time"}, {&S_COLUMNS, "columns"},
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (*names[k].slot == NULL && (*names[k].slot = PyUnicode_InternFromString(names[k].text)) == NULL)
+            return -1;
+    if ((S_ZERO = PyLong_FromLong(0)) == NULL || (S_JUDGE_OP = PyLong_FromLong(1)) == NULL)
+        return -1;
+    S_STORE = PyUnicode_InternFromString("store");
+    return S_STORE == NULL ? -1 : 0;
+}
+
+/* Segment.steps_per_rollout: the flags' K while FlagsMemo's memo of it is fresh, else the
+ * _k_inferred / _max_steps fallback; the property itself otherwise.  A new reference. */
+static PyObject *seg_steps(PyObject *d, PyObject *seg)
+{
+    PyObject *memo = entry(d, S_FLAG_MEMO), *flags = memo ? entry(d, S_FLAGS) : NULL;
+    if (flags == NULL)
+        return NULL;
+    PyObject *seen = PyObject_GetAttr(memo, S_SEEN);
+    if (seen == NULL)
+        return NULL;
+    int fresh = PyTuple_CheckExact(seen) && PyTuple_GET_SIZE(seen) == 4 && PyDict_CheckExact(flags);
+    for (int q = 0; fresh && q < 4; q++) {
+        PyObject *v = PyDict_GetItemWithError(flags, S_FLAG_KEYS[q]);
+        if (v == NULL && PyErr_Occurred()) {
+            Py_DECREF(seen);
+            return NULL;
+        }
+        fresh = (v == NULL ? Py_None : v) == PyTuple_GET_ITEM(seen, q);
+    }
+    Py_DECREF(seen);
+    if (!fresh)
+        return PyObject_GetAttr(seg, S_STEPS_PER_ROLLOUT);
+    PyObject *k = PyObject_GetAttr(memo, S_STEPS_K);
+    if (k == NULL)
+        return NULL;
+    int t = PyObject_IsTrue(k);
+    if (t != 0) {
+        if (t < 0)
+            Py_CLEAR(k);
+        return k;
+    }
+    Py_DECREF(k);
+    PyObject *inferred = entry(d, S_K_INFERRED), *most = inferred ? entry(d, S_MAX_STEPS) : NULL;
+    if (most == NULL)
+        return NULL;
+    t = PyObject_IsTrue(inferred);
+    if (t != 0)
+        return t < 0 ? NULL : Py_NewRef(inferred);
+    int big = PyObject_RichCompareBool(most, S_ONE, Py_GT);          /* max(1, _max_steps) */
+    return big < 0 ? NULL : Py_NewRef(big ? most : S_ONE);
+}
+
+/* engine._shape(seg) remembered: what it reads of a segment is which names it has (their counts:
+ * names only come, never go), its framework, flags, K (from the flags, _k_inferred, _max_steps),
+ * groups and row order; while all of those are the very same objects (and counts) as at the last
+ * call, the answer is that call's.  Only where the flags give the groups: else groups_of reads
+ * the newest rows' values.  Every object compared is held, so no other can take its address (the
+ * segment by a weak reference: a run's columns are not kept alive by this). */
+enum { SM_SEG, SM_FRAMEWORK, SM_F0, SM_F1, SM_F2, SM_F3, SM_STEPS, SM_GROUPS, SM_KINF, SM_MAXS, SM_ORDERED, SM_OBJS };
+static PyObject *smemo_obj[SM_OBJS], *smemo_shape;
+static Py_ssize_t smemo_len[4];
+static PyObject *S_NAMES_D, *S_TRAIN_SUM, *S_FRAMEWORK, *S_GROUPS_K;
+
+/* The segment's fingerprint for _shape into objs (borrowed) and lens: 1, 0 when it can't be
+ * remembered (the groups are not the flags', the memo is stale), -1 with an error set. */
+static int shape_print(PyObject *d, PyObject *seg, PyObject **objs, Py_ssize_t *lens)
+{
+    if (S_GROUPS_K == NULL && ((S_NAMES_D = PyUnicode_InternFromString("names")) == NULL
+                               || (S_TRAIN_SUM = PyUnicode_InternFromString("train_sum")) == NULL
+                               || (S_FRAMEWORK = PyUnicode_InternFromString("framework")) == NULL
+                               || (S_GROUPS_K = PyUnicode_InternFromString("_groups")) == NULL))
+        return -1;
+    PyObject *names = entry(d, S_NAMES_D), *columns = names ? entry(d, S_COLUMNS) : NULL;
+    PyObject *sums = columns ? entry(d, S_TRAIN_SUM) : NULL, *flags = sums ? entry(d, S_FLAGS) : NULL;
+    PyObject *memo = flags ? entry(d, S_FLAG_MEMO) : NULL;
+    if (memo == NULL)
+        return -1;
+    if (!PyDict_CheckExact(names) || !PyDict_CheckExact(columns) || !PyDict_CheckExact(sums) || !PyDict_CheckExact(flags))
+        return 0;
+    lens[0] = PyDict_GET_SIZE(names);
+    lens[1] = PyDict_GET_SIZE(columns);
+    lens[2] = PyDict_GET_SIZE(sums);
+    lens[3] = PyDict_GET_SIZE(flags);
+    objs[SM_SEG] = seg;
+    PyObject *seen = PyObject_GetAttr(memo, S_SEEN), *steps = NULL, *groups = NULL;
+    int ok = seen != NULL && PyTuple_CheckExact(seen) && PyTuple_GET_SIZE(seen) == 4;
+    for (int q = 0; ok && q < 4; q++) {
+        PyObject *v = PyDict_GetItemWithError(flags, S_FLAG_KEYS[q]);
+        if (v == NULL && PyErr_Occurred())
+            ok = -1;
+        else
+            ok = (objs[SM_F0 + q] = v == NULL ? Py_None : v) == PyTuple_GET_ITEM(seen, q);
+    }
+    Py_XDECREF(seen);
+    if (seen == NULL || ok < 0)
+        return -1;
+    if (!ok)
+        return 0;
+    if ((steps = PyObject_GetAttr(memo, S_STEPS_K)) == NULL || (groups = PyObject_GetAttr(memo, S_GROUPS_K)) == NULL) {
+        Py_XDECREF(steps);
+        return -1;
+    }
+    objs[SM_STEPS] = steps;      /* (the memo holds them: borrowed from here on) */
+    objs[SM_GROUPS] = groups;
+    Py_DECREF(steps);
+    Py_DECREF(groups);
+    int t = PyObject_IsTrue(groups);
+    if (t <= 0)
+        return t;
+    PyObject *fw = entry(d, S_FRAMEWORK), *kinf = fw ? entry(d, S_K_INFERRED) : NULL;
+    PyObject *maxs = kinf ? entry(d, S_MAX_STEPS) : NULL, *ordered = maxs ? entry(d, S_ORDERED) : NULL;
+    if (ordered == NULL)
+        return -1;
+    objs[SM_FRAMEWORK] = fw;
+    objs[SM_KINF] = kinf;
+    objs[SM_MAXS] = maxs;
+    objs[SM_ORDERED] = ordered;
+    return 1;
+}
+
+/* _shape(seg), remembered while its fingerprint holds: a new reference, or NULL. */
+static PyObject *shape_of_seg(PyObject *d, PyObject *seg, PyObject *shape_fn)
+{
+    PyObject *objs[SM_OBJS];
+    Py_ssize_t lens[4];
+    int can = shape_print(d, seg, objs, lens);
+    if (can < 0)
+        return NULL;
+    if (can && smemo_shape != NULL && memcmp(lens, smemo_len, sizeof lens) == 0
+        && PyWeakref_GET_OBJECT(smemo_obj[SM_SEG]) == seg) {
+        int same = 1;
+        for (int q = SM_SEG + 1; same && q < SM_OBJS; q++)
+            same = objs[q] == smemo_obj[q];
+        if (same)
+            return Py_NewRef(smemo_shape);
+    }
+    PyObject *shape = PyObject_CallOneArg(shape_fn, seg);
+    if (shape == NULL || !can)
+        return shape;
+    /* what _shape read is what was printed before the call (it reads, never writes, those) */
+    PyObject *ref = PyWeakref_NewRef(seg, NULL);
+    if (ref == NULL) {            /* (no weak references to it: not remembered) */
+        PyErr_Clear();
+        return shape;
+    }
+    Py_XSETREF(smemo_obj[SM_SEG], ref);
+    for (int q = SM_SEG + 1; q < SM_OBJS; q++)
+        Py_XSETREF(smemo_obj[q], Py_NewRef(objs[q]));
+    memcpy(smemo_len, lens, sizeof lens);
+    Py_XSETREF(smemo_shape, Py_NewRef(shape));
+    return shape;
+}
+
+/* HealthEngine._complete_rollouts of an ordered segment, then _judge of each (deferred: the tape
+ * gets (JUDGE, r, last_ts, stamp, shape(seg))): 0, or -1 with an error set. */
+static int judge_complete(PyObject *ed, PyObject *d, PyObject *seg, PyObject *tape, PyObject *stamp,
+                          PyObject *shape_fn)
+{
+    PyObject *ids = entry(d, S_IDS), *latest = ids ? entry(d, S_MAX_ID) : NULL;
+    PyObject *start = latest ? entry(ed, S_EVALUATED) : NULL;
+    if (start == NULL || !PyList_CheckExact(ids))
+        return start == NULL ? -1 : 0;
+    Py_ssize_t n = PyList_GET_SIZE(ids), lo = n > 64 ? n - 64 : 0, a = n;
+    if (n == 0)
+        return 0;
+    /* todo = ids[lo:] (nothing judged yet) or ids[bisect_right(ids, start, lo):] (ids rise) */
+    if (start == Py_None) {
+        a = lo;
+    } else {
+        while (a > lo) {
+            int gt = PyObject_RichCompareBool(PyList_GET_ITEM(ids, a - 1), start, Py_GT);
+            if (gt < 0)
+                return -1;
+            if (!gt)
+                break;
+            a--;
+        }
+    }
+    Py_ssize_t b = a;          /* ids[a:b] are complete */
+    for (; b < n; b++) {
+        PyObject *r = PyList_GET_ITEM(ids, b);
+        int before = PyObject_RichCompareBool(r, latest, Py_LT);
+        if (before < 0)
+            return -1;
+        if (before)
+            continue;
+        PyObject *row_of = entry(d, S_ROW_OF), *kinds = row_of ? entry(d, S_KINDS) : NULL;
+        PyObject *steps_of = kinds ? entry(d, S_STEPS_OF) : NULL, *columns = steps_of ? entry(d, S_COLUMNS) : NULL;
+        if (columns == NULL)
+            return -1;
+        PyObject *row = PyDict_GetItemWithError(row_of, r);
+        if (row == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, r);
+            return -1;
+        }
+        PyObject *set = PyDict_GetItemWithError(kinds, row);
+        if (set == NULL && PyErr_Occurred())
+            return -1;
+        int complete = set != NULL && PyAnySet_Check(set);
+        PyObject *want[3] = {S_PERF, S_STEP, S_ROLLOUT};
+        for (int q = 0; complete && q < 3; q++)
+            if ((complete = PySet_Contains(set, want[q])) < 0)
+                return -1;
+        if (complete) {
+            PyObject *have = PyDict_GetItemWithError(steps_of, r), *k = NULL;
+            if (have == NULL && PyErr_Occurred())
+                return -1;
+            if ((k = seg_steps(d, seg)) == NULL)
+                return -1;
+            complete = PyObject_RichCompareBool(have == NULL ? S_ZERO : have, k, Py_GE);
+            Py_DECREF(k);
+            if (complete < 0)
+                return -1;
+        }
+        if (complete) {      /* _has_train_perf */
+            PyObject *col = PyDict_GetItemWithError(columns, S_TRAIN_TIME);
+            if (col == NULL && !PyErr_Occurred())
+                col = PyDict_GetItemWithError(columns, S_ACTOR_TRAIN_TIME);
+            if (col == NULL && PyErr_Occurred())
+                return -1;
+            complete = 0;
+            if (col != NULL) {
+                Py_ssize_t rr = PyLong_AsSsize_t(row);
+                PyObject *view = rr < 0 ? NULL : PyObject_GetAttr(col, S_VIEW);
+                double *cells = view == NULL ? NULL : cells_of(view, rr);
+                Py_XDECREF(view);
+                if (cells == NULL)
+                    return PyErr_Occurred() ? -1 : 0;   /* (not a view of ours: left to Python) */
+                complete = !isnan(cells[rr]);
+            }
+        }
+        if (!complete)
+            break;
+    }
+    for (Py_ssize_t q = a; q < b; q++) {      /* _judge(seg, r), in id order */
+        PyObject *r = PyList_GET_ITEM(ids, q);
+        PyObject *ev = entry(ed, S_EVALUATED);
+        if (ev == NULL)
+            return -1;
+        int later = ev == Py_None ? 1 : PyObject_RichCompareBool(r, ev, Py_GT);
+        if (later < 0 || (later && PyDict_SetItem(ed, S_EVALUATED, r) < 0))
+            return -1;
+        PyObject *shape = shape_of_seg(d, seg, shape_fn), *last = shape ? entry(ed, S_LAST_TS_E) : NULL;
+        PyObject *op = last ? PyTuple_Pack(5, S_JUDGE_OP, r, last, stamp, shape) : NULL;
+        Py_XDECREF(shape);
+        int bad = op == NULL || PyList_Append(tape, op) < 0;
+        Py_XDECREF(op);
+        if (bad)
+            return -1;
+    }
+    return 0;
+}
+
+/* HealthEngine.update(st) while deferred, for a round of an ordered segment that is no new run
+ * (the caller checked): 1 done, -1 on error. */
+static int engine_tape(PyObject *ed, PyObject *d, PyObject *seg, PyObject *st, PyObject *shape_fn)
+{
+    PyObject *tape = entry(ed, S_TAPE), *touch = tape ? entry(ed, S_TOUCH) : NULL;
+    PyObject *stamp0 = touch ? entry(ed, S_STAMP_E) : NULL;
+    if (stamp0 == NULL)
+        return -1;
+    PyObject *stamp = PyNumber_Add(stamp0, S_ONE);
+    if (stamp == NULL || PyDict_SetItem(ed, S_STAMP_E, stamp) < 0)
+        goto fail;
+    PyObject *rollouts = SLOT(st, &update_type, SU_ROLLOUTS), *key;
+    Py_ssize_t pos = 0;
+    Py_hash_t hash;
+    while (_PySet_NextEntry(rollouts, &pos, &key, &hash))
+        if (PyDict_SetItem(touch, key, stamp) < 0)
+            goto fail;
+    if (PyDict_SetItem(ed, S_TAPE_SEG, seg) < 0)
+        goto fail;
+    PyObject *events = SLOT(st, &update_type, SU_EVENTS);
+    for (Py_ssize_t q = 0; q < PyList_GET_SIZE(events); q++) {
+        PyObject *ev = PyList_GET_ITEM(events, q), *ts = SLOT(ev, &event_type, E_TS);
+        if (ts != Py_None) {         /* _see_time */
+            PyObject *first = entry(ed, S_FIRST_TS_E), *last = first ? entry(ed, S_LAST_TS_E) : NULL;
+            if (last == NULL)
+                goto fail;
+            int lt = first == Py_None ? 1 : PyObject_RichCompareBool(ts, first, Py_LT);
+            if (lt < 0 || (lt && PyDict_SetItem(ed, S_FIRST_TS_E, ts) < 0))
+                goto fail;
+            int gt = last == Py_None ? 1 : PyObject_RichCompareBool(ts, last, Py_GT);
+            if (gt < 0 || (gt && PyDict_SetItem(ed, S_LAST_TS_E, ts) < 0))
+                goto fail;
+        }
+        PyObject *max_id = entry(d, S_MAX_ID), *last = max_id ? entry(ed, S_LAST_TS_E) : NULL;
+        PyObject *op = last ? PyTuple_Pack(4, S_ZERO, ev, max_id, last) : NULL;
+        int bad = op == NULL || PyList_Append(tape, op) < 0;
+        Py_XDECREF(op);
+        if (bad)
+            goto fail;
+    }
+    PyObject *first = entry(ed, S_FIRST_TS_E), *last = first ? entry(ed, S_LAST_TS_E) : NULL;
+    if (last == NULL)
+        goto fail;
+    PyObject *records = SLOT(st, &update_type, SU_RECORDS), *f0 = first, *l0 = last;
+    for (Py_ssize_t q = 0; q < PyList_GET_SIZE(records); q++) {
+        PyObject *ts = SLOT(PyList_GET_ITEM(records, q), &record_type, R_TS);
+        if (ts == Py_None)
+            continue;
+        int lt = first == Py_None ? 1 : PyObject_RichCompareBool(ts, first, Py_LT);
+        int gt = lt < 0 ? -1 : last == Py_None ? 1 : PyObject_RichCompareBool(ts, last, Py_GT);
+        if (gt < 0)
+            goto fail;
+        if (lt)
+            first = ts;
+        if (gt)
+            last = ts;
+    }
+    if ((first != f0 && PyDict_SetItem(ed, S_FIRST_TS_E, first) < 0)
+        || (last != l0 && PyDict_SetItem(ed, S_LAST_TS_E, last) < 0))
+        goto fail;
+    if (judge_complete(ed, d, seg, tape, stamp, shape_fn) < 0)
+        goto fail;
+    Py_DECREF(stamp);
+    return 1;
+fail:
+    Py_XDECREF(stamp);
+    return -1;
+}
+
+/* file_chunk(items, start, end, pipe_d, store_events, seg, engine_d, rm_keys, seen_steps, shape_fn,
+ *            judging, up) -> None (the round done, as Pipeline._store does it: up.events and
+ * up.store too) or (st, k): the round's StoreUpdate filed up to items[k], the rest of the round
+ * (from k: MetricStore.add's own path, then Pipeline._store's books) left to Python; k = -1:
+ * the store and the books done, the engine's update (and what follows it) Python's. */
+static PyObject *file_chunk(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "file_chunk(): 12 arguments");
+        return NULL;
+    }
+    PyObject *items = args[0], *pd = args[3], *store_events = args[4], *seg = args[5], *ed = args[6];
+    PyObject *rm_keys = args[7], *seen = args[8], *shape_fn = args[9], *up = args[11];
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    int judging = PyObject_IsTrue(args[10]);
+    if (PyErr_Occurred() || judging < 0)
+        return NULL;
+    if (!PyList_CheckExact(items) || !PyDict_CheckExact(pd) || !PyList_CheckExact(store_events)
+        || !PyDict_CheckExact(ed) || !PyDict_CheckExact(rm_keys) || !PySet_CheckExact(seen)) {
+        PyErr_SetString(PyExc_TypeError, "file_chunk(): list, int, int, dict, list, segment, dict, dict, set, ...");
+        return NULL;
+    }
+    if (update_type.type == NULL || record_type.type == NULL || store_names() < 0 || chunk_names() < 0)
+        return NULL;
+    PyObject *d = PyObject_GenericGetDict(seg, NULL);
+    if (d == NULL)
+        return NULL;
+    Py_DECREF(d);      /* (the segment holds its dict) */
+    PyObject *f[SU_FIELDS] = {PySet_New(NULL), PyList_New(0), PyList_New(0), Py_NewRef(Py_False)};
+    PyObject *st = slot_object(&update_type, f, SU_FIELDS);
+    if (st == NULL)
+        return NULL;
+    PyObject *records = SLOT(st, &update_type, SU_RECORDS), *events = SLOT(st, &update_type, SU_EVENTS);
+    Py_ssize_t k = store_loop(d, items, start, end, SLOT(st, &update_type, SU_ROLLOUTS), records, rm_keys, seg,
+                              store_events, events);
+    if (k < 0)
+        goto fail;
+    if (k < end)
+        goto python;
+    /* Pipeline._store's books */
+    for (Py_ssize_t q = 0; q < PyList_GET_SIZE(events); q++) {
+        PyObject *kind = SLOT(PyList_GET_ITEM(events, q), &event_type, E_KIND);
+        /* only the events the pipeline does not look at are taken (_RUN_ENDS' are Python's) */
+        if (kind == NULL || !PyUnicode_CheckExact(kind))
+            goto python;
+        static const char *const ends[] = {"job_succeeded", "job_failed", "job_stopped", "traceback", "oom",
+                                           "nccl_timeout", "fatal", "ft_fail"};
+        for (size_t e = 0; e < sizeof ends / sizeof ends[0]; e++)
+            if (PyUnicode_CompareWithASCIIString(kind, ends[e]) == 0)
+                goto python;
+    }
+    PyObject *index = PyObject_GetAttr(seg, S_INDEX);
+    if (index == NULL)
+        goto fail;
+    for (Py_ssize_t q = 0; q < PyList_GET_SIZE(records); q++) {
+        PyObject *rec = PyList_GET_ITEM(records, q);
+        if (PyUnicode_Compare(SLOT(rec, &record_type, R_KIND), S_STEP) != 0)
+            continue;
+        PyObject *key = PyTuple_Pack(3, index, SLOT(rec, &record_type, R_ROLE), SLOT(rec, &record_type, R_N));
+        int bad = key == NULL || PySet_Add(seen, key) < 0;
+        Py_XDECREF(key);
+        if (bad) {
+            Py_DECREF(index);
+            goto fail;
+        }
+    }
+    if (PyList_GET_SIZE(records) && (PyDict_SetItem(pd, S_FINAL_DONE, Py_False) < 0
+                                     || PyDict_SetItem(pd, S_FATAL, Py_None) < 0
+                                     || PyDict_SetItem(pd, S_FINISHED_BY, Py_None) < 0)) {
+        Py_DECREF(index);
+        goto fail;
+    }
+    PyObject *finished = entry(pd, S_FINISHED_BY);
+    if (finished == NULL) {
+        Py_DECREF(index);
+        goto fail;
+    }
+    if (!judging) {
+        Py_DECREF(index);
+        goto done;
+    }
+    /* HealthEngine.update, deferred: the round on the tape (a new run, rollouts out of order or a
+     * finished run's final pass are Python's) */
+    PyObject *tape = PyDict_GetItemWithError(ed, S_TAPE), *segi = tape ? PyDict_GetItemWithError(ed, S_SEG_INDEX) : NULL;
+    PyObject *ordered = segi ? PyDict_GetItemWithError(d, S_ORDERED) : NULL;
+    int same = segi != NULL ? PyObject_RichCompareBool(segi, index, Py_EQ) : -1;
+    Py_DECREF(index);
+    if (PyErr_Occurred())
+        goto fail;
+    if (tape == NULL || !PyList_CheckExact(tape) || same <= 0 || ordered != Py_True || finished != Py_None)
+        goto python_done;
+    if (engine_tape(ed, d, seg, st, shape_fn) < 0)
+        goto fail;
+done:      /* up.events.extend(st.events); up.store = st */
+    {
+        PyObject *up_events = PyObject_GetAttr(up, S_EVENTS);
+        int bad = up_events == NULL || !PyList_CheckExact(up_events)
+                  || PyList_SetSlice(up_events, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, events) < 0
+                  || PyObject_SetAttr(up, S_STORE, st) < 0;
+        if (up_events != NULL && !PyList_CheckExact(up_events) && !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "file_chunk(): up.events is not a list");
+        Py_XDECREF(up_events);
+        if (bad)
+            goto fail;
+    }
+    Py_DECREF(st);
+    Py_RETURN_NONE;
+python_done:      /* the store's part and the books are done: the engine's is Python's */
+    k = -1;
+python:
+    return Py_BuildValue("(Nn)", st, k);
+fail:
+    Py_DECREF(st);
+    return NULL;
+}
+
+/* rollout_cuts(items) -> list | None: where Pipeline._add cuts items into rounds (at each rollout
+ * record whose id is not the last one's, the first aside), or None where Python must look (an
+ * item of another class). */
+static PyObject *rollout_cuts(PyObject *Py_UNUSED(module), PyObject *items)
+{
+    if (!PyList_CheckExact(items) || record_type.type == NULL || store_names() < 0)
+        Py_RETURN_NONE;
+    PyObject *cuts = PyList_New(0), *last_n = NULL;
+    if (cuts == NULL)
+        return NULL;
+    Py_ssize_t start = 0;
+    int seen = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *it = PyList_GET_ITEM(items, i), *kind;
+        if (Py_IS_TYPE(it, record_type.type))
+            kind = SLOT(it, &record_type, R_KIND);
+        else if (Py_IS_TYPE(it, event_type.type))
+            kind = SLOT(it, &event_type, E_KIND);
+        else
+            goto python;
+        if (kind == NULL || !PyUnicode_CheckExact(kind))
+            goto python;
+        if (PyUnicode_Compare(kind, S_ROLLOUT) != 0)
+            continue;
+        if (!Py_IS_TYPE(it, record_type.type))
+            goto python;
+        PyObject *n = SLOT(it, &record_type, R_N);
+        int other = last_n == NULL ? 1 : PyObject_RichCompareBool(n, last_n, Py_NE);
+        if (other < 0)
+            goto fail;
+        if (!other)
+            continue;
+        if (seen && i > start) {
+            PyObject *v = PyLong_FromSsize_t(i);
+            int bad = v == NULL || PyList_Append(cuts, v) < 0;
+            Py_XDECREF(v);
+            if (bad)
+                goto fail;
+            start = i;
+        }
+        seen = 1;
+        Py_XSETREF(last_n, Py_NewRef(n));
+    }
+    Py_XDECREF(last_n);
+    return cuts;
+python:
+    Py_XDECREF(last_n);
+    Py_DECREF(cuts);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(last_n);
+    Py_DECREF(cuts);
+    return NULL;
 }
 
 /* ---- a float's repr() without Python's dtoa (export) ------------------------------------
@@ -5406,6 +5954,11 @@ static PyMethodDef methods[] = {
     {"fold_lazy", fold_lazy, METH_VARARGS,
      "fold_lazy(buf, walk, pack=False) -> Fold: fold_raw(buf, walk, pack) as arrays, read item by item."},
     {"scan_fold", scan_fold, METH_VARARGS, "scan_fold(buf, pack=False) -> Fold: scan_raw() then fold_lazy()."},
+    {"rollout_cuts", rollout_cuts, METH_O, "rollout_cuts(items) -> list | None: where Pipeline._add cuts items."},
+    {"set_update_type", set_update_type, METH_O, "set_update_type(StoreUpdate): the class file_chunk makes its rounds' updates as."},
+    {"file_chunk", (PyCFunction)(void (*)(void))file_chunk, METH_FASTCALL,
+     "file_chunk(items, start, end, pipe_dict, store_events, segment, engine_dict, rm_keys, seen_steps, shape,\n"
+     "judging) -> None | (update, k): Pipeline._store of items[start:end] (see _scan.c)."},
     {"set_step_type", set_step_type, METH_O,
      "set_step_type(StepRow): the class store_run makes a segment's step rows as."},
     {"pack", pack_dict, METH_O, "pack(dict) -> Packed | None: a dict of plain ints and floats as Packed (tests)."},
