@@ -17,7 +17,9 @@ from typing import Any, TextIO
 from .lines.parse import SCAN
 from .output import csv_safe
 from .store.metric_store import MetricStore, Segment
-from .store.rollout_table import rollout_table
+import numpy as np
+
+from .store.rollout_table import number_cells, rollout_table
 
 
 _RAW = "\x00raw"  # internal: raw nan/inf tokens of a row, never a column
@@ -193,13 +195,18 @@ def write_rollout_csv(store: MetricStore, fh: TextIO) -> None:
     Columns come in the order `columns()` finds them row by row: a name's first row with a
     value, then its place in that segment's first-seen order."""
     segs = [s for s in store.segments if s.has_data]
-    tables = [rollout_table(seg) for seg in segs]
+    # columns of plain numbers as arrays when csv_rows can write them so (no object per cell)
+    tables = [rollout_table(seg, numbers=_csv_rows is not None) for seg in segs]
     first: dict[str, tuple[int, int]] = {}
     base = 0
     for table in tables:
         for j, (name, cells) in enumerate(table.cells.items()):
             if name not in first:
-                i = next((i for i, v in enumerate(cells) if v is not None), None)
+                if type(cells) is tuple:
+                    at = np.flatnonzero(~np.isnan(cells[0]))
+                    i = int(at[0]) if len(at) else None
+                else:
+                    i = next((i for i, v in enumerate(cells) if v is not None), None)
                 if i is not None:
                     first[name] = (base + i, j)
         base += len(table.ids)
@@ -212,7 +219,8 @@ def write_rollout_csv(store: MetricStore, fh: TextIO) -> None:
         for lo in range(0, len(table.ids), _CSV_ROWS):
             hi = lo + _CSV_ROWS
             lead_cols = ([[seg.index] * len(table.ids[lo:hi])] if len(segs) > 1 else []) + [table.ids[lo:hi]]
-            _write_rows(fh, w, lead_cols, [None if c is None else c[lo:hi] for c in cells])
+            _write_rows(fh, w, lead_cols, [None if c is None else (c[0][lo:hi], c[1]) if type(c) is tuple
+                                           else c[lo:hi] for c in cells])
 
 
 _CSV_ROWS = 2048    # rows formatted at a time: the text of a whole big export is never held twice
@@ -258,6 +266,7 @@ def _write_rows(fh: TextIO, w, lead_cols: list[list[Any]], cells: list[list[Any]
         if text is not None:
             fh.write(text)
             return
+    cells = [number_cells(c) if type(c) is tuple else c for c in cells]   # (the Python writers' lists)
     blank = [""] * n
     plain = [_plain_column(c) for c in lead_cols + [c for c in cells if c is not None]]
     if n and None not in plain:

@@ -16,7 +16,7 @@ from grpo_tui.lines.records import MetricRecord
 from grpo_tui.pipeline import judge_path
 from grpo_tui.simulate import SCENARIOS, generate
 from grpo_tui.store.metric_store import MetricStore
-from grpo_tui.store.rollout_table import rollout_table
+from grpo_tui.store.rollout_table import number_cells, rollout_table
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = sorted((ROOT / "sample_logs").glob("*.log")) + [ROOT / "tests" / "fixtures" / "miles-log-sample.log"]
@@ -54,6 +54,11 @@ def assert_table_matches(store: MetricStore) -> None:
                 want = seg.value(rid, name)
                 got = table.cells[name][i]
                 assert same(got, want), (seg.index, rid, name, got, want)
+        # the columns of plain numbers as arrays (export's CSV): the same cells
+        for name, col in rollout_table(seg, numbers=True).cells.items():
+            cells = number_cells(col) if type(col) is tuple else col
+            assert len(cells) == len(table.ids)
+            assert all(same(a, b) for a, b in zip(cells, table.cells[name])), (seg.index, name)
     want_rows = reference_rows(store)
     assert repr(export.rows(store)) == repr(want_rows)
     buf = io.StringIO()

@@ -5825,25 +5825,29 @@ static int text_put(Text *t, const char *s, Py_ssize_t n)
 /* A cell's CSV text as csv.writer writes it for these types: a float as repr() (ryu_repr, or
  * the function float.__repr__ calls), an int as str(), None as nothing.  0: another type (the
  * caller takes the Python path), -1: an error. */
+/* repr(x) of a double into t: 1, or -1 with an error set. */
+static int double_text(Text *t, double x)
+{
+#ifdef __SIZEOF_INT128__
+    if (ryu_ready && isfinite(x) && x != 0.0) {   /* repr()'s digits, without its dtoa */
+        char buf[32];
+        return text_put(t, buf, ryu_repr(x, buf)) ? 1 : -1;
+    }
+#endif
+    char *r = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (r == NULL)
+        return -1;
+    int ok = text_put(t, r, (Py_ssize_t)strlen(r));
+    PyMem_Free(r);
+    return ok ? 1 : -1;
+}
+
 static int cell_text(Text *t, PyObject *v)
 {
     if (v == Py_None)
         return 1;
-    if (PyFloat_CheckExact(v)) {
-        double x = PyFloat_AS_DOUBLE(v);
-#ifdef __SIZEOF_INT128__
-        if (ryu_ready && isfinite(x) && x != 0.0) {   /* repr()'s digits, without its dtoa */
-            char buf[32];
-            return text_put(t, buf, ryu_repr(x, buf)) ? 1 : -1;
-        }
-#endif
-        char *r = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
-        if (r == NULL)
-            return -1;
-        int ok = text_put(t, r, (Py_ssize_t)strlen(r));
-        PyMem_Free(r);
-        return ok ? 1 : -1;
-    }
+    if (PyFloat_CheckExact(v))
+        return double_text(t, PyFloat_AS_DOUBLE(v));
     if (PyLong_CheckExact(v)) {
         int overflow;
         long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
@@ -5868,6 +5872,14 @@ static int cell_text(Text *t, PyObject *v)
 
 /* csv_rows(columns, n) -> str | None: n CSV rows from columns (each a list of n cells, or None
  * for a column left blank), every cell a float, an int or None; None when another cell is met. */
+/* A column of csv_rows given as numbers: (float64 buffer, kind), kind "f" a float per cell
+ * (repr; NaN: no value, the cell empty) or "i" an int per cell (str(int(x)); NaN: empty). */
+typedef struct {
+    Py_buffer view;
+    const double *x;
+    int is_int;
+} NumCol;
+
 static PyObject *csv_rows(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *cols;
@@ -5875,20 +5887,60 @@ static PyObject *csv_rows(PyObject *Py_UNUSED(module), PyObject *args)
     if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &cols, &n))
         return NULL;
     Py_ssize_t m = PyList_GET_SIZE(cols);
-    for (Py_ssize_t j = 0; j < m; j++) {
-        PyObject *c = PyList_GET_ITEM(cols, j);
-        if (c != Py_None && (!PyList_Check(c) || PyList_GET_SIZE(c) != n)) {
-            PyErr_SetString(PyExc_ValueError, "csv_rows(): a column of another length than n");
-            return NULL;
-        }
-    }
+    NumCol *num = PyMem_Calloc((size_t)m + 1, sizeof(NumCol));
+    if (num == NULL)
+        return PyErr_NoMemory();
     Text t = {NULL, 0, 0};
     PyObject *res = NULL;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        PyObject *c = PyList_GET_ITEM(cols, j);
+        if (PyTuple_CheckExact(c) && PyTuple_GET_SIZE(c) == 2) {
+            PyObject *kind = PyTuple_GET_ITEM(c, 1);
+            if (!PyUnicode_Check(kind) || PyObject_GetBuffer(PyTuple_GET_ITEM(c, 0), &num[j].view,
+                                                             PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "csv_rows(): a number column is (float64 buffer, kind)");
+                goto done;
+            }
+            num[j].x = num[j].view.buf;
+            num[j].is_int = PyUnicode_CompareWithASCIIString(kind, "i") == 0;
+            if (num[j].view.itemsize != 8 || num[j].view.format == NULL || strcmp(num[j].view.format, "d") != 0
+                || num[j].view.len != n * 8
+                || (!num[j].is_int && PyUnicode_CompareWithASCIIString(kind, "f") != 0)) {
+                PyErr_SetString(PyExc_ValueError, "csv_rows(): a number column of another length, type or kind");
+                goto done;
+            }
+            continue;
+        }
+        if (c != Py_None && (!PyList_Check(c) || PyList_GET_SIZE(c) != n)) {
+            PyErr_SetString(PyExc_ValueError, "csv_rows(): a column of another length than n");
+            goto done;
+        }
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         for (Py_ssize_t j = 0; j < m; j++) {
             PyObject *c = PyList_GET_ITEM(cols, j);
             if (j > 0 && !text_put(&t, ",", 1))
                 goto done;
+            if (num[j].x != NULL) {
+                double x = num[j].x[i];
+                if (isnan(x))
+                    continue;
+                if (!num[j].is_int) {
+                    if (double_text(&t, x) < 0)
+                        goto done;
+                    continue;
+                }
+                if (x >= 9.2e18 || x <= -9.2e18 || x != floor(x)) {
+                    res = Py_NewRef(Py_None);   /* (not an int a long long holds: Python's) */
+                    goto done;
+                }
+                char buf[24];
+                int k = snprintf(buf, sizeof(buf), "%lld", (long long)x);
+                if (!text_put(&t, buf, k))
+                    goto done;
+                continue;
+            }
             if (c == Py_None)
                 continue;
             if (i >= PyList_GET_SIZE(c)) {   /* a list shortened meanwhile (a cell's repr ran code) */
@@ -5908,6 +5960,10 @@ static PyObject *csv_rows(PyObject *Py_UNUSED(module), PyObject *args)
     }
     res = PyUnicode_DecodeASCII(t.p ? t.p : "", t.n, NULL);
 done:
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (num[j].x != NULL)
+            PyBuffer_Release(&num[j].view);
+    PyMem_Free(num);
     PyMem_Free(t.p);
     return res;
 }

@@ -74,10 +74,43 @@ def _column(seg: Segment, name: str, order: np.ndarray, pos: np.ndarray,
     return cells
 
 
-def rollout_table(seg: Segment) -> RolloutTable:
+def rollout_table(seg: Segment, numbers: bool = False) -> RolloutTable:
+    """The table; with `numbers`, a column whose every cell is a float or None (or an int or
+    None) comes as (float64 array, "f" or "i"), NaN for None, instead of a list: what
+    _column's list would be, without a Python object per cell (export's CSV, ~700,000 cells of
+    a big log, writes such columns in C: _scan.c csv_rows)."""
     order = seg._order()
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
     exceptions = _logged_exceptions(seg) if seg.steps else {}
-    cells = {name: _column(seg, name, order, pos, exceptions.get(name)) for name in seg.names}
+    cells: dict[str, Any] = {}
+    for name in seg.names:
+        got = _number_column(seg, name, order, exceptions.get(name)) if numbers else None
+        cells[name] = got if got is not None else _column(seg, name, order, pos, exceptions.get(name))
     return RolloutTable(seg.ids_at(order).tolist(), order.tolist(), cells)
+
+
+def _number_column(seg: Segment, name: str, order: np.ndarray, logged: dict[int, Any] | None):
+    """_column's cells as (values, "f" | "i") when they are all floats or None ("f") or ints or
+    None ("i"): no object, no nan kept as a value (a nan/inf token), no step value logged as an
+    int or a nan, no mix of ints and floats; else None (the list then)."""
+    if seg.objects.get(name) or seg.nonfinite_rows.get(name):
+        return None
+    vals = np.ascontiguousarray(seg.values_at_rows(name, order), dtype=np.float64)
+    if name in seg.train_sum:
+        return None if logged else (vals, "f")
+    state = seg.int_state.get(name)
+    if state == "i":
+        return vals, "i"
+    return None if isinstance(state, set) else (vals, "f")
+
+
+def number_cells(col) -> list[Any]:
+    """A (values, kind) column as _column's list."""
+    vals, kind = col
+    cells: list[Any] = vals.tolist()
+    for i in np.flatnonzero(np.isnan(vals)).tolist():
+        cells[i] = None
+    if kind == "i":
+        cells = [c if c is None else int(c) for c in cells]
+    return cells
