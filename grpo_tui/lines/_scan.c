@@ -1938,12 +1938,14 @@ static void dpairs_free(DPairs *t)
 #define DP_NONE (-1)     /* the dict is the Python reader's (ready_head: None) */
 #define DP_UNREAD (-2)   /* not read ahead (out of memory then): dict_of reads it */
 
-static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np, int pack);
+static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np, int pack,
+                            uint64_t kh);
 
 /* The Python form of the head h of the line s: ready (ready_head) or a tuple of its H_N ints. */
-static PyObject *head_object(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np, int pack)
+static PyObject *head_object(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np, int pack,
+                             uint64_t kh)
 {
-    PyObject *t = ready_head(s, h, pairs, at, np, pack);
+    PyObject *t = ready_head(s, h, pairs, at, np, pack, kh);
     if (t != Py_None)
         return t;
     Py_DECREF(t);
@@ -1973,20 +1975,36 @@ typedef struct {
     long **head;
     DPairs dp;               /* the metric heads' dicts read ahead, and per head (by its index */
     Py_ssize_t *dp_at, *dp_n;   /* in hd) its first pair and count, or DP_NONE / DP_UNREAD */
+    uint64_t *dp_hash;          /* and a hash of its names' bytes in order (pairs_hash) */
 } Scanned;
 
 static void scanned_free(Scanned *sc)
 {
     scratch_give(&spare_lines, sc->ln);
     scratch_give(&spare_heads, sc->hd.h);
-    PyMem_Free(sc->cand);
-    PyMem_Free(sc->keep);
-    PyMem_Free(sc->lasts);
-    PyMem_Free(sc->head);
+    PyMem_RawFree(sc->cand);
+    PyMem_RawFree(sc->keep);
+    PyMem_RawFree(sc->lasts);
+    PyMem_RawFree(sc->head);
     dpairs_free(&sc->dp);
     PyMem_RawFree(sc->dp_at);
     PyMem_RawFree(sc->dp_n);
+    PyMem_RawFree(sc->dp_hash);
     memset(sc, 0, sizeof(*sc));
+}
+
+/* A hash of the pairs' names, their bytes in order (0 never: it says "none"): packed_of_pairs finds
+ * a record's shape by it, so the reader thread's pass over the names spares the parser its own. */
+static uint64_t pairs_hash(uchar *d, const DPair *pv, Py_ssize_t n)
+{
+    uint64_t x = 1469598103934665603ull ^ (uint64_t)n;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        uchar *k = d + pv[j].k;
+        for (Py_ssize_t q = 0; q < pv[j].kn; q++)
+            x = (x ^ k[q]) * 1099511628211ull;
+        x = (x ^ 0xFF) * 1099511628211ull;    /* (a byte no ASCII name has: names don't run together) */
+    }
+    return x | 1;
 }
 
 /* The dicts of the metric heads read into pairs (the reader thread, without the GIL): what
@@ -1999,15 +2017,19 @@ static void read_ahead(uchar *buf, const Line *ln, Py_ssize_t n, Scanned *sc)
         return;
     sc->dp_at = PyMem_RawMalloc((size_t)hd->n * sizeof(Py_ssize_t));
     sc->dp_n = PyMem_RawMalloc((size_t)hd->n * sizeof(Py_ssize_t));
-    if (sc->dp_at == NULL || sc->dp_n == NULL) {
+    sc->dp_hash = PyMem_RawMalloc((size_t)hd->n * sizeof(uint64_t));
+    if (sc->dp_at == NULL || sc->dp_n == NULL || sc->dp_hash == NULL) {
         PyMem_RawFree(sc->dp_at);
         PyMem_RawFree(sc->dp_n);
+        PyMem_RawFree(sc->dp_hash);
         sc->dp_at = sc->dp_n = NULL;
+        sc->dp_hash = NULL;
         return;
     }
     for (Py_ssize_t k = 0; k < hd->n; k++) {   /* (each HEAD line has its head: all are set below) */
         sc->dp_at[k] = DP_UNREAD;
         sc->dp_n[k] = 0;
+        sc->dp_hash[k] = 0;
     }
     Py_ssize_t hk = 0;
     for (Py_ssize_t i = 0; i < n && hk < hd->n; i++) {
@@ -2028,45 +2050,30 @@ static void read_ahead(uchar *buf, const Line *ln, Py_ssize_t n, Scanned *sc)
         }
         sc->dp_at[hk] = at;
         sc->dp_n[hk] = got;
+        if (got > 0)
+            sc->dp_hash[hk] = pairs_hash(buf + ln[i].start + h[H_DICT], sc->dp.p + at, got);
         hk++;
     }
 }
 
-static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts)
+/* The walk's lists as arrays (cand, keep, lasts, head) and every line's offset into *st (n + 1
+ * of them; PyMem_RawFree it): 0, or -1 when out of memory (no error set: no GIL is held). */
+static int index_arrays(Scanned *sc, Py_ssize_t n, Py_ssize_t len, int64_t **st_out)
 {
-    Py_ssize_t n;
-    memset(sc, 0, sizeof(*sc));
-    *starts = NULL;
-    Py_BEGIN_ALLOW_THREADS
-    n = classify((uchar *)view->buf, view->len, &sc->ln, &sc->hd);
-    if (n >= 0)
-        read_ahead((uchar *)view->buf, sc->ln, n, sc);
-    Py_END_ALLOW_THREADS
-    if (n < 0) {
-        sc->ln = NULL;
-        sc->hd.h = NULL;
-        PyErr_NoMemory();
-        return -1;
-    }
     Py_ssize_t nc = 0, nk = 0, hk = 0, last = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         nc += (sc->ln[i].cls & CAND) != 0;
         nk += (sc->ln[i].cls & (CAND | KEEP)) == KEEP;
     }
-    sc->cand = PyMem_Malloc((size_t)(nc + 1) * sizeof(Py_ssize_t));
-    sc->keep = PyMem_Malloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
-    sc->lasts = PyMem_Malloc((size_t)(nc + 1) * sizeof(Py_ssize_t));
-    sc->head = PyMem_Malloc((size_t)(nc + 1) * sizeof(long *));
-    if (n < PY_SSIZE_T_MAX / 8 - 1)
-        *starts = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
-    if (sc->cand == NULL || sc->keep == NULL || sc->lasts == NULL || sc->head == NULL || *starts == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_NoMemory();
-        Py_CLEAR(*starts);
-        scanned_free(sc);
+    sc->cand = PyMem_RawMalloc((size_t)(nc + 1) * sizeof(Py_ssize_t));
+    sc->keep = PyMem_RawMalloc((size_t)(nk + 1) * sizeof(Py_ssize_t));
+    sc->lasts = PyMem_RawMalloc((size_t)(nc + 1) * sizeof(Py_ssize_t));
+    sc->head = PyMem_RawMalloc((size_t)(nc + 1) * sizeof(long *));
+    int64_t *st = n < PY_SSIZE_T_MAX / 8 - 1 ? PyMem_RawMalloc((size_t)(n + 1) * sizeof(int64_t)) : NULL;
+    if (sc->cand == NULL || sc->keep == NULL || sc->lasts == NULL || sc->head == NULL || st == NULL) {
+        PyMem_RawFree(st);
         return -1;
     }
-    int64_t *st = (int64_t *)PyBytes_AS_STRING(*starts);
     for (Py_ssize_t i = 0; i < n; i++) {
         Line *l = &sc->ln[i];
         st[i] = (int64_t)l->start;
@@ -2083,7 +2090,51 @@ static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts)
         }
     }
     sc->lasts[sc->nc] = last;   /* and the end's */
-    st[n] = (int64_t)view->len + 1;   /* line i is buf[st[i]:st[i+1]-1] */
+    st[n] = (int64_t)len + 1;   /* line i is buf[st[i]:st[i+1]-1] */
+    *st_out = st;
+    return 0;
+}
+
+typedef struct FoldOut FoldOut;
+static int fold_walk_arrays(uchar *buf, Py_ssize_t len, Py_ssize_t n, const int64_t *st, const Scanned *sc, FoldOut *fo);
+static void fold_out_free(FoldOut *o);
+
+/* The walk of the buffer (classify, the dicts read ahead, the lists as arrays and, given `fo`,
+ * their fold: all without the GIL, in one stretch) into *sc, every line's offset into a new
+ * bytes object *starts.  The line count, or -1 with an error set (*sc's arrays freed). */
+static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts, FoldOut *fo)
+{
+    Py_ssize_t n;
+    int64_t *st = NULL;
+    int oom = 0;
+    memset(sc, 0, sizeof(*sc));
+    *starts = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    n = classify((uchar *)view->buf, view->len, &sc->ln, &sc->hd);
+    if (n >= 0) {
+        read_ahead((uchar *)view->buf, sc->ln, n, sc);
+        oom = index_arrays(sc, n, view->len, &st) < 0;
+        if (!oom && fo != NULL)
+            oom = fold_walk_arrays((uchar *)view->buf, view->len, n, st, sc, fo) < 0;
+    }
+    Py_END_ALLOW_THREADS
+    if (n < 0) {
+        sc->ln = NULL;
+        sc->hd.h = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (!oom)
+        *starts = PyBytes_FromStringAndSize((const char *)st, (n + 1) * (Py_ssize_t)sizeof(int64_t));
+    PyMem_RawFree(st);
+    if (oom || *starts == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        if (fo != NULL)
+            fold_out_free(fo);
+        scanned_free(sc);
+        return -1;
+    }
     return n;
 }
 
@@ -2096,7 +2147,7 @@ static PyObject *head_at(uchar *buf, const Scanned *sc, Py_ssize_t k, int pack)
     Py_ssize_t hk = (const long (*)[H_N])h - (const long (*)[H_N])sc->hd.h;   /* its index in hd */
     int ahead = sc->dp_at != NULL && hk >= 0 && hk < sc->hd.n;
     return head_object(buf + sc->ln[sc->cand[k]].start, h, sc->dp.p, ahead ? sc->dp_at[hk] : DP_UNREAD,
-                       ahead ? sc->dp_n[hk] : 0, pack);
+                       ahead ? sc->dp_n[hk] : 0, pack, ahead ? sc->dp_hash[hk] : 0);
 }
 
 /* A list of the n indices in a (NULL with an error set). */
@@ -2120,7 +2171,7 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
     PyObject *starts, *heads = NULL, *res = NULL;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    Py_ssize_t n = scan_arrays(&view, &sc, &starts);
+    Py_ssize_t n = scan_arrays(&view, &sc, &starts, NULL);
     if (n < 0)
         goto done;
     heads = PyList_New(sc.nc);   /* heads[k]: the header fields of cands[k], or None */
@@ -2555,7 +2606,25 @@ static int packed_kind(uchar *k, Py_ssize_t n)
 /* The pairs read ahead as a Packed (dict_of_pairs' values, without the dict); None (a new
  * reference) where dict_of_pairs gives None (the Python reader's); NULL with no error set when
  * the record is not to be packed (dict_of_pairs then), NULL with an error set when out of memory. */
-static PyObject *packed_of_pairs(uchar *d, const DPair *pv, Py_ssize_t n)
+/* The shapes last found by their names' bytes (pairs_hash): a record of a shape seen before
+ * takes its tuple after a comparison of its names' bytes, no str looked up per name. */
+static PyObject *bytes_shapes[SHAPE_SLOTS];
+
+static PyObject *shape_by_bytes(uchar *d, const DPair *pv, Py_ssize_t n, uint64_t kh)
+{
+    PyObject *t = bytes_shapes[(kh ^ (kh >> 29)) & (SHAPE_SLOTS - 1)];
+    if (t == NULL || PyTuple_GET_SIZE(t) != n)
+        return NULL;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *k = PyTuple_GET_ITEM(t, j);
+        if (!PyUnicode_IS_COMPACT_ASCII(k) || PyUnicode_GET_LENGTH(k) != pv[j].kn
+            || memcmp(PyUnicode_DATA(k), d + pv[j].k, (size_t)pv[j].kn) != 0)
+            return NULL;
+    }
+    return Py_NewRef(t);
+}
+
+static PyObject *packed_of_pairs(uchar *d, const DPair *pv, Py_ssize_t n, uint64_t kh)
 {
     if (n <= 0 || n > PACK_MAX)
         return NULL;
@@ -2578,13 +2647,18 @@ static PyObject *packed_of_pairs(uchar *d, const DPair *pv, Py_ssize_t n)
             Py_DECREF(f);
         }
     }
+    PyObject *shape = kh ? shape_by_bytes(d, pv, n, kh) : NULL;
+    if (shape != NULL)
+        return packed_new(shape, vals, n);
     PyObject *keys[PACK_MAX];
     Py_ssize_t made = 0;
     PyObject *res = NULL;
     for (; made < n; made++)
         if ((keys[made] = dict_key(d + pv[made].k, d + pv[made].k + pv[made].kn, 1)) == NULL)
             goto done;   /* (dict_key's own failure: no error set, the dict's path then) */
-    PyObject *shape = shape_of(keys, n);
+    shape = shape_of(keys, n);
+    if (shape != NULL && kh)
+        Py_XSETREF(bytes_shapes[(kh ^ (kh >> 29)) & (SHAPE_SLOTS - 1)], Py_NewRef(shape));
     if (shape != NULL)
         res = packed_new(shape, vals, n);
 done:
@@ -2973,7 +3047,8 @@ fail:
  * set; None when Python must read it. */
 static PyObject *dict_of_pairs(uchar *d, const DPair *pv, Py_ssize_t n);
 
-static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np, int pack)
+static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np, int pack,
+                            uint64_t kh)
 {
     long cls = h[H_CLASS];
     if ((cls != HEAD_METRIC && cls != HEAD_FT) || record_type.type == NULL)
@@ -2983,7 +3058,7 @@ static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssiz
     if (cls == HEAD_METRIC) {
         got = NULL;
         if (pack && at >= 0 && packed_kind(s + h[H_KIND], h[H_KIND_END] - h[H_KIND])) {
-            got = packed_of_pairs(s + h[H_DICT], pairs + at, np);   /* NULL: packed it is not */
+            got = packed_of_pairs(s + h[H_DICT], pairs + at, np, kh);   /* NULL: packed it is not */
             if (got == NULL && PyErr_Occurred())
                 return NULL;
         }
@@ -3391,7 +3466,7 @@ static PyObject *kept_line(const FoldIn *in, Py_ssize_t i, Py_ssize_t klen)
  * buffer's end n), for each the index among the walk's candidates its head is at, the kept lines
  * (then n) with their keys' lengths, and per run (one before each candidate that stays, one
  * before the end) its newest stamped line and the heads folded into it. */
-typedef struct {
+struct FoldOut {
     Py_ssize_t nc, nk;            /* candidates that stay, kept lines */
     Py_ssize_t *cand, *orig;      /* nc + 1 (cand[nc] = n), nc */
     Py_ssize_t *keep, *klen;      /* nk + 1 (keep[nk] = n), nk */
@@ -3400,19 +3475,19 @@ typedef struct {
     FoldKey *keys;
     Py_ssize_t *run_last;         /* nc + 1: the run's newest folded head, -1 for none */
     double *run_ts;               /* nc + 1: the newest time of its folded heads */
-} FoldOut;
+};
 
 static void fold_out_free(FoldOut *o)
 {
-    PyMem_Free(o->cand);
-    PyMem_Free(o->orig);
-    PyMem_Free(o->keep);
-    PyMem_Free(o->klen);
-    PyMem_Free(o->lasts);
-    PyMem_Free(o->run_at);
-    PyMem_Free(o->keys);
-    PyMem_Free(o->run_last);
-    PyMem_Free(o->run_ts);
+    PyMem_RawFree(o->cand);
+    PyMem_RawFree(o->orig);
+    PyMem_RawFree(o->keep);
+    PyMem_RawFree(o->klen);
+    PyMem_RawFree(o->lasts);
+    PyMem_RawFree(o->run_at);
+    PyMem_RawFree(o->keys);
+    PyMem_RawFree(o->run_last);
+    PyMem_RawFree(o->run_ts);
     memset(o, 0, sizeof(*o));
 }
 
@@ -3427,28 +3502,28 @@ static void run_of(const FoldOut *o, Py_ssize_t q, Run *r)
     r->stamped = -1;
 }
 
-/* fold on arrays into *o: 0, or -1 with an error set (o freed). */
+/* fold on arrays into *o: 0, or -1 when out of memory (o freed; no error set: the reader thread
+ * runs it without the GIL). */
 static int fold_arrays(const FoldIn *in, FoldOut *o)
 {
     memset(o, 0, sizeof(*o));
     size_t c1 = (size_t)in->nc + 2, k1 = (size_t)in->nk + 1;
-    o->cand = PyMem_Malloc(c1 * sizeof(Py_ssize_t));
-    o->orig = PyMem_Malloc(c1 * sizeof(Py_ssize_t));
-    o->keep = PyMem_Malloc(k1 * sizeof(Py_ssize_t));
-    o->klen = PyMem_Malloc(k1 * sizeof(Py_ssize_t));
-    o->lasts = PyMem_Malloc(c1 * sizeof(Py_ssize_t));
-    o->run_at = PyMem_Malloc(c1 * sizeof(Py_ssize_t));
-    o->keys = PyMem_Malloc(c1 * sizeof(FoldKey));          /* a key per folded head at most */
-    o->run_last = PyMem_Malloc(c1 * sizeof(Py_ssize_t));
-    o->run_ts = PyMem_Malloc(c1 * sizeof(double));
-    Py_ssize_t *runkeep = PyMem_Malloc(k1 * sizeof(Py_ssize_t)), *runklen = PyMem_Malloc(k1 * sizeof(Py_ssize_t));
+    o->cand = PyMem_RawMalloc(c1 * sizeof(Py_ssize_t));
+    o->orig = PyMem_RawMalloc(c1 * sizeof(Py_ssize_t));
+    o->keep = PyMem_RawMalloc(k1 * sizeof(Py_ssize_t));
+    o->klen = PyMem_RawMalloc(k1 * sizeof(Py_ssize_t));
+    o->lasts = PyMem_RawMalloc(c1 * sizeof(Py_ssize_t));
+    o->run_at = PyMem_RawMalloc(c1 * sizeof(Py_ssize_t));
+    o->keys = PyMem_RawMalloc(c1 * sizeof(FoldKey));          /* a key per folded head at most */
+    o->run_last = PyMem_RawMalloc(c1 * sizeof(Py_ssize_t));
+    o->run_ts = PyMem_RawMalloc(c1 * sizeof(double));
+    Py_ssize_t *runkeep = PyMem_RawMalloc(k1 * sizeof(Py_ssize_t)), *runklen = PyMem_RawMalloc(k1 * sizeof(Py_ssize_t));
     if (o->cand == NULL || o->orig == NULL || o->keep == NULL || o->klen == NULL || o->lasts == NULL
         || o->run_at == NULL || o->keys == NULL || o->run_last == NULL || o->run_ts == NULL || runkeep == NULL
         || runklen == NULL) {
-        PyMem_Free(runkeep);
-        PyMem_Free(runklen);
+        PyMem_RawFree(runkeep);
+        PyMem_RawFree(runklen);
         fold_out_free(o);
-        PyErr_NoMemory();
         return -1;
     }
     Run r;
@@ -3530,9 +3605,16 @@ static int fold_arrays(const FoldIn *in, FoldOut *o)
     o->nc = nr - 1;              /* the last run is the end's: cand[nc] = n */
     o->run_at[nr] = nkeys;
     o->keep[o->nk] = in->n;
-    PyMem_Free(runkeep);
-    PyMem_Free(runklen);
+    PyMem_RawFree(runkeep);
+    PyMem_RawFree(runklen);
     return 0;
+}
+
+/* fold_arrays of a walk (no GIL needed). */
+static int fold_walk_arrays(uchar *buf, Py_ssize_t len, Py_ssize_t n, const int64_t *st, const Scanned *sc, FoldOut *fo)
+{
+    FoldIn in = {buf, len, n, st, sc->nc, sc->nk, sc->cand, sc->keep, sc->lasts, sc->head, NULL, NULL};
+    return fold_arrays(&in, fo);
 }
 
 /* fold on arrays: (cands, keep, heads, lasts, folds, kept) as fold() gives them, or NULL. */
@@ -3540,7 +3622,7 @@ static PyObject *fold_core(const FoldIn *in)
 {
     FoldOut o;
     if (fold_arrays(in, &o) < 0)
-        return NULL;
+        return PyErr_NoMemory();
     PyObject *res = NULL, *c2 = PyList_New(o.nc), *k2 = PyList_New(o.nk), *h2 = PyList_New(o.nc),
              *l2 = PyList_New(o.nc + 1), *f2 = PyList_New(o.nc + 1), *kl2 = PyList_New(o.nk);
     if (c2 == NULL || k2 == NULL || h2 == NULL || l2 == NULL || f2 == NULL || kl2 == NULL)
@@ -3690,10 +3772,12 @@ typedef struct {
     PyObject *starts;
     const void *buf;     /* the block it was made from: fold_raw() takes only that one */
     Py_ssize_t len, n;
+    FoldOut fo;          /* its fold, made in the walk (taken by the first Fold of it) */
 } Raw;
 
 static void raw_free(Raw *r)
 {
+    fold_out_free(&r->fo);
     scanned_free(&r->sc);
     Py_XDECREF(r->starts);
     PyMem_Free(r);
@@ -3717,7 +3801,8 @@ static Raw *raw_of(PyObject *obj, Py_buffer *view)
         PyBuffer_Release(view);
         return (Raw *)PyErr_NoMemory();
     }
-    r->n = scan_arrays(view, &r->sc, &r->starts);
+    memset(&r->fo, 0, sizeof(r->fo));
+    r->n = scan_arrays(view, &r->sc, &r->starts, &r->fo);
     r->buf = view->buf;
     r->len = view->len;
     if (r->n < 0) {
@@ -3859,9 +3944,12 @@ static PyObject *fold_new(PyObject *block, PyObject *walk, int pack)
     f->ctx = (HeadCtx){(uchar *)r->buf, &r->sc, pack};
     f->in = (FoldIn){(uchar *)r->buf, r->len, r->n, (const int64_t *)PyBytes_AS_STRING(r->starts), r->sc.nc,
                      r->sc.nk, r->sc.cand, r->sc.keep, r->sc.lasts, r->sc.head, scanned_head, &f->ctx};
-    if (fold_arrays(&f->in, &f->out) < 0) {
+    if (r->fo.cand != NULL) {        /* the walk's own fold: taken, not made again */
+        f->out = r->fo;
+        memset(&r->fo, 0, sizeof(r->fo));
+    } else if (fold_arrays(&f->in, &f->out) < 0) {
         Py_DECREF(f);
-        return NULL;
+        return PyErr_NoMemory();
     }
     f->heads = PyMem_Calloc((size_t)f->out.nc + 1, sizeof(PyObject *));
     if (f->heads == NULL) {
