@@ -209,29 +209,34 @@ class Pipeline:
             cuts = _rollout_cuts(items)
         # a whole-file read (its records packed) whose engine records a tape, or does not judge:
         # each round in C (_scan.c: file_chunk), the same steps as _store's
-        fast = (_FILE_CHUNK is not None and self.parser.packed
+        fast = (_FILE_CHUNKS is not None and self.parser.packed
                 and (not self.judging or self.engine.deferred))
-        start = 0
-        for end in cuts + [len(items)]:
-            if fast:
-                self._store_fast(items, start, end, up)
-            else:
+        bounds = cuts + [len(items)]
+        if fast:
+            self._store_fast(items, bounds, up)
+        else:
+            start = 0
+            for end in bounds:
                 self._store(items[start:end], up)
-            start = end
+                start = end
         self.changes += len(up.changes)
         return up
 
-    def _store_fast(self, items: list, start: int, end: int, up: Update) -> None:
-        """_store(items[start:end], up) through file_chunk: Python takes over where it says."""
-        got = _FILE_CHUNK(items, start, end, self.__dict__, self.store.events, self.store.current,
-                          self.engine.__dict__, _RM_KEYS, self._seen_steps, _shape, self.judging, up)
-        if got is None:
-            return
-        st, k = got
-        if k < 0:                   # filed and booked: the engine's update is Python's
-            self._judge_round(st, up)
-        else:
-            self._store(items[k:end], up, st)
+    def _store_fast(self, items: list, bounds: list[int], up: Update) -> None:
+        """_store of each round items[bounds[r-1]:bounds[r]] through file_chunks (the rounds in C),
+        Python taking a round where it says."""
+        r = 0
+        while r < len(bounds):
+            got = _FILE_CHUNKS(items, bounds, r, self.__dict__, self.store.events, self.store.current,
+                               self.engine.__dict__, _RM_KEYS, self._seen_steps, _shape, self.judging, up)
+            if got is None:
+                return
+            r, st, k = got
+            if k < 0:                   # filed and booked: the engine's update is Python's
+                self._judge_round(st, up)
+            else:
+                self._store(items[k:bounds[r]], up, st)
+            r += 1
 
     def _store(self, items: list, up: Update, st: StoreUpdate | None = None) -> None:
         st = self.store.add(items, st)
@@ -523,6 +528,7 @@ def _rollout_cuts(items: list) -> list[int]:
 
 _ROLLOUT_CUTS = getattr(SCAN, "rollout_cuts", None)
 _FILE_CHUNK = getattr(SCAN, "file_chunk", None)
+_FILE_CHUNKS = getattr(SCAN, "file_chunks", None)
 
 
 def _mtime(path: str) -> float | None:

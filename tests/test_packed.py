@@ -251,13 +251,14 @@ def test_rounds_go_through_file_chunk(monkeypatch):
     """The common rounds of a whole-file read are filed, booked and taped in C (the comparison
     above would pass if Python did them all)."""
     calls = {"done": 0, "python": 0}
-    chunk = pipeline._FILE_CHUNK
+    chunks = pipeline._FILE_CHUNKS
 
-    def count(*args):
-        got = chunk(*args)
-        calls["done" if got is None else "python"] += 1
+    def count(items, bounds, r, *rest):
+        got = chunks(items, bounds, r, *rest)
+        calls["done"] += (len(bounds) if got is None else got[0]) - r
+        calls["python"] += got is not None
         return got
-    monkeypatch.setattr(pipeline, "_FILE_CHUNK", count)
+    monkeypatch.setattr(pipeline, "_FILE_CHUNKS", count)
     path = os.path.join(os.path.dirname(LOGS[0]), "healthy-seed1.log")
     pipeline.judge_path(path)
     assert calls["done"] > 10 * calls["python"] > 0

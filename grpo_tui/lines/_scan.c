@@ -4079,10 +4079,78 @@ fail:
     return NULL;
 }
 
+/* A source's newest time (LineParser._last_time[pid] = (time_text, ts)) kept back while Fold.run
+ * walks: only the last one set per source is ever read (by Python, after the walk), so the
+ * time's text, float and tuple are made for that one alone.  A ready head gives its own objects
+ * (time, ts); a folded head its line and fields (ls, h).  Set in the dict in pend_flush. */
+#define PEND_MAX 16
+typedef struct {
+    PyObject *pid, *time, *ts;
+    uchar *ls;
+    const long *h;
+} PendTime;
+
+static void pend_clear(PendTime *p, int *np)
+{
+    for (int j = 0; j < *np; j++) {
+        Py_DECREF(p[j].pid);
+        Py_XDECREF(p[j].time);
+        Py_XDECREF(p[j].ts);
+    }
+    *np = 0;
+}
+
+static int pend_flush(PendTime *p, int *np, PyObject *last_time)
+{
+    int bad = 0;
+    for (int j = 0; !bad && j < *np; j++) {
+        PyObject *when;
+        if (p[j].time != NULL) {
+            when = PyTuple_Pack(2, p[j].time, p[j].ts);
+        } else {
+            PyObject *items[2] = {head_time_text(p[j].ls, p[j].h), PyFloat_FromDouble(head_ts(p[j].h))};
+            when = tuple_of(items, 2);
+        }
+        bad = when == NULL || PyDict_SetItem(last_time, p[j].pid, when) < 0;
+        Py_XDECREF(when);
+    }
+    pend_clear(p, np);
+    return bad ? -1 : 0;
+}
+
+/* last_time[pid] = (time, ts), or (the time of head h of line ls), kept back (see PendTime). */
+static int pend_set(PendTime *p, int *np, PyObject *pid, PyObject *time, PyObject *ts, uchar *ls, const long *h,
+                    PyObject *last_time)
+{
+    int j = 0;
+    for (; j < *np; j++) {
+        int eq = p[j].pid == pid ? 1 : (pid == Py_None || p[j].pid == Py_None) ? 0
+                 : PyObject_RichCompareBool(p[j].pid, pid, Py_EQ);
+        if (eq < 0)
+            return -1;
+        if (eq)
+            break;
+    }
+    if (j == *np) {
+        if (*np == PEND_MAX && pend_flush(p, np, last_time) < 0)
+            return -1;
+        j = (*np)++;
+        p[j].pid = Py_NewRef(pid);
+    } else {
+        Py_CLEAR(p[j].time);
+        Py_CLEAR(p[j].ts);
+    }
+    p[j].time = Py_XNewRef(time);
+    p[j].ts = Py_XNewRef(ts);
+    p[j].ls = ls;
+    p[j].h = h;
+    return 0;
+}
+
 /* _take_folded's steps for run q's folded heads at or after line i (fold_info's entries, then its
- * errors, each in line order); *newest and *cur_key set as there. */
+ * errors, each in line order); *newest and *cur_key set as there; the times kept back in pend. */
 static int fold_take(FoldObject *f, Py_ssize_t q, Py_ssize_t i, PyObject **newest, PyObject **cur_key,
-                     PyObject *last_time, PyObject *skipped, PyObject *last_error)
+                     PendTime *pend, int *npend, PyObject *last_time, PyObject *skipped, PyObject *last_error)
 {
     Run r;
     run_of(&f->out, q, &r);
@@ -4128,14 +4196,12 @@ static int fold_take(FoldObject *f, Py_ssize_t q, Py_ssize_t i, PyObject **newes
             bad = msg == NULL || PyDict_SetItem(last_error, pid, msg) < 0;
             Py_XDECREF(msg);
         } else {
-            PyObject *when[2] = {head_time_text(ls, h), PyFloat_FromDouble(head_ts(h))};
-            PyObject *pair = tuple_of(when, 2), *key = NULL;
-            bad = pair == NULL || PyDict_SetItem(last_time, pid, pair) < 0;
+            PyObject *key = NULL;
+            bad = pend_set(pend, npend, pid, NULL, NULL, ls, h, last_time) < 0;
             if (!bad && PyDict_GET_SIZE(skipped)) {
                 key = ascii_str(ls, h[H_KEY]);
                 bad = key == NULL || dict_discard(skipped, key) < 0;
             }
-            Py_XDECREF(pair);
             Py_XDECREF(key);
         }
         Py_DECREF(pid);
@@ -4193,6 +4259,8 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
     int cut_reset = 0, st_clear = 0, head_seen = 0, noise_state = 0, tail_clear = 0;
     PyObject *newest = Py_NewRef(args[12]), *cur_key = Py_NewRef(Py_None);
     const Py_ssize_t *cand = f->out.cand, *keep = f->out.keep;
+    PendTime pend[PEND_MAX];
+    int npend = 0;
     while (i < n) {
         Py_ssize_t j = cand[ci];                /* (cand[nc] = n: ci stays within the fold) */
         if (j > i) {                            /* lines i..j-1: a noise run */
@@ -4203,7 +4271,7 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
             if (f->out.run_last[ci] >= i) {     /* _take_folded */
                 cut_reset = st_clear = 1;
                 st_lazy = -1;
-                if (fold_take(f, ci, i, &newest, &cur_key, last_time, skipped, last_error) < 0)
+                if (fold_take(f, ci, i, &newest, &cur_key, pend, &npend, last_time, skipped, last_error) < 0)
                     goto error;
             }
             while (keep[ki] < i)
@@ -4255,11 +4323,8 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
         cut_reset = st_clear = head_seen = 1;
         st_lazy = -1;
         Py_SETREF(cur_key, Py_NewRef(PyTuple_GET_ITEM(h, 0)));
-        PyObject *when = PyTuple_Pack(2, time, ts);
-        int bad = when == NULL || newer_time(&newest, ts) < 0 || PyDict_SetItem(last_time, pid, when) < 0
-                  || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, PyTuple_GET_ITEM(h, 0)) < 0);
-        Py_XDECREF(when);
-        if (bad)
+        if (newer_time(&newest, ts) < 0 || pend_set(pend, &npend, pid, time, ts, NULL, NULL, last_time) < 0
+            || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, PyTuple_GET_ITEM(h, 0)) < 0))
             goto error;
         noise_state = 1;
         tail_unread = 0;
@@ -4284,9 +4349,12 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
         while (cand[ci] < i)
             ci++;
     }
+    if (pend_flush(pend, &npend, last_time) < 0)
+        goto error;
     return Py_BuildValue("(nnnnnnnnnNNiininni)", i, ci, ki, lines, noise, metric, records, events, unreadable,
                          newest, cur_key, cut_reset, st_clear, st_lazy, noise_state, tail_a, tail_b, tail_clear);
 error:
+    pend_clear(pend, &npend);
     Py_DECREF(newest);
     Py_DECREF(cur_key);
     return NULL;
@@ -5455,29 +5523,11 @@ fail:
  * up.store too) or (st, k): the round's StoreUpdate filed up to items[k], the rest of the round
  * (from k: MetricStore.add's own path, then Pipeline._store's books) left to Python; k = -1:
  * the store and the books done, the engine's update (and what follows it) Python's. */
-static PyObject *file_chunk(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+/* file_chunk's round on checked arguments (d: the segment's dict). */
+static PyObject *chunk_round(PyObject *items, Py_ssize_t start, Py_ssize_t end, PyObject *pd, PyObject *store_events,
+                             PyObject *seg, PyObject *d, PyObject *ed, PyObject *rm_keys, PyObject *seen,
+                             PyObject *shape_fn, int judging, PyObject *up)
 {
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "file_chunk(): 12 arguments");
-        return NULL;
-    }
-    PyObject *items = args[0], *pd = args[3], *store_events = args[4], *seg = args[5], *ed = args[6];
-    PyObject *rm_keys = args[7], *seen = args[8], *shape_fn = args[9], *up = args[11];
-    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
-    int judging = PyObject_IsTrue(args[10]);
-    if (PyErr_Occurred() || judging < 0)
-        return NULL;
-    if (!PyList_CheckExact(items) || !PyDict_CheckExact(pd) || !PyList_CheckExact(store_events)
-        || !PyDict_CheckExact(ed) || !PyDict_CheckExact(rm_keys) || !PySet_CheckExact(seen)) {
-        PyErr_SetString(PyExc_TypeError, "file_chunk(): list, int, int, dict, list, segment, dict, dict, set, ...");
-        return NULL;
-    }
-    if (update_type.type == NULL || record_type.type == NULL || store_names() < 0 || chunk_names() < 0)
-        return NULL;
-    PyObject *d = PyObject_GenericGetDict(seg, NULL);
-    if (d == NULL)
-        return NULL;
-    Py_DECREF(d);      /* (the segment holds its dict) */
     PyObject *f[SU_FIELDS] = {PySet_New(NULL), PyList_New(0), PyList_New(0), Py_NewRef(Py_False)};
     PyObject *st = slot_object(&update_type, f, SU_FIELDS);
     if (st == NULL)
@@ -5564,6 +5614,83 @@ python:
 fail:
     Py_DECREF(st);
     return NULL;
+}
+
+/* file_chunk's and file_chunks' arguments after the round's bounds, checked; d the segment's dict
+ * (borrowed: the segment holds it). */
+static int chunk_args(PyObject *const *args, PyObject **d, int *judging)
+{
+    PyObject *items = args[0], *pd = args[3], *store_events = args[4], *seg = args[5], *ed = args[6];
+    PyObject *rm_keys = args[7], *seen = args[8];
+    *judging = PyObject_IsTrue(args[10]);
+    if (*judging < 0)
+        return -1;
+    if (!PyList_CheckExact(items) || !PyDict_CheckExact(pd) || !PyList_CheckExact(store_events)
+        || !PyDict_CheckExact(ed) || !PyDict_CheckExact(rm_keys) || !PySet_CheckExact(seen)) {
+        PyErr_SetString(PyExc_TypeError, "file_chunk(): list, int, int, dict, list, segment, dict, dict, set, ...");
+        return -1;
+    }
+    if (update_type.type == NULL || record_type.type == NULL) {
+        PyErr_SetString(PyExc_TypeError, "file_chunk(): set_types/set_update_type first");
+        return -1;
+    }
+    if (store_names() < 0 || chunk_names() < 0 || (*d = PyObject_GenericGetDict(seg, NULL)) == NULL)
+        return -1;
+    Py_DECREF(*d);
+    return 0;
+}
+
+static PyObject *file_chunk(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "file_chunk(): 12 arguments");
+        return NULL;
+    }
+    PyObject *d;
+    int judging;
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred() || chunk_args(args, &d, &judging) < 0)
+        return NULL;
+    return chunk_round(args[0], start, end, args[3], args[4], args[5], d, args[6], args[7], args[8], args[9], judging,
+                       args[11]);
+}
+
+/* file_chunks(items, bounds, r, pipe_d, store_events, seg, engine_d, rm_keys, seen_steps, shape_fn,
+ * judging, up) -> None (rounds r.. all done) or (r, st, k): file_chunk of each round
+ * [bounds[r-1] or 0, bounds[r]) in turn, up to the first one Python must take (file_chunk's
+ * (st, k) for it, and its index). */
+static PyObject *file_chunks(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "file_chunks(): 12 arguments");
+        return NULL;
+    }
+    PyObject *d, *bounds = args[1];
+    int judging;
+    Py_ssize_t r = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred() || chunk_args(args, &d, &judging) < 0)
+        return NULL;
+    if (!PyList_CheckExact(bounds)) {
+        PyErr_SetString(PyExc_TypeError, "file_chunks(): bounds is a list");
+        return NULL;
+    }
+    for (; r >= 0 && r < PyList_GET_SIZE(bounds); r++) {
+        Py_ssize_t start = r ? PyLong_AsSsize_t(PyList_GET_ITEM(bounds, r - 1)) : 0;
+        Py_ssize_t end = PyLong_AsSsize_t(PyList_GET_ITEM(bounds, r));
+        if (PyErr_Occurred())
+            return NULL;
+        PyObject *got = chunk_round(args[0], start, end, args[3], args[4], args[5], d, args[6], args[7], args[8],
+                                    args[9], judging, args[11]);
+        if (got == NULL)
+            return NULL;
+        if (got != Py_None) {
+            PyObject *res = Py_BuildValue("(nOO)", r, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1));
+            Py_DECREF(got);
+            return res;
+        }
+        Py_DECREF(got);
+    }
+    Py_RETURN_NONE;
 }
 
 /* rollout_cuts(items) -> list | None: where Pipeline._add cuts items into rounds (at each rollout
@@ -6100,6 +6227,8 @@ static PyMethodDef methods[] = {
     {"scan_fold", scan_fold, METH_VARARGS, "scan_fold(buf, pack=False) -> Fold: scan_raw() then fold_lazy()."},
     {"rollout_cuts", rollout_cuts, METH_O, "rollout_cuts(items) -> list | None: where Pipeline._add cuts items."},
     {"set_update_type", set_update_type, METH_O, "set_update_type(StoreUpdate): the class file_chunk makes its rounds' updates as."},
+    {"file_chunks", (PyCFunction)(void (*)(void))file_chunks, METH_FASTCALL,
+     "file_chunks(items, bounds, r, ...) -> None | (r, update, k): file_chunk of each round from r (see _scan.c)."},
     {"file_chunk", (PyCFunction)(void (*)(void))file_chunk, METH_FASTCALL,
      "file_chunk(items, start, end, pipe_dict, store_events, segment, engine_dict, rm_keys, seen_steps, shape,\n"
      "judging) -> None | (update, k): Pipeline._store of items[start:end] (see _scan.c)."},
