@@ -15,16 +15,20 @@ Speed (issue #11).  A finished log is ~97 % noise and a few thousand metric and 
 the cost is in touching every line at all.  The accelerated path (the optional C module
 _scan.c, chosen in _load_scan; GRPO_TUI_PURE=1 forces the pure one) is a bytes path end to end:
 files.iter_byte_blocks reads blocks of complete lines as bytes, feed_block hands a block to
-_scan.scan_folded, which in one pass over the bytes returns the candidate lines, the offsets of
-every line, the few skipped lines the per-source time bookkeeping can still show (`keep`: the
-newest 16 per source before a candidate that may read that source, with their key and text),
-and for candidates with a plain Miles header its fields.  Python then decodes only those lines:
+_scan (scan_fold, or scan_raw in a reader thread then fold_lazy), which in one pass over the bytes
+finds the candidate lines, the offsets of every line, the few skipped lines the per-source time
+bookkeeping can still show (`keep`: the newest 16 per source before a candidate that may read
+that source, with their key and text), and for candidates with a plain Miles header its fields;
+the result is a Fold, C arrays whose Python objects are made only as the parser reads them
+(Fold.run walks the stretches the parser only keeps books over).  Python then decodes only those lines:
 no str per noise line, no split/join/encode of the block, the noise run's tail for a rejoin
 read lazily (_noise_run).  The C side also reads the common heads whole, so Python only stores
 what it hands over: a noise-for-sure head is folded into the noise run around it (per run, the
 per-source time, error and pop it leaves: _take_folded); a metric record with the common dict
 `{'k': number, ...}` comes with that dict read into ints and floats and its header's strings,
-an ASCII `ft ` line with _ft_event's result (_feed_ready).  Everything unusual (nan/inf,
+an ASCII `ft ` line with _ft_event's result (_feed_ready); on a whole-file read (`packed`) a common
+rollout, perf or step record carries its numbers as a _scan.Packed, no dict (unpack() makes the
+dict where Python reads the record).  Everything unusual (nan/inf,
 np.float64(...), strings, nested, cut, wrapped, pasted, prefixed oddly, a dedup suffix, control
 bytes, bad UTF-8) is handed back to the exact Python reader: the C side only ever says "this
 line is plain, here are its fields (or its values)", never interprets a line differently.  Why not a C reader for whole records: their bookkeeping
