@@ -485,7 +485,7 @@ _bulk_allocations = SharedOverride(
     gc.get_threshold, lambda t: gc.set_threshold(*t),
     lambda saved: (max(_GC_BULK_GEN0, saved[0]), *saved[1:]) if saved[0] else None)
 
-_HANDOFF_S = 0.0002     # the GIL switch interval while judge_path reads (Python's default: 0.005)
+_HANDOFF_S = 0.00025    # the GIL switch interval while judge_path reads (Python's default: 0.005)
 
 # A shorter GIL switch interval while judge_path reads a file.  Why: its reader thread
 # (files.iter_scanned_blocks) holds the GIL only for a moment per block (its read and its walk
@@ -495,7 +495,7 @@ _HANDOFF_S = 0.0002     # the GIL switch interval while judge_path reads (Python
 # each; the whole check gains about that, within this VM's noise), 0.4 s when it only parses
 # (parse alone 1.38 s -> 0.98 s, medians of 6).  Since the parsing thread got about as fast as
 # the walk (the Fold, packed records, file_chunks), 1 ms left it waiting 0.16-0.24 s for blocks
-# again; at 0.2 ms a 540 MB parse took 0.59-0.62 s instead of 0.66 s, check 0.80 s instead of
+# again; at 0.2-0.25 ms a 540 MB parse took 0.59-0.62 s instead of 0.66 s, check 0.80 s instead of
 # 0.84-0.86 s (medians of 8-10 interleaved runs; 0.1 and 0.05 ms: no better).  Letting the GIL go
 # inside the long C walks (Fold.run, file_chunks) was tried too: slower, the parser then waited
 # for the reader to give it back.  Not in the dashboard's fill (feed_file), where
