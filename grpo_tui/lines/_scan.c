@@ -4006,25 +4006,26 @@ static PyObject *fold_head(FoldObject *f, Py_ssize_t q)
     return f->heads[q];
 }
 
+/* Item `arg` (within [0, top]) of one of the fold's index arrays, as an int. */
+static PyObject *fold_int(PyObject *arg, Py_ssize_t top, const Py_ssize_t *a)
+{
+    Py_ssize_t q = fold_index(arg, top);
+    return q < 0 ? NULL : PyLong_FromSsize_t(a[q]);
+}
+
 static PyObject *fold_m_cand(PyObject *self, PyObject *arg)
 {
-    FoldObject *f = (FoldObject *)self;
-    Py_ssize_t q = fold_index(arg, f->out.nc);
-    return q < 0 ? NULL : PyLong_FromSsize_t(f->out.cand[q]);
+    return fold_int(arg, ((FoldObject *)self)->out.nc, ((FoldObject *)self)->out.cand);
 }
 
 static PyObject *fold_m_keep(PyObject *self, PyObject *arg)
 {
-    FoldObject *f = (FoldObject *)self;
-    Py_ssize_t q = fold_index(arg, f->out.nk);
-    return q < 0 ? NULL : PyLong_FromSsize_t(f->out.keep[q]);
+    return fold_int(arg, ((FoldObject *)self)->out.nk, ((FoldObject *)self)->out.keep);
 }
 
 static PyObject *fold_m_last(PyObject *self, PyObject *arg)
 {
-    FoldObject *f = (FoldObject *)self;
-    Py_ssize_t q = fold_index(arg, f->out.nc);
-    return q < 0 ? NULL : PyLong_FromSsize_t(f->out.lasts[q]);
+    return fold_int(arg, ((FoldObject *)self)->out.nc, ((FoldObject *)self)->out.lasts);
 }
 
 static PyObject *fold_m_head(PyObject *self, PyObject *arg)
@@ -4796,26 +4797,37 @@ static PyObject *new_row(PyObject *d, PyObject *seg, PyObject *n)
     return r;
 }
 
+/* Whether the segment's FlagsMemo is fresh: the four flags it read (FlagsMemo._fresh) are these
+ * very objects in the flags now, so its K and groups hold.  1, 0, or -1 with an error set;
+ * *memo the memo (borrowed), *values (when given) the flags' four values (borrowed). */
+static int memo_fresh(PyObject *d, PyObject **memo, PyObject **values)
+{
+    PyObject *flags = (*memo = entry(d, S_FLAG_MEMO)) ? entry(d, S_FLAGS) : NULL;
+    if (flags == NULL)
+        return -1;
+    PyObject *seen = PyObject_GetAttr(*memo, S_SEEN);
+    if (seen == NULL)
+        return -1;
+    int fresh = PyTuple_CheckExact(seen) && PyTuple_GET_SIZE(seen) == 4 && PyDict_CheckExact(flags);
+    for (int q = 0; fresh > 0 && q < 4; q++) {
+        PyObject *v = PyDict_GetItemWithError(flags, S_FLAG_KEYS[q]);
+        if (v == NULL && PyErr_Occurred())
+            fresh = -1;
+        else if ((fresh = (v == NULL ? Py_None : v) == PyTuple_GET_ITEM(seen, q)) && values != NULL)
+            values[q] = v == NULL ? Py_None : v;
+    }
+    Py_DECREF(seen);
+    return fresh;
+}
+
 /* Segment._step_rollout(n): n // K when the flags' K is known and FlagsMemo's memo of it is
  * fresh (the flags it read are these very objects); else the segment's own method. */
 static PyObject *step_rollout(PyObject *d, PyObject *seg, PyObject *n)
 {
-    PyObject *memo = entry(d, S_FLAG_MEMO), *flags = memo ? entry(d, S_FLAGS) : NULL;
-    if (flags == NULL)
+    PyObject *memo;
+    int fresh = memo_fresh(d, &memo, NULL);
+    if (fresh < 0)
         return NULL;
-    PyObject *seen = PyObject_GetAttr(memo, S_SEEN);
-    if (seen == NULL)
-        return NULL;
-    int fresh = PyTuple_CheckExact(seen) && PyTuple_GET_SIZE(seen) == 4 && PyDict_CheckExact(flags);
-    for (int q = 0; fresh && q < 4; q++) {
-        PyObject *v = PyDict_GetItemWithError(flags, S_FLAG_KEYS[q]);
-        if (v == NULL && PyErr_Occurred()) {
-            Py_DECREF(seen);
-            return NULL;
-        }
-        fresh = (v == NULL ? Py_None : v) == PyTuple_GET_ITEM(seen, q);
-    }
-    Py_DECREF(seen);
     PyObject *k = fresh ? PyObject_GetAttr(memo, S_STEPS_K) : NULL;
     if (fresh && k == NULL)
         return NULL;
@@ -5209,22 +5221,10 @@ static int chunk_names(void)
  * _k_inferred / _max_steps fallback; the property itself otherwise.  A new reference. */
 static PyObject *seg_steps(PyObject *d, PyObject *seg)
 {
-    PyObject *memo = entry(d, S_FLAG_MEMO), *flags = memo ? entry(d, S_FLAGS) : NULL;
-    if (flags == NULL)
+    PyObject *memo;
+    int fresh = memo_fresh(d, &memo, NULL);
+    if (fresh < 0)
         return NULL;
-    PyObject *seen = PyObject_GetAttr(memo, S_SEEN);
-    if (seen == NULL)
-        return NULL;
-    int fresh = PyTuple_CheckExact(seen) && PyTuple_GET_SIZE(seen) == 4 && PyDict_CheckExact(flags);
-    for (int q = 0; fresh && q < 4; q++) {
-        PyObject *v = PyDict_GetItemWithError(flags, S_FLAG_KEYS[q]);
-        if (v == NULL && PyErr_Occurred()) {
-            Py_DECREF(seen);
-            return NULL;
-        }
-        fresh = (v == NULL ? Py_None : v) == PyTuple_GET_ITEM(seen, q);
-    }
-    Py_DECREF(seen);
     if (!fresh)
         return PyObject_GetAttr(seg, S_STEPS_PER_ROLLOUT);
     PyObject *k = PyObject_GetAttr(memo, S_STEPS_K);
@@ -5268,9 +5268,8 @@ static int shape_print(PyObject *d, PyObject *seg, PyObject **objs, Py_ssize_t *
                                || (S_GROUPS_K = PyUnicode_InternFromString("_groups")) == NULL))
         return -1;
     PyObject *names = entry(d, S_NAMES_D), *columns = names ? entry(d, S_COLUMNS) : NULL;
-    PyObject *sums = columns ? entry(d, S_TRAIN_SUM) : NULL, *flags = sums ? entry(d, S_FLAGS) : NULL;
-    PyObject *memo = flags ? entry(d, S_FLAG_MEMO) : NULL;
-    if (memo == NULL)
+    PyObject *sums = columns ? entry(d, S_TRAIN_SUM) : NULL, *flags = sums ? entry(d, S_FLAGS) : NULL, *memo;
+    if (flags == NULL)
         return -1;
     if (!PyDict_CheckExact(names) || !PyDict_CheckExact(columns) || !PyDict_CheckExact(sums) || !PyDict_CheckExact(flags))
         return 0;
@@ -5279,20 +5278,10 @@ static int shape_print(PyObject *d, PyObject *seg, PyObject **objs, Py_ssize_t *
     lens[2] = PyDict_GET_SIZE(sums);
     lens[3] = PyDict_GET_SIZE(flags);
     objs[SM_SEG] = seg;
-    PyObject *seen = PyObject_GetAttr(memo, S_SEEN), *steps = NULL, *groups = NULL;
-    int ok = seen != NULL && PyTuple_CheckExact(seen) && PyTuple_GET_SIZE(seen) == 4;
-    for (int q = 0; ok && q < 4; q++) {
-        PyObject *v = PyDict_GetItemWithError(flags, S_FLAG_KEYS[q]);
-        if (v == NULL && PyErr_Occurred())
-            ok = -1;
-        else
-            ok = (objs[SM_F0 + q] = v == NULL ? Py_None : v) == PyTuple_GET_ITEM(seen, q);
-    }
-    Py_XDECREF(seen);
-    if (seen == NULL || ok < 0)
-        return -1;
-    if (!ok)
-        return 0;
+    PyObject *steps = NULL, *groups = NULL;
+    int ok = memo_fresh(d, &memo, objs + SM_F0);
+    if (ok <= 0)
+        return ok;
     if ((steps = PyObject_GetAttr(memo, S_STEPS_K)) == NULL || (groups = PyObject_GetAttr(memo, S_GROUPS_K)) == NULL) {
         Py_XDECREF(steps);
         return -1;
