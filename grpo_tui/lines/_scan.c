@@ -4948,14 +4948,20 @@ fail:
     return NULL;
 }
 
-static PyObject *set_step_type(PyObject *Py_UNUSED(module), PyObject *cls)
+/* *t = cls's slots named `names`, or nothing (and the error) when it has other fields. */
+static PyObject *set_slot_type(SlotType *t, PyObject *cls, const char *const *names, int n)
 {
-    Py_CLEAR(step_type.type);
-    if (slot_type(cls, STEP_FIELDS, ST_FIELDS, &step_type) < 0) {
-        Py_CLEAR(step_type.type);
+    Py_CLEAR(t->type);
+    if (slot_type(cls, names, n, t) < 0) {
+        Py_CLEAR(t->type);
         return NULL;
     }
     Py_RETURN_NONE;
+}
+
+static PyObject *set_step_type(PyObject *Py_UNUSED(module), PyObject *cls)
+{
+    return set_slot_type(&step_type, cls, STEP_FIELDS, ST_FIELDS);
 }
 
 /* Segment.add_record's steps after the record's header fields (a record of any kind but step):
@@ -5185,12 +5191,7 @@ static SlotType update_type;
 
 static PyObject *set_update_type(PyObject *Py_UNUSED(module), PyObject *cls)
 {
-    Py_CLEAR(update_type.type);
-    if (slot_type(cls, UPDATE_FIELDS, SU_FIELDS, &update_type) < 0) {
-        Py_CLEAR(update_type.type);
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return set_slot_type(&update_type, cls, UPDATE_FIELDS, SU_FIELDS);
 }
 
 static PyObject *S_STAMP_E, *S_TOUCH, *S_TAPE, *S_TAPE_SEG, *S_SEG_INDEX, *S_FIRST_TS_E, *S_LAST_TS_E, *S_EVALUATED,
