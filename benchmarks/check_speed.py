@@ -15,6 +15,7 @@ and prints the ratios to grep (bar: check <= 3.0 x grep; judging alone about <= 
     python benchmarks/check_speed.py --file big.log
     python benchmarks/check_speed.py --size-mb 20 --incremental
     python benchmarks/check_speed.py --size-mb 540 --scenario gap-jump   # a broken run, its alert held
+    python benchmarks/check_speed.py --file big.log --repeat 7 --no-pure  # without the pure path's ~60 x grep runs
 """
 
 from __future__ import annotations
