@@ -262,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         if wrong:
             _say(f"{prog}: {wrong}")
             return 2
+        _read_ahead(cmd, args)
         code = _run(cmd, args)
         sys.stdout.flush()  # a full disk or a closed pipe must fail here, inside the guard
         return code
@@ -319,6 +320,16 @@ def _internal(prog: str, exc: BaseException, debug: bool, code: int) -> int:
     msg = " ".join(str(exc).split())[:300]
     _say(f"{prog}: internal error: {type(exc).__name__}: {msg} (run with --debug for the traceback)")
     return code
+
+
+def _read_ahead(cmd: str, args: argparse.Namespace) -> None:
+    """`check` or `export` of one file: its reader starts now, while the command's modules are
+    imported (lines/prefetch.py); judge_path takes it over."""
+    paths = getattr(args, "paths", None)
+    if cmd in ("check", "export") and paths and len(paths) == 1 and not os.path.isdir(paths[0]):
+        from .lines import prefetch
+        from .lines.files import BULK_CHUNK
+        prefetch.start(paths[0], BULK_CHUNK)
 
 
 def _run(cmd: str, args: argparse.Namespace) -> int:

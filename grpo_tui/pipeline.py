@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,7 +26,9 @@ from .judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report, _sh
 from .judge.ranges import RangeSet
 from .judge.rules import defaults_fit_memo
 from .judge.signals import SIGNALS
-from .lines.files import CHUNK, InputError, check_readable, iter_block_views, iter_byte_blocks, iter_scanned_blocks
+from .lines import prefetch
+from .lines.files import BULK_CHUNK, CHUNK, HANDOFF_S as _HANDOFF_S, InputError, check_readable, iter_block_views, iter_byte_blocks, \
+    iter_scanned_blocks, quick_handoff as _quick_handoff
 from .lines.parse import SCAN, LineParser
 from .lines.records import Event, MetricRecord
 from .shared_override import SharedOverride
@@ -466,14 +467,6 @@ def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
     return True
 
 
-# judge_path's blocks: twice CHUNK.  Why: the reader thread takes the GIL back a few times per
-# block (after its read, after its walk, for the queue), each time waiting for the parsing
-# thread to let go of it (at the switch interval, or when a long C call returns); with the
-# parsing thread now nearly as fast as the walk, that made the parser wait for blocks: a 540 MB
-# log's parse waited 0.06-0.18 s at 4 MiB, 0.03 s at 8 MiB (0.4 s at 1 MiB), for 24 MiB more
-# buffers.  The dashboard's fill keeps CHUNK (its progress and `q` are per block).
-BULK_CHUNK = 2 * CHUNK
-
 _GC_BULK_GEN0 = 50_000      # objects between young collections while a file is read whole
 
 # Fewer young-generation collections while a whole file is read.  Why: a big log makes
@@ -485,32 +478,14 @@ _bulk_allocations = SharedOverride(
     gc.get_threshold, lambda t: gc.set_threshold(*t),
     lambda saved: (max(_GC_BULK_GEN0, saved[0]), *saved[1:]) if saved[0] else None)
 
-_HANDOFF_S = 0.00025    # the GIL switch interval while judge_path reads (Python's default: 0.005)
-
-# A shorter GIL switch interval while judge_path reads a file.  Why: its reader thread
-# (files.iter_scanned_blocks) holds the GIL only for a moment per block (its read and its walk
-# let go of it), but each time it wants it back the parsing thread keeps it until the interval
-# ends; at 5 ms the reader lagged and the parser waited for blocks.  A 540 MB log: the parsing
-# thread waited 0.05-0.09 s for blocks in `check` (0.023-0.028 s with this, 8 interleaved runs
-# each; the whole check gains about that, within this VM's noise), 0.4 s when it only parses
-# (parse alone 1.38 s -> 0.98 s, medians of 6).  Since the parsing thread got about as fast as
-# the walk (the Fold, packed records, file_chunks), 1 ms left it waiting 0.16-0.24 s for blocks
-# again; at 0.2-0.25 ms a 540 MB parse took 0.59-0.62 s instead of 0.66 s, check 0.80 s instead of
-# 0.84-0.86 s (medians of 8-10 interleaved runs; 0.1 and 0.05 ms: no better).  Letting the GIL go
-# inside the long C walks (Fold.run, file_chunks) was tried too: slower, the parser then waited
-# for the reader to give it back.  Not in the dashboard's fill (feed_file), where
-# a third thread, the UI's, shares the GIL: there the 1 GB fill took ~8 % longer with it.
-_quick_handoff = SharedOverride(sys.getswitchinterval, sys.setswitchinterval,
-                                lambda saved: _HANDOFF_S if saved > _HANDOFF_S else None)
-
-
 def _file_blocks(pipe: Pipeline, path: str, chunk: int = CHUNK, end: int | None = None) -> Iterator[tuple]:
     """(block, scanned) for the lines of bytes [0, end) of a file, read into reused buffers (no
     new bytes object per block: a third of the read cost); when the parser scans blocks, the
     next one is read and C-scanned by a reader thread while this one is parsed."""
     scan = pipe.parser.block_scan
     if scan is not None:
-        return iter_scanned_blocks(path, scan, chunk, end=end)
+        ahead = prefetch.claim(path, scan, chunk, end)      # read since the CLI started (check, export)
+        return ahead if ahead is not None else iter_scanned_blocks(path, scan, chunk, end=end)
     return ((b, None) for b in iter_block_views(path, chunk, end=end))
 
 

@@ -7,14 +7,44 @@ The pipeline (grpo_tui/pipeline.py) feeds these blocks to the parser for `check`
 from __future__ import annotations
 
 import os
-import queue
 import stat
+import sys
 import threading
+from collections import deque
 from typing import Any, BinaryIO, Callable, Iterator
+
+from ..shared_override import SharedOverride
 
 
 CHUNK = 4 << 20
 MAX_LINE = 1 << 20   # bytes kept of one line; the reader never holds more of it
+
+# judge_path's blocks: twice CHUNK.  Why: the reader thread takes the GIL back a few times per
+# block (after its read, after its walk, for the queue), each time waiting for the parsing
+# thread to let go of it (at the switch interval, or when a long C call returns); with the
+# parsing thread now nearly as fast as the walk, that made the parser wait for blocks: a 540 MB
+# log's parse waited 0.06-0.18 s at 4 MiB, 0.03 s at 8 MiB (0.4 s at 1 MiB), for 24 MiB more
+# buffers.  The dashboard's fill keeps CHUNK (its progress and `q` are per block).
+BULK_CHUNK = 2 * CHUNK
+
+
+HANDOFF_S = 0.00025    # the GIL switch interval while a whole file is read (Python's default: 0.005)
+
+# A shorter GIL switch interval while judge_path reads a file (and while lines/prefetch.py reads
+# ahead).  Why: its reader thread (ScannedReader) holds the GIL only for a moment per block (its
+# read and its walk let go of it), but each time it wants it back the parsing thread keeps it
+# until the interval ends; at 5 ms the reader lagged and the parser waited for blocks.  A 540 MB
+# log: the parsing thread waited 0.05-0.09 s for blocks in `check` (0.023-0.028 s with this, 8
+# interleaved runs each; the whole check gains about that, within this VM's noise), 0.4 s when it
+# only parses (parse alone 1.38 s -> 0.98 s, medians of 6).  Since the parsing thread got about as
+# fast as the walk (the Fold, packed records, file_chunks), 1 ms left it waiting 0.16-0.24 s for
+# blocks again; at 0.2-0.25 ms a 540 MB parse took 0.59-0.62 s instead of 0.66 s, check 0.80 s
+# instead of 0.84-0.86 s (medians of 8-10 interleaved runs; 0.1 and 0.05 ms: no better).  Letting
+# the GIL go inside the long C walks (Fold.run, file_chunks) was tried too: slower, the parser then
+# waited for the reader to give it back.  Not in the dashboard's fill (pipeline.feed_file), where
+# a third thread, the UI's, shares the GIL: there the 1 GB fill took ~8 % longer with it.
+quick_handoff = SharedOverride(sys.getswitchinterval, sys.setswitchinterval,
+                               lambda saved: HANDOFF_S if saved > HANDOFF_S else None)
 
 
 class InputError(Exception):
@@ -128,7 +158,8 @@ def iter_byte_blocks(path: str, chunk: int = CHUNK, start: int = 0,
 
 
 def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
-                     end: int | None = None, buffers: int = 1) -> Iterator[memoryview | bytes]:
+                     end: int | None = None, buffers: int = 1,
+                     taken: Callable[[], int] | None = None) -> Iterator[memoryview | bytes]:
     """The lines of a file as iter_byte_blocks gives them (each cut to `max_line` bytes; with
     `end`, those of bytes [0, end), a last line without its newline left out),
     in blocks read into one reused buffer: no new 4 MiB object and no copy per block, which
@@ -141,11 +172,17 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
     block holding a line longer than `max_line` (default MAX_LINE) comes as bytes (its lines cut).
     Each read takes at most `chunk` bytes (the dashboard's progress and `q` are per block).
     With `buffers` > 1 the buffers take turns: a block stays valid until `buffers` more are
-    asked for (iter_scanned_blocks reads ahead of its consumer this way)."""
+    asked for (iter_scanned_blocks reads ahead of its consumer this way).  With `taken` (how
+    many blocks a consumer in another thread has taken so far), a buffer whose block may still
+    be read there (the consumer's current one, or one not taken yet) is not reused: the next
+    block goes to a new buffer and the old one is freed when its block is dropped (a reader
+    running many blocks ahead at the start, iter_scanned_blocks' `ahead`)."""
     max_line = MAX_LINE if max_line is None else max_line
     cap = max(chunk, max_line + 2)   # room to read past a cut line and its newline
     mvs = [memoryview(bytearray(cap)) for _ in range(max(1, buffers))]
     views: list[memoryview | None] = [None] * len(mvs)   # the block given out of each buffer
+    given = [-1] * len(mvs)   # (with `taken`) the number of the block each buffer gave out
+    blocks = 0                # blocks given out so far
     cur = 0
     mv, buf = mvs[0], mvs[0].obj
     f = open_regular(path)
@@ -175,10 +212,12 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
                 skipping = False
             cut = buf.rfind(b"\n", 0, stop)
             if cut >= 0:
+                blocks += 1       # (every block counts: `taken` counts them all)
                 if _has_long_line(buf, max_line, cut):
                     yield b"\n".join(ln[:max_line] for ln in buf[:cut].split(b"\n"))
                 else:
                     views[cur] = mv[:cut]
+                    given[cur] = blocks - 1
                     yield views[cur]
             rest = stop - cut - 1
             if rest > max_line:
@@ -187,7 +226,10 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
             # when this one's block was given out; else it stays in this one
             nxt = (cur + 1) % len(mvs) if views[cur] is not None else cur
             if views[nxt] is not None:
-                views[nxt].release()
+                if taken is not None and given[nxt] >= taken() - 1:
+                    mvs[nxt] = memoryview(bytearray(cap))   # its block may still be read: keep it
+                else:
+                    views[nxt].release()
                 views[nxt] = None
             mvs[nxt][:rest] = mv[cut + 1:cut + 1 + rest]
             cur, mv = nxt, mvs[nxt]
@@ -200,50 +242,95 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
 def iter_scanned_blocks(path: str, scan: Callable[[Any], tuple], chunk: int = CHUNK,
                         end: int | None = None) -> Iterator[tuple]:
     """(block, scan(block)) for the blocks of iter_block_views(path, chunk, end=end), read and scanned by
-    another thread one block ahead of the caller.
+    another thread one block ahead of the caller (ScannedReader, started at the first block asked for).
 
     Why: the C scanner lets go of the GIL while it walks a block, so reading and scanning the
     next block costs no time of the thread parsing this one (on two cores a finished log is
     judged that much sooner).  Three buffers take turns: one being parsed, one waiting, one
     being read; a block stays valid until the caller asks for the one after the next.  Errors
     of the reader come out here; stopping early (an exception in the caller) stops the reader."""
-    q: queue.Queue = queue.Queue(maxsize=1)
-    stop = threading.Event()
+    yield from ScannedReader(path, scan, chunk, end).blocks()
 
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
 
-    def produce() -> None:
-        blocks = iter_block_views(path, chunk, end=end, buffers=3)
+class ScannedReader:
+    """A reader thread, started at once, that reads and scans blocks for one consumer (`blocks()`,
+    iter_scanned_blocks), up to `ahead` blocks before it.  Why `ahead`: started while the program
+    still imports (lines/prefetch.py), the reader gets that far before parsing begins; the parser
+    is then the faster of the two, so the lead shrinks as it goes.  A buffer whose block may
+    still be read is not reused (iter_block_views' `taken`): memory grows by at most `ahead`
+    blocks, given back as the parser drops them."""
+
+    def __init__(self, path: str, scan: Callable[[Any], tuple], chunk: int = CHUNK, end: int | None = None,
+                 ahead: int = 1) -> None:
+        self.path, self.chunk, self.end = path, chunk, end
+        self._scan = scan
+        self._ahead = max(1, ahead)
+        self._items: deque = deque()
+        self._cv = threading.Condition()
+        self._stopped = False
+        self._taken = 0         # blocks the consumer has taken (the reader keeps their buffers)
+        self._on_close: list[Callable[[], None]] = []
+        self._thread = threading.Thread(target=self._produce, name="grpo-tui-reader", daemon=True)
+        self._thread.start()
+
+    def scan_fn(self) -> Callable[[Any], tuple]:
+        return self._scan
+
+    def on_close(self, fn: Callable[[], None]) -> None:
+        """Run fn once the reader is stopped (close)."""
+        self._on_close.append(fn)
+
+    def _put(self, item: Any) -> bool:
+        with self._cv:
+            while not self._stopped and len(self._items) >= self._ahead:
+                self._cv.wait()
+            if self._stopped:
+                return False
+            self._items.append(item)
+            self._cv.notify_all()
+        return True
+
+    def _produce(self) -> None:
+        blocks = iter_block_views(self.path, self.chunk, end=self.end, buffers=3, taken=lambda: self._taken)
         try:
             for block in blocks:
-                if not put((block, scan(block))):
+                if not self._put((block, self._scan(block))):
                     return
-            put(_END)
-        except BaseException as exc:      # handed to the caller, raised there
-            put(exc)
+            self._put(_END)
+        except BaseException as exc:      # handed to the consumer, raised there
+            self._put(exc)
         finally:
             blocks.close()
 
-    reader = threading.Thread(target=produce, name="grpo-tui-reader", daemon=True)
-    reader.start()
-    try:
-        while True:
-            item = q.get()
-            if item is _END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        reader.join()
+    def blocks(self) -> Iterator[tuple]:
+        """The (block, scanned) pairs in order; the reader's error is raised here; leaving early
+        (or finishing) stops the reader."""
+        try:
+            while True:
+                with self._cv:
+                    while not self._items:
+                        self._cv.wait()
+                    item = self._items.popleft()
+                    self._taken += 1
+                    self._cv.notify_all()
+                if item is _END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the reader and drop what it read ahead."""
+        with self._cv:
+            self._stopped = True
+            self._items.clear()
+            self._cv.notify_all()
+        self._thread.join()
+        fns, self._on_close = self._on_close, []
+        for fn in fns:
+            fn()
 
 
 _END = object()

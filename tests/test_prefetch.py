@@ -1,0 +1,182 @@
+"""Reading ahead: ScannedReader running many blocks before its consumer, and lines/prefetch.py,
+which starts it while the CLI imports (`check`, `export`) for judge_path to take over."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from grpo_tui import cli, pipeline as pl
+from grpo_tui.lines import prefetch
+from grpo_tui.lines.files import BULK_CHUNK, InputError, ScannedReader, iter_block_views
+
+LINE = "[2026-08-21 10:00:{s:02d}.000 main] x.py:1 - noise line {n} " + "pad " * 8 + "\n"
+
+
+def _log(tmp_path, n=4000, name="x.log"):
+    p = tmp_path / name
+    p.write_text("".join(LINE.format(n=i, s=i % 60) for i in range(n)))
+    return p
+
+
+def _readers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "grpo-tui-reader"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5]), max_size=120).map(b"".join),
+       chunk=st.integers(1, 40), ahead=st.integers(1, 6), hold=st.integers(1, 3), pause=st.booleans())
+def test_reading_ahead_gives_the_same_blocks_and_keeps_held_ones(tmp_path_factory, data, chunk, ahead, hold, pause):
+    """However far the reader runs ahead, the blocks are iter_block_views' blocks, and the block
+    the consumer holds and the one before it stay as read (their buffers are not reused under it)."""
+    p = tmp_path_factory.mktemp("r") / "x.log"
+    p.write_bytes(data)
+    want = [bytes(b) for b in iter_block_views(str(p), chunk=chunk)]
+    r = ScannedReader(str(p), lambda b: len(b), chunk, ahead=ahead)
+    if pause:
+        time.sleep(0.01)        # the reader fills its lead first
+    got, held = [], []
+    for block, scanned in r.blocks():
+        assert scanned == len(block)
+        held.append((block, bytes(block)))
+        held = held[-min(hold, 2):]
+        assert all(bytes(b) == copy for b, copy in held)
+        got.append(bytes(block))
+    assert got == want
+    assert not _readers()
+
+
+def test_a_reader_ahead_takes_at_most_its_lead_and_gives_buffers_back(tmp_path):
+    """Before the first block is taken the reader stops at `ahead` blocks; the blocks it read
+    into new buffers are freed once dropped (nothing else keeps them)."""
+    p = _log(tmp_path, 20000)
+    r = ScannedReader(str(p), lambda b: None, 4096, ahead=5)
+    deadline = time.monotonic() + 5
+    while len(r._items) < 5 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.02)
+    assert len(r._items) == 5
+    blocks = r.blocks()
+    first = next(blocks)[0]
+    assert bytes(first).startswith(b"[2026")
+    rest = sum(1 for _ in blocks)
+    assert rest > 10 and not _readers()
+
+
+def test_closing_a_reader_ahead_stops_it_and_runs_its_hooks(tmp_path):
+    p = _log(tmp_path, 20000)
+    done = []
+    r = ScannedReader(str(p), lambda b: None, 4096, ahead=3)
+    r.on_close(lambda: done.append(1))
+    r.close()
+    r.close()
+    assert done == [1] and not _readers()
+    with pytest.raises(InputError):
+        list(ScannedReader(str(tmp_path / "gone.log"), lambda b: None).blocks())
+
+
+@pytest.fixture
+def no_pending():
+    prefetch.cancel()
+    yield
+    prefetch.cancel()
+
+
+@pytest.mark.accel
+def test_judge_path_takes_over_the_prefetch_and_judges_the_same(tmp_path, no_pending, monkeypatch):
+    """A prefetch of the very read judge_path makes is used (once), and the verdict, counts and
+    store are those of a read of its own; the GIL switch interval is shortened while it reads and
+    put back after."""
+    monkeypatch.delenv("GRPO_TUI_PURE", raising=False)
+    if prefetch.scanner() is None or pl.LineParser().block_scan is None:
+        pytest.skip("no C scanner built")
+    p = tmp_path / "run.log"
+    from grpo_tui.simulate import generate
+    p.write_text("".join(line + "\n" for _, line in generate("grad-norm-rising", 60, 1, noise_per_rollout=30)))
+    now = p.stat().st_mtime + 60
+    own = pl.judge_path(str(p), now=now)
+    saved = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.004)
+        assert prefetch.start(str(p), BULK_CHUNK)
+        assert sys.getswitchinterval() == pl._HANDOFF_S
+        taken = []
+        real = prefetch.claim
+
+        def spy(*a):
+            got = real(*a)
+            taken.append(got is not None)
+            return got
+        monkeypatch.setattr(prefetch, "claim", spy)
+        ahead = pl.judge_path(str(p), now=now)
+        again = pl.judge_path(str(p), now=now)     # nothing pending any more: a read of its own
+        assert taken == [True, False]
+        assert sys.getswitchinterval() == 0.004 and not _readers()
+    finally:
+        sys.setswitchinterval(saved)
+    for got in (ahead, again):
+        assert got.report(now).to_json("run.log") == own.report(now).to_json("run.log")
+        assert got.parser.counts == own.parser.counts
+        assert [s.rollout_ids().tolist() for s in got.store.segments] == [s.rollout_ids().tolist() for s in own.store.segments]
+
+
+def test_a_prefetch_is_only_for_its_own_read(tmp_path, no_pending, monkeypatch):
+    """Another path, block size, scanner or an end: not claimed (the prefetch stays for its own
+    read); a missing or special file, '-' or the pure path: nothing started."""
+    monkeypatch.delenv("GRPO_TUI_PURE", raising=False)
+    scan = prefetch.scanner()
+    if scan is None:
+        pytest.skip("no C scanner built")
+    p, q = _log(tmp_path), _log(tmp_path, name="y.log")
+    assert prefetch.start(str(p), 4096)
+    assert prefetch.claim(str(q), scan, 4096, None) is None
+    assert prefetch.claim(str(p), scan, 8192, None) is None
+    assert prefetch.claim(str(p), lambda b: None, 4096, None) is None
+    assert prefetch.claim(str(p), scan, 4096, 100) is None
+    assert prefetch.claim(str(p), None, 4096, None) is None
+    blocks = prefetch.claim(str(p), scan, 4096, None)
+    assert blocks is not None and prefetch.claim(str(p), scan, 4096, None) is None
+    assert b"".join(bytes(b) + b"\n" for b, _ in blocks) == p.read_bytes()
+    assert not prefetch.start(str(tmp_path / "gone.log"), 4096)
+    assert not prefetch.start(str(tmp_path), 4096)
+    assert not prefetch.start("-", 4096)
+    monkeypatch.setenv("GRPO_TUI_PURE", "1")
+    assert not prefetch.start(str(p), 4096)
+    assert not _readers()
+
+
+def test_an_unclaimed_prefetch_is_stopped_and_the_interval_put_back(tmp_path, no_pending, monkeypatch):
+    monkeypatch.delenv("GRPO_TUI_PURE", raising=False)
+    if prefetch.scanner() is None:
+        pytest.skip("no C scanner built")
+    saved = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.004)
+        p = _log(tmp_path)
+        assert prefetch.start(str(p), 4096)
+        assert prefetch.start(str(p), 4096)     # a second start replaces the first
+        assert len(_readers()) <= 1
+        prefetch.cancel()
+        assert not _readers() and sys.getswitchinterval() == 0.004
+    finally:
+        sys.setswitchinterval(saved)
+
+
+@pytest.mark.parametrize("argv, started", [
+    (["check", "{p}"], True), (["export", "{p}", "-o", "{out}"], True),
+    (["check", "{p}", "{p}"], False), (["check", "{dir}"], False), (["tail", "{p}"], False),
+])
+def test_the_cli_reads_ahead_for_one_file_of_check_and_export(tmp_path, no_pending, monkeypatch, argv, started):
+    p = tmp_path / "logs" / "run.log"
+    p.parent.mkdir()
+    p.write_text("rollout 0: {'rollout/raw_reward': 0.5}\n")
+    calls = []
+    monkeypatch.setattr(prefetch, "start", lambda path, chunk, ahead=prefetch.AHEAD: calls.append((path, chunk)))
+    monkeypatch.setattr(cli, "_run", lambda cmd, args: 0)
+    args = [a.format(p=p, dir=p.parent, out=tmp_path / "o.csv") for a in argv]
+    assert cli.main(args) == 0
+    assert calls == ([(str(p), BULK_CHUNK)] if started else [])
