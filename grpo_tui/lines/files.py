@@ -6,6 +6,7 @@ The pipeline (grpo_tui/pipeline.py) feeds these blocks to the parser for `check`
 
 from __future__ import annotations
 
+import mmap
 import os
 import stat
 import sys
@@ -227,7 +228,10 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
             nxt = (cur + 1) % len(mvs) if views[cur] is not None else cur
             if views[nxt] is not None:
                 if taken is not None and given[nxt] >= taken() - 1:
-                    mvs[nxt] = memoryview(bytearray(cap))   # its block may still be read: keep it
+                    # its block may still be read: that buffer is left to it, the next block goes
+                    # to a new one, mapped on its own so that its memory goes back to the system
+                    # once its last block is dropped (a freed bytearray this big stays in the heap)
+                    mvs[nxt] = memoryview(mmap.mmap(-1, cap))
                 else:
                     views[nxt].release()
                 views[nxt] = None
