@@ -78,9 +78,17 @@ def _state(p: LineParser):
 
 
 def assert_same(batches) -> LineParser:
+    """The scanner's parse is the pure one, with the metric dicts read by the parsing thread
+    (the default) and by the reader thread's walk (_scan.set_pairs_ahead)."""
     batches = [list(b) for b in batches]
     fast, pure = _parse(batches, True), _parse(batches, False)
     assert _state(fast) == _state(pure)
+    was = _scan.set_pairs_ahead(True)
+    try:
+        ahead = _parse(batches, True)
+    finally:
+        _scan.set_pairs_ahead(was)
+    assert _state(ahead) == _state(pure)
     return fast
 
 
@@ -561,6 +569,27 @@ def test_judged_logs_agree(path, monkeypatch):
         out.append((repr(pipe.report(now).to_json(path)), pipe.parser.counts.as_dict(),
                     repr(export.rows(pipe.store)), repr(export.rows(pipe.store, "step")), pipe.lines_seen))
     assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+def test_dicts_read_by_either_thread_agree(path):
+    """judge_path with the metric dicts read by the reader thread's walk or by the parsing thread
+    as their records are made (_scan.c: pairs_ahead): the same report, counts and exported rows
+    (the records packed or not alike)."""
+    from grpo_tui import export, pipeline
+
+    now = os.path.getmtime(path) + 30.0
+    out = []
+    for ahead in (False, True):
+        was = _scan.set_pairs_ahead(ahead)
+        try:
+            pipe = pipeline.judge_path(path, now=now)
+        finally:
+            _scan.set_pairs_ahead(was)
+        out.append((repr(pipe.report(now).to_json(path)), pipe.parser.counts.as_dict(),
+                    repr(export.rows(pipe.store)), repr(export.rows(pipe.store, "step"))))
+    assert out[0] == out[1]
+    assert _scan.set_pairs_ahead(False) is False
 
 
 # -- the line walks (scalar, SSSE3, AVX2: _scan.kernels()) give one and the same scan() ---------
