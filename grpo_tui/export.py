@@ -282,9 +282,15 @@ def _write_rows(fh: TextIO, w, lead_cols: list[list[Any]], cells: list[list[Any]
 
 def render(store: MetricStore, fmt: str = "csv", axis: str = "rollout") -> str:
     buf = io.StringIO()
-    if fmt != "json" and axis == "rollout":
-        write_rollout_csv(store, buf)
-        return buf.getvalue()
-    data = rows(store, axis)
-    (write_json if fmt == "json" else write_csv)(data, buf)
+    render_to(buf, store, fmt, axis)
     return buf.getvalue()
+
+
+def render_to(fh: TextIO, store: MetricStore, fmt: str = "csv", axis: str = "rollout") -> None:
+    """`render`'s text written to fh as it is made (export -o: into the atomic file, without
+    the whole text held first: ~10 ms of a 540 MB log's export)."""
+    if fmt != "json" and axis == "rollout":
+        write_rollout_csv(store, fh)
+        return
+    data = rows(store, axis)
+    (write_json if fmt == "json" else write_csv)(data, fh)

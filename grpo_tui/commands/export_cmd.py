@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import sys
 
-from ..export import render
+from ..export import render, render_to
 from ..lines.files import InputError
-from ..output import check_output_path, safe_text, write_text_atomic
+from ..output import atomic_open, check_output_path, safe_text
 from ..pipeline import judge_path
 
 
@@ -24,11 +24,11 @@ def run(args) -> int:
         # An empty, binary or metric-free file is almost always the wrong path: say so.
         raise InputError(f"{safe_text(args.path)}: no metric lines found ({c.lines} lines read, "
                          f"{c.unreadable} unreadable)")
-    text = render(loaded.store, args.format, args.axis)
-    if args.output:
-        write_text_atomic(args.output, text)
-    else:
-        sys.stdout.write(text)
+    if args.output:     # (written as it is made: the file appears only once it is whole)
+        with atomic_open(args.output) as fh:
+            render_to(fh, loaded.store, args.format, args.axis)
+    else:               # (made whole first: an error midway prints nothing)
+        sys.stdout.write(render(loaded.store, args.format, args.axis))
     print(f"grpo-tui export: {c.lines} lines, {c.records} metric records, "
           f"{c.unreadable} unreadable lines, {c.cut_records} cut records", file=sys.stderr)
     return 0
