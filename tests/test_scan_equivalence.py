@@ -1302,6 +1302,61 @@ def test_scanner_float_repr_is_repr(x, d):
     assert _scan.float_repr(y) == repr(y)
 
 
+_NUM_CELL = st.one_of(st.floats(), st.sampled_from([0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, 1e16, 1e-5]))
+
+
+@FUZZ
+@given(cols=st.integers(1, 4).flatmap(lambda m: st.integers(0, 6).flatmap(
+    lambda n: st.lists(st.one_of(st.none(), st.lists(_NUM_CELL, min_size=n, max_size=n).map(lambda v: (v, "f")),
+                                 st.lists(st.integers(-2**62, 2**62), min_size=n, max_size=n).map(lambda v: (v, "i"))),
+                       min_size=m, max_size=m).map(lambda c: (n, c)))))
+def test_scanner_csv_rows_of_number_columns_only(cols):
+    """Every column a number column (export's rollout ids among them) or blank: csv_rows writes
+    the rows without the GIL (number_rows), the same text as from lists of those cells (NaN:
+    blank; an int column's cell a long long does not hold as a float64: None, Python's)."""
+    n, columns = cols
+    arrays = [c if c is None else (np.array(c[0], dtype=np.float64), c[1]) for c in columns]
+    lists = [None if c is None else [None if v != v else int(v) if k == "i" else v
+                                     for v in np.array(c[0], dtype=np.float64).tolist()] for c, k in
+             ((c, None if c is None else c[1]) for c in columns)]
+    want = _scan.csv_rows(lists, n)
+    got = _scan.csv_rows(arrays, n)
+    big = any(c is not None and c[1] == "i" and len(c[0]) and max(abs(v) for v in c[0]) >= 9.2e18 for c in columns)
+    assert got == (None if big and n else want)
+
+
+def test_export_formats_stretches_of_rows_in_two_threads_in_order(tmp_path, monkeypatch):
+    """export's CSV in stretches of rows (some made by a second thread): the same text as in one
+    stretch, a stretch csv_rows leaves to Python among them, and an error in the second thread
+    raised in the caller's."""
+    from grpo_tui import export, pipeline
+    from grpo_tui.simulate import generate
+    log = tmp_path / "run.log"
+    log.write_text("".join(line + "\n" for _, line in generate("healthy", 50, 1, noise_per_rollout=3)))
+    store = pipeline.judge_path(str(log), judging=False).store
+    whole = export.render(store)
+    monkeypatch.setattr(export, "_CSV_ROWS", 7)
+    assert export.render(store) == whole
+    real = export._csv_rows
+    calls = []
+
+    def some_left_to_python(cols, n):
+        calls.append(n)
+        return None if len(calls) == 2 else real(cols, n)
+    monkeypatch.setattr(export, "_csv_rows", some_left_to_python)
+    assert export.render(store) == whole and len(calls) >= 7
+
+    def fails_in_the_helper(cols, n):
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError("csv failed")
+        return real(cols, n)
+    import threading
+    monkeypatch.setattr(export, "_csv_rows", fails_in_the_helper)
+    with pytest.raises(RuntimeError, match="csv failed"):
+        export.render(store)
+    assert not [t for t in threading.enumerate() if t.name == "grpo-tui-csv"]
+
+
 def test_scanner_csv_rows_refuses_columns_of_other_lengths():
     with pytest.raises(ValueError):
         _scan.csv_rows([[1.0, 2.0], [1.0]], 2)

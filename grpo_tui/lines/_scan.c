@@ -6059,11 +6059,12 @@ static PyObject *float_repr(PyObject *Py_UNUSED(module), PyObject *arg)
 /* ---- export (export.py _write_rows) ---------------------------------------------------- */
 
 typedef struct {
-    char *p;
+    char *p;                /* PyMem_Raw*: grown without the GIL too (csv_rows' number rows) */
     Py_ssize_t n, cap;
+    int nogil;              /* no GIL held: out of memory sets no error (the caller does) */
 } Text;
 
-/* Room for `more` bytes in t; 0 when out of memory (error set). */
+/* Room for `more` bytes in t; 0 when out of memory (error set, unless t->nogil). */
 static int text_room(Text *t, Py_ssize_t more)
 {
     if (t->n + more <= t->cap)
@@ -6071,9 +6072,10 @@ static int text_room(Text *t, Py_ssize_t more)
     Py_ssize_t cap = t->cap ? t->cap : 1 << 16;
     while (cap < t->n + more)
         cap *= 2;
-    char *q = PyMem_Realloc(t->p, (size_t)cap);
+    char *q = PyMem_RawRealloc(t->p, (size_t)cap);
     if (q == NULL) {
-        PyErr_NoMemory();
+        if (!t->nogil)
+            PyErr_NoMemory();
         return 0;
     }
     t->p = q;
@@ -6148,6 +6150,49 @@ typedef struct {
     int is_int;
 } NumCol;
 
+/* csv_rows' rows when every column is a number column or blank, without the GIL (two threads
+ * write two stretches of rows at once: export.py): the same text as double_text and the int
+ * cells give (repr() of 0.0, -0.0, inf as repr() writes them).  0, 1 out of memory, 2 an int
+ * cell a long long does not hold (Python's then). */
+static int number_rows(Text *t, const NumCol *num, Py_ssize_t m, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        for (Py_ssize_t j = 0; j < m; j++) {
+            if (j > 0 && !text_put(t, ",", 1))
+                return 1;
+            if (num[j].x == NULL)
+                continue;
+            double x = num[j].x[i];
+            if (isnan(x))
+                continue;
+            char buf[32];
+            int k;
+            if (num[j].is_int) {
+                if (x >= 9.2e18 || x <= -9.2e18 || x != floor(x))
+                    return 2;
+                k = snprintf(buf, sizeof(buf), "%lld", (long long)x);
+            } else if (isinf(x)) {
+                k = x > 0 ? 3 : 4;
+                memcpy(buf, x > 0 ? "inf" : "-inf", (size_t)k);
+            } else if (x == 0.0) {
+                k = signbit(x) ? 4 : 3;
+                memcpy(buf, signbit(x) ? "-0.0" : "0.0", (size_t)k);
+            } else {
+#ifdef __SIZEOF_INT128__
+                k = ryu_repr(x, buf);
+#else
+                return 2;   /* (not reached: number_rows needs ryu_ready) */
+#endif
+            }
+            if (!text_put(t, buf, k))
+                return 1;
+        }
+        if (!text_put(t, "\n", 1))
+            return 1;
+    }
+    return 0;
+}
+
 static PyObject *csv_rows(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *cols;
@@ -6158,7 +6203,7 @@ static PyObject *csv_rows(PyObject *Py_UNUSED(module), PyObject *args)
     NumCol *num = PyMem_Calloc((size_t)m + 1, sizeof(NumCol));
     if (num == NULL)
         return PyErr_NoMemory();
-    Text t = {NULL, 0, 0};
+    Text t = {NULL, 0, 0, 0};
     PyObject *res = NULL;
     for (Py_ssize_t j = 0; j < m; j++) {
         PyObject *c = PyList_GET_ITEM(cols, j);
@@ -6185,6 +6230,24 @@ static PyObject *csv_rows(PyObject *Py_UNUSED(module), PyObject *args)
             goto done;
         }
     }
+#ifdef __SIZEOF_INT128__
+    int numbers = ryu_ready;   /* every column numbers or blank: written without the GIL */
+    for (Py_ssize_t j = 0; numbers && j < m; j++)
+        numbers = num[j].x != NULL || PyList_GET_ITEM(cols, j) == Py_None;
+    if (numbers) {
+        int bad;
+        t.nogil = 1;
+        Py_BEGIN_ALLOW_THREADS
+        bad = number_rows(&t, num, m, n);
+        Py_END_ALLOW_THREADS
+        t.nogil = 0;
+        if (bad == 1)
+            PyErr_NoMemory();
+        else
+            res = bad ? Py_NewRef(Py_None) : PyUnicode_DecodeASCII(t.p ? t.p : "", t.n, NULL);
+        goto done;
+    }
+#endif
     for (Py_ssize_t i = 0; i < n; i++) {
         for (Py_ssize_t j = 0; j < m; j++) {
             PyObject *c = PyList_GET_ITEM(cols, j);
@@ -6232,7 +6295,7 @@ done:
         if (num[j].x != NULL)
             PyBuffer_Release(&num[j].view);
     PyMem_Free(num);
-    PyMem_Free(t.p);
+    PyMem_RawFree(t.p);
     return res;
 }
 
