@@ -90,6 +90,21 @@ def rollout_table(seg: Segment, numbers: bool = False) -> RolloutTable:
     return RolloutTable(seg.ids_at(order).tolist(), order.tolist(), cells)
 
 
+def _all_logged_ints(seg: Segment, name: str, order: np.ndarray, vals: np.ndarray, logged: dict[int, Any]) -> bool:
+    """Every cell of a train metric with a value is its rollout's only step's value as logged,
+    an int (`train/step`): _column writes those ints, an "i" column the same (exact below 2**53)."""
+    have = np.flatnonzero(~np.isnan(vals))
+    if len(have) != len(logged):
+        return False
+    rows = order[have].tolist()
+    cnt = seg.train_cnt[name].data
+    for row, x in zip(rows, vals[have].tolist()):
+        v = logged.get(row)
+        if type(v) is not int or cnt[row] != 1.0 or not -2 ** 53 < v < 2 ** 53 or x != v:
+            return False
+    return True
+
+
 def _number_column(seg: Segment, name: str, order: np.ndarray, logged: dict[int, Any] | None):
     """_column's cells as (values, "f" | "i") when they are all floats or None ("f") or ints or
     None ("i"): no object, no nan kept as a value (a nan/inf token), no step value logged as an
@@ -98,7 +113,9 @@ def _number_column(seg: Segment, name: str, order: np.ndarray, logged: dict[int,
         return None
     vals = np.ascontiguousarray(seg.values_at_rows(name, order), dtype=np.float64)
     if name in seg.train_sum:
-        return None if logged else (vals, "f")
+        if not logged:
+            return vals, "f"
+        return (vals, "i") if _all_logged_ints(seg, name, order, vals, logged) else None
     state = seg.int_state.get(name)
     if state == "i":
         return vals, "i"
