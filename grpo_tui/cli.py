@@ -217,8 +217,24 @@ def one_shot(cmd: str) -> None:
     Objects are still freed as their last reference goes; tests/test_no_cycles.py checks that
     reading and dropping logs of every kind leaves no cyclic garbage behind.  Only for such a
     process: main() alone (tests, other callers) leaves the collector as it is."""
+    global _ONE_SHOT
     if cmd in QUICK_EXIT:
         gc.disable()
+        _ONE_SHOT = True
+
+
+_ONE_SHOT = False   # one_shot ran: the process leaves by leave() (os._exit) once the command is done
+_SPARED: list = []
+
+
+def spare(obj) -> None:
+    """Keep `obj` (a judged log: its store, records and steps) to the end of a one_shot process.
+    Why: a command's judged log was freed object by object when its function returned, ~60 ms
+    of a 540 MB log's check or export spent after the output was written, before leave() could
+    skip the rest of the teardown.  Elsewhere (main() alone: tests, other callers) nothing is
+    kept."""
+    if _ONE_SHOT:
+        _SPARED.append(obj)
 
 
 def leave(code: int, cmd: str) -> NoReturn:

@@ -12,6 +12,7 @@ import os
 import sys
 import time
 
+from ..cli import spare
 from ..lines.files import InputError
 from ..judge.ranges import dump_ranges
 from ..judge.seeds import check_seeds, seed_envelopes
@@ -24,6 +25,7 @@ def run(args) -> int:
         raise InputError("calibrate needs at least 2 seed runs of the same config")
     check_output_path(args.output, args.paths, force=getattr(args, "force", False))
     judged = [judge_path(p) for p in args.paths]
+    spare(judged)
     stores = [j.store for j in judged]
     print(f"calibrating from {len(stores)} seeds:", file=sys.stderr)
     cal = seed_envelopes(stores)

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 
+from ..cli import spare
 from ..judge.ranges import RangesError, load_ranges
 from ..judge.signals import BY_ID
 from ..lines.files import InputError
@@ -47,6 +48,7 @@ def run(args) -> int:
         pipe = judge_path(path, ranges, ranges_label=label)
     except InputError as exc:
         return _unknown(args, str(exc))
+    spare(pipe)
     report = pipe.report()
     if args.json:
         print(json.dumps(report.to_json(path), allow_nan=False, default=str))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..cli import spare
 from ..export import render, render_to
 from ..lines.files import InputError
 from ..output import atomic_open, check_output_path, safe_text
@@ -19,6 +20,7 @@ def run(args) -> int:
     if args.output:  # before reading: a refused path should not cost a parse of a big log
         check_output_path(args.output, [args.path], force=getattr(args, "force", False))
     loaded = judge_path(args.path, judging=False)
+    spare(loaded)
     c = loaded.parser.counts
     if not any(seg.has_data for seg in loaded.store.segments):
         # An empty, binary or metric-free file is almost always the wrong path: say so.
