@@ -278,8 +278,13 @@ def main(argv: list[str] | None = None) -> int:
         if wrong:
             _say(f"{prog}: {wrong}")
             return 2
-        _read_ahead(cmd, args)
-        code = _run(cmd, args)
+        ahead = _read_ahead(cmd, args)
+        try:
+            code = _run(cmd, args)
+        finally:
+            if ahead:       # a read ahead the command never took (bad --ranges, -o refused...)
+                from .lines import prefetch
+                prefetch.cancel()
         sys.stdout.flush()  # a full disk or a closed pipe must fail here, inside the guard
         return code
     except InputError as exc:
@@ -338,14 +343,15 @@ def _internal(prog: str, exc: BaseException, debug: bool, code: int) -> int:
     return code
 
 
-def _read_ahead(cmd: str, args: argparse.Namespace) -> None:
+def _read_ahead(cmd: str, args: argparse.Namespace) -> bool:
     """`check` or `export` of one file: its reader starts now, while the command's modules are
-    imported (lines/prefetch.py); judge_path takes it over."""
+    imported (lines/prefetch.py); judge_path takes it over.  True when one was started."""
     paths = getattr(args, "paths", None)
     if cmd in ("check", "export") and paths and len(paths) == 1 and not os.path.isdir(paths[0]):
         from .lines import prefetch
         from .lines.files import BULK_CHUNK
-        prefetch.start(paths[0], BULK_CHUNK)
+        return bool(prefetch.start(paths[0], BULK_CHUNK))
+    return False
 
 
 def _run(cmd: str, args: argparse.Namespace) -> int:

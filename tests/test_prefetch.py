@@ -175,8 +175,26 @@ def test_the_cli_reads_ahead_for_one_file_of_check_and_export(tmp_path, no_pendi
     p.parent.mkdir()
     p.write_text("rollout 0: {'rollout/raw_reward': 0.5}\n")
     calls = []
-    monkeypatch.setattr(prefetch, "start", lambda path, chunk, ahead=prefetch.AHEAD: calls.append((path, chunk)))
+    monkeypatch.setattr(prefetch, "start", lambda path, chunk, ahead=prefetch.AHEAD: calls.append((path, chunk)) or True)
     monkeypatch.setattr(cli, "_run", lambda cmd, args: 0)
     args = [a.format(p=p, dir=p.parent, out=tmp_path / "o.csv") for a in argv]
     assert cli.main(args) == 0
     assert calls == ([(str(p), BULK_CHUNK)] if started else [])
+
+
+def test_a_read_ahead_the_command_never_takes_is_stopped(tmp_path, no_pending, monkeypatch):
+    """check with a bad --ranges file (or export refusing -o) never claims the read ahead: the
+    reader is stopped when the command returns, not left blocked on a big file."""
+    monkeypatch.delenv("GRPO_TUI_PURE", raising=False)
+    if prefetch.scanner() is None:
+        pytest.skip("no C scanner built")
+    p = _log(tmp_path, 200_000)                 # far more than AHEAD blocks of 4 KiB
+    monkeypatch.setattr("grpo_tui.lines.files.BULK_CHUNK", 4096)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("this is [not toml")
+    import io
+    from contextlib import redirect_stderr
+    with redirect_stderr(io.StringIO()):
+        assert cli.main(["check", str(p), "--ranges", str(bad)]) == 3
+        assert cli.main(["export", str(p), "-o", str(p)]) == 1
+    assert not _readers() and prefetch._pending is None
