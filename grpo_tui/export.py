@@ -222,7 +222,7 @@ def write_rollout_csv(store: MetricStore, fh: TextIO) -> None:
         for lo in range(0, len(table.ids), _CSV_ROWS):
             hi = lo + _CSV_ROWS
             n = len(table.ids[lo:hi])
-            lead_cols = ([_slice(_id_column([seg.index] * n), 0, n)] if len(segs) > 1 else []) + [_slice(ids, lo, hi)]
+            lead_cols = ([_id_column([seg.index] * n)] if len(segs) > 1 else []) + [_slice(ids, lo, hi)]
             jobs.append((lead_cols, [None if c is None else _slice(c, lo, hi) for c in cells]))
     for (lead_cols, cells), text in zip(jobs, _formatted(jobs)):
         if text is not None:

@@ -42,10 +42,10 @@ from __future__ import annotations
 
 import calendar
 from collections import deque
-import os
 import re
 from dataclasses import dataclass
 
+from . import pure_asked
 from .formats import parse_trl, parse_verl
 from .launch import parse_launch_flags, ARG_DUMP_NAMES
 from .records import Event, Item, MetricRecord, bounded_int
@@ -141,7 +141,7 @@ MAX_NAMES = 1024               # distinct metric names per parse (real runs log 
 def _load_scan():
     """The one place the noise scanner is chosen: the C accelerator (grpo_tui/lines/_scan.c)
     when it was built and GRPO_TUI_PURE is unset (or "0"), else None (the pure-Python path)."""
-    if os.environ.get("GRPO_TUI_PURE", "") not in ("", "0"):
+    if pure_asked():
         return None
     try:
         from . import _scan

@@ -10,10 +10,10 @@ Only this module, the reader and the C scanner are imported for it.
 
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack
 from typing import Any, Callable, Iterator
 
+from . import pure_asked
 from .files import InputError, ScannedReader, check_readable, quick_handoff
 
 AHEAD = 8       # blocks read before parsing starts: 64 MiB of judge_path's 8 MiB blocks (~0.1 s of reading)
@@ -25,7 +25,7 @@ def scanner() -> Callable[[Any], tuple] | None:
     """The C scanner's block walk, where LineParser.block_scan would give it (its module built,
     GRPO_TUI_PURE unset); None otherwise (nothing to read ahead with).  A stale build the parser
     refuses (parse._load_scan) is never claimed: the reader then only costs its blocks."""
-    if os.environ.get("GRPO_TUI_PURE", "") not in ("", "0"):
+    if pure_asked():
         return None
     try:
         from . import _scan
@@ -63,7 +63,7 @@ def claim(path: str, scan: Callable[[Any], tuple] | None, chunk: int, end: int |
     file's end), taken over once; None when there are none."""
     global _pending
     r = _pending
-    if r is None or scan is None or end is not None or r.path != path or r.chunk != chunk or r.scan_fn() is not scan:
+    if r is None or scan is None or end is not None or r.path != path or r.chunk != chunk or r.scan is not scan:
         return None
     _pending = None
     return r.blocks()
