@@ -2872,15 +2872,28 @@ static PyObject *field_str(uchar *s, const long *h, int a, int b)
 }
 
 /* The head's time text (`date time.ms` as _header_fields writes it) and ts (_fast_ts). */
+/* The str of the n bytes at p, made directly where they are all ASCII (PyUnicode_DecodeASCII's
+ * general path was ~2 % of a big export's parsing for one short time text per record). */
+static PyObject *short_ascii(const char *p, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((uchar)p[i] >= 0x80)
+            return PyUnicode_DecodeASCII(p, n, NULL);
+    PyObject *u = PyUnicode_New(n, 127);
+    if (u != NULL)
+        memcpy(PyUnicode_DATA(u), p, (size_t)n);
+    return u;
+}
+
 static PyObject *head_time_text(uchar *s, const long *h)
 {
     if (h[H_TIME_END] >= 0)
-        return PyUnicode_DecodeASCII((const char *)s + h[H_DATE], h[H_TIME_END] - h[H_DATE], NULL);
+        return short_ascii((const char *)s + h[H_DATE], h[H_TIME_END] - h[H_DATE]);
     char t[23];   /* `,ms`: written `.ms` */
     memcpy(t, s + h[H_DATE], 19);
     t[19] = '.';
     memcpy(t + 20, s + h[H_MS], 3);
-    return PyUnicode_DecodeASCII(t, 23, NULL);
+    return short_ascii(t, 23);
 }
 
 static double head_ts(const long *h)
@@ -2922,6 +2935,21 @@ static PyObject *unquoted(uchar *v, uchar *e)
 /* LineParser._ft_event of the ASCII message [s, e) as (kind, data); None (a new reference)
  * when it gives None or has more than FT_MAX_FIELDS fields (then Python reads it); NULL with
  * an error set. */
+/* ft_event's keys and event names, made once (interned): PyDict_SetItemString made and interned
+ * a new str for each key of each event, two events per rollout (~2 % of a big export's parsing). */
+enum { FT_S_ATTEMPT, FT_S_ROLLOUT, FT_S_OK, FT_S_ELAPSED, FT_S_FAIL, FT_S_RETRY, FT_S_WSTART, FT_S_WEND, FT_S_N };
+static PyObject *ft_s[FT_S_N];
+
+static int ft_names(void)
+{
+    static const char *const text[FT_S_N] = {"attempt", "rollout", "ok", "elapsed_s", "ft_fail", "train_retry",
+                                             "weight_update_start", "weight_update_end"};
+    for (int k = 0; k < FT_S_N; k++)
+        if (ft_s[k] == NULL && (ft_s[k] = PyUnicode_InternFromString(text[k])) == NULL)
+            return -1;
+    return 0;
+}
+
 static PyObject *ft_event(uchar *s, uchar *e)
 {
     FtField f[FT_MAX_FIELDS];
@@ -2938,12 +2966,12 @@ static PyObject *ft_event(uchar *s, uchar *e)
     int kind = ft_kind(&want, &attempt);
     if (kind == FT_NONE)
         Py_RETURN_NONE;
-    PyObject *data = PyDict_New();
+    PyObject *data = ft_names() < 0 ? NULL : PyDict_New();
     if (data == NULL)
         return NULL;
-    const char *name = NULL;
+    PyObject *name;
     if (kind == FT_FAIL) {   /* every field, its last value without its quotes, in first-seen order */
-        name = "ft_fail";
+        name = ft_s[FT_S_FAIL];
         for (int i = 0; i < n; i++) {
             PyObject *k = ascii_str(f[i].w, f[i].we - f[i].w), *v = k ? unquoted(f[i].v, f[i].ve) : NULL;
             int bad = v == NULL || PyDict_SetItem(data, k, v) < 0;
@@ -2953,30 +2981,30 @@ static PyObject *ft_event(uchar *s, uchar *e)
                 goto error;
         }
     } else if (kind == FT_TRAIN_RETRY) {
-        name = "train_retry";
+        name = ft_s[FT_S_RETRY];
         PyObject *a = PyLong_FromLongLong(attempt);
         PyObject *r = want.rollout.v ? ascii_str(want.rollout.v, want.rollout.n) : Py_NewRef(Py_None);
-        int bad = a == NULL || r == NULL || PyDict_SetItemString(data, "attempt", a) < 0
-                  || PyDict_SetItemString(data, "rollout", r) < 0;
+        int bad = a == NULL || r == NULL || PyDict_SetItem(data, ft_s[FT_S_ATTEMPT], a) < 0
+                  || PyDict_SetItem(data, ft_s[FT_S_ROLLOUT], r) < 0;
         Py_XDECREF(a);
         Py_XDECREF(r);
         if (bad)
             goto error;
     } else {   /* one per rollout: the few fields a marker needs */
-        name = kind == FT_WEIGHT_START ? "weight_update_start" : "weight_update_end";
+        name = ft_s[kind == FT_WEIGHT_START ? FT_S_WSTART : FT_S_WEND];
         const Span *keep[] = {&want.rollout, &want.ok, &want.elapsed};
-        const char *keys[] = {"rollout", "ok", "elapsed_s"};
+        PyObject *keys[] = {ft_s[FT_S_ROLLOUT], ft_s[FT_S_OK], ft_s[FT_S_ELAPSED]};
         for (int i = 0; i < 3; i++) {
             if (keep[i]->v == NULL)
                 continue;
             PyObject *v = ascii_str(keep[i]->v, keep[i]->n);
-            int bad = v == NULL || PyDict_SetItemString(data, keys[i], v) < 0;
+            int bad = v == NULL || PyDict_SetItem(data, keys[i], v) < 0;
             Py_XDECREF(v);
             if (bad)
                 goto error;
         }
     }
-    PyObject *items[2] = {PyUnicode_InternFromString(name), data};
+    PyObject *items[2] = {Py_NewRef(name), data};
     return tuple_of(items, 2);
 error:
     Py_DECREF(data);
