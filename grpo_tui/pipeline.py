@@ -485,7 +485,8 @@ def _file_blocks(pipe: Pipeline, path: str, chunk: int = CHUNK, end: int | None 
     scan = pipe.parser.block_scan
     if scan is not None:
         ahead = prefetch.claim(path, scan, chunk, end)      # read since the CLI started (check, export)
-        return ahead if ahead is not None else iter_scanned_blocks(path, scan, chunk, end=end)
+        return ahead if ahead is not None else iter_scanned_blocks(path, scan, chunk, end=end,
+                                                                   read_scan=pipe.parser.block_read_scan)
     return ((b, None) for b in iter_block_views(path, chunk, end=end))
 
 

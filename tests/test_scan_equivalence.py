@@ -1572,3 +1572,107 @@ def test_scanner_constants_are_the_parsers():
     """_scan.c copies two of parse.py's constants; parse.py refuses a build that disagrees."""
     from grpo_tui.lines import parse
     assert (_scan.REJOIN_PARTS, _scan.PER_KEY) == (parse._REJOIN_PARTS, parse._SKIPPED_PER_SOURCE)
+
+
+# -- the read and the walk in one call (_scan.c: read_scan; files.iter_block_views' `walk`) -------
+# The same blocks as reading and scanning apart, each walk the one scan_raw makes of its block
+# (its metric dicts read in it or not).
+
+_RS_LINE = ("[2026-08-21 10:00:{s:02d}.000 main] x.py:1 - noise line {n}\n"
+            "[2026-08-21 10:00:{s:02d}.500 RolloutManager] data.py:9 - rollout {n}: {{'rollout/raw_reward': 0.{n}, "
+            "'rollout/response_length': {n}}}\n")
+_HAS_READ_SCAN = pytest.mark.skipif(not hasattr(_scan, "read_scan"), reason="this build has no read_scan")
+
+from grpo_tui.lines.files import iter_block_views   # noqa: E402
+
+
+def _walk_fold(block, walk) -> str:
+    """What the parsing thread makes of a walk (repr: nan equals nan there)."""
+    return repr(_scan.fold_raw(block, walk))
+
+
+def _walked_blocks(path: str, pairs: bool = False, **kw) -> list[tuple[bytes, str | None]]:
+    """iter_block_views' blocks with `walk`, each with its walk folded (None: the caller scans it)."""
+    out = []
+
+    def walk(fd, mv, have, want, max_line):
+        return _scan.read_scan(fd, mv, have, want, max_line, pairs)
+    for block, w in iter_block_views(path, walk=walk, **kw):
+        out.append((bytes(block), None if w is None else _walk_fold(block, w)))
+    return out
+
+
+def _apart_blocks(path: str, **kw) -> list[tuple[bytes, str]]:
+    return [(bytes(b), _walk_fold(b, _scan.scan_raw(b))) for b in iter_block_views(path, **kw)]
+
+
+@_HAS_READ_SCAN
+@FUZZ
+@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5, b"rollout 1: {'a': 1}",
+                                      b"[2026-08-21 10:00:00.000 main] x.py:1 - ", b"\x1b[36m(A pid=1)\x1b[0m "]),
+                     max_size=80).map(b"".join),
+       chunk=st.integers(1, 60), limit=st.integers(1, 40), buffers=st.integers(1, 4),
+       end=st.one_of(st.none(), st.integers(0, 400)), pairs=st.booleans())
+def test_scanner_read_scan_fuzzed_gives_the_blocks_and_their_walks(tmp_path_factory, data, chunk, limit, buffers,
+                                                                   end, pairs):
+    """Any bytes, block size, line limit (long lines cut), `end`: the same blocks as without
+    `walk`, and each walk folds as scan_raw's walk of that block does; a block left unwalked
+    is one the caller must scan (bytes: cut long lines, or the last line without its newline)."""
+    p = tmp_path_factory.mktemp("w") / "x.log"
+    p.write_bytes(data)
+    kw = dict(chunk=chunk, max_line=limit, buffers=buffers, end=end)
+    walked, apart = _walked_blocks(str(p), pairs, **kw), _apart_blocks(str(p), **kw)
+    assert [b for b, _ in walked] == [b for b, _ in apart]
+    for (_, w), (_, ref) in zip(walked, apart):
+        assert w is None or w == ref
+
+
+@_HAS_READ_SCAN
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+def test_scanner_read_scan_on_the_sample_logs(path):
+    for chunk in (4096, 1 << 16):
+        walked = _walked_blocks(path, True, chunk=chunk, buffers=3)
+        apart = _apart_blocks(path, chunk=chunk, buffers=3)
+        assert [b for b, _ in walked] == [b for b, _ in apart]
+        assert all(w == ref for (_, w), (_, ref) in zip(walked, apart) if w is not None)
+        assert sum(w is not None for _, w in walked) >= len(walked) - 1    # all but a last unended line
+        assert _walked_blocks(path, False, chunk=chunk) == walked
+
+
+@_HAS_READ_SCAN
+def test_scanner_read_scan_walks_the_view_where_it_lies(tmp_path):
+    """The walk is of buf[:cut] itself: fold_raw takes it for that view and refuses another."""
+    p = tmp_path / "x.log"
+    p.write_text("".join(_RS_LINE.format(n=i, s=i % 60) for i in range(50)))
+    buf = memoryview(bytearray(1 << 16))
+    with open(p, "rb") as f:
+        n, cut, walk = _scan.read_scan(f.fileno(), buf, 0, 1 << 15, 1 << 20)
+    assert n == p.stat().st_size and cut == n - 1 and walk is not None
+    assert _walk_fold(buf[:cut], walk) == _walk_fold(buf[:cut], _scan.scan_raw(buf[:cut]))
+    with pytest.raises(ValueError):
+        _scan.fold_raw(buf[:cut - 1], walk)
+
+
+@_HAS_READ_SCAN
+def test_scanner_read_scan_refuses_bad_arguments_and_passes_read_errors(tmp_path):
+    buf = bytearray(64)
+    with open(tmp_path / "x.log", "wb") as f:
+        f.write(b"a\n")
+    with open(tmp_path / "x.log", "rb") as f:
+        fd = f.fileno()
+        for args in [(fd, buf, -1, 8, 10), (fd, buf, 0, 65, 10), (fd, buf, 60, 5, 10), (-1, buf, 0, 8, 10),
+                     (fd, buf, 0, 8, 0)]:
+            with pytest.raises(ValueError):
+                _scan.read_scan(*args)
+        with pytest.raises(TypeError):
+            _scan.read_scan(fd, buf, 0, 8)
+        with pytest.raises((TypeError, BufferError)):
+            _scan.read_scan(fd, b"read-only", 0, 4, 10)
+        assert _scan.read_scan(fd, buf, 0, 64, 10)[:2] == (2, 1)
+        assert _scan.read_scan(fd, buf, 0, 64, 10) == (0, -1, None)     # the end of the file
+    dfd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        with pytest.raises(OSError):
+            _scan.read_scan(dfd, buf, 0, 8, 10)                         # EISDIR: an OSError, as readinto
+    finally:
+        os.close(dfd)

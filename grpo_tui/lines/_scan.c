@@ -53,6 +53,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
+#include <errno.h>
+#include <unistd.h>
+#define HAVE_READ_SCAN 1   /* read_scan: a POSIX read(2) and the walk in one stretch without the GIL */
+#endif
 
 #define MAX_LINE (1 << 20)   /* parse.MAX_LINE (characters there; bytes here: over-approximate) */
 #define STAMP_CHARS 64       /* feed_lines: '[' in raw[:64] */
@@ -1970,9 +1975,11 @@ static void dpairs_free(DPairs *t)
 
 /* Whether the reader thread reads the metric dicts' pairs ahead (read_ahead, in scan_raw's walk)
  * or leaves them to the parsing thread (ready_head reads each as its head is made).  Why not
- * ahead: on a big log the reader thread (read + walk) is the slower of the two and the parser
- * waited for it (~0.17 s of a 540 MB export); the dicts were a sixth of the walk.  The same pairs
- * either way (set_pairs_ahead switches it: the tests compare both). */
+ * always ahead: where the reader thread (read + walk) is the slower of the two, the parser waited
+ * for it (~0.17 s of a 540 MB export); the dicts were a sixth of the walk.  Where the parser is
+ * the slower one, read_scan's `pairs` reads them ahead for one block (files.ScannedReader asks
+ * for it while its consumer is busy).  The same pairs either way (set_pairs_ahead makes every
+ * walk read them: the tests compare both). */
 static int pairs_ahead = 0;
 
 static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np, int pack,
@@ -2142,26 +2149,30 @@ typedef struct FoldOut FoldOut;
 static int fold_walk_arrays(uchar *buf, Py_ssize_t len, Py_ssize_t n, const int64_t *st, const Scanned *sc, FoldOut *fo);
 static void fold_out_free(FoldOut *o);
 
-/* The walk of the buffer (classify, the dicts read ahead, the lists as arrays and, given `fo`,
- * their fold: all without the GIL, in one stretch) into *sc, every line's offset into a new
- * bytes object *starts.  The line count, or -1 with an error set (*sc's arrays freed). */
-static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts, FoldOut *fo)
+/* scan_arrays' walk of buf[:len], run without the GIL (the caller let go of it): the line count
+ * (-1: out of memory), every line's offset in a new *st (NULL on failure), *oom set when the
+ * arrays or the fold could not be made. */
+static Py_ssize_t walk_nogil(uchar *buf, Py_ssize_t len, Scanned *sc, int64_t **st, FoldOut *fo, int pairs,
+                             int *oom)
 {
-    Py_ssize_t n;
-    int64_t *st = NULL;
-    int oom = 0;
-    memset(sc, 0, sizeof(*sc));
-    *starts = NULL;
-    Py_BEGIN_ALLOW_THREADS
-    n = classify((uchar *)view->buf, view->len, &sc->ln, &sc->hd);
+    *st = NULL;
+    *oom = 0;
+    Py_ssize_t n = classify(buf, len, &sc->ln, &sc->hd);
     if (n >= 0) {
-        if (pairs_ahead)
-            read_ahead((uchar *)view->buf, sc->ln, n, sc);
-        oom = index_arrays(sc, n, view->len, &st) < 0;
-        if (!oom && fo != NULL)
-            oom = fold_walk_arrays((uchar *)view->buf, view->len, n, st, sc, fo) < 0;
+        if (pairs_ahead || pairs)
+            read_ahead(buf, sc->ln, n, sc);
+        *oom = index_arrays(sc, n, len, st) < 0;
+        if (!*oom && fo != NULL)
+            *oom = fold_walk_arrays(buf, len, n, *st, sc, fo) < 0;
     }
-    Py_END_ALLOW_THREADS
+    return n;
+}
+
+/* scan_arrays' end, with the GIL again: *starts made from st (freed here); n, or -1 with an
+ * error set (*sc's arrays and the fold freed). */
+static Py_ssize_t walk_done(Py_ssize_t n, int oom, int64_t *st, Scanned *sc, PyObject **starts, FoldOut *fo)
+{
+    *starts = NULL;
     if (n < 0) {
         sc->ln = NULL;
         sc->hd.h = NULL;
@@ -2180,6 +2191,21 @@ static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts, F
         return -1;
     }
     return n;
+}
+
+/* The walk of the buffer (classify, the dicts read ahead, the lists as arrays and, given `fo`,
+ * their fold: all without the GIL, in one stretch) into *sc, every line's offset into a new
+ * bytes object *starts.  The line count, or -1 with an error set (*sc's arrays freed). */
+static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts, FoldOut *fo)
+{
+    Py_ssize_t n;
+    int64_t *st = NULL;
+    int oom = 0;
+    memset(sc, 0, sizeof(*sc));
+    Py_BEGIN_ALLOW_THREADS
+    n = walk_nogil((uchar *)view->buf, view->len, sc, &st, fo, 0, &oom);
+    Py_END_ALLOW_THREADS
+    return walk_done(n, oom, st, sc, starts, fo);
 }
 
 /* The Python form of candidate k's head (head_object, with its dict read ahead), or None. */
@@ -3957,6 +3983,109 @@ static PyObject *scan_raw(PyObject *Py_UNUSED(module), PyObject *arg)
         raw_free(r);
     return cap;
 }
+
+#ifdef HAVE_READ_SCAN
+/* files._has_long_line on b[:end]: whether some line there is longer than max_line bytes, found
+ * by looking back from each max_line + 1 bytes for the last '\n' (a few looks per block). */
+static int long_line(uchar *b, Py_ssize_t end, Py_ssize_t max_line)
+{
+    Py_ssize_t p = 0;
+    while (end - p > max_line) {
+        Py_ssize_t q = (p + max_line + 1 < end ? p + max_line + 1 : end) - 1;
+        while (q >= p && b[q] != '\n')
+            q--;
+        if (q < p)
+            return 1;
+        p = q + 1;
+    }
+    return 0;
+}
+
+/* read_scan(fd, buf, have, want, max_line, pairs=False) -> (n, cut, walk | None): what files.iter_block_views
+ * does with each read, in one stretch without the GIL.  Reads up to `want` bytes of fd into
+ * buf[have:] (one read(2), as readinto; n = 0 at the end), finds cut, the last '\n' of
+ * buf[:have + n] (-1: none), and when there is one and no line of buf[:cut] is longer than
+ * max_line, walks buf[:cut] as scan_raw(buf[:cut]) would (`walk`: its capsule).  Why: with the
+ * read and the walk apart, the reader thread took the GIL back after each, and each time
+ * waited for the parsing thread to give it up (its reads took twice as long as alone).  `pairs`:
+ * the metric dicts read in the walk too (see pairs_ahead). */
+static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 && nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "read_scan(): 5 or 6 arguments");
+        return NULL;
+    }
+    int pairs = nargs == 6 ? PyObject_IsTrue(args[5]) : 0;
+    if (pairs < 0)
+        return NULL;
+    long fd = PyLong_AsLong(args[0]);
+    Py_ssize_t have = PyLong_AsSsize_t(args[2]), want = PyLong_AsSsize_t(args[3]);
+    Py_ssize_t max_line = PyLong_AsSsize_t(args[4]);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    if (fd < 0 || fd > INT_MAX || have < 0 || want < 0 || have > view.len || want > view.len - have
+        || max_line < 1) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "read_scan(): fd, have, want or max_line out of range");
+        return NULL;
+    }
+    Raw *r = PyMem_Malloc(sizeof(Raw));
+    if (r == NULL) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    memset(r, 0, sizeof(*r));
+    uchar *b = (uchar *)view.buf;
+    ssize_t got;
+    int err = 0, walked = 0, oom = 0;
+    Py_ssize_t cut = -1, n = -1;
+    int64_t *st = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    do
+        got = read((int)fd, (unsigned char *)view.buf + have, (size_t)want);
+    while (got < 0 && errno == EINTR);
+    if (got < 0) {
+        err = errno;
+    } else if (got > 0) {
+        Py_ssize_t stop = have + (Py_ssize_t)got;
+        for (cut = stop - 1; cut >= 0 && b[cut] != '\n'; cut--)
+            ;
+        if (cut >= 0 && !long_line(b, cut, max_line)) {
+            n = walk_nogil(b, cut, &r->sc, &st, &r->fo, pairs, &oom);
+            walked = 1;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (err) {
+        PyMem_Free(r);
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    PyObject *cap = NULL;
+    if (walked) {
+        r->n = walk_done(n, oom, st, &r->sc, &r->starts, &r->fo);
+        if (r->n < 0) {
+            PyMem_Free(r);
+            return NULL;
+        }
+        r->buf = b;
+        r->len = cut;
+        cap = PyCapsule_New(r, RAW_NAME, raw_capsule_free);
+        if (cap == NULL) {
+            raw_free(r);
+            return NULL;
+        }
+    } else {
+        PyMem_Free(r);
+        cap = Py_NewRef(Py_None);
+    }
+    return Py_BuildValue("(nnN)", (Py_ssize_t)got, cut, cap);
+}
+#endif
 
 static PyObject *fold_raw(PyObject *Py_UNUSED(module), PyObject *args)
 {
@@ -6366,6 +6495,11 @@ static PyMethodDef methods[] = {
      "the first it leaves to Python."},
     {"set_types", set_types, METH_VARARGS,
      "set_types(MetricRecord, Event): the classes ready heads are made as (until then none comes ready)."},
+#ifdef HAVE_READ_SCAN
+    {"read_scan", (PyCFunction)(void (*)(void))read_scan, METH_FASTCALL,
+     "read_scan(fd, buf, have, want, max_line, pairs=False) -> (n, cut, walk | None): a read into buf[have:] and\n"
+     "scan_raw(buf[:cut]) (cut: the last newline) without the GIL in between (files.iter_block_views)."},
+#endif
     {"scan_raw", scan_raw, METH_O,
      "scan_raw(buf) -> capsule: scan_folded()'s walk of buf (a reader thread runs it; the GIL is let go)."},
     {"fold_raw", fold_raw, METH_VARARGS,

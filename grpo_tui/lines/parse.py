@@ -494,6 +494,12 @@ class LineParser:
         when feed_block does not scan blocks: its result is feed_block's `scanned`."""
         return self._scan.scan_raw if self._scan is not None and self.quick_reject else None
 
+    @property
+    def block_read_scan(self):
+        """block_scan's read and walk in one call (_scan.c: read_scan; files.ScannedReader), or
+        None (the scanner has none: a build without read(2), or no block_scan)."""
+        return getattr(self._scan, "read_scan", None) if self.block_scan is not None else None
+
     def feed_block(self, block: bytes | memoryview, scanned: tuple | None = None) -> list[Item]:
         """`feed_lines` for a block of bytes (complete lines joined by b"\\n", as files.py reads
         them): with the C scanner only the lines the parser must read are decoded; without it

@@ -21,17 +21,22 @@ AHEAD = 8       # blocks read before parsing starts: 64 MiB of judge_path's 8 Mi
 _pending: ScannedReader | None = None
 
 
-def scanner() -> Callable[[Any], tuple] | None:
-    """The C scanner's block walk, where LineParser.block_scan would give it (its module built,
-    GRPO_TUI_PURE unset); None otherwise (nothing to read ahead with).  A stale build the parser
-    refuses (parse._load_scan) is never claimed: the reader then only costs its blocks."""
+def _module():
+    """The C scanner's module, where LineParser would use it (built, GRPO_TUI_PURE unset), or None."""
     if pure_asked():
         return None
     try:
         from . import _scan
     except ImportError:
         return None
-    return getattr(_scan, "scan_raw", None)
+    return _scan
+
+
+def scanner() -> Callable[[Any], tuple] | None:
+    """The C scanner's block walk, where LineParser.block_scan would give it (its module built,
+    GRPO_TUI_PURE unset); None otherwise (nothing to read ahead with).  A stale build the parser
+    refuses (parse._load_scan) is never claimed: the reader then only costs its blocks."""
+    return getattr(_module(), "scan_raw", None)
 
 
 def start(path: str, chunk: int, ahead: int = AHEAD) -> bool:
@@ -49,7 +54,8 @@ def start(path: str, chunk: int, ahead: int = AHEAD) -> bool:
     stack = ExitStack()
     stack.enter_context(quick_handoff())    # the reader's GIL handoffs, while imports run too
     try:
-        reader = ScannedReader(path, scan, chunk, ahead=ahead)
+        reader = ScannedReader(path, scan, chunk, ahead=ahead,
+                               read_scan=getattr(_module(), "read_scan", None))   # (LineParser.block_read_scan)
     except BaseException:
         stack.close()
         raise
