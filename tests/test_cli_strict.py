@@ -62,6 +62,37 @@ def test_output_dash_is_stdout(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "-").exists()
 
 
+def test_the_dashboard_leaves_at_once_once_its_app_has_closed(monkeypatch):
+    """cli.leave after the dashboard: its streams flushed, then os._exit with its code, the
+    interpreter not torn down (a Textual input thread left spinning on a closed terminal kept
+    that teardown waiting for ever); `tail` and `serve` still exit normally."""
+    seen = []
+
+    class Stream:
+        def __init__(self, name):
+            self.name = name
+
+        def flush(self):
+            seen.append(("flush", self.name))
+
+    class Left(Exception):
+        pass
+
+    def fake_exit(code):
+        seen.append(("_exit", code))
+        raise Left
+    monkeypatch.setattr(cli.os, "_exit", fake_exit)
+    monkeypatch.setattr(cli.sys, "stdout", Stream("stdout"))
+    monkeypatch.setattr(cli.sys, "stderr", Stream("stderr"))
+    with pytest.raises(Left):
+        cli.leave(143, "dashboard")
+    assert seen == [("flush", "stdout"), ("flush", "stderr"), ("_exit", 143)]
+    for cmd in ("tail", "serve", "simulate"):
+        with pytest.raises(SystemExit):
+            cli.leave(0, cmd)
+    assert "dashboard" not in cli.QUICK_EXIT      # its collector stays on while it runs (one_shot)
+
+
 def test_quick_exit_commands_leave_whole_output_and_their_codes(tmp_path):
     """`check`, `export` and `calibrate` leave the process without tearing the interpreter down
     (cli.leave): their stdout (a pipe, block-buffered), stderr and files are whole and their
