@@ -2897,7 +2897,6 @@ static PyObject *field_str(uchar *s, const long *h, int a, int b)
     return h[a] < 0 ? Py_NewRef(Py_None) : ascii_str(s + h[a], h[b] - h[a]);
 }
 
-/* The head's time text (`date time.ms` as _header_fields writes it) and ts (_fast_ts). */
 /* The str of the n bytes at p, made directly where they are all ASCII (PyUnicode_DecodeASCII's
  * general path was ~2 % of a big export's parsing for one short time text per record). */
 static PyObject *short_ascii(const char *p, Py_ssize_t n)
@@ -2911,6 +2910,7 @@ static PyObject *short_ascii(const char *p, Py_ssize_t n)
     return u;
 }
 
+/* The head's time text (`date time.ms` as _header_fields writes it) and ts (_fast_ts). */
 static PyObject *head_time_text(uchar *s, const long *h)
 {
     if (h[H_TIME_END] >= 0)
@@ -2958,9 +2958,6 @@ static PyObject *unquoted(uchar *v, uchar *e)
 
 #define FT_MAX_FIELDS 64   /* more fields than this: _ft_event reads the line */
 
-/* LineParser._ft_event of the ASCII message [s, e) as (kind, data); None (a new reference)
- * when it gives None or has more than FT_MAX_FIELDS fields (then Python reads it); NULL with
- * an error set. */
 /* ft_event's keys and event names, made once (interned): PyDict_SetItemString made and interned
  * a new str for each key of each event, two events per rollout (~2 % of a big export's parsing). */
 enum { FT_S_ATTEMPT, FT_S_ROLLOUT, FT_S_OK, FT_S_ELAPSED, FT_S_FAIL, FT_S_RETRY, FT_S_WSTART, FT_S_WEND, FT_S_N };
@@ -2976,6 +2973,9 @@ static int ft_names(void)
     return 0;
 }
 
+/* LineParser._ft_event of the ASCII message [s, e) as (kind, data); None (a new reference)
+ * when it gives None or has more than FT_MAX_FIELDS fields (then Python reads it); NULL with
+ * an error set. */
 static PyObject *ft_event(uchar *s, uchar *e)
 {
     FtField f[FT_MAX_FIELDS];
