@@ -6,7 +6,7 @@ What it measures
     200x50); `tmux capture-pane -p` is polled every 20 ms.
       first paint = launch -> the screen shows all nine signal labels, each with a value
                     (a number in its row after the label);
-      history     = launch -> the header no longer says "loading history" (the whole file
+      history     = launch -> the header no longer says "loading N%" (the whole file
                     parsed in the background and handed over); first run of each size only.
     in-process: GrpoApp(FILE) under App.run_test(size); time from constructing the app
       to the first refresh_view() that has rollouts (imports excluded; import time of
@@ -40,6 +40,7 @@ from grpo_tui.judge.signals import SIGNALS  # noqa: E402
 
 LABELS = [s.label[:14] for s in SIGNALS]          # as the rows show them (LABEL_W = 14)
 _NUM = re.compile(r"(?<![\w.])-?\d+(\.\d+)?(e[-+]?\d+)?(?![\w])")
+_LOADING = re.compile(r"\bloading \d+ ?%")   # the header while the history loads (app.py: `loading 43%`)
 
 
 def grpo_tui_cmd() -> list[str]:
@@ -81,7 +82,7 @@ def tmux_run(path: str, w: int, h: int, history: bool = True,
                 first_screen = screen
                 if not history:
                     break
-            if first is not None and "loading history" not in screen.splitlines()[0]:
+            if first is not None and not _LOADING.search(screen.splitlines()[0]):
                 hist = now
                 break
             time.sleep(0.02)
