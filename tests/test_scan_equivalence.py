@@ -1625,6 +1625,9 @@ def test_scanner_read_scan_fuzzed_gives_the_blocks_and_their_walks(tmp_path_fact
     assert [b for b, _ in walked] == [b for b, _ in apart]
     for (_, w), (_, ref) in zip(walked, apart):
         assert w is None or w == ref
+    if all(len(ln) <= limit for ln in data.split(b"\n")):      # no line cut: every block is walked
+        unended = end is None and data and not data.endswith(b"\n")    # but the last line's own
+        assert all(w is not None for _, w in (walked[:-1] if unended else walked))
 
 
 @_HAS_READ_SCAN

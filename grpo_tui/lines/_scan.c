@@ -4002,8 +4002,8 @@ static int long_line(uchar *b, Py_ssize_t end, Py_ssize_t max_line)
 }
 
 /* read_scan(fd, buf, have, want, max_line, pairs=False) -> (n, cut, walk | None): what files.iter_block_views
- * does with each read, in one stretch without the GIL.  Reads up to `want` bytes of fd into
- * buf[have:] (one read(2), as readinto; n = 0 at the end), finds cut, the last '\n' of
+ * does with each read, in one stretch without the GIL.  Reads `want` bytes of fd into buf[have:]
+ * (fewer only at the end of the file, as BufferedReader.readinto; n = 0 there), finds cut, the last '\n' of
  * buf[:have + n] (-1: none), and when there is one and no line of buf[:cut] is longer than
  * max_line, walks buf[:cut] as scan_raw(buf[:cut]) would (`walk`: its capsule).  Why: with the
  * read and the walk apart, the reader thread took the GIL back after each, and each time
@@ -4019,9 +4019,16 @@ static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, P
     if (pairs < 0)
         return NULL;
     long fd = PyLong_AsLong(args[0]);
-    Py_ssize_t have = PyLong_AsSsize_t(args[2]), want = PyLong_AsSsize_t(args[3]);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t have = PyLong_AsSsize_t(args[2]);
+    if (have == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t want = PyLong_AsSsize_t(args[3]);
+    if (want == -1 && PyErr_Occurred())
+        return NULL;
     Py_ssize_t max_line = PyLong_AsSsize_t(args[4]);
-    if (PyErr_Occurred())
+    if (max_line == -1 && PyErr_Occurred())
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE) < 0)
@@ -4039,17 +4046,32 @@ static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, P
     }
     memset(r, 0, sizeof(*r));
     uchar *b = (uchar *)view.buf;
-    ssize_t got;
+    Py_ssize_t got = 0;
     int err = 0, walked = 0, oom = 0;
     Py_ssize_t cut = -1, n = -1;
     int64_t *st = NULL;
     Py_BEGIN_ALLOW_THREADS
-    do
-        got = read((int)fd, (unsigned char *)view.buf + have, (size_t)want);
-    while (got < 0 && errno == EINTR);
-    if (got < 0) {
-        err = errno;
-    } else if (got > 0) {
+    while (got < want) {     /* as BufferedReader.readinto: until `want` bytes or the end (a pipe's reads are short) */
+        ssize_t k = read((int)fd, (unsigned char *)view.buf + have + got, (size_t)(want - got));
+        if (k > 0) {
+            got += k;
+        } else if (k == 0) {
+            break;
+        } else if (errno == EINTR) {
+            Py_BLOCK_THREADS
+            int stop = PyErr_CheckSignals();     /* (Ctrl-C where this runs in the main thread) */
+            Py_UNBLOCK_THREADS
+            if (stop < 0) {
+                err = -1;
+                break;
+            }
+        } else {
+            if (got == 0)
+                err = errno;   /* (after some bytes: those are given; the next call meets the error) */
+            break;
+        }
+    }
+    if (got > 0 && !err) {
         Py_ssize_t stop = have + (Py_ssize_t)got;
         for (cut = stop - 1; cut >= 0 && b[cut] != '\n'; cut--)
             ;
@@ -4062,6 +4084,8 @@ static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, P
     PyBuffer_Release(&view);
     if (err) {
         PyMem_Free(r);
+        if (err < 0)
+            return NULL;       /* a signal handler raised */
         errno = err;
         return PyErr_SetFromErrno(PyExc_OSError);
     }
@@ -4083,7 +4107,7 @@ static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, P
         PyMem_Free(r);
         cap = Py_NewRef(Py_None);
     }
-    return Py_BuildValue("(nnN)", (Py_ssize_t)got, cut, cap);
+    return Py_BuildValue("(nnN)", got, cut, cap);
 }
 #endif
 

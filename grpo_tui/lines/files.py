@@ -181,8 +181,9 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
     running many blocks ahead at the start, iter_scanned_blocks' `ahead`).
 
     With `walk` (the C scanner's read_scan), each read and the walk of the block it completes
-    are one call, and the blocks come as (block, its walk or None): None for a block of bytes
-    (a long line cut) or the last line without its newline, which the caller scans itself."""
+    are one call, and the blocks come as (block, its walk or None).  None, for the caller to
+    scan itself: a block of bytes (a long line cut), the block read while the rest of a cut line
+    was dropped, and the last line without its newline."""
     max_line = MAX_LINE if max_line is None else max_line
     cap = max(chunk, max_line + 2)   # room to read past a cut line and its newline
     mvs = [memoryview(bytearray(cap)) for _ in range(max(1, buffers))]
@@ -204,7 +205,7 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
                 if walk is None:
                     n = f.readinto(mv[have:have + want])
                 elif skipping:
-                    n, walked = os.readv(fd, [mv[have:have + want]]), None
+                    n, walked = _read_full(fd, mv[have:have + want]), None
                 else:
                     n, cut, walked = walk(fd, mv, have, want, max_line)
             except OSError as exc:
@@ -258,6 +259,18 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
             yield bytes(mv[:have]) if walk is None else (bytes(mv[:have]), None)
 
 
+def _read_full(fd: int, mv: memoryview) -> int:
+    """Read into mv until it is full or the file ends, as BufferedReader.readinto does (a pipe's
+    reads are short): the bytes read."""
+    got = 0
+    while got < len(mv):
+        k = os.readv(fd, [mv[got:]])
+        if not k:
+            break
+        got += k
+    return got
+
+
 def iter_scanned_blocks(path: str, scan: Callable[[Any], tuple], chunk: int = CHUNK,
                         end: int | None = None, read_scan: Callable[..., tuple] | None = None) -> Iterator[tuple]:
     """(block, scan(block)) for the blocks of iter_block_views(path, chunk, end=end), read and scanned by
@@ -292,7 +305,7 @@ class ScannedReader:
         self.path, self.chunk, self.end = path, chunk, end
         self.scan, self.read_scan = scan, read_scan
         self._waiting = False   # the consumer waits for a block (read without the lock: a hint)
-        self.spared = 0         # blocks whose dicts the reader read (the tests look)
+        self.spared = 0         # blocks walked with their dicts read (the tests look)
         self._ahead = max(1, ahead)
         self._items: deque = deque()
         self._cv = threading.Condition()
@@ -342,8 +355,9 @@ class ScannedReader:
 
     def _walk(self, fd: int, mv: memoryview, have: int, want: int, max_line: int) -> tuple:
         spare = not self._waiting
-        self.spared += spare
-        return self.read_scan(fd, mv, have, want, max_line, spare)
+        got = self.read_scan(fd, mv, have, want, max_line, spare)
+        self.spared += spare and got[2] is not None
+        return got
 
     def blocks(self) -> Iterator[tuple]:
         """The (block, scanned) pairs in order; the reader's error is raised here; leaving early
