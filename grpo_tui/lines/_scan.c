@@ -4021,15 +4021,11 @@ static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, P
     long fd = PyLong_AsLong(args[0]);
     if (fd == -1 && PyErr_Occurred())
         return NULL;
-    Py_ssize_t have = PyLong_AsSsize_t(args[2]);
-    if (have == -1 && PyErr_Occurred())
-        return NULL;
-    Py_ssize_t want = PyLong_AsSsize_t(args[3]);
-    if (want == -1 && PyErr_Occurred())
-        return NULL;
-    Py_ssize_t max_line = PyLong_AsSsize_t(args[4]);
-    if (max_line == -1 && PyErr_Occurred())
-        return NULL;
+    Py_ssize_t num[3];     /* have, want, max_line: each checked before the next is read */
+    for (int k = 0; k < 3; k++)
+        if ((num[k] = PyLong_AsSsize_t(args[2 + k])) == -1 && PyErr_Occurred())
+            return NULL;
+    Py_ssize_t have = num[0], want = num[1], max_line = num[2];
     Py_buffer view;
     if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE) < 0)
         return NULL;
