@@ -221,7 +221,7 @@ def write_rollout_csv(store: MetricStore, fh: TextIO) -> None:
         ids = _id_column(table.ids) if _csv_rows is not None else table.ids
         for lo in range(0, len(table.ids), _CSV_ROWS):
             hi = lo + _CSV_ROWS
-            n = len(table.ids[lo:hi])
+            n = min(hi, len(table.ids)) - lo
             lead_cols = ([_id_column([seg.index] * n)] if len(segs) > 1 else []) + [_slice(ids, lo, hi)]
             jobs.append((lead_cols, [None if c is None else _slice(c, lo, hi) for c in cells]))
     for (lead_cols, cells), text in zip(jobs, _formatted(jobs)):

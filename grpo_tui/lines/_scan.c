@@ -3971,6 +3971,15 @@ static PyObject *scan_folded(PyObject *Py_UNUSED(module), PyObject *args)
 
 /* scan_folded() in two halves: the walk (most of the time, without the GIL) in a reader thread,
  * the Python objects in the thread that parses. */
+/* A walk as the capsule scan_raw and read_scan give (r freed when it can't be made). */
+static PyObject *raw_capsule(Raw *r)
+{
+    PyObject *cap = PyCapsule_New(r, RAW_NAME, raw_capsule_free);
+    if (cap == NULL)
+        raw_free(r);
+    return cap;
+}
+
 static PyObject *scan_raw(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     Py_buffer view;
@@ -3978,10 +3987,7 @@ static PyObject *scan_raw(PyObject *Py_UNUSED(module), PyObject *arg)
     if (r == NULL)
         return NULL;
     PyBuffer_Release(&view);
-    PyObject *cap = PyCapsule_New(r, RAW_NAME, raw_capsule_free);
-    if (cap == NULL)
-        raw_free(r);
-    return cap;
+    return raw_capsule(r);
 }
 
 #ifdef HAVE_READ_SCAN
@@ -4094,11 +4100,8 @@ static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, P
         }
         r->buf = b;
         r->len = cut;
-        cap = PyCapsule_New(r, RAW_NAME, raw_capsule_free);
-        if (cap == NULL) {
-            raw_free(r);
+        if ((cap = raw_capsule(r)) == NULL)
             return NULL;
-        }
     } else {
         PyMem_Free(r);
         cap = Py_NewRef(Py_None);
