@@ -369,3 +369,19 @@ def test_a_wrong_warning_stand_in_would_be_caught(monkeypatch):
     monkeypatch.setattr(bulk_mod, "_no_signal_warning_sure", lambda seg, ids, rows, memo: np.ones(len(rows), bool))
     with pytest.raises(AssertionError):
         _bulk_equals_plain(lines, monkeypatch)
+
+
+def test_rows_of_ids_takes_only_exact_int_ids():
+    """_rows_of_ids finds touched rollouts by binary search only where every id is a plain int
+    below 2**53 (a bool, a float or a bigger int: None, the caller loops), and then finds
+    exactly the rows the segment's own row_of gives."""
+    pipe = _run([line for _, line in generate("healthy", 30, 5, noise_per_rollout=0)], 500)
+    seg = pipe.store.current
+    ids = list(seg.row_of)
+    touch = {rid: i for i, rid in enumerate(ids[::3])}
+    rows, stamps = bulk_mod._rows_of_ids(seg, touch)
+    assert rows.tolist() == [seg.row_of[r] for r in touch]
+    assert stamps.tolist() == list(touch.values())
+    for odd in (True, 2 ** 53, -(2 ** 53), 3.5):
+        assert bulk_mod._rows_of_ids(seg, {**touch, odd: 1}) is None, odd
+    assert bulk_mod._rows_of_ids(seg, {**touch, 2 ** 53 - 1: 1}) is not None
