@@ -27,10 +27,9 @@ nothing).  The first START rollouts take the scalar gates.
 from __future__ import annotations
 
 import math
-import operator
 from functools import lru_cache
 from itertools import repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, contains, eq, itemgetter
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
@@ -147,14 +146,14 @@ def _calm_skips(tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, jud
     engine acts on, or a rollout where a rule may fire (not quiet) or a value is non-finite.
     The ops in between only set the engine's log time, which the next op sets again."""
     n = len(tape)
-    is_ev = np.fromiter(map(operator.eq, map(itemgetter(0), tape), repeat(ev)), bool, n)
+    is_ev = np.fromiter(map(eq, map(itemgetter(0), tape), repeat(ev)), bool, n)
     judged = ~is_ev
     k_of = np.cumsum(judged) - judged
     need = np.zeros(n, bool)
     ev_pos = np.flatnonzero(is_ev)
     if len(ev_pos):
         kinds = map(attrgetter("kind"), map(itemgetter(1), map(tape.__getitem__, ev_pos.tolist())))
-        need[ev_pos] = np.fromiter(map(operator.contains, repeat(judged_events), kinds), bool, len(ev_pos))
+        need[ev_pos] = np.fromiter(map(contains, repeat(judged_events), kinds), bool, len(ev_pos))
     jpos = np.flatnonzero(judged)
     if ans is not None and skip_quiet:
         busy = ~ans.quiet

@@ -43,7 +43,8 @@ def start(path: str, chunk: int, ahead: int = AHEAD) -> bool:
     """Begin reading `path` (a readable regular file) in blocks of `chunk` bytes; False when
     nothing was started.  One at a time: a second start replaces the first."""
     global _pending
-    scan = scanner()
+    mod = _module()
+    scan = getattr(mod, "scan_raw", None)      # (scanner())
     if scan is None or path == "-":
         return False
     try:
@@ -55,7 +56,7 @@ def start(path: str, chunk: int, ahead: int = AHEAD) -> bool:
     stack.enter_context(quick_handoff())    # the reader's GIL handoffs, while imports run too
     try:
         reader = ScannedReader(path, scan, chunk, ahead=ahead,
-                               read_scan=getattr(_module(), "read_scan", None))   # (LineParser.block_read_scan)
+                               read_scan=getattr(mod, "read_scan", None))   # (LineParser.block_read_scan)
     except BaseException:
         stack.close()
         raise
