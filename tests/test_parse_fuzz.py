@@ -273,3 +273,44 @@ def test_structured_hostile_lines_never_raise_and_agree(lines):
         if isinstance(rec, MetricRecord):
             assert 0 <= rec.n <= MAX_ID
             json.dumps(_jsonable({**rec.metrics, "\x00raw": rec.nonfinite}), allow_nan=False)
+
+
+# --------------------------------------------------------------------------------------------
+# _peel's short path for a coloured Ray prefix equals its general path
+# --------------------------------------------------------------------------------------------
+
+_PIECE = st.sampled_from(["\x1b[36m", "\x1b[0m", "\x1b[1;33m", "\x1b[", "\x1b", "(", ")", " ", "pid=", ", ip=",
+                          "\r", "\t", "\x01", "\x7f", "\ufffd", "é", "Actor", "48479", "10.0.0.1", "[2026-08-21 10:34:36.473 a] x.py:1 - ",
+                          "rollout 3: {'a': 1}", "[repeated 7x across cluster]", " (Ray deduplicates logs by default.)",
+                          "saving checkpoint at iteration 19", ",", "m", "0"])
+_COLOURED = st.builds(lambda colour, actor, pid, ip, gap, rest: f"{colour}({actor}pid={pid}{ip}){gap}{rest}",
+                      st.sampled_from(["\x1b[36m"] * 4 + ["\x1b[33m", "\x1b[1;36m", "\x1b[m", "\x1b[36;1m"]),
+                      # Ray's own forms most of the time, then near misses (control bytes, parens, blanks)
+                      st.sampled_from(["MegatronTrainRayActor "] * 3 + ["", "é ", "A\x01 ", "a(b ", "x y "]),
+                      st.sampled_from(["48479"] * 5 + ["1\x1b", "", "1,2", "7\x7f", "9 9"]),
+                      st.sampled_from(["", "", ", ip=10.0.0.1", ", ip=", ", ip=a)b", ", ip=\x02"]),
+                      st.sampled_from(["\x1b[0m "] * 4 + ["\x1b[0m", "\x1b[0m  ", "\x1b[39m ", " "]),
+                      st.lists(_PIECE, max_size=6).map("".join))
+
+
+_RAY_WRITES = st.builds(lambda colour, actor, ip, gap, rest: f"{colour}({actor}pid=48479{ip}){gap}{rest}",
+                       st.sampled_from(["\x1b[36m", "\x1b[33m", "\x1b[1;36m", "\x1b[m"]),
+                       st.sampled_from(["MegatronTrainRayActor ", "", "é "]),
+                       st.sampled_from(["", ", ip=10.0.0.1"]),
+                       st.sampled_from(["\x1b[0m ", "\x1b[0m", "\x1b[0m  "]),
+                       st.lists(_PIECE, max_size=6).map("".join))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(_RAY_WRITES, _RAY_WRITES, _COLOURED, st.lists(_PIECE, max_size=12).map("".join)))
+def test_peel_short_path_equals_general_path(raw):
+    """The short path for `\\x1b[36m(Actor pid=1)\\x1b[0m ...` gives the same _Line as the general one
+    (ANSI taken out of the whole line, then _RAY), for prefixes that are Ray's and those that are not."""
+    p = LineParser()
+    assert p._peel(raw) == p._peel_any(raw)
+
+
+def test_peel_short_path_taken_for_rays_colours():
+    got = LineParser()._peel("\x1b[36m(MegatronTrainRayActor pid=48479, ip=10.0.0.2)\x1b[0m saving checkpoint")
+    assert (got.text, got.pid, got.actor, got.has_prefix) == ("saving checkpoint", "48479@10.0.0.2",
+                                                             "MegatronTrainRayActor", True)
