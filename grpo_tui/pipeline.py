@@ -413,6 +413,8 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
     case where they could differ (rows rewritten after their rollout was judged) the file is
     read again and judged rollout by rollout."""
     check_readable(path)
+    if path == "-" and bulk and judging:
+        return _judge_stdin(ranges, ranges_label, now)
     pipe = Pipeline(ranges, ranges_label=ranges_label, judging=judging)
     if bulk and path != "-":
         pipe.defer()
@@ -425,6 +427,85 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
     except BulkMismatch:
         return judge_path(path, ranges, ranges_label=ranges_label, now=now, judging=judging, bulk=False)
     return pipe
+
+
+def _judge_stdin(ranges: RangeSet | None, ranges_label: str | None, now: float | None) -> Pipeline:
+    """judge_path("-"): judged in bulk as a file is.  Why: a pipe can't be read twice, so where
+    bulk judging could differ (BulkMismatch) its input could not be fed again, and `check -` was
+    judged rollout by rollout all along (2.1 s for a 55 MB log against 0.21 s for the file).  Each
+    block read is also written to a spool file (unlinked: it goes when we do) with when it came;
+    on a BulkMismatch those blocks are fed again from it, rollout by rollout, at the same times,
+    and the rest of the input after them.  A spool that can't be made or written (a full disk)
+    ends the bulk part where it failed: what was read is judged then (settle; from the spool if
+    that could differ) and the rest rollout by rollout, as before."""
+    def fresh() -> Pipeline:
+        pipe = Pipeline(ranges, ranges_label=ranges_label)
+        pipe.parser.packed = PACK_RECORDS       # (as _packed: nobody reads the feeds' Updates)
+        return pipe
+
+    def again() -> Pipeline:                    # the blocks kept so far, rollout by rollout
+        pipe = fresh()
+        spool.seek(0)
+        for size, at in kept:
+            pipe.feed(spool.read(size), written_at=at)
+        return pipe
+
+    pipe = fresh().defer()
+    spool, kept = _open_spool(), []             # kept: (size, arrival time) of each block spooled
+    if spool is None:
+        pipe.settle()
+    try:
+        with _bulk_allocations(), _quick_handoff():
+            blocks = iter(_file_blocks(pipe, "-", BULK_CHUNK))
+            try:
+                for block, scanned in blocks:
+                    at = pipe.clock()
+                    if pipe.engine.deferred and not _spool_block(spool, kept, block, at):
+                        try:
+                            pipe.settle()       # the spool is full: judge what was read
+                        except BulkMismatch:
+                            pipe = again()
+                    pipe.feed(block, written_at=at, scanned=scanned)
+                pipe.finish(now)
+            except BulkMismatch:
+                pipe = again()
+                for block, scanned in blocks:
+                    pipe.feed(block, written_at=pipe.clock(), scanned=scanned)
+                pipe.finish(now)
+    finally:
+        pipe.parser.packed = False
+        if spool is not None:
+            spool.close()
+    return pipe
+
+
+def _open_spool():
+    """An unnamed temporary file for _judge_stdin's blocks, or None when none can be made."""
+    import tempfile     # (only for `-`: every other command's start would pay for it)
+    try:
+        return tempfile.TemporaryFile(prefix="grpo-tui-stdin-")
+    except OSError:
+        return None
+
+
+def _spool_block(spool, kept: list, block, at: float) -> bool:
+    """Append a block to the spool (kept: its size and arrival time); False when it can't be
+    written, the spool then cut back to the blocks before it."""
+    if spool is None:
+        return False
+    end = spool.tell()
+    try:
+        spool.write(block)
+        spool.flush()
+    except OSError:
+        try:
+            spool.seek(end)
+            spool.truncate()
+        except OSError:
+            pass
+        return False
+    kept.append((len(block), at))
+    return True
 
 
 @contextmanager
