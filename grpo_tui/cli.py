@@ -155,10 +155,6 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
     return _PARSERS[cmd]()
 
 
-def build_parsers() -> dict[str, argparse.ArgumentParser]:
-    return {cmd: make() for cmd, make in _PARSERS.items()}
-
-
 def _version() -> str:
     try:
         from importlib.metadata import version
