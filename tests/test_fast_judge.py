@@ -124,12 +124,18 @@ def test_long_runs_past_the_window(scen, monkeypatch):
     assert sum(replays) >= 80 or scen in ("no-steps",), "the bulk path was not taken"
 
 
-def test_a_rewritten_row_falls_back_to_rollout_by_rollout(monkeypatch):
-    """A record for an already-judged rollout (a late step line) makes the bulk path decline."""
-    lines = [line for _, line in generate("healthy", 60, 4, noise_per_rollout=0)]
+def rewritten_row_log(n: int = 60) -> list[str]:
+    """A healthy run whose `step 5` line comes late, after rollouts long judged: bulk declines."""
+    lines = [line for _, line in generate("healthy", n, 4, noise_per_rollout=0)]
     late = next(i for i, line in enumerate(lines) if "step 5:" in line)
     moved = lines[:late] + lines[late + 1:]
-    moved.insert(len(moved) - 5, lines[late].replace("step 5:", "step 5:"))
+    moved.insert(len(moved) - 5, lines[late])
+    return moved
+
+
+def test_a_rewritten_row_falls_back_to_rollout_by_rollout(monkeypatch):
+    """A record for an already-judged rollout (a late step line) makes the bulk path decline."""
+    moved = rewritten_row_log()
     pipe = Pipeline(clock=lambda: NOW).defer()
     with pytest.raises(BulkMismatch):
         for i in range(0, len(moved), 50):

@@ -14,6 +14,7 @@ from grpo_tui import pipeline
 from grpo_tui.judge import bulk as bulk_mod
 from grpo_tui.pipeline import judge_path
 from grpo_tui.simulate import generate
+from tests.test_fast_judge import _alerts, rewritten_row_log as _rewritten
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = 2e9
@@ -21,15 +22,6 @@ NOW = 2e9
 
 def _log(scenario: str, n: int, seed: int) -> list[str]:
     return [line for _, line in generate(scenario, n, seed, noise_per_rollout=3)]
-
-
-def _rewritten(n: int = 60) -> list[str]:
-    """A late step line for a rollout judged long before (test_fast_judge's case): bulk declines."""
-    lines = [line for _, line in generate("healthy", n, 4, noise_per_rollout=0)]
-    late = next(i for i, line in enumerate(lines) if "step 5:" in line)
-    moved = lines[:late] + lines[late + 1:]
-    moved.insert(len(moved) - 5, lines[late])
-    return moved
 
 
 class _Clocked(pipeline.Pipeline):
@@ -51,9 +43,7 @@ def _stdin(monkeypatch, lines: list[str], per_block: int = 40) -> list[bytes]:
 
 def _verdict(pipe) -> tuple:
     rep = pipe.report(NOW).report
-    alerts = [(a.rule, a.signal, a.severity, a.rollout, a.first_seen, a.cleared_at, a.active, a.time, a.message,
-               repr(a.evidence)) for a in pipe.engine.alerts]
-    return rep.status, alerts, {k: s.status for k, s in rep.signals.items()}, pipe.parser.counts.as_dict()
+    return rep.status, _alerts(pipe), {k: s.status for k, s in rep.signals.items()}, pipe.parser.counts.as_dict()
 
 
 def _replays(monkeypatch) -> list:
