@@ -198,6 +198,33 @@ def test_reused_buffer_reader_releases_each_view(tmp_path):
         bytes(blocks[0])
 
 
+def test_read_buffers_are_mapped_at_once_only_when_reads_fill_them(tmp_path):
+    """A file at least a buffer long gets its buffers' pages mapped at once (reads fill them);
+    a smaller one, a cut-off read (`end`) and a pipe touch only what they read.  Either way a
+    buffer is a zeroed, writable map of the size asked for, and the blocks are the same."""
+    big, small = tmp_path / "big.log", tmp_path / "small.log"
+    big.write_bytes(LINE.format(n=1).encode() * 50)
+    small.write_bytes(LINE.format(n=1).encode())
+    cap = 300
+    with open(big, "rb") as f:
+        assert files._fills(f, cap, None)
+        assert not files._fills(f, cap, cap - 1)
+    with open(small, "rb") as f:
+        assert not files._fills(f, cap, None)
+    r, w = os.pipe()
+    with os.fdopen(r, "rb") as f, os.fdopen(w, "wb"):
+        assert not files._fills(f, cap, None)
+    for fill in (True, False):
+        buf = files._buffer(cap, fill)
+        assert len(buf) == cap and buf[:] == bytes(cap)
+        buf[cap - 1] = 0x0A
+        assert buf.rfind(b"\n", 0, cap) == cap - 1
+    ref = [ln for block in iter_byte_blocks(str(big)) for ln in block.split(b"\n")]
+    got = [ln for block in iter_block_views(str(big), chunk=cap, max_line=200, buffers=3)
+           for ln in bytes(block).split(b"\n")]
+    assert got == ref
+
+
 def test_stdin_is_read_with_the_same_line_bound(tmp_path):
     p = tmp_path / "long.log"
     p.write_bytes(b"x" * (3 << 20) + b"\nok\n")
