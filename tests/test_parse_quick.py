@@ -79,6 +79,16 @@ def test_fast_ts_cache_gives_the_uncached_time(date, time, ms):
         assert parse._fast_ts(date, time, ms) == _ts_reference(date, time, ms)
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 9999), st.integers(0, 99), st.integers(0, 99))
+def test_day_arithmetic_is_calendar_timegm(y, mo, d):
+    """_whole_seconds' own day count (no calendar import) is timegm's, its errors too (month 0 or
+    13+, year 0)."""
+    date = f"{y:04d}-{mo:02d}-{d:02d}"
+    parse._day_cache.clear()
+    assert parse._whole_seconds(date, "01:02:03") == _ts_reference(date, "01:02:03", None)
+
+
 class _OldEvents(LineParser):
     """_events before its ": {" shortcut: the reference it must agree with."""
 
