@@ -19,6 +19,7 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Callable, Iterator
 
 from .judge.bulk import BulkMismatch
@@ -40,6 +41,7 @@ FINAL_PASS_AFTER = 60.0    # s of silence before a growing log's last rollout is
 FINISH_EVENTS = ("job_succeeded", "job_failed", "job_stopped")
 FATAL_EVENTS = ("traceback", "oom", "nccl_timeout", "fatal", "ft_fail", "job_failed")
 _RUN_ENDS = frozenset(FINISH_EVENTS + FATAL_EVENTS)     # _store's test of every event, one lookup
+_KIND = attrgetter("kind")
 
 
 @dataclass(slots=True)
@@ -205,14 +207,21 @@ class Pipeline:
         up = Update()
         if not items:
             return up
-        cuts = _ROLLOUT_CUTS(items) if _FILE_CHUNK is not None else None
-        if cuts is None:
-            cuts = _rollout_cuts(items)
         # a whole-file read (its records packed) whose engine records a tape, or does not judge:
         # each round in C (_scan.c: file_chunk), the same steps as _store's
         fast = (_FILE_CHUNKS is not None and self.parser.packed
                 and (not self.judging or self.engine.deferred))
-        bounds = cuts + [len(items)]
+        if fast and not self.judging and not _ends_run(items):
+            # Nothing judged (export): the whole batch is one round.  Why: the store files items
+            # in order whatever the rounds, and a round's books (the steps seen, the run not
+            # finished once records come) end the same when no event in it ends the run; a 540 MB
+            # export spent ~25 % of its filing on 11,800 rounds' updates.
+            bounds = [len(items)]
+        else:
+            cuts = _ROLLOUT_CUTS(items) if _FILE_CHUNK is not None else None
+            if cuts is None:
+                cuts = _rollout_cuts(items)
+            bounds = cuts + [len(items)]
         if fast:
             self._store_fast(items, bounds, up)
         else:
@@ -569,6 +578,16 @@ def _file_blocks(pipe: Pipeline, path: str, chunk: int = CHUNK, end: int | None 
         return ahead if ahead is not None else iter_scanned_blocks(path, scan, chunk, end=end,
                                                                    read_scan=pipe.parser.block_read_scan)
     return ((b, None) for b in iter_block_views(path, chunk, end=end))
+
+
+def _ends_run(items: list) -> bool:
+    """Whether an event among the items ends the run (finished or fatal: _store's books).  A
+    record's kind (rollout, step, ...) is never one of those: every item's kind is looked at, in
+    C (a Python loop over a big log's 59,000 items took ~5 ms)."""
+    try:
+        return not _RUN_ENDS.isdisjoint(map(_KIND, items))
+    except AttributeError:      # (an item of another class: the rounds as they come)
+        return True
 
 
 def _rollout_cuts(items: list) -> list[int]:

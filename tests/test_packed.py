@@ -214,17 +214,56 @@ def test_simulated_setups_agree_packed(setup, tmp_path, monkeypatch):
         assert _judged(str(path), True, True, monkeypatch) == _judged(str(path), False, True, monkeypatch)
 
 
-@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
-def test_restarts_and_appended_runs_agree_packed(tmp_path, monkeypatch):
-    """Two runs in one file (a restart: a new segment), a job appended after one finished, and
-    a log without launch flags (no groups: the shape is not remembered)."""
+def _runs_in_one_file(tmp_path) -> list[str]:
+    """Two runs in one file (a restart: a new segment), a job appended after one finished, a
+    crash, and a log without launch flags (no groups: the shape is not remembered)."""
     a = [ln for _, ln in generate("healthy", 30, 1, noise_per_rollout=10)]
     b = [ln for _, ln in generate("gap-jump", 30, 2, noise_per_rollout=10)]
+    c = [ln for _, ln in generate("crashed", 30, 3, noise_per_rollout=10)]
     bare = [ln for ln in a if "EXEC:" not in ln and "rollout_batch_size" not in ln]
-    for name, lines in (("restart", a + b), ("appended", a + a), ("bare", bare)):
+    paths = []
+    for name, lines in (("restart", a + b), ("appended", a + a), ("crash-appended", c + a), ("bare", bare)):
         path = tmp_path / f"{name}.log"
         path.write_text("\n".join(lines) + "\n")
-        assert _judged(str(path), True, True, monkeypatch) == _judged(str(path), False, True, monkeypatch), name
+        paths.append(str(path))
+    return paths
+
+
+@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+@pytest.mark.parametrize("judging", [True, False])
+def test_restarts_and_appended_runs_agree_packed(tmp_path, monkeypatch, judging):
+    for path in _runs_in_one_file(tmp_path):
+        assert _judged(path, True, judging, monkeypatch) == _judged(path, False, judging, monkeypatch), path
+
+
+@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+def test_a_read_not_judged_files_each_block_as_one_round(tmp_path, monkeypatch):
+    """Not judging (export), a block is one round unless an event in it ends the run: the same
+    store, books and export as a round per rollout, with a block that holds a job's end and
+    the records of the job appended after it, and blocks of a few lines each."""
+    rounds = []
+    chunks = pipeline._FILE_CHUNKS
+
+    def count(items, bounds, r, *rest):
+        rounds.append(len(bounds))
+        return chunks(items, bounds, r, *rest)
+    monkeypatch.setattr(pipeline, "_FILE_CHUNKS", count)
+    paths = _runs_in_one_file(tmp_path) + [p for p in LOGS if "crashed" in p or "healthy-seed1" in p]
+    for path in paths:
+        for chunk in (pipeline.BULK_CHUNK, 2048):
+            monkeypatch.setattr(pipeline, "BULK_CHUNK", chunk)
+            rounds.clear()
+            one = _judged(path, True, False, monkeypatch)
+            assert chunk > 2048 or 1 in rounds, path     # (a small file's one block ends its job)
+            monkeypatch.setattr(pipeline, "_ends_run", lambda items: True)     # a round per rollout
+            rounds.clear()
+            each = _judged(path, True, False, monkeypatch)
+            assert chunk == 2048 or max(rounds) > 1
+            monkeypatch.undo()
+            monkeypatch.setattr(pipeline, "_FILE_CHUNKS", count)
+            assert one == each, (path, chunk)
+    items = pipeline.LineParser().feed_lines(["Job 'raysubmit_1' succeeded"])
+    assert pipeline._ends_run(items) and not pipeline._ends_run([])
 
 
 @pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
