@@ -264,20 +264,21 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
             yield bytes(mv[:have]) if walk is None else (bytes(mv[:have]), None)
 
 
+_PRIVATE = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 
 
 def _buffer(cap: int, fill: bool) -> mmap.mmap:
     """A read buffer of `cap` bytes, mapped on its own (its memory goes back to the system when
-    it is dropped; a freed bytearray this big stays in the heap).  `fill`: reads will fill it
-    whole, so its pages are mapped at once (MAP_POPULATE, where there is one).  Why: the first
-    touch of each 4 KiB page is a page fault, ~3-6 us each on a VM: a 540 MB export's reader
-    took ~18,000 of them (the three buffers zeroed by bytearray, those read ahead at the start),
-    ~0.1 s of its time; populated, the same pages cost about half.  A small file (`fill` False)
-    touches only the pages it reads."""
-    if fill and _POPULATE:
+    it is dropped; a freed bytearray this big stays in the heap), private (mmap's default for
+    anonymous memory, shared, is shmem: slower to fault in).  `fill`: reads will fill it whole,
+    so its pages are mapped at once (MAP_POPULATE, where there is one).  Why: eight 8 MiB
+    buffers read into took 70 ms shared, 45 ms private, 38 ms private and populated (this VM,
+    where a page fault costs ~3-6 us); bytearray zeroed all three of a reader's buffers even for
+    a small file, which touches only the pages it reads now."""
+    if _PRIVATE:
         try:
-            return mmap.mmap(-1, cap, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _POPULATE)
+            return mmap.mmap(-1, cap, flags=_PRIVATE | (_POPULATE if fill else 0))
         except OSError:
             pass
     return mmap.mmap(-1, cap)
