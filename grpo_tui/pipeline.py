@@ -22,11 +22,9 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Callable, Iterator
 
-from .judge.bulk import BulkMismatch
-from .judge.engine import SEVERITY_ORDER, AlertChange, HealthEngine, Report, _shape
-from .judge.ranges import RangeSet
-from .judge.rules import defaults_fit_memo
-from .judge.signals import SIGNALS
+from typing import TYPE_CHECKING
+
+from .judge.mismatch import BulkMismatch
 from .lines import prefetch
 from .lines.files import BULK_CHUNK, CHUNK, HANDOFF_S as _HANDOFF_S, InputError, check_readable, iter_block_views, iter_byte_blocks, \
     iter_scanned_blocks, quick_handoff as _quick_handoff
@@ -34,6 +32,10 @@ from .lines.parse import SCAN, LineParser
 from .lines.records import Event, MetricRecord
 from .shared_override import SharedOverride
 from .store.metric_store import _RM_KEYS, MetricStore, StoreUpdate
+
+if TYPE_CHECKING:
+    from .judge.engine import AlertChange, HealthEngine, Report
+    from .judge.ranges import RangeSet
 
 TREND_JUDGED = 8           # rollouts the rules must have judged before a range-less run can be OK
 LIVE_WINDOW = 120.0        # s: a line this recent means the run is live
@@ -104,7 +106,8 @@ class Pipeline:
                  ranges_label: str | None = None, judging: bool = True) -> None:
         self.parser = LineParser()
         self.store = MetricStore()
-        self.engine = HealthEngine(self.store, ranges)
+        self._ranges = ranges
+        self._engine = _judge().HealthEngine(self.store, ranges) if judging else None
         self.ranges_label = ranges_label or ("defaults" if ranges is None else "file")
         self.clock = clock
         self.changes = 0                        # alert raises/clears so far (views cache on it)
@@ -117,6 +120,13 @@ class Pipeline:
         self._seen_steps: set[tuple[int, str, int]] = set()
         self._final_done = False
         self.judging = judging                  # False: store only (export reads no verdict)
+
+    @property
+    def engine(self) -> "HealthEngine":
+        """The health engine; one that does not judge (export) makes it only if asked."""
+        if self._engine is None:
+            self._engine = _judge().HealthEngine(self.store, self._ranges)
+        return self._engine
 
     # ------------------------------------------------------------------ feeding
     def feed(self, lines: list[str] | bytes | memoryview, written_at: float | None = None,
@@ -151,7 +161,8 @@ class Pipeline:
         up = self.flush()
         if event in ("truncated", "replaced", "created") and self.store.current.has_data:
             self.store.start_segment()
-            up.changes.extend(self.engine.update(StoreUpdate(new_segment=True)))
+            if self.judging:
+                up.changes.extend(self.engine.update(StoreUpdate(new_segment=True)))
             # a new log: its own clock (the old content's newest log time made the new run look
             # quiet for hours) and its own line numbers (the log view opens them in this file)
             self.parser = LineParser()
@@ -183,7 +194,8 @@ class Pipeline:
     def finish(self, now: float | None = None) -> Update:
         """End of input (a finished file): the final pass, then the time rules at `now`."""
         up = self.flush()
-        up.changes.extend(self.engine.settle())
+        if self.judging:
+            up.changes.extend(self.engine.settle())
         up.changes.extend(self._final_pass())
         up.changes.extend(self._time_rules(self.clock() if now is None else now))
         self.changes += len(up.changes)
@@ -235,10 +247,12 @@ class Pipeline:
     def _store_fast(self, items: list, bounds: list[int], up: Update) -> None:
         """_store of each round items[bounds[r-1]:bounds[r]] through file_chunks (the rounds in C),
         Python taking a round where it says."""
+        # (the engine's books and its run's shape only where it judges: C reads them only then)
+        engine_d, shape = (self.engine.__dict__, _judge()._shape) if self.judging else ({}, None)
         r = 0
         while r < len(bounds):
             got = _FILE_CHUNKS(items, bounds, r, self.__dict__, self.store.events, self.store.current,
-                               self.engine.__dict__, _RM_KEYS, self._seen_steps, _shape, self.judging, up)
+                               engine_d, _RM_KEYS, self._seen_steps, shape, self.judging, up)
             if got is None:
                 return
             r, st, k = got
@@ -363,8 +377,10 @@ class Pipeline:
         if self.engine.deferred:
             self.settle()
         eng = self.engine
+        judge = _judge()
+        SEVERITY_ORDER = judge.SEVERITY_ORDER
         seg = self.store.current
-        sigs = {s.id: eng.signal_status(s.id) for s in SIGNALS}
+        sigs = {s.id: eng.signal_status(s.id) for s in judge.SIGNALS}
         alerts = sorted(eng.alerts, key=lambda a: (not a.active, -SEVERITY_ORDER[a.severity], -a.seq))
         judged = [s.status for s in sigs.values() if s.status in SEVERITY_ORDER and s.status != "unknown"]
         worst = [a.severity for a in alerts] + judged
@@ -374,7 +390,7 @@ class Pipeline:
         last = None
         if seg.ids:
             last = int(seg.ids[-1]) if seg.ordered else int(max(seg.ids))
-        rep = Report(status, len(seg.ids), last, seg.steps_per_rollout, sigs, alerts,
+        rep = judge.Report(status, len(seg.ids), last, seg.steps_per_rollout, sigs, alerts,
                      segments=len(self.store.segments))
         label, note = self.ranges_in_use()
         return RunReport(rep, self.state(now), label, note)
@@ -389,6 +405,7 @@ class Pipeline:
         rs = self.engine.ranges.for_framework(seg.framework)
         if not rs.use_defaults:
             return "none", f"a {seg.framework} run: the manual's ranges are Miles/slime's"
+        from .judge.rules import defaults_fit_memo
         fit, why = defaults_fit_memo(seg, rs)
         return ("defaults", None) if fit else ("none", why)
 
@@ -578,6 +595,13 @@ def _file_blocks(pipe: Pipeline, path: str, chunk: int = CHUNK, end: int | None 
         return ahead if ahead is not None else iter_scanned_blocks(path, scan, chunk, end=end,
                                                                    read_scan=pipe.parser.block_read_scan)
     return ((b, None) for b in iter_block_views(path, chunk, end=end))
+
+
+def _judge():
+    """The health engine's module, imported when a pipeline first judges.  Why: with it come the
+    rules, the signals and numpy, which a read that is not judged (export) does without."""
+    from .judge import engine
+    return engine
 
 
 def _ends_run(items: list) -> bool:

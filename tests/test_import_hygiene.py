@@ -65,3 +65,19 @@ def test_check_and_export_of_a_file_do_not_start_the_follower_machinery(tmp_path
     proc = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_export_does_not_import_the_judge(tmp_path):
+    """`export` reads no verdict: the health engine, its rules and signals stay unimported (they
+    come with a pipeline that judges), and the pipeline still catches BulkMismatch."""
+    log = tmp_path / "a.log"
+    log.write_text("[2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - perf 0: {'perf/rollout_time': 1.5}\n")
+    code = ("import sys, io, contextlib; from grpo_tui import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()): rc = cli.main(['export', sys.argv[1]])\n"
+            "print(rc, sorted(m for m in sys.modules if m.startswith('grpo_tui.judge.') and m != 'grpo_tui.judge.mismatch'))")
+    proc = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "0 []"
+    from grpo_tui import pipeline
+    from grpo_tui.judge import bulk
+    assert pipeline.BulkMismatch is bulk.BulkMismatch

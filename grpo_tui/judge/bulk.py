@@ -39,6 +39,7 @@ from .held import HackingHeld, ge as _ge, lt as _lt, median as _row_median, mk_p
 from . import rules
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
                     RuleContext, evaluate_metrics, metric_for, ranges_for)
+from .mismatch import BulkMismatch
 from .setup import FIRST as FIT_FIRST
 from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows, zero_std_parts
 from ..store.metric_store import Segment
@@ -49,8 +50,6 @@ START = max(BASE_ROWS, FIT_FIRST, 4) - 1     # first row with the final baseline
 UNKNOWN, NO, MAYBE = -1, 0, 1
 
 
-class BulkMismatch(Exception):
-    """The store changed under a recorded rollout: judge the input rollout by rollout."""
 
 
 def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int) -> list:
