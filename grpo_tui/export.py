@@ -12,13 +12,12 @@ import io
 import math
 import struct
 import threading
+from array import array
 from typing import Any, TextIO
 
 from .lines.parse import SCAN
 from .output import csv_safe
 from .store.metric_store import MetricStore, Segment
-import numpy as np
-
 from .store.rollout_table import number_cells, rollout_table
 
 
@@ -203,9 +202,8 @@ def write_rollout_csv(store: MetricStore, fh: TextIO) -> None:
     for table in tables:
         for j, (name, cells) in enumerate(table.cells.items()):
             if name not in first:
-                if type(cells) is tuple:
-                    at = np.flatnonzero(~np.isnan(cells[0]))
-                    i = int(at[0]) if len(at) else None
+                if type(cells) is tuple:     # (its first number: NaN != NaN)
+                    i = next((i for i, x in enumerate(cells[0]) if x == x), None)
                 else:
                     i = next((i for i, v in enumerate(cells) if v is not None), None)
                 if i is not None:
@@ -240,14 +238,10 @@ def _slice(col, lo: int, hi: int):
 
 def _id_column(ids: list[int]):
     """Rollout ids (or segment numbers) as a number column for csv_rows, ("i": written as ints),
-    when float64 holds each exactly; else the list."""
-    try:
-        a = np.array(ids, dtype=np.int64)
-    except (OverflowError, TypeError, ValueError):
+    when float64 holds each exactly (ints below 2**53); else the list."""
+    if not all(type(i) is int and -2 ** 53 < i < 2 ** 53 for i in ids):
         return ids
-    if len(a) and int(np.abs(a).max()) >= 2 ** 53:
-        return ids
-    return (a.astype(np.float64), "i")
+    return (array("d", ids), "i")
 
 
 def _formatted(jobs: list):

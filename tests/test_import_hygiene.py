@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 CORE = [
     "grpo_tui.lines.values", "grpo_tui.lines.records", "grpo_tui.lines.parse", "grpo_tui.lines.launch", "grpo_tui.store.metric_store",
     "grpo_tui.lines.files", "grpo_tui.export", "grpo_tui.commands.export_cmd",
@@ -81,3 +83,28 @@ def test_export_does_not_import_the_judge(tmp_path):
     from grpo_tui import pipeline
     from grpo_tui.judge import bulk
     assert pipeline.BulkMismatch is bulk.BulkMismatch
+
+
+def test_csv_export_of_a_common_log_does_not_import_numpy(tmp_path):
+    """With the C accelerator, `export` (CSV) of a run whose rows come in rollout order reads its
+    table without numpy (store/rollout_table.py), nan and text cells too; rows out of order (an
+    eval logged ahead) import it.  Each gives the CSV of the numpy table (test_export_table.py)."""
+    from grpo_tui.lines.parse import SCAN
+    if getattr(SCAN, "col_means", None) is None:
+        pytest.skip("the C accelerator is not built (or GRPO_TUI_PURE)")
+    from grpo_tui.simulate import generate
+    lines = [ln for _, ln in generate("healthy", 30, 1, steps_per_rollout=2, noise_per_rollout=3)]
+    odd = "\n".join(lines).replace("'train/grad_norm': ", "'train/grad_norm': nan, 'x': 'a', 'y': ", 1)
+    at = next(i for i, ln in enumerate(lines) if "rollout 5: {" in ln)
+    ahead = lines[:at + 1] + [lines[at].replace("rollout 5: {", "eval 99: {")] + lines[at + 1:]
+    code = ("import sys, io, contextlib; from grpo_tui import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out: rc = cli.main(['export', sys.argv[1]])\n"
+            "print(rc, 'numpy' in sys.modules, len(out.getvalue().splitlines()))")
+    got = []
+    for name, text in (("plain", "\n".join(lines)), ("odd", odd), ("ahead", "\n".join(ahead))):
+        log = tmp_path / f"{name}.log"
+        log.write_text(text + "\n")
+        proc = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        got.append(proc.stdout.strip().splitlines()[-1])
+    assert got == ["0 False 31", "0 False 31", "0 True 32"]

@@ -1325,6 +1325,33 @@ def test_scanner_csv_rows_of_number_columns_only(cols):
     assert got == (None if big and n else want)
 
 
+_COUNT = st.one_of(st.sampled_from([math.nan, 0.0, -0.0, 1.0, 2.0, 3.0, -1.0, math.inf]), st.floats())
+
+
+@FUZZ
+@given(st.integers(0, 12).flatmap(lambda n: st.tuples(
+    st.lists(_NUM_CELL, min_size=n, max_size=n), st.lists(_COUNT, min_size=n, max_size=n),
+    st.integers(0, n), st.integers(0, 3))))
+def test_scanner_col_means_and_counted_nan_are_numpys(case):
+    """col_means and counted_nan (export's table without numpy) over a train metric's sums and
+    counts as the store keeps them (array('d'), longer than the rows read): numpy's values bit
+    for bit (Segment.values_at_rows), numpy's answer (rollout_table._logged_exceptions)."""
+    from array import array
+    sums, counts, n, extra = case
+    s, c = array("d", sums + [1.0] * extra), array("d", counts + [math.nan] * extra)
+    sn, cn = np.array(sums[:n]), np.array(counts[:n])
+    with np.errstate(all="ignore"):
+        want = np.where(cn > 0, sn / np.where(cn > 0, cn, 1), math.nan)
+    got = _scan.col_means(s, c, n)
+    assert got == want.tobytes()
+    assert _scan.counted_nan(s, c, n) == bool(np.isnan(sn[~np.isnan(cn)]).any())
+    for bad in ((s, c, len(s) + 1), (s, array("f", [1.0] * len(c)), 0), (s, c, -1)):
+        with pytest.raises(ValueError):
+            _scan.col_means(*bad)
+        with pytest.raises(ValueError):
+            _scan.counted_nan(*bad)
+
+
 def test_export_formats_stretches_of_rows_in_two_threads_in_order(tmp_path, monkeypatch):
     """export's CSV in stretches of rows (some made by a second thread): the same text as in one
     stretch, a stretch csv_rows leaves to Python among them, and an error in the second thread

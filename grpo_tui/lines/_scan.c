@@ -6485,7 +6485,80 @@ done:
     return res;
 }
 
+/* ---- a train metric's sums and counts, for export's table without numpy (store/rollout_table.py) --
+ *
+ * The two reads rollout_table makes of a train metric's columns, over their first n rows: each
+ * row's mean (Segment.values_at_rows: sum / count where the count is above 0, else NaN: the same
+ * IEEE division) and whether a counted row's sum is NaN (a step logged NaN: its values are then
+ * read as logged).  Both columns are float64 buffers (the store's array('d') cells) holding at
+ * least n values; anything else is a TypeError or ValueError. */
+static int two_columns(PyObject *const *args, Py_ssize_t nargs, const char *fn, Py_buffer *s, Py_buffer *c,
+                       Py_ssize_t *n)
+{
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "%s(): sums, counts, n", fn);
+        return -1;
+    }
+    *n = PyLong_AsSsize_t(args[2]);
+    if (*n == -1 && PyErr_Occurred())
+        return -1;
+    if (PyObject_GetBuffer(args[0], s, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if (PyObject_GetBuffer(args[1], c, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(s);
+        return -1;
+    }
+    const Py_buffer *b[2] = {s, c};
+    for (int k = 0; k < 2; k++) {
+        if (b[k]->itemsize != 8 || b[k]->format == NULL || strcmp(b[k]->format, "d") != 0 || *n < 0
+            || b[k]->len / 8 < *n) {
+            PyErr_Format(PyExc_ValueError, "%s(): float64 columns of at least n values", fn);
+            PyBuffer_Release(s);
+            PyBuffer_Release(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *col_means(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer s, c;
+    Py_ssize_t n;
+    if (two_columns(args, nargs, "col_means", &s, &c, &n) < 0)
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(double));
+    if (out != NULL) {
+        const double *sv = s.buf, *cv = c.buf;
+        double *o = (double *)PyBytes_AS_STRING(out);
+        for (Py_ssize_t i = 0; i < n; i++)
+            o[i] = cv[i] > 0 ? sv[i] / cv[i] : NAN;
+    }
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&c);
+    return out;
+}
+
+static PyObject *counted_nan(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer s, c;
+    Py_ssize_t n;
+    if (two_columns(args, nargs, "counted_nan", &s, &c, &n) < 0)
+        return NULL;
+    const double *sv = s.buf, *cv = c.buf;
+    int any = 0;
+    for (Py_ssize_t i = 0; i < n && !any; i++)
+        any = !isnan(cv[i]) && isnan(sv[i]);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&c);
+    return PyBool_FromLong(any);
+}
+
 static PyMethodDef methods[] = {
+    {"col_means", (PyCFunction)(void (*)(void))col_means, METH_FASTCALL,
+     "col_means(sums, counts, n) -> bytes: n float64s, sums[i] / counts[i] where counts[i] > 0, else NaN."},
+    {"counted_nan", (PyCFunction)(void (*)(void))counted_nan, METH_FASTCALL,
+     "counted_nan(sums, counts, n) -> bool: some row below n has a count (not NaN) and a NaN sum."},
     {"float_tables", float_tables, METH_VARARGS,
      "float_tables(inv, pos) -> bool: set the tables csv_rows writes floats' repr() with (export.py\n"
      "makes them); False where this build cannot use them (repr()'s own function is used then)."},

@@ -1,4 +1,4 @@
-"""MetricStore: records and events -> numpy columns keyed by rollout id, per run segment.
+"""MetricStore: records and events -> float64 columns keyed by rollout id, per run segment.
 
 Facts it must get right (design.md §3): the x-axis is the rollout id; `step N:` lines are
 optimizer steps (K per rollout) whose per-rollout value is the mean of its K steps; Megatron
@@ -11,37 +11,51 @@ from __future__ import annotations
 
 import bisect
 import math
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-import numpy as np
-
+from ..lazy_numpy import LazyNumpy
 from ..lines.launch import FlagsMemo, arg_dump_to_flag
 from ..lines.parse import PACKED, SCAN
 from ..lines.records import Event, Item, MetricRecord
 
+np = LazyNumpy(globals())      # (imported where a method first needs it: see lazy_numpy.py)
+
 _NAN = math.nan
+_NAN_CELL = array("d", [_NAN])
 
 
 class _Column:
     """A growable float64 column, NaN where a row has no value.
 
-    `view` is a memoryview of `data` for the store's per-cell writes: a plain int or float goes
-    in (and a cell comes out as a float) at a fraction of numpy's per-item indexing cost, with
-    the same double (both convert an int by its __float__)."""
+    `cells` is an array of doubles: filling a store needs no numpy (a read that is not judged,
+    `export`, never imports it), and a cell takes and gives a value as numpy's float64 array
+    did (an int converted by its __float__, the same error past float64's range).  `view` is a
+    memoryview of it for the store's per-cell writes (a plain int or float goes in, a cell comes
+    out as a float) at a fraction of the indexing cost; `data` is numpy's array over the same
+    memory (made when first read: the judge's and the table's vector reads)."""
 
-    __slots__ = ("data", "view")
+    __slots__ = ("cells", "view", "_data")
 
     def __init__(self, capacity: int) -> None:
-        self.data = np.full(capacity, _NAN)
-        self.view = memoryview(self.data)
+        self.cells = _NAN_CELL * capacity
+        self.view = memoryview(self.cells)
+        self._data = None
+
+    @property
+    def data(self) -> np.ndarray:
+        d = self._data
+        if d is None:
+            d = self._data = np.frombuffer(self.cells)      # float64, writable, the same cells
+        return d
 
     def ensure(self, capacity: int) -> None:
-        if capacity > len(self.data):
-            new = np.full(max(capacity, 2 * len(self.data)), _NAN)
-            new[: len(self.data)] = self.data
-            self.data = new
-            self.view = memoryview(new)
+        n = len(self.cells)
+        if capacity > n:
+            new = _NAN_CELL * max(capacity, 2 * n)
+            new[:n] = self.cells
+            self.cells, self.view, self._data = new, memoryview(new), None
 
 
 @dataclass(slots=True)
@@ -92,7 +106,7 @@ def _put_row_py(views: tuple, row: int, metrics: dict, types: tuple) -> bool:
     for view, value in zip(views, metrics.values()):
         try:
             view[row] = value
-        except ValueError:          # an int past float64's range: numpy's own conversion
+        except ValueError:          # an int past float64's range: the column's own conversion
             view.obj[row] = value
     return True
 
@@ -110,7 +124,7 @@ def _add_row_py(sums: tuple, counts: tuple, row: int, metrics: dict, types: tupl
             else:
                 total[row] += value
                 count_view[row] = count + 1.0
-        except (ValueError, OverflowError):     # an int past float64's range: as numpy does
+        except (ValueError, OverflowError):     # an int past float64's range: as the column does
             _add_to_cell(total.obj, count_view.obj, row, value)
     return True
 
@@ -123,7 +137,7 @@ _add_row = SCAN.add_row if SCAN is not None else _add_row_py
 _store_run = getattr(SCAN, "store_run", None)
 
 
-def _add_to_cell(total: np.ndarray, count: np.ndarray, row: int, value: Any) -> None:
+def _add_to_cell(total: array, count: array, row: int, value: Any) -> None:
     """One step's value into its rollout's sum and count (the mean of its K steps)."""
     if math.isnan(count[row]):
         total[row], count[row] = value, 1.0
@@ -230,7 +244,7 @@ class Segment:
                 col.ensure(self._cap)
             self._shapes.clear()            # they hold the old arrays' views
             self._step_shapes.clear()
-        self._idcol.data[row] = rollout
+        self._idcol.cells[row] = rollout
         return row
 
     def _col(self, table: dict[str, _Column], name: str) -> _Column:
@@ -309,7 +323,7 @@ class Segment:
                 col = columns.get(name)
                 if col is None:
                     col = columns[name] = _Column(self._cap)
-                col.data[row] = value
+                col.cells[row] = value
                 if objects:
                     objs = objects.get(name)
                     if objs:
@@ -346,9 +360,9 @@ class Segment:
                 first[row] = ts
             self.last_ts.view[row] = ts
             return
-        if math.isnan(self.first_ts.data[row]):
-            self.first_ts.data[row] = ts
-        self.last_ts.data[row] = ts
+        if math.isnan(self.first_ts.cells[row]):
+            self.first_ts.cells[row] = ts
+        self.last_ts.cells[row] = ts
 
     def _step_rollout(self, n: int) -> int:
         k = self._flag_memo.steps_per_rollout(self.flags)
@@ -420,7 +434,7 @@ class Segment:
             if t is not float and (t is int or _is_number(value)):
                 self.step_int_names.add(name)
             if t is float or t is int or _is_number(value):
-                _add_to_cell(self._col(self.train_sum, name).data, self._col(self.train_cnt, name).data, row, value)
+                _add_to_cell(self._col(self.train_sum, name).cells, self._col(self.train_cnt, name).cells, row, value)
             else:
                 self.objects.setdefault(name, {})[row] = value
 
@@ -539,7 +553,7 @@ class Segment:
         if obj and row in obj:
             return obj[row]
         cnt = self.train_cnt.get(name)
-        if cnt is not None and cnt.data[row] == 1.0:
+        if cnt is not None and cnt.cells[row] == 1.0:
             # One step in this rollout: its value exactly as logged (an int stays an int).
             for key in self.rollout_steps.get(rollout, ()):
                 got = self.steps[key].metrics.get(name)

@@ -6,6 +6,10 @@ turned into a list, and only the cells that are not plain floats are looked at o
 objects (strings, bools, lists), ints kept as ints, a train metric logged once per rollout as an
 int or a nan (returned exactly as logged), and nan cells (a value only where the log said nan).
 `tests/test_export_table.py` checks it equals `value()` on every cell of many stores.
+
+A column of plain numbers of a segment in id order (export's CSV of a common log: every column)
+is read without numpy: the store's cells, a train metric's means in C (_scan.c: col_means), so
+such an export never imports it (~50-100 ms of its start); the other columns import it.
 """
 
 from __future__ import annotations
@@ -13,9 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+from ..lazy_numpy import LazyNumpy
+from ..lines.parse import SCAN
+from .metric_store import _NAN_CELL, Segment, _is_number
 
-from .metric_store import Segment, _is_number
+np = LazyNumpy(globals())      # (imported where a column first needs it: see the docstring)
+
+_COL_MEANS = getattr(SCAN, "col_means", None)
+_COUNTED_NAN = getattr(SCAN, "counted_nan", None)
 
 
 @dataclass(slots=True)
@@ -38,8 +47,12 @@ def _logged_exceptions(seg: Segment) -> dict[str, dict[int, Any]]:
     names = set(seg.step_int_names)
     for name, total in seg.train_sum.items():
         if name not in names:
-            sums, counts = total.data[:n], seg.train_cnt[name].data[:n]
-            if np.isnan(sums[~np.isnan(counts)]).any():
+            if _COUNTED_NAN is not None:
+                bad = _COUNTED_NAN(total.cells, seg.train_cnt[name].cells, n)
+            else:
+                sums, counts = total.data[:n], seg.train_cnt[name].data[:n]
+                bad = np.isnan(sums[~np.isnan(counts)]).any()
+            if bad:
                 names.add(name)
     out: dict[str, dict[int, Any]] = {}
     if not names:
@@ -56,20 +69,26 @@ def _logged_exceptions(seg: Segment) -> dict[str, dict[int, Any]]:
     return out
 
 
-def _column(seg: Segment, name: str, order: np.ndarray, pos: np.ndarray,
+def _column(seg: Segment, name: str, order: np.ndarray | range, pos: np.ndarray | range,
             logged: dict[int, Any] | None) -> list[Any]:
-    vals = seg.values_at_rows(name, order)
-    cells: list[Any] = vals.tolist()
+    """A column as a list.  `order` a range: an id-ordered segment's rows, read without numpy."""
+    if type(order) is range:
+        vals = _quick_values(seg, name, len(order))
+        cells: list[Any] = vals.tolist()
+        nan_at = [i for i, x in enumerate(cells) if x != x]
+    else:
+        vals = seg.values_at_rows(name, order)
+        cells = vals.tolist()
+        nan_at = np.flatnonzero(np.isnan(vals)).tolist()
     train = name in seg.train_sum
-    nan_at = np.flatnonzero(np.isnan(vals))
-    if len(nan_at):
+    if nan_at:
         nonfinite = seg.nonfinite
-        for i in nan_at.tolist():
+        for i in nan_at:
             if name not in nonfinite.get(int(order[i]), ()):
                 cells[i] = None
     if train:
         if logged:
-            cnt = seg.train_cnt[name].data
+            cnt = seg.train_cnt[name].cells
             for row, v in logged.items():
                 if cnt[row] == 1.0:            # value(): one step, its value exactly as logged
                     cells[pos[row]] = v
@@ -94,26 +113,68 @@ def rollout_table(seg: Segment, numbers: bool = False) -> RolloutTable:
     None) comes as (float64 array, "f" or "i"), NaN for None, instead of a list: what
     _column's list would be, without a Python object per cell (export's CSV, ~700,000 cells of
     a big log, writes such columns in C: _scan.c csv_rows)."""
+    n = len(seg.ids)
+    exceptions = _logged_exceptions(seg) if seg.steps else {}
+    cells: dict[str, Any] = {}
+    if numbers and seg.ordered and _COL_MEANS is not None:
+        # rows already in id order (order and pos: the row numbers): read without numpy
+        rows = range(n)
+        for name in seg.names:
+            logged = exceptions.get(name)
+            got = _quick_number_column(seg, name, n, logged)
+            cells[name] = got if got is not None else _column(seg, name, rows, rows, logged)
+        # (ids_at(arange(n)).tolist(): the ids' float cells as ints)
+        return RolloutTable(list(map(int, seg._idcol.cells[:n])), list(rows), cells)
     order = seg._order()
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
-    exceptions = _logged_exceptions(seg) if seg.steps else {}
-    cells: dict[str, Any] = {}
     for name in seg.names:
         got = _number_column(seg, name, order, exceptions.get(name)) if numbers else None
         cells[name] = got if got is not None else _column(seg, name, order, pos, exceptions.get(name))
     return RolloutTable(seg.ids_at(order).tolist(), order.tolist(), cells)
 
 
+def _quick_number_column(seg: Segment, name: str, n: int, logged: dict[int, Any] | None):
+    """_number_column of a segment whose rows are in id order, without numpy: the same
+    decision, the same float64 values (the store's cells; a train metric's means by col_means),
+    as an array or memoryview of doubles."""
+    if seg.objects.get(name) or seg.nonfinite_rows.get(name):
+        return None
+    vals = _quick_values(seg, name, n)
+    if name in seg.train_sum:
+        if not logged:
+            return vals, "f"
+        have = [i for i, x in enumerate(vals) if x == x]      # (rows with a value: NaN != NaN)
+        return (vals, "i") if _logged_ints(seg, name, have, [vals[i] for i in have], logged) else None
+    state = seg.int_state.get(name)
+    if state == "i":
+        return vals, "i"
+    return None if isinstance(state, set) else (vals, "f")
+
+
+def _quick_values(seg: Segment, name: str, n: int):
+    """values_at_rows(name, arange(n)) without numpy, as doubles: a copy of the cells, or the
+    means of a train metric's steps (the same division, in C)."""
+    total = seg.train_sum.get(name)
+    if total is not None:
+        return memoryview(_COL_MEANS(total.cells, seg.train_cnt[name].cells, n)).cast("d")
+    col = seg.columns.get(name)
+    return _NAN_CELL * n if col is None else col.cells[:n]
+
+
 def _all_logged_ints(seg: Segment, name: str, order: np.ndarray, vals: np.ndarray, logged: dict[int, Any]) -> bool:
     """Every cell of a train metric with a value is its rollout's only step's value as logged,
     an int (`train/step`): _column writes those ints, an "i" column the same (exact below 2**53)."""
     have = np.flatnonzero(~np.isnan(vals))
-    if len(have) != len(logged):
+    return _logged_ints(seg, name, order[have].tolist(), vals[have].tolist(), logged)
+
+
+def _logged_ints(seg: Segment, name: str, rows: list[int], values: list[float], logged: dict[int, Any]) -> bool:
+    """_all_logged_ints of the rows with a value and their values."""
+    if len(rows) != len(logged):
         return False
-    rows = order[have].tolist()
-    cnt = seg.train_cnt[name].data
-    for row, x in zip(rows, vals[have].tolist()):
+    cnt = seg.train_cnt[name].cells
+    for row, x in zip(rows, values):
         v = logged.get(row)
         if type(v) is not int or cnt[row] != 1.0 or not -2 ** 53 < v < 2 ** 53 or x != v:
             return False
@@ -140,9 +201,7 @@ def _number_column(seg: Segment, name: str, order: np.ndarray, logged: dict[int,
 def number_cells(col) -> list[Any]:
     """A (values, kind) column as _column's list."""
     vals, kind = col
-    cells: list[Any] = vals.tolist()
-    for i in np.flatnonzero(np.isnan(vals)).tolist():
-        cells[i] = None
+    cells: list[Any] = [None if c != c else c for c in vals.tolist()]     # (NaN != NaN: blank)
     if kind == "i":
         cells = [c if c is None else int(c) for c in cells]
     return cells
