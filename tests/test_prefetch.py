@@ -29,23 +29,27 @@ def _readers() -> list[threading.Thread]:
 
 @settings(max_examples=40, deadline=None)
 @given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5]), max_size=120).map(b"".join),
-       chunk=st.integers(1, 40), ahead=st.integers(1, 6), hold=st.integers(1, 3), pause=st.booleans())
-def test_reading_ahead_gives_the_same_blocks_and_keeps_held_ones(tmp_path_factory, data, chunk, ahead, hold, pause):
+       chunk=st.integers(1, 40), ahead=st.integers(1, 6), pause=st.booleans())
+def test_reading_ahead_gives_the_same_blocks_and_keeps_the_held_one(tmp_path_factory, data, chunk, ahead, pause):
     """However far the reader runs ahead, the blocks are iter_block_views' blocks, and the block
-    the consumer holds and the one before it stay as read (their buffers are not reused under it)."""
+    the consumer holds stays as read until it takes the next (its buffer is not reused under it,
+    the reader let run ahead meanwhile).  The block before it may be: with one block read ahead
+    and three buffers, block k + 2 is read into block k - 1's buffer once k is taken, and the
+    parser keeps nothing of a block once it returns (LineParser.feed_block).  (This test used to
+    hold the block before too, and failed once in a loaded run: the reader had reused it.)"""
     p = tmp_path_factory.mktemp("r") / "x.log"
     p.write_bytes(data)
     want = [bytes(b) for b in iter_block_views(str(p), chunk=chunk)]
     r = ScannedReader(str(p), lambda b: len(b), chunk, ahead=ahead)
     if pause:
         time.sleep(0.01)        # the reader fills its lead first
-    got, held = [], []
+    got = []
     for block, scanned in r.blocks():
         assert scanned == len(block)
-        held.append((block, bytes(block)))
-        held = held[-min(hold, 2):]
-        assert all(bytes(b) == copy for b, copy in held)
-        got.append(bytes(block))
+        copy = bytes(block)
+        time.sleep(0.0005)      # the reader runs as far ahead as it may
+        assert bytes(block) == copy
+        got.append(copy)
     assert got == want
     assert not _readers()
 

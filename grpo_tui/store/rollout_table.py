@@ -7,9 +7,10 @@ objects (strings, bools, lists), ints kept as ints, a train metric logged once p
 int or a nan (returned exactly as logged), and nan cells (a value only where the log said nan).
 `tests/test_export_table.py` checks it equals `value()` on every cell of many stores.
 
-A column of plain numbers of a segment in id order (export's CSV of a common log: every column)
-is read without numpy: the store's cells, a train metric's means in C (_scan.c: col_means), so
-such an export never imports it (~50-100 ms of its start); the other columns import it.
+The table export's CSV asks for (`numbers`) of a segment whose rows are in id order (every
+common log's) is read without numpy: the store's cells, a train metric's means and nan check in
+C (_scan.c: col_means, counted_nan), so such an export never imports it (~50-100 ms of its
+start); a segment out of order, and the other tables, import it where they first use it.
 """
 
 from __future__ import annotations
