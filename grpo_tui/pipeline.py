@@ -20,9 +20,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Callable, Iterator
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .judge.mismatch import BulkMismatch
 from .lines import prefetch
