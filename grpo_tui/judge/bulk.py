@@ -50,8 +50,6 @@ START = max(BASE_ROWS, FIT_FIRST, 4) - 1     # first row with the final baseline
 UNKNOWN, NO, MAYBE = -1, 0, 1
 
 
-
-
 def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int) -> list:
     from .engine import _EV, JUDGED_EVENTS, _shape
     judged = [op for op in tape if op[0] != _EV]
