@@ -7,8 +7,9 @@ runs, grep too, take turns; peak RSS of that process):
   reference:  grep -o "'rollout/raw_reward': [0-9.]*" FILE | wc -l
   check:      grpo_tui.cli.main(["check", FILE])        accelerated (C scanner) and pure (GRPO_TUI_PURE=1)
   export:     grpo_tui.cli.main(["export", FILE, "-o", TMP/export.csv])   accelerated, the CSV written
-  parse only: judge_path(FILE, judging=False), its reader started early as for export (lines/prefetch.py);
-              so judging = check - parse, per rollout
+  parse only: judge_path(FILE, judging=False), read as check reads it (the noise lines' times kept,
+              where export keeps none: LineParser.noise_times), its reader started early as the CLI
+              starts it (lines/prefetch.py); so judging = check - parse, per rollout
   rollout by rollout (--incremental): check with bulk judging off (judge_path(bulk=False))
 and prints the ratios to grep (bar: check <= 3.0 x grep; judging alone about <= 1 x grep).
 
@@ -56,7 +57,7 @@ elif mode == "export":
     os.remove(out)
     rollouts = None
 else:
-    if mode == "parse":      # export's reading as the CLI starts it (cli._read_ahead), its CSV left out
+    if mode == "parse":      # check's reading as the CLI starts it (cli._read_ahead), nothing judged
         from grpo_tui.lines import files, prefetch
         prefetch.start(sys.argv[1], files.BULK_CHUNK)
     from grpo_tui import pipeline

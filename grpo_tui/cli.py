@@ -380,7 +380,7 @@ def _read_ahead(cmd: str, args: argparse.Namespace) -> bool:
     if cmd in ("check", "export") and paths and len(paths) == 1 and not os.path.isdir(paths[0]):
         from .lines import prefetch
         from .lines.files import BULK_CHUNK
-        return bool(prefetch.start(paths[0], BULK_CHUNK))
+        return bool(prefetch.start(paths[0], BULK_CHUNK, untimed=cmd == "export"))   # (as export_cmd reads it)
     return False
 
 

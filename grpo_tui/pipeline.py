@@ -430,9 +430,11 @@ class RunReport:
 
 
 def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str | None = None,
-               now: float | None = None, judging: bool = True, bulk: bool = True) -> Pipeline:
+               now: float | None = None, judging: bool = True, bulk: bool = True,
+               times: bool = True) -> Pipeline:
     """A whole file (or '-') through the pipeline, judged at `now` like a live run would be
-    (`judging=False`: the store only, for export).  A file is judged in bulk (`bulk`): the
+    (`judging=False`: the store only, for export; `times=False` as well: the noise lines' times
+    not kept, LineParser.noise_times - export's rows hold no time).  A file is judged in bulk (`bulk`): the
     same alerts as rollout by rollout, computed for the whole history at once; in the rare
     case where they could differ (rows rewritten after their rollout was judged) the file is
     read again and judged rollout by rollout."""
@@ -440,6 +442,7 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
     if path == "-" and bulk and judging:
         return _judge_stdin(ranges, ranges_label, now)
     pipe = Pipeline(ranges, ranges_label=ranges_label, judging=judging)
+    pipe.parser.noise_times = times or judging     # (judging reads the times: ages, stalled)
     if bulk and path != "-":
         pipe.defer()
     written = _mtime(path)
@@ -449,7 +452,8 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
                 pipe.feed(block, written_at=written if written is not None else pipe.clock(), scanned=scanned)
             pipe.finish(now)
     except BulkMismatch:
-        return judge_path(path, ranges, ranges_label=ranges_label, now=now, judging=judging, bulk=False)
+        return judge_path(path, ranges, ranges_label=ranges_label, now=now, judging=judging, bulk=False,
+                          times=times)
     return pipe
 
 
@@ -590,8 +594,9 @@ def _file_blocks(pipe: Pipeline, path: str, chunk: int = CHUNK, end: int | None 
     scan = pipe.parser.block_scan
     if scan is not None:
         ahead = prefetch.claim(path, scan, chunk, end)      # read since the CLI started (check, export)
-        return ahead if ahead is not None else iter_scanned_blocks(path, scan, chunk, end=end,
-                                                                   read_scan=pipe.parser.block_read_scan)
+        return ahead if ahead is not None else iter_scanned_blocks(
+            path, scan, chunk, end=end, read_scan=pipe.parser.block_read_scan,
+            untimed=not pipe.parser.noise_times)
     return ((b, None) for b in iter_block_views(path, chunk, end=end))
 
 

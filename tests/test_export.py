@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import glob
 import io
 import json
 import os
@@ -347,3 +348,42 @@ def test_bad_input_subprocess(tmp_path, content):
         assert proc.returncode != 0
         assert "Traceback" not in proc.stderr
         assert len([ln for ln in proc.stderr.splitlines() if ln.strip()]) == 1, proc.stderr
+
+
+_EXPORT_LOGS = sorted(glob.glob(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                             "sample_logs", "*.log"))
+                      + glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "*.log")))
+
+
+@pytest.mark.parametrize("path", _EXPORT_LOGS, ids=os.path.basename)
+def test_export_reads_no_noise_times_and_writes_the_same(path):
+    """export's read keeps no noise line's time (judge_path(times=False)): its rows hold no
+    time, so every format and axis is what the timed read gives, and so are the counts."""
+    timed = judge_path(path, judging=False)
+    untimed = judge_path(path, judging=False, times=False)
+    assert not untimed.parser.noise_times and timed.parser.noise_times
+    assert untimed.parser.counts == timed.parser.counts
+    for fmt in ("csv", "json"):
+        for axis in ("rollout", "step"):
+            assert render(untimed.store, fmt, axis) == render(timed.store, fmt, axis)
+
+
+def test_export_without_noise_times_on_a_restarted_hostile_log(tmp_path):
+    """The same on a log that restarts into the same file, holds a wrapped record, binary junk,
+    header-less lines between many sources and a line cut at the end."""
+    from grpo_tui.simulate import generate
+    lines = [ln for _, ln in generate("healthy", 30, 2, noise_per_rollout=40)]
+    lines += [ln for _, ln in generate("gap-jump", 20, 1, noise_per_rollout=20)]   # ids start again
+    lines.insert(200, "\x1b[36m(MegatronTrainRayActor pid=7)\x1b[0m saving checkpoint at iteration 3 to /x")
+    lines.insert(300, "rollout 12: {'rollout/raw_reward': 0.4,")
+    lines.insert(301, "   'rollout/response_len/mean': 300.0}")
+    p = tmp_path / "run.log"
+    p.write_bytes("\n".join(lines).encode() + b"\n" + os.urandom(3000) + b"\nrollout 99: {'rollout/raw_re")
+    timed = judge_path(str(p), judging=False)
+    untimed = judge_path(str(p), judging=False, times=False)
+    assert len(timed.store.segments) == len(untimed.store.segments) >= 2
+    assert untimed.parser.counts == timed.parser.counts
+    for fmt in ("csv", "json"):
+        for axis in ("rollout", "step"):
+            assert render(untimed.store, fmt, axis) == render(timed.store, fmt, axis)
+

@@ -128,6 +128,40 @@ def test_judge_path_takes_over_the_prefetch_and_judges_the_same(tmp_path, no_pen
         assert [s.rollout_ids().tolist() for s in got.store.segments] == [s.rollout_ids().tolist() for s in own.store.segments]
 
 
+def test_export_takes_over_its_untimed_read_ahead_and_exports_the_same(tmp_path, no_pending, monkeypatch):
+    """export's read ahead (untimed: LineParser.noise_times off) is claimed by export's own read
+    (judge_path(times=False)) and gives the rows a read of its own gives; a read that keeps the
+    times (check) never takes it, nor export a timed one."""
+    monkeypatch.delenv("GRPO_TUI_PURE", raising=False)
+    if prefetch.scanner() is None or pl.LineParser().block_scan is None:
+        pytest.skip("no C scanner built")
+    from grpo_tui.export import render
+    from grpo_tui.simulate import generate
+    p = tmp_path / "run.log"
+    p.write_text("".join(line + "\n" for _, line in generate("length-hacking", 60, 2, noise_per_rollout=30)))
+    own = pl.judge_path(str(p), judging=False, times=False)
+    taken = []
+    real = prefetch.claim
+
+    def spy(*a):
+        got = real(*a)
+        taken.append(got is not None)
+        return got
+    monkeypatch.setattr(prefetch, "claim", spy)
+    assert prefetch.start(str(p), BULK_CHUNK, untimed=True)
+    pl.judge_path(str(p))                                   # check's read: not this one
+    ahead = pl.judge_path(str(p), judging=False, times=False)
+    assert taken == [False, True]
+    assert prefetch.start(str(p), BULK_CHUNK)               # a timed one: not export's
+    pl.judge_path(str(p), judging=False, times=False)
+    prefetch.cancel()
+    assert taken == [False, True, False] and not _readers()
+    assert ahead.parser.counts == own.parser.counts
+    for fmt in ("csv", "json"):
+        for axis in ("rollout", "step"):
+            assert render(ahead.store, fmt, axis) == render(own.store, fmt, axis)
+
+
 def test_a_prefetch_is_only_for_its_own_read(tmp_path, no_pending, monkeypatch):
     """Another path, block size, scanner or an end: not claimed (the prefetch stays for its own
     read); a missing or special file, '-' or the pure path: nothing started."""
@@ -171,19 +205,22 @@ def test_an_unclaimed_prefetch_is_stopped_and_the_interval_put_back(tmp_path, no
 
 
 @pytest.mark.parametrize("argv, started", [
-    (["check", "{p}"], True), (["export", "{p}", "-o", "{out}"], True),
-    (["check", "{p}", "{p}"], False), (["check", "{dir}"], False), (["tail", "{p}"], False),
+    (["check", "{p}"], "timed"), (["export", "{p}", "-o", "{out}"], "untimed"),
+    (["check", "{p}", "{p}"], None), (["check", "{dir}"], None), (["tail", "{p}"], None),
 ])
 def test_the_cli_reads_ahead_for_one_file_of_check_and_export(tmp_path, no_pending, monkeypatch, argv, started):
+    """check's read keeps the noise lines' times, export's does not (its rows hold none): each
+    read ahead is walked as its command's parser walks (claim() matches them)."""
     p = tmp_path / "logs" / "run.log"
     p.parent.mkdir()
     p.write_text("rollout 0: {'rollout/raw_reward': 0.5}\n")
     calls = []
-    monkeypatch.setattr(prefetch, "start", lambda path, chunk, ahead=prefetch.AHEAD: calls.append((path, chunk)) or True)
+    monkeypatch.setattr(prefetch, "start", lambda path, chunk, ahead=prefetch.AHEAD, untimed=False:
+                        calls.append((path, chunk, untimed)) or True)
     monkeypatch.setattr(cli, "_run", lambda cmd, args: 0)
     args = [a.format(p=p, dir=p.parent, out=tmp_path / "o.csv") for a in argv]
     assert cli.main(args) == 0
-    assert calls == ([(str(p), BULK_CHUNK)] if started else [])
+    assert calls == ([(str(p), BULK_CHUNK, started == "untimed")] if started else [])
 
 
 def test_a_read_ahead_the_command_never_takes_is_stopped(tmp_path, no_pending, monkeypatch):

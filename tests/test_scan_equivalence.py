@@ -58,8 +58,9 @@ FUZZ = settings(max_examples=int(os.environ.get("GRPO_TUI_SCAN_EXAMPLES", "150")
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-def _parse(batches, accel: bool) -> LineParser:
+def _parse(batches, accel: bool, times: bool = True) -> LineParser:
     p = LineParser(accel=accel)
+    p.noise_times = times
     if accel:
         p._scan = _scan           # the built module, whatever GRPO_TUI_PURE says
         p._ready_run = True
@@ -77,19 +78,34 @@ def _state(p: LineParser):
             p._last_error, p._cur_key, p._line_cut, sorted(p._names))
 
 
-def assert_same(batches) -> LineParser:
+def assert_same(batches, times: bool = True) -> LineParser:
     """The scanner's parse is the pure one, with the metric dicts read by the parsing thread
-    (the default) and by the reader thread's walk (_scan.set_pairs_ahead)."""
+    (the default) and by the reader thread's walk (_scan.set_pairs_ahead); `times=False`: both
+    keeping no noise line's time (LineParser.noise_times, export), which changes nothing but
+    times (_timeless: the same items and counts as with them)."""
     batches = [list(b) for b in batches]
-    fast, pure = _parse(batches, True), _parse(batches, False)
+    fast, pure = _parse(batches, True, times), _parse(batches, False, times)
     assert _state(fast) == _state(pure)
     was = _scan.set_pairs_ahead(True)
     try:
-        ahead = _parse(batches, True)
+        ahead = _parse(batches, True, times)
     finally:
         _scan.set_pairs_ahead(was)
     assert _state(ahead) == _state(pure)
+    if not times:
+        assert _timeless(fast) == _timeless(_parse(batches, False))
     return fast
+
+
+def _timeless(p: LineParser):
+    """Every item without its time (and time text), and the counts."""
+    items = []
+    for x in p.items:
+        d = dataclasses.asdict(x)
+        d.pop("time")
+        d.pop("ts")
+        items.append((type(x).__name__, d))
+    return repr(items), p.counts.as_dict()
 
 
 def _cut(lines: list[str], sizes) -> list[list[str]]:
@@ -113,11 +129,18 @@ def test_logs_agree(path, chunk):
     assert p.counts.lines > 0
 
 
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+@pytest.mark.parametrize("chunk", [4 << 20, 333])
+def test_logs_agree_without_noise_times(path, chunk):
+    assert_same(iter_line_blocks(path, chunk), times=False)
+
+
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_simulated_runs_agree(scenario):
     lines = [ln for _, ln in generate(scenario, 24, 3, noise_per_rollout=60)]
     assert_same([lines])
     assert_same(_cut(lines, [1, 7, 50, 300]))
+    assert_same(_cut(lines, [1, 7, 50, 300]), times=False)
 
 
 def test_simulated_formats_agree():
@@ -180,12 +203,12 @@ MIX = st.one_of(LINE, st.sampled_from(SAMPLE),
 
 
 @FUZZ
-@given(st.lists(MIX, max_size=40), st.lists(st.integers(1, 12), max_size=4), st.booleans())
-def test_fuzzed_line_mixes_agree(lines, sizes, keep_newlines):
+@given(st.lists(MIX, max_size=40), st.lists(st.integers(1, 12), max_size=4), st.booleans(), st.booleans())
+def test_fuzzed_line_mixes_agree(lines, sizes, keep_newlines, times):
     if not keep_newlines:
         lines = [ln.replace("\n", " ") for ln in lines]   # else: a line holding '\n' takes the pure path
-    assert_same([lines])
-    assert_same(_cut(lines, sizes))
+    assert_same([lines], times)
+    assert_same(_cut(lines, sizes), times)
 
 
 # -- the scanner itself ------------------------------------------------------------------------
@@ -342,13 +365,16 @@ def test_scanner_windows_between_plain_candidates_agree(seed):
     assert_same([lines])
     assert_same(_cut(lines, [rng.randint(1, 600) for _ in range(5)]))
     blocks = _cut(lines, [rng.randint(1, 600) for _ in range(5)])
-    fast, pure = _parse_blocks(blocks, True), _parse_blocks(blocks, False)
-    assert _state(fast) == _state(pure)
+    for times in (True, False):
+        fast, pure = _parse_blocks(blocks, True, times), _parse_blocks(blocks, False, times)
+        assert _state(fast) == _state(pure)
+    assert_same(blocks, times=False)
 
 
-def _parse_blocks(batches, accel: bool) -> LineParser:
+def _parse_blocks(batches, accel: bool, times: bool = True) -> LineParser:
     """Through feed_block: the bytes path the pipeline takes."""
     p = LineParser(accel=accel)
+    p.noise_times = times
     if accel:
         p._scan = _scan
         p._ready_run = True
@@ -1017,6 +1043,28 @@ def test_scanner_walks_in_threads_at_once(path):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_scanner_fold_lazy_takes_only_a_walk_made_its_way():
+    """A walk keeping no noise line's time (scan_raw_untimed, read_scan's `untimed`) goes only to
+    a parser that keeps none (fold_lazy's `untimed`), and the other way round: their kept lines
+    differ, so a read ahead for export never feeds a check."""
+    data = b"[2026-08-21 10:00:00.000 main] l.py:1 - start\n" + b"\n".join(
+        b"(A pid=1) [2026-08-21 10:00:01.000 s] m.py:3 - noise %d" % i for i in range(50)) + (
+        b"\n(A pid=1) saving checkpoint at iteration 5 to /x")       # a header-less candidate, line 51
+    timed, untimed = _scan.scan_raw(data), _scan.scan_raw_untimed(data)
+    with pytest.raises(ValueError):
+        _scan.fold_lazy(data, timed, False, True)
+    with pytest.raises(ValueError):
+        _scan.fold_lazy(data, untimed, False, False)
+    with pytest.raises(ValueError):
+        _scan.fold_lazy(data, untimed)                          # (untimed=False by default)
+    a, b = _scan.fold_lazy(data, timed), _scan.fold_lazy(data, untimed, False, True)
+    assert a.n == b.n == 52 and a.cand(0) == b.cand(0) == 51      # the same lines and candidates
+    assert a.last(0) == 50 and a.keep(0) < 51       # timed: the run's newest stamped line, lines kept
+    assert b.last(0) == -1 and b.keep(0) == 52      # untimed: neither
+    f = _scan.scan_fold(data, False, True)
+    assert (f.last(0), f.keep(0)) == (-1, 52)
 
 
 def test_scanner_fold_raw_takes_only_the_block_walked():

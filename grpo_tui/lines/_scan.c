@@ -1871,8 +1871,9 @@ static int heads_room(Heads *hd)
 #define LINE_GUESS 128   /* bytes per line, fewer than in any log seen: the Line array's first size */
 
 /* Split and classify; returns the number of lines, or -1 when out of memory (*out and hd's
- * entries freed). */
-static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd)
+ * entries freed).  `untimed`: no noise line is STAMPED (none kept, none the newest stamped of its
+ * run), for a read whose items' times nobody reads (LineParser.noise_times). */
+static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd, int untimed)
 {
     Py_ssize_t cap = size / LINE_GUESS + 1024, n = 0;   /* log lines are longer: no regrowth */
     Line *ln = scratch_take(&spare_lines, (size_t)cap * sizeof(Line));
@@ -1916,7 +1917,7 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd)
                 l->cls |= HEAD;
                 hd->n++;
             }
-        } else if (stamped(s, e)) {
+        } else if (!untimed && stamped(s, e)) {
             l->cls = STAMPED;
             Py_ssize_t key = source_key(s, e);
             if (key != KEY_PYTHON)
@@ -2020,6 +2021,7 @@ typedef struct {
     DPairs dp;               /* the metric heads' dicts read ahead, and per head (by its index */
     Py_ssize_t *dp_at, *dp_n;   /* in hd) its first pair and count, or DP_NONE / DP_UNREAD */
     uint64_t *dp_hash;          /* and a hash of its names' bytes in order (pairs_hash) */
+    int untimed;                /* classify's: the noise lines' times not kept */
 } Scanned;
 
 static void scanned_free(Scanned *sc)
@@ -2157,7 +2159,7 @@ static Py_ssize_t walk_nogil(uchar *buf, Py_ssize_t len, Scanned *sc, int64_t **
 {
     *st = NULL;
     *oom = 0;
-    Py_ssize_t n = classify(buf, len, &sc->ln, &sc->hd);
+    Py_ssize_t n = classify(buf, len, &sc->ln, &sc->hd, sc->untimed);
     if (n >= 0) {
         if (pairs_ahead || pairs)
             read_ahead(buf, sc->ln, n, sc);
@@ -2196,12 +2198,13 @@ static Py_ssize_t walk_done(Py_ssize_t n, int oom, int64_t *st, Scanned *sc, PyO
 /* The walk of the buffer (classify, the dicts read ahead, the lists as arrays and, given `fo`,
  * their fold: all without the GIL, in one stretch) into *sc, every line's offset into a new
  * bytes object *starts.  The line count, or -1 with an error set (*sc's arrays freed). */
-static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts, FoldOut *fo)
+static Py_ssize_t scan_arrays(Py_buffer *view, Scanned *sc, PyObject **starts, FoldOut *fo, int untimed)
 {
     Py_ssize_t n;
     int64_t *st = NULL;
     int oom = 0;
     memset(sc, 0, sizeof(*sc));
+    sc->untimed = untimed;
     Py_BEGIN_ALLOW_THREADS
     n = walk_nogil((uchar *)view->buf, view->len, sc, &st, fo, 0, &oom);
     Py_END_ALLOW_THREADS
@@ -2241,7 +2244,7 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *arg)
     PyObject *starts, *heads = NULL, *res = NULL;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    Py_ssize_t n = scan_arrays(&view, &sc, &starts, NULL);
+    Py_ssize_t n = scan_arrays(&view, &sc, &starts, NULL, 0);
     if (n < 0)
         goto done;
     heads = PyList_New(sc.nc);   /* heads[k]: the header fields of cands[k], or None */
@@ -3915,7 +3918,7 @@ static void raw_capsule_free(PyObject *cap)
 
 /* The walk (scan_arrays) of the buffer of obj, held in *view (the caller releases it), or NULL
  * with an error set and nothing held. */
-static Raw *raw_of(PyObject *obj, Py_buffer *view)
+static Raw *raw_of(PyObject *obj, Py_buffer *view, int untimed)
 {
     if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -3925,7 +3928,7 @@ static Raw *raw_of(PyObject *obj, Py_buffer *view)
         return (Raw *)PyErr_NoMemory();
     }
     memset(&r->fo, 0, sizeof(r->fo));
-    r->n = scan_arrays(view, &r->sc, &r->starts, &r->fo);
+    r->n = scan_arrays(view, &r->sc, &r->starts, &r->fo, untimed);
     r->buf = view->buf;
     r->len = view->len;
     if (r->n < 0) {
@@ -3960,7 +3963,7 @@ static PyObject *scan_folded(PyObject *Py_UNUSED(module), PyObject *args)
     if (!PyArg_ParseTuple(args, "O|p", &arg, &pack))
         return NULL;
     Py_buffer view;
-    Raw *r = raw_of(arg, &view);
+    Raw *r = raw_of(arg, &view, 0);
     if (r == NULL)
         return NULL;
     PyObject *res = fold_walk(r, pack);
@@ -3980,14 +3983,26 @@ static PyObject *raw_capsule(Raw *r)
     return cap;
 }
 
-static PyObject *scan_raw(PyObject *Py_UNUSED(module), PyObject *arg)
+static PyObject *walk_raw(PyObject *arg, int untimed)
 {
     Py_buffer view;
-    Raw *r = raw_of(arg, &view);
+    Raw *r = raw_of(arg, &view, untimed);
     if (r == NULL)
         return NULL;
     PyBuffer_Release(&view);
     return raw_capsule(r);
+}
+
+static PyObject *scan_raw(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    return walk_raw(arg, 0);
+}
+
+/* scan_raw() keeping no noise line's time (classify's `untimed`): a function of its own, so a
+ * read started ahead (lines/prefetch.py) is claimed only by a parser that walks the same way. */
+static PyObject *scan_raw_untimed(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    return walk_raw(arg, 1);
 }
 
 #ifdef HAVE_READ_SCAN
@@ -4007,7 +4022,7 @@ static int long_line(uchar *b, Py_ssize_t end, Py_ssize_t max_line)
     return 0;
 }
 
-/* read_scan(fd, buf, have, want, max_line, pairs=False) -> (n, cut, walk | None): what files.iter_block_views
+/* read_scan(fd, buf, have, want, max_line, pairs=False, untimed=False) -> (n, cut, walk | None): what files.iter_block_views
  * does with each read, in one stretch without the GIL.  Reads `want` bytes of fd into buf[have:]
  * (fewer only at the end of the file, as BufferedReader.readinto; n = 0 there), finds cut, the last '\n' of
  * buf[:have + n] (-1: none), and when there is one and no line of buf[:cut] is longer than
@@ -4017,12 +4032,15 @@ static int long_line(uchar *b, Py_ssize_t end, Py_ssize_t max_line)
  * the metric dicts read in the walk too (see pairs_ahead). */
 static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5 && nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "read_scan(): 5 or 6 arguments");
+    if (nargs < 5 || nargs > 7) {
+        PyErr_SetString(PyExc_TypeError, "read_scan(): 5 to 7 arguments");
         return NULL;
     }
-    int pairs = nargs == 6 ? PyObject_IsTrue(args[5]) : 0;
+    int pairs = nargs >= 6 ? PyObject_IsTrue(args[5]) : 0;
     if (pairs < 0)
+        return NULL;
+    int untimed = nargs == 7 ? PyObject_IsTrue(args[6]) : 0;
+    if (untimed < 0)
         return NULL;
     long fd = PyLong_AsLong(args[0]);
     if (fd == -1 && PyErr_Occurred())
@@ -4047,6 +4065,7 @@ static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, P
         return PyErr_NoMemory();
     }
     memset(r, 0, sizeof(*r));
+    r->sc.untimed = untimed;
     uchar *b = (uchar *)view.buf;
     Py_ssize_t got = 0;
     int err = 0, walked = 0, oom = 0;
@@ -4208,22 +4227,31 @@ static PyObject *fold_new(PyObject *block, PyObject *walk, int pack)
     return (PyObject *)f;
 }
 
-/* fold_lazy(buf, walk, pack=False) -> Fold (see above). */
+/* fold_lazy(buf, walk, pack=False, untimed=False) -> Fold (see above).  `untimed` says how the
+ * parser wants the walk made: one made the other way is refused (its kept lines would differ). */
 static PyObject *fold_lazy(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *block, *walk;
-    int pack = 0;
-    if (!PyArg_ParseTuple(args, "OO|p", &block, &walk, &pack))
+    int pack = 0, untimed = 0;
+    if (!PyArg_ParseTuple(args, "OO|pp", &block, &walk, &pack, &untimed))
         return NULL;
+    if (PyCapsule_IsValid(walk, RAW_NAME)) {
+        Raw *r = PyCapsule_GetPointer(walk, RAW_NAME);
+        if (r != NULL && r->sc.untimed != untimed) {
+            PyErr_SetString(PyExc_ValueError, "fold_lazy(): a walk made with the other noise_times");
+            return NULL;
+        }
+    }
     return fold_new(block, walk, pack);
 }
 
-/* scan_fold(buf, pack=False) -> Fold: scan_raw() then fold_lazy(), in one call. */
+/* scan_fold(buf, pack=False, untimed=False) -> Fold: scan_raw() (or scan_raw_untimed()) then
+ * fold_lazy(), in one call. */
 static PyObject *scan_fold(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *block, *walk;
-    int pack = 0;
-    if (!PyArg_ParseTuple(args, "O|p", &block, &pack) || (walk = scan_raw(NULL, block)) == NULL)
+    int pack = 0, untimed = 0;
+    if (!PyArg_ParseTuple(args, "O|pp", &block, &pack, &untimed) || (walk = walk_raw(block, untimed)) == NULL)
         return NULL;
     PyObject *f = fold_new(block, walk, pack);
     Py_DECREF(walk);
@@ -6593,19 +6621,24 @@ static PyMethodDef methods[] = {
      "set_types(MetricRecord, Event): the classes ready heads are made as (until then none comes ready)."},
 #ifdef HAVE_READ_SCAN
     {"read_scan", (PyCFunction)(void (*)(void))read_scan, METH_FASTCALL,
-     "read_scan(fd, buf, have, want, max_line, pairs=False) -> (n, cut, walk | None): a read into buf[have:] and\n"
-     "scan_raw(buf[:cut]) (cut: the last newline) without the GIL in between (files.iter_block_views)."},
+     "read_scan(fd, buf, have, want, max_line, pairs=False, untimed=False) -> (n, cut, walk | None): a read into\n"
+     "buf[have:] and scan_raw(buf[:cut]) (cut: the last newline; untimed: scan_raw_untimed) without the GIL in\n"
+     "between (files.iter_block_views)."},
 #endif
     {"scan_raw", scan_raw, METH_O,
      "scan_raw(buf) -> capsule: scan_folded()'s walk of buf (a reader thread runs it; the GIL is let go)."},
+    {"scan_raw_untimed", scan_raw_untimed, METH_O,
+     "scan_raw_untimed(buf) -> capsule: scan_raw(buf) keeping no noise line's time (LineParser.noise_times)."},
     {"fold_raw", fold_raw, METH_VARARGS,
      "fold_raw(buf, capsule, pack=False) -> scan_folded(buf, pack): the Python objects of that walk, for that same buf."},
     {"scan_folded", scan_folded, METH_VARARGS,
      "scan_folded(buf, pack=False) -> (n_lines, starts, cands, keep, heads, lasts, folds, kept): scan(buf)\n"
      "then fold() of its lists, in one call (pack: rollout, perf and step records' values as Packed)."},
     {"fold_lazy", fold_lazy, METH_VARARGS,
-     "fold_lazy(buf, walk, pack=False) -> Fold: fold_raw(buf, walk, pack) as arrays, read item by item."},
-    {"scan_fold", scan_fold, METH_VARARGS, "scan_fold(buf, pack=False) -> Fold: scan_raw() then fold_lazy()."},
+     "fold_lazy(buf, walk, pack=False, untimed=False) -> Fold: fold_raw(buf, walk, pack) as arrays, read item by\n"
+     "item (a walk made with the other `untimed` is refused)."},
+    {"scan_fold", scan_fold, METH_VARARGS,
+     "scan_fold(buf, pack=False, untimed=False) -> Fold: scan_raw() (untimed: scan_raw_untimed()) then fold_lazy()."},
     {"rollout_cuts", rollout_cuts, METH_O, "rollout_cuts(items) -> list | None: where Pipeline._add cuts items."},
     {"set_update_type", set_update_type, METH_O, "set_update_type(StoreUpdate): the class file_chunk makes its rounds' updates as."},
     {"file_chunks", (PyCFunction)(void (*)(void))file_chunks, METH_FASTCALL,

@@ -308,7 +308,8 @@ def _read_full(fd: int, mv: memoryview) -> int:
 
 
 def iter_scanned_blocks(path: str, scan: Callable[[Any], tuple], chunk: int = CHUNK,
-                        end: int | None = None, read_scan: Callable[..., tuple] | None = None) -> Iterator[tuple]:
+                        end: int | None = None, read_scan: Callable[..., tuple] | None = None,
+                        untimed: bool = False) -> Iterator[tuple]:
     """(block, scan(block)) for the blocks of iter_block_views(path, chunk, end=end), read and scanned by
     another thread one block ahead of the caller (ScannedReader, started at the first block asked for).
 
@@ -317,8 +318,8 @@ def iter_scanned_blocks(path: str, scan: Callable[[Any], tuple], chunk: int = CH
     judged that much sooner).  Three buffers take turns: one being parsed, one waiting, one
     being read; a block stays valid until the caller asks for the one after the next.  Errors
     of the reader come out here; stopping early (an exception in the caller) stops the reader.
-    `read_scan`: see ScannedReader."""
-    yield from ScannedReader(path, scan, chunk, end, read_scan=read_scan).blocks()
+    `read_scan`, `untimed`: see ScannedReader."""
+    yield from ScannedReader(path, scan, chunk, end, read_scan=read_scan, untimed=untimed).blocks()
 
 
 class ScannedReader:
@@ -334,12 +335,14 @@ class ScannedReader:
     (read_scan's `pairs`), work the parsing thread would do.  Why: which thread is the slower
     one depends on the machine and the log; on a 2-core EPYC a 540 MB export kept the parsing
     thread busy nearly all along and the reader ~60 % of the time, so the reader takes some of
-    the parser's work whenever the parser has not caught up with it."""
+    the parser's work whenever the parser has not caught up with it.  `untimed`: `scan` is the
+    C scanner's scan_raw_untimed, and read_scan walks as it does (LineParser.noise_times)."""
 
     def __init__(self, path: str, scan: Callable[[Any], tuple], chunk: int = CHUNK, end: int | None = None,
-                 ahead: int = 1, read_scan: Callable[..., tuple] | None = None) -> None:
+                 ahead: int = 1, read_scan: Callable[..., tuple] | None = None, untimed: bool = False) -> None:
         self.path, self.chunk, self.end = path, chunk, end
         self.scan, self.read_scan = scan, read_scan
+        self.untimed = untimed
         self._waiting = False   # the consumer waits for a block (read without the lock: a hint)
         self.spared = 0         # blocks walked with their dicts read (the tests look)
         self._ahead = max(1, ahead)
@@ -391,7 +394,10 @@ class ScannedReader:
 
     def _walk(self, fd: int, mv: memoryview, have: int, want: int, max_line: int) -> tuple:
         spare = not self._waiting
-        got = self.read_scan(fd, mv, have, want, max_line, spare)
+        if self.untimed:
+            got = self.read_scan(fd, mv, have, want, max_line, spare, True)
+        else:
+            got = self.read_scan(fd, mv, have, want, max_line, spare)
         self.spared += spare and got[2] is not None
         return got
 

@@ -155,6 +155,8 @@ def _load_scan():
         return None
     if (getattr(_scan, "REJOIN_PARTS", None), getattr(_scan, "PER_KEY", None)) != (_REJOIN_PARTS, _SKIPPED_PER_SOURCE):
         return None     # built from other constants (a stale build): its shortcuts would differ
+    if not hasattr(_scan, "scan_raw_untimed"):
+        return None     # a build older than LineParser.noise_times (a stale build too)
     _scan.set_types(MetricRecord, Event)    # the classes its ready heads are made as
     return _scan
 
@@ -359,6 +361,12 @@ class LineParser:
         # a dict (the store writes them into its columns; only Python code that reads a record
         # makes its dict: unpack()).  Their records go to the store and nowhere else.
         self.packed = False
+        # False (export: pipeline.judge_path(times=False)): the noise lines' times are not kept -
+        # no skipped lines per source, no newest stamped line - so a header-less line's time is
+        # its source's newest head's, and sync_time() the newest head's.  Only times change
+        # (every item, count and value is the same), and nobody who sets it reads them; the C
+        # walk then spends nothing on noise lines but finding their ends (scan_raw_untimed).
+        self.noise_times = True
         self._line_cut = False        # the current line was cut to MAX_LINE: it can't continue
         self._pending: _Pending | None = None
         self._last_time: dict[str | None, tuple[str | None, float | None]] = {}
@@ -431,7 +439,7 @@ class LineParser:
         if self.quick_reject and self._pending is None and not is_candidate(raw) and not _CONTROL_NO_ESC.search(raw):
             if self.first_ts is None:
                 self._observe(raw)
-            elif "[" in raw[:64]:
+            elif self.noise_times and "[" in raw[:64]:
                 self._last_stamped = raw
                 self._remember_skipped(raw)
             c.noise += 1
@@ -476,13 +484,14 @@ class LineParser:
         control = _CONTROL_NO_ESC.search
         n_lines = c.lines
         n_noise = c.noise
+        times = self.noise_times
         for raw in lines:
             if (self._pending is None and self.first_ts is not None and len(raw) <= MAX_LINE
                     and not cand(raw) and not control(raw)
                     and "\x00" not in raw and "\ufffd" not in raw and not raw.endswith("\r")):
                 n_lines += 1
                 n_noise += 1
-                if "[" in raw[:64]:
+                if times and "[" in raw[:64]:
                     self._stamped, self._stamped_lazy = raw, None    # _last_stamped = raw
                     self._remember_skipped(raw)
                 run.append((raw, n_lines))
@@ -501,7 +510,9 @@ class LineParser:
         walk, scan_raw, which lets go of the GIL and makes no Python object: those are made by
         feed_block in the parsing thread, so the two threads seldom wait for the GIL), or None
         when feed_block does not scan blocks: its result is feed_block's `scanned`."""
-        return self._scan.scan_raw if self._scan is not None and self.quick_reject else None
+        if self._scan is None or not self.quick_reject:
+            return None
+        return self._scan.scan_raw if self.noise_times else self._scan.scan_raw_untimed
 
     @property
     def block_read_scan(self):
@@ -522,8 +533,9 @@ class LineParser:
         if self._scan is not None and self.quick_reject:
             # the block's fold as arrays (_scan.c: Fold), read item by item; it holds the block's
             # buffer and is dropped when this returns
-            fo = (self._scan.scan_fold(block, self.packed) if scanned is None
-                  else self._scan.fold_lazy(block, scanned, self.packed))
+            untimed = not self.noise_times
+            fo = (self._scan.scan_fold(block, self.packed, untimed) if scanned is None
+                  else self._scan.fold_lazy(block, scanned, self.packed, untimed))
             st = memoryview(fo.starts).cast("q")
 
             def get(i: int) -> str:
@@ -548,7 +560,7 @@ class LineParser:
         """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
         holding a newline)."""
         data = "\n".join(lines).encode("utf-8", "surrogatepass")
-        fo = self._scan.scan_fold(data)
+        fo = self._scan.scan_fold(data, False, not self.noise_times)
         if fo.n != len(lines):
             return None
         return self._feed_scanned(fo, lines.__getitem__)

@@ -39,12 +39,14 @@ def scanner() -> Callable[[Any], tuple] | None:
     return getattr(_module(), "scan_raw", None)
 
 
-def start(path: str, chunk: int, ahead: int = AHEAD) -> bool:
+def start(path: str, chunk: int, ahead: int = AHEAD, untimed: bool = False) -> bool:
     """Begin reading `path` (a readable regular file) in blocks of `chunk` bytes; False when
-    nothing was started.  One at a time: a second start replaces the first."""
+    nothing was started.  One at a time: a second start replaces the first.  `untimed`: walked
+    for a parser that keeps no noise line's time (export: LineParser.noise_times), whose
+    block_scan is scan_raw_untimed; claim() gives it to no other."""
     global _pending
     mod = _module()
-    scan = getattr(mod, "scan_raw", None)      # (scanner())
+    scan = getattr(mod, "scan_raw_untimed" if untimed else "scan_raw", None)      # (scanner())
     if scan is None or path == "-":
         return False
     try:
@@ -56,7 +58,8 @@ def start(path: str, chunk: int, ahead: int = AHEAD) -> bool:
     stack.enter_context(quick_handoff())    # the reader's GIL handoffs, while imports run too
     try:
         reader = ScannedReader(path, scan, chunk, ahead=ahead,
-                               read_scan=getattr(mod, "read_scan", None))   # (LineParser.block_read_scan)
+                               read_scan=getattr(mod, "read_scan", None),   # (LineParser.block_read_scan)
+                               untimed=untimed)
     except BaseException:
         stack.close()
         raise
