@@ -350,9 +350,9 @@ def test_bad_input_subprocess(tmp_path, content):
         assert len([ln for ln in proc.stderr.splitlines() if ln.strip()]) == 1, proc.stderr
 
 
-_EXPORT_LOGS = sorted(glob.glob(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                             "sample_logs", "*.log"))
-                      + glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "*.log")))
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+_EXPORT_LOGS = sorted(glob.glob(os.path.join(_TESTS, "..", "sample_logs", "*.log"))
+                      + glob.glob(os.path.join(_TESTS, "fixtures", "*.log")))
 
 
 @pytest.mark.parametrize("path", _EXPORT_LOGS, ids=os.path.basename)

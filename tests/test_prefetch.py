@@ -91,6 +91,19 @@ def no_pending():
 
 
 @pytest.mark.accel
+def _spy_claims(monkeypatch) -> list[bool]:
+    """Whether each prefetch.claim from now on handed a read ahead over, in order."""
+    taken: list[bool] = []
+    real = prefetch.claim
+
+    def spy(*a):
+        got = real(*a)
+        taken.append(got is not None)
+        return got
+    monkeypatch.setattr(prefetch, "claim", spy)
+    return taken
+
+
 def test_judge_path_takes_over_the_prefetch_and_judges_the_same(tmp_path, no_pending, monkeypatch):
     """A prefetch of the very read judge_path makes is used (once), and the verdict, counts and
     store are those of a read of its own; the GIL switch interval is shortened while it reads and
@@ -108,14 +121,7 @@ def test_judge_path_takes_over_the_prefetch_and_judges_the_same(tmp_path, no_pen
         sys.setswitchinterval(0.004)
         assert prefetch.start(str(p), BULK_CHUNK)
         assert sys.getswitchinterval() == pl._HANDOFF_S
-        taken = []
-        real = prefetch.claim
-
-        def spy(*a):
-            got = real(*a)
-            taken.append(got is not None)
-            return got
-        monkeypatch.setattr(prefetch, "claim", spy)
+        taken = _spy_claims(monkeypatch)
         ahead = pl.judge_path(str(p), now=now)
         again = pl.judge_path(str(p), now=now)     # nothing pending any more: a read of its own
         assert taken == [True, False]
@@ -140,14 +146,7 @@ def test_export_takes_over_its_untimed_read_ahead_and_exports_the_same(tmp_path,
     p = tmp_path / "run.log"
     p.write_text("".join(line + "\n" for _, line in generate("length-hacking", 60, 2, noise_per_rollout=30)))
     own = pl.judge_path(str(p), judging=False, times=False)
-    taken = []
-    real = prefetch.claim
-
-    def spy(*a):
-        got = real(*a)
-        taken.append(got is not None)
-        return got
-    monkeypatch.setattr(prefetch, "claim", spy)
+    taken = _spy_claims(monkeypatch)
     assert prefetch.start(str(p), BULK_CHUNK, untimed=True)
     pl.judge_path(str(p))                                   # check's read: not this one
     ahead = pl.judge_path(str(p), judging=False, times=False)

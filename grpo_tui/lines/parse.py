@@ -365,7 +365,8 @@ class LineParser:
         # no skipped lines per source, no newest stamped line - so a header-less line's time is
         # its source's newest head's, and sync_time() the newest head's.  Only times change
         # (every item, count and value is the same), and nobody who sets it reads them; the C
-        # walk then spends nothing on noise lines but finding their ends (scan_raw_untimed).
+        # walk then looks at a noise line only to find that it is one (scan_raw_untimed: no
+        # timestamp test, no source key, no kept lines).
         self.noise_times = True
         self._line_cut = False        # the current line was cut to MAX_LINE: it can't continue
         self._pending: _Pending | None = None
