@@ -100,17 +100,29 @@ def child(path: str, mode: str, pure: bool) -> dict:
     return got
 
 
+def warm_file(path: str) -> None:
+    """Read the log once, untimed, so the timed run reads it from the page cache, as a log being
+    written is.  Why before every run: this VM's kernel reclaims page cache it finds cold (DAMON,
+    kdamond) - with 22 GB free it held only ~1.6 GB, and a 540 MB log read once at the start was
+    partly read from disk again minutes later (grep 0.34 -> 0.44 s, every run slower alike)."""
+    with open(path, "rb") as f:
+        while f.read(8 << 20):
+            pass
+
+
 def rounds(path: str, runs: list[tuple[str, str, bool]], repeat: int) -> tuple[dict, tuple[float, int], list]:
     """Best of `repeat` rounds per run, the runs taking turns within each round (grep too), so a
     slow spell of the machine hits them alike (a VM's speed swings by a third within minutes:
-    one mode's runs in a row made `check - parse` anything from 0.2 to 0.9 s).  Also returns each
-    run's times of every round (for the median)."""
+    one mode's runs in a row made `check - parse` anything from 0.2 to 0.9 s).  Every run reads
+    a warm file (warm_file).  Also returns each run's times of every round (for the median)."""
     best: dict[str, dict] = {}
     times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
     greps: list[tuple[float, int]] = []
     for _ in range(repeat):
+        warm_file(path)
         greps.append(time_grep(path))
         for name, mode, pure in runs:
+            warm_file(path)
             got = child(path, mode, pure)
             times[name].append(got["seconds"])
             if name not in best or got["seconds"] < best[name]["seconds"]:
@@ -141,7 +153,6 @@ def main() -> None:
         print(f"writing {path} ({a.size_mb} MB)...", flush=True)
         make(path, a.size_mb * 1_000_000, scenario=a.scenario)
     size = os.path.getsize(path)
-    subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
     warm_imports()
     runs = [("check accelerated", "check", False), ("export CSV (accel.)", "export", False),
             ("check pure", "check", True), ("parse only (accel.)", "parse", False)]
