@@ -431,10 +431,11 @@ class RunReport:
 
 def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str | None = None,
                now: float | None = None, judging: bool = True, bulk: bool = True,
-               times: bool = True) -> Pipeline:
+               rows_only: bool = False) -> Pipeline:
     """A whole file (or '-') through the pipeline, judged at `now` like a live run would be
-    (`judging=False`: the store only, for export; `times=False` as well: the noise lines' times
-    not kept, LineParser.noise_times - export's rows hold no time).  A file is judged in bulk (`bulk`): the
+    (`judging=False`: the store only, for export; `rows_only` as well: only what export's rows
+    hold is kept - no noise line's time, no event but those the rows depend on: LineParser's
+    noise_times and store_events_only).  A file is judged in bulk (`bulk`): the
     same alerts as rollout by rollout, computed for the whole history at once; in the rare
     case where they could differ (rows rewritten after their rollout was judged) the file is
     read again and judged rollout by rollout."""
@@ -442,7 +443,9 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
     if path == "-" and bulk and judging:
         return _judge_stdin(ranges, ranges_label, now)
     pipe = Pipeline(ranges, ranges_label=ranges_label, judging=judging)
-    pipe.parser.noise_times = times or judging     # (judging reads the times: ages, stalled)
+    lean = rows_only and not judging                # (judging reads times and events)
+    pipe.parser.noise_times = not lean
+    pipe.parser.store_events_only = lean
     if bulk and path != "-":
         pipe.defer()
     written = _mtime(path)
@@ -453,7 +456,7 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
             pipe.finish(now)
     except BulkMismatch:
         return judge_path(path, ranges, ranges_label=ranges_label, now=now, judging=judging, bulk=False,
-                          times=times)
+                          rows_only=rows_only)
     return pipe
 
 

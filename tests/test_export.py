@@ -14,6 +14,7 @@ import pytest
 
 from grpo_tui import cli
 from grpo_tui.export import render, rows
+from grpo_tui.lines.records import STORE_EVENT_KINDS
 from grpo_tui.pipeline import judge_path
 
 PY = sys.executable
@@ -356,19 +357,25 @@ _EXPORT_LOGS = sorted(glob.glob(os.path.join(_TESTS, "..", "sample_logs", "*.log
 
 
 @pytest.mark.parametrize("path", _EXPORT_LOGS, ids=os.path.basename)
-def test_export_reads_no_noise_times_and_writes_the_same(path):
-    """export's read keeps no noise line's time (judge_path(times=False)): its rows hold no
-    time, so every format and axis is what the timed read gives, and so are the counts."""
-    timed = judge_path(path, judging=False)
-    untimed = judge_path(path, judging=False, times=False)
-    assert not untimed.parser.noise_times and timed.parser.noise_times
-    assert untimed.parser.counts == timed.parser.counts
+def test_export_reads_only_what_its_rows_hold_and_writes_the_same(path):
+    """export's read keeps no noise line's time and makes no event but those the rows depend on
+    (judge_path(rows_only=True)): every format and axis is what the full read gives, and so are
+    the counts, the runs and their flags."""
+    full = judge_path(path, judging=False)
+    lean = judge_path(path, judging=False, rows_only=True)
+    assert lean.parser.store_events_only and not lean.parser.noise_times
+    assert full.parser.noise_times and not full.parser.store_events_only
+    assert lean.parser.counts == full.parser.counts
+    assert [s.flags for s in lean.store.segments] == [s.flags for s in full.store.segments]
+    assert {e.kind for e in lean.store.events} <= STORE_EVENT_KINDS
+    assert [e.line_no for e in lean.store.events] == [e.line_no for e in full.store.events
+                                                      if e.kind in STORE_EVENT_KINDS]
     for fmt in ("csv", "json"):
         for axis in ("rollout", "step"):
-            assert render(untimed.store, fmt, axis) == render(timed.store, fmt, axis)
+            assert render(lean.store, fmt, axis) == render(full.store, fmt, axis)
 
 
-def test_export_without_noise_times_on_a_restarted_hostile_log(tmp_path):
+def test_export_read_on_a_restarted_hostile_log(tmp_path):
     """The same on a log that restarts into the same file, holds a wrapped record, binary junk,
     header-less lines between many sources and a line cut at the end."""
     from grpo_tui.simulate import generate
@@ -379,11 +386,11 @@ def test_export_without_noise_times_on_a_restarted_hostile_log(tmp_path):
     lines.insert(301, "   'rollout/response_len/mean': 300.0}")
     p = tmp_path / "run.log"
     p.write_bytes("\n".join(lines).encode() + b"\n" + os.urandom(3000) + b"\nrollout 99: {'rollout/raw_re")
-    timed = judge_path(str(p), judging=False)
-    untimed = judge_path(str(p), judging=False, times=False)
-    assert len(timed.store.segments) == len(untimed.store.segments) >= 2
-    assert untimed.parser.counts == timed.parser.counts
+    full = judge_path(str(p), judging=False)
+    lean = judge_path(str(p), judging=False, rows_only=True)
+    assert len(full.store.segments) == len(lean.store.segments) >= 2
+    assert lean.parser.counts == full.parser.counts
     for fmt in ("csv", "json"):
         for axis in ("rollout", "step"):
-            assert render(untimed.store, fmt, axis) == render(timed.store, fmt, axis)
+            assert render(lean.store, fmt, axis) == render(full.store, fmt, axis)
 

@@ -136,7 +136,7 @@ def test_judge_path_takes_over_the_prefetch_and_judges_the_same(tmp_path, no_pen
 
 def test_export_takes_over_its_untimed_read_ahead_and_exports_the_same(tmp_path, no_pending, monkeypatch):
     """export's read ahead (untimed: LineParser.noise_times off) is claimed by export's own read
-    (judge_path(times=False)) and gives the rows a read of its own gives; a read that keeps the
+    (judge_path(rows_only=True)) and gives the rows a read of its own gives; a read that keeps the
     times (check) never takes it, nor export a timed one."""
     monkeypatch.delenv("GRPO_TUI_PURE", raising=False)
     if prefetch.scanner() is None or pl.LineParser().block_scan is None:
@@ -145,14 +145,14 @@ def test_export_takes_over_its_untimed_read_ahead_and_exports_the_same(tmp_path,
     from grpo_tui.simulate import generate
     p = tmp_path / "run.log"
     p.write_text("".join(line + "\n" for _, line in generate("length-hacking", 60, 2, noise_per_rollout=30)))
-    own = pl.judge_path(str(p), judging=False, times=False)
+    own = pl.judge_path(str(p), judging=False, rows_only=True)
     taken = _spy_claims(monkeypatch)
     assert prefetch.start(str(p), BULK_CHUNK, untimed=True)
     pl.judge_path(str(p))                                   # check's read: not this one
-    ahead = pl.judge_path(str(p), judging=False, times=False)
+    ahead = pl.judge_path(str(p), judging=False, rows_only=True)
     assert taken == [False, True]
     assert prefetch.start(str(p), BULK_CHUNK)               # a timed one: not export's
-    pl.judge_path(str(p), judging=False, times=False)
+    pl.judge_path(str(p), judging=False, rows_only=True)
     prefetch.cancel()
     assert taken == [False, True, False] and not _readers()
     assert ahead.parser.counts == own.parser.counts

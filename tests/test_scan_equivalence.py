@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from grpo_tui.lines.files import iter_line_blocks
 from grpo_tui.lines.parse import _CONTROL_NO_ESC, LineParser, _source_key, is_candidate
+from grpo_tui.lines.records import STORE_EVENT_KINDS, Event
 from grpo_tui.lines.values import parse_dict
 from grpo_tui.simulate import SCENARIOS, generate
 
@@ -58,9 +59,9 @@ FUZZ = settings(max_examples=int(os.environ.get("GRPO_TUI_SCAN_EXAMPLES", "150")
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-def _parse(batches, accel: bool, times: bool = True) -> LineParser:
+def _parse(batches, accel: bool, lean: bool = False) -> LineParser:
     p = LineParser(accel=accel)
-    p.noise_times = times
+    p.noise_times, p.store_events_only = not lean, lean     # (judge_path(rows_only=True): export's read)
     if accel:
         p._scan = _scan           # the built module, whatever GRPO_TUI_PURE says
         p._ready_run = True
@@ -78,29 +79,33 @@ def _state(p: LineParser):
             p._last_error, p._cur_key, p._line_cut, sorted(p._names))
 
 
-def assert_same(batches, times: bool = True) -> LineParser:
+def assert_same(batches, lean: bool = False) -> LineParser:
     """The scanner's parse is the pure one, with the metric dicts read by the parsing thread
-    (the default) and by the reader thread's walk (_scan.set_pairs_ahead); `times=False`: both
-    keeping no noise line's time (LineParser.noise_times, export), which changes nothing but
-    times (_timeless: the same items and counts as with them)."""
+    (the default) and by the reader thread's walk (_scan.set_pairs_ahead); `lean`: both reading
+    as export does (no noise line's time, no event but STORE_EVENT_KINDS: LineParser's
+    noise_times and store_events_only), which changes nothing else (_rows_view: the same records,
+    store events and counts as the full read's)."""
     batches = [list(b) for b in batches]
-    fast, pure = _parse(batches, True, times), _parse(batches, False, times)
+    fast, pure = _parse(batches, True, lean), _parse(batches, False, lean)
     assert _state(fast) == _state(pure)
     was = _scan.set_pairs_ahead(True)
     try:
-        ahead = _parse(batches, True, times)
+        ahead = _parse(batches, True, lean)
     finally:
         _scan.set_pairs_ahead(was)
     assert _state(ahead) == _state(pure)
-    if not times:
-        assert _timeless(fast) == _timeless(_parse(batches, False))
+    if lean:
+        assert _rows_view(fast) == _rows_view(_parse(batches, False))
     return fast
 
 
-def _timeless(p: LineParser):
-    """Every item without its time (and time text), and the counts."""
+def _rows_view(p: LineParser):
+    """What export's rows are made of: every record and every event the store's rows depend on,
+    without their times (and time texts); and the counts."""
     items = []
     for x in p.items:
+        if isinstance(x, Event) and x.kind not in STORE_EVENT_KINDS:
+            continue
         d = dataclasses.asdict(x)
         d.pop("time")
         d.pop("ts")
@@ -131,8 +136,8 @@ def test_logs_agree(path, chunk):
 
 @pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
 @pytest.mark.parametrize("chunk", [4 << 20, 333])
-def test_logs_agree_without_noise_times(path, chunk):
-    assert_same(iter_line_blocks(path, chunk), times=False)
+def test_logs_agree_read_for_export(path, chunk):
+    assert_same(iter_line_blocks(path, chunk), lean=True)
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
@@ -140,7 +145,7 @@ def test_simulated_runs_agree(scenario):
     lines = [ln for _, ln in generate(scenario, 24, 3, noise_per_rollout=60)]
     assert_same([lines])
     assert_same(_cut(lines, [1, 7, 50, 300]))
-    assert_same(_cut(lines, [1, 7, 50, 300]), times=False)
+    assert_same(_cut(lines, [1, 7, 50, 300]), lean=True)
 
 
 def test_simulated_formats_agree():
@@ -204,11 +209,11 @@ MIX = st.one_of(LINE, st.sampled_from(SAMPLE),
 
 @FUZZ
 @given(st.lists(MIX, max_size=40), st.lists(st.integers(1, 12), max_size=4), st.booleans(), st.booleans())
-def test_fuzzed_line_mixes_agree(lines, sizes, keep_newlines, times):
+def test_fuzzed_line_mixes_agree(lines, sizes, keep_newlines, lean):
     if not keep_newlines:
         lines = [ln.replace("\n", " ") for ln in lines]   # else: a line holding '\n' takes the pure path
-    assert_same([lines], times)
-    assert_same(_cut(lines, sizes), times)
+    assert_same([lines], lean)
+    assert_same(_cut(lines, sizes), lean)
 
 
 # -- the scanner itself ------------------------------------------------------------------------
@@ -365,16 +370,16 @@ def test_scanner_windows_between_plain_candidates_agree(seed):
     assert_same([lines])
     assert_same(_cut(lines, [rng.randint(1, 600) for _ in range(5)]))
     blocks = _cut(lines, [rng.randint(1, 600) for _ in range(5)])
-    for times in (True, False):
-        fast, pure = _parse_blocks(blocks, True, times), _parse_blocks(blocks, False, times)
+    for lean in (False, True):
+        fast, pure = _parse_blocks(blocks, True, lean), _parse_blocks(blocks, False, lean)
         assert _state(fast) == _state(pure)
-    assert_same(blocks, times=False)
+    assert_same(blocks, lean=True)
 
 
-def _parse_blocks(batches, accel: bool, times: bool = True) -> LineParser:
+def _parse_blocks(batches, accel: bool, lean: bool = False) -> LineParser:
     """Through feed_block: the bytes path the pipeline takes."""
     p = LineParser(accel=accel)
-    p.noise_times = times
+    p.noise_times, p.store_events_only = not lean, lean
     if accel:
         p._scan = _scan
         p._ready_run = True
@@ -1531,7 +1536,7 @@ def test_scanner_fold_refuses_positions_it_does_not_have():
 
     def call(**kw):
         a = dict(i=1, ci=0, ki=0, base=0, names=set(), max_names=1024, last_time={}, skipped={}, last_error={},
-                 source_key=lambda s: "", new_deque=list, tail_unread=False, last_ts=0.0, out=[])
+                 source_key=lambda s: "", new_deque=list, tail_unread=False, last_ts=0.0, out=[], lean=False)
         a.update(kw)
         return fo.run(*a.values())
 

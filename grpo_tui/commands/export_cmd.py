@@ -19,7 +19,7 @@ def run(args) -> int:
     args.path = args.paths[0]
     if args.output:  # before reading: a refused path should not cost a parse of a big log
         check_output_path(args.output, [args.path], force=getattr(args, "force", False))
-    loaded = judge_path(args.path, judging=False, times=False)     # (no time in its rows)
+    loaded = judge_path(args.path, judging=False, rows_only=True)     # (no time, no event in its rows)
     spare(loaded)
     c = loaded.parser.counts
     if not any(seg.has_data for seg in loaded.store.segments):

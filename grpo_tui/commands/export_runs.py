@@ -30,7 +30,7 @@ def run(args) -> int:
     done = 0
     for p in paths:
         try:
-            loaded = judge_path(p, judging=False, times=False)
+            loaded = judge_path(p, judging=False, rows_only=True)
         except InputError as exc:
             print(f"grpo-tui export: skipped {safe_text(exc)}", file=sys.stderr)
             continue

@@ -2976,6 +2976,22 @@ static int ft_names(void)
     return 0;
 }
 
+/* ft_event's decision on the ASCII message [s, e), nothing made: its kind, FT_NONE where it gives
+ * None (no event, or more than FT_MAX_FIELDS fields: Python reads the line). */
+static int ft_event_kind(uchar *s, uchar *e)
+{
+    FtWant want = {{NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}};
+    FtField x;
+    long long attempt = 0;
+    int n = 0;
+    for (uchar *p = s; ft_next(&p, s, e, &x); ) {
+        if (n++ == FT_MAX_FIELDS)
+            return FT_NONE;
+        ft_want(&want, &x);
+    }
+    return ft_kind(&want, &attempt);
+}
+
 /* LineParser._ft_event of the ASCII message [s, e) as (kind, data); None (a new reference)
  * when it gives None or has more than FT_MAX_FIELDS fields (then Python reads it); NULL with
  * an error set. */
@@ -4500,20 +4516,57 @@ static int fold_keep(FoldObject *f, Py_ssize_t q, PyObject *skipped, PyObject *s
     return rc;
 }
 
-#define FOLD_RUN_ARGS 14
+/* Candidate q's head, when ready_head would make it an `ft ` event (HEAD_FT, an ASCII message
+ * _ft_event gives an event for), as the books need it, nothing else made: *key, *pid, *time,
+ * *ts and *err (the message when it holds "Error", else None), new references.  1 then; 0 when
+ * the head is another (ready_head's or Python's); -1 with an error set.  For Fold.run's `lean`
+ * (LineParser.store_events_only): such an event is counted and booked, not made. */
+static int lean_ft(FoldObject *f, Py_ssize_t q, PyObject **key, PyObject **pid, PyObject **time, PyObject **ts,
+                   PyObject **err)
+{
+    Py_ssize_t k = f->out.orig[q];     /* (fold_head's: head_at reads the same head and line) */
+    const long *h = k >= 0 && k < f->in.nc ? f->in.head[k] : NULL;
+    uchar *ls, *le;
+    if (h == NULL || h[H_CLASS] != HEAD_FT || record_type.type == NULL || event_type.type == NULL
+        || !line_at(f->in.buf, f->in.len, f->in.st, f->in.n, f->in.cand[k], &ls, &le))
+        return 0;
+    uchar *m = ls + h[H_MSG], *e = ls + h[H_END_B];
+    for (uchar *p = m; p < e; p++)
+        if (*p >= 0x80)
+            return 0;               /* ready_head leaves it to _ft_event */
+    if (ft_event_kind(m, e) == FT_NONE)
+        return 0;
+    *key = ascii_str(ls, h[H_KEY]);
+    *pid = field_str(ls, h, H_PID, H_PID_END);
+    *time = head_time_text(ls, h);
+    *ts = PyFloat_FromDouble(head_ts(h));
+    *err = has(m, e, "Error", 5) ? PyUnicode_DecodeASCII((const char *)m, e - m, NULL) : Py_NewRef(Py_None);
+    if (*key == NULL || *pid == NULL || *time == NULL || *ts == NULL || *err == NULL) {
+        Py_CLEAR(*key);
+        Py_CLEAR(*pid);
+        Py_CLEAR(*time);
+        Py_CLEAR(*ts);
+        Py_CLEAR(*err);
+        return -1;
+    }
+    return 1;
+}
+
+#define FOLD_RUN_ARGS 15
 
 /* Fold.run(i, ci, ki, base, names, max_names, last_time, skipped, last_error, source_key, new_deque,
- *          tail_unread, last_ts, out)
+ *          tail_unread, last_ts, out, lean)
  *   -> (i, ci, ki, lines, noise, metric_lines, records, event_lines, unreadable, last_ts, cur_key,
  *       line_cut_reset, stamped_cleared, stamped_lazy, noise_state, tail_a, tail_b, tail_clear)
  * stamped_lazy: the line _stamped_lazy now reads (-1: as before, or cleared); noise_state: 0 as
  * before, 1 a head cleared it, 2 a run's lines [tail_a, tail_b) are the lazy tail (after emptying
- * the deque when tail_clear). */
+ * the deque when tail_clear).  lean: an `ft ` event head is counted and booked but not made
+ * (lean_ft; LineParser.store_events_only). */
 static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     FoldObject *f = (FoldObject *)self;
     if (nargs != FOLD_RUN_ARGS) {
-        PyErr_SetString(PyExc_TypeError, "Fold.run() takes 14 arguments");
+        PyErr_SetString(PyExc_TypeError, "Fold.run() takes 15 arguments");
         return NULL;
     }
     PyObject *names = args[4], *last_time = args[6], *skipped = args[7], *last_error = args[8],
@@ -4525,8 +4578,8 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     Py_ssize_t n = f->in.n, i = PyLong_AsSsize_t(args[0]), ci = PyLong_AsSsize_t(args[1]),
                ki = PyLong_AsSsize_t(args[2]), base = PyLong_AsSsize_t(args[3]), max_names = PyLong_AsSsize_t(args[5]);
-    int tail_unread = PyObject_IsTrue(args[11]);
-    if (PyErr_Occurred() || tail_unread < 0)
+    int tail_unread = PyObject_IsTrue(args[11]), lean = PyObject_IsTrue(args[14]);
+    if (PyErr_Occurred() || tail_unread < 0 || lean < 0)
         return NULL;
     if (i < 0 || ci < 0 || ci > f->out.nc || ki < 0 || ki > f->out.nk || f->out.cand[ci] < i) {
         PyErr_SetString(PyExc_ValueError, "Fold.run(): a position the fold does not have");
@@ -4569,6 +4622,34 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
             i = j;
             if (i >= n)
                 break;
+        }
+        if (lean) {
+            PyObject *key, *pid, *time, *ts, *err;
+            int got = lean_ft(f, ci, &key, &pid, &time, &ts, &err);
+            if (got < 0)
+                goto error;
+            if (got) {      /* the event's books, as below; no Event made, none handed out */
+                lines++;
+                cut_reset = st_clear = head_seen = 1;
+                st_lazy = -1;
+                Py_SETREF(cur_key, key);
+                int bad = newer_time(&newest, ts) < 0 || pend_set(pend, &npend, pid, time, ts, NULL, NULL, last_time) < 0
+                          || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, cur_key) < 0)
+                          || (err != Py_None && PyDict_SetItem(last_error, pid, err) < 0);
+                Py_DECREF(pid);
+                Py_DECREF(time);
+                Py_DECREF(ts);
+                Py_DECREF(err);
+                if (bad)
+                    goto error;
+                noise_state = 1;
+                tail_unread = 0;
+                events++;
+                i++;
+                while (cand[ci] < i)
+                    ci++;
+                continue;
+            }
         }
         PyObject *h = fold_head(f, ci);
         if (h == NULL)
@@ -4654,7 +4735,7 @@ static PyMethodDef fold_methods[] = {
     {"fold", fold_m_fold, METH_O, "fold(k) -> the fold tuple of the run before candidate k, or None."},
     {"kept", fold_m_kept, METH_O, "kept(k) -> (key or None, text) of kept line k."},
     {"lists", fold_m_lists, METH_NOARGS, "lists() -> (cands, keep, heads, lasts, folds, kept), as fold() gives them."},
-    {"run", (PyCFunction)(void (*)(void))fold_run, METH_FASTCALL, "run(...) -> ready_run over this fold."},
+    {"run", (PyCFunction)(void (*)(void))fold_run, METH_FASTCALL, "run(..., lean) -> ready_run over this fold."},
     {NULL, NULL, 0, NULL},
 };
 static PyGetSetDef fold_getset[] = {

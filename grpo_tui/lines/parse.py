@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from . import pure_asked
 from .formats import parse_trl, parse_verl
 from .launch import parse_launch_flags, ARG_DUMP_NAMES
-from .records import Event, Item, MetricRecord, bounded_int
+from .records import STORE_EVENT_KINDS, Event, Item, MetricRecord, bounded_int
 from .values import ParsedDict, parse_dict, parse_more
 
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -368,6 +368,10 @@ class LineParser:
         # walk then looks at a noise line only to find that it is one (scan_raw_untimed: no
         # timestamp test, no source key, no kept lines).
         self.noise_times = True
+        # True (export as well): only the events the store's rows depend on (STORE_EVENT_KINDS)
+        # are handed out; every other one is counted and booked as usual but not made, where the
+        # scanner reads it whole (Fold.run's `lean`), or not handed out (the Python reader's).
+        self.store_events_only = False
         self._line_cut = False        # the current line was cut to MAX_LINE: it can't continue
         self._pending: _Pending | None = None
         self._last_time: dict[str | None, tuple[str | None, float | None]] = {}
@@ -591,7 +595,8 @@ class LineParser:
                 if run is not None:
                     i, ci, ki = self._run_ready(run(
                         i, ci, ki, base, self._names, MAX_NAMES, self._last_time, skipped, self._last_error,
-                        _source_key, _new_skipped, self._noise_lazy is not None, self.last_ts, out), get, base)
+                        _source_key, _new_skipped, self._noise_lazy is not None, self.last_ts, out,
+                        self.store_events_only), get, base)
                     if i >= n:
                         break
                 j = cand(ci)
@@ -728,7 +733,13 @@ class LineParser:
         if h[2] is not None:
             self._last_error[pid] = h[2]
         c.event_lines += 1
-        out.append(item)
+        self._hand_out(item, out)
+
+    def _hand_out(self, ev: Event, out: list[Item]) -> None:
+        """An event made: into `out`, but where this read keeps only the events the store's rows
+        depend on (store_events_only), only those (it was counted and booked all the same)."""
+        if not self.store_events_only or ev.kind in STORE_EVENT_KINDS:
+            out.append(ev)
 
     def _head_seen(self, key: str, pid: str | None, time_text: str, ts: float) -> None:
         """_header_fields' bookkeeping of a stamped Miles header (the scanner read its fields):
@@ -809,7 +820,7 @@ class LineParser:
             got = self._ft_event(msg)
             if got is not None:
                 c.event_lines += 1
-                out.append(Event(got[0], time_text, ts, line_no, msg.strip(), got[1]))
+                self._hand_out(Event(got[0], time_text, ts, line_no, msg.strip(), got[1]), out)
                 self._noise_clear()
                 return out
         c.noise += 1
@@ -946,7 +957,7 @@ class LineParser:
             self.counts.event_lines += 1
             if _OOM.search(text) and not ev.data.get("oom"):
                 ev.data["oom"] = True
-                out.append(Event("oom", ev.time, ev.ts, self.counts.lines, text.strip()))
+                self._hand_out(Event("oom", ev.time, ev.ts, self.counts.lines, text.strip()), out)
             if exc:
                 ev.data["exception"] = text.strip()
             return True
@@ -1212,10 +1223,8 @@ class LineParser:
         if ev is None:
             return False
         self.counts.event_lines += 1
-        if isinstance(ev, list):
-            out.extend(ev)
-        else:
-            out.append(ev)
+        for x in ev if isinstance(ev, list) else (ev,):
+            self._hand_out(x, out)
         return True
 
     def _classify(self, msg: str, pre: _Line, line_no: int, time_text, ts, header: bool):

@@ -33,6 +33,12 @@ EVENT_KINDS = (
 )
 
 
+# The event kinds the store's rows depend on (store.metric_store: _add_event): `launch` begins a
+# new run, `arg` sets a flag of the run (K, the groups).  A read whose events nobody else reads
+# (export: LineParser.store_events_only) makes only these.
+STORE_EVENT_KINDS = frozenset({"launch", "arg"})
+
+
 MAX_ID = 2**53 - 1    # rollout/step ids live in float64 columns: exact up to 2**53
 
 
