@@ -361,7 +361,7 @@ class LineParser:
         # a dict (the store writes them into its columns; only Python code that reads a record
         # makes its dict: unpack()).  Their records go to the store and nowhere else.
         self.packed = False
-        # False (export: pipeline.judge_path(times=False)): the noise lines' times are not kept -
+        # False (export: pipeline.judge_path(rows_only=True)): the noise lines' times are not kept -
         # no skipped lines per source, no newest stamped line - so a header-less line's time is
         # its source's newest head's, and sync_time() the newest head's.  Only times change
         # (every item, count and value is the same), and nobody who sets it reads them; the C
