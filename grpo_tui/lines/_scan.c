@@ -2992,6 +2992,13 @@ static int ft_event_kind(uchar *s, uchar *e)
     return ft_kind(&want, &attempt);
 }
 
+/* What LineParser._header_fields keeps as the source's last error for the message [m, e): the
+ * message when it holds "Error", else None (a new reference; NULL with an error set). */
+static PyObject *error_text(uchar *m, uchar *e)
+{
+    return has(m, e, "Error", 5) ? PyUnicode_DecodeASCII((const char *)m, e - m, NULL) : Py_NewRef(Py_None);
+}
+
 /* LineParser._ft_event of the ASCII message [s, e) as (kind, data); None (a new reference)
  * when it gives None or has more than FT_MAX_FIELDS fields (then Python reads it); NULL with
  * an error set. */
@@ -3241,9 +3248,7 @@ static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssiz
         [E_DATA] = Py_NewRef(PyTuple_GET_ITEM(got, 1)),
         [E_LINES] = PyList_New(0),
     };
-    PyObject *items[4] = {key, pid,
-                          has(m, e, "Error", 5) ? PyUnicode_DecodeASCII((const char *)m, e - m, NULL) : Py_NewRef(Py_None),
-                          slot_object(&event_type, f, E_FIELDS)};
+    PyObject *items[4] = {key, pid, error_text(m, e), slot_object(&event_type, f, E_FIELDS)};
     Py_DECREF(got);
     return tuple_of(items, 4);
 }
@@ -4531,16 +4536,13 @@ static int lean_ft(FoldObject *f, Py_ssize_t q, PyObject **key, PyObject **pid, 
         || !line_at(f->in.buf, f->in.len, f->in.st, f->in.n, f->in.cand[k], &ls, &le))
         return 0;
     uchar *m = ls + h[H_MSG], *e = ls + h[H_END_B];
-    for (uchar *p = m; p < e; p++)
-        if (*p >= 0x80)
-            return 0;               /* ready_head leaves it to _ft_event */
-    if (ft_event_kind(m, e) == FT_NONE)
-        return 0;
+    if (any_high(m, (size_t)(e - m)) || ft_event_kind(m, e) == FT_NONE)
+        return 0;                   /* ready_head leaves it to _ft_event, or makes no event */
     *key = ascii_str(ls, h[H_KEY]);
     *pid = field_str(ls, h, H_PID, H_PID_END);
     *time = head_time_text(ls, h);
     *ts = PyFloat_FromDouble(head_ts(h));
-    *err = has(m, e, "Error", 5) ? PyUnicode_DecodeASCII((const char *)m, e - m, NULL) : Py_NewRef(Py_None);
+    *err = error_text(m, e);
     if (*key == NULL || *pid == NULL || *time == NULL || *ts == NULL || *err == NULL) {
         Py_CLEAR(*key);
         Py_CLEAR(*pid);
