@@ -184,3 +184,53 @@ def test_pair_gaps_shortcut_gives_the_same_slopes():
         assert np.array_equal(held.ts_slope(s, v), np.array([stats.theil_sen_slope(s[r], v[r]) for r in range(16)]))
         for bad in (s + np.r_[np.zeros(n - 1), 0.5], s[:, ::-1], np.c_[s[:, :-2], s[:, -1:] - 0.5, s[:, -1:]]):
             assert np.array_equal(np.broadcast_to(held.pair_gaps(bad, i, j), (16, len(i))), bad[:, j] - bad[:, i])
+
+
+def _two_kth_median(m: np.ndarray) -> np.ndarray:
+    """held.median as it was: both middle values from one partition with two kth."""
+    n = m.shape[1]
+    h = n // 2
+    if n % 2:
+        out = np.partition(m, h, axis=1)[:, h]
+    else:
+        part = np.partition(m, (h - 1, h), axis=1)
+        out = (part[:, h - 1] + part[:, h]) / 2
+    return np.where(np.isnan(m).any(axis=1), np.nan, out)
+
+
+def test_row_median_with_one_kth_is_the_two_kth_one_bit_for_bit():
+    """held.median (one partition, the lower middle value the largest below the upper one) gives
+    the numbers of the two-kth partition it replaced, the sign of a zero included, and the
+    scalar rules' stats.median's numbers: rows of signed zeros, ties, NaN, inf."""
+    from grpo_tui.judge import stats
+    rng = np.random.default_rng(5)
+    pools = ([-0.0, 0.0], [-0.0, 0.0, 1.0, -1.0], [-0.0, 0.0, 2.5, np.nan, np.inf, -np.inf])
+    for t in range(600):
+        rows, n = int(rng.integers(1, 24)), int(rng.integers(1, 41))
+        if t % 4 == 3:
+            m = np.round(rng.normal(size=(rows, n)), int(rng.integers(0, 3)))
+        else:
+            m = rng.choice(pools[t % 4], size=(rows, n))
+        with np.errstate(invalid="ignore"):         # (inf + -inf in a middle pair)
+            got, want = held.median(m), _two_kth_median(m)
+            scalar = np.array([stats.median(row) for row in m])
+        assert np.array_equal(got, want, equal_nan=True), (rows, n)
+        assert np.array_equal(np.signbit(got), np.signbit(want)), (rows, n)
+        assert np.array_equal(got, scalar, equal_nan=True), (rows, n)
+
+
+def test_pair_slopes_by_lag_are_the_gathered_ones():
+    """pair_slopes groups a big batch's pairs by lag: each row holds the same slopes as through
+    _upper_pairs' index arrays (so the same median), steps consecutive or not."""
+    from grpo_tui.judge import stats
+    rng = np.random.default_rng(12)
+    for n in (16, 24, 32, 40):
+        i, j = stats._upper_pairs(n)
+        rows = held.LAG_MIN_CELLS // len(i) + 3             # (big enough for the lag path)
+        v = np.round(rng.normal(size=(rows, n)), 2)
+        s = rng.integers(0, 10_000, rows).astype(float)[:, None] + np.arange(n)[None, :]
+        for steps in (s, s + np.r_[np.zeros(n // 2), np.full(n - n // 2, 3.0)]):
+            got, want = held.pair_slopes(steps, v), (v[:, j] - v[:, i]) / (steps[:, j] - steps[:, i])
+            assert got.shape == want.shape
+            assert np.array_equal(np.sort(got, axis=1), np.sort(want, axis=1))
+            assert np.array_equal(held.ts_slope(steps, v), held.median(want))

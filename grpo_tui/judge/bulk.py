@@ -35,7 +35,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
 
 from . import gates, stats
-from .held import HackingHeld, ge as _ge, lt as _lt, median as _row_median, mk_p_from_s, pair_gaps as _pair_gaps
+from .held import HackingHeld, ge as _ge, lt as _lt, median as _row_median, mk_p_from_s, pair_slopes as _pair_slopes
 from . import rules
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
                     RuleContext, evaluate_metrics, metric_for, ranges_for)
@@ -794,9 +794,8 @@ def _s_needed(w: int, alpha: float) -> int:
 
 def _ts_rise(s: np.ndarray, x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
     """Theil-Sen rise (median pairwise slope x the id span) of each op's last w points."""
-    i, j = stats._upper_pairs(w)
     ws, wx = _windows(s, rows, w), _windows(x, rows, w)
-    slope = _row_median((wx[:, j] - wx[:, i]) / _pair_gaps(ws, i, j))
+    slope = _row_median(_pair_slopes(ws, wx))
     return slope * (ws[:, -1] - ws[:, 0])
 
 
