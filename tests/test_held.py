@@ -219,14 +219,16 @@ def test_row_median_with_one_kth_is_the_two_kth_one_bit_for_bit():
         assert np.array_equal(got, scalar, equal_nan=True), (rows, n)
 
 
-def test_pair_slopes_by_lag_are_the_gathered_ones():
+def test_pair_slopes_by_lag_are_the_gathered_ones(monkeypatch):
     """pair_slopes groups a big batch's pairs by lag: each row holds the same slopes as through
     _upper_pairs' index arrays (so the same median), steps consecutive or not."""
     from grpo_tui.judge import stats
+    monkeypatch.setattr(held, "LAG_MIN_N", 2)              # every window by lag, 40 rows and up
+    monkeypatch.setattr(held, "LAG_MIN_CELLS", 1)
     rng = np.random.default_rng(12)
-    for n in (16, 24, 32, 40):
+    for n in (2, 3, 8, 16, 24, 32, 40):
         i, j = stats._upper_pairs(n)
-        rows = held.LAG_MIN_CELLS // len(i) + 3             # (big enough for the lag path)
+        rows = 40 + n
         v = np.round(rng.normal(size=(rows, n)), 2)
         s = rng.integers(0, 10_000, rows).astype(float)[:, None] + np.arange(n)[None, :]
         for steps in (s, s + np.r_[np.zeros(n // 2), np.full(n - n // 2, 3.0)]):

@@ -111,15 +111,16 @@ def ts_slope(s: np.ndarray, v: np.ndarray) -> np.ndarray:
     return median(pair_slopes(s, v))
 
 
-LAG_MIN_CELLS = 16384   # fewer pairs in a batch, or windows shorter than LAG_MIN_N: two gathers
-LAG_MIN_N = 16          # cost less than a slice per lag
+LAG_MIN_CELLS = 1 << 18  # fewer pairs in a batch, or windows shorter than LAG_MIN_N: two gathers
+LAG_MIN_N = 32           # cost less than a slice per lag (measured: 1057 rows of 24 or 200 of 40)
 
 
 def pair_slopes(s: np.ndarray, v: np.ndarray) -> np.ndarray:
     """(v[:, j] - v[:, i]) / (s[:, j] - s[:, i]) for every pair i < j of each row: the same
     numbers as with _upper_pairs' index arrays, grouped by lag j - i on a big batch (a median
-    does not see the order).  Why: two gathers through index arrays cost about twice what one
-    slice per lag does on a thousand rows of 32 (bulk._ts_rise, the held length-hacking tests)."""
+    does not see the order).  Why: on a thousand rows of 32 or 40, two gathers through index
+    arrays cost 1.3-2x what one slice per lag does (bulk._ts_rise, the held length-hacking
+    tests); on smaller batches the gathers are cheaper."""
     rows, n = v.shape
     i, j = stats._upper_pairs(n)
     if n < LAG_MIN_N or rows * len(i) < LAG_MIN_CELLS:
