@@ -110,11 +110,12 @@ def warm_file(path: str) -> None:
             pass
 
 
-def rounds(path: str, runs: list[tuple[str, str, bool]], repeat: int) -> tuple[dict, tuple[float, int], list]:
+def rounds(path: str, runs: list[tuple[str, str, bool]], repeat: int) -> tuple[dict, tuple[float, int], dict, list]:
     """Best of `repeat` rounds per run, the runs taking turns within each round (grep too), so a
     slow spell of the machine hits them alike (a VM's speed swings by a third within minutes:
     one mode's runs in a row made `check - parse` anything from 0.2 to 0.9 s).  Every run reads
-    a warm file (warm_file).  Also returns each run's times of every round (for the median)."""
+    a warm file (warm_file).  Also returns each run's times of every round (for the median) and
+    grep's time of every round (for each round's own ratio)."""
     best: dict[str, dict] = {}
     times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
     greps: list[tuple[float, int]] = []
@@ -127,7 +128,7 @@ def rounds(path: str, runs: list[tuple[str, str, bool]], repeat: int) -> tuple[d
             times[name].append(got["seconds"])
             if name not in best or got["seconds"] < best[name]["seconds"]:
                 best[name] = got
-    return best, min(greps), times
+    return best, min(greps), times, [g for g, _ in greps]
 
 
 def warm_imports() -> None:
@@ -160,14 +161,20 @@ def main() -> None:
         runs = [r for r in runs if not r[2]]
     if a.incremental:
         runs.append(("check rollout by rollout", "incremental", False))
-    best, (grep_s, hits), times = rounds(path, runs, a.repeat)
+    best, (grep_s, hits), times, grep_times = rounds(path, runs, a.repeat)
     print(f"file: {path}  {size / 1e6:.0f} MB;  best of {a.repeat} rounds, each run in turn (median in brackets)")
-    print(f"grep -o raw_reward:      {grep_s:7.3f} s  ({hits:,} matches)")
+    print(f"grep -o raw_reward:      {grep_s:7.3f} s  ({hits:,} matches)  [{statistics.median(grep_times):.3f} s]")
     for name, _, _ in runs:
         r = best[name]
         accel = "" if r["accel"] or "pure" in name else "  (C scanner not built)"
         print(f"{name + ':':<25}{r['seconds']:7.3f} s  = {r['seconds'] / grep_s:5.1f} x grep  "
               f"[{statistics.median(times[name]):.3f} s]; peak RSS {r['peak_rss_mb']:.0f} MB{accel}")
+    # Each round's own ratio (the run over grep of that round): the machine's slow and fast
+    # spells last minutes, and the best of each mode may come from different spells.
+    print("per round, x grep of the same round: median (lowest-highest)")
+    for name, _, _ in runs:
+        ratios = [t / g for t, g in zip(times[name], grep_times)]
+        print(f"  {name + ':':<23}{statistics.median(ratios):5.1f} x  ({min(ratios):.1f}-{max(ratios):.1f})")
     parse = best["parse only (accel.)"]
     n = parse["rollouts"] or 1
     judge = best["check accelerated"]["seconds"] - parse["seconds"]
