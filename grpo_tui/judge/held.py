@@ -96,7 +96,7 @@ def median(m: np.ndarray) -> np.ndarray:
         # The lower middle value is the largest of the h below the upper one: one kth instead of
         # two (a partition with two costs ~2.5x one on rows of 496).  Only where both middle
         # values are zeros can the two ways differ (which of -0.0 and 0.0 each picks, so the
-        # mean's sign): those rows are partitioned as np.median does.
+        # mean's sign): those rows are partitioned for both middle values, as before.
         part = np.partition(m, h, axis=1)
         out = (part[:, :h].max(axis=1) + part[:, h]) / 2
         zero = np.flatnonzero(out == 0)
