@@ -831,7 +831,16 @@ _OTHER_MESSAGES = ["[Rank 0] Memory-Usage before update_weights: {'gpu': '0', 'x
                    "Recovered 2 dead rollout engines", "eval 3 skipped: x", "out of memory", "x ... y", "x",
                    "", " ", "Error", "memory pressure", "Health check failed", "successfully saved checkpoint at iteration 3",
                    "retrying... (attempt 1/3)", "Traceback (most recent call last):", "EXEC: python train.py --a 1",
-                   "\u00e9 Error x", "Max retries (3) exceeded", "Watchdog caught collective operation timeout"]
+                   "\u00e9 Error x", "Max retries (3) exceeded", "Watchdog caught collective operation timeout",
+                   # an event anchor, but none of _classify's texts (noise for sure), or one of them
+                   "Decode batch (global step: 12)", "Decode batch {'bs': 2}", "Loading checkpoint shards ...",
+                   "checkpoint pending", "saving checkpoint at iteration 3", "saving checkpoint later",
+                   "successfully saved checkpoint from iteration 7", "W&B sync", "W&B mode enabled", "wandb synced",
+                   "avoid out of memory", "CUDA out of memory", "CUDA error: out of memory", "OutOfMemory soon",
+                   "killed due to memory pressure", "memory pressure low", "tensorboard dir x", "see train.py",
+                   "a skipped: b", "Job x", "Job 'x' running", "x (ft y)", "Recovered x", "Health check failed ...",
+                   "EXEC: echo ...", "+ ray job submit ...", "wandb: x ...", "x Saving tensorboard log to y", "x ...",
+                   "Traceback ...", "retrying later ...", "Max retries ...", "Fatal async misuse ...", "Fatal async x"]
 _TAILS = ["", "", " [repeated 7x across cluster]", "\x1b[32m [repeated 7x across cluster]\x1b[0m",
           "\x1b[32m [repeated 0x across cluster]\x1b[0m ", " [repeated 99999999999999999x across cluster]",
           "[repeated 2x across cluster]", " [repeated x across cluster]", " [repeated 2x across cluster] tail",
@@ -850,8 +859,16 @@ def _class_lines(draw):
                          st.text(st.sampled_from(list("ft opk=\"\\ \tErro:{}'1.-a\u00e9")), max_size=30)))
     return (draw(st.sampled_from(["", "\x1b[36m(A pid=1)\x1b[0m ", "(B pid=2) ", "(A pid=1) "])) + "["
             + draw(st.sampled_from(_DATES)) + draw(st.sampled_from([".123", "", ",045", ".000"]))
-            + draw(st.sampled_from([" main", " actor_cell0_rank0", ""])) + "] "
-            + draw(st.sampled_from(["", "INFO "])) + "log_utils.py:542 - " + msg + draw(st.sampled_from(_TAILS)))
+            + draw(st.sampled_from([" main", " actor_cell0_rank0", ""])) + draw(_HEADER_ENDS) + msg
+            + draw(st.sampled_from(_TAILS)))
+
+
+# How a header ends before its message: _MILES's `] (LEVEL )file.py:N - `, or shapes only _SGLANG
+# reads (`] msg`, `]msg`, ` TP0] msg`) or that fail _MILES at a character \w or \d may go on at.
+_HEADER_ENDS = st.one_of(st.sampled_from(["] log_utils.py:542 - ", "] INFO log_utils.py:542 - "]), st.sampled_from([
+    "] ", "]", "]  ", " TP0] ", "  x y] ", "] INFO ", "] INFO: ", "] x.py:1 -", "] a b.py:1 - ", "] x.py:\u0661 - ",
+    "] \u00e9.py:1 - ", "] x\u00e9.py:1 - ", "] x.py:1\u0661 - ", "] x.pyc:1 - ", "] .py:1 - ", "] x.py: - ", "]\t",
+    "] WARNINGx.py:1 - ", "]\u00a0", "] x.py:12 ", "] [repeated 2x across cluster] "]))
 
 
 def _feed_head_or_feed(line: str, fast: bool, open_record: bool):
@@ -928,6 +945,11 @@ def _head_class(h: tuple) -> int:
     ("rollout 0: {'a': nan}", "metric"),       # read_dict refuses nan: _feed_head hands it to the Python reader
     ("rollout 0: {'a': 'x'}", "other"),
     ("W&B offline mode enabled.", "other"),
+    ("Loading checkpoint shards ...", "noise"),      # an event anchor, but none of _classify's texts
+    ("wandb sync done; see tensorboard", "noise"),
+    ("Saving checkpoint soon", "noise"),
+    ("saving checkpoint at iteration 40", "other"),
+    ("CUDA out of memory. Tried to allocate 2 GiB", "other"),
 ])
 def test_scanner_common_messages_get_their_class(msg, cls):
     line = f"\x1b[36m(MegatronTrainRayActor pid=48479)\x1b[0m [2026-08-21 09:54:42.681 actor_cell0_rank0] model.py:635 - {msg}"
@@ -937,6 +959,34 @@ def test_scanner_common_messages_get_their_class(msg, cls):
                               "metric": _parse_mod._HEAD_METRIC}[cls]
     for fast_first in (True, False):
         assert _feed_head_or_feed(line, True, fast_first) == _feed_head_or_feed(line, False, fast_first)
+
+
+@pytest.mark.parametrize("line, cls", [
+    ("\x1b[36m(SGLangEngine pid=48101)\x1b[0m [2026-08-21 10:00:33] Decode batch (global step: 12), #token: 5", "noise"),
+    ("[2026-08-21 10:00:33 TP0] Prefill batch. {'bs': 2}, #new-token: 64", "noise"),
+    ("(A pid=1) [2026-08-21 10:00:33.120] Decode batch: {'bs': 2} ...", "noise"),
+    ("[2026-08-21 10:00:33]Error in step: 3", "noise"),
+    ("[2026-08-21 10:00:33] Loading checkpoint shards ... [repeated 3x across cluster]", "noise"),
+    ("[2026-08-21 10:00:33] rollout 3: {'a': 1}", None),         # a record: Python reads it
+    ("[2026-08-21 10:00:33] ft op=update_weights phase=end rollout=1", None),
+    ("[2026-08-21 10:00:33] saving checkpoint at iteration 3", None),
+    ("[2026-08-21 10:00:33]  lr ... 1e-6", None),                # _ARG_DUMP's blank start
+    ("[2026-08-21 10:00:33] x\u00e9.py:1 - step: 3", None),      # _MILES's \w goes on: it may match
+    ("[2026-08-21 10:00:33 x] a.py:\u0661 - step: 3", None),     # and its \d
+    ("[2026-08-21 10:00:33 step: [repeated 2x across cluster]", None),   # the dedup cut takes the ']'
+])
+def test_scanner_sglang_headers_of_noise_come_as_heads(line, cls):
+    """A line _MILES does not match but _SGLANG does (SGLang's own `[date] msg`) gets a head when
+    its message is noise for sure, even with an anchor in it (it is folded into its noise run);
+    anything else is read in Python.  Either way _feed_head does what feed does."""
+    h = _scan.scan(line.encode())[4][0]
+    if cls is None:
+        assert h is None
+        return
+    assert h is not None and _head_class(h) == _parse_mod._HEAD_NOISE
+    assert h[7:11] == (-1, -1, -1, -1)     # (_scan.c: H_PROC, H_PROC_END, H_FILE, H_FILE_END) _SGLANG has none
+    for open_record in (True, False):
+        assert _feed_head_or_feed(line, True, open_record) == _feed_head_or_feed(line, False, open_record)
 
 
 @pytest.mark.parametrize("msg, ready", [
@@ -974,7 +1024,10 @@ def _fold_lines(draw):
     kind = draw(st.integers(0, 9))
     if kind <= 3:    # a noise-for-sure head
         msg = draw(st.sampled_from(["ft op=x phase=start", "Error in x", "[Rank 0] Memory: {'a': 1}", "x",
-                                    "ft op=train phase=start attempt=0 Error", "y [repeated 3x across cluster]"]))
+                                    "ft op=train phase=start attempt=0 Error", "y [repeated 3x across cluster]",
+                                    "Decode batch (global step: 3)", "Loading checkpoint shards ..."]))
+        if draw(st.booleans()):
+            return f"{prefix}[{stamp}] {msg}"        # SGLang's header (_SGLANG)
         return f"{prefix}[{stamp} main] x.py:1 - {msg}"
     if kind <= 5:    # a stamped noise line, of a plain or a pasted source
         return draw(st.sampled_from(_FOLD_PREFIXES + _FOLD_PASTED)) + f"[{stamp}] Decode batch, #running-req: 3"

@@ -1525,6 +1525,46 @@ static int ft_none(uchar *s, uchar *e)
     return ft_kind(&want, &attempt) == FT_NONE;
 }
 
+/* Whether one of the texts LineParser._classify acts on (header=True) starts at p (for a regex
+ * branch, a text each of its matches holds: _OOM's, _CKPT's): where none does and the message
+ * neither starts with a blank (_ARG_DUMP, lstrip) nor with "EXEC:", "+ ray job submit", "ft "
+ * or "wandb:", _classify gives None and changes nothing.  Why: an
+ * event anchor alone ("checkpoint", " ...", "wandb", "tensorboard", "train.py") is common in
+ * noise (`Loading checkpoint shards ...`), and such a line read in Python cost ~20 us. */
+static int event_trigger_at(uchar *p, uchar *e, uchar *s)
+{
+    switch (*p) {
+    case 'T': return LIT("Traceback (most recent call last)");
+    case 'r': return LIT("retrying...");
+    case 'M': return LIT("Max retries (");
+    case ' ': return LIT(" skipped: ");
+    case 'H': return LIT("Health check failed");
+    case 'R': return LIT("Recovered ");
+    case 'C': return LIT("CUDA out of memory") || LIT("CUDA error: out of memory");   /* _OOM */
+    case 'O': return LIT("OutOfMemoryError");
+    case 'k': return LIT("killed due to memory pressure");
+    case 'W': return LIT("Watchdog caught collective operation timeout") || (LIT("W&B") && has(s, e, "mode enabled", 12));
+    case 'J': return LIT("Job '");
+    case 'F': return LIT("Fatal async misuse");
+    case 's': return LIT("saving checkpoint ") || LIT("successfully saved checkpoint ");   /* _CKPT */
+    case 'S': return LIT("Saving tensorboard log to");
+    default: return 0;
+    }
+}
+
+/* Whether LineParser._classify(msg, header=True) may give an event for the message [s, e), whose
+ * first byte is neither blank nor non-ASCII (0: it gives None for sure, and changes nothing). */
+static int may_be_event(uchar *s, uchar *e)
+{
+    uchar *p = s;
+    if (LIT("EXEC:") || LIT("+ ray job submit") || LIT("ft ") || LIT("wandb:"))
+        return 1;
+    for (; p < e; p++)
+        if (event_trigger_at(p, e, s))
+            return 1;
+    return 0;
+}
+
 /* What LineParser._header_fields makes of the message [s, e) (see H_CLASS). */
 static int miles_class(uchar *s, uchar *e, long *h, uchar *line, const Seen *seen)
 {
@@ -1536,12 +1576,15 @@ static int miles_class(uchar *s, uchar *e, long *h, uchar *line, const Seen *see
         if (metric == 2)
             return HEAD_OTHER;
     }
-    if (!event_anchor(s, e))   /* _events: no anchor, no `  name ... value` (_ARG_DUMP) */
-        return s < e && (BLANK(*s) || *s >= 0x80) ? HEAD_OTHER : HEAD_NOISE;
+    if (s < e && (BLANK(*s) || *s >= 0x80))
+        return HEAD_OTHER;     /* _ARG_DUMP's `  name ... value`, or lstrip's Unicode blanks */
+    if (!event_anchor(s, e))   /* _events: no anchor, so no _classify */
+        return HEAD_NOISE;
+    if (!lit(s, e, "ft ", 3))  /* an anchor, but none of _classify's tests holds: None */
+        return may_be_event(s, e) ? HEAD_OTHER : HEAD_NOISE;
     /* _classify: an `ft ` line is read by _ft_event unless one of the tests before it holds */
     /* (HEAD_FT: _feed_head calls _ft_event; HEAD_NOISE: it would give None) */
-    if (!lit(s, e, "ft ", 3) || has_lit(s, e, &L_TRACEBACK_HEAD) || has_lit(s, e, &L_RETRYING)
-        || has_lit(s, e, &L_MAX_RETRIES))
+    if (has_lit(s, e, &L_TRACEBACK_HEAD) || has_lit(s, e, &L_RETRYING) || has_lit(s, e, &L_MAX_RETRIES))
         return HEAD_OTHER;
     for (uchar *p = s; p < e; p++)
         if (*p >= 0x80)
@@ -1562,6 +1605,37 @@ static int epoch_days(uchar *p, long *days)
                + (m > 2 && (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) + 1;   /* date(y, m, 1) */
     *days = ord - 719163 + d - 1;   /* 719163: date(1970, 1, 1).toordinal() */
     return 1;
+}
+
+/* The head of a line whose header parse._MILES certainly does not match (miles_head checked it up
+ * to an ASCII byte where the match fails), as parse._SGLANG reads it: `[date time(.ms)` then
+ * anything but ']' up to the ']' header_end found (within 40 bytes), one optional blank, the
+ * message to the end e (where _strip_dedup cuts it).  Taken only when the message is noise for
+ * sure (miles_class): then _feed_head and fold read no field that _MILES alone has (proc, file),
+ * and feed() would do with it just what they do.  Why: SGLang's own lines (`[2026-08-21
+ * 10:00:33 TP0] Decode batch, ...`) are most of a Miles log; one with an anchor in it ("step:",
+ * "{'", " ...") went to Python whole, ~25 us a line (a log with a quarter of them: 5x slower).
+ * date: the header's date; extra, rep: miles_head's.  1 with h set, else 0 (Python reads it). */
+static int sglang_head(uchar *s, uchar *e, const Seen *seen, uchar *date, Py_ssize_t extra, long rep, long *h)
+{
+    uchar *m = seen->hend;     /* just past the ']' */
+    if (m == NULL || m > e)
+        return 0;              /* (the dedup cut would take the ']': not this header) */
+    if (m < e && *m == ' ')
+        m++;
+    long days;
+    if (!epoch_days(date, &days))
+        return 0;
+    h[H_PROC] = h[H_PROC_END] = h[H_FILE] = h[H_FILE_END] = -1;
+    h[H_MSG] = (long)(m - s);
+    h[H_MSG_END] = (long)(e - s - extra);
+    h[H_END_B] = (long)(e - s);
+    h[H_REPEATED] = rep;
+    h[H_DAYS] = days;
+    h[H_SOD] = ((date[11] - '0') * 10 + (date[12] - '0')) * 3600 + ((date[14] - '0') * 10 + (date[15] - '0')) * 60
+               + (date[17] - '0') * 10 + (date[18] - '0');
+    h[H_CLASS] = miles_class(m, e, h, s, seen);
+    return h[H_CLASS] == HEAD_NOISE;
 }
 
 /* Whether LineParser.feed reads the line [s, e) -- a candidate (why == 1) -- as exactly: no cut,
@@ -1639,7 +1713,7 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, const Seen *s
     while (p < e && (*p == ' ' || *p == '\t'))
         p++;
     if (e - p < 2 || p[0] != ']' || p[1] != ' ')
-        return 0;
+        return sglang_head(s, e, seen, date, extra, rep, h);   /* (an ASCII byte before the ']') */
     p += 2;
     static const char *levels[] = {"DEBUG ", "INFO ", "WARNING ", "WARN ", "ERROR ", "CRITICAL "};
     for (size_t k = 0; k < sizeof(levels) / sizeof(levels[0]); k++) {
@@ -1653,14 +1727,14 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, const Seen *s
     while (p < e && (WORD(*p) || *p == '.' || *p == '-'))
         p++;
     if (p >= e || *p != ':' || p - f < 4 || memcmp(p - 3, ".py", 3) != 0)
-        return 0;
+        return p < e && *p >= 0x80 ? 0 : sglang_head(s, e, seen, date, extra, rep, h);   /* (\w goes on) */
     h[H_FILE] = (long)(f - s);
     h[H_FILE_END] = (long)(p - s);
     uchar *d = ++p;
     while (p < e && DIGIT(*p))
         p++;
     if (p == d || e - p < 3 || memcmp(p, " - ", 3) != 0)
-        return 0;
+        return p < e && *p >= 0x80 ? 0 : sglang_head(s, e, seen, date, extra, rep, h);   /* (\d goes on) */
     p += 3;   /* a cut dedup mark leaves no blank at the end: then " - " is followed by text */
     h[H_MSG] = (long)(p - s);
     h[H_MSG_END] = (long)(e - s - extra);   /* a str offset (the only one past non-ASCII text) */
