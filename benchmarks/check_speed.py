@@ -17,6 +17,7 @@ and prints the ratios to grep (bar: check <= 3.0 x grep; judging alone about <= 
     python benchmarks/check_speed.py --file big.log
     python benchmarks/check_speed.py --size-mb 20 --incremental
     python benchmarks/check_speed.py --size-mb 540 --scenario gap-jump   # a broken run, its alert held
+    python benchmarks/check_speed.py --size-mb 540 --anchored 0.3        # noise with anchors in it
     python benchmarks/check_speed.py --file big.log --repeat 7 --no-pure  # without the pure path's ~60 x grep runs
 """
 
@@ -147,12 +148,14 @@ def main() -> None:
     ap.add_argument("--no-pure", action="store_true", help="leave out the pure-Python check (~60 x grep each round)")
     ap.add_argument("--scenario", default="healthy",
                     help="the made log: a broken run held to its end (e.g. gap-jump), see make_big_log")
+    ap.add_argument("--anchored", type=float, default=0.0,
+                    help="the made log: this share of its SGLang noise lines carry an anchor (see make_big_log)")
     a = ap.parse_args()
-    tag = "" if a.scenario == "healthy" else f"_{a.scenario}"
+    tag = ("" if a.scenario == "healthy" else f"_{a.scenario}") + (f"_anchored{a.anchored:g}" if a.anchored else "")
     path = a.file or f"/tmp/grpo_check_{a.size_mb}m{tag}.log"
     if not os.path.exists(path):
         print(f"writing {path} ({a.size_mb} MB)...", flush=True)
-        make(path, a.size_mb * 1_000_000, scenario=a.scenario)
+        make(path, a.size_mb * 1_000_000, scenario=a.scenario, anchored=a.anchored)
     size = os.path.getsize(path)
     warm_imports()
     runs = [("check accelerated", "check", False), ("export CSV (accel.)", "export", False),

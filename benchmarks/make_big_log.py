@@ -18,10 +18,50 @@ from grpo_tui.simulate import generate  # noqa: E402
 _ID = re.compile(r"\b(rollout|perf|step|eval) (\d+): ")
 
 
-def make(path: str, size: int, noise: int = 250, block_rollouts: int = 200, scenario: str = "healthy") -> int:
+# Noise that names what the parser looks for ("step:", "{'", ": {", " ...", "checkpoint", "ft ",
+# "wandb", "Error") without being a record or an event: SGLang lines, Miles logger lines and
+# bare/prefixed lines with no header (tqdm bars, warnings).  Each is a candidate the scanner must
+# look at closer; `anchored` puts one in place of that share of the SGLang noise lines.
+_ANCHORED = [
+    "{sglang} Decode batch (global step: {i}), #running-req: 3, #token: 1550, cuda graph: True",
+    "{sglang} Prefill batch. {{'bs': 2, 'new_tokens': {i}}}, #queue-req: 0",
+    "{sglang} Cache stats: {{'hit_rate': 0.{i}}}",
+    "{sglang} Loading checkpoint shards ... {i}/4",
+    "{sglang} Scheduler draft tokens left {i} (spec decode)",
+    "{miles} model.py:635 - Loading checkpoint shards ... done ({i} s)",
+    "{miles} sync.py:88 - wandb sync pending, step: {i}",
+    "{miles} engine.py:41 - Error budget ok: {{'errors': 0, 'step': {i}}}",
+    "{ray}Loading checkpoint shards: 100%|##########| 4/4 [00:0{d}<00:00, 1.2it/s]",
+]
+_SGLANG_HEAD = re.compile(r"^((?:\x1b\[36m)?\((?:SGLangEngine|sglang)[^)]*\)(?:\x1b\[0m)? )\[([^\]]+)\] Decode batch")
+
+
+def _anchor_noise(body: list[str], share: float) -> list[str]:
+    """That share of the SGLang decode lines replaced by anchored noise lines (_ANCHORED, in turn),
+    with the same Ray prefix and time."""
+    out, k, acc = [], 0, 0.0
+    for line in body:
+        m = _SGLANG_HEAD.match(line)
+        if m is not None:
+            acc += share
+            if acc >= 1.0:
+                acc -= 1.0
+                pre, stamp = m.group(1), m.group(2)
+                form = _ANCHORED[k % len(_ANCHORED)]
+                line = form.format(sglang=f"{pre}[{stamp}]", miles=f"{pre}[{stamp} rollout_manager]",
+                                   ray=pre, i=k % 997, d=k % 10)
+                k += 1
+        out.append(line)
+    return out
+
+
+def make(path: str, size: int, noise: int = 250, block_rollouts: int = 200, scenario: str = "healthy",
+         anchored: float = 0.0) -> int:
     """`scenario` other than healthy: a broken run whose sign stays for the rest of the file
     (the first block breaks halfway, every later block is the same run broken from its start),
-    so its alert is held open over nearly every rollout - `check`'s costliest case."""
+    so its alert is held open over nearly every rollout - `check`'s costliest case.  `anchored`:
+    the share of SGLang noise lines that carry an anchor (_ANCHORED): a log whose noise makes the
+    scanner look closer at many lines, as real ones can."""
     first = None
     onset = None
     if scenario != "healthy":
@@ -30,6 +70,9 @@ def make(path: str, size: int, noise: int = 250, block_rollouts: int = 200, scen
     lines = [line for _, line in generate(scenario, block_rollouts, 1, noise_per_rollout=noise, onset=onset)]
     head = [line for line in lines[:40] if line.startswith("EXEC:")]
     footer, body = _body((0.0, line) for line in lines)
+    if anchored:
+        body = _anchor_noise(body, anchored)
+        first = None if first is None else _anchor_noise(first, anchored)
     first_block = None if first is None else "\n".join(first) + "\n"
     block = "\n".join(body) + "\n"
     written = 0
@@ -74,6 +117,8 @@ if __name__ == "__main__":
     ap.add_argument("--size-mb", type=int, default=1000)
     ap.add_argument("--noise", type=int, default=250, help="noise lines per rollout")
     ap.add_argument("--scenario", default="healthy", help="a broken run held to the end, e.g. gap-jump")
+    ap.add_argument("--anchored", type=float, default=0.0,
+                    help="share of the SGLang noise lines that carry an anchor (0-1), e.g. 0.3")
     a = ap.parse_args()
-    n = make(a.path, a.size_mb * 1_000_000, a.noise, scenario=a.scenario)
+    n = make(a.path, a.size_mb * 1_000_000, a.noise, scenario=a.scenario, anchored=a.anchored)
     print(f"wrote {a.path}: {n / 1e6:.0f} MB")

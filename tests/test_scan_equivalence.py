@@ -16,6 +16,7 @@ import glob
 import importlib
 import math
 import os
+import re
 import random
 import struct
 
@@ -146,6 +147,37 @@ def test_simulated_runs_agree(scenario):
     assert_same([lines])
     assert_same(_cut(lines, [1, 7, 50, 300]))
     assert_same(_cut(lines, [1, 7, 50, 300]), lean=True)
+
+
+# Noise lines with anchors in them (no record, no event): SGLang's, Miles logger's and
+# header-less ones, put in place of SGLang decode lines (benchmarks/make_big_log.py: anchored).
+_ANCHORED_NOISE = ["{p}[{t}] Decode batch (global step: {i}), #running-req: 3", "{p}[{t}] Prefill batch. {{'bs': {i}}}",
+                   "{p}[{t}] Cache stats: {{'hit_rate': 0.{i}}}", "{p}[{t}] Loading checkpoint shards ... {i}/4",
+                   "{p}[{t} TP0] draft tokens left {i}", "{p}[{t}]wandb: step: {i} ...",
+                   "{p}[{t} rollout_manager] model.py:635 - Loading checkpoint shards ... {i}",
+                   "{p}[{t} rollout_manager] sync.py:88 - wandb sync pending, step: {i}",
+                   "{p}[{t} rollout_manager] engine.py:41 - Error budget ok: {{'errors': 0, 'step': {i}}}",
+                   "{p}Loading checkpoint shards: 100%|##########| 4/4 [00:0{i}<00:00, 1.2it/s]",
+                   "{p}[{t}] Decode batch: {{'bs': 2}} [repeated 3x across cluster]"]
+_SGLANG_DECODE = re.compile(r"^((?:\x1b\[36m)?\([^)]*\)(?:\x1b\[0m)? )?\[([^\]]+)\] Decode batch")
+
+
+@pytest.mark.parametrize("scenario", ["healthy", "length-hacking", "crashed"])
+def test_simulated_runs_with_anchored_noise_agree(scenario):
+    """A run whose noise names what the parser looks for (the scanner folds most such lines,
+    _scan.c: sglang_head, may_be_event): the same items, counts and books on both paths."""
+    lines, k = [], 0
+    for _, ln in generate(scenario, 24, 5, noise_per_rollout=60):
+        m = _SGLANG_DECODE.match(ln)
+        if m is not None and k % 2 == 0:
+            ln = _ANCHORED_NOISE[(k // 2) % len(_ANCHORED_NOISE)].format(p=m.group(1) or "", t=m.group(2), i=k % 10)
+        k += m is not None
+        lines.append(ln)
+    assert k > 100
+    p = assert_same([lines])
+    assert p.counts.noise > 0
+    assert_same(_cut(lines, [1, 7, 50, 300]))
+    assert_same(_cut(lines, [3, 120]), lean=True)
 
 
 def test_simulated_formats_agree():
