@@ -1045,6 +1045,14 @@ def test_scanner_common_heads_come_ready(msg, ready):
 # -- fold: noise-for-sure heads taken into the noise runs (_scan.c: fold, LineParser._take_folded) --
 
 _FOLD_PREFIXES = ["", "(A pid=1) ", "\x1b[36m(A pid=1)\x1b[0m ", "(B pid=2) ", "\x1b[36m(B pid=2)\x1b[0m "]
+# header-less texts with an anchor: most noise for sure, some one test away from it (a record,
+# an event, a verl/TRL line, a header, a peel that changes them) or the rest of a wrapped line
+_QUIET_TEXTS = ["Loading checkpoint shards ... 3/4", "Loading checkpoint shards: 100%|#| 4/4 [00:01<00:00]",
+                "wandb sync done", "x (ft y) Error", "global step: 3", "{'bs': 2}", "a {'loss': 1}", "step:3 - a:1",
+                "step:x", "saving checkpoint at iteration 3", "EXEC: x", "see train.py --x 1", "retrying... (attempt 1/3)",
+                "x: {'a': 1}", "rollout 3: {'a': 1}", "0:00] x.py:1 - rollout 3: {'a': 1}", "[2026-08-21 x] checkpoint",
+                "[x] checkpoint", "  lr ... 1", "\u00e9 checkpoint", "checkpoint\tx", "checkpoint \x1b[1mx", "checkpoint\x00",
+                "checkpoint \ufffd", "Error x [repeated 2x across cluster]", "(x) checkpoint", "1 checkpoint", "Error: \u2026"]
 _FOLD_PASTED = ["> (A pid=1) ", "12:(A pid=1) ", "  (A pid=1) ", "> ", "7:"]   # keys _paste_key works out
 
 
@@ -1063,8 +1071,10 @@ def _fold_lines(draw):
         return f"{prefix}[{stamp} main] x.py:1 - {msg}"
     if kind <= 5:    # a stamped noise line, of a plain or a pasted source
         return draw(st.sampled_from(_FOLD_PREFIXES + _FOLD_PASTED)) + f"[{stamp}] Decode batch, #running-req: 3"
-    if kind == 6:
-        return draw(st.sampled_from(["   123", "plain text", ""]))
+    if kind == 6:    # header-less lines: noise, or noise for sure with an anchor (_scan.c: quiet_head)
+        return draw(st.sampled_from(["   123", "plain text", ""])) if draw(st.booleans()) else (
+            draw(st.sampled_from(_FOLD_PREFIXES + ["(A pid=1)", "\x1b[36m(A pid=1)\x1b[0m", "(pid=1) "]))
+            + draw(st.sampled_from(_QUIET_TEXTS)))
     if kind == 7:    # header-less lines that read their source's skipped times and errors
         return draw(st.sampled_from(["retrying... (attempt 1/60)", "(A pid=1) retrying... (attempt 1/3)",
                                      "(B pid=2) Traceback (most recent call last):", "  File \"x.py\", line 1"]))
@@ -1844,3 +1854,61 @@ def test_scanner_read_scan_refuses_bad_arguments_and_passes_read_errors(tmp_path
             _scan.read_scan(dfd, buf, 0, 8, 10)                         # EISDIR: an OSError, as readinto
     finally:
         os.close(dfd)
+
+
+# -- header-less noise for sure (_scan.c: quiet_head, LineParser._feed_quiet) ----------------------
+
+@pytest.mark.parametrize("line, quiet", [
+    ("\x1b[36m(RolloutManager pid=48211)\x1b[0m Loading checkpoint shards: 100%|##| 4/4 [00:03<00:00]", True),
+    ("(A pid=1) wandb sync done, step: 3 ...", True),
+    ("Loading checkpoint shards ... 3/4", True),
+    ("UserWarning: the checkpoint format is old; Error rate 0", True),
+    ("[miles-pp_0] Update weights: 291it [00:08, 34.61it/s] checkpoint", True),
+    ("(A pid=1) step:3 - loss:0.5", False),                      # verl
+    ("{'loss': 0.5, 'epoch': 1}", False),                         # TRL
+    ("(A pid=1) rollout 3: {'a': 1}", False),                     # a record
+    ("(A pid=1) saving checkpoint at iteration 3", False),        # an event
+    ("EXEC: python train.py --x 1", False),
+    ("(A pid=1) x.py --y 1 train.py", False),                     # the launch line (header=False)
+    ("  lr ... 1e-6", False),                                     # _ARG_DUMP
+    ("[2026-08-21 10:00:00 checkpoint", False),                   # a header may start there
+    ("2026-08-21 10:00:00 INFO checkpoint", False),               # _RAY_DRIVER's
+    ("(A pid=1) checkpoint \x1b[1mx", False),                     # _peel changes it
+    ("(A pid=1, ip=1.2.3.4) checkpoint", False),                  # a pid _RAY reads with its ip
+    ("checkpoint x [repeated 2x across cluster]", False),
+    ("checkpoint\x00", False),
+])
+def test_scanner_header_less_noise_comes_quiet(line, quiet):
+    """A header-less candidate the scanner finds noise for sure comes as a quiet head
+    (LineParser._feed_quiet: _rejoin and _catch_up only), anything else as no head; either way
+    _feed_head does what feed does, a record open or not, its source's skipped lines read."""
+    h = _scan.scan(line.encode())[4][0]
+    assert (h is not None and h[_parse_mod._H_CLASS] == _parse_mod._HEAD_QUIET) == quiet
+    for open_record in (True, False):
+        assert _quiet_or_feed(line, True, open_record) == _quiet_or_feed(line, False, open_record)
+
+
+def _quiet_or_feed(line: str, fast: bool, open_record: bool):
+    p = LineParser()
+    p._scan = _scan
+    p.feed("[2026-08-21 09:00:00.000 main] x.py:1 - start")
+    for raw in ("(A pid=1) [2026-08-21 08:00:00] noise", "(A pid=1) [2026-08-21 08:00:01] more", "[2026-08-21 08:00:02] x"):
+        p.feed(raw)
+        p._remember_skipped(raw)
+    if open_record:
+        p.feed("(A pid=1) [2026-08-21 09:00:01.000 a] l.py:2 - rollout 1: {'a': 1,")
+    heads = _scan.scan(line.encode("utf-8", "surrogatepass"))[4]
+    h = heads[0] if heads else None
+    p.items = p._feed_head(line, h) if fast and h is not None else p.feed(line)
+    p.items += p.flush()
+    return _state(p) + (p._last_error, p._cur_key)
+
+
+@FUZZ
+@given(st.sampled_from(_FOLD_PREFIXES + ["(A pid=1)", "(pid=1) ", "\x1b[1;36m(A pid=1)\x1b[m "]), st.sampled_from(_QUIET_TEXTS),
+       st.text(st.sampled_from(list("ab :{}'.\u2026-\t[]()0")), max_size=12), st.booleans())
+def test_scanner_quiet_heads_are_feed(prefix, text, tail, open_record):
+    line = prefix + text + tail
+    h = _scan.scan(line.encode("utf-8", "surrogatepass"))[4]
+    if h and h[0] is not None and len(h[0]) == _parse_mod._H_COUNT and h[0][_parse_mod._H_CLASS] == _parse_mod._HEAD_QUIET:
+        assert _quiet_or_feed(line, True, open_record) == _quiet_or_feed(line, False, open_record), line

@@ -66,14 +66,14 @@
 #define REJOIN_PARTS 8       /* parse._REJOIN_PARTS */
 #define MAX_KEYS 256         /* distinct keys tracked per buffer; past that their lines are kept */
 
-enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8, ANCHOR = 16, HEAD = 32 };
+enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8, ANCHOR = 16, HEAD = 32, QUIET = 64 };
 #define KEY_PYTHON ((Py_ssize_t)-1)   /* the key needs Python (_paste_key): always kept */
 
 typedef struct {        /* 16 bytes: a 4 MiB block has some 25 000 of them */
     int64_t start;      /* offset of the line in the buffer */
     int32_t kid;        /* key_id of its source key (stamped and plain lines), or KEY_UNTRACKED
                          * (no key id, or a key that needs Python: then a stamped line is kept) */
-    unsigned char cls;  /* NOISE | STAMPED | CAND, plus KEEP */
+    unsigned char cls;  /* NOISE | STAMPED | CAND, plus KEEP (and what a candidate is: PLAIN, HEAD, QUIET...) */
 } Line;
 
 typedef const unsigned char uchar;
@@ -811,7 +811,32 @@ static inline uchar *bracket_or_unprintable(uchar *p, uchar *e)
  * then `[YYYY-MM-DD HH:MM:SS` and a `]` within 40 printable ASCII bytes (_SGLANG matches, if
  * not _MILES).  No '\r' or control byte may change the text _peel leaves (checked by caller).
  * The byte after that `]`, or NULL. */
+static uchar *prefix_end(uchar *s, uchar *e, Py_ssize_t key);
+
 static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key)
+{
+    uchar *p = prefix_end(s, e, key);
+    if (p == NULL)
+        return NULL;
+    static const char shape[] = "[dddd-dd-dd dd:dd:dd";
+    if (e - p < (Py_ssize_t)sizeof(shape))
+        return NULL;
+    unsigned bad = 0;   /* no branch per byte: the compiler unrolls it over the constant shape */
+    for (size_t i = 0; i < sizeof(shape) - 1; i++)
+        bad |= shape[i] == 'd' ? (unsigned)(p[i] - '0') > 9 : p[i] != (uchar)shape[i];
+    if (bad)
+        return NULL;
+    p += sizeof(shape) - 1;
+    uchar *lim = e - p > 41 ? p + 41 : e;   /* a ']' among the next 41 bytes, all printable before it */
+    uchar *q = bracket_or_unprintable(p, lim);
+    return q < lim && *q == ']' ? q + 1 : NULL;
+}
+
+/* Where the text after the line's Ray prefix starts (s itself for key 0) when the prefix is one
+ * _peel certainly reads as such: `ESC[..m(Actor pid=N)ESC[..m ` or `(Actor pid=N) ` exactly as
+ * _RAY takes it (its actor and pid printable ASCII, no ", ip="), one blank after it taken; NULL
+ * when unsure (header_end's prefix, and a header-less line's: quiet_head). */
+static uchar *prefix_end(uchar *s, uchar *e, Py_ssize_t key)
 {
     uchar *p = s;
     if (key > 0) {
@@ -840,18 +865,7 @@ static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key)
         if (p < e && *p == ' ')
             p++;
     }
-    static const char shape[] = "[dddd-dd-dd dd:dd:dd";
-    if (e - p < (Py_ssize_t)sizeof(shape))
-        return NULL;
-    unsigned bad = 0;   /* no branch per byte: the compiler unrolls it over the constant shape */
-    for (size_t i = 0; i < sizeof(shape) - 1; i++)
-        bad |= shape[i] == 'd' ? (unsigned)(p[i] - '0') > 9 : p[i] != (uchar)shape[i];
-    if (bad)
-        return NULL;
-    p += sizeof(shape) - 1;
-    uchar *lim = e - p > 41 ? p + 41 : e;   /* a ']' among the next 41 bytes, all printable before it */
-    uchar *q = bracket_or_unprintable(p, lim);
-    return q < lim && *q == ']' ? q + 1 : NULL;
+    return p;
 }
 
 /* The end of the run of ASCII digits at p (not past e); 16 bytes at a time where SSE2 is on. */
@@ -1174,7 +1188,7 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key, Seen *seen)
 enum { H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
        H_FILE_END, H_MSG, H_MSG_END, H_REPEATED, H_TIME_END, H_DAYS, H_SOD, H_MSV, H_CLASS,
        H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_END_B, H_N };
-enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2, HEAD_FT = 3 };
+enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2, HEAD_FT = 3, HEAD_QUIET = 4 };
 
 #define WORD(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || DIGIT(c) || (c) == '_')
 #define ALPHA(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z'))
@@ -1752,6 +1766,78 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, const Seen *s
     return 1;
 }
 
+/* Whether parse_verl or parse_trl (LineParser._other_format) may read the text [t, e) as a
+ * record: _VERL's `step:` followed by a digit or '-' (or non-ASCII: \d is Unicode), or a `{'`
+ * with one of parse_trl's quoted keys in the text; 0 when neither can. */
+static int other_format_may(uchar *t, uchar *e)
+{
+    for (uchar *q = t; e - q >= 5 && (q = memchr(q, 's', (size_t)(e - q - 4))) != NULL; q++)
+        if (memcmp(q, "step:", 5) == 0 && q + 5 < e && (DIGIT(q[5]) || q[5] == '-' || q[5] >= 0x80))
+            return 1;
+    if (!has(t, e, "{'", 2))
+        return 0;
+    static const char *const trl[] = {"'loss'", "'grad_norm'", "'learning_rate'", "'reward'", "'epoch'",
+                                      "'completions/mean_length'", "'eval_loss'"};
+    for (size_t k = 0; k < sizeof(trl) / sizeof(trl[0]); k++)
+        if (has(t, e, trl[k], strlen(trl[k])))
+            return 1;
+    return 0;
+}
+
+/* Whether LineParser.feed reads the candidate [s, e) (why == 1) as a header-less line that is
+ * noise for sure: _peel leaves its text as it is after the Ray prefix (prefix_end; no control
+ * byte, ESC, '\r', tab, U+FFFD, bad UTF-8 or dedup mark in it), _header finds none (it starts with neither a blank, a digit, '(',
+ * non-ASCII, nor '[' then a digit), and _headerless makes nothing of it: no `: {` or elided dict
+ * (_METRIC_ANY), no event (_classify with header=False: may_be_event, and the launch line's
+ * train.py + " --"), no verl or TRL record (other_format_may).  What feed does with it then is a
+ * few books (LineParser._feed_quiet): _rejoin tried, its own source's skipped lines read
+ * (_catch_up), a noise line counted.  h gets H_KEY, the actor and pid, H_MSG (the text's start,
+ * a str offset too: the prefix is ASCII), H_END_B, H_CLASS = HEAD_QUIET; 1, or 0 (Python's).
+ * Why: such lines (tqdm bars, warnings: `Loading checkpoint shards: 100%|...`) went through
+ * feed whole, and made the scanner keep every source's skipped lines before them. */
+static int quiet_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
+{
+    if (why != 1 || key == KEY_PYTHON || (key == 0 && s < e && (*s == '(' || *s == 0x1b)))
+        return 0;
+    uchar *t = prefix_end(s, e, key);
+    if (t == NULL || t >= e)
+        return 0;
+    uchar c = *t;
+    if (BLANK(c) || c >= 0x80 || DIGIT(c) || c == '(' || (c == '[' && (e - t < 2 || DIGIT(t[1]) || t[1] >= 0x80)))
+        return 0;
+    for (uchar *q = printable_end(t, e); q < e; q = printable_end(q, e)) {   /* (why == 1 says nothing */
+        int len = *q >= 0x80 ? utf8_len(q, e) : 0;                        /* past its anchor) */
+        if (len == 0 || (len == 3 && q[0] == 0xEF && q[1] == 0xBF && q[2] == 0xBD))
+            return 0;   /* a control byte, ESC, tab, '\r', U+FFFD or bad UTF-8: not as it is */
+        q += len;
+    }
+    if (has_lit(t, e, &L_ACROSS) || has_lit(t, e, &L_RAY_NOTE)
+        || has_lit(t, e, &L_DICT) || has_lit(t, e, &L_DICT_DOTS) || has_lit(t, e, &L_DICT_ELLIPSIS)
+        || may_be_event(t, e) || ((has(t, e, "train.py", 8) || has(t, e, "train_async.py", 14)) && has(t, e, " --", 3))
+        || other_format_may(t, e))
+        return 0;
+    for (int i = 0; i < H_N; i++)
+        h[i] = -1;
+    h[H_KEY] = (long)key;
+    if (key > 0) {   /* the actor and pid as miles_head reads them (prefix_end checked their shape) */
+        uchar *p = sgr(s, e) + 1, *close = s + key - 1, *sp = p;
+        while (sp < close && *sp != ' ')
+            sp++;
+        if (sp < close) {
+            h[H_ACTOR] = (long)(p - s);
+            h[H_ACTOR_END] = (long)(sp - s);
+            p = sp + 1;
+        }
+        h[H_PID] = (long)(p + 4 - s);
+        h[H_PID_END] = (long)(close - s);
+    }
+    h[H_MSG] = (long)(t - s);
+    h[H_END_B] = (long)(e - s);
+    h[H_REPEATED] = 0;
+    h[H_CLASS] = HEAD_QUIET;
+    return 1;
+}
+
 /* Source keys named by small ids, given in classify's forward pass while a line's bytes are
  * still in cache (select_kept then walks back over ids, never over the buffer).  An open-
  * addressing table of (hash, length, copy of the key's bytes); past MAX_KEYS distinct keys in a
@@ -1815,6 +1901,8 @@ static int key_new(KeyTable *t, unsigned i, uint32_t h, uchar *s, Py_ssize_t len
  * (_with_header, _feed_head: the pop comes first and nothing before it reads a deque) and opens
  * nothing, so the lines of its key before it, back to the previous non-plain candidate, are
  * dropped before anything reads them: its key's window is closed there (full), not restarted.
+ * A quiet candidate (quiet_head: header-less noise for sure) reads its own key's deque whole
+ * (_catch_up) and no other: that key's window starts again there.
  * Kept besides (a superset is exact): lines whose key needs Python, and lines of keys without
  * an id (key_id): both have kid KEY_UNTRACKED. */
 static void select_kept(Line *ln, Py_ssize_t n)
@@ -1825,7 +1913,9 @@ static void select_kept(Line *ln, Py_ssize_t n)
         Line *l = &ln[i];
         int k = l->kid;
         if (l->cls & CAND) {
-            if (!(l->cls & PLAIN))
+            if ((l->cls & QUIET) && k >= 0)
+                gen[k] = 0;              /* it reads its own key's deque (_catch_up) and no other: */
+            else if (!(l->cls & PLAIN))  /* a new window for that key alone */
                 now++;                   /* it may read every key: a new window for all */
             else if (k >= 0) {
                 gen[k] = now;            /* it pops its own key's deque unread: older lines of */
@@ -1989,6 +2079,10 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd, i
                 goto oom;
             if (miles_head(s, e, why, key, &seen, hd->h[hd->n])) {
                 l->cls |= HEAD;
+                hd->n++;
+            } else if (seen.hend == NULL && quiet_head(s, e, why, key, hd->h[hd->n])) {
+                l->cls |= HEAD | QUIET;
+                l->kid = key_id(&keys, s, key);
                 hd->n++;
             }
         } else if (!untimed && stamped(s, e)) {

@@ -41,6 +41,7 @@ it is bounded by the buffer's length, never by a length read from the log.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from datetime import date as _date
 import re
 from dataclasses import dataclass
@@ -134,7 +135,7 @@ def is_candidate(line: str) -> bool:
  _H_MSG, _H_MSG_END, _H_REPEATED, _H_TIME_END, _H_DAYS, _H_SOD, _H_MSV, _H_CLASS, _H_ROLE, _H_KIND, _H_KIND_END,
  _H_ID, _H_DICT, _H_END_B) = range(25)
 _H_COUNT = 25                  # a head of offsets: a tuple of this many ints
-_HEAD_OTHER, _HEAD_NOISE, _HEAD_METRIC, _HEAD_FT = 0, 1, 2, 3
+_HEAD_OTHER, _HEAD_NOISE, _HEAD_METRIC, _HEAD_FT, _HEAD_QUIET = 0, 1, 2, 3, 4
 # a head the scanner read whole comes ready (_scan.c: ready_head), told apart by its length:
 # (key, pid, MetricRecord) or (key, pid, error message or None, Event)
 _READY_METRIC, _READY_FT = 3, 4
@@ -381,9 +382,9 @@ class LineParser:
         # The last few consecutive noise lines (raw, line_no): a metric line hard-wrapped inside
         # its header or message (a paste at a fixed column) starts in them.
         self._noise: deque[tuple[str, int]] = deque(maxlen=_REJOIN_PARTS)
-        # The scanned path leaves the newest noise run unread: (line getter, first, end, base,
-        # lines pushed after them) following what _noise holds; _noise_run reads them only when
-        # it is looked at (a rejoin), which few lines need.
+        # The scanned path leaves the newest noise runs unread: (line getter, first, end, base,
+        # lines pushed after them, the runs before it: the same, or None) following what _noise
+        # holds; _noise_run reads them only when it is looked at (a rejoin), which few lines need.
         self._noise_lazy: tuple | None = None
 
     @property
@@ -402,14 +403,65 @@ class LineParser:
 
     @property
     def _noise_run(self) -> deque[tuple[str, int]]:
-        """The last few noise lines (raw, line_no), the lazily kept tail read in first."""
+        """The last few noise lines (raw, line_no), the lazily kept runs read in first."""
         lazy = self._noise_lazy
         if lazy is not None:
             self._noise_lazy = None
-            get, a, b, base, extra = lazy
-            self._noise.extend((get(k), base + k + 1) for k in range(a, b))
-            self._noise.extend(extra)
+            self._read_runs(lazy)
         return self._noise
+
+    def _read_runs(self, lazy: tuple) -> None:
+        get, a, b, base, extra, older = lazy
+        if older is not None:
+            self._read_runs(older)
+        self._noise.extend((get(k), base + k + 1) for k in range(a, b))
+        self._noise.extend(extra)
+
+    def _lazy_run(self, get, a: int, b: int, base: int) -> None:
+        """Lines a..b-1 of the batch join the noise run unread (after what it holds).  The runs
+        before, unread too, stay so as long as the newest ones don't fill the deque."""
+        older, have = self._noise_lazy, b - a
+        if older is not None:
+            chain, run = [], older
+            while run is not None and have < _REJOIN_PARTS:
+                chain.append(run)
+                have += run[2] - run[1] + len(run[4])
+                run = run[5]
+            if run is not None:             # older than the deque holds: dropped
+                self._noise.clear()
+                older = None
+                for r in reversed(chain):
+                    older = (r[0], r[1], r[2], r[3], r[4], older)
+        self._noise_lazy = (get, a, b, base, [], older)
+
+    def _has_noise(self) -> bool:
+        """bool(_noise_run), its lazy runs left unread (each holds a line at least)."""
+        return self._noise_lazy is not None or bool(self._noise)
+
+    def _noise_newest_first(self) -> Iterator[tuple[str, int]]:
+        """_noise_run's lines from the newest back, each read only when asked for.  Why: _rejoin
+        mostly stops at the newest (another source's line), and reading the lazy runs whole took
+        eight lines out of the buffer for it."""
+        left = _REJOIN_PARTS                 # the deque's length: the oldest go first
+        run = self._noise_lazy
+        while run is not None:
+            get, a, b, base, extra, older = run
+            for item in reversed(extra):
+                if left == 0:
+                    return
+                left -= 1
+                yield item
+            for k in range(b - 1, a - 1, -1):
+                if left == 0:
+                    return
+                left -= 1
+                yield get(k), base + k + 1
+            run = older
+        for item in reversed(list(self._noise)):
+            if left == 0:
+                return
+            left -= 1
+            yield item
 
     def _noise_push(self, raw: str, line_no: int) -> None:
         """_noise_run.append, leaving a lazy tail unread."""
@@ -459,7 +511,7 @@ class LineParser:
             if header is None and self._continues(pend, pre) and self._continue(pend, pre, out):
                 return out
             self._close_pending(out)
-        if header is None and self._noise_run and self._rejoin(pre, out):
+        if header is None and self._has_noise() and self._rejoin(pre, out):
             self._noise_clear()
             return out
         noise = c.noise
@@ -623,11 +675,9 @@ class LineParser:
                         self._stamped_lazy = (get, last)
                     if j - i >= _REJOIN_PARTS:
                         self._noise_clear()       # the run alone fills the deque
-                        self._noise_lazy = (get, j - _REJOIN_PARTS, j, base, [])
+                        self._noise_lazy = (get, j - _REJOIN_PARTS, j, base, [], None)
                     else:
-                        if self._noise_lazy is not None:
-                            self._noise_run       # two runs in a row (across blocks): read the first
-                        self._noise_lazy = (get, i, j, base, [])
+                        self._lazy_run(get, i, j, base)
                     i = j
                     if i >= n:
                         break
@@ -675,7 +725,7 @@ class LineParser:
             elif noise_state == 2:               # a run came last: its tail, read when looked at
                 if tail_clear:
                     self._noise.clear()
-                self._noise_lazy = (get, tail_a, tail_b, base, [])
+                self._noise_lazy = (get, tail_a, tail_b, base, [], None)
         return i, ci, ki
 
     def _take_folded(self, fold: tuple, i: int) -> None:
@@ -769,6 +819,8 @@ class LineParser:
             return out
         (key, a0, a1, p0, p1, d0, ms0, pr0, pr1, f0, f1, m0, end, repeated, te, days, sod, msv, cls,
          r0, k0, k1, n, dict0, _) = h                    # _scan.c: enum H_*
+        if cls == _HEAD_QUIET:
+            return self._feed_quiet(raw, key, raw[p0:p1] if p0 >= 0 else None, raw[a0:a1] if a0 >= 0 else None, m0)
         c = self.counts
         c.lines += 1
         line_no = c.lines
@@ -823,6 +875,28 @@ class LineParser:
                 self._hand_out(Event(got[0], time_text, ts, line_no, msg.strip(), got[1]), out)
                 self._noise_clear()
                 return out
+        c.noise += 1
+        self._noise_push(raw, line_no)
+        return out
+
+    def _feed_quiet(self, raw: str, key: int, pid: str | None, actor: str | None, m0: int) -> list[Item]:
+        """feed() for a header-less candidate the scanner found noise for sure (_scan.c: quiet_head
+        vouches that _peel leaves raw[m0:] with this pid and actor, that no header regex matches
+        it, and that _headerless finds no record, event or other format in it): the same steps,
+        without the peel, the regexes and the tests that find nothing.  An open record (its
+        continuation may be this line) takes feed's own path."""
+        if self._pending is not None:
+            return self.feed(raw)
+        c = self.counts
+        c.lines += 1
+        line_no = c.lines
+        out: list[Item] = []
+        self._line_cut = False
+        cur_key = self._cur_key = raw[:key]
+        if self._has_noise() and self._rejoin(_Line(raw[m0:], pid, actor, 0, key > 0), out):
+            self._noise_clear()
+            return out
+        self._catch_up(cur_key)
         c.noise += 1
         self._noise_push(raw, line_no)
         return out
@@ -986,13 +1060,12 @@ class LineParser:
         """A metric line hard-wrapped inside its header or message (a paste at a fixed column):
         join this header-less line to the noise lines just before it.  Wrapped parts are short:
         past _PENDING_MAX characters in all it is not tried (each try peels and joins them)."""
-        run = list(self._noise_run)
         tails = [pre.text]
         if pre.paste and not pre.has_prefix:
             tails.append(pre.paste + pre.text)  # `3: {…` is the rest of `rollout 3: {…`, not `grep -n`
         parts: list[_Line] = []
         size = len(pre.text)
-        for raw, first_no in reversed(run):
+        for raw, first_no in self._noise_newest_first():
             size += len(raw)
             if size > _PENDING_MAX:
                 return False
