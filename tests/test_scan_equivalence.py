@@ -1912,3 +1912,27 @@ def test_scanner_quiet_heads_are_feed(prefix, text, tail, open_record):
     h = _scan.scan(line.encode("utf-8", "surrogatepass"))[4]
     if h and h[0] is not None and len(h[0]) == _parse_mod._H_COUNT and h[0][_parse_mod._H_CLASS] == _parse_mod._HEAD_QUIET:
         assert _quiet_or_feed(line, True, open_record) == _quiet_or_feed(line, False, open_record), line
+
+
+@pytest.mark.parametrize("before, alone", [
+    ("(B pid=2) [2026-08-21 10:00:00] Decode batch", True),      # another source's pid
+    ("\x1b[36m(B pid=2)\x1b[0m [2026-08-21 10:00:00] x", True),
+    ("plain text", True),                                         # no pid at all
+    ("", True),
+    ("(A pid=1) [2026-08-21 10:00:00] Decode batch", False),      # the same pid: _rejoin reads on
+    ("\x1b[36m(A pid=1)\x1b[0m more", False),
+    ("(C pid=1) x", False),                                       # another actor, the same pid
+    ("  (B pid=2) x", False),                                     # an indented prefix _peel_any finds
+    ("(B pid=2, ip=1.2.3.4) x", False),                           # a pid the scanner does not read
+    ("(B pid=2) x \x00", False),                                  # feed may find it unreadable
+])
+def test_scanner_quiet_heads_know_when_rejoin_gives_up(before, alone):
+    """A quiet head after another source's line says _rejoin gives up at once (it stops at the
+    newest noise line, the line before, when its pid differs); the parse is the same either way."""
+    line = "(A pid=1) Loading checkpoint shards: 100%|##| 4/4"
+    heads = _scan.scan((before + "\n" + line).encode("utf-8", "surrogatepass"))[4]
+    h = heads[-1]
+    assert h is not None and h[_parse_mod._H_CLASS] == _parse_mod._HEAD_QUIET
+    assert (h[22] == 1) == alone     # (_scan.c: H_ID)
+    assert_same([[before, line]])
+    assert_same([["(A pid=1) [2026-08-21 10:00:00] x.py:1 - rollout 3:", before, line]])

@@ -1784,6 +1784,39 @@ static int other_format_may(uchar *t, uchar *e)
     return 0;
 }
 
+/* The start of the pid in the Ray prefix of [s, e) (key > 0, its shape checked by prefix_end);
+ * it ends at the key's ')'.  *actor: the actor's start, or NULL (`(pid=N)`); the actor ends
+ * 5 bytes before the pid (" pid="). */
+static uchar *pid_span(uchar *s, uchar *e, Py_ssize_t key, uchar **actor)
+{
+    uchar *p = sgr(s, e) + 1, *close = s + key - 1, *sp = p;
+    while (sp < close && *sp != ' ')
+        sp++;
+    *actor = NULL;
+    if (sp < close) {
+        *actor = p;
+        p = sp + 1;
+    }
+    return p + 4;
+}
+
+/* Whether _peel certainly gives the line [ps, pe) another pid than the Ray-prefixed line [s, e)
+ * (key > 0, its prefix checked by prefix_end): none (no prefix, and none _peel_any could find),
+ * or one that differs. */
+static int pid_differs(uchar *ps, uchar *pe, uchar *s, uchar *e, Py_ssize_t key)
+{
+    Py_ssize_t pk = source_key(ps, pe);
+    if (pk == KEY_PYTHON)
+        return 0;
+    if (pk == 0)   /* no '(' or ESC first (_RAY after the colours), nor a blank (an indented paste) */
+        return ps == pe || (*ps != '(' && *ps != 0x1b && !BLANK(*ps));
+    if (prefix_end(ps, pe, pk) == NULL)
+        return 0;
+    uchar *a, *p1 = pid_span(ps, pe, pk, &a), *p0 = pid_span(s, e, key, &a);
+    Py_ssize_t n1 = ps + pk - 1 - p1, n0 = s + key - 1 - p0;
+    return n1 != n0 || memcmp(p1, p0, (size_t)n0) != 0;
+}
+
 /* Whether LineParser.feed reads the candidate [s, e) (why == 1) as a header-less line that is
  * noise for sure: _peel leaves its text as it is after the Ray prefix (prefix_end; no control
  * byte, ESC, '\r', tab, U+FFFD, bad UTF-8 or dedup mark in it), _header finds none (it starts with neither a blank, a digit, '(',
@@ -1820,17 +1853,15 @@ static int quiet_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
         h[i] = -1;
     h[H_KEY] = (long)key;
     if (key > 0) {   /* the actor and pid as miles_head reads them (prefix_end checked their shape) */
-        uchar *p = sgr(s, e) + 1, *close = s + key - 1, *sp = p;
-        while (sp < close && *sp != ' ')
-            sp++;
-        if (sp < close) {
-            h[H_ACTOR] = (long)(p - s);
-            h[H_ACTOR_END] = (long)(sp - s);
-            p = sp + 1;
+        uchar *a = NULL, *pid = pid_span(s, e, key, &a);
+        if (a != NULL) {
+            h[H_ACTOR] = (long)(a - s);
+            h[H_ACTOR_END] = (long)(pid - 5 - s);
         }
-        h[H_PID] = (long)(p + 4 - s);
-        h[H_PID_END] = (long)(close - s);
+        h[H_PID] = (long)(pid - s);
+        h[H_PID_END] = (long)(key - 1);
     }
+    h[H_ID] = 0;     /* (classify: 1 when _rejoin certainly stops at the line before) */
     h[H_MSG] = (long)(t - s);
     h[H_END_B] = (long)(e - s);
     h[H_REPEATED] = 0;
@@ -2083,6 +2114,12 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd, i
             } else if (seen.hend == NULL && quiet_head(s, e, why, key, hd->h[hd->n])) {
                 l->cls |= HEAD | QUIET;
                 l->kid = key_id(&keys, s, key);
+                /* _rejoin's newest noise line is the line before (unless nothing is in the run):
+                 * every line but one feed() may find unreadable is pushed or clears it; with
+                 * another source's pid there, _rejoin gives up at once (LineParser._feed_quiet) */
+                if (key > 0 && n > 0 && (!(ln[n - 1].cls & CAND) || (ln[n - 1].cls & HEAD))
+                    && pid_differs(buf + ln[n - 1].start, s - 1, s, e, key))
+                    hd->h[hd->n][H_ID] = 1;
                 hd->n++;
             }
         } else if (!untimed && stamped(s, e)) {

@@ -820,7 +820,8 @@ class LineParser:
         (key, a0, a1, p0, p1, d0, ms0, pr0, pr1, f0, f1, m0, end, repeated, te, days, sod, msv, cls,
          r0, k0, k1, n, dict0, _) = h                    # _scan.c: enum H_*
         if cls == _HEAD_QUIET:
-            return self._feed_quiet(raw, key, raw[p0:p1] if p0 >= 0 else None, raw[a0:a1] if a0 >= 0 else None, m0)
+            return self._feed_quiet(raw, key, raw[p0:p1] if p0 >= 0 else None, raw[a0:a1] if a0 >= 0 else None, m0,
+                                    n == 1)
         c = self.counts
         c.lines += 1
         line_no = c.lines
@@ -879,12 +880,14 @@ class LineParser:
         self._noise_push(raw, line_no)
         return out
 
-    def _feed_quiet(self, raw: str, key: int, pid: str | None, actor: str | None, m0: int) -> list[Item]:
+    def _feed_quiet(self, raw: str, key: int, pid: str | None, actor: str | None, m0: int,
+                    alone: bool = False) -> list[Item]:
         """feed() for a header-less candidate the scanner found noise for sure (_scan.c: quiet_head
         vouches that _peel leaves raw[m0:] with this pid and actor, that no header regex matches
         it, and that _headerless finds no record, event or other format in it): the same steps,
-        without the peel, the regexes and the tests that find nothing.  An open record (its
-        continuation may be this line) takes feed's own path."""
+        without the peel, the regexes and the tests that find nothing.  `alone`: the scanner
+        also saw that _rejoin would give up at once (the line before is another source's).  An
+        open record (its continuation may be this line) takes feed's own path."""
         if self._pending is not None:
             return self.feed(raw)
         c = self.counts
@@ -893,7 +896,7 @@ class LineParser:
         out: list[Item] = []
         self._line_cut = False
         cur_key = self._cur_key = raw[:key]
-        if self._has_noise() and self._rejoin(_Line(raw[m0:], pid, actor, 0, key > 0), out):
+        if not alone and self._has_noise() and self._rejoin(_Line(raw[m0:], pid, actor, 0, key > 0), out):
             self._noise_clear()
             return out
         self._catch_up(cur_key)
