@@ -539,7 +539,10 @@ def test_scanner_read_dict_rejects_non_str():
 
 _H_PREFIX = st.sampled_from(["", "\x1b[36m(A pid=1)\x1b[0m ", "(MegatronTrainRayActor pid=48479) ", "(pid=7) ",
                              "\x1b[36m(B pid=2, ip=1.2.3.4)\x1b[0m ", "(A pid=1)", "(A pid=1)  ", "\x1b[1;36m(A pid=x)\x1b[m ",
-                             "(A.b-c pid=1) ", "(\u00e9 pid=1) ", "> ", "  ", "12:"])
+                             "(A.b-c pid=1) ", "(\u00e9 pid=1) ", "> ", "  ", "12:", "(A pid=1, ip=10.0.0.6) ",
+                             "\x1b[36m(A pid=1, ip=10.0.0.6)\x1b[0m ", "(pid=1, ip=2) ", "(A pid=1, node=2) ",
+                             "(A pid=1,ip=2) ", "(A pid=1, ip=) ", "(A pid=1, ip=a b) ", "(A pid=1, ip=a, ip=b) ",
+                             "(A pid=, ip=2) "])
 _H_DATE = st.sampled_from(["2026-08-21 10:00:00", "2026-13-45 25:61:61", "0000-00-00 00:00:00", "2026-08-21 10:00:0",
                            "\u0662026-08-21 10:00:00"])
 _H_MS = st.sampled_from(["", ".123", ",123", ".12", ".1234", ".000", ". 12"])
@@ -608,6 +611,8 @@ def test_scanner_feed_head_is_feed(line):
 
 def test_scanner_heads_are_found_on_common_lines():
     for line in ["\x1b[36m(A pid=1)\x1b[0m [2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: {'a': 1, 'b': -2.5e-3}",
+                 "\x1b[36m(A pid=1, ip=10.0.0.6)\x1b[0m [2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: {'a': 1}",
+                 "(A pid=1, ip=10.0.0.6) [2026-08-21 10:00:00] Memory: {'a': 1} step: 3",
                  "[2026-08-21 10:00:00.000 main] group.py:147 - ft op=train phase=start rollout=0 attempt=0",
                  "[2026-08-21 10:00:00,000] INFO a.py:1 - Error: x"]:
         heads = _scan.scan(line.encode())[4]
@@ -1044,7 +1049,8 @@ def test_scanner_common_heads_come_ready(msg, ready):
 
 # -- fold: noise-for-sure heads taken into the noise runs (_scan.c: fold, LineParser._take_folded) --
 
-_FOLD_PREFIXES = ["", "(A pid=1) ", "\x1b[36m(A pid=1)\x1b[0m ", "(B pid=2) ", "\x1b[36m(B pid=2)\x1b[0m "]
+_FOLD_PREFIXES = ["", "(A pid=1) ", "\x1b[36m(A pid=1)\x1b[0m ", "(B pid=2) ", "\x1b[36m(B pid=2)\x1b[0m ",
+                  "\x1b[36m(A pid=1, ip=10.0.0.6)\x1b[0m ", "(B pid=2, ip=10.0.0.7) "]
 # header-less texts with an anchor: most noise for sure, some one test away from it (a record,
 # an event, a verl/TRL line, a header, a peel that changes them) or the rest of a wrapped line
 _QUIET_TEXTS = ["Loading checkpoint shards ... 3/4", "Loading checkpoint shards: 100%|#| 4/4 [00:01<00:00]",
@@ -1874,7 +1880,8 @@ def test_scanner_read_scan_refuses_bad_arguments_and_passes_read_errors(tmp_path
     ("[2026-08-21 10:00:00 checkpoint", False),                   # a header may start there
     ("2026-08-21 10:00:00 INFO checkpoint", False),               # _RAY_DRIVER's
     ("(A pid=1) checkpoint \x1b[1mx", False),                     # _peel changes it
-    ("(A pid=1, ip=1.2.3.4) checkpoint", False),                  # a pid _RAY reads with its ip
+    ("(A pid=1, ip=1.2.3.4) checkpoint", True),                   # a worker on another node: pid 1@1.2.3.4
+    ("(A pid=1, node=2) checkpoint", False),                      # not a prefix _RAY reads
     ("checkpoint x [repeated 2x across cluster]", False),
     ("checkpoint\x00", False),
 ])
@@ -1923,7 +1930,9 @@ def test_scanner_quiet_heads_are_feed(prefix, text, tail, open_record):
     ("\x1b[36m(A pid=1)\x1b[0m more", False),
     ("(C pid=1) x", False),                                       # another actor, the same pid
     ("  (B pid=2) x", False),                                     # an indented prefix _peel_any finds
-    ("(B pid=2, ip=1.2.3.4) x", False),                           # a pid the scanner does not read
+    ("(B pid=2, ip=1.2.3.4) x", True),                            # pid 2@1.2.3.4
+    ("(A pid=1, ip=1.2.3.4) x", True),                            # pid 1@1.2.3.4, not 1
+    ("(B pid=2, node=1) x", False),                               # a prefix the scanner does not read
     ("(B pid=2) x \x00", False),                                  # feed may find it unreadable
 ])
 def test_scanner_quiet_heads_know_when_rejoin_gives_up(before, alone):
@@ -1936,3 +1945,26 @@ def test_scanner_quiet_heads_know_when_rejoin_gives_up(before, alone):
     assert (h[22] == 1) == alone     # (_scan.c: H_ID)
     assert_same([[before, line]])
     assert_same([["(A pid=1) [2026-08-21 10:00:00] x.py:1 - rollout 3:", before, line]])
+
+
+@pytest.mark.parametrize("prefix, pid", [
+    ("\x1b[36m(SGLangEngine pid=48101, ip=10.0.0.6)\x1b[0m ", "48101@10.0.0.6"),
+    ("(MegatronTrainRayActor pid=7, ip=10.0.0.6) ", "7@10.0.0.6"),
+    ("(A pid=7) ", "7"),
+])
+def test_scanner_heads_of_workers_on_other_nodes_carry_pid_at_ip(prefix, pid):
+    """Ray names a worker on another node `pid=N, ip=X`; _peel calls it `N@X`: so does every
+    head the scanner makes (metric, ft, noise for sure, quiet), and they parse as feed does."""
+    lines = [prefix + "[2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: {'a': 1}",
+             prefix + "[2026-08-21 10:00:01.000 main] g.py:1 - ft op=update_weights phase=end rollout=3 ok=true",
+             prefix + "[2026-08-21 10:00:02.000 main] m.py:1 - Memory: {'gpu': '0'} Error",
+             prefix + "[2026-08-21 10:00:03] Decode batch (global step: 3)",
+             prefix + "Loading checkpoint shards: 100%|##| 4/4"]
+    heads = _scan.scan("\n".join(lines).encode())[4]
+    assert all(h is not None for h in heads)
+    assert heads[0][1] == pid and heads[1][1] == pid        # ready heads: (key, pid, ...)
+    p = assert_same([lines])
+    assert p._last_time[pid][0] == "2026-08-21 10:00:03" and p._last_error[pid].startswith("Memory")
+    for line in lines:
+        for open_record in (True, False):
+            assert _quiet_or_feed(line, True, open_record) == _quiet_or_feed(line, False, open_record)

@@ -833,8 +833,8 @@ static uchar *header_end(uchar *s, uchar *e, Py_ssize_t key)
 }
 
 /* Where the text after the line's Ray prefix starts (s itself for key 0) when the prefix is one
- * _peel certainly reads as such: `ESC[..m(Actor pid=N)ESC[..m ` or `(Actor pid=N) ` exactly as
- * _RAY takes it (its actor and pid printable ASCII, no ", ip="), one blank after it taken; NULL
+ * _peel certainly reads as such: `ESC[..m(Actor pid=N)ESC[..m ` or `(Actor pid=N, ip=X) ` exactly
+ * as _RAY takes it (its actor, pid and ip printable ASCII), one blank after it taken; NULL
  * when unsure (header_end's prefix, and a header-less line's: quiet_head). */
 static uchar *prefix_end(uchar *s, uchar *e, Py_ssize_t key)
 {
@@ -858,9 +858,17 @@ static uchar *prefix_end(uchar *s, uchar *e, Py_ssize_t key)
         }
         if (close - p < 5 || memcmp(p, "pid=", 4) != 0)
             return NULL;
-        for (uchar *q = p + 4; q < close; q++)   /* [^,)]+, kept to printable ASCII */
-            if (*q <= ' ' || *q >= 0x7f || *q == ',' || *q == '(')
+        uchar *q = p + 4;
+        for (; q < close && *q != ','; q++)     /* [^,)]+, kept to printable ASCII */
+            if (*q <= ' ' || *q >= 0x7f || *q == '(')
                 return NULL;
+        if (q < close) {   /* `, ip=[^)]+` (a worker on another node): pid_str makes `pid@ip` */
+            if (q == p + 4 || close - q < 6 || memcmp(q, ", ip=", 5) != 0)
+                return NULL;
+            for (q += 5; q < close; q++)
+                if (*q <= ' ' || *q >= 0x7f || *q == '(' || *q == ',')
+                    return NULL;
+        }
         p = sgr(close + 1, e);
         if (p < e && *p == ' ')
             p++;
@@ -3105,6 +3113,25 @@ static PyObject *field_str(uchar *s, const long *h, int a, int b)
     return h[a] < 0 ? Py_NewRef(Py_None) : ascii_str(s + h[a], h[b] - h[a]);
 }
 
+/* The head's pid as _peel gives it: `N`, or `N@X` for `pid=N, ip=X` (prefix_end checked that
+ * shape: the first ',' starts ", ip="), or None. */
+static PyObject *pid_str(uchar *s, const long *h)
+{
+    if (h[H_PID] < 0)
+        return Py_NewRef(Py_None);
+    uchar *p = s + h[H_PID], *e = s + h[H_PID_END], *c = memchr(p, ',', (size_t)(e - p));
+    if (c == NULL || e - c < 5)
+        return ascii_str(p, e - p);
+    char buf[KEY_CHARS + 8];
+    Py_ssize_t n = c - p, m = e - (c + 5);
+    if (n + 1 + m > (Py_ssize_t)sizeof(buf))
+        return PyUnicode_FromFormat("%.*s@%.*s", (int)n, (const char *)p, (int)m, (const char *)c + 5);
+    memcpy(buf, p, (size_t)n);
+    buf[n] = '@';
+    memcpy(buf + n + 1, c + 5, (size_t)m);
+    return PyUnicode_DecodeASCII(buf, n + 1 + m, "strict");
+}
+
 /* The str of the n bytes at p, made directly where they are all ASCII (PyUnicode_DecodeASCII's
  * general path was ~2 % of a big export's parsing for one short time text per record). */
 static PyObject *short_ascii(const char *p, Py_ssize_t n)
@@ -3417,7 +3444,7 @@ static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssiz
     if (got == NULL || got == Py_None)
         return got;
     PyObject *time = head_time_text(s, h), *ts = PyFloat_FromDouble(head_ts(h));
-    PyObject *key = ascii_str(s, h[H_KEY]), *pid = field_str(s, h, H_PID, H_PID_END);
+    PyObject *key = ascii_str(s, h[H_KEY]), *pid = pid_str(s, h);
     if (cls == HEAD_METRIC) {
         PyObject *f[R_FIELDS] = {
             [R_KIND] = ascii_str(s + h[H_KIND], h[H_KIND_END] - h[H_KIND]),
@@ -3761,7 +3788,7 @@ static PyObject *fold_info(Run *r, const FoldIn *in)
         }
         PyObject *t;
         if (err) {
-            PyObject *items[3] = {PyLong_FromSsize_t(idx), field_str(ls, h, H_PID, H_PID_END),
+            PyObject *items[3] = {PyLong_FromSsize_t(idx), pid_str(ls, h),
                                   PyUnicode_DecodeUTF8((const char *)ls + h[H_MSG], h[H_END_B] - h[H_MSG], "strict")};
             t = tuple_of(items, 3);
             if (t == NULL)
@@ -3770,7 +3797,7 @@ static PyObject *fold_info(Run *r, const FoldIn *in)
             continue;
         }
         PyObject *when[2] = {head_time_text(ls, h), PyFloat_FromDouble(head_ts(h))};
-        PyObject *items[4] = {PyLong_FromSsize_t(idx), ascii_str(ls, h[H_KEY]), field_str(ls, h, H_PID, H_PID_END),
+        PyObject *items[4] = {PyLong_FromSsize_t(idx), ascii_str(ls, h[H_KEY]), pid_str(ls, h),
                               tuple_of(when, 2)};
         if (idx == r->last && items[1] != NULL)
             cur = Py_NewRef(items[1]);
@@ -4692,7 +4719,7 @@ static int fold_take(FoldObject *f, Py_ssize_t q, Py_ssize_t i, PyObject **newes
         }
         if (idx < i)
             continue;
-        PyObject *pid = field_str(ls, h, H_PID, H_PID_END);
+        PyObject *pid = pid_str(ls, h);
         if (pid == NULL)
             return -1;
         if (err) {
@@ -4744,7 +4771,7 @@ static int lean_ft(FoldObject *f, Py_ssize_t q, PyObject **key, PyObject **pid, 
     if (any_high(m, (size_t)(e - m)) || ft_event_kind(m, e) == FT_NONE)
         return 0;                   /* ready_head leaves it to _ft_event, or makes no event */
     *key = ascii_str(ls, h[H_KEY]);
-    *pid = field_str(ls, h, H_PID, H_PID_END);
+    *pid = pid_str(ls, h);
     *time = head_time_text(ls, h);
     *ts = PyFloat_FromDouble(head_ts(h));
     *err = error_text(m, e);

@@ -279,6 +279,11 @@ class _Line:
     paste: str = ""          # a `grep -n` / `> ` prefix taken off (it may be wrapped text instead)
 
 
+def _pid_of(span: str) -> str:
+    """A scanned head's pid (its prefix's `N` or `N, ip=X`) as _peel names it: `N`, `N@X`."""
+    return span.replace(", ip=", "@", 1) if "," in span else span
+
+
 def _fast_ts(date: str, time: str, ms: str | None) -> float | None:
     secs = _sec_cache.get((date, time), _MISSING)
     if secs is _MISSING:
@@ -820,7 +825,7 @@ class LineParser:
         (key, a0, a1, p0, p1, d0, ms0, pr0, pr1, f0, f1, m0, end, repeated, te, days, sod, msv, cls,
          r0, k0, k1, n, dict0, _) = h                    # _scan.c: enum H_*
         if cls == _HEAD_QUIET:
-            return self._feed_quiet(raw, key, raw[p0:p1] if p0 >= 0 else None, raw[a0:a1] if a0 >= 0 else None, m0,
+            return self._feed_quiet(raw, key, _pid_of(raw[p0:p1]) if p0 >= 0 else None, raw[a0:a1] if a0 >= 0 else None, m0,
                                     n == 1)
         c = self.counts
         c.lines += 1
@@ -828,7 +833,7 @@ class LineParser:
         out: list[Item] = []
         self._line_cut = False
         cur_key = self._cur_key = raw[:key]
-        pid = raw[p0:p1] if p0 >= 0 else None
+        pid = _pid_of(raw[p0:p1]) if p0 >= 0 else None
         if self._pending is not None:
             self._close_pending(out)
         if cls == _HEAD_OTHER:
