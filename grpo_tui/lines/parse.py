@@ -827,12 +827,9 @@ class LineParser:
         if cls == _HEAD_QUIET:
             return self._feed_quiet(raw, key, _pid_of(raw[p0:p1]) if p0 >= 0 else None, raw[a0:a1] if a0 >= 0 else None, m0,
                                     n == 1)
+        line_no, cur_key = self._head_line(raw, key)
         c = self.counts
-        c.lines += 1
-        line_no = c.lines
         out: list[Item] = []
-        self._line_cut = False
-        cur_key = self._cur_key = raw[:key]
         pid = _pid_of(raw[p0:p1]) if p0 >= 0 else None
         if self._pending is not None:
             self._close_pending(out)
@@ -895,19 +892,24 @@ class LineParser:
         open record (its continuation may be this line) takes feed's own path."""
         if self._pending is not None:
             return self.feed(raw)
-        c = self.counts
-        c.lines += 1
-        line_no = c.lines
+        line_no, cur_key = self._head_line(raw, key)
         out: list[Item] = []
-        self._line_cut = False
-        cur_key = self._cur_key = raw[:key]
         if not alone and self._has_noise() and self._rejoin(_Line(raw[m0:], pid, actor, 0, key > 0), out):
             self._noise_clear()
             return out
         self._catch_up(cur_key)
-        c.noise += 1
+        self.counts.noise += 1
         self._noise_push(raw, line_no)
         return out
+
+    def _head_line(self, raw: str, key: int) -> tuple[int, str]:
+        """What feed() books first for a line the scanner read the head of (no cut: it is short
+        enough): its line number, and its source key (raw[:key]) as the current one."""
+        c = self.counts
+        c.lines += 1
+        self._line_cut = False
+        cur_key = self._cur_key = raw[:key]
+        return c.lines, cur_key
 
     def _bound(self, raw: str) -> str:
         """Cut a line longer than MAX_LINE (a 200 MB line must not become a 200 MB dict, nor be
