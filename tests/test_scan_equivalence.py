@@ -1212,7 +1212,7 @@ def test_scanner_fold_takes_the_noise_heads():
 
 
 @FUZZ
-@given(st.lists(_fold_lines(), min_size=1, max_size=20), st.integers(0, 24), st.integers(-3, 400))
+@given(st.lists(_fold_lines(), min_size=1, max_size=20), st.integers(0, 25), st.integers(-3, 400))
 def test_scanner_fold_survives_heads_it_did_not_make(lines, field, value):
     """fold() reads head tuples handed in from Python: one with a field set to anything makes it
     raise or fold what fits, never read outside the buffer."""
@@ -1637,7 +1637,8 @@ def test_scanner_fold_refuses_positions_it_does_not_have():
 
     def call(**kw):
         a = dict(i=1, ci=0, ki=0, base=0, names=set(), max_names=1024, last_time={}, skipped={}, last_error={},
-                 source_key=lambda s: "", new_deque=list, tail_unread=False, last_ts=0.0, out=[], lean=False)
+                 source_key=lambda s: "", new_deque=list, tail_unread=False, last_ts=0.0, out=[], lean=False,
+                 noise_empty=True)
         a.update(kw)
         return fo.run(*a.values())
 
@@ -1968,3 +1969,119 @@ def test_scanner_heads_of_workers_on_other_nodes_carry_pid_at_ip(prefix, pid):
     for line in lines:
         for open_record in (True, False):
             assert _quiet_or_feed(line, True, open_record) == _quiet_or_feed(line, False, open_record)
+
+
+# -- quiet lines the walk reads itself (_scan.c: quiet_fold, own_header; Fold.run) -----------------
+
+_START = "[2026-08-21 10:00:00.000 main] x.py:1 - start"
+_QUIET_A = "(A pid=1) Loading checkpoint shards: 100%|#| 4/4"
+
+
+def _python_reads(monkeypatch, lines) -> tuple[LineParser, int]:
+    """The accelerated parse of one block (assert_same's), and how many lines Python's feed or
+    _feed_quiet read after the start (the rest the scanner and Fold.run read)."""
+    calls = [0]
+    for name in ("feed", "_feed_quiet"):
+        real = getattr(LineParser, name)
+
+        def counted(self, raw, *a, _real=real, **k):
+            calls[0] += raw != _START
+            return _real(self, raw, *a, **k)
+        monkeypatch.setattr(LineParser, name, counted)
+    p = _parse([lines], True)
+    monkeypatch.undo()
+    return p, calls[0]
+
+
+def test_walk_reads_a_quiet_line_and_pops_its_sources_skipped_lines(monkeypatch):
+    """A quiet line whose _rejoin gives up at once (the line before is another source's) and whose
+    source's newest skipped line has a header is read by Fold.run: _catch_up's time from that
+    line, the deque popped (a later header-less line of that source must not find the older time
+    after a newer header of the same pid under another key)."""
+    lines = [_START,
+             "(A pid=1) [2026-08-21 10:00:01] Decode batch",
+             "(B pid=2) [2026-08-21 10:00:02] Decode batch",
+             _QUIET_A,
+             "\x1b[36m(A pid=1)\x1b[0m [2026-08-21 10:00:05] Decode batch (global step: 3)",
+             "(A pid=1) rollout 3: {'a': 1}"]
+    p, python = _python_reads(monkeypatch, lines)
+    assert python == 1                                   # the header-less record alone
+    assert p.items[0].time == "2026-08-21 10:00:05"      # the newer header's, not the popped line's
+    assert_same([lines])
+    assert_same(_cut(lines, [1, 2]))
+
+
+@pytest.mark.parametrize("before, python", [
+    ("(A pid=1) [2026-08-21 10:00:01] Decode batch", 0),           # a header: read by the walk
+    ("(A pid=1) [2026-08-21 10:00:01.250 main] x.py:1 - more", 0),  # Miles' header
+    ("(A pid=1) [not a date] Decode batch", 1),                     # stamped, no header: Python reads on
+    ("(A pid=1) [2026-13-01 10:00:01] Decode batch", 1),            # a date _fast_ts refuses
+    ("> (A pid=1) [2026-08-21 10:00:01] Decode batch", 1),          # a key only Python works out
+    ("(A pid=1) retrying... (attempt 1/3)", 1),                     # it pops A's deque: nothing to read
+    ("(C pid=3) retrying... (attempt 1/3)", 2),                     # it may touch any deque: not known
+])
+def test_walk_reads_a_quiet_line_only_when_its_catch_up_is_known(monkeypatch, before, python):
+    lines = [_START, "(A pid=1) [2026-08-21 09:59:00] Decode batch", before,
+             "(B pid=2) [2026-08-21 10:00:02] Decode batch", _QUIET_A, "(B pid=2) [2026-08-21 10:00:03] x"]
+    _, got = _python_reads(monkeypatch, lines)
+    assert got == python
+    assert_same([lines])
+    assert_same(_cut(lines, [2, 1]))
+
+
+def test_walk_reads_quiet_lines_between_short_runs(monkeypatch):
+    """Quiet lines and short noise runs in turn: the walk carries the noise run's tail over them
+    (one stretch), so neither stops it; the run read by _rejoin after them is the same."""
+    lines = [_START]
+    for i in range(40):
+        a, b = f"(A pid=1) [2026-08-21 10:00:{i:02d}] x", f"(B pid=2) [2026-08-21 10:00:{i:02d}] Decode batch"
+        lines += [b, a, "(B pid=2) Loading checkpoint shards: 100%|#| 4/4"] if i % 2 else [a, b, _QUIET_A]
+    lines += ["(A pid=1) [2026-08-21 10:01:00] x.py:1 - rollout", "(A pid=1)  3: {'a': 1}"]   # rejoined
+    p, python = _python_reads(monkeypatch, lines)
+    assert python <= 2 and p.counts.records == 1
+    assert_same([lines])
+    assert_same(_cut(lines, [5, 3, 40]))
+
+
+_OWN_STAMPS = st.integers(0, 59).map(lambda s: f"2026-08-21 10:00:{s:02d}")
+
+
+@st.composite
+def _own_lines(draw):
+    """Lines around quiet ones: stamped lines of their source (with a header or not), of other
+    sources and keys with the same pid, noise heads (plain now: ' ...'), header-less records and
+    events that read a source's time, records left open, pasted keys, unreadable lines."""
+    t = draw(_OWN_STAMPS)
+    src = draw(st.sampled_from(["(A pid=1) ", "\x1b[36m(A pid=1)\x1b[0m ", "(B pid=2) ", "", "(A pid=1, ip=1.2.3.4) "]))
+    return draw(st.sampled_from([
+        f"{src}[{t}] Decode batch", f"{src}[{t}.500 main] x.py:1 - hello", f"{src}[{t}] Loading checkpoint shards ... 1/4",
+        f"{src}[{t} a] l.py:2 - Loading checkpoint shards ... done", f"{src}[no date] x", f"{src}[{t}]x",
+        src + "Loading checkpoint shards: 100%|#| 4/4", src + "wandb sync done", src + "rollout 3: {'a': 1}",
+        src + "retrying... (attempt 1/3)", f"{src}[{t} a] l.py:2 - rollout 1: {{'a': 1,", src + " 'b': 2}",
+        f"> {src}[{t}] Decode batch", src + "x\x00", "plain text", f"{src}[{t} a] l.py:2 - step 2: {{'a': 1}}"]))
+
+
+@FUZZ
+@given(st.lists(_own_lines(), min_size=1, max_size=30), st.lists(st.integers(1, 12), max_size=4))
+def test_walk_reads_quiet_lines_as_feed_does(lines, cuts):
+    lines = [_START] + lines
+    assert_same([lines])
+    assert_same(_cut(lines, cuts))
+    assert_run_same([lines])
+
+
+@pytest.mark.parametrize("lines", [
+    # _rejoin joins a quiet line to its own source's noise before it: Python's (not alone)
+    [_START, "(B pid=2) [2026-08-21 10:00:01] x", "(A pid=1) [2026-08-21 10:00:02] x.py:1 - rollout 3: ", "(A pid=1) {'a': 1}"],
+    [_START, "(A pid=1) [2026-08-21 10:00:01.000 a] x.py:1 - rollout 2: {'a': 1}",
+     "(A pid=1) [2026-08-21 10:00:02] x.py:1 - rollout 3: ", "(A pid=1) {'a': 1}"],
+    [_START, "[2026-08-21 10:00:02] x.py:1 - rollout 3: ", "{'a': 1}"],
+    # a record left open reads every source's skipped lines: its opener ends every window
+    [_START, "(A pid=1) [2026-08-21 10:00:01] Decode batch", "(B pid=2) [2026-08-21 10:00:02.000 a] l.py:2 - rollout 1: {'a': 1,",
+     "(A pid=1) plain words", "(A pid=1) rollout 3: {'a': 1}"],
+])
+def test_walk_leaves_quiet_lines_python_must_read(lines):
+    p = assert_same([lines])
+    assert p.counts.records >= 1
+    assert_same(_cut(lines, [2, 1]))
+    assert_run_same([lines])

@@ -70,7 +70,7 @@
 #define REJOIN_PARTS 8       /* parse._REJOIN_PARTS */
 #define MAX_KEYS 256         /* distinct keys tracked per buffer; past that their lines are kept */
 
-enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8, ANCHOR = 16, HEAD = 32, QUIET = 64 };
+enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8, ANCHOR = 16, HEAD = 32, QUIET = 64, OWNED = 128 };
 #define KEY_PYTHON ((Py_ssize_t)-1)   /* the key needs Python (_paste_key): always kept */
 
 typedef struct {        /* 16 bytes: a 4 MiB block has some 25 000 of them */
@@ -1195,11 +1195,13 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key, Seen *seen)
  *   H_ROLE       HEAD_METRIC: the role's start (it ends at H_KIND - 1), or -1
  *   H_KIND, H_KIND_END, H_ID, H_DICT   HEAD_METRIC: the kind, the id's value, the '{'
  *   H_END_B      the message's end in bytes (H_MSG_END in bytes: the C side reads the message)
+ *   H_OWN        HEAD_QUIET: the buffer's line (an index) that _catch_up finds newest in its
+ *                source's deque when that line is this buffer's, or -1 (classify: own_line)
  * A head whose message the scanner reads whole (a common metric record, an ASCII `ft ` event)
  * comes to Python ready instead (ready_head): its values, not these offsets. */
 enum { H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
        H_FILE_END, H_MSG, H_MSG_END, H_REPEATED, H_TIME_END, H_DAYS, H_SOD, H_MSV, H_CLASS,
-       H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_END_B, H_N };
+       H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_END_B, H_OWN, H_N };
 enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2, HEAD_FT = 3, HEAD_QUIET = 4 };
 
 #define WORD(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || DIGIT(c) || (c) == '_')
@@ -1881,6 +1883,17 @@ static int quiet_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
     return 1;
 }
 
+/* Whether _catch_up certainly finds a header in the line [s, e), a stamped noise line of the
+ * source key of length key: _peel and _header read it as miles_head does (with a date
+ * epoch_days takes: _fast_ts gives its time).  Then that line is all _catch_up reads. */
+static int own_header(uchar *s, uchar *e, Py_ssize_t key)
+{
+    long h[H_N], days;
+    Seen seen = {NULL, NULL, NULL};
+    return source_key(s, e) == key && (seen.hend = header_end(s, e, key)) != NULL && miles_head(s, e, 1, key, &seen, h)
+           && epoch_days(s + h[H_DATE], &days);
+}
+
 /* Source keys named by small ids, given in classify's forward pass while a line's bytes are
  * still in cache (select_kept then walks back over ids, never over the buffer).  An open-
  * addressing table of (hash, length, copy of the key's bytes); past MAX_KEYS distinct keys in a
@@ -1944,8 +1957,10 @@ static int key_new(KeyTable *t, unsigned i, uint32_t h, uchar *s, Py_ssize_t len
  * (_with_header, _feed_head: the pop comes first and nothing before it reads a deque) and opens
  * nothing, so the lines of its key before it, back to the previous non-plain candidate, are
  * dropped before anything reads them: its key's window is closed there (full), not restarted.
- * A quiet candidate (quiet_head: header-less noise for sure) reads its own key's deque whole
- * (_catch_up) and no other: that key's window starts again there.
+ * A quiet candidate (quiet_head: header-less noise for sure) reads its own key's deque (_catch_up)
+ * and no other, newest first up to a line with a header: that key's window starts again there,
+ * or, when its newest line has a header for sure (OWNED: classify's own_header), holds that line
+ * alone (the quiet candidate pops the rest unread).
  * Kept besides (a superset is exact): lines whose key needs Python, and lines of keys without
  * an id (key_id): both have kid KEY_UNTRACKED. */
 static void select_kept(Line *ln, Py_ssize_t n)
@@ -1956,7 +1971,10 @@ static void select_kept(Line *ln, Py_ssize_t n)
         Line *l = &ln[i];
         int k = l->kid;
         if (l->cls & CAND) {
-            if ((l->cls & QUIET) && k >= 0)
+            if ((l->cls & OWNED) && k >= 0) {
+                gen[k] = now;            /* it reads its key's newest line alone, pops the rest */
+                count[k] = PER_KEY - 1;
+            } else if ((l->cls & QUIET) && k >= 0)
                 gen[k] = 0;              /* it reads its own key's deque (_catch_up) and no other: */
             else if (!(l->cls & PLAIN))  /* a new window for that key alone */
                 now++;                   /* it may read every key: a new window for all */
@@ -2097,6 +2115,13 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd, i
     keys.arena = PyMem_RawMalloc(keys.cap);   /* never NULL while in use: no NULL + 0 */
     if (keys.arena == NULL)
         goto oom;
+    /* A quiet head's H_OWN: per key id the newest stamped line since its deque was last popped
+     * (own_at), good while own_era[kid] == era.  The era moves on at a line that may pop or push
+     * any key's deque: a candidate of no known key (neither plain nor quiet) or a stamped line
+     * whose key needs Python (its deque is found in Python). */
+    Py_ssize_t own_at[MAX_KEYS];
+    unsigned own_era[MAX_KEYS], era = 1;
+    memset(own_era, 0, sizeof(own_era));
     for (;;) {
         uchar *e;
         if (n == cap) {
@@ -2122,6 +2147,10 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd, i
                 goto oom;
             if (miles_head(s, e, why, key, &seen, hd->h[hd->n])) {
                 l->cls |= HEAD;
+                if (!(l->cls & PLAIN) && hd->h[hd->n][H_CLASS] == HEAD_NOISE) {
+                    l->cls |= PLAIN;   /* noise for sure: like a plain line it pops its own key's */
+                    l->kid = key_id(&keys, s, key);   /* deque and opens nothing (_header_fields) */
+                }
                 hd->n++;
             } else if (seen.hend == NULL && quiet_head(s, e, why, key, hd->h[hd->n])) {
                 l->cls |= HEAD | QUIET;
@@ -2132,13 +2161,28 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd, i
                 if (key > 0 && n > 0 && (!(ln[n - 1].cls & CAND) || (ln[n - 1].cls & HEAD))
                     && pid_differs(buf + ln[n - 1].start, s - 1, s, e, key))
                     hd->h[hd->n][H_ID] = 1;
+                if (l->kid >= 0 && own_era[l->kid] == era      /* what _catch_up finds newest, */
+                    && own_header(buf + ln[own_at[l->kid]].start, buf + ln[own_at[l->kid] + 1].start - 1, key)) {
+                    hd->h[hd->n][H_OWN] = own_at[l->kid];      /* with a header: all it reads */
+                    l->cls |= OWNED;
+                }
                 hd->n++;
             }
+            if (l->kid >= 0 && (l->cls & (PLAIN | QUIET)))
+                own_era[l->kid] = 0;   /* it pops its own deque (_head_seen, _catch_up) */
+            else
+                era++;
         } else if (!untimed && stamped(s, e)) {
             l->cls = STAMPED;
             Py_ssize_t key = source_key(s, e);
             if (key != KEY_PYTHON)
                 l->kid = key_id(&keys, s, key);
+            if (l->kid >= 0) {
+                own_at[l->kid] = n;
+                own_era[l->kid] = era;
+            } else {
+                era++;
+            }
         } else {
             l->cls = NOISE;
         }
@@ -3735,7 +3779,8 @@ static int line_at(uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssize_t n, 
 static int head_fits(const long *h, Py_ssize_t len)
 {
     for (int k = 0; k < H_N; k++)
-        if (h[k] > len && k != H_DAYS && k != H_SOD && k != H_MSV && k != H_CLASS && k != H_REPEATED && k != H_ID)
+        if (h[k] > len && k != H_DAYS && k != H_SOD && k != H_MSV && k != H_CLASS && k != H_REPEATED && k != H_ID
+            && k != H_OWN)
             return 0;
     static const int spans[][2] = {{H_ACTOR, H_ACTOR_END}, {H_PID, H_PID_END}, {H_PROC, H_PROC_END},
                                    {H_FILE, H_FILE_END}, {H_DATE, H_TIME_END}, {H_MSG, H_END_B}};
@@ -4790,21 +4835,102 @@ static int lean_ft(FoldObject *f, Py_ssize_t q, PyObject **key, PyObject **pid, 
     return 1;
 }
 
-#define FOLD_RUN_ARGS 15
+/* Candidate q at line i, when it is a quiet head (quiet_head) whose feed the walk can do
+ * (LineParser._feed_quiet): _rejoin gives up at once (the line before is another source's, or
+ * no noise is in the run: noise_empty) and _catch_up's read of its source's deque is known here
+ * (the deque is absent or empty, or its newest line is this buffer's line H_OWN and has a
+ * header miles_head reads as _header does).  Then 1, the deque popped, with *key (the line's
+ * source key), and when that newest line gave a time, *pid, *time and *ts for last_time (else
+ * NULL), new references; 0 when Python reads the line (nothing changed); -1 with an error set. */
+static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty, PyObject *skipped, PyObject **key,
+                      PyObject **pid, PyObject **time, PyObject **ts)
+{
+    Py_ssize_t k = f->out.orig[q];
+    const long *h = k >= 0 && k < f->in.nc ? f->in.head[k] : NULL;
+    uchar *ls, *le;
+    *key = *pid = *time = *ts = NULL;
+    if (h == NULL || h[H_CLASS] != HEAD_QUIET || (h[H_ID] != 1 && !noise_empty) || f->in.cand[k] != i
+        || !line_at(f->in.buf, f->in.len, f->in.st, f->in.n, i, &ls, &le) || h[H_KEY] < 0 || h[H_KEY] > le - ls
+        || (h[H_KEY] > 0 && prefix_end(ls, le, h[H_KEY]) == NULL))
+        return 0;
+    Py_ssize_t klen = h[H_KEY];
+    if ((*key = ascii_str(ls, klen)) == NULL)
+        return -1;
+    PyObject *dq = PyDict_GetItemWithError(skipped, *key);   /* borrowed */
+    if (dq == NULL) {
+        if (!PyErr_Occurred())
+            return 1;
+        goto error;
+    }
+    Py_ssize_t len = PyObject_Length(dq);
+    if (len < 0)
+        goto error;
+    if (len > 0) {      /* _catch_up: its newest line, when it has a header (else Python reads on) */
+        Py_ssize_t own = h[H_OWN];
+        uchar *os, *oe;
+        long oh[H_N], days;
+        Seen seen = {NULL, NULL, NULL};
+        if (own < 0 || own >= i || !line_at(f->in.buf, f->in.len, f->in.st, f->in.n, own, &os, &oe)
+            || oe - os < klen || memcmp(os, ls, (size_t)klen) != 0 || source_key(os, oe) != klen
+            || (seen.hend = header_end(os, oe, klen)) == NULL || !miles_head(os, oe, 1, klen, &seen, oh)
+            || !epoch_days(os + oh[H_DATE], &days) || !head_fits(oh, oe - os)) {
+            Py_CLEAR(*key);
+            return 0;
+        }
+        *pid = pid_str(os, oh);
+        *time = head_time_text(os, oh);
+        *ts = PyFloat_FromDouble(head_ts(oh));
+        if (*pid == NULL || *time == NULL || *ts == NULL)
+            goto error;
+    }
+    if (PyDict_DelItem(skipped, *key) < 0)
+        goto error;
+    return 1;
+error:
+    Py_CLEAR(*key);
+    Py_CLEAR(*pid);
+    Py_CLEAR(*time);
+    Py_CLEAR(*ts);
+    return -1;
+}
+
+#define FOLD_RUN_ARGS 16
 
 /* Fold.run(i, ci, ki, base, names, max_names, last_time, skipped, last_error, source_key, new_deque,
- *          tail_unread, last_ts, out, lean)
+ *          tail_unread, last_ts, out, lean, noise_empty)
  *   -> (i, ci, ki, lines, noise, metric_lines, records, event_lines, unreadable, last_ts, cur_key,
  *       line_cut_reset, stamped_cleared, stamped_lazy, noise_state, tail_a, tail_b, tail_clear)
  * stamped_lazy: the line _stamped_lazy now reads (-1: as before, or cleared); noise_state: 0 as
- * before, 1 a head cleared it, 2 a run's lines [tail_a, tail_b) are the lazy tail (after emptying
- * the deque when tail_clear).  lean: an `ft ` event head is counted and booked but not made
- * (lean_ft; LineParser.store_events_only). */
+ * before, 1 a head cleared it, 2 the lines [tail_a, tail_b) are the lazy tail (after emptying
+ * the deque when tail_clear): the runs and quiet lines that came after the last head, one
+ * stretch.  lean: an `ft ` event head is counted and booked but not made (lean_ft;
+ * LineParser.store_events_only).  noise_empty: the parser's noise run is empty (_has_noise). */
+/* Lines [a, b) pushed on the noise run (_lazy_run, _noise_push) as Fold.run hands it back: the
+ * lazy tail [*ta, *tb), the deque emptied first when *clear.  After a run or a quiet line (state
+ * 2) the tail ends at a, and grows; else it starts at a, the deque emptied when a head came first
+ * in this walk (cleared: it emptied the deque). */
+static void noise_tail(int *state, Py_ssize_t *ta, Py_ssize_t *tb, int *clear, Py_ssize_t a, Py_ssize_t b,
+                       int cleared)
+{
+    if (*state == 2) {
+        *tb = b;
+    } else {
+        *state = 2;
+        *ta = a;
+        *tb = b;
+        *clear = cleared;
+    }
+    if (*tb - *ta >= REJOIN_PARTS) {   /* the tail alone fills the deque */
+        *ta = *tb - REJOIN_PARTS;
+        *clear = 1;
+    }
+}
+
 static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     FoldObject *f = (FoldObject *)self;
     if (nargs != FOLD_RUN_ARGS) {
-        PyErr_SetString(PyExc_TypeError, "Fold.run() takes 15 arguments");
+        PyErr_SetString(PyExc_TypeError, "Fold.run() takes 16 arguments");
         return NULL;
     }
     PyObject *names = args[4], *last_time = args[6], *skipped = args[7], *last_error = args[8],
@@ -4816,8 +4942,9 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     Py_ssize_t n = f->in.n, i = PyLong_AsSsize_t(args[0]), ci = PyLong_AsSsize_t(args[1]),
                ki = PyLong_AsSsize_t(args[2]), base = PyLong_AsSsize_t(args[3]), max_names = PyLong_AsSsize_t(args[5]);
-    int tail_unread = PyObject_IsTrue(args[11]), lean = PyObject_IsTrue(args[14]);
-    if (PyErr_Occurred() || tail_unread < 0 || lean < 0)
+    int tail_unread = PyObject_IsTrue(args[11]), lean = PyObject_IsTrue(args[14]),
+        noise_empty = PyObject_IsTrue(args[15]);
+    if (PyErr_Occurred() || tail_unread < 0 || lean < 0 || noise_empty < 0)
         return NULL;
     if (i < 0 || ci < 0 || ci > f->out.nc || ki < 0 || ki > f->out.nk || f->out.cand[ci] < i) {
         PyErr_SetString(PyExc_ValueError, "Fold.run(): a position the fold does not have");
@@ -4833,7 +4960,7 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
     while (i < n) {
         Py_ssize_t j = cand[ci];                /* (cand[nc] = n: ci stays within the fold) */
         if (j > i) {                            /* lines i..j-1: a noise run */
-            if (j - i < REJOIN_PARTS && tail_unread)
+            if (j - i < REJOIN_PARTS && tail_unread && noise_state == 0)
                 break;                          /* the loop reads the unread tail first */
             lines += j - i;
             noise += j - i;
@@ -4852,14 +4979,36 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
             }
             if (f->out.lasts[ci] >= i)          /* the run's newest stamped line */
                 st_lazy = f->out.lasts[ci];
-            noise_state = 2;
-            tail_a = j - i >= REJOIN_PARTS ? j - REJOIN_PARTS : i;
-            tail_b = j;
-            tail_clear = j - i >= REJOIN_PARTS || head_seen;
+            noise_tail(&noise_state, &tail_a, &tail_b, &tail_clear, i, j, head_seen);
             tail_unread = 1;
             i = j;
             if (i >= n)
                 break;
+        }
+        if (noise_state != 0 || !tail_unread) {  /* _feed_quiet (an unread tail: Python's loop) */
+            PyObject *key, *pid, *time, *ts;
+            int got = quiet_fold(f, ci, i, noise_state == 1 || (noise_state == 0 && noise_empty), skipped,
+                                 &key, &pid, &time, &ts);
+            if (got < 0)
+                goto error;
+            if (got) {      /* _head_line, _catch_up (quiet_fold popped the deque), a noise line */
+                lines++;
+                noise++;
+                cut_reset = 1;
+                Py_SETREF(cur_key, key);
+                int bad = pid != NULL && pend_set(pend, &npend, pid, time, ts, NULL, NULL, last_time) < 0;
+                Py_XDECREF(pid);
+                Py_XDECREF(time);
+                Py_XDECREF(ts);
+                if (bad)
+                    goto error;
+                noise_tail(&noise_state, &tail_a, &tail_b, &tail_clear, i, i + 1, head_seen || noise_empty);
+                tail_unread = 1;
+                i++;
+                while (cand[ci] < i)
+                    ci++;
+                continue;
+            }
         }
         if (lean) {
             PyObject *key, *pid, *time, *ts, *err;
