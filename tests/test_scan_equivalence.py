@@ -2076,6 +2076,10 @@ def test_walk_reads_quiet_lines_as_feed_does(lines, cuts):
     [_START, "(A pid=1) [2026-08-21 10:00:01.000 a] x.py:1 - rollout 2: {'a': 1}",
      "(A pid=1) [2026-08-21 10:00:02] x.py:1 - rollout 3: ", "(A pid=1) {'a': 1}"],
     [_START, "[2026-08-21 10:00:02] x.py:1 - rollout 3: ", "{'a': 1}"],
+    ["[2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: ", "{'a': 1} checkpoint"],   # a run Python pushed
+    [_START, "(A pid=1) [2026-08-21 10:00:01.000 a] x.py:1 - rollout 2: {'a': 1}",     # _peel cuts the dedup mark:
+     "(A pid=1) [2026-08-21 10:00:02] x.py:1 - rollout 3: .. [repeated 2x across cluster]",   # `rollout 3: ..`
+     "(A pid=1) . 'a': 1 checkpoint"],                                                        # + `. 'a': 1`
     # a record left open reads every source's skipped lines: its opener ends every window
     [_START, "(A pid=1) [2026-08-21 10:00:01] Decode batch", "(B pid=2) [2026-08-21 10:00:02.000 a] l.py:2 - rollout 1: {'a': 1,",
      "(A pid=1) plain words", "(A pid=1) rollout 3: {'a': 1}"],
@@ -2084,4 +2088,29 @@ def test_walk_leaves_quiet_lines_python_must_read(lines):
     p = assert_same([lines])
     assert p.counts.records >= 1
     assert_same(_cut(lines, [2, 1]))
+    assert_run_same([lines])
+
+
+_JOIN_PIECES = ["(A pid=1) [2026-08-21 10:00:01] x.py:1 - rollout 3", "(A pid=1) [2026-08-21 10:00:01] x.py:1 - rollout 3:",
+                "(A pid=1) [2026-08-21 10:00:01] x.py:1 - rollout 3: ", "(A pid=1) [2026-08-21 10:00:01] x.py:1 - rollout 3: .",
+                "(A pid=1) [2026-08-21 10:00:01] x.py:1 - rollout 3: ..", "(A pid=1) [2026-08", "(A pid=1) -21 10:00:01] x.py:1 - ",
+                "(A pid=1) rollout 3: ", "(A pid=1) rollout", "(A pid=1)  3:", "(A pid=1) [2026-08-21 10:00:01] Decode batch",
+                "(A pid=1) [2026-08-21 10:00:01] a: b", "(A pid=1) [2026-08-21 10:00:01] a:\tb", "(A pid=1) a\x1b[1m: ",
+                "(A pid=1) [2026-08-21 10:00:01] x [repeated 2x across cluster]",
+                "(A pid=1) [2026-08-21 10:00:01] x.py:1 - rollout 3: .. [repeated 2x across cluster]", "\x1b[36m(A pid=1)\x1b[0m rollout 3: ",
+                "(B pid=2) [2026-08-21 10:00:01] x", "[2026-08-21 10:00:01] x.py:1 - rollout 3: ", "", "(A pid=1) "]
+_JOIN_TAILS = ["{'a': 1} checkpoint", ".. 'a': 1 checkpoint", ". 'a': 1 checkpoint", "\u2026 'a': 1} checkpoint", "{'a': 1}", "x checkpoint",
+               "3: {'a': 1} wandb", "{'rollout/raw_reward': 0.5}"]
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(_JOIN_PIECES), max_size=10), st.sampled_from(["(A pid=1) ", "", "\x1b[36m(A pid=1)\x1b[0m "]),
+       st.sampled_from(_JOIN_TAILS), st.booleans())
+def test_walk_reads_quiet_lines_only_where_rejoin_gives_up(pieces, prefix, tail, head_first):
+    """A quiet line after its own source's noise: the walk reads it only where no join _rejoin
+    tries can hold a metric message (_scan.c: rejoin_fails), else Python joins it as feed does."""
+    lines = [_START] + (["(A pid=1) [2026-08-21 10:00:00.000 a] l.py:2 - rollout 1: {'a': 1}"] if head_first else [])
+    lines += pieces + [prefix + tail, "(A pid=1) rollout 9: {'b': 2}"]
+    assert_same([lines])
+    assert_same(_cut(lines, [len(lines) - 2, 1]))
     assert_run_same([lines])

@@ -4835,23 +4835,56 @@ static int lean_ft(FoldObject *f, Py_ssize_t q, PyObject **key, PyObject **pid, 
     return 1;
 }
 
+/* Whether LineParser._rejoin certainly gives up on the quiet line i ([ls, le), head h), the noise
+ * run's newest lines being this buffer's [lo, i) (all of it when lo_all).  It joins the run's
+ * lines, newest first, while their pid is the line's (pid_differs stops it; a line without a
+ * prefix goes on), at most REJOIN_PARTS, and tries a join only when its text holds ": {",
+ * ": ..." or ": \u2026" (what _METRIC_MSG needs).  None of those in a line's text as _peel leaves
+ * it (the line's own, quiet_head checked) and no ':' among the last 4 bytes of one (where such a
+ * literal could start and go on into the next): no join is tried.  Unsure of a line's text
+ * (control bytes, ESC, '\r', a dedup mark, a prefix not read here): 0. */
+static int rejoin_fails(FoldObject *f, Py_ssize_t i, uchar *ls, uchar *le, const long *h, Py_ssize_t lo, int lo_all)
+{
+    for (Py_ssize_t k = i - 1; k >= i - REJOIN_PARTS; k--) {
+        if (k < lo)
+            return lo_all;      /* no line before: the run is over */
+        uchar *s, *e;
+        if (!line_at(f->in.buf, f->in.len, f->in.st, f->in.n, k, &s, &e))
+            return 0;
+        Py_ssize_t key = source_key(s, e);
+        if (key == KEY_PYTHON)
+            return 0;
+        if (h[H_KEY] > 0 && pid_differs(s, e, ls, le, h[H_KEY]))
+            return 1;           /* another source's line: the walk stops there */
+        uchar *t = prefix_end(s, e, key);
+        if (t == NULL || has_lit(t, e, &L_ACROSS) || has_lit(t, e, &L_RAY_NOTE) || has_lit(t, e, &L_DICT)
+            || has_lit(t, e, &L_DICT_DOTS) || has_lit(t, e, &L_DICT_ELLIPSIS))
+            return 0;
+        for (uchar *q = t; q < e; q++)
+            if ((*q < 0x20 && *q != '\t') || *q == 0x7f || (*q == ':' && e - q <= 4))
+                return 0;
+    }
+    return 1;                   /* the deque holds no more */
+}
+
 /* Candidate q at line i, when it is a quiet head (quiet_head) whose feed the walk can do
- * (LineParser._feed_quiet): _rejoin gives up at once (the line before is another source's, or
- * no noise is in the run: noise_empty) and _catch_up's read of its source's deque is known here
- * (the deque is absent or empty, or its newest line is this buffer's line H_OWN and has a
- * header miles_head reads as _header does).  Then 1, the deque popped, with *key (the line's
+ * (LineParser._feed_quiet): _rejoin gives up (at once: the line before is another source's, or
+ * no noise is in the run, noise_empty; or rejoin_fails over the run's lines [lo, i)) and
+ * _catch_up's read of its source's deque is known here (the deque is absent or empty, or its
+ * newest line is this buffer's line H_OWN and has a header miles_head reads as _header does).  Then 1, the deque popped, with *key (the line's
  * source key), and when that newest line gave a time, *pid, *time and *ts for last_time (else
  * NULL), new references; 0 when Python reads the line (nothing changed); -1 with an error set. */
-static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty, PyObject *skipped, PyObject **key,
-                      PyObject **pid, PyObject **time, PyObject **ts)
+static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty, Py_ssize_t lo, int lo_all,
+                      PyObject *skipped, PyObject **key, PyObject **pid, PyObject **time, PyObject **ts)
 {
     Py_ssize_t k = f->out.orig[q];
     const long *h = k >= 0 && k < f->in.nc ? f->in.head[k] : NULL;
     uchar *ls, *le;
     *key = *pid = *time = *ts = NULL;
-    if (h == NULL || h[H_CLASS] != HEAD_QUIET || (h[H_ID] != 1 && !noise_empty) || f->in.cand[k] != i
+    if (h == NULL || h[H_CLASS] != HEAD_QUIET || f->in.cand[k] != i
         || !line_at(f->in.buf, f->in.len, f->in.st, f->in.n, i, &ls, &le) || h[H_KEY] < 0 || h[H_KEY] > le - ls
-        || (h[H_KEY] > 0 && prefix_end(ls, le, h[H_KEY]) == NULL))
+        || (h[H_KEY] > 0 && prefix_end(ls, le, h[H_KEY]) == NULL)
+        || (h[H_ID] != 1 && !noise_empty && !rejoin_fails(f, i, ls, le, h, lo, lo_all)))
         return 0;
     Py_ssize_t klen = h[H_KEY];
     if ((*key = ascii_str(ls, klen)) == NULL)
@@ -4987,7 +5020,8 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
         }
         if (noise_state != 0 || !tail_unread) {  /* _feed_quiet (an unread tail: Python's loop) */
             PyObject *key, *pid, *time, *ts;
-            int got = quiet_fold(f, ci, i, noise_state == 1 || (noise_state == 0 && noise_empty), skipped,
+            int got = quiet_fold(f, ci, i, noise_state == 1 || (noise_state == 0 && noise_empty),
+                                 noise_state == 2 ? tail_a : i, noise_state == 2 && tail_clear, skipped,
                                  &key, &pid, &time, &ts);
             if (got < 0)
                 goto error;
