@@ -4835,13 +4835,22 @@ static int lean_ft(FoldObject *f, Py_ssize_t q, PyObject **key, PyObject **pid, 
     return 1;
 }
 
+/* Whether a line ending in ':' then [p, e) may start ": {", ": ..." or ": \u2026" that the
+ * next line ends ([p, e) is the start of what follows the ':' in one of them). */
+static int join_may_start(uchar *p, uchar *e)
+{
+    size_t r = (size_t)(e - p);
+    return (r < 2 && memcmp(p, " {", r) == 0) || (r < 4 && memcmp(p, " ...", r) == 0)
+           || (r < 4 && memcmp(p, " \xe2\x80\xa6", r) == 0);
+}
+
 /* Whether LineParser._rejoin certainly gives up on the quiet line i ([ls, le), head h), the noise
  * run's newest lines being this buffer's [lo, i) (all of it when lo_all).  It joins the run's
  * lines, newest first, while their pid is the line's (pid_differs stops it; a line without a
  * prefix goes on), at most REJOIN_PARTS, and tries a join only when its text holds ": {",
  * ": ..." or ": \u2026" (what _METRIC_MSG needs).  None of those in a line's text as _peel leaves
- * it (the line's own, quiet_head checked) and no ':' among the last 4 bytes of one (where such a
- * literal could start and go on into the next): no join is tried.  Unsure of a line's text
+ * it (the line's own, quiet_head checked) and none starting at a ':' near a line's end and going
+ * on into the next (join_may_start): no join is tried.  Unsure of a line's text
  * (control bytes, ESC, '\r', a dedup mark, a prefix not read here): 0. */
 static int rejoin_fails(FoldObject *f, Py_ssize_t i, uchar *ls, uchar *le, const long *h, Py_ssize_t lo, int lo_all)
 {
@@ -4861,7 +4870,7 @@ static int rejoin_fails(FoldObject *f, Py_ssize_t i, uchar *ls, uchar *le, const
             || has_lit(t, e, &L_DICT_DOTS) || has_lit(t, e, &L_DICT_ELLIPSIS))
             return 0;
         for (uchar *q = t; q < e; q++)
-            if ((*q < 0x20 && *q != '\t') || *q == 0x7f || (*q == ':' && e - q <= 4))
+            if ((*q < 0x20 && *q != '\t') || *q == 0x7f || (*q == ':' && e - q <= 4 && join_may_start(q + 1, e)))
                 return 0;
     }
     return 1;                   /* the deque holds no more */
