@@ -41,6 +41,7 @@ it is bounded by the buffer's length, never by a length read from the log.
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from collections.abc import Iterator
 from datetime import date as _date
 import re
@@ -175,9 +176,10 @@ def unpack(rec: MetricRecord) -> dict:
     return values
 
 
-def _new_skipped() -> deque:
-    """A source's deque of skipped lines (the newest _SKIPPED_PER_SOURCE; ready_run makes them too)."""
-    return deque(maxlen=_SKIPPED_PER_SOURCE)
+# A source's deque of skipped lines (the newest _SKIPPED_PER_SOURCE).  A partial, not a def:
+# Fold.run makes one for each source a quiet line or a header emptied (tens of thousands in a
+# noisy log), and calling a partial of a C type from C runs no Python frame.
+_new_skipped = partial(deque, maxlen=_SKIPPED_PER_SOURCE)
 
 
 def _source_key(raw: str) -> str:
