@@ -20,9 +20,10 @@
  *   heads: for each candidate, None or the offsets of its Miles header's fields (miles_head)
  *          when feed() would read it exactly so: Python then skips _peel and the regexes.
  *          Also a line under SGLang's own header whose message is noise for sure (sglang_head),
- *          and a header-less line that is noise for sure (quiet_head: Python only tries _rejoin
- *          and reads its source's skipped lines): noise that names an anchor ("step:", "{'",
- *          " ...", "checkpoint") is common, and read whole in Python it cost ~25 us a line.
+ *          and a header-less line that is noise for sure (quiet_head: feed only tries _rejoin
+ *          and reads its source's skipped lines, and Fold.run does both itself where it knows
+ *          their outcome: quiet_fold): noise that names an anchor ("step:", "{'", " ...",
+ *          "checkpoint") is common, and read whole in Python it cost ~25 us a line.
  *   lasts: for each candidate, and once more for the buffer's end, the newest stamped noise
  *          line of the run before it, or -1 (it becomes _last_stamped, read lazily).
  *
