@@ -1221,11 +1221,16 @@ static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key, Seen *seen)
  *   H_END_B      the message's end in bytes (H_MSG_END in bytes: the C side reads the message)
  *   H_OWN        HEAD_QUIET: the buffer's line (an index) that _catch_up finds newest in its
  *                source's deque when that line is this buffer's, or -1 (classify: own_line)
+ *   H_KID        the source key's id in this buffer (key_id) for a plain or quiet head, else -1
+ *   H_ERR        HEAD_NOISE: 1 when the line after the message's start holds "Error" (fold keeps
+ *                its message for _last_error), 0 when not; -1: not known (fold looks)
+ * H_KID and H_ERR are read while the line is in cache: fold reads a buffer's heads after the
+ * walk has left it, and looking at each head's key and message again cost it a tenth of the walk.
  * A head whose message the scanner reads whole (a common metric record, an ASCII `ft ` event)
  * comes to Python ready instead (ready_head): its values, not these offsets. */
 enum { H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
        H_FILE_END, H_MSG, H_MSG_END, H_REPEATED, H_TIME_END, H_DAYS, H_SOD, H_MSV, H_CLASS,
-       H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_END_B, H_OWN, H_N };
+       H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_END_B, H_OWN, H_KID, H_ERR, H_N };
 enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2, HEAD_FT = 3, HEAD_QUIET = 4 };
 
 #define WORD(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || DIGIT(c) || (c) == '_')
@@ -2171,14 +2176,20 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd, i
                 goto oom;
             if (miles_head(s, e, why, key, &seen, hd->h[hd->n])) {
                 l->cls |= HEAD;
-                if (!(l->cls & PLAIN) && hd->h[hd->n][H_CLASS] == HEAD_NOISE) {
+                long *h = hd->h[hd->n];
+                if (!(l->cls & PLAIN) && h[H_CLASS] == HEAD_NOISE) {
                     l->cls |= PLAIN;   /* noise for sure: like a plain line it pops its own key's */
                     l->kid = key_id(&keys, s, key);   /* deque and opens nothing (_header_fields) */
                 }
+                if (l->cls & PLAIN)
+                    h[H_KID] = l->kid;
+                if (h[H_CLASS] == HEAD_NOISE)
+                    h[H_ERR] = has(s + h[H_MSG], e, "Error", 5);
                 hd->n++;
             } else if (seen.hend == NULL && quiet_head(s, e, why, key, hd->h[hd->n])) {
                 l->cls |= HEAD | QUIET;
                 l->kid = key_id(&keys, s, key);
+                hd->h[hd->n][H_KID] = l->kid;
                 /* _rejoin's newest noise line is the line before (unless nothing is in the run):
                  * every line but one feed() may find unreadable is pushed or clears it; with
                  * another source's pid there, _rejoin gives up at once (LineParser._feed_quiet) */
@@ -3766,6 +3777,7 @@ static PyObject *kernels(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(arg))
 typedef struct {
     uchar *key;
     Py_ssize_t klen;
+    long kid;                      /* its id (H_KID), or -1 */
     Py_ssize_t last, err;          /* line indices, -1: none */
     const long *head, *err_head;   /* their fields */
 } FoldKey;
@@ -3806,7 +3818,7 @@ static int head_fits(const long *h, Py_ssize_t len)
 {
     for (int k = 0; k < H_N; k++)
         if (h[k] > len && k != H_DAYS && k != H_SOD && k != H_MSV && k != H_CLASS && k != H_REPEATED && k != H_ID
-            && k != H_OWN)
+            && k != H_OWN && k != H_KID && k != H_ERR)
             return 0;
     static const int spans[][2] = {{H_ACTOR, H_ACTOR_END}, {H_PID, H_PID_END}, {H_PROC, H_PROC_END},
                                    {H_FILE, H_FILE_END}, {H_DATE, H_TIME_END}, {H_MSG, H_END_B}};
@@ -4002,13 +4014,15 @@ static int fold_arrays(const FoldIn *in, FoldOut *o)
         uchar *s, *e;
         if (h != NULL && !python_key && h[H_CLASS] == HEAD_NOISE && line_at(in->buf, in->len, in->st, in->n, ci, &s, &e)
             && head_fits(h, e - s)) {
-            long klen = h[H_KEY];
-            int j = 0;
-            while (j < r.nkeys && !(r.keys[j].klen == klen && same_bytes(r.keys[j].key, s, klen)))
+            long klen = h[H_KEY], kid = h[H_KID];
+            int j = 0;   /* ids name keys within the buffer: its bytes are compared only without one */
+            while (j < r.nkeys && !(r.keys[j].klen == klen && (kid >= 0 && r.keys[j].kid >= 0 ? r.keys[j].kid == kid
+                                                               : same_bytes(r.keys[j].key, s, klen))))
                 j++;
             if (j == r.nkeys && j < FOLD_KEYS) {
                 r.keys[j].key = s;
                 r.keys[j].klen = klen;
+                r.keys[j].kid = kid;
                 r.keys[j].err = -1;
                 r.keys[j].err_head = NULL;
                 r.nkeys++;
@@ -4017,7 +4031,7 @@ static int fold_arrays(const FoldIn *in, FoldOut *o)
                 FoldKey *fk = &r.keys[j];
                 fk->last = ci;
                 fk->head = h;
-                if (has(s + h[H_MSG], e, "Error", 5)) {
+                if (h[H_ERR] > 0 || (h[H_ERR] < 0 && has(s + h[H_MSG], e, "Error", 5))) {
                     fk->err = ci;
                     fk->err_head = h;
                 }
@@ -4186,6 +4200,7 @@ static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
             if (f[q] == -1 && PyErr_Occurred())
                 goto done;
         }
+        f[H_KID] = f[H_ERR] = -1;   /* not the walk's: fold compares keys and looks for "Error" itself */
         head[k] = f;
     }
     in.cand = cand;
