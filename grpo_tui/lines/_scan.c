@@ -1170,11 +1170,19 @@ static int has_replacement(uchar *s, uchar *e)
     return 0;
 }
 
+static int plain_rest(uchar *s, uchar *e, Py_ssize_t key, Seen *seen);
+
 static int plain_cand(uchar *s, uchar *e, int why, Py_ssize_t key, Seen *seen)
 {
     if (why != 1 || key == KEY_PYTHON)
         return 0;
     seen->hend = header_end(s, e, key);
+    return plain_rest(s, e, key, seen);
+}
+
+/* plain_cand's tests past header_end (seen->hend: the caller found it). */
+static int plain_rest(uchar *s, uchar *e, Py_ssize_t key, Seen *seen)
+{
     if (has_replacement(s, e))   /* the line's own bytes: taking colours out may join bad ones */
         return 0;
     uchar *body = key > 0 ? sgr(s + key, e) : s;
@@ -2167,20 +2175,20 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd, i
         if (why) {
             l->cls = why == 1 ? CAND | ANCHOR : CAND;
             Py_ssize_t key = source_key(s, e);
-            Seen seen = {NULL, NULL, NULL};   /* plain_cand fills it for miles_head */
-            if (plain_cand(s, e, why, key, &seen)) {
+            int sure = why == 1 && key != KEY_PYTHON;   /* (plain_cand's and miles_head's test) */
+            Seen seen = {sure ? header_end(s, e, key) : NULL, NULL, NULL};
+            if (!heads_room(hd))
+                goto oom;
+            long *h = hd->h[hd->n];
+            int head = miles_head(s, e, why, key, &seen, h);
+            /* plain (plain_rest), or noise for sure: like a plain line that pops its own key's
+             * deque and opens nothing (_header_fields), whatever plain_rest would say of it */
+            if ((head && h[H_CLASS] == HEAD_NOISE) || (sure && plain_rest(s, e, key, &seen))) {
                 l->cls |= PLAIN;
                 l->kid = key_id(&keys, s, key);
             }
-            if (!heads_room(hd))
-                goto oom;
-            if (miles_head(s, e, why, key, &seen, hd->h[hd->n])) {
+            if (head) {
                 l->cls |= HEAD;
-                long *h = hd->h[hd->n];
-                if (!(l->cls & PLAIN) && h[H_CLASS] == HEAD_NOISE) {
-                    l->cls |= PLAIN;   /* noise for sure: like a plain line it pops its own key's */
-                    l->kid = key_id(&keys, s, key);   /* deque and opens nothing (_header_fields) */
-                }
                 if (l->cls & PLAIN)
                     h[H_KID] = l->kid;
                 if (h[H_CLASS] == HEAD_NOISE)
