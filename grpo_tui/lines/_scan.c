@@ -1228,7 +1228,8 @@ static int plain_rest(uchar *s, uchar *e, Py_ssize_t key, Seen *seen)
  *   H_KIND, H_KIND_END, H_ID, H_DICT   HEAD_METRIC: the kind, the id's value, the '{'
  *   H_END_B      the message's end in bytes (H_MSG_END in bytes: the C side reads the message)
  *   H_OWN        HEAD_QUIET: the buffer's line (an index) that _catch_up finds newest in its
- *                source's deque when that line is this buffer's, or -1 (classify: own_line)
+ *                source's deque when that line is this buffer's and has a header for sure (classify,
+ *                own_header), or -1
  *   H_KID        the source key's id in this buffer (key_id) for a plain or quiet head, else -1
  *   H_ERR        HEAD_NOISE: 1 when the line after the message's start holds "Error" (fold keeps
  *                its message for _last_error), 0 when not; -1: not known (fold looks)
@@ -3211,7 +3212,7 @@ static PyObject *pid_str(uchar *s, const long *h)
     if (h[H_PID] < 0)
         return Py_NewRef(Py_None);
     uchar *p = s + h[H_PID], *e = s + h[H_PID_END], *c = p;
-    while (c < e && *c != ',')   /* a few digits: inline (a memchr call cost Fold.run a tenth) */
+    while (c < e && *c != ',')   /* a few digits: inline, no library call */
         c++;
     if (c == e || e - c < 5)
         return ascii_str(p, e - p);

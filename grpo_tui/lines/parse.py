@@ -41,9 +41,9 @@ it is bounded by the buffer's length, never by a length read from the log.
 from __future__ import annotations
 
 from collections import deque
-from functools import partial
 from collections.abc import Iterator
 from datetime import date as _date
+from functools import partial
 import re
 from dataclasses import dataclass
 
@@ -655,7 +655,7 @@ class LineParser:
                     i, ci, ki = self._run_ready(run(
                         i, ci, ki, base, self._names, MAX_NAMES, self._last_time, skipped, self._last_error,
                         _source_key, _new_skipped, self._noise_lazy is not None, self.last_ts, out,
-                        self.store_events_only, not self._noise), get, base)
+                        self.store_events_only, not self._has_noise()), get, base)
                     if i >= n:
                         break
                 j = cand(ci)
