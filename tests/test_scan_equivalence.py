@@ -1885,6 +1885,15 @@ def test_scanner_read_scan_refuses_bad_arguments_and_passes_read_errors(tmp_path
     ("(A pid=1, node=2) checkpoint", False),                      # not a prefix _RAY reads
     ("checkpoint x [repeated 2x across cluster]", False),
     ("checkpoint\x00", False),
+    ("(A pid=1) engine config: {'tp': 2, 'mem_fraction': 0.8}", True),   # a dict no record is read from
+    ("(A pid=1) UserWarning: step 3 of {'a': 1}", True),
+    ("(A pid=1) see rollout 3: {'a': 1}", False),                   # _METRIC_ANY finds one anywhere
+    ("(A pid=1) rollout -3: {'a': 1}", False),
+    ("(A pid=1) x-passrate 12: ... 'a': 1", False),
+    ("(A pid=1) step \u0663: {'a': 1}", False),                      # \d is Unicode
+    ("(A pid=1) step 3\u0663: {'a': 1}", False),
+    ("(A pid=1) rollout 3: \u2026 'a': 1", False),
+    ("(A pid=1) rollout3: {'a': 1}", True),                          # no blank: no record
 ])
 def test_scanner_header_less_noise_comes_quiet(line, quiet):
     """A header-less candidate the scanner finds noise for sure comes as a quiet head
@@ -2077,6 +2086,8 @@ def test_walk_reads_quiet_lines_as_feed_does(lines, cuts):
      "(A pid=1) [2026-08-21 10:00:02] x.py:1 - rollout 3: ", "(A pid=1) {'a': 1}"],
     [_START, "[2026-08-21 10:00:02] x.py:1 - rollout 3: ", "{'a': 1}"],
     ["[2026-08-21 10:00:00.000 main] x.py:1 - rollout 3: ", "{'a': 1} checkpoint"],   # a run Python pushed
+    [_START, "(A pid=1) [2026-08-21 10:00:01.000 a] x.py:1 - rollout 2: {'a': 1}",     # the quiet line's own
+     "(A pid=1) [2026-08-21 10:00:02] x.py:1 - rollout 3", "(A pid=1) : {'a': 1} checkpoint"],   # `: {` ends it
     [_START, "(A pid=1) [2026-08-21 10:00:01.000 a] x.py:1 - rollout 2: {'a': 1}",     # _peel cuts the dedup mark:
      "(A pid=1) [2026-08-21 10:00:02] x.py:1 - rollout 3: .. [repeated 2x across cluster]",   # `rollout 3: ..`
      "(A pid=1) . 'a': 1 checkpoint"],                                                        # + `. 'a': 1`
@@ -2099,7 +2110,7 @@ _JOIN_PIECES = ["(A pid=1) [2026-08-21 10:00:01] x.py:1 - rollout 3", "(A pid=1)
                 "(A pid=1) [2026-08-21 10:00:01] x [repeated 2x across cluster]",
                 "(A pid=1) [2026-08-21 10:00:01] x.py:1 - rollout 3: .. [repeated 2x across cluster]", "\x1b[36m(A pid=1)\x1b[0m rollout 3: ",
                 "(B pid=2) [2026-08-21 10:00:01] x", "[2026-08-21 10:00:01] x.py:1 - rollout 3: ", "", "(A pid=1) "]
-_JOIN_TAILS = ["{'a': 1} checkpoint", ".. 'a': 1 checkpoint", ". 'a': 1 checkpoint", "\u2026 'a': 1} checkpoint", "{'a': 1}", "x checkpoint",
+_JOIN_TAILS = ["{'a': 1} checkpoint", ": {'a': 1} checkpoint", "3: {'a': 1} checkpoint", "x: {'a': 1}", ".. 'a': 1 checkpoint", ". 'a': 1 checkpoint", "\u2026 'a': 1} checkpoint", "{'a': 1}", "x checkpoint",
                "3: {'a': 1} wandb", "{'rollout/raw_reward': 0.5}"]
 
 

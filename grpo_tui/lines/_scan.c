@@ -1869,11 +1869,41 @@ static int pid_differs(uchar *ps, uchar *pe, uchar *s, uchar *e, Py_ssize_t key)
     return n1 != n0 || memcmp(p1, p0, (size_t)n0) != 0;
 }
 
+/* Whether parse._METRIC_ANY may find a record in the text [t, e): `kind N: ` then '{', "..."
+ * or "\u2026" (any non-ASCII byte there counts), its kind right before a blank, ASCII digits
+ * (or a non-ASCII byte: \d is Unicode) and an optional '-' after it.  0: it finds none. */
+static int metric_any_may(uchar *t, uchar *e)
+{
+    static const char *const kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
+    for (uchar *q = t; e - q >= 3; q++) {
+        if (q[0] != ':' || q[1] != ' ' || !(q[2] == '{' || q[2] >= 0x80 || (e - q >= 5 && memcmp(q + 2, "...", 3) == 0)))
+            continue;
+        uchar *p = q;
+        while (p > t && DIGIT(p[-1]))
+            p--;
+        if (p > t && p[-1] >= 0x80)
+            return 1;
+        if (p == q)
+            continue;                      /* no digit before the ':': no id */
+        if (p > t && p[-1] == '-')
+            p--;
+        if (p == t || p[-1] != ' ')
+            continue;
+        p--;
+        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+            size_t n = strlen(kinds[k]);
+            if ((size_t)(p - t) >= n && memcmp(p - n, kinds[k], n) == 0)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* Whether LineParser.feed reads the candidate [s, e) (why == 1) as a header-less line that is
  * noise for sure: _peel leaves its text as it is after the Ray prefix (prefix_end; no control
  * byte, ESC, '\r', tab, U+FFFD, bad UTF-8 or dedup mark in it), _header finds none (it starts with neither a blank, a digit, '(',
- * non-ASCII, nor '[' then a digit), and _headerless makes nothing of it: no `: {` or elided dict
- * (_METRIC_ANY), no event (_classify with header=False: may_be_event, and the launch line's
+ * non-ASCII, nor '[' then a digit), and _headerless makes nothing of it: no record _METRIC_ANY
+ * may find (metric_any_may: a `: {` of a config dump or a warning is noise), no event (_classify with header=False: may_be_event, and the launch line's
  * train.py + " --"), no verl or TRL record (other_format_may).  What feed does with it then is a
  * few books (LineParser._feed_quiet): _rejoin tried, its own source's skipped lines read
  * (_catch_up), a noise line counted.  h gets H_KEY, the actor and pid, H_MSG (the text's start,
@@ -1897,8 +1927,7 @@ static int quiet_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
         q += len;
     }
     if (has_lit(t, e, &L_ACROSS) || has_lit(t, e, &L_RAY_NOTE)
-        || has_lit(t, e, &L_DICT) || has_lit(t, e, &L_DICT_DOTS) || has_lit(t, e, &L_DICT_ELLIPSIS)
-        || may_be_event(t, e) || ((has(t, e, "train.py", 8) || has(t, e, "train_async.py", 14)) && has(t, e, " --", 3))
+        || metric_any_may(t, e) || may_be_event(t, e) || ((has(t, e, "train.py", 8) || has(t, e, "train_async.py", 14)) && has(t, e, " --", 3))
         || other_format_may(t, e))
         return 0;
     for (int i = 0; i < H_N; i++)
@@ -4899,11 +4928,15 @@ static int join_may_start(uchar *p, uchar *e)
  * lines, newest first, while their pid is the line's (pid_differs stops it; a line without a
  * prefix goes on), at most REJOIN_PARTS, and tries a join only when its text holds ": {",
  * ": ..." or ": \u2026" (what _METRIC_MSG needs).  None of those in a line's text as _peel leaves
- * it (the line's own, quiet_head checked) and none starting at a ':' near a line's end and going
+ * it (the quiet line's own included: one after a header in the run may end the message) and none starting at a ':' near a line's end and going
  * on into the next (join_may_start): no join is tried.  Unsure of a line's text
  * (control bytes, ESC, '\r', a dedup mark, a prefix not read here): 0. */
 static int rejoin_fails(FoldObject *f, Py_ssize_t i, uchar *ls, uchar *le, const long *h, Py_ssize_t lo, int lo_all)
 {
+    uchar *m = ls + h[H_MSG];
+    if (h[H_MSG] < 0 || m > le || has_lit(m, le, &L_DICT) || has_lit(m, le, &L_DICT_DOTS)
+        || has_lit(m, le, &L_DICT_ELLIPSIS))
+        return 0;
     for (Py_ssize_t k = i - 1; k >= i - REJOIN_PARTS; k--) {
         if (k < lo)
             return lo_all;      /* no line before: the run is over */
