@@ -1875,6 +1875,8 @@ static int pid_differs(uchar *ps, uchar *pe, uchar *s, uchar *e, Py_ssize_t key)
 static int metric_any_may(uchar *t, uchar *e)
 {
     static const char *const kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
+    if (!has_lit(t, e, &L_DICT) && !has_lit(t, e, &L_DICT_DOTS) && !has_lit(t, e, &L_DICT_ELLIPSIS))
+        return 0;                          /* most lines: three quick scans, not a byte loop */
     for (uchar *q = t; e - q >= 3; q++) {
         if (q[0] != ':' || q[1] != ' ' || !(q[2] == '{' || q[2] >= 0x80 || (e - q >= 5 && memcmp(q + 2, "...", 3) == 0)))
             continue;
