@@ -999,15 +999,11 @@ closed:
     return 1;
 }
 
-/* Whether the '{' at p (p > s) follows `<kind> <digits>: ` (parse._METRIC_MSG/_METRIC_ANY): a
- * dict that may open a record. */
-static int metric_brace(uchar *s, uchar *p)
+/* Whether `<kind> <digits>` (parse._METRIC_MSG/_METRIC_ANY's kind and id, the id's '-' taken)
+ * ends at q, within [s, q): ASCII digits only (metric_any_may sees to the rest). */
+static int kind_id_before(uchar *s, uchar *q)
 {
-    static const char *kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
-    uchar *q = p;
-    if (q - s < 2 || q[-1] != ' ' || q[-2] != ':')
-        return 0;
-    q -= 2;
+    static const char *const kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
     uchar *d = q;
     while (q > s && DIGIT(q[-1]))
         q--;
@@ -1024,6 +1020,13 @@ static int metric_brace(uchar *s, uchar *p)
             return 1;
     }
     return 0;
+}
+
+/* Whether the '{' at p (p > s) follows `<kind> <digits>: ` (parse._METRIC_MSG/_METRIC_ANY): a
+ * dict that may open a record. */
+static int metric_brace(uchar *s, uchar *p)
+{
+    return p - s >= 2 && p[-1] == ' ' && p[-2] == ':' && kind_id_before(s, p - 2);
 }
 
 /* What plain_view's pass looks at in each byte. */
@@ -1874,7 +1877,6 @@ static int pid_differs(uchar *ps, uchar *pe, uchar *s, uchar *e, Py_ssize_t key)
  * (or a non-ASCII byte: \d is Unicode) and an optional '-' after it.  0: it finds none. */
 static int metric_any_may(uchar *t, uchar *e)
 {
-    static const char *const kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
     if (!has_lit(t, e, &L_DICT) && !has_lit(t, e, &L_DICT_DOTS) && !has_lit(t, e, &L_DICT_ELLIPSIS))
         return 0;                          /* most lines: three quick scans, not a byte loop */
     for (uchar *q = t; e - q >= 3; q++) {
@@ -1883,20 +1885,8 @@ static int metric_any_may(uchar *t, uchar *e)
         uchar *p = q;
         while (p > t && DIGIT(p[-1]))
             p--;
-        if (p > t && p[-1] >= 0x80)
-            return 1;
-        if (p == q)
-            continue;                      /* no digit before the ':': no id */
-        if (p > t && p[-1] == '-')
-            p--;
-        if (p == t || p[-1] != ' ')
-            continue;
-        p--;
-        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-            size_t n = strlen(kinds[k]);
-            if ((size_t)(p - t) >= n && memcmp(p - n, kinds[k], n) == 0)
-                return 1;
-        }
+        if ((p > t && p[-1] >= 0x80) || kind_id_before(t, q))
+            return 1;                      /* (a non-ASCII byte there: \d is Unicode) */
     }
     return 0;
 }
