@@ -207,3 +207,16 @@ async def test_history_fill_shows_loading_no_verdict_and_q_quits_at_once(tmp_pat
         time.sleep(0.02)
     assert results == [False], "the history fill did not stop on q"
     assert len(chunks) <= seen + 10
+
+
+async def test_demo_shows_a_live_run_and_leaves_no_temporary_folder(tmp_path, monkeypatch):
+    """No PATH: a simulated live run, written into a folder of its own that goes when the app does."""
+    monkeypatch.setattr(app_mod.tempfile, "tempdir", str(tmp_path))
+    app = GrpoApp(None, live=True, demo_rate=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.cursor is not None and app.cursor >= 2)
+        assert app.display_state() == "● live"
+        folders = list(tmp_path.glob("grpo-tui-demo-*"))
+        assert len(folders) == 1 and (folders[0] / "demo-gap-jump.log").stat().st_size > 0
+        await pilot.press("q")
+    assert not list(tmp_path.glob("grpo-tui-demo-*"))

@@ -12,6 +12,7 @@ import asyncio
 import bisect
 import dataclasses
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -114,6 +115,7 @@ class GrpoApp(App):
         self._held: list = []                  # follower items that arrived during the history fill
         self._generation = 0                   # bumped when the file restarts: stale history is dropped
         self._quitting = False                 # background loading stops when this is set
+        self._demo_folder: str | None = None   # the demo's temporary folder (removed on exit)
         self._report = None                    # the verdict of the last repaint (header reuses it)
         self._report_of: dict = {}
         self._painted = threading.Event()      # the history thread waits for the tail's paint
@@ -250,10 +252,16 @@ class GrpoApp(App):
     # ------------------------------------------------------------------ data workers
     def _start_demo(self) -> str:
         from ..simulate import write_log
-        folder = tempfile.mkdtemp(prefix="grpo-tui-demo-")
+        folder = self._demo_folder = tempfile.mkdtemp(prefix="grpo-tui-demo-")
         path = str(Path(folder) / "demo-gap-jump.log")
-        threading.Thread(target=write_log, args=(path, "gap-jump", 60, 1), kwargs={"rate": self.demo_rate},
-                         daemon=True, name="demo-writer").start()
+
+        def writer() -> None:
+            try:
+                write_log(path, "gap-jump", 60, 1, rate=self.demo_rate)
+            except OSError:     # the folder went with the app (q before the first write): nothing to say
+                pass
+
+        threading.Thread(target=writer, daemon=True, name="demo-writer").start()
         return path
 
     def _new_pipeline(self) -> Pipeline:
@@ -792,3 +800,6 @@ class GrpoApp(App):
         self._quitting = True
         if self._follower is not None:
             self._follower.stop()
+        if self._demo_folder is not None:     # the demo's log goes with it (its writer, a daemon
+            shutil.rmtree(self._demo_folder, ignore_errors=True)   # thread, writes to an unlinked file)
+            self._demo_folder = None
