@@ -145,14 +145,29 @@ def test_nonfinite_values_agree_between_fast_and_full_paths(specs):
 
 @pytest.mark.parametrize("opener,closer", [("[", "]"), ("(", ")"), ("np.float64(", ")"), ("[f(", ")]")])
 @pytest.mark.parametrize("depth", [65, 5_000, 100_000])
-def test_deep_nesting_is_unreadable_not_a_recursion_error(opener, closer, depth):
+def test_deep_nesting_is_kept_as_text_not_a_recursion_error(opener, closer, depth):
+    # a value nested past the bound is kept as its text, as a nested dict is: the pairs
+    # after it are read too (they used to be lost with it, the record marked cut)
     value = opener * depth + "1" + closer * depth
+    line = H + "step 3: {'x': 0.5, 'a': " + value + ", 'y': 1}"
     for quick in (True, False):
-        items, c = run([H + "step 3: {'a': " + value + "}"], quick)
-        assert items == [] and c.unreadable == 1
-        # pairs before the deep value are kept, the record is marked cut
+        (rec,), c = run([line], quick)
+        if len(line) > MAX_LINE:     # (100,000 `np.float64(`: the line itself is cut first)
+            assert rec.metrics == {"x": 0.5} and rec.cut
+            continue
+        assert rec.metrics == {"x": 0.5, "a": value, "y": 1} and not rec.cut
+        assert c.cut_records == 0 and c.unreadable == 0
+
+
+@pytest.mark.parametrize("value", ["[" * 80 + "]" * 79, "[" * 80 + ")" * 80, "f(" * 70 + "1" + ")" * 69 + "]"])
+def test_deep_value_that_never_closes_is_unreadable(value):
+    # its brackets do not close it (the text ends, or another bracket closes one): the pairs
+    # before it are kept, the record is marked cut, as for any unreadable value
+    for quick in (True, False):
         (rec,), c = run([H + "step 3: {'x': 0.5, 'a': " + value + ", 'y': 1}"], quick)
         assert rec.metrics == {"x": 0.5} and rec.cut and c.cut_records == 1
+        items, c = run([H + "step 3: {'a': " + value + "}"], quick)
+        assert items == [] and c.unreadable == 1
 
 
 def test_nesting_up_to_the_bound_is_read():

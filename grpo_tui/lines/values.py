@@ -29,13 +29,15 @@ _WS = re.compile(r"\s*")
 _EXP_TAIL = re.compile(r"[eE][-+]?")
 _STRING_RUN = {"'": re.compile(r"[^'\\]*"), '"': re.compile(r'[^"\\]*')}
 _BALANCED_RUN = {"(": re.compile(r"[^()'\"]*"), "{": re.compile(r"[^{}'\"]*")}
+_BRACKETS_RUN = re.compile(r"[^()\[\]{}'\"]*")    # a deep value's text between brackets and quotes
+_CLOSER = {"(": ")", "[": "]", "{": "}"}
 
 NONFINITE_TOKENS = {"nan": math.nan, "-nan": math.nan, "+nan": math.nan,   # C's printf writes -nan
                     "inf": math.inf, "-inf": -math.inf, "+inf": math.inf,
                     "NaN": math.nan, "-NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _INT_DIGITS = 308      # any int of at most this many digits fits a float64 column (< 1.8e308)
 _TOKEN_MAX = 24        # a longer raw token (a 5,000-digit int) is kept abbreviated
-_MAX_DEPTH = 64        # lists/calls nested deeper are unreadable (the reader recurses per level)
+_MAX_DEPTH = 64        # lists/calls nested deeper are kept as their text (the reader recurses per level)
 
 
 @dataclass(slots=True)
@@ -63,6 +65,10 @@ class _Incomplete(Exception):
 
 class _Bad(Exception):
     """A token that is not a value we understand."""
+
+
+class _TooDeep(_Bad):
+    """A value nested past _MAX_DEPTH: _pair keeps its text instead (no metric is nested)."""
 
 
 def parse_number(token: str) -> int | float:
@@ -168,7 +174,10 @@ class _SlowParser:
         self._expect(":")
         self._skip_ws()
         start, self.bad = self.pos, False
-        value = self._value()
+        try:
+            value = self._value()
+        except _TooDeep:
+            value = self._deep_text(start)
         end = self.pos
         self._skip_ws()
         if self.pos < len(self.text) and self.text[self.pos] not in ",}":
@@ -285,7 +294,34 @@ class _SlowParser:
         """Bound the recursion: thousands of `[` or `f(` would hit Python's recursion limit."""
         self.depth += step
         if self.depth > _MAX_DEPTH:
-            raise _Bad("nesting")
+            raise _TooDeep("nesting")
+
+    def _deep_text(self, start: int) -> str:
+        """The text of the value at `start` that nests too deep, read to the bracket that
+        closes its first (quotes skipped, each closer matching its opener): kept as that text,
+        as a nested dict is, so the pairs after it are still read (they were lost with it).
+        A bracket that closes another, or the text ending first: unreadable, as before."""
+        self.pos, self.depth, self.bad = start, 0, False
+        text = self.text
+        w = _WORD.match(text, start)
+        if w:                              # `f(...`: the name, then its brackets
+            self.pos = w.end()
+        want: list[str] = []               # the closers of the brackets open
+        while True:
+            self.pos = _BRACKETS_RUN.match(text, self.pos).end()
+            if self.pos >= len(text):
+                raise _Bad("nesting")
+            ch = text[self.pos]
+            if ch in "'\"":
+                self._skip_quoted(ch)
+                continue
+            self.pos += 1
+            if ch in _CLOSER:
+                want.append(_CLOSER[ch])
+            elif not want or want.pop() != ch:
+                raise _Bad("nesting")
+            if not want:
+                return text[start:self.pos]
 
     def _skip_balanced(self, open_ch: str, close_ch: str, depth: int) -> None:
         """Move past the bracket that closes `depth` open ones, ignoring brackets in strings.
