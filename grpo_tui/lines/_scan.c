@@ -2090,15 +2090,15 @@ static int spare_put(void **slot, void *p)
 static int spare_put(void **slot, void *p) { (void)slot; (void)p; return 0; }
 #endif
 
-/* An array of at least `bytes` (a large enough spare of `slots`, the others left), or NULL. */
+/* An array of at least `bytes` (a spare of `slots` when one is large enough; one too small, a
+ * short block's, is freed so that such arrays never hold the slots), or NULL. */
 static void *scratch_take(void **slots, size_t bytes)
 {
     for (int i = 0; i < SPARES; i++) {
         ScratchHead *sp = SPARE_SWAP(&slots[i], NULL);
         if (sp != NULL && sp->bytes >= bytes)
             return sp + 1;
-        if (sp != NULL && !spare_put(&slots[i], sp))
-            PyMem_RawFree(sp);
+        PyMem_RawFree(sp);
     }
     if (bytes > SIZE_MAX - sizeof(ScratchHead))
         return NULL;
