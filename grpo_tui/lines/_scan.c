@@ -4554,6 +4554,7 @@ typedef struct {
     FoldOut out;
     HeadCtx ctx;
     PyObject **heads;       /* out.nc: the heads made so far (NULL: not yet) */
+    PyObject **kid_strs;    /* per key id of the block: its key and pid strs, once made (NULL: none yet) */
 } FoldObject;
 
 static PyTypeObject Fold_Type;
@@ -4565,6 +4566,10 @@ static void fold_dealloc(PyObject *self)
         for (Py_ssize_t q = 0; q < f->out.nc; q++)
             Py_XDECREF(f->heads[q]);
     PyMem_Free(f->heads);
+    if (f->kid_strs != NULL)
+        for (int q = 0; q < 2 * MAX_KEYS; q++)
+            Py_XDECREF(f->kid_strs[q]);
+    PyMem_Free(f->kid_strs);
     fold_out_free(&f->out);
     if (f->view.obj != NULL)
         PyBuffer_Release(&f->view);
@@ -4585,6 +4590,7 @@ static PyObject *fold_new(PyObject *block, PyObject *walk, int pack)
     f->view.obj = NULL;
     memset(&f->out, 0, sizeof(f->out));
     f->heads = NULL;
+    f->kid_strs = NULL;
     if (PyObject_GetBuffer(block, &f->view, PyBUF_SIMPLE) < 0) {
         f->view.obj = NULL;
         Py_DECREF(f);
@@ -4752,6 +4758,7 @@ typedef struct {
     PyObject *pid, *time, *ts;
     uchar *ls;
     const long *h;
+    long kid;        /* the key id last set with it (its pid is that key's), or -1 */
 } PendTime;
 
 static void pend_clear(PendTime *p, int *np)
@@ -4782,33 +4789,62 @@ static int pend_flush(PendTime *p, int *np, PyObject *last_time)
     return bad ? -1 : 0;
 }
 
-/* last_time[pid] = (time, ts), or (the time of head h of line ls), kept back (see PendTime). */
+/* last_time[pid] = (time, ts), or (the time of head h of line ls), kept back (see PendTime).
+ * kid: the block's id of the key whose pid this is, or -1.  Why: a run's folded heads set their
+ * sources' times, half a million of them in a big log with anchored noise; an entry is found by
+ * its key id, an int, before any compare of pid strs. */
 static int pend_set(PendTime *p, int *np, PyObject *pid, PyObject *time, PyObject *ts, uchar *ls, const long *h,
-                    PyObject *last_time)
+                    PyObject *last_time, long kid)
 {
     int j = 0;
-    for (; j < *np; j++) {
-        int eq = p[j].pid == pid ? 1 : (pid == Py_None || p[j].pid == Py_None) ? 0
-                 : PyObject_RichCompareBool(p[j].pid, pid, Py_EQ);
-        if (eq < 0)
-            return -1;
-        if (eq)
-            break;
-    }
+    if (kid >= 0)
+        while (j < *np && p[j].kid != kid)
+            j++;
+    if (kid < 0 || j == *np)
+        for (j = 0; j < *np; j++) {
+            int eq = p[j].pid == pid ? 1 : (pid == Py_None || p[j].pid == Py_None) ? 0
+                     : PyObject_RichCompareBool(p[j].pid, pid, Py_EQ);
+            if (eq < 0)
+                return -1;
+            if (eq)
+                break;
+        }
     if (j == *np) {
         if (*np == PEND_MAX && pend_flush(p, np, last_time) < 0)
             return -1;
         j = (*np)++;
         p[j].pid = Py_NewRef(pid);
+        p[j].kid = -1;
     } else {
         Py_CLEAR(p[j].time);
         Py_CLEAR(p[j].ts);
     }
+    if (kid >= 0)
+        p[j].kid = kid;
     p[j].time = Py_XNewRef(time);
     p[j].ts = Py_XNewRef(ts);
     p[j].ls = ls;
     p[j].h = h;
     return 0;
+}
+
+/* The key (a = 0) or pid (a = 1) str of the head h on line ls, whose key has the id kid in the
+ * block (-1: none), as ascii_str and pid_str make them: made once per key id (a new reference),
+ * NULL with an error set. */
+static PyObject *kid_str(FoldObject *f, long kid, uchar *ls, const long *h, int a)
+{
+    PyObject **slot = NULL;
+    if (kid >= 0 && kid < MAX_KEYS) {
+        if (f->kid_strs == NULL && (f->kid_strs = PyMem_Calloc(2 * MAX_KEYS, sizeof(PyObject *))) == NULL)
+            return PyErr_NoMemory();
+        slot = &f->kid_strs[2 * kid + a];
+        if (*slot != NULL)
+            return Py_NewRef(*slot);
+    }
+    PyObject *str = a ? pid_str(ls, h) : ascii_str(ls, h[H_KEY]);
+    if (slot != NULL && str != NULL)
+        *slot = Py_NewRef(str);
+    return str;
 }
 
 /* _take_folded's steps for run q's folded heads at or after line i (fold_info's entries, then its
@@ -4845,14 +4881,14 @@ static int fold_take(FoldObject *f, Py_ssize_t q, Py_ssize_t i, PyObject **newes
             return -1;
         }
         if (!err && idx == r.last) {      /* the run's newest head: its key is the parser's */
-            PyObject *key = ascii_str(ls, h[H_KEY]);
+            PyObject *key = kid_str(f, k->kid, ls, h, 0);
             if (key == NULL)
                 return -1;
             Py_SETREF(*cur_key, key);
         }
         if (idx < i)
             continue;
-        PyObject *pid = pid_str(ls, h);
+        PyObject *pid = kid_str(f, k->kid, ls, h, 1);
         if (pid == NULL)
             return -1;
         if (err) {
@@ -4861,9 +4897,9 @@ static int fold_take(FoldObject *f, Py_ssize_t q, Py_ssize_t i, PyObject **newes
             Py_XDECREF(msg);
         } else {
             PyObject *key = NULL;
-            bad = pend_set(pend, npend, pid, NULL, NULL, ls, h, last_time) < 0;
+            bad = pend_set(pend, npend, pid, NULL, NULL, ls, h, last_time, k->kid) < 0;
             if (!bad && PyDict_GET_SIZE(skipped)) {
-                key = ascii_str(ls, h[H_KEY]);
+                key = kid_str(f, k->kid, ls, h, 0);
                 bad = key == NULL || dict_discard(skipped, key) < 0;
             }
             Py_XDECREF(key);
@@ -4984,7 +5020,7 @@ static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty
         || (h[H_ID] != 1 && !noise_empty && !rejoin_fails(f, i, ls, le, h, lo, lo_all)))
         return 0;
     Py_ssize_t klen = h[H_KEY];
-    if ((*key = ascii_str(ls, klen)) == NULL)
+    if ((*key = kid_str(f, h[H_KID], ls, h, 0)) == NULL)
         return -1;
     PyObject *dq = PyDict_GetItemWithError(skipped, *key);   /* borrowed */
     if (dq == NULL) {
@@ -5007,7 +5043,7 @@ static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty
             Py_CLEAR(*key);
             return 0;
         }
-        *pid = pid_str(os, oh);
+        *pid = kid_str(f, h[H_KID], os, oh, 1);   /* (its key's bytes are this line's) */
         *time = head_time_text(os, oh);
         *ts = PyFloat_FromDouble(head_ts(oh));
         if (*pid == NULL || *time == NULL || *ts == NULL)
@@ -5127,7 +5163,7 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
                 noise++;
                 cut_reset = 1;
                 Py_SETREF(cur_key, key);
-                int bad = pid != NULL && pend_set(pend, &npend, pid, time, ts, NULL, NULL, last_time) < 0;
+                int bad = pid != NULL && pend_set(pend, &npend, pid, time, ts, NULL, NULL, last_time, -1) < 0;
                 Py_XDECREF(pid);
                 Py_XDECREF(time);
                 Py_XDECREF(ts);
@@ -5151,7 +5187,7 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
                 cut_reset = st_clear = head_seen = 1;
                 st_lazy = -1;
                 Py_SETREF(cur_key, key);
-                int bad = newer_time(&newest, ts) < 0 || pend_set(pend, &npend, pid, time, ts, NULL, NULL, last_time) < 0
+                int bad = newer_time(&newest, ts) < 0 || pend_set(pend, &npend, pid, time, ts, NULL, NULL, last_time, -1) < 0
                           || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, cur_key) < 0)
                           || (err != Py_None && PyDict_SetItem(last_error, pid, err) < 0);
                 Py_DECREF(pid);
@@ -5200,7 +5236,7 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
         cut_reset = st_clear = head_seen = 1;
         st_lazy = -1;
         Py_SETREF(cur_key, Py_NewRef(PyTuple_GET_ITEM(h, 0)));
-        if (newer_time(&newest, ts) < 0 || pend_set(pend, &npend, pid, time, ts, NULL, NULL, last_time) < 0
+        if (newer_time(&newest, ts) < 0 || pend_set(pend, &npend, pid, time, ts, NULL, NULL, last_time, -1) < 0
             || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, PyTuple_GET_ITEM(h, 0)) < 0))
             goto error;
         noise_state = 1;
