@@ -11,7 +11,9 @@ runs, grep too, take turns; peak RSS of that process):
               where export keeps none: LineParser.noise_times), its reader started early as the CLI
               starts it (lines/prefetch.py); so judging = check - parse, per rollout
   rollout by rollout (--incremental): check with bulk judging off (judge_path(bulk=False))
-and prints the ratios to grep (bar: check <= 3.0 x grep; judging alone about <= 1 x grep).
+and prints the ratios to grep (bar: check <= 3.0 x grep; judging alone about <= 1 x grep), and
+each run's process CPU time (user + sys, both threads): it swings far less with this VM's slow
+spells than wall time does, so a change of a few per cent in the work shows there first.
 
     python benchmarks/check_speed.py                   # makes /tmp/grpo_check_200m.log if missing
     python benchmarks/check_speed.py --file big.log
@@ -70,8 +72,9 @@ else:
         rc, rollouts = None, sum(len(s.ids) for s in pipe.store.segments)
 dt = time.perf_counter() - t0
 from grpo_tui.lines.parse import SCAN
+ru = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"accel": SCAN is not None, "seconds": dt, "rc": rc, "rollouts": rollouts,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": ru.ru_maxrss / 1024, "cpu_s": ru.ru_utime + ru.ru_stime}))
 from grpo_tui import cli
 cli.leave(0, "check")      # out of the process as the console script leaves it after `check`
 """
@@ -111,14 +114,17 @@ def warm_file(path: str) -> None:
             pass
 
 
-def rounds(path: str, runs: list[tuple[str, str, bool]], repeat: int) -> tuple[dict, tuple[float, int], dict, list]:
+def rounds(path: str, runs: list[tuple[str, str, bool]],
+           repeat: int) -> tuple[dict, tuple[float, int], dict, list, dict]:
     """Best of `repeat` rounds per run, the runs taking turns within each round (grep too), so a
     slow spell of the machine hits them alike (a VM's speed swings by a third within minutes:
     one mode's runs in a row made `check - parse` anything from 0.2 to 0.9 s).  Every run reads
-    a warm file (warm_file).  Also returns each run's times of every round (for the median) and
-    grep's time of every round (for each round's own ratio)."""
+    a warm file (warm_file).  Also returns each run's times of every round (for the median),
+    grep's time of every round (for each round's own ratio), and each run's process CPU time
+    (user + sys, all threads) of every round."""
     best: dict[str, dict] = {}
     times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+    cpus: dict[str, list[float]] = {name: [] for name, _, _ in runs}
     greps: list[tuple[float, int]] = []
     for _ in range(repeat):
         warm_file(path)
@@ -127,9 +133,10 @@ def rounds(path: str, runs: list[tuple[str, str, bool]], repeat: int) -> tuple[d
             warm_file(path)
             got = child(path, mode, pure)
             times[name].append(got["seconds"])
+            cpus[name].append(got["cpu_s"])
             if name not in best or got["seconds"] < best[name]["seconds"]:
                 best[name] = got
-    return best, min(greps), times, [g for g, _ in greps]
+    return best, min(greps), times, [g for g, _ in greps], cpus
 
 
 def warm_imports() -> None:
@@ -164,7 +171,7 @@ def main() -> None:
         runs = [r for r in runs if not r[2]]
     if a.incremental:
         runs.append(("check rollout by rollout", "incremental", False))
-    best, (grep_s, hits), times, grep_times = rounds(path, runs, a.repeat)
+    best, (grep_s, hits), times, grep_times, cpus = rounds(path, runs, a.repeat)
     print(f"file: {path}  {size / 1e6:.0f} MB;  best of {a.repeat} rounds, each run in turn (median in brackets)")
     print(f"grep -o raw_reward:      {grep_s:7.3f} s  ({hits:,} matches)  [{statistics.median(grep_times):.3f} s]")
     for name, _, _ in runs:
@@ -178,6 +185,11 @@ def main() -> None:
     for name, _, _ in runs:
         ratios = [t / g for t, g in zip(times[name], grep_times)]
         print(f"  {name + ':':<23}{statistics.median(ratios):5.1f} x  ({min(ratios):.1f}-{max(ratios):.1f})")
+    # CPU time (user + sys, both threads) swings far less with the machine's spells than wall time
+    # does: a change of a few per cent in the work shows there first.
+    print("process CPU (user + sys, all threads): lowest (median)")
+    for name, _, _ in runs:
+        print(f"  {name + ':':<23}{min(cpus[name]):6.3f} s  ({statistics.median(cpus[name]):.3f} s)")
     parse = best["parse only (accel.)"]
     n = parse["rollouts"] or 1
     judge = best["check accelerated"]["seconds"] - parse["seconds"]
