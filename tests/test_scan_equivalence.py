@@ -208,6 +208,27 @@ def test_long_runs_over_many_sources_agree():
     assert_same(_cut(lines, [17, 1000, 2]))
 
 
+def test_sources_sharing_a_pid_agree():
+    """Keys that differ (actor, colours, an ip) but name the same pid share its time (_last_time
+    by pid): the newest set wins, whichever key set it.  Fold.run finds a key's kept-back time by
+    the key's id first (pend_set), so this is the case where the id and the pid part ways."""
+    rng = random.Random(11)
+    heads = ["\x1b[36m(SGLangEngine pid=7)\x1b[0m ", "\x1b[33m(SGLangEngine pid=7)\x1b[0m ",
+             "(RolloutManager pid=7) ", "(RolloutManager pid=7, ip=10.0.0.1) ", "(A pid=8) ", ""]
+    lines = []
+    for i in range(4000):
+        sec = rng.randrange(3600)       # times out of order: the last one set wins, not the largest
+        head = rng.choice(heads)
+        lines.append(f"{head}[2026-08-21 10:{sec // 60:02d}:{sec % 60:02d}] Decode batch, #running-req: {i}")
+        if i % 37 == 0:                 # header-less: its record takes its pid's newest time
+            lines.append(f"{rng.choice(heads)}rollout {i}: {{'rollout/raw_reward': 0.5}}")
+        if i % 101 == 0:
+            lines.append(f"{rng.choice(heads)}[2026-08-21 11:00:{i % 60:02d}.000 x] y.py:1 - step {i}: {{'a': 1}}")
+    assert_same([lines])
+    assert_same(_cut(lines, [13, 700, 3]))
+    assert_same(_cut(lines, [50]), lean=True)
+
+
 def test_more_sources_than_the_scanner_tracks_agree():
     """Past the distinct keys the scanner names in one buffer (_scan.c MAX_KEYS), their lines are
     all kept: still the same results, in one block and cut in many."""
