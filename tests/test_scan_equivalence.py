@@ -1079,7 +1079,10 @@ _QUIET_TEXTS = ["Loading checkpoint shards ... 3/4", "Loading checkpoint shards:
                 "step:x", "saving checkpoint at iteration 3", "EXEC: x", "see train.py --x 1", "retrying... (attempt 1/3)",
                 "x: {'a': 1}", "rollout 3: {'a': 1}", "0:00] x.py:1 - rollout 3: {'a': 1}", "[2026-08-21 x] checkpoint",
                 "[x] checkpoint", "  lr ... 1", "\u00e9 checkpoint", "checkpoint\tx", "checkpoint \x1b[1mx", "checkpoint\x00",
-                "checkpoint \ufffd", "Error x [repeated 2x across cluster]", "(x) checkpoint", "1 checkpoint", "Error: \u2026"]
+                "checkpoint \ufffd", "Error x [repeated 2x across cluster]", "(x) checkpoint", "1 checkpoint", "Error: \u2026",
+                "saving checkpoint at iteration      19 to /c in torch_dist format",
+                "  successfully saved checkpoint from iteration 19 to /c [ t 1/1, p 1/1 ]", "saving checkpoint iteration x",
+                "Job 'j' saving checkpoint at iteration 2", "[Rank 0] Memory-Usage before offload model: {'gpu': '0'}"]
 _FOLD_PASTED = ["> (A pid=1) ", "12:(A pid=1) ", "  (A pid=1) ", "> ", "7:"]   # keys _paste_key works out
 
 
@@ -2146,3 +2149,97 @@ def test_walk_reads_quiet_lines_only_where_rejoin_gives_up(pieces, prefix, tail,
     assert_same([lines])
     assert_same(_cut(lines, [len(lines) - 2, 1]))
     assert_run_same([lines])
+
+
+@pytest.mark.parametrize("line, ckpt", [
+    ("saving checkpoint at iteration      19 to /c in torch_dist format", True),
+    ("(A pid=1) saving checkpoint at iteration 19", True),
+    ("\x1b[36m(A pid=1)\x1b[0m   successfully saved checkpoint from iteration 19 to /c [ t 1/1, p 1/1 ]", True),
+    ("(A pid=1) saving checkpoint iteration 3", True),                    # (?:from |at )? left out
+    ("(A pid=1) saving checkpoint at iteration 99999999999999999", True), # bounded_int: None
+    ("(A pid=1) saving checkpoint at iteration 3, W&B mode enabled", True),   # W&B's branch comes after
+    ("(A pid=1) x saving checkpoint at  iteration 3", False),             # no _CKPT match: noise
+    ("(A pid=1) saving checkpoint at iteration", False),
+    ("(A pid=1) saving checkpoint at iteration \uff13", False),            # \d is Unicode: Python's
+    ("(A pid=1) saving checkpoint at iteration\u00a03", False),            # \s too
+    ("(A pid=1) Traceback (most recent call last) saving checkpoint at iteration 3", False),
+    ("(A pid=1) retrying... saving checkpoint at iteration 3", False),
+    ("(A pid=1) Job 'j' saving checkpoint at iteration 3", False),
+    ("(A pid=1) Watchdog caught collective operation timeout; saving checkpoint at iteration 3", False),
+    ("(A pid=1) CUDA out of memory, saving checkpoint at iteration 3", False),
+    ("(A pid=1) ft saving checkpoint at iteration 3", False),             # _ft_event's
+    ("(A pid=1)  ft saving checkpoint at iteration 3", False),
+    ("(A pid=1) EXEC: saving checkpoint at iteration 3", False),
+    ("(A pid=1) see train.py --x saving checkpoint at iteration 3", False),   # the launch line's
+    ("  saving checkpoint at iteration 3", False),                       # no prefix: _peel_any's indent
+    ("(A pid=1) [2026-08-21 10:00:00] saving checkpoint at iteration 3", False),   # a header: not quiet
+    ("(A pid=1) saving checkpoint at iteration 3 [repeated 2x across cluster]", False),
+])
+def test_scanner_header_less_checkpoints_come_as_events(line, ckpt):
+    """A header-less checkpoint line (Megatron's `saving checkpoint at iteration N`, logged without
+    a header at each save) comes as a HEAD_CKPT head, which Fold.run reads into its event (the
+    source's newest time, as _headerless gives it); anything else as it came before.  Read one by
+    one (_feed_head: feed) or in a walk, the parse is feed's."""
+    h = _scan.scan(line.encode("utf-8", "surrogatepass"))[4][0]
+    assert (h is not None and h[_parse_mod._H_CLASS] == _parse_mod._HEAD_CKPT) == ckpt
+    for open_record in (True, False):
+        assert _quiet_or_feed(line, True, open_record) == _quiet_or_feed(line, False, open_record)
+    assert_same([["(A pid=1) [2026-08-21 10:00:00.000 a] m.py:41 - [Rank 0] Memory-Usage: {'gpu': '0'}",
+                  "(A pid=1) [2026-08-21 10:00:01.000 a] t.py:31 - Timer save_model start", line]])
+
+
+_SAVE = ["\x1b[36m(MegatronTrainRayActor pid=48479)\x1b[0m [2026-08-21 10:34:37.043 actor_cell0_rank0] memory_utils.py:41"
+         " - [Rank 0] Memory-Usage before offload model: {'gpu': '0', 'total_GB': 79.19}",
+         "\x1b[36m(MegatronTrainRayActor pid=48479)\x1b[0m [2026-08-21 10:34:39.951 actor_cell0_rank0] timer.py:31"
+         " - Timer save_model start",
+         "\x1b[36m(MegatronTrainRayActor pid=48479)\x1b[0m saving checkpoint at iteration      19 to /c in torch_dist format",
+         "\x1b[36m(MegatronTrainRayActor pid=48479)\x1b[0m   successfully saved checkpoint from iteration      19 to /c"
+         " [ t 1/1, p 1/1 ]",
+         "\x1b[36m(MegatronTrainRayActor pid=48479)\x1b[0m [2026-08-21 10:34:45.951 actor_cell0_rank0] timer.py:42"
+         " - Timer save_model end (elapsed: 6.0s)"]
+
+
+_MEG = "\x1b[36m(MegatronTrainRayActor pid=48479)\x1b[0m "
+
+
+@pytest.mark.parametrize("before, python_reads", [
+    ([], False),
+    (["(B pid=2) [2026-08-21 10:34:38] Decode batch"], False),       # another source's stamped line
+    ([_MEG + "[2026-08-21 10:34:39.500] Decode batch"], False),      # its own: skipped, _catch_up reads it
+    ([_MEG + "[2026-08-21 10:34:39 a] x.py:1 - Timer x"], False),     # a message no metric line starts as
+    ([_MEG + "[2026-08-21 10:34:39 a] x.py:1 - [r] rollout 3: {'a':"], False),
+    ([_MEG + "[2026-08-21 10:34:39 a] x.py:1 - rollout 3: {'a':"], True),   # joined, a metric line may come
+    ([_MEG + "[2026-08-21 10:34:39 a] x.py:1 - rollout 3:"], True),
+    ([_MEG + "[2026-08-21 10:34:39 a] x.py:1 - actor-step 3: {'a':"], True),
+    ([_MEG + "[2026-08-21 10:34:39 a] x.py:1 - actor-ste"], True),   # the line ends inside a kind
+    ([_MEG + "[2026-08-21 10:34:39 a] x.py:1 - rollo"], True),
+    ([_MEG + "[2026-08-21 10:34:39 a] x.py:1 - r\u00f4le-step 3: {'a':"], True),   # \w is Unicode
+    # another source's record left open: Python reads the next lines (the header line closes it),
+    # and the walk that follows does not see the noise run Python began
+    (["(A pid=9) [2026-08-21 10:34:39 a] x.py:1 - rollout 3: {'a':"], True),
+    (["(A pid=9) [2026-08-21 10:34:39 a] x.py:1 - rollout 3: {'a': 1}"], False),
+])
+@pytest.mark.parametrize("lean", [False, True])
+def test_checkpoint_lines_are_read_in_the_walk(before, python_reads, lean, monkeypatch):
+    """A save as Megatron logs it (sample_logs: a `: {` header line, then two header-less
+    checkpoint lines): the walk (Fold.run) makes their events, _rejoin known to give up there
+    (rejoin_fails: the `[Rank 0] Memory-Usage ...: {` header's message can't start a metric
+    line); where a join may make a metric line (a wrapped `rollout 3: {` header of the same
+    source before them), Python reads them.  The parse is the pure one, whole and cut anywhere."""
+    head = ["[2026-08-21 10:34:30.000 main] x.py:1 - start",
+            "\x1b[36m(MegatronTrainRayActor pid=48479)\x1b[0m [2026-08-21 10:34:36.453 a] l.py:542 - step 19: {'a': 1}"]
+    lines = head + before + _SAVE
+    fed = []
+    real_feed = LineParser.feed
+    monkeypatch.setattr(LineParser, "feed", lambda self, raw: fed.append(raw) or real_feed(self, raw))
+    fast = assert_same([lines], lean)
+    for k in range(1, len(lines)):
+        assert_same([lines[:k], lines[k:]], lean)
+    ckpt = [x for x in fast.items if getattr(x, "kind", "").startswith("checkpoint")]
+    assert [x.kind for x in ckpt] == ([] if lean else ["checkpoint_start", "checkpoint_saved"])
+    fed.clear()
+    _parse([lines], True, lean)
+    assert any("checkpoint" in raw for raw in fed) == python_reads
+    if not lean:
+        want = "2026-08-21 10:34:39.951"      # the source's newest time: the header line before
+        assert [x.time for x in ckpt] == [want, want]

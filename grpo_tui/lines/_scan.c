@@ -1243,7 +1243,7 @@ static int plain_rest(uchar *s, uchar *e, Py_ssize_t key, Seen *seen)
 enum { H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
        H_FILE_END, H_MSG, H_MSG_END, H_REPEATED, H_TIME_END, H_DAYS, H_SOD, H_MSV, H_CLASS,
        H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_END_B, H_OWN, H_KID, H_ERR, H_N };
-enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2, HEAD_FT = 3, HEAD_QUIET = 4 };
+enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2, HEAD_FT = 3, HEAD_QUIET = 4, HEAD_CKPT = 5 };
 
 #define WORD(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || DIGIT(c) || (c) == '_')
 #define ALPHA(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z'))
@@ -1902,6 +1902,51 @@ static int metric_any_may(uchar *t, uchar *e)
  * a str offset too: the prefix is ASCII), H_END_B, H_CLASS = HEAD_QUIET; 1, or 0 (Python's).
  * Why: such lines (tqdm bars, warnings: `Loading checkpoint shards: 100%|...`) went through
  * feed whole, and made the scanner keep every source's skipped lines before them. */
+/* Whether LineParser._classify(msg, header=False) gives a checkpoint event for the header-less
+ * text [t, e) (printable ASCII, as quiet_head checked; it may start with blanks): no branch
+ * before _CKPT's is taken (the launch line's, `ft `, and the texts event_trigger_at names for
+ * them), and _CKPT finds its leftmost match.  Then 1, with *saved (`successfully saved`) and
+ * the iteration's digits [*d0, *d1); else 0. */
+static int ckpt_event(uchar *t, uchar *e, int *saved, uchar **d0, uchar **d1)
+{
+    uchar *p = t;
+    while (p < e && SPACE(*p))
+        p++;                                    /* msg.lstrip() */
+    if (LIT("EXEC:") || LIT("+ ray job submit") || LIT("ft ")
+        || ((has(t, e, "train.py", 8) || has(t, e, "train_async.py", 14)) && has(t, e, " --", 3)))
+        return 0;
+    for (p = t; p < e; p++) {                   /* the branches before _CKPT's */
+        if (*p == 'W' ? LIT("Watchdog caught collective operation timeout")
+                      : *p != 's' && *p != 'S' && event_trigger_at(p, e, t))
+            return 0;
+    }
+    for (p = t; p < e; p++) {   /* (successfully saved|saving) checkpoint (?:from |at )?iteration\s+(\d+) */
+        uchar *q;
+        if (LIT("successfully saved checkpoint "))
+            q = p + 30;
+        else if (LIT("saving checkpoint "))
+            q = p + 18;
+        else
+            continue;
+        uchar *r = lit(q, e, "from iteration", 14) ? q + 14 : lit(q, e, "at iteration", 12) ? q + 12
+                   : lit(q, e, "iteration", 9) ? q + 9 : NULL;
+        if (r == NULL || r >= e || !SPACE(*r))
+            continue;
+        while (r < e && SPACE(*r))
+            r++;
+        uchar *d = r;
+        while (r < e && DIGIT(*r))
+            r++;
+        if (r == d)
+            continue;
+        *saved = *p == 's' && p[1] == 'u';
+        *d0 = d;
+        *d1 = r;
+        return 1;
+    }
+    return 0;
+}
+
 static int quiet_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
 {
     if (why != 1 || key == KEY_PYTHON || (key == 0 && s < e && (*s == '(' || *s == 0x1b)))
@@ -1910,7 +1955,9 @@ static int quiet_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
     if (t == NULL || t >= e)
         return 0;
     uchar c = *t;
-    if (BLANK(c) || c >= 0x80 || DIGIT(c) || c == '(' || (c == '[' && (e - t < 2 || DIGIT(t[1]) || t[1] >= 0x80)))
+    int blank = BLANK(c);       /* after a Ray prefix _peel leaves the blanks (a checkpoint line's) */
+    if ((blank && key == 0) || c >= 0x80 || DIGIT(c) || c == '('
+        || (c == '[' && (e - t < 2 || DIGIT(t[1]) || t[1] >= 0x80)))
         return 0;
     for (uchar *q = printable_end(t, e); q < e; q = printable_end(q, e)) {   /* (why == 1 says nothing */
         int len = *q >= 0x80 ? utf8_len(q, e) : 0;                        /* past its anchor) */
@@ -1918,12 +1965,27 @@ static int quiet_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
             return 0;   /* a control byte, ESC, tab, '\r', U+FFFD or bad UTF-8: not as it is */
         q += len;
     }
-    if (has_lit(t, e, &L_ACROSS) || has_lit(t, e, &L_RAY_NOTE)
-        || metric_any_may(t, e) || may_be_event(t, e) || ((has(t, e, "train.py", 8) || has(t, e, "train_async.py", 14)) && has(t, e, " --", 3))
-        || other_format_may(t, e))
+    if (has_lit(t, e, &L_ACROSS) || has_lit(t, e, &L_RAY_NOTE) || metric_any_may(t, e))
         return 0;
+    int cls = HEAD_QUIET, saved = 0;
+    uchar *d0 = NULL, *d1 = NULL;
+    if (blank || may_be_event(t, e)
+        || ((has(t, e, "train.py", 8) || has(t, e, "train_async.py", 14)) && has(t, e, " --", 3))) {
+        /* an event line, or one starting with blanks (_ARG_DUMP's, a traceback's): only a
+         * checkpoint's, its text all ASCII (_CKPT's \s and \d), is taken */
+        if (any_high(t, (size_t)(e - t)) || !ckpt_event(t, e, &saved, &d0, &d1))
+            return 0;
+        cls = HEAD_CKPT;
+    } else if (other_format_may(t, e)) {
+        return 0;
+    }
     for (int i = 0; i < H_N; i++)
         h[i] = -1;
+    if (cls == HEAD_CKPT) {     /* (a quiet head's H_KIND, H_KIND_END and H_ROLE are unused) */
+        h[H_KIND] = (long)(d0 - s);
+        h[H_KIND_END] = (long)(d1 - s);
+        h[H_ROLE] = saved;
+    }
     h[H_KEY] = (long)key;
     if (key > 0) {   /* the actor and pid as miles_head reads them (prefix_end checked their shape) */
         uchar *a = NULL, *pid = pid_span(s, e, key, &a);
@@ -1938,7 +2000,7 @@ static int quiet_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
     h[H_MSG] = (long)(t - s);
     h[H_END_B] = (long)(e - s);
     h[H_REPEATED] = 0;
-    h[H_CLASS] = HEAD_QUIET;
+    h[H_CLASS] = cls;
     return 1;
 }
 
@@ -4964,20 +5026,64 @@ static int join_may_start(uchar *p, uchar *e)
            || (r < 4 && memcmp(p, " \xe2\x80\xa6", r) == 0);
 }
 
+/* Whether a message starting with [m, e) (more text may follow it) may start a _METRIC_MSG
+ * match: `(?:[A-Za-z]\w*-)?(rollout|perf|eval|multi_turn|step|passrate) `.  0 when the bytes
+ * here already rule it out: not a letter first, or a first word that is neither one of the
+ * kinds nor a role (followed by '-') before one.  Non-ASCII (\w is Unicode) or too short: 1. */
+static int metric_start_may(uchar *m, uchar *e)
+{
+    static const char *const kinds[] = {"rollout ", "perf ", "eval ", "multi_turn ", "step ", "passrate "};
+    if (m >= e)
+        return 1;
+    if (!((*m >= 'A' && *m <= 'Z') || (*m >= 'a' && *m <= 'z')))
+        return *m >= 0x80;
+    uchar *w = m;
+    while (w < e && (DIGIT(*w) || (*w >= 'A' && *w <= 'Z') || (*w >= 'a' && *w <= 'z') || *w == '_'))
+        w++;
+    if (w == e || *w >= 0x80)
+        return 1;
+    uchar *k = *w == '-' ? w + 1 : m;     /* a role's '-': the kind follows; else this word is it */
+    for (size_t j = 0; j < sizeof(kinds) / sizeof(kinds[0]); j++) {
+        size_t n = strlen(kinds[j]), have = (size_t)(e - k) < n ? (size_t)(e - k) : n;
+        if (memcmp(k, kinds[j], have) == 0)
+            return 1;   /* the kind, or the start of it where the line ends */
+    }
+    return 0;
+}
+
+/* Whether the line [s, e) of source key length `key` has a Miles header miles_head reads (as
+ * _header does, the same fields whatever text is joined after it: _MILES's msg is its last
+ * group) and a message that, from what this line holds of it, can't start a metric line
+ * (metric_start_may).  Then no join _rejoin starts from this line is a metric line. */
+static int head_not_metric(uchar *s, uchar *e, Py_ssize_t key)
+{
+    long oh[H_N];
+    Seen seen = {NULL, NULL, NULL};
+    if (source_key(s, e) != key || (seen.hend = header_end(s, e, key)) == NULL || !miles_head(s, e, 1, key, &seen, oh)
+        || !head_fits(oh, e - s))
+        return 0;
+    return !metric_start_may(s + oh[H_MSG], s + oh[H_MSG_END]);
+}
+
 /* Whether LineParser._rejoin certainly gives up on the quiet line i ([ls, le), head h), the noise
  * run's newest lines being this buffer's [lo, i) (all of it when lo_all).  It joins the run's
  * lines, newest first, while their pid is the line's (pid_differs stops it; a line without a
- * prefix goes on), at most REJOIN_PARTS, and tries a join only when its text holds ": {",
- * ": ..." or ": \u2026" (what _METRIC_MSG needs).  None of those in a line's text as _peel leaves
- * it (the quiet line's own included: one after a header in the run may end the message) and none starting at a ':' near a line's end and going
- * on into the next (join_may_start): no join is tried.  Unsure of a line's text
- * (control bytes, ESC, '\r', a dedup mark, a prefix not read here): 0. */
+ * prefix goes on), at most REJOIN_PARTS, and tries a join only from a line whose text starts
+ * like a date (_DATE_START: '['), and only when the joined text holds ": {", ": ..." or
+ * ": \u2026" (what _METRIC_MSG needs).  No join is tried while none of those is in the lines
+ * walked, as _peel leaves their text (the quiet line's own included: one after a header in the
+ * run may end the message), nor starts at a ':' near a line's end and goes on into the next
+ * (join_may_start).  Past one, a join from a line starting with '[' still fails when that line's
+ * header leaves a message that can't be a metric line's (head_not_metric: `[Rank 0] Memory-Usage
+ * ...: {...}`, logged before each checkpoint).  Unsure of a line's text (control bytes, ESC,
+ * '\r', a dedup mark, a prefix not read here): 0. */
 static int rejoin_fails(FoldObject *f, Py_ssize_t i, uchar *ls, uchar *le, const long *h, Py_ssize_t lo, int lo_all)
 {
     uchar *m = ls + h[H_MSG];
     if (h[H_MSG] < 0 || m > le || has_lit(m, le, &L_DICT) || has_lit(m, le, &L_DICT_DOTS)
         || has_lit(m, le, &L_DICT_ELLIPSIS))
         return 0;
+    int marked = 0;     /* a line walked so far holds a metric message's `: {`, `: ...` or `: \u2026` */
     for (Py_ssize_t k = i - 1; k >= i - REJOIN_PARTS; k--) {
         if (k < lo)
             return lo_all;      /* no line before: the run is over */
@@ -4990,12 +5096,16 @@ static int rejoin_fails(FoldObject *f, Py_ssize_t i, uchar *ls, uchar *le, const
         if (h[H_KEY] > 0 && pid_differs(s, e, ls, le, h[H_KEY]))
             return 1;           /* another source's line: the walk stops there */
         uchar *t = prefix_end(s, e, key);
-        if (t == NULL || has_lit(t, e, &L_ACROSS) || has_lit(t, e, &L_RAY_NOTE) || has_lit(t, e, &L_DICT)
-            || has_lit(t, e, &L_DICT_DOTS) || has_lit(t, e, &L_DICT_ELLIPSIS))
+        if (t == NULL || has_lit(t, e, &L_ACROSS) || has_lit(t, e, &L_RAY_NOTE))
             return 0;
-        for (uchar *q = t; q < e; q++)
-            if ((*q < 0x20 && *q != '\t') || *q == 0x7f || (*q == ':' && e - q <= 4 && join_may_start(q + 1, e)))
+        for (uchar *q = t; q < e; q++) {
+            if ((*q < 0x20 && *q != '\t') || *q == 0x7f)
                 return 0;
+            marked |= *q == ':' && e - q <= 4 && join_may_start(q + 1, e);
+        }
+        marked = marked || has_lit(t, e, &L_DICT) || has_lit(t, e, &L_DICT_DOTS) || has_lit(t, e, &L_DICT_ELLIPSIS);
+        if (marked && t < e && *t == '[' && !head_not_metric(s, e, key))
+            return 0;           /* a join from this line (_DATE_START) may hold a metric message */
     }
     return 1;                   /* the deque holds no more */
 }
@@ -5006,15 +5116,18 @@ static int rejoin_fails(FoldObject *f, Py_ssize_t i, uchar *ls, uchar *le, const
  * _catch_up's read of its source's deque is known here (the deque is absent or empty, or its
  * newest line is this buffer's line H_OWN and has a header miles_head reads as _header does).  Then 1, the deque popped, with *key (the line's
  * source key), and when that newest line gave a time, *pid, *time and *ts for last_time (else
- * NULL), new references; 0 when Python reads the line (nothing changed); -1 with an error set. */
+ * NULL), new references; 0 when Python reads the line (nothing changed); -1 with an error set.
+ * A checkpoint line (HEAD_CKPT: _headerless reads on into its event, ckpt_fold) gives 2 for 1,
+ * and 0 while set_types() has not given the Event class (unless `lean`: none is made). */
 static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty, Py_ssize_t lo, int lo_all,
-                      PyObject *skipped, PyObject **key, PyObject **pid, PyObject **time, PyObject **ts)
+                      int lean, PyObject *skipped, PyObject **key, PyObject **pid, PyObject **time, PyObject **ts)
 {
     Py_ssize_t k = f->out.orig[q];
     const long *h = k >= 0 && k < f->in.nc ? f->in.head[k] : NULL;
     uchar *ls, *le;
     *key = *pid = *time = *ts = NULL;
-    if (h == NULL || h[H_CLASS] != HEAD_QUIET || f->in.cand[k] != i
+    if (h == NULL || (h[H_CLASS] != HEAD_QUIET && h[H_CLASS] != HEAD_CKPT)
+        || (h[H_CLASS] == HEAD_CKPT && !lean && event_type.type == NULL) || f->in.cand[k] != i
         || !line_at(f->in.buf, f->in.len, f->in.st, f->in.n, i, &ls, &le) || h[H_KEY] < 0 || h[H_KEY] > le - ls
         || (h[H_KEY] > 0 && prefix_end(ls, le, h[H_KEY]) == NULL)
         || (h[H_ID] != 1 && !noise_empty && !rejoin_fails(f, i, ls, le, h, lo, lo_all)))
@@ -5025,7 +5138,7 @@ static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty
     PyObject *dq = PyDict_GetItemWithError(skipped, *key);   /* borrowed */
     if (dq == NULL) {
         if (!PyErr_Occurred())
-            return 1;
+            return h[H_CLASS] == HEAD_CKPT ? 2 : 1;
         goto error;
     }
     Py_ssize_t len = PyObject_Length(dq);
@@ -5051,13 +5164,77 @@ static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty
     }
     if (PyDict_DelItem(skipped, *key) < 0)
         goto error;
-    return 1;
+    return h[H_CLASS] == HEAD_CKPT ? 2 : 1;
 error:
     Py_CLEAR(*key);
     Py_CLEAR(*pid);
     Py_CLEAR(*time);
     Py_CLEAR(*ts);
     return -1;
+}
+
+/* The rest of _headerless for checkpoint line i (candidate q, quiet_fold's 2): its event, at its
+ * source's newest time (last_time[pid] once the kept-back times are in, as _catch_up left it;
+ * (None, None) when it has none), appended to out; in a `lean` read none is made (_hand_out:
+ * not a kind STORE_EVENT_KINDS keeps).  0, or -1 with an error set. */
+static PyObject *ckpt_s[3];     /* "checkpoint_saved", "checkpoint_start", "iteration" */
+
+static int ckpt_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, Py_ssize_t base, int lean, PendTime *pend,
+                     int *npend, PyObject *last_time, PyObject *out)
+{
+    if (lean)
+        return 0;
+    static const char *const text[3] = {"checkpoint_saved", "checkpoint_start", "iteration"};
+    for (int k = 0; k < 3; k++)
+        if (ckpt_s[k] == NULL && (ckpt_s[k] = PyUnicode_InternFromString(text[k])) == NULL)
+            return -1;
+    const long *h = f->in.head[f->out.orig[q]];
+    uchar *ls, *le;
+    if (!line_at(f->in.buf, f->in.len, f->in.st, f->in.n, i, &ls, &le)) {
+        PyErr_SetString(PyExc_ValueError, "fold: a head outside the buffer");
+        return -1;
+    }
+    if (pend_flush(pend, npend, last_time) < 0)
+        return -1;
+    PyObject *pid = kid_str(f, h[H_KID], ls, h, 1);
+    if (pid == NULL)
+        return -1;
+    PyObject *when = PyDict_GetItemWithError(last_time, pid);   /* borrowed */
+    Py_DECREF(pid);
+    if (when == NULL && PyErr_Occurred())
+        return -1;
+    if (when != NULL && (!PyTuple_CheckExact(when) || PyTuple_GET_SIZE(when) != 2)) {
+        PyErr_SetString(PyExc_TypeError, "fold: a source's time is not a (time, ts) pair");
+        return -1;
+    }
+    long long it = bounded_digits(ls + h[H_KIND], ls + h[H_KIND_END]);
+    PyObject *data = PyDict_New(), *v = it < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(it);
+    if (data == NULL || v == NULL || PyDict_SetItem(data, ckpt_s[2], v) < 0) {
+        Py_XDECREF(data);
+        Py_XDECREF(v);
+        return -1;
+    }
+    Py_DECREF(v);
+    uchar *t0 = ls + h[H_MSG], *te = ls + h[H_END_B];    /* msg.strip() (ASCII: quiet_head) */
+    while (t0 < te && SPACE(*t0))
+        t0++;
+    while (te > t0 && SPACE(te[-1]))
+        te--;
+    PyObject *fl[E_FIELDS] = {
+        [E_KIND] = Py_NewRef(ckpt_s[h[H_ROLE] ? 0 : 1]),
+        [E_TIME] = Py_NewRef(when != NULL ? PyTuple_GET_ITEM(when, 0) : Py_None),
+        [E_TS] = Py_NewRef(when != NULL ? PyTuple_GET_ITEM(when, 1) : Py_None),
+        [E_LINE_NO] = PyLong_FromSsize_t(base + i + 1),
+        [E_TEXT] = PyUnicode_DecodeASCII((const char *)t0, te - t0, NULL),
+        [E_DATA] = data,
+        [E_LINES] = PyList_New(0),
+    };
+    PyObject *ev = slot_object(&event_type, fl, E_FIELDS);
+    if (ev == NULL)
+        return -1;
+    int rc = PyList_Append(out, ev);
+    Py_DECREF(ev);
+    return rc;
 }
 
 #define FOLD_RUN_ARGS 16
@@ -5154,23 +5331,30 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
         if (noise_state != 0 || !tail_unread) {  /* _feed_quiet (an unread tail: Python's loop) */
             PyObject *key, *pid, *time, *ts;
             int got = quiet_fold(f, ci, i, noise_state == 1 || (noise_state == 0 && noise_empty),
-                                 noise_state == 2 ? tail_a : i, noise_state == 2 && tail_clear, skipped,
+                                 noise_state == 2 ? tail_a : i, noise_state == 2 && tail_clear, lean, skipped,
                                  &key, &pid, &time, &ts);
             if (got < 0)
                 goto error;
             if (got) {      /* _head_line, _catch_up (quiet_fold popped the deque), a noise line */
                 lines++;
-                noise++;
                 cut_reset = 1;
                 Py_SETREF(cur_key, key);
                 int bad = pid != NULL && pend_set(pend, &npend, pid, time, ts, NULL, NULL, last_time, -1) < 0;
                 Py_XDECREF(pid);
                 Py_XDECREF(time);
                 Py_XDECREF(ts);
-                if (bad)
+                if (bad || (got == 2 && ckpt_fold(f, ci, i, base, lean, pend, &npend, last_time, out) < 0))
                     goto error;
-                noise_tail(&noise_state, &tail_a, &tail_b, &tail_clear, i, i + 1, head_seen || noise_empty);
-                tail_unread = 1;
+                if (got == 2) {     /* an event: counted, the noise run cleared (as after a head) */
+                    events++;
+                    head_seen = 1;
+                    noise_state = 1;
+                    tail_unread = 0;
+                } else {
+                    noise++;
+                    noise_tail(&noise_state, &tail_a, &tail_b, &tail_clear, i, i + 1, head_seen || noise_empty);
+                    tail_unread = 1;
+                }
                 i++;
                 while (cand[ci] < i)
                     ci++;
