@@ -23,7 +23,9 @@
  *          and a header-less line that is noise for sure (quiet_head: feed only tries _rejoin
  *          and reads its source's skipped lines, and Fold.run does both itself where it knows
  *          their outcome: quiet_fold): noise that names an anchor ("step:", "{'", " ...",
- *          "checkpoint") is common, and read whole in Python it cost ~25 us a line.
+ *          "checkpoint") is common, and read whole in Python it cost ~25 us a line.  Megatron's
+ *          header-less `saving checkpoint at iteration N` lines come the same way (quiet_head:
+ *          HEAD_CKPT), and Fold.run makes their events (ckpt_fold).
  *   lasts: for each candidate, and once more for the buffer's end, the newest stamped noise
  *          line of the run before it, or -1 (it becomes _last_stamped, read lazily).
  *
