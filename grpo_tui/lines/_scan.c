@@ -1001,11 +1001,15 @@ closed:
     return 1;
 }
 
+/* parse._METRIC_MSG/_METRIC_ANY's kinds. */
+static const char *const METRIC_KINDS[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
+#define N_METRIC_KINDS (sizeof(METRIC_KINDS) / sizeof(METRIC_KINDS[0]))
+
 /* Whether `<kind> <digits>` (parse._METRIC_MSG/_METRIC_ANY's kind and id, the id's '-' taken)
  * ends at q, within [s, q): ASCII digits only (metric_any_may sees to the rest). */
 static int kind_id_before(uchar *s, uchar *q)
 {
-    static const char *const kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
+    const char *const *kinds = METRIC_KINDS;
     uchar *d = q;
     while (q > s && DIGIT(q[-1]))
         q--;
@@ -1016,7 +1020,7 @@ static int kind_id_before(uchar *s, uchar *q)
     if (q == s || q[-1] != ' ')
         return 0;
     q--;
-    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+    for (size_t k = 0; k < N_METRIC_KINDS; k++) {
         size_t n = strlen(kinds[k]);
         if ((size_t)(q - s) >= n && memcmp(q - n, kinds[k], n) == 0)
             return 1;
@@ -1432,7 +1436,7 @@ static int fingerprints_cover_events(void)
  * or maybe one (anything else: Python reads it). */
 static int metric_msg(uchar *s, uchar *e, long *h, uchar *line, const Seen *seen)
 {
-    static const char *kinds[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
+    const char *const *kinds = METRIC_KINDS;
     uchar *p = s, *role = NULL;
     if (p < e && ALPHA(*p)) {   /* (?:(?P<role>[A-Za-z]\w*)-)?: the whole word, if a '-' ends it */
         uchar *q = p + 1;
@@ -1446,7 +1450,7 @@ static int metric_msg(uchar *s, uchar *e, long *h, uchar *line, const Seen *seen
         }
     }
     uchar *k1 = NULL;
-    for (size_t k = 0; k1 == NULL && k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+    for (size_t k = 0; k1 == NULL && k < N_METRIC_KINDS; k++) {
         size_t n = strlen(kinds[k]);
         if ((size_t)(e - p) > n && memcmp(p, kinds[k], n) == 0 && p[n] == ' ')
             k1 = p + n;
@@ -1904,6 +1908,13 @@ static int metric_any_may(uchar *t, uchar *e)
  * a str offset too: the prefix is ASCII), H_END_B, H_CLASS = HEAD_QUIET; 1, or 0 (Python's).
  * Why: such lines (tqdm bars, warnings: `Loading checkpoint shards: 100%|...`) went through
  * feed whole, and made the scanner keep every source's skipped lines before them. */
+/* Whether the header-less text [t, e) may be the launch line _classify(header=False) reads
+ * (train.py or train_async.py, and " --"). */
+static int launch_may(uchar *t, uchar *e)
+{
+    return (has(t, e, "train.py", 8) || has(t, e, "train_async.py", 14)) && has(t, e, " --", 3);
+}
+
 /* Whether LineParser._classify(msg, header=False) gives a checkpoint event for the header-less
  * text [t, e) (printable ASCII, as quiet_head checked; it may start with blanks): no branch
  * before _CKPT's is taken (the launch line's, `ft `, and the texts event_trigger_at names for
@@ -1914,8 +1925,7 @@ static int ckpt_event(uchar *t, uchar *e, int *saved, uchar **d0, uchar **d1)
     uchar *p = t;
     while (p < e && SPACE(*p))
         p++;                                    /* msg.lstrip() */
-    if (LIT("EXEC:") || LIT("+ ray job submit") || LIT("ft ")
-        || ((has(t, e, "train.py", 8) || has(t, e, "train_async.py", 14)) && has(t, e, " --", 3)))
+    if (LIT("EXEC:") || LIT("+ ray job submit") || LIT("ft ") || launch_may(t, e))
         return 0;
     for (p = t; p < e; p++) {                   /* the branches before _CKPT's */
         if (*p == 'W' ? LIT("Watchdog caught collective operation timeout")
@@ -1971,8 +1981,7 @@ static int quiet_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
         return 0;
     int cls = HEAD_QUIET, saved = 0;
     uchar *d0 = NULL, *d1 = NULL;
-    if (blank || may_be_event(t, e)
-        || ((has(t, e, "train.py", 8) || has(t, e, "train_async.py", 14)) && has(t, e, " --", 3))) {
+    if (blank || may_be_event(t, e) || launch_may(t, e)) {
         /* an event line, or one starting with blanks (_ARG_DUMP's, a traceback's): only a
          * checkpoint's, its text all ASCII (_CKPT's \s and \d), is taken */
         if (any_high(t, (size_t)(e - t)) || !ckpt_event(t, e, &saved, &d0, &d1))
@@ -5034,21 +5043,21 @@ static int join_may_start(uchar *p, uchar *e)
  * kinds nor a role (followed by '-') before one.  Non-ASCII (\w is Unicode) or too short: 1. */
 static int metric_start_may(uchar *m, uchar *e)
 {
-    static const char *const kinds[] = {"rollout ", "perf ", "eval ", "multi_turn ", "step ", "passrate "};
     if (m >= e)
         return 1;
-    if (!((*m >= 'A' && *m <= 'Z') || (*m >= 'a' && *m <= 'z')))
+    if (!ALPHA(*m))
         return *m >= 0x80;
     uchar *w = m;
-    while (w < e && (DIGIT(*w) || (*w >= 'A' && *w <= 'Z') || (*w >= 'a' && *w <= 'z') || *w == '_'))
+    while (w < e && WORD(*w))
         w++;
     if (w == e || *w >= 0x80)
         return 1;
     uchar *k = *w == '-' ? w + 1 : m;     /* a role's '-': the kind follows; else this word is it */
-    for (size_t j = 0; j < sizeof(kinds) / sizeof(kinds[0]); j++) {
-        size_t n = strlen(kinds[j]), have = (size_t)(e - k) < n ? (size_t)(e - k) : n;
-        if (memcmp(k, kinds[j], have) == 0)
-            return 1;   /* the kind, or the start of it where the line ends */
+    for (size_t j = 0; j < N_METRIC_KINDS; j++) {
+        size_t n = strlen(METRIC_KINDS[j]), have = (size_t)(e - k);
+        if (have <= n ? memcmp(k, METRIC_KINDS[j], have) == 0    /* the line ends inside the kind */
+                      : memcmp(k, METRIC_KINDS[j], n) == 0 && k[n] == ' ')
+            return 1;
     }
     return 0;
 }
