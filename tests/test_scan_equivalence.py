@@ -693,7 +693,9 @@ _ANCHORS = [": {", ": \u2026", "Error", "EXEC:", "retrying", "ft ", "f memory", 
 _PIECES = ([a.encode() for a in _ANCHORS] + [a.encode()[:k] for a in _ANCHORS for k in (2, 3) if len(a) > k]
            + [b"\n", b"\n", b"\x00", b"\r", b"\r\n", b"\xe2\x80\xa6", b"\xc3\xa9", b"\xef\xbf\xbd", b"\xff", b"\xe2\x80",
               b"\xed\xa0\x80", b"\xf0\x9f\x98\x80", b"[", b"(A pid=1) ", b"\x1b[36m(B pid=2)\x1b[0m ", b"{", b" {", b'{"',
-              b"[2026-08-21 10:00:00.000 main] x.py:1 - ", b"tra", b"Tra", b"ste", b"che", b"mem"]
+              b"[2026-08-21 10:00:00.000 main] x.py:1 - ", b"tra", b"Tra", b"ste", b"che", b"mem",
+              b"[2026-08-21 10:00:00 TP0] ", b"saving checkpoint ", b"CUDA out of memory", b"killed due to memory pressure",
+              b"successfully saved checkpoint ", b"Saving tensorboard log to", b"retrying...", b"Max retries ("]
            + [b"x" * k for k in (1, 2, 3, 5, 13, 16, 29, 30, 31, 32, 33, 34, 63, 64, 65)])
 
 
@@ -769,6 +771,36 @@ def test_scanner_kernels_find_every_event_anchor_in_a_message(anchor):
             lines += [head + "w" * off + anchor, head + "w" * off + anchor + " z" * 20,
                       head + "w" * off + anchor[:-1] + " step: 1", head + "Error " + "w" * off + anchor[1:]]
     for line in lines[::7] + [line for line in lines if line.endswith(anchor)]:
+        _kernels_agree(line.encode())
+    _kernels_agree("\n".join(lines).encode())
+    assert_same([lines])
+
+
+# the texts _classify acts on, which the scanner looks for to tell a noise message from an event
+# (_scan.c's TRIGGERS: the SIMD kernels look only where the walk's filter flags a fingerprint,
+# up to 19 bytes in), and "W&B" without the "mode enabled" it needs
+_TRIGGERS = ["Traceback (most recent call last)", "retrying...", "Max retries (", " skipped: ", "Health check failed",
+             "Recovered ", "CUDA out of memory", "CUDA error: out of memory", "OutOfMemoryError",
+             "killed due to memory pressure", "Watchdog caught collective operation timeout", "W&B mode enabled", "W&B",
+             "Job '", "Fatal async misuse", "saving checkpoint ", "successfully saved checkpoint ",
+             "Saving tensorboard log to"]
+
+
+@pytest.mark.parametrize("trigger", _TRIGGERS)
+def test_scanner_kernels_find_every_trigger_in_a_message(trigger):
+    """Whether a message that names an anchor may be an event: each trigger at every offset of
+    two 32-byte windows and in the short tail after them, whole, cut, or with its first byte
+    changed, under a Miles header, SGLang's own header and none: every kernel gives the same
+    heads, and the parser reads the lines as the inline path does."""
+    heads = ["[2026-08-21 10:00:00.000 main] x.py:1 - ", "\x1b[36m(A pid=1)\x1b[0m [2026-08-21 10:00:00 TP0] ",
+             "\x1b[36m(A pid=1)\x1b[0m "]
+    lines = []
+    for off in range(70):
+        for head in heads:
+            lines += [head + "w" * off + trigger, head + "w" * off + trigger + " step: 1",
+                      head + "w" * off + trigger[:-1] + " step: 1", head + "w" * off + "x" + trigger[1:] + " step: 1",
+                      head + "step: " + "w" * off + trigger + " z" * 20]
+    for line in lines[::5] + [line for line in lines if line.endswith(trigger)]:
         _kernels_agree(line.encode())
     _kernels_agree("\n".join(lines).encode())
     assert_same([lines])

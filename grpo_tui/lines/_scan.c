@@ -434,10 +434,33 @@ __attribute__((target("avx2"))) static int line_avx2(uchar *s, uchar *end, uchar
     }
 }
 
+/* The filter's flags on the n < WALK_READ bytes at p, the last of [p, p + n) (copied out, so
+ * nothing past them is read; the copy's zeros flag nothing kept: the bits stop at n).  Why:
+ * a message is a few dozen bytes, and the walks' scalar tails took most of each. */
+__attribute__((target("ssse3"))) static uint64_t tail_ssse3(uchar *p, Py_ssize_t n)
+{
+    unsigned char w[2 * 32 + 2] = {0};
+    uint32_t nl;
+    memcpy(w, p, (size_t)n);
+    uint64_t m = 0;
+    for (int k = 0; k < 4; k++)
+        m |= (uint64_t)flags_ssse3(w + 16 * k, &nl) << (16 * k);
+    return m & ((1ull << n) - 1);
+}
+
+__attribute__((target("avx2"))) static uint64_t tail_avx2(uchar *p, Py_ssize_t n)
+{
+    unsigned char w[2 * 32 + 2] = {0};
+    uint32_t nl;
+    memcpy(w, p, (size_t)n);
+    uint64_t m = flags_avx2(w, &nl) | (uint64_t)flags_avx2(w + 32, &nl) << 32;
+    return m & ((1ull << n) - 1);
+}
+
 /* event_scalar, by the walk's filter: every event anchor holds one of the walk's fingerprints
- * (event_near says where), so only the flagged bytes are looked at; the last bytes (and the
- * EVENT_BACK before them, whose anchors' fingerprints may lie past) go to event_scalar.  The
- * filter reads up to WALK_READ bytes from a window's start, bounded by e. */
+ * (event_near says where), so only the flagged bytes are looked at, the last fewer than
+ * WALK_READ through the filter from a copy (tail_ssse3 / tail_avx2).  The filter reads up to
+ * WALK_READ bytes from a window's start, bounded by e. */
 __attribute__((target("ssse3"))) static int event_ssse3(uchar *s, uchar *e)
 {
     uchar *p = s;
@@ -447,7 +470,10 @@ __attribute__((target("ssse3"))) static int event_ssse3(uchar *s, uchar *e)
             if (event_near(p + __builtin_ctz(m), s, e))
                 return 1;
     }
-    return event_scalar(p - s > EVENT_BACK ? p - EVENT_BACK : s, e);
+    for (uint64_t m = tail_ssse3(p, e - p); m; m &= m - 1)
+        if (event_near(p + __builtin_ctzll(m), s, e))
+            return 1;
+    return 0;
 }
 
 __attribute__((target("avx2"))) static int event_avx2(uchar *s, uchar *e)
@@ -459,16 +485,27 @@ __attribute__((target("avx2"))) static int event_avx2(uchar *s, uchar *e)
             if (event_near(p + __builtin_ctz(m), s, e))
                 return 1;
     }
-    return event_scalar(p - s > EVENT_BACK ? p - EVENT_BACK : s, e);
+    for (uint64_t m = tail_avx2(p, e - p); m; m &= m - 1)
+        if (event_near(p + __builtin_ctzll(m), s, e))
+            return 1;
+    return 0;
 }
 #endif
 
-/* The kernels this machine runs, best last; `walk` is the one in use (kernel() switches). */
-static const struct { const char *name; line_fn fn; event_fn events; } KERNELS[] = {
-    {"scalar", line_scalar, event_scalar},
+/* A trigger scan: whether event_trigger_at holds at some byte of [s, e) (may_be_event); the
+ * SIMD ones look only where the walk's filter flags a fingerprint (defined with TRIGGERS). */
+static int trigger_scalar(uchar *s, uchar *e);
 #ifdef HAVE_X86_KERNELS
-    {"ssse3", line_ssse3, event_ssse3},
-    {"avx2", line_avx2, event_avx2},
+__attribute__((target("ssse3"))) static int trigger_ssse3(uchar *s, uchar *e);
+__attribute__((target("avx2"))) static int trigger_avx2(uchar *s, uchar *e);
+#endif
+
+/* The kernels this machine runs, best last; `walk` is the one in use (kernel() switches). */
+static const struct { const char *name; line_fn fn; event_fn events, triggers; } KERNELS[] = {
+    {"scalar", line_scalar, event_scalar, trigger_scalar},
+#ifdef HAVE_X86_KERNELS
+    {"ssse3", line_ssse3, event_ssse3, trigger_ssse3},
+    {"avx2", line_avx2, event_avx2, trigger_avx2},
 #endif
 };
 #define N_KERNELS ((int)(sizeof(KERNELS) / sizeof(KERNELS[0])))
@@ -476,12 +513,14 @@ static int kernel_ok[N_KERNELS];
 static int kernel_now;
 static line_fn walk = line_scalar;
 static event_fn event_anchor = event_scalar;
+static event_fn trigger_any = trigger_scalar;
 
 static void use_kernel(int k)
 {
     kernel_now = k;
     walk = KERNELS[k].fn;
     event_anchor = KERNELS[k].events;
+    trigger_any = KERNELS[k].triggers;
     simd_on = k > 0;
 }
 
@@ -1627,6 +1666,89 @@ static int event_trigger_at(uchar *p, uchar *e, uchar *s)
     }
 }
 
+/* The texts event_trigger_at looks for, one per literal of its branches (`W&B` with what it
+ * needs besides).  Each holds one of the walk's FINGERPRINTS some bytes in (the first one's
+ * offset is among backs[]: trigger_backs_init, at import, which refuses a text without one or
+ * one that event_trigger_at does not take), so the filter flags every trigger somewhere in it. */
+static const char *const TRIGGERS[] = {
+    "Traceback (most recent call last)", "retrying...", "Max retries (", " skipped: ", "Health check failed",
+    "Recovered ", "CUDA out of memory", "CUDA error: out of memory", "OutOfMemoryError",
+    "killed due to memory pressure", "Watchdog caught collective operation timeout", "W&B mode enabled", "Job '",
+    "Fatal async misuse", "saving checkpoint ", "successfully saved checkpoint ", "Saving tensorboard log to",
+};
+#define N_TRIGGERS ((int)(sizeof(TRIGGERS) / sizeof(TRIGGERS[0])))
+static int n_backs, backs[N_TRIGGERS];  /* where a fingerprint starts in them, each offset once */
+
+static int trigger_backs_init(void)
+{
+    for (int i = 0; i < N_TRIGGERS; i++) {
+        const char *t = TRIGGERS[i];
+        int b = 0, n = (int)strlen(t);
+        while (b < n && !fingerprinted(t, b))
+            b++;
+        if (b == n || !event_trigger_at((uchar *)t, (uchar *)t + n, (uchar *)t))
+            return 0;
+        int k = 0;
+        while (k < n_backs && backs[k] != b)
+            k++;
+        if (k == n_backs)
+            backs[n_backs++] = b;
+    }
+    return 1;
+}
+
+static int trigger_scalar(uchar *s, uchar *e)
+{
+    for (uchar *p = s; p < e; p++)
+        if (event_trigger_at(p, e, s))
+            return 1;
+    return 0;
+}
+
+#ifdef HAVE_X86_KERNELS
+/* Whether a trigger whose fingerprint the filter flags at q starts that many bytes before q
+ * (within [s, e)). */
+static inline int trigger_near(uchar *q, uchar *s, uchar *e)
+{
+    for (int k = 0; k < n_backs; k++)
+        if (q - s >= backs[k] && event_trigger_at(q - backs[k], e, s))
+            return 1;
+    return 0;
+}
+
+/* trigger_scalar, by the walk's filter (as event_ssse3 / event_avx2 do): every trigger in
+ * [s, e) has its fingerprint flagged, and trigger_near looks back from there. */
+__attribute__((target("ssse3"))) static int trigger_ssse3(uchar *s, uchar *e)
+{
+    uchar *p = s;
+    for (; e - p >= WALK_READ; p += 32) {
+        uint32_t nl0, nl1;
+        for (uint32_t m = flags_ssse3(p, &nl0) | flags_ssse3(p + 16, &nl1) << 16; m; m &= m - 1)
+            if (trigger_near(p + __builtin_ctz(m), s, e))
+                return 1;
+    }
+    for (uint64_t m = tail_ssse3(p, e - p); m; m &= m - 1)
+        if (trigger_near(p + __builtin_ctzll(m), s, e))
+            return 1;
+    return 0;
+}
+
+__attribute__((target("avx2"))) static int trigger_avx2(uchar *s, uchar *e)
+{
+    uchar *p = s;
+    for (; e - p >= WALK_READ; p += 32) {
+        uint32_t nl;
+        for (uint32_t m = flags_avx2(p, &nl); m; m &= m - 1)
+            if (trigger_near(p + __builtin_ctz(m), s, e))
+                return 1;
+    }
+    for (uint64_t m = tail_avx2(p, e - p); m; m &= m - 1)
+        if (trigger_near(p + __builtin_ctzll(m), s, e))
+            return 1;
+    return 0;
+}
+#endif
+
 /* Whether LineParser._classify(msg, header=True) may give an event for the message [s, e), whose
  * first byte is neither blank nor non-ASCII (0: it gives None for sure, and changes nothing). */
 static int may_be_event(uchar *s, uchar *e)
@@ -1634,10 +1756,7 @@ static int may_be_event(uchar *s, uchar *e)
     uchar *p = s;
     if (LIT("EXEC:") || LIT("+ ray job submit") || LIT("ft ") || LIT("wandb:"))
         return 1;
-    for (; p < e; p++)
-        if (event_trigger_at(p, e, s))
-            return 1;
-    return 0;
+    return trigger_any(s, e);
 }
 
 /* What LineParser._header_fields makes of the message [s, e) (see H_CLASS). */
@@ -7521,7 +7640,7 @@ PyMODINIT_FUNC PyInit__scan(void)
     plain_byte_init();
     commonness_init();
     lits_init();
-    if (!fingerprints_cover_anchors() || !fingerprints_cover_events() || !ctrl_nib_ok()) {   /* a SIMD walk would skip candidates: refuse */
+    if (!fingerprints_cover_anchors() || !fingerprints_cover_events() || !ctrl_nib_ok() || !trigger_backs_init()) {   /* a SIMD walk would skip candidates: refuse */
         PyErr_SetString(PyExc_SystemError, "_scan: an anchor has no SIMD fingerprint, or a control byte no filter bit");
         return NULL;
     }
