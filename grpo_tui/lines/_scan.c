@@ -457,48 +457,54 @@ __attribute__((target("avx2"))) static uint64_t tail_avx2(uchar *p, Py_ssize_t n
     return m & ((1ull << n) - 1);
 }
 
-/* event_scalar, by the walk's filter: every event anchor holds one of the walk's fingerprints
- * (event_near says where), so only the flagged bytes are looked at, the last fewer than
- * WALK_READ through the filter from a copy (tail_ssse3 / tail_avx2).  The filter reads up to
- * WALK_READ bytes from a window's start, bounded by e. */
-__attribute__((target("ssse3"))) static int event_ssse3(uchar *s, uchar *e)
+static inline int trigger_near(uchar *q, uchar *s, uchar *e);
+
+/* event_scalar (triggers 0) or trigger_scalar (1), by the walk's filter: every event anchor and
+ * trigger holds one of the walk's fingerprints (event_near, trigger_near say where), so only
+ * the flagged bytes are looked at, the last fewer than WALK_READ through the filter from a copy
+ * (tail_ssse3 / tail_avx2).  The filter reads up to WALK_READ bytes from a window's start,
+ * bounded by e. */
+#define FLAGGED_NEAR(q) (triggers ? trigger_near(q, s, e) : event_near(q, s, e))
+__attribute__((target("ssse3"))) static inline int flagged_ssse3(uchar *s, uchar *e, int triggers)
 {
     uchar *p = s;
     for (; e - p >= WALK_READ; p += 32) {
         uint32_t nl0, nl1;
         for (uint32_t m = flags_ssse3(p, &nl0) | flags_ssse3(p + 16, &nl1) << 16; m; m &= m - 1)
-            if (event_near(p + __builtin_ctz(m), s, e))
+            if (FLAGGED_NEAR(p + __builtin_ctz(m)))
                 return 1;
     }
     for (uint64_t m = tail_ssse3(p, e - p); m; m &= m - 1)
-        if (event_near(p + __builtin_ctzll(m), s, e))
+        if (FLAGGED_NEAR(p + __builtin_ctzll(m)))
             return 1;
     return 0;
 }
 
-__attribute__((target("avx2"))) static int event_avx2(uchar *s, uchar *e)
+__attribute__((target("avx2"))) static inline int flagged_avx2(uchar *s, uchar *e, int triggers)
 {
     uchar *p = s;
     for (; e - p >= WALK_READ; p += 32) {
         uint32_t nl;
         for (uint32_t m = flags_avx2(p, &nl); m; m &= m - 1)
-            if (event_near(p + __builtin_ctz(m), s, e))
+            if (FLAGGED_NEAR(p + __builtin_ctz(m)))
                 return 1;
     }
     for (uint64_t m = tail_avx2(p, e - p); m; m &= m - 1)
-        if (event_near(p + __builtin_ctzll(m), s, e))
+        if (FLAGGED_NEAR(p + __builtin_ctzll(m)))
             return 1;
     return 0;
 }
+#undef FLAGGED_NEAR
+
+__attribute__((target("ssse3"))) static int event_ssse3(uchar *s, uchar *e) { return flagged_ssse3(s, e, 0); }
+__attribute__((target("avx2"))) static int event_avx2(uchar *s, uchar *e) { return flagged_avx2(s, e, 0); }
+__attribute__((target("ssse3"))) static int trigger_ssse3(uchar *s, uchar *e) { return flagged_ssse3(s, e, 1); }
+__attribute__((target("avx2"))) static int trigger_avx2(uchar *s, uchar *e) { return flagged_avx2(s, e, 1); }
 #endif
 
-/* A trigger scan: whether event_trigger_at holds at some byte of [s, e) (may_be_event); the
- * SIMD ones look only where the walk's filter flags a fingerprint (defined with TRIGGERS). */
+/* A trigger scan: whether event_trigger_at holds at some byte of [s, e) (may_be_event); its SIMD
+ * forms above look only where the walk's filter flags a fingerprint (trigger_near, with TRIGGERS). */
 static int trigger_scalar(uchar *s, uchar *e);
-#ifdef HAVE_X86_KERNELS
-__attribute__((target("ssse3"))) static int trigger_ssse3(uchar *s, uchar *e);
-__attribute__((target("avx2"))) static int trigger_avx2(uchar *s, uchar *e);
-#endif
 
 /* The kernels this machine runs, best last; `walk` is the one in use (kernel() switches). */
 static const struct { const char *name; line_fn fn; event_fn events, triggers; } KERNELS[] = {
@@ -1726,37 +1732,6 @@ static inline int trigger_near(uchar *q, uchar *s, uchar *e)
     return 0;
 }
 
-/* trigger_scalar, by the walk's filter (as event_ssse3 / event_avx2 do): every trigger in
- * [s, e) has its fingerprint flagged, and trigger_near looks back from there. */
-__attribute__((target("ssse3"))) static int trigger_ssse3(uchar *s, uchar *e)
-{
-    uchar *p = s;
-    for (; e - p >= WALK_READ; p += 32) {
-        uint32_t nl0, nl1;
-        for (uint32_t m = flags_ssse3(p, &nl0) | flags_ssse3(p + 16, &nl1) << 16; m; m &= m - 1)
-            if (trigger_near(p + __builtin_ctz(m), s, e))
-                return 1;
-    }
-    for (uint64_t m = tail_ssse3(p, e - p); m; m &= m - 1)
-        if (trigger_near(p + __builtin_ctzll(m), s, e))
-            return 1;
-    return 0;
-}
-
-__attribute__((target("avx2"))) static int trigger_avx2(uchar *s, uchar *e)
-{
-    uchar *p = s;
-    for (; e - p >= WALK_READ; p += 32) {
-        uint32_t nl;
-        for (uint32_t m = flags_avx2(p, &nl); m; m &= m - 1)
-            if (trigger_near(p + __builtin_ctz(m), s, e))
-                return 1;
-    }
-    for (uint64_t m = tail_avx2(p, e - p); m; m &= m - 1)
-        if (trigger_near(p + __builtin_ctzll(m), s, e))
-            return 1;
-    return 0;
-}
 #endif
 
 /* Whether LineParser._classify(msg, header=True) may give an event for the message [s, e), whose
