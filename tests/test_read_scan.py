@@ -13,7 +13,8 @@ import time
 import pytest
 
 from grpo_tui import export, pipeline
-from grpo_tui.lines.files import InputError, ScannedReader, iter_block_views
+from grpo_tui.lines import files
+from grpo_tui.lines.files import LEFT, InputError, ScannedReader, iter_block_views
 
 _scan = pytest.importorskip("grpo_tui.lines._scan")
 if not hasattr(_scan, "read_scan"):
@@ -127,3 +128,123 @@ def test_judging_with_the_read_and_walk_apart_or_together_agrees(path, monkeypat
         out.append((repr(pipe.report(now).to_json(path)), pipe.parser.counts.as_dict(),
                     repr(export.rows(pipe.store)), repr(export.rows(pipe.store, "step"))))
     assert out[0] == out[1]
+
+
+def _split_walk(share: float):
+    """A read_scan walk leaving the last `share` of each block to the caller (ScannedReader._walk's)."""
+    def walk(fd, mv, have, want, max_line):
+        return _scan.read_scan(fd, mv, have, want, max_line, False, False, int((have + want) * (1 - share)))
+    return walk
+
+
+@pytest.mark.parametrize("path", LOGS[:4], ids=os.path.basename)
+@pytest.mark.parametrize("share", [0.1, 0.5, 0.9])
+def test_a_split_walk_gives_the_same_lines_in_two_blocks(path, share):
+    """A walk that splits a block (read_scan's walk_to) gives its lines as two blocks, the first
+    walked and the second LEFT to the caller: joined, the blocks without the split; the walks
+    fold as scan_raw's of the same views; a split block's buffer is not reused before both parts
+    are dropped (three buffers, the parts kept until then)."""
+    for chunk in (4096, 1 << 14):
+        whole = [bytes(b) for b in iter_block_views(path, chunk=chunk, buffers=3)]
+        parts, kept, splits = [], [], 0
+        for block, w in iter_block_views(path, chunk=chunk, buffers=3, walk=_split_walk(share)):
+            if w is LEFT:
+                splits += 1
+                parts[-1] += b"\n" + bytes(block)
+            else:
+                assert w is None or _fold(block, w) == _fold(block, _scan.scan_raw(block))
+                parts.append(bytes(block))
+            kept.append((block, bytes(block)))
+            kept = kept[-2:]            # the block before and this one: still as read
+            assert all(bytes(b) == copy for b, copy in kept)
+        assert parts == whole and splits > 0
+
+
+def test_the_reader_gives_its_consumer_a_share_of_the_walk_by_how_long_it_waited(tmp_path):
+    """ScannedReader._steer (an untimed read): the consumer's share goes up by SHARE_STEP after a
+    block it was waiting for, down after one it was not, within [0, SHARE_MAX]; a fixed share
+    stays.  While a share is given the reader reads no dicts for its consumer (spare), and
+    read_scan walks to where the share starts."""
+    p = tmp_path / "x.log"
+    p.write_text("".join(LINE.format(n=i, s=i % 60) for i in range(20)))
+    r = ScannedReader(str(p), _scan.scan_raw_untimed, 4096, untimed=True)
+    list(r.blocks())
+    r._share = 0.0
+    r._steer(False)
+    assert r._share == 0.0
+    for k in range(1, 4):
+        r._steer(True)
+        assert r._share == pytest.approx(k * files.SHARE_STEP)
+    r._steer(False)
+    assert r._share == pytest.approx(2 * files.SHARE_STEP)
+    for _ in range(100):
+        r._steer(True)
+    assert r._share == files.SHARE_MAX
+    fixed = ScannedReader(str(p), _scan.scan_raw, 4096, share=0.25)
+    list(fixed.blocks())
+    fixed._steer(True)
+    assert fixed._share == 0.25
+    asked = []
+
+    def recording(fd, mv, have, want, max_line, pairs, *rest):
+        asked.append((pairs, rest))
+        return _scan.read_scan(fd, mv, have, want, max_line, pairs, *rest)
+    fixed.read_scan, fixed._waiting = recording, False
+    with open(p, "rb") as f:
+        fixed._walk(f.fileno(), memoryview(bytearray(8192)), 0, 4096, 1 << 20)
+    assert asked == [(False, (False, 3072))]
+
+
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+def test_reading_rows_with_the_walk_shared_by_both_threads_agrees(path, monkeypatch):
+    """export's read (rows only, no time kept) with the reader leaving a fixed share of each
+    block's walk to the parsing thread (so splitting blocks where no block ends otherwise): the
+    same counts and exported rows as with the walk its own."""
+    def shared(share):
+        def blocks(path, scan, chunk=files.CHUNK, end=None, read_scan=None, untimed=False):
+            r = ScannedReader(path, scan, 8192, end, read_scan=read_scan, untimed=untimed, share=share)
+            yield from r.blocks()
+            assert share == 0 or read_scan is None or r.left > 0
+        return blocks
+    out = []
+    for share in (0, 0.3, 0.7):
+        monkeypatch.setattr(pipeline, "iter_scanned_blocks", shared(share))
+        pipe = pipeline.judge_path(path, judging=False, rows_only=True)
+        out.append((pipe.parser.counts.as_dict(), repr(export.rows(pipe.store)), repr(export.rows(pipe.store, "step"))))
+    assert out[1] == out[0] and out[2] == out[0]
+
+
+def test_only_an_untimed_read_shares_its_walk(tmp_path):
+    """A timed read (check, the dashboard) never splits a block, however long its consumer
+    waits: where blocks end moves the log time an alert is raised at; an untimed one (export)
+    does, once its consumer has waited for blocks."""
+    p = tmp_path / "x.log"
+    p.write_text("".join(LINE.format(n=i, s=i % 60) for i in range(3000)))
+    for untimed in (False, True):
+        r = ScannedReader(str(p), _scan.scan_raw_untimed if untimed else _scan.scan_raw, 4096,
+                          read_scan=_scan.read_scan, untimed=untimed)
+        for _ in r.blocks():
+            pass                        # a fast consumer: it waits for every block
+        assert (r.left > 0) == untimed and (r._share > 0) == untimed
+
+
+@pytest.mark.parametrize("share", [0.3, 0.7])
+def test_a_split_block_stays_whole_until_the_block_after_its_tail_is_taken(tmp_path, share):
+    """With a share of the walk given away each block comes in two parts from one buffer: that
+    buffer is not read into again while either part may still be read (a slow consumer, the
+    reader as far ahead as its lead lets it): every part reads as it did when taken until the
+    one after the next is taken, and the parts join into the file."""
+    p = tmp_path / "x.log"
+    data = "".join(LINE.format(n=i, s=i % 60) for i in range(6000))
+    p.write_text(data)
+    r = ScannedReader(str(p), _scan.scan_raw_untimed, 4096, read_scan=_scan.read_scan, untimed=True,
+                      share=share, ahead=3)
+    seen: list = []
+    for block, walk in r.blocks():
+        seen.append((block, bytes(block)))
+        time.sleep(0.001)
+        assert all(bytes(b) == copy for b, copy in seen[-2:])
+        seen = seen[-2:]
+        if walk is not None:
+            assert _fold(block, walk) == _fold(block, _scan.scan_raw_untimed(block))
+    assert r.left > 10

@@ -1869,6 +1869,31 @@ def test_scanner_read_scan_fuzzed_gives_the_blocks_and_their_walks(tmp_path_fact
 
 
 @_HAS_READ_SCAN
+@FUZZ
+@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"rollout 1: {'a': 1}",
+                                      b"[2026-08-21 10:00:00.000 main] x.py:1 - ", b"\x1b[36m(A pid=1)\x1b[0m "]),
+                     min_size=1, max_size=60).map(b"".join),
+       walk_to=st.integers(-1, 400), pairs=st.booleans())
+def test_scanner_read_scan_walks_up_to_walk_to(tmp_path_factory, data, walk_to, pairs):
+    """read_scan's `walk_to`: the walk is of buf[:mid], mid the first newline at or past walk_to
+    with a line after it before cut (-1: none, the walk is of buf[:cut] as without it), and it
+    folds as scan_raw's walk of that view does; the read is the same."""
+    p = tmp_path_factory.mktemp("w") / "x.log"
+    p.write_bytes(data)
+    buf = memoryview(bytearray(len(data) + 8))
+    with open(p, "rb") as f:
+        n, cut, walk, mid = _scan.read_scan(f.fileno(), buf, 0, len(data), 1 << 20, pairs, False, walk_to)
+    assert n == len(data) and cut == data.rfind(b"\n")
+    nl = data.find(b"\n", walk_to, cut) if 0 < walk_to < cut else -1
+    assert mid == (nl if nl >= 0 and nl + 1 < cut else -1)
+    if walk is None:
+        assert cut < 0 and mid == -1
+        return
+    end = mid if mid >= 0 else cut
+    assert _walk_fold(buf[:end], walk) == _walk_fold(buf[:end], _scan.scan_raw(buf[:end]))
+
+
+@_HAS_READ_SCAN
 @pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
 def test_scanner_read_scan_on_the_sample_logs(path):
     for chunk in (4096, 1 << 16):

@@ -4595,15 +4595,18 @@ static int long_line(uchar *b, Py_ssize_t end, Py_ssize_t max_line)
  * the metric dicts read in the walk too (see pairs_ahead). */
 static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 5 || nargs > 7) {
-        PyErr_SetString(PyExc_TypeError, "read_scan(): 5 to 7 arguments");
+    if (nargs < 5 || nargs > 8) {
+        PyErr_SetString(PyExc_TypeError, "read_scan(): 5 to 8 arguments");
         return NULL;
     }
     int pairs = nargs >= 6 ? PyObject_IsTrue(args[5]) : 0;
     if (pairs < 0)
         return NULL;
-    int untimed = nargs == 7 ? PyObject_IsTrue(args[6]) : 0;
+    int untimed = nargs >= 7 ? PyObject_IsTrue(args[6]) : 0;
     if (untimed < 0)
+        return NULL;
+    Py_ssize_t walk_to = -1;   /* walk the lines up to the first newline at or past it; -1: all */
+    if (nargs == 8 && (walk_to = PyLong_AsSsize_t(args[7])) == -1 && PyErr_Occurred())
         return NULL;
     long fd = PyLong_AsLong(args[0]);
     if (fd == -1 && PyErr_Occurred())
@@ -4632,7 +4635,7 @@ static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, P
     uchar *b = (uchar *)view.buf;
     Py_ssize_t got = 0;
     int err = 0, walked = 0, oom = 0;
-    Py_ssize_t cut = -1, n = -1;
+    Py_ssize_t cut = -1, n = -1, mid = -1;
     int64_t *st = NULL;
     Py_BEGIN_ALLOW_THREADS
     while (got < want) {     /* as BufferedReader.readinto: until `want` bytes or the end (a pipe's reads are short) */
@@ -4660,7 +4663,10 @@ static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, P
         for (cut = stop - 1; cut >= 0 && b[cut] != '\n'; cut--)
             ;
         if (cut >= 0 && !long_line(b, cut, max_line)) {
-            n = walk_nogil(b, cut, &r->sc, &st, &r->fo, pairs, &oom);
+            uchar *nl = walk_to > 0 && walk_to < cut ? memchr(b + walk_to, '\n', (size_t)(cut - walk_to)) : NULL;
+            if (nl != NULL && nl - b + 1 < cut)   /* (a line after it: the part left is no empty block) */
+                mid = nl - b;
+            n = walk_nogil(b, mid >= 0 ? mid : cut, &r->sc, &st, &r->fo, pairs, &oom);
             walked = 1;
         }
     }
@@ -4681,13 +4687,15 @@ static PyObject *read_scan(PyObject *Py_UNUSED(module), PyObject *const *args, P
             return NULL;
         }
         r->buf = b;
-        r->len = cut;
+        r->len = mid >= 0 ? mid : cut;
         if ((cap = raw_capsule(r)) == NULL)
             return NULL;
     } else {
         PyMem_Free(r);
         cap = Py_NewRef(Py_None);
     }
+    if (nargs == 8)
+        return Py_BuildValue("(nnNn)", got, cut, cap, mid);
     return Py_BuildValue("(nnN)", got, cut, cap);
 }
 #endif
@@ -7575,9 +7583,10 @@ static PyMethodDef methods[] = {
      "set_types(MetricRecord, Event): the classes ready heads are made as (until then none comes ready)."},
 #ifdef HAVE_READ_SCAN
     {"read_scan", (PyCFunction)(void (*)(void))read_scan, METH_FASTCALL,
-     "read_scan(fd, buf, have, want, max_line, pairs=False, untimed=False) -> (n, cut, walk | None): a read into\n"
-     "buf[have:] and scan_raw(buf[:cut]) (cut: the last newline; untimed: scan_raw_untimed) without the GIL in\n"
-     "between (files.iter_block_views)."},
+     "read_scan(fd, buf, have, want, max_line, pairs=False, untimed=False[, walk_to]) -> (n, cut, walk | None[, mid]):\n"
+     "a read into buf[have:] and scan_raw(buf[:cut]) (cut: the last newline; untimed: scan_raw_untimed) without the\n"
+     "GIL in between (files.iter_block_views).  With walk_to: only buf[:mid] is walked, mid the first newline at\n"
+     "or past walk_to with a line after it before cut (-1: none, all walked); buf[mid+1:cut] is the caller's."},
 #endif
     {"scan_raw", scan_raw, METH_O,
      "scan_raw(buf) -> capsule: scan_folded()'s walk of buf (a reader thread runs it; the GIL is let go)."},
