@@ -347,7 +347,9 @@ class ScannedReader:
     one depends on the machine and the log; on a 2-core EPYC a 540 MB export kept the parsing
     thread busy nearly all along and the reader ~60 % of the time, so the reader takes some of
     the parser's work whenever the parser has not caught up with it.  `untimed`: `scan` is the
-    C scanner's scan_raw_untimed, and read_scan walks as it does (LineParser.noise_times)."""
+    C scanner's scan_raw_untimed, and read_scan walks as it does (LineParser.noise_times); then
+    the other way round too: while the consumer waits for blocks, the reader leaves the walk of
+    a share of each block (its last lines) to it (_steer; the block comes in two parts)."""
 
     def __init__(self, path: str, scan: Callable[[Any], tuple], chunk: int = CHUNK, end: int | None = None,
                  ahead: int = 1, read_scan: Callable[..., tuple] | None = None, untimed: bool = False,
@@ -386,7 +388,7 @@ class ScannedReader:
 
     def _put(self, item: Any, lead: bool = True) -> bool | None:
         """Queue item (within the lead, unless `lead` is False); None when stopped, else whether
-        the consumer was waiting for it (True) or the reader for room (False)."""
+        the consumer was waiting for it and the reader not for room (the reader the slower)."""
         with self._cv:
             waited = False
             while lead and not self._stopped and len(self._items) >= self._lead():
