@@ -240,7 +240,7 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
                 if walked is None and _has_long_line(buf, max_line, cut):
                     block = b"\n".join(ln[:max_line] for ln in buf[:cut].split(b"\n"))
                     yield block if walk is None else (block, None)
-                elif walk is not None and mid >= 0:
+                elif mid >= 0:       # (set only by a walk that split the block)
                     blocks += 1       # (two blocks: the buffer is kept until the second is done)
                     views[cur] = [mv[:mid], mv[mid + 1:cut]]
                     given[cur] = blocks - 1
