@@ -11,6 +11,7 @@ directly, so these run under GRPO_TUI_PURE=1 too; they skip only when it was not
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import glob
 import importlib
@@ -19,6 +20,7 @@ import os
 import re
 import random
 import struct
+from collections import deque
 
 import numpy as np
 import pytest
@@ -2300,3 +2302,91 @@ def test_checkpoint_lines_are_read_in_the_walk(before, python_reads, lean, monke
     if not lean:
         want = "2026-08-21 10:34:39.951"      # the source's newest time: the header line before
         assert [x.time for x in ckpt] == [want, want]
+
+
+# -- Fold.run's books on quiet heads: what the walk hands over of a quiet head's own line (H_O_*),
+# and the skipped-line deques it empties and makes again (dq_new, skipped_drop).  The parse itself
+# is compared with the pure reader above; these look at the two shortcuts behind it.
+
+H_OWN, H_CLASS, HEAD_QUIET = 25, 18, 4
+H_O_PID, H_O_PID_END, H_O_DATE, H_O_MS, H_O_TIME_END, H_O_DAYS, H_O_SOD, H_O_MSV = range(28, 36)
+
+
+def _actor_lines(rounds: int, pids=(48106, 48099)) -> list[str]:
+    """Per round: another source's nine lines, then per source a stamped noise line and a quiet
+    head (a header-less line under its Ray prefix that names an anchor: tqdm's checkpoint
+    shards), as SGLang engines log them while loading weights.  A quiet head's line before is
+    another source's (the walk knows _rejoin gives up); its own source's newest line two back."""
+    noise, quiet = [], []
+    for i in range(rounds):
+        for r, pid in enumerate(pids):
+            ms = "" if r == 0 else f".{100 + i % 900:03d}"
+            noise.append(f"\x1b[36m(SGLangEngine pid={pid})\x1b[0m [2026-08-21 09:{10 + i % 40:02d}:{r + 10:02d}{ms}]"
+                         f' INFO:     10.0.0.5:49194 - "GET /health HTTP/1.1" 200 OK')
+            quiet.append(f"\x1b[36m(SGLangEngine pid={pid})\x1b[0m Loading checkpoint shards: 100%|##########| 4/4"
+                         f" [00:08<00:00, 1.2it/s]")
+    out = []
+    for i in range(0, len(noise), len(pids)):      # (a long noise run between rounds: the walk's own)
+        out += [f"\x1b[36m(SGLangEngine pid=48101)\x1b[0m [2026-08-21 09:{10 + i % 40:02d}:20] Decode batch, "
+                f"#running-req: {k}, #token: 622, token usage: 0.02" for k in range(9)]
+        out += noise[i:i + len(pids)] + quiet[i:i + len(pids)]
+    return out
+
+
+def test_scanner_quiet_head_brings_its_own_lines_header():
+    lines = _actor_lines(30)
+    n, cands, _keep, _starts, heads, _lasts = _scan.scan("\n".join(lines).encode())
+    owned = [(c, h) for c, h in zip(cands, heads)
+             if isinstance(h, tuple) and len(h) == _parse_mod._H_COUNT and h[H_CLASS] == HEAD_QUIET and h[H_OWN] >= 0]
+    assert len(owned) >= 50                     # (each head after its source's noise line)
+    for c, h in owned:
+        own = lines[h[H_OWN]]
+        assert h[H_OWN] == c - 2 and "GET /health" in own
+        assert own[h[H_O_PID]:h[H_O_PID_END]] == own.split("pid=")[1].split(")")[0]
+        text = own[h[H_O_DATE]:h[H_O_TIME_END]]
+        date, time = text[:10], text[11:19]
+        assert text.startswith("2026-08-21 09:") and own[h[H_O_DATE] - 1] == "["
+        assert (h[H_O_MS] < 0) == (len(text) == 19)
+        want = _parse_mod._fast_ts(date, time, text[20:] or None)
+        assert h[H_O_DAYS] * 86400 + h[H_O_SOD] + h[H_O_MSV] / 1000 == pytest.approx(want, abs=1e-6)
+
+
+def _fed_accel(blocks) -> LineParser:
+    """A parser fed as a file is read: blocks of bytes through the scanner's fold (Fold.run)."""
+    p = LineParser(accel=True)
+    p._scan = _scan
+    p._ready_run = True
+    for lines in blocks:
+        p.feed_block(_block(lines))
+    return p
+
+
+def _block(lines) -> bytes:
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def test_scanner_deque_held_elsewhere_is_not_emptied_for_reuse():
+    lines = _actor_lines(40)
+    p = _fed_accel([lines[:-3]])              # ends on A's noise line: A's deque holds it
+    key, dq = next((k, d) for k, d in p._skipped.items() if "pid=48106" in k)
+    before = list(dq)
+    assert len(before) == 1
+    python_quiet = []
+    real = LineParser._feed_quiet
+    LineParser._feed_quiet = lambda self, *a, **k: python_quiet.append(1) or real(self, *a, **k)
+    try:
+        p.feed_block(_block(lines[-13:]))     # the round again: A's quiet head pops A's deque in the walk
+    finally:
+        LineParser._feed_quiet = real
+    assert not python_quiet                   # (the walk's own: Fold.run, not Python)
+    assert list(dq) == before + [lines[-4]]    # ours still, its new line in: not emptied into the pool
+    assert p._skipped.get(key) is not dq
+
+
+def test_scanner_deques_made_again_are_like_new_ones():
+    lines = _actor_lines(60)
+    p = _fed_accel([lines, lines, lines[:-1]])     # ends on a noise line: one source keeps it
+    assert p._skipped
+    for dq in p._skipped.values():
+        assert type(dq) is deque and dq.maxlen == _parse_mod._SKIPPED_PER_SOURCE
+    assert [len(dq) for key, dq in p._skipped.items() if "pid=48101" not in key] == [1]   # since its last head

@@ -1287,13 +1287,22 @@ static int plain_rest(uchar *s, uchar *e, Py_ssize_t key, Seen *seen)
  *   H_KID        the source key's id in this buffer (key_id) for a plain or quiet head, else -1
  *   H_ERR        HEAD_NOISE: 1 when the line after the message's start holds "Error" (fold keeps
  *                its message for _last_error), 0 when not; -1: not known (fold looks)
+ *   H_O_PID .. H_O_MSV   with H_OWN: that line's own header fields H_PID .. H_MSV as miles_head
+ *                read them in classify (own_header), offsets into that line, so quiet_fold need
+ *                not read its header again; H_O_DATE -1: not read (fold reads it)
  * H_KID and H_ERR are read while the line is in cache: fold reads a buffer's heads after the
  * walk has left it, and looking at each head's key and message again cost it a tenth of the walk.
  * A head whose message the scanner reads whole (a common metric record, an ASCII `ft ` event)
  * comes to Python ready instead (ready_head): its values, not these offsets. */
 enum { H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
        H_FILE_END, H_MSG, H_MSG_END, H_REPEATED, H_TIME_END, H_DAYS, H_SOD, H_MSV, H_CLASS,
-       H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_END_B, H_OWN, H_KID, H_ERR, H_N };
+       H_ROLE, H_KIND, H_KIND_END, H_ID, H_DICT, H_END_B, H_OWN, H_KID, H_ERR,
+       H_O_PID, H_O_PID_END, H_O_DATE, H_O_MS, H_O_TIME_END, H_O_DAYS, H_O_SOD, H_O_MSV, H_N };
+/* The own line's fields kept in H_O_* (quiet_fold reads these of it: pid_str, head_time_text, head_ts). */
+static const int OWN_FIELDS[][2] = {{H_PID, H_O_PID}, {H_PID_END, H_O_PID_END}, {H_DATE, H_O_DATE},
+                                    {H_MS, H_O_MS}, {H_TIME_END, H_O_TIME_END}, {H_DAYS, H_O_DAYS},
+                                    {H_SOD, H_O_SOD}, {H_MSV, H_O_MSV}};
+#define N_OWN_FIELDS ((int)(sizeof(OWN_FIELDS) / sizeof(OWN_FIELDS[0])))
 enum { HEAD_OTHER = 0, HEAD_NOISE = 1, HEAD_METRIC = 2, HEAD_FT = 3, HEAD_QUIET = 4, HEAD_CKPT = 5 };
 
 #define WORD(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || DIGIT(c) || (c) == '_')
@@ -2122,13 +2131,21 @@ static int quiet_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
 
 /* Whether _catch_up certainly finds a header in the line [s, e), a stamped noise line of the
  * source key of length key: _peel and _header read it as miles_head does (with a date
- * epoch_days takes: _fast_ts gives its time).  Then that line is all _catch_up reads. */
-static int own_header(uchar *s, uchar *e, Py_ssize_t key)
+ * epoch_days takes: _fast_ts gives its time).  Then that line is all _catch_up reads, and the
+ * fields of it that quiet_fold reads go to the quiet head's H_O_* (`into`). */
+static int head_fits(const long *h, Py_ssize_t len);
+
+static int own_header(uchar *s, uchar *e, Py_ssize_t key, long *into)
 {
     long h[H_N], days;
     Seen seen = {NULL, NULL, NULL};
-    return source_key(s, e) == key && (seen.hend = header_end(s, e, key)) != NULL && miles_head(s, e, 1, key, &seen, h)
-           && epoch_days(s + h[H_DATE], &days);
+    if (!(source_key(s, e) == key && (seen.hend = header_end(s, e, key)) != NULL && miles_head(s, e, 1, key, &seen, h)
+          && epoch_days(s + h[H_DATE], &days)))
+        return 0;
+    if (head_fits(h, e - s))            /* (else H_O_DATE stays -1: quiet_fold reads the line) */
+        for (int k = 0; k < N_OWN_FIELDS; k++)
+            into[OWN_FIELDS[k][1]] = h[OWN_FIELDS[k][0]];
+    return 1;
 }
 
 /* Source keys named by small ids, given in classify's forward pass while a line's bytes are
@@ -2418,7 +2435,8 @@ static Py_ssize_t classify(uchar *buf, Py_ssize_t size, Line **out, Heads *hd, i
                     && pid_differs(buf + ln[n - 1].start, s - 1, s, e, key))
                     hd->h[hd->n][H_ID] = 1;
                 if (l->kid >= 0 && own_era[l->kid] == era      /* what _catch_up finds newest, */
-                    && own_header(buf + ln[own_at[l->kid]].start, buf + ln[own_at[l->kid] + 1].start - 1, key)) {
+                    && own_header(buf + ln[own_at[l->kid]].start, buf + ln[own_at[l->kid] + 1].start - 1, key,
+                                  hd->h[hd->n])) {
                     hd->h[hd->n][H_OWN] = own_at[l->kid];      /* with a header: all it reads */
                     l->cls |= OWNED;
                 }
@@ -3809,17 +3827,87 @@ static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssiz
 
 #define SLOT(o, t, f) (*(PyObject **)((char *)(o) + (t)->off[f]))
 
-/* dict.pop(key, None) without the value: 0, or -1 with an error set. */
-static int dict_discard(PyObject *d, PyObject *key)
+/* Emptied deques of the skipped lines, made new again by the next source that keeps a line.
+ * Why: a quiet head or a record pops its source's deque and the source's next noise line makes
+ * a new one through new_deque (functools.partial(deque, maxlen=...)): ~58,000 times in a 540 MB
+ * log, 7 % of Fold.run.  Only a deque nothing else holds, of the very type and maxlen new_deque
+ * makes (learnt from the first one it made: dq_maker), is kept; one taken from here is empty, as
+ * a new one is. */
+#define DQ_POOL 32
+static PyObject *dq_pool[DQ_POOL];
+static int dq_n;
+static PyObject *dq_maker;          /* the new_deque the pool's deques stand for (a strong ref) */
+static PyTypeObject *dq_type;
+static Py_ssize_t dq_maxlen;        /* its deques' maxlen (-1: None) */
+static PyObject *dq_clear_s, *dq_maxlen_s;
+
+static Py_ssize_t dq_maxlen_of(PyObject *dq)   /* -1 (None), -2 (not known: an error cleared) */
 {
-    int has = PyDict_Contains(d, key);
-    return has < 0 ? -1 : has ? PyDict_DelItem(d, key) : 0;
+    PyObject *m = PyObject_GetAttr(dq, dq_maxlen_s);
+    Py_ssize_t n = m == NULL ? -2 : m == Py_None ? -1 : PyLong_Check(m) ? PyLong_AsSsize_t(m) : -2;
+    Py_XDECREF(m);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        n = -2;
+    }
+    return n;
+}
+
+/* A new deque as new_deque() makes it (or an emptied one of the same kind): a new reference. */
+static PyObject *dq_new(PyObject *new_deque)
+{
+    if (new_deque == dq_maker && dq_n > 0)
+        return dq_pool[--dq_n];
+    PyObject *dq = PyObject_CallNoArgs(new_deque);
+    if (dq == NULL || new_deque == dq_maker)
+        return dq;
+    if ((dq_clear_s == NULL && (dq_clear_s = PyUnicode_InternFromString("clear")) == NULL)
+        || (dq_maxlen_s == NULL && (dq_maxlen_s = PyUnicode_InternFromString("maxlen")) == NULL)) {
+        Py_DECREF(dq);
+        return NULL;
+    }
+    while (dq_n > 0)                /* another maker: what the pool holds is not its kind */
+        Py_DECREF(dq_pool[--dq_n]);
+    Py_XSETREF(dq_maker, Py_NewRef(new_deque));
+    dq_type = Py_TYPE(dq);
+    dq_maxlen = dq_maxlen_of(dq);
+    return dq;
+}
+
+/* del skipped[key] (`must`: a KeyError where it is not there, as PyDict_DelItem; else as
+ * skipped.pop(key, None)), its deque kept in the pool when nothing else holds it: 0, or -1 with
+ * an error set. */
+static int skipped_drop(PyObject *skipped, PyObject *key, int must)
+{
+    PyObject *dq = PyDict_GetItemWithError(skipped, key);   /* borrowed */
+    if (dq == NULL)
+        return PyErr_Occurred() ? -1 : must ? PyDict_DelItem(skipped, key) : 0;
+    Py_INCREF(dq);
+    if (PyDict_DelItem(skipped, key) < 0) {
+        Py_DECREF(dq);
+        return -1;
+    }
+    if (Py_REFCNT(dq) == 1 && dq_maker != NULL && Py_IS_TYPE(dq, dq_type) && dq_n < DQ_POOL
+        && dq_maxlen != -2 && dq_maxlen_of(dq) == dq_maxlen) {
+        PyObject *r = PyObject_CallMethodNoArgs(dq, dq_clear_s);
+        if (r != NULL) {
+            Py_DECREF(r);
+            dq_pool[dq_n++] = dq;   /* (the pool takes our reference) */
+            return 0;
+        }
+        PyErr_Clear();
+    }
+    Py_DECREF(dq);
+    return 0;
 }
 
 /* *newest = ts when it is None or ts > it (LineParser.last_ts): 0, or -1 with an error set. */
 static int newer_time(PyObject **newest, PyObject *ts)
 {
-    int later = *newest == Py_None ? 1 : PyObject_RichCompareBool(ts, *newest, Py_GT);
+    int later = *newest == Py_None ? 1
+                : PyFloat_CheckExact(ts) && PyFloat_CheckExact(*newest)   /* (as float's own >: NaN is never later) */
+                ? PyFloat_AS_DOUBLE(ts) > PyFloat_AS_DOUBLE(*newest)
+                : PyObject_RichCompareBool(ts, *newest, Py_GT);
     if (later > 0)
         Py_SETREF(*newest, Py_NewRef(ts));
     return later < 0 ? -1 : 0;
@@ -3839,7 +3927,7 @@ static int keep_line(PyObject *pair, PyObject *skipped, PyObject *source_key, Py
         return -1;
     PyObject *dq = PyDict_GetItemWithError(skipped, key);   /* borrowed */
     if (dq == NULL) {
-        if (PyErr_Occurred() || (dq = PyObject_CallNoArgs(new_deque)) == NULL) {
+        if (PyErr_Occurred() || (dq = dq_new(new_deque)) == NULL) {
             Py_DECREF(key);
             return -1;
         }
@@ -4039,7 +4127,7 @@ static int head_fits(const long *h, Py_ssize_t len)
 {
     for (int k = 0; k < H_N; k++)
         if (h[k] > len && k != H_DAYS && k != H_SOD && k != H_MSV && k != H_CLASS && k != H_REPEATED && k != H_ID
-            && k != H_OWN && k != H_KID && k != H_ERR)
+            && k != H_OWN && k != H_KID && k != H_ERR && k < H_O_PID)      /* (H_O_*: another line's) */
             return 0;
     static const int spans[][2] = {{H_ACTOR, H_ACTOR_END}, {H_PID, H_PID_END}, {H_PROC, H_PROC_END},
                                    {H_FILE, H_FILE_END}, {H_DATE, H_TIME_END}, {H_MSG, H_END_B}};
@@ -4421,7 +4509,8 @@ static PyObject *fold(PyObject *Py_UNUSED(module), PyObject *args)
             if (f[q] == -1 && PyErr_Occurred())
                 goto done;
         }
-        f[H_KID] = f[H_ERR] = -1;   /* not the walk's: fold compares keys and looks for "Error" itself */
+        f[H_KID] = f[H_ERR] = f[H_O_DATE] = -1;   /* not the walk's: fold compares keys, looks for "Error" and
+                                                       reads the own line's header itself */
         head[k] = f;
     }
     in.cand = cand;
@@ -4945,6 +5034,7 @@ typedef struct {
     uchar *ls;
     const long *h;
     long kid;        /* the key id last set with it (its pid is that key's), or -1 */
+    Py_hash_t hash;  /* pid's hash (a str's), or -1: compare it */
 } PendTime;
 
 static void pend_clear(PendTime *p, int *np)
@@ -4975,6 +5065,29 @@ static int pend_flush(PendTime *p, int *np, PyObject *last_time)
     return bad ? -1 : 0;
 }
 
+/* a == b for two pids (str or None), as PyObject_RichCompareBool(a, b, Py_EQ) answers, exact
+ * strs by their characters (a ready head's pid is a new str: pend_set compared it with each
+ * source kept back through the generic comparison, a tenth of Fold.run). */
+static inline int same_pid(PyObject *a, PyObject *b)
+{
+    if (a == b)
+        return 1;
+    if (a == Py_None || b == Py_None)
+        return 0;
+    if (PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+        return n == PyUnicode_GET_LENGTH(b) && PyUnicode_KIND(a) == PyUnicode_KIND(b)
+               && memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * PyUnicode_KIND(a)) == 0;
+    }
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* A pid's hash for pend_set's first test (a str's, cached in it), or -1 (None, another type). */
+static inline Py_hash_t pid_hash(PyObject *pid)
+{
+    return PyUnicode_CheckExact(pid) ? PyObject_Hash(pid) : -1;
+}
+
 /* last_time[pid] = (time, ts), or (the time of head h of line ls), kept back (see PendTime).
  * kid: the block's id of the key whose pid this is, or -1.  Why: a run's folded heads set their
  * sources' times, half a million of them in a big log with anchored noise; an entry is found by
@@ -4986,21 +5099,27 @@ static int pend_set(PendTime *p, int *np, PyObject *pid, PyObject *time, PyObjec
     if (kid >= 0)
         while (j < *np && p[j].kid != kid)
             j++;
-    if (kid < 0 || j == *np)
+    Py_hash_t hv = -1;
+    if (kid < 0 || j == *np) {
+        if ((hv = pid_hash(pid)) == -1 && PyErr_Occurred())
+            return -1;
         for (j = 0; j < *np; j++) {
-            int eq = p[j].pid == pid ? 1 : (pid == Py_None || p[j].pid == Py_None) ? 0
-                     : PyObject_RichCompareBool(p[j].pid, pid, Py_EQ);
+            if (hv != -1 && p[j].hash != -1 && p[j].hash != hv)
+                continue;                       /* (strs of other hashes differ) */
+            int eq = same_pid(p[j].pid, pid);
             if (eq < 0)
                 return -1;
             if (eq)
                 break;
         }
+    }
     if (j == *np) {
         if (*np == PEND_MAX && pend_flush(p, np, last_time) < 0)
             return -1;
         j = (*np)++;
         p[j].pid = Py_NewRef(pid);
         p[j].kid = -1;
+        p[j].hash = hv;
     } else {
         Py_CLEAR(p[j].time);
         Py_CLEAR(p[j].ts);
@@ -5086,7 +5205,7 @@ static int fold_take(FoldObject *f, Py_ssize_t q, Py_ssize_t i, PyObject **newes
             bad = pend_set(pend, npend, pid, NULL, NULL, ls, h, last_time, k->kid) < 0;
             if (!bad && PyDict_GET_SIZE(skipped)) {
                 key = kid_str(f, k->kid, ls, h, 0);
-                bad = key == NULL || dict_discard(skipped, key) < 0;
+                bad = key == NULL || skipped_drop(skipped, key, 0) < 0;
             }
             Py_XDECREF(key);
         }
@@ -5243,6 +5362,21 @@ static int rejoin_fails(FoldObject *f, Py_ssize_t i, uchar *ls, uchar *le, const
  * NULL), new references; 0 when Python reads the line (nothing changed); -1 with an error set.
  * A checkpoint line (HEAD_CKPT: _headerless reads on into its event, ckpt_fold) gives 2 for 1,
  * and 0 while set_types() has not given the Event class (unless `lean`: none is made). */
+/* The own line's header fields a quiet head h brought (H_O_*, classify's own_header) into oh,
+ * when it brought them and they lie within that line of len bytes: 1; else 0 (read the line). */
+static int own_fields(const long *h, long *oh, Py_ssize_t len)
+{
+    if (h[H_O_DATE] < 0)
+        return 0;
+    for (int k = 0; k < H_N; k++)
+        oh[k] = -1;
+    for (int k = 0; k < N_OWN_FIELDS; k++)
+        oh[OWN_FIELDS[k][0]] = h[OWN_FIELDS[k][1]];
+    return oh[H_DATE] + 19 <= len && oh[H_MS] <= len - 3 && oh[H_TIME_END] <= len && oh[H_PID] <= len
+           && oh[H_PID_END] <= len && (oh[H_PID] < 0 || oh[H_PID_END] >= oh[H_PID])
+           && (oh[H_TIME_END] < 0 || oh[H_TIME_END] >= oh[H_DATE]);
+}
+
 static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty, Py_ssize_t lo, int lo_all,
                       int lean, PyObject *skipped, PyObject **key, PyObject **pid, PyObject **time, PyObject **ts)
 {
@@ -5275,8 +5409,9 @@ static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty
         Seen seen = {NULL, NULL, NULL};
         if (own < 0 || own >= i || !line_at(f->in.buf, f->in.len, f->in.st, f->in.n, own, &os, &oe)
             || oe - os < klen || memcmp(os, ls, (size_t)klen) != 0 || source_key(os, oe) != klen
-            || (seen.hend = header_end(os, oe, klen)) == NULL || !miles_head(os, oe, 1, klen, &seen, oh)
-            || !epoch_days(os + oh[H_DATE], &days) || !head_fits(oh, oe - os)) {
+            || !(own_fields(h, oh, oe - os)
+                 || ((seen.hend = header_end(os, oe, klen)) != NULL && miles_head(os, oe, 1, klen, &seen, oh)
+                     && epoch_days(os + oh[H_DATE], &days) && head_fits(oh, oe - os)))) {
             Py_CLEAR(*key);
             return 0;
         }
@@ -5286,7 +5421,7 @@ static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty
         if (*pid == NULL || *time == NULL || *ts == NULL)
             goto error;
     }
-    if (PyDict_DelItem(skipped, *key) < 0)
+    if (skipped_drop(skipped, *key, 1) < 0)
         goto error;
     return h[H_CLASS] == HEAD_CKPT ? 2 : 1;
 error:
@@ -5496,7 +5631,7 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
                 st_lazy = -1;
                 Py_SETREF(cur_key, key);
                 int bad = newer_time(&newest, ts) < 0 || pend_set(pend, &npend, pid, time, ts, NULL, NULL, last_time, -1) < 0
-                          || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, cur_key) < 0)
+                          || (PyDict_GET_SIZE(skipped) && skipped_drop(skipped, cur_key, 0) < 0)
                           || (err != Py_None && PyDict_SetItem(last_error, pid, err) < 0);
                 Py_DECREF(pid);
                 Py_DECREF(time);
@@ -5545,7 +5680,7 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
         st_lazy = -1;
         Py_SETREF(cur_key, Py_NewRef(PyTuple_GET_ITEM(h, 0)));
         if (newer_time(&newest, ts) < 0 || pend_set(pend, &npend, pid, time, ts, NULL, NULL, last_time, -1) < 0
-            || (PyDict_GET_SIZE(skipped) && dict_discard(skipped, PyTuple_GET_ITEM(h, 0)) < 0))
+            || (PyDict_GET_SIZE(skipped) && skipped_drop(skipped, PyTuple_GET_ITEM(h, 0), 0) < 0))
             goto error;
         noise_state = 1;
         tail_unread = 0;

@@ -135,7 +135,7 @@ def is_candidate(line: str) -> bool:
 (_H_KEY, _H_ACTOR, _H_ACTOR_END, _H_PID, _H_PID_END, _H_DATE, _H_MS, _H_PROC, _H_PROC_END, _H_FILE, _H_FILE_END,
  _H_MSG, _H_MSG_END, _H_REPEATED, _H_TIME_END, _H_DAYS, _H_SOD, _H_MSV, _H_CLASS, _H_ROLE, _H_KIND, _H_KIND_END,
  _H_ID, _H_DICT, _H_END_B, _H_OWN, _H_KID, _H_ERR) = range(28)
-_H_COUNT = 28                  # a head of offsets: a tuple of this many ints
+_H_COUNT = 36                  # a head of offsets: a tuple of this many ints (_scan.c's H_N)
 _HEAD_OTHER, _HEAD_NOISE, _HEAD_METRIC, _HEAD_FT, _HEAD_QUIET, _HEAD_CKPT = 0, 1, 2, 3, 4, 5
 # a head the scanner read whole comes ready (_scan.c: ready_head), told apart by its length:
 # (key, pid, MetricRecord) or (key, pid, error message or None, Event)
@@ -825,7 +825,7 @@ class LineParser:
             self._feed_ready(h, out)
             return out
         (key, a0, a1, p0, p1, d0, ms0, pr0, pr1, f0, f1, m0, end, repeated, te, days, sod, msv, cls,
-         r0, k0, k1, n, dict0, _, _, _, _) = h           # _scan.c: enum H_*
+         r0, k0, k1, n, dict0) = h[:24]                   # _scan.c: enum H_*
         if cls == _HEAD_CKPT:        # a header-less checkpoint line: Fold.run's, else feed's
             return self.feed(raw)
         if cls == _HEAD_QUIET:
