@@ -4125,10 +4125,14 @@ static int line_at(uchar *buf, Py_ssize_t len, const int64_t *st, Py_ssize_t n, 
 /* Whether the head's offsets lie within its line of len bytes (scan made them so; fold checks). */
 static int head_fits(const long *h, Py_ssize_t len)
 {
-    for (int k = 0; k < H_N; k++)
-        if (h[k] > len && k != H_DAYS && k != H_SOD && k != H_MSV && k != H_CLASS && k != H_REPEATED && k != H_ID
-            && k != H_OWN && k != H_KID && k != H_ERR && k < H_O_PID)      /* (H_O_*: another line's) */
-            return 0;
+    /* the fields that are offsets into the line (not a count, a class, an id or another line's) */
+    static const int at[] = {H_KEY, H_ACTOR, H_ACTOR_END, H_PID, H_PID_END, H_DATE, H_MS, H_PROC, H_PROC_END, H_FILE,
+                             H_FILE_END, H_MSG, H_MSG_END, H_TIME_END, H_ROLE, H_KIND, H_KIND_END, H_DICT, H_END_B};
+    long most = -1;
+    for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++)
+        most = h[at[k]] > most ? h[at[k]] : most;
+    if (most > len)
+        return 0;
     static const int spans[][2] = {{H_ACTOR, H_ACTOR_END}, {H_PID, H_PID_END}, {H_PROC, H_PROC_END},
                                    {H_FILE, H_FILE_END}, {H_DATE, H_TIME_END}, {H_MSG, H_END_B}};
     for (size_t k = 0; k < sizeof(spans) / sizeof(spans[0]); k++)
