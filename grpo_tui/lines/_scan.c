@@ -5357,15 +5357,6 @@ static int rejoin_fails(FoldObject *f, Py_ssize_t i, uchar *ls, uchar *le, const
     return 1;                   /* the deque holds no more */
 }
 
-/* Candidate q at line i, when it is a quiet head (quiet_head) whose feed the walk can do
- * (LineParser._feed_quiet): _rejoin gives up (at once: the line before is another source's, or
- * no noise is in the run, noise_empty; or rejoin_fails over the run's lines [lo, i)) and
- * _catch_up's read of its source's deque is known here (the deque is absent or empty, or its
- * newest line is this buffer's line H_OWN and has a header miles_head reads as _header does).  Then 1, the deque popped, with *key (the line's
- * source key), and when that newest line gave a time, *pid, *time and *ts for last_time (else
- * NULL), new references; 0 when Python reads the line (nothing changed); -1 with an error set.
- * A checkpoint line (HEAD_CKPT: _headerless reads on into its event, ckpt_fold) gives 2 for 1,
- * and 0 while set_types() has not given the Event class (unless `lean`: none is made). */
 /* The own line's header fields a quiet head h brought (H_O_*, classify's own_header) into oh,
  * when it brought them and they lie within that line of len bytes: 1; else 0 (read the line). */
 static int own_fields(const long *h, long *oh, Py_ssize_t len)
@@ -5378,9 +5369,18 @@ static int own_fields(const long *h, long *oh, Py_ssize_t len)
         oh[OWN_FIELDS[k][0]] = h[OWN_FIELDS[k][1]];
     return oh[H_DATE] + 19 <= len && oh[H_MS] <= len - 3 && oh[H_TIME_END] <= len && oh[H_PID] <= len
            && oh[H_PID_END] <= len && (oh[H_PID] < 0 || oh[H_PID_END] >= oh[H_PID])
-           && (oh[H_TIME_END] < 0 || oh[H_TIME_END] >= oh[H_DATE]);
+           && (oh[H_TIME_END] < 0 ? oh[H_MS] >= 0 : oh[H_TIME_END] >= oh[H_DATE]);  /* (head_time_text reads one) */
 }
 
+/* Candidate q at line i, when it is a quiet head (quiet_head) whose feed the walk can do
+ * (LineParser._feed_quiet): _rejoin gives up (at once: the line before is another source's, or
+ * no noise is in the run, noise_empty; or rejoin_fails over the run's lines [lo, i)) and
+ * _catch_up's read of its source's deque is known here (the deque is absent or empty, or its
+ * newest line is this buffer's line H_OWN and has a header miles_head reads as _header does).  Then 1, the deque popped, with *key (the line's
+ * source key), and when that newest line gave a time, *pid, *time and *ts for last_time (else
+ * NULL), new references; 0 when Python reads the line (nothing changed); -1 with an error set.
+ * A checkpoint line (HEAD_CKPT: _headerless reads on into its event, ckpt_fold) gives 2 for 1,
+ * and 0 while set_types() has not given the Event class (unless `lean`: none is made). */
 static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty, Py_ssize_t lo, int lo_all,
                       int lean, PyObject *skipped, PyObject **key, PyObject **pid, PyObject **time, PyObject **ts)
 {
