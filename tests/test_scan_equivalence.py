@@ -1696,12 +1696,14 @@ def test_scanner_fold_refuses_positions_it_does_not_have():
     def call(**kw):
         a = dict(i=1, ci=0, ki=0, base=0, names=set(), max_names=1024, last_time={}, skipped={}, last_error={},
                  source_key=lambda s: "", new_deque=list, tail_unread=False, last_ts=0.0, out=[], lean=False,
-                 noise_empty=True)
+                 noise_empty=True, tail_from=-1, tail_whole=False)
         a.update(kw)
         return fo.run(*a.values())
 
     got = call()
     assert got[0] == fo.n and got[3] == fo.n - 1              # every line after the first, walked
+    for far in (-5, 0, 1, 10 ** 9, -10 ** 9):                   # a tail anywhere: taken only before i
+        call(tail_unread=True, tail_from=far, noise_empty=False)
     for bad in (dict(ci=nc + 1), dict(ci=-1), dict(i=-1), dict(ki=10 ** 6), dict(i=fo.cand(1) + 1, ci=1)):
         with pytest.raises(ValueError):
             call(**bad)
@@ -2390,3 +2392,84 @@ def test_scanner_deques_made_again_are_like_new_ones():
     for dq in p._skipped.values():
         assert type(dq) is deque and dq.maxlen == _parse_mod._SKIPPED_PER_SOURCE
     assert [len(dq) for key, dq in p._skipped.items() if "pid=48101" not in key] == [1]   # since its last head
+
+
+def _burst_lines(seed: int, n: int) -> list[str]:
+    """tqdm lines (quiet heads) among engine lines, short runs between them, from a few sources,
+    now and then a record, a long run, a line of another shape: what keeps a noise tail unread
+    from one Fold.run to the next (LineParser._tail_here)."""
+    rnd = random.Random(seed)
+    out = ["[2026-08-21 10:00:00.000 main] l.py:1 - start"]
+    for i in range(n):
+        pid = 48100 + rnd.randrange(3)
+        pre = f"\x1b[36m(SGLangEngine pid={pid})\x1b[0m "
+        s = f"{10 + i // 600 % 40:02d}:{i // 10 % 60:02d}"
+        roll = rnd.random()
+        if roll < 0.45:
+            out.append(pre + f"[2026-08-21 10:{s}{rnd.choice(['', '.123'])}] Decode batch, #running-req: {i % 7}")
+        elif roll < 0.9:
+            out.append(pre + f"Loading checkpoint shards: {i % 100}%|#####     | 2/4 [00:04<00:04, 1.2it/s]")
+        elif roll < 0.93:
+            out.append(f"(A pid=1) [2026-08-21 10:{s}.000 a] l.py:2 - rollout {i}: {{'a': {i}}}")
+        elif roll < 0.96:
+            out += [pre + f"[2026-08-21 10:{s}] INFO: GET /health {k}" for k in range(rnd.randrange(1, 12))]
+        else:
+            out.append(rnd.choice([pre + "Traceback (most recent call last):", pre + "tail: {'x': 1,", "plain text",
+                                   pre + "[2026-08-21 10:00:00] x.py:1 - step 3: {'a': 1}", pre + "\r"]))
+    return out
+
+
+def _python_quiet_heads(blocks, tail_here=None) -> tuple[LineParser, int]:
+    """The parser fed these blocks through the walk, and how many quiet heads Python's loop read
+    (`tail_here`: LineParser._tail_here replaced, e.g. by one that never finds the tail)."""
+    calls = []
+    real_quiet, real_tail = LineParser._feed_quiet, LineParser._tail_here
+    LineParser._feed_quiet = lambda self, *a, **k: calls.append(1) or real_quiet(self, *a, **k)
+    if tail_here is not None:
+        LineParser._tail_here = tail_here
+    try:
+        return _fed_accel(blocks), len(calls)
+    finally:
+        LineParser._feed_quiet, LineParser._tail_here = real_quiet, real_tail
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_scanner_quiet_bursts_stay_in_the_walk(seed):
+    lines = _burst_lines(seed, 3000)
+    rnd = random.Random(seed)
+    cuts, at = [], 0
+    while at < len(lines):
+        k = rnd.choice([1, 7, 50, 333, 1000])
+        cuts.append(lines[at:at + k])
+        at += k
+    ref = LineParser(accel=False)
+    for part in cuts:
+        ref.feed_block(_block(part))
+    p, _ = _python_quiet_heads(cuts)
+    p.items = ref.items = []       # (neither keeps its items: the books and counts are compared)
+    assert _state(p)[1:] == _state(ref)[1:]
+    blocks = [lines[a:a + 1000] for a in range(0, len(lines), 1000)]
+    _, now = _python_quiet_heads(blocks)
+    _, before = _python_quiet_heads(blocks, lambda self, *a: (-1, False))
+    assert now < 0.6 * before      # (8 seeds: 1,014 against 2,361 of 10,799 quiet heads)
+
+
+def test_scanner_tqdm_burst_stays_in_the_walk():
+    """/tmp/burst.log's shape (each engine line followed, every other one, by a tqdm line of its
+    own source): before, nearly every quiet head after the first block went to Python."""
+    lines = ["[2026-08-21 10:00:00.000 main] l.py:1 - start"]
+    for i in range(6000):
+        pre = f"\x1b[36m(SGLangEngine pid={48100 + i % 8})\x1b[0m "
+        lines.append(pre + f"[2026-08-21 12:{10 + i // 600:02d}:{i // 10 % 60:02d}] Decode batch, #running-req: 1, "
+                     "#token: 622, cuda graph: True, #queue-req: 0")
+        if i % 2 == 0:
+            lines.append(pre + f"Loading checkpoint shards: {i % 100}%|#####     | 2/4 [00:04<00:04, 1.2it/s]")
+    blocks = [lines[a:a + 2000] for a in range(0, len(lines), 2000)]
+    p, now = _python_quiet_heads(blocks)
+    _, before = _python_quiet_heads(blocks, lambda self, *a: (-1, False))
+    ref = LineParser(accel=False)
+    for part in blocks:
+        ref.feed_block(_block(part))
+    p.items = ref.items = []
+    assert _state(p)[1:] == _state(ref)[1:]
+    assert before > 2000 and now * 50 < before   # (3,000 against 16)

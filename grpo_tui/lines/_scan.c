@@ -5500,17 +5500,22 @@ static int ckpt_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, Py_ssize_t base,
     return rc;
 }
 
-#define FOLD_RUN_ARGS 16
+#define FOLD_RUN_ARGS 18
 
 /* Fold.run(i, ci, ki, base, names, max_names, last_time, skipped, last_error, source_key, new_deque,
- *          tail_unread, last_ts, out, lean, noise_empty)
+ *          tail_unread, last_ts, out, lean, noise_empty, tail_from, tail_whole)
  *   -> (i, ci, ki, lines, noise, metric_lines, records, event_lines, unreadable, last_ts, cur_key,
  *       line_cut_reset, stamped_cleared, stamped_lazy, noise_state, tail_a, tail_b, tail_clear)
  * stamped_lazy: the line _stamped_lazy now reads (-1: as before, or cleared); noise_state: 0 as
  * before, 1 a head cleared it, 2 the lines [tail_a, tail_b) are the lazy tail (after emptying
  * the deque when tail_clear): the runs and quiet lines that came after the last head, one
  * stretch.  lean: an `ft ` event head is counted and booked but not made (lean_ft;
- * LineParser.store_events_only).  noise_empty: the parser's noise run is empty (_has_noise). */
+ * LineParser.store_events_only).  noise_empty: the parser's noise run is empty (_has_noise).
+ * tail_from, tail_whole: where an unread tail is this buffer's lines [tail_from, i), the newest of
+ * the noise run (tail_whole: all of it), as LineParser._tail_here finds it; -1: it is not (the
+ * walk then stops at a short run, and leaves a quiet head to Python, while the tail is unread).
+ * Why: after a short run's stop Python's loop leaves the tail unread again, and in a burst of
+ * quiet heads between short runs (tqdm lines between engine lines) every head went to Python. */
 /* Lines [a, b) pushed on the noise run (_lazy_run, _noise_push) as Fold.run hands it back: the
  * lazy tail [*ta, *tb), the deque emptied first when *clear.  After a run or a quiet line (state
  * 2) the tail ends at a, and grows; else it starts at a, the deque emptied when a head came first
@@ -5536,7 +5541,7 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
 {
     FoldObject *f = (FoldObject *)self;
     if (nargs != FOLD_RUN_ARGS) {
-        PyErr_SetString(PyExc_TypeError, "Fold.run() takes 16 arguments");
+        PyErr_SetString(PyExc_TypeError, "Fold.run() takes 18 arguments");
         return NULL;
     }
     PyObject *names = args[4], *last_time = args[6], *skipped = args[7], *last_error = args[8],
@@ -5549,8 +5554,9 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_ssize_t n = f->in.n, i = PyLong_AsSsize_t(args[0]), ci = PyLong_AsSsize_t(args[1]),
                ki = PyLong_AsSsize_t(args[2]), base = PyLong_AsSsize_t(args[3]), max_names = PyLong_AsSsize_t(args[5]);
     int tail_unread = PyObject_IsTrue(args[11]), lean = PyObject_IsTrue(args[14]),
-        noise_empty = PyObject_IsTrue(args[15]);
-    if (PyErr_Occurred() || tail_unread < 0 || lean < 0 || noise_empty < 0)
+        noise_empty = PyObject_IsTrue(args[15]), tail_whole = PyObject_IsTrue(args[17]);
+    Py_ssize_t tail_from = PyLong_AsSsize_t(args[16]);
+    if (PyErr_Occurred() || tail_unread < 0 || lean < 0 || noise_empty < 0 || tail_whole < 0)
         return NULL;
     if (i < 0 || ci < 0 || ci > f->out.nc || ki < 0 || ki > f->out.nk || f->out.cand[ci] < i) {
         PyErr_SetString(PyExc_ValueError, "Fold.run(): a position the fold does not have");
@@ -5559,6 +5565,18 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_ssize_t lines = 0, noise = 0, metric = 0, records = 0, events = 0, unreadable = 0;
     Py_ssize_t st_lazy = -1, tail_a = 0, tail_b = 0;
     int cut_reset = 0, st_clear = 0, head_seen = 0, noise_state = 0, tail_clear = 0;
+    if (tail_unread && tail_from >= 0 && tail_from < i) {
+        /* the unread tail is this buffer's lines [tail_from, i) (and nothing older: tail_whole),
+         * as a run this walk took would leave it: the walk goes on from there (noise_tail) */
+        noise_state = 2;
+        tail_a = tail_from;
+        tail_b = i;
+        tail_clear = tail_whole;
+        if (tail_b - tail_a >= REJOIN_PARTS) {   /* (the deque holds the newest alone) */
+            tail_a = tail_b - REJOIN_PARTS;
+            tail_clear = 1;
+        }
+    }
     PyObject *newest = Py_NewRef(args[12]), *cur_key = Py_NewRef(Py_None);
     const Py_ssize_t *cand = f->out.cand, *keep = f->out.keep;
     PendTime pend[PEND_MAX];

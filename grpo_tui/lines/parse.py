@@ -652,10 +652,12 @@ class LineParser:
         while i < n:
             if self._pending is None and self.first_ts is not None:
                 if run is not None:
+                    lazy = self._noise_lazy
+                    tail_from, tail_whole = (-1, False) if lazy is None else self._tail_here(lazy, get, base, i)
                     i, ci, ki = self._run_ready(run(
                         i, ci, ki, base, self._names, MAX_NAMES, self._last_time, skipped, self._last_error,
-                        _source_key, _new_skipped, self._noise_lazy is not None, self.last_ts, out,
-                        self.store_events_only, not self._has_noise()), get, base)
+                        _source_key, _new_skipped, lazy is not None, self.last_ts, out,
+                        self.store_events_only, not self._has_noise(), tail_from, tail_whole), get, base)
                     if i >= n:
                         break
                 j = cand(ci)
@@ -703,6 +705,26 @@ class LineParser:
             while cand(ci) < i:
                 ci += 1
         return out
+
+    def _tail_here(self, lazy: tuple, get, base: int, i: int) -> tuple[int, bool]:
+        """(t, whole): the noise run's unread tail is this block's lines t..i-1, in order (its
+        lazy runs over them, and the lines pushed after each are the lines that follow it), and
+        `whole` when the run holds nothing older (else t = -1).  Fold.run walks on from there as
+        from a run of its own (it reads those lines in the buffer)."""
+        t = i
+        run = lazy
+        while run is not None:
+            rget, a, b, rbase, extra, older = run
+            if rget is not get or rbase != base:
+                return -1, False
+            for k, (raw, line_no) in enumerate(extra):
+                if line_no != base + b + k + 1 or raw != get(b + k):
+                    return -1, False
+            if b + len(extra) != t:
+                return -1, False
+            t = a
+            run = older
+        return t, not self._noise
 
     def _run_ready(self, got: tuple, get, base: int) -> tuple[int, int, int]:
         """The books _scan.c's ready_run kept over a stretch, set as the loop would have left
