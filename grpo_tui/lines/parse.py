@@ -707,10 +707,10 @@ class LineParser:
         return out
 
     def _tail_here(self, lazy: tuple, get, base: int, i: int) -> tuple[int, bool]:
-        """(t, whole): the noise run's unread tail is this block's lines t..i-1, in order (its
-        lazy runs over them, and the lines pushed after each are the lines that follow it), and
-        `whole` when the run holds nothing older (else t = -1).  Fold.run walks on from there as
-        from a run of its own (it reads those lines in the buffer)."""
+        """(t, whole) when the noise run's unread tail is this block's lines t..i-1 in order (its
+        lazy runs over them, the lines pushed after each being the lines that follow it), `whole`
+        when the run holds nothing older; (-1, False) when it is not.  Fold.run walks on from
+        there as from a run of its own: it reads those lines in the buffer."""
         t = i
         run = lazy
         while run is not None:
