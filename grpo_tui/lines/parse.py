@@ -715,13 +715,11 @@ class LineParser:
         run = lazy
         while run is not None:
             rget, a, b, rbase, extra, older = run
-            if rget is not get or rbase != base:
+            if rget is not get or rbase != base or b + len(extra) != t:
                 return -1, False
-            for k, (raw, line_no) in enumerate(extra):
+            for k, (raw, line_no) in enumerate(extra):      # (read only where the places fit)
                 if line_no != base + b + k + 1 or raw != get(b + k):
                     return -1, False
-            if b + len(extra) != t:
-                return -1, False
             t = a
             run = older
         return t, not self._noise
