@@ -177,6 +177,7 @@ def test_bulk_equals_plain_rollout_by_rollout_on_long_runs(case, monkeypatch):
     rollout without any gate: the same alerts, every field."""
     from grpo_tui.judge import held
     lines = LONG[case]()
+    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)     # (op by op: steady stretches are tested below)
     asked = []
     orig = held.HackingHeld.present
 
@@ -209,6 +210,7 @@ def test_drift_windows_leave_the_alerts_as_rollout_by_rollout(case, monkeypatch)
     by rollout without any gate; and windows were left out."""
     lines = DRIFT_HELD[case]()
     monkeypatch.setattr(bulk_mod.Answers, "held_rules", lambda self, k, *a: None)
+    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)     # (op by op: every rollout asks)
     left_out = []
     orig = bulk_mod._DriftMay.windows
 
@@ -276,6 +278,7 @@ def test_held_alerts_kept_open_without_their_rules_as_rollout_by_rollout(case, m
     their sign surely holds (Answers.held_rules, .oor_held) instead of running the rule - the
     same alerts, every field, as rollout by rollout without any gate; and the stand-ins were used."""
     lines = HELD_CASES[case]()
+    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)     # (op by op: steady stretches are tested below)
     used = _count_held(monkeypatch)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert plain.report().status == "critical"
@@ -362,6 +365,7 @@ def test_a_held_no_signal_warning_is_kept_by_a_stand_in(case, monkeypatch):
     """An open no-signal warning (mostly all-right groups) is kept by a warning stand-in where
     the rule surely returns that warning again: the same alerts as rollout by rollout."""
     lines = SATURATED[case]()
+    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)     # (op by op: steady stretches are tested below)
     used = _count_held(monkeypatch)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert any(a.rule == "no-signal" and a.severity == "warning" for a in plain.engine.alerts)
@@ -391,3 +395,92 @@ def test_rows_of_ids_takes_only_exact_int_ids():
     for odd in (True, 2 ** 53, -(2 ** 53), 3.5):
         assert bulk_mod._rows_of_ids(seg, {**touch, odd: 1}) is None, odd
     assert bulk_mod._rows_of_ids(seg, {**touch, 2 ** 53 - 1: 1}) is not None
+
+
+def _with_engine_events(lines: list[str], at: dict[int, str]) -> list[str]:
+    """A RolloutManager line with this text after the `step N:` line of each rollout N in
+    `at`, at that line's time: events the engine acts on while alerts are open."""
+    out = []
+    for line in lines:
+        out.append(line)
+        m = re.search(r"\[(\d{4}-\d\d-\d\d [\d:.]+) [^\]]*\] \S+ - step (\d+): ", line)
+        if m and int(m.group(2)) in at:
+            out.append(f"(RolloutManager pid=55433) [{m.group(1)} rollout_manager] health_monitor.py:154 - "
+                       + at.pop(int(m.group(2))))
+    return out
+
+
+_ENGINE_EVENTS = {
+    150: "Health check failed for rollout engine 1 (ray timeout or error). Killing actor.",
+    190: "Recovered 1 dead rollout engines",
+    230: "Error: retrying... (attempt 1/60, url=http://10.0.0.5:30000/generate)",
+}
+STEADY_CASES = {
+    **LONG, **HELD_CASES, **SATURATED,
+    # engine-down warnings open and clear while gap-jump and its warnings are held
+    "gap-jump-held-engine-events": lambda: _with_engine_events(DRIFT_HELD["gap-jump-held"](), dict(_ENGINE_EVENTS)),
+}
+
+
+def _count_steady(monkeypatch) -> list:
+    """The ops replay stepped over while alerts were open (judge/steady.py), per stretch."""
+    from grpo_tui.judge import steady as steady_mod
+    stepped = []
+    orig = steady_mod.Steady.next_busy
+
+    def counting(self, t, open_alerts):
+        to = orig(self, t, open_alerts)
+        stepped.append((self.k_of[to] if to < self.n else self.n_ops) - self.k_of[t])
+        return to
+    monkeypatch.setattr(steady_mod.Steady, "next_busy", counting)
+    return stepped
+
+
+@pytest.mark.parametrize("case", list(STEADY_CASES))
+def test_steady_stretches_leave_the_alerts_as_rollout_by_rollout(case, monkeypatch):
+    """Where the open alerts surely hold and nothing else may fire, replay steps over the
+    rollouts at once (judge/steady.py) instead of keeping each alert open with its stand-in:
+    the same alerts, every field, as rollout by rollout without any gate, on every case above
+    (alerts held for hundreds of rollouts, opened and cleared again and again, warnings that
+    hold or escalate, length-hacking beside no-signal); and stretches were stepped over."""
+    lines = STEADY_CASES[case]()
+    stepped = _count_steady(monkeypatch)
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert plain.report().status != "ok"
+    if case.endswith("engine-events"):
+        assert any(a.rule == "engine-down" for a in plain.engine.alerts), "no engine event was judged"
+    # (length-hacking's short episodes: a few rollouts each between its raise and its clear)
+    least = 10 if case.startswith("open-close-cycles") else 50
+    assert sum(stepped) >= least, f"no steady stretch was stepped over ({sum(stepped)} ops)"
+
+
+STEADY_WRONG = {  # a wrong answer inside Steady's mask, and a case where it shows
+    # every op steady whatever the values: an alert that rollout by rollout clears stays open
+    "always steady": ("gap-jump-cycles", lambda self, opened, lo, hi, none: self.clean[lo:hi].copy()),
+    # gap-jump held without its test (still_gap): it holds where its values fell back
+    "no still_gap": ("gap-jump-cycles", "still_gap"),
+    # length-hacking held without asking HackingHeld whether it holds
+    "no presence": ("open-close-cycles", "presence"),
+}
+
+
+@pytest.mark.parametrize("name", list(STEADY_WRONG))
+def test_a_wrong_steady_stretch_would_be_caught(name, monkeypatch):
+    """The comparison has teeth for steady stretches too: a mask that steps over rollouts where
+    an alert would clear (or escalate) gives other alerts than rollout by rollout."""
+    from grpo_tui.judge import steady as steady_mod
+    case, wrong = STEADY_WRONG[name]
+    if wrong == "still_gap":
+        orig = bulk_mod.Answers.held_arrays
+
+        def no_still_gap(self):
+            got = orig(self)
+            return (np.ones_like(got[0]), np.ones_like(got[1])) + tuple(got[2:])
+        monkeypatch.setattr(bulk_mod.Answers, "held_arrays", no_still_gap)
+        monkeypatch.setattr(bulk_mod.Answers, "held_rules", lambda self, k, *a: None)   # (only steady uses it)
+    elif wrong == "presence":
+        monkeypatch.setattr(bulk_mod.HackingHeld, "known_present", lambda self, ks: np.ones(len(ks), np.int8))
+    else:
+        monkeypatch.setattr(steady_mod.Steady, "_mask_decided", wrong)
+    with pytest.raises(AssertionError):
+        _bulk_equals_plain(STEADY_CASES[case](), monkeypatch)

@@ -14,7 +14,9 @@ the rollout they fell on, and each rollout as it became complete: `HealthEngine.
    five-step means against the bands) - same necessary conditions, vectorised.
 3. It runs the alert state machine over the recording in order: events as they came, each
    rollout's conditions (the rules only where a gate says they may fire, or an alert they
-   hold is open), raise / escalate / clear exactly as the incremental engine does.
+   hold is open), raise / escalate / clear exactly as the incremental engine does.  It steps
+   over the rollouts where nothing can change: no alert open and no rule may fire, or the open
+   alerts surely hold and nothing else may fire (judge/steady.py).
 
 The alerts are those of rollout-by-rollout judging (tests/test_fast_judge.py compares them,
 ids, rollouts, severities, messages and evidence, on every scenario, seed, setup and sample
@@ -40,6 +42,7 @@ from . import rules
 from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
                     RuleContext, evaluate_metrics, metric_for, ranges_for)
 from .mismatch import BulkMismatch
+from .steady import Steady
 from .setup import FIRST as FIT_FIRST
 from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows, zero_std_parts
 from ..store.metric_store import Segment
@@ -53,7 +56,7 @@ UNKNOWN, NO, MAYBE = -1, 0, 1
 def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int) -> list:
     from .engine import _EV, JUDGED_EVENTS, _shape
     judged = [op for op in tape if op[0] != _EV]
-    ans = None
+    ans = held = None
     if judged:
         if not seg.ordered:
             raise BulkMismatch("rollouts out of order")
@@ -71,14 +74,23 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
     # (Python lists: the loop reads one entry per rollout)
     quiet = ans.quiet.tolist() if ans is not None and skip_quiet else None
     op_rows = ans.rows.tolist() if ans is not None else None
-    k_of, calm_next = _calm_skips(tape, ans, nonfinite, skip_quiet, _EV, JUDGED_EVENTS)
+    k_of, calm_next, steady = _calm_skips(tape, ans, nonfinite, skip_quiet, _EV, JUDGED_EVENTS, held)
     changes = []
     none: frozenset = frozenset()
     n = len(tape)
     t = 0
     while t < n:
-        if not eng._open and eng._crash is None and eng._engine_trouble is None:
-            t = calm_next[t]        # nothing open: jump over the ops that cannot change anything
+        if eng._crash is None and eng._engine_trouble is None:
+            if not eng._open:
+                t = calm_next[t]        # nothing open: jump over the ops that cannot change anything
+            elif steady is not None:
+                # the open alerts surely hold and nothing else fires: each op would only reset
+                # their misses (judge/steady.py)
+                to = steady.next_busy(t, eng._open)
+                if to > t and steady.steps_over_ops(t, to):
+                    for a in eng._open.values():
+                        a._misses = 0
+                t = to
             if t >= n:
                 break
         op = tape[t]
@@ -137,11 +149,13 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
     return changes
 
 
-def _calm_skips(tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, judged_events) -> tuple[list, list]:
+def _calm_skips(tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, judged_events,
+                held=None) -> tuple[list, list, Steady | None]:
     """Per tape position: the recorded rollout's index (judged ops), and the first position from
     there on that matters while no alert is open and no event condition holds - an event the
     engine acts on, or a rollout where a rule may fire (not quiet) or a value is non-finite.
-    The ops in between only set the engine's log time, which the next op sets again."""
+    The ops in between only set the engine's log time, which the next op sets again.  And the
+    Steady that finds the ops that matter while alerts are open (None: op by op)."""
     n = len(tape)
     is_ev = np.fromiter(map(eq, map(itemgetter(0), tape), repeat(ev)), bool, n)
     judged = ~is_ev
@@ -152,16 +166,23 @@ def _calm_skips(tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, jud
         kinds = map(attrgetter("kind"), map(itemgetter(1), map(tape.__getitem__, ev_pos.tolist())))
         need[ev_pos] = np.fromiter(map(contains, repeat(judged_events), kinds), bool, len(ev_pos))
     jpos = np.flatnonzero(judged)
+    k_list = k_of.tolist()
+    steady = None
     if ans is not None and skip_quiet:
-        busy = ~ans.quiet
+        odd = np.zeros(len(ans.rows), bool)
         if nonfinite:
-            busy |= np.isin(ans.rows, np.fromiter(nonfinite, np.int64, len(nonfinite)))
-        need[jpos] = busy
+            odd = np.isin(ans.rows, np.fromiter(nonfinite, np.int64, len(nonfinite)))
+        need[jpos] = ~ans.quiet | odd
+        if held is not None and USE_STEADY:
+            steady = Steady(ans, held, judged, k_list, ev_pos[need[ev_pos]], odd)
     else:
         need[jpos] = True
     at = np.where(need, np.arange(n), n)
     calm_next = np.minimum.accumulate(at[::-1])[::-1]
-    return k_of.tolist(), calm_next.tolist()
+    return k_list, calm_next.tolist(), steady
+
+
+USE_STEADY = True       # (tests turn it off to exercise the op-by-op stand-ins)
 
 
 _LH = frozenset({"length-hacking"})
@@ -297,9 +318,7 @@ class Answers:
           the first of K updates of the last 2 rollouts clips or moves (Miles)."""
         if not self.full[k] or not (critical or "no-signal" in open_rules):
             return None
-        if self._held is None:
-            self._held = _held_arrays(self.seg, self.resolved, self.rows, self.mk)
-        still_gap, calm_gap, still_grad, no_signal, no_signal_warn, off_policy = self._held
+        still_gap, calm_gap, still_grad, no_signal, no_signal_warn, off_policy = self.held_arrays()
         out: dict[str, tuple[tuple[str, str], ...]] = {}
         gap_open = tuple(a for a in ("gap-rising", "gap-jump") if a in open_rules)
         if (gap_open and all(a in critical for a in gap_open) and still_gap[k]
@@ -314,6 +333,12 @@ class Answers:
         if "off-policy" in critical and off_policy[k]:
             out["rule_off_policy"] = (("off-policy", "critical"),)
         return out or None
+
+    def held_arrays(self) -> tuple[np.ndarray, ...]:
+        """_held_arrays' answers for every op, made on first use (held_rules, judge/steady.py)."""
+        if self._held is None:
+            self._held = _held_arrays(self.seg, self.resolved, self.rows, self.mk)
+        return self._held
 
     def _no_drift(self, k: int, sig_ids: tuple[str, ...]) -> bool:
         """drift_up surely finds no drift at op k for these signals: no window's test may pass."""
@@ -330,14 +355,19 @@ class Answers:
         for rule, sig_id in open_keys:
             if rule != "out-of-range" or sig_id not in BY_ID:
                 continue
-            sure = self._oor.get(sig_id)
-            if sure is None:
-                end = int(self.rows.max()) + 1
-                sure = self._oor[sig_id] = _oor_sure(self.seg, self.resolved, self.seg.id_array()[:end], self.rows,
-                                                     sig_id, self.mk) & self.full
-            if sure[k]:
+            if self.oor_sure(sig_id)[k]:
                 held.append(sig_id)
         return frozenset(held) if held else None
+
+    def oor_sure(self, sig_id: str) -> np.ndarray:
+        """Per op: this signal's out-of-range condition surely holds (_oor_sure, full ops only),
+        made on first use."""
+        sure = self._oor.get(sig_id)
+        if sure is None:
+            end = int(self.rows.max()) + 1
+            sure = self._oor[sig_id] = _oor_sure(self.seg, self.resolved, self.seg.id_array()[:end], self.rows,
+                                                 sig_id, self.mk) & self.full
+        return sure
 
     def may(self, rule: str) -> np.ndarray:
         """Per op: the rule may fire there (its gate says maybe, or a scalar gate decides)."""
@@ -653,6 +683,22 @@ class _DriftMay:
         if not done[k // self.CHUNK]:
             self._make(sig_id, k // self.CHUNK)
         return frozenset(w for w in TREND_WINDOWS if may[w][k])
+
+    def none_may(self, sig_ids: tuple[str, ...], lo: int, hi: int) -> np.ndarray:
+        """Per op lo..hi-1: no window of these signals may pass (not any(windows(s, k)), as
+        Answers._no_drift reads it; a signal without a metric has none)."""
+        out = np.ones(hi - lo, bool)
+        for sig_id in sig_ids:
+            got = self.sig.get(sig_id)
+            if got is None:
+                continue
+            may, done = got[3], got[4]
+            for chunk in range(lo // self.CHUNK, (hi - 1) // self.CHUNK + 1):
+                if not done[chunk]:
+                    self._make(sig_id, chunk)
+            for w in TREND_WINDOWS:
+                out &= ~may[w][lo:hi]
+        return out
 
     def _make(self, sig_id: str, chunk: int) -> None:
         """A window surely fails where the rule's last w values are surely the column's last w

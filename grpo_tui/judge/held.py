@@ -535,6 +535,7 @@ class HackingHeld:
         self.bits_back = np.full(len(rows), ALL_WINDOWS, np.int16)
         self._batch = 32
         self._last = -2
+        self._batch_end = -1                            # where the last batch of _ensure ended
         self._cols: dict | None = None
         self._first = True
 
@@ -548,6 +549,38 @@ class HackingHeld:
         self._ensure(k)
         return int(self.conf[k])
 
+    def known_present(self, ks: np.ndarray) -> np.ndarray:
+        """present(k) for these ops in order (judge/steady.py), -2 where not computed yet.  Only
+        where every op before holds (1) and the op is not computed does it compute, one batch
+        from there, as op by op would ask there (a batch that goes on from where the last one
+        ended doubles, as when asked op after op); past an op that does not hold, the alert
+        may clear: nothing is computed for it (the caller asks again from there)."""
+        if not len(ks):
+            return self.ans[ks]
+        if self._first:
+            self._ensure(int(ks[0]))        # the first batch, as at the first question
+        got = self.ans[ks]
+        off = np.flatnonzero(got != 1)
+        if len(off) and got[off[0]] == -2:
+            k = int(ks[off[0]])
+            if k == self._batch_end:
+                self._last = k - 1          # (goes on from the last batch: it doubles)
+            self._ensure(k)
+            got = self.ans[ks]
+        return got
+
+    def confirmed_at(self, ks: np.ndarray) -> np.ndarray:
+        """confirmed(k) for these ops (judge/steady.py), computed as one batch."""
+        self._ensure_all(ks)
+        return self.conf[ks]
+
+    def _ensure_all(self, ks: np.ndarray) -> None:
+        if not len(ks):
+            return
+        if self._first:
+            self._ensure(int(ks[0]))        # the first batch, as op by op asks for it
+        self._compute(ks)                   # (only those not computed yet)
+
     def _ensure(self, k: int) -> None:
         if self.ans[k] == -2:
             if self._first:
@@ -560,7 +593,8 @@ class HackingHeld:
                 self._compute(ks[ks < len(self.rows)])
             if self.ans[k] == -2:
                 self._batch = min(512, self._batch * 2) if k == self._last + 1 else 32
-                self._compute(np.arange(k, min(len(self.rows), k + self._batch)))
+                self._batch_end = min(len(self.rows), k + self._batch)
+                self._compute(np.arange(k, self._batch_end))
         self._last = k
 
     def windows(self, k: int) -> tuple[frozenset, frozenset] | None:

@@ -1,0 +1,193 @@
+"""Stretches of a replay where the open alerts surely stay as they are (judge/bulk.py).
+
+A broken run holds its alerts open to the end: gap-jump and its out-of-range warnings from the
+onset on, say.  Rollout by rollout, each of those rollouts runs the rules (or their stand-ins)
+only to learn that every open alert holds, at the severity it has, and that nothing else fires:
+the state machine then only sets each open alert's miss count to 0.  `Steady` finds such
+rollouts for a set of open alerts with the arrays judge/bulk.py already has, a chunk of ops at a
+time, so `replay` can step over a stretch of them at once.
+
+An op is steady for the open alerts O (each key with its severity) when, as replay's own path
+would read it there (Answers.at, .held_rules, .oor_held, HackingHeld):
+- its row is full (settled baseline) and holds no non-finite value;
+- every alert of O is one a stand-in keeps open and its stand-in surely applies: gap-jump /
+  gap-rising (critical, Answers.held_rules' test), grad-norm-rising (critical), no-signal
+  (critical: its sign or its warning's; warning: its warning's), off-policy (critical),
+  length-hacking (critical, HackingHeld.present == 1), out-of-range of a signal (the
+  signal's gate says maybe and its mean is surely outside: oor_held);
+- no other rule may return anything: its gate says NO (length-hacking: or its sign is surely
+  not confirmed), and no other signal's out-of-range gate says maybe.
+Then the rules return exactly a condition per open alert, none escalates, and `_apply` only
+resets the misses.  Anything else - an event alert, a warning that could escalate, a gate that
+could not decide - is left to the op-by-op path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import rules
+from .signals import groups_of
+
+# the alerts a stand-in can keep open, and the rule whose output the stand-in replaces
+_RULE_OF = {"gap-jump": "rule_gap", "gap-rising": "rule_gap", "grad-norm-rising": "rule_grad_norm",
+            "no-signal": "rule_no_signal", "off-policy": "rule_off_policy",
+            "length-hacking": "rule_length_hacking", "out-of-range": "rule_out_of_range"}
+_GATED_ELSEWHERE = frozenset({"rule_non_finite", "rule_out_of_range"})   # (nonfinite rows; omat)
+NO, MAYBE = 0, 1        # (judge/bulk.py's gate answers)
+FIRST_CHUNK, MAX_CHUNK = 32, 2048
+MAX_SETS = 64           # open-alert sets remembered (a run seldom has more than a handful)
+
+
+class Steady:
+    """`next_busy(t, open_alerts)`: the first tape position from t on that replay must judge
+    op by op while these alerts are open (an event it acts on, or an op that is not steady)."""
+
+    def __init__(self, ans, held, tape_judged: np.ndarray, k_of: list, busy_events: np.ndarray,
+                 nonfinite_ops: np.ndarray) -> None:
+        self.ans, self.held = ans, held
+        self.jpos = np.flatnonzero(tape_judged)          # tape position of each op
+        self.k_of = k_of                                 # per position: ops before it
+        self.n_ops = len(self.jpos)
+        self.n = len(tape_judged)
+        self.events = busy_events                        # positions of the events replay acts on
+        self.clean = ans.full & ~nonfinite_ops
+        self.col = {nm: j for j, nm in enumerate(ans.names)}
+        self.sig_col = {s: j for j, s in enumerate(ans.sig_ids)}
+        # signals rule_out_of_range passes over whatever their gate says (it returns nothing)
+        self.inert = frozenset(s for s, skip in (("clipfrac", ans.seg.steps_per_rollout > 1),
+                                                 ("zero_std", groups_of(ans.seg) is None)) if skip)
+        ungated = {r.__name__ for r in rules.METRIC_RULES} - set(ans.names) - _GATED_ELSEWHERE
+        self.usable = bool(ans.names) and not ungated and ans.full.any()
+        self._masks: dict[frozenset, tuple[np.ndarray, np.ndarray]] = {}
+
+    def next_busy(self, t: int, open_alerts: dict) -> int:
+        """The first position >= t that is an event replay acts on or an op that is not steady
+        for these open alerts (t itself where nothing can be stepped over; n at the end)."""
+        if not self.usable or t >= self.n:
+            return t
+        opened = frozenset((key, a.severity) for key, a in open_alerts.items())
+        e = int(np.searchsorted(self.events, t))
+        stop = int(self.events[e]) if e < len(self.events) else self.n
+        k = self.k_of[t]
+        k_stop = self.k_of[stop] if stop < self.n else self.n_ops
+        got = self._masks.get(opened)
+        if got is None:
+            if len(self._masks) >= MAX_SETS:
+                return t
+            got = self._masks[opened] = (np.zeros(self.n_ops, bool), np.zeros(self.n_ops, bool))
+        steady, known = got
+        chunk = FIRST_CHUNK
+        while k < k_stop:
+            hi = min(k_stop, k + chunk)
+            bad = np.flatnonzero(~(known[k:hi] & steady[k:hi]))
+            if not len(bad):
+                k = hi
+                chunk = min(MAX_CHUNK, chunk * 2)
+                continue
+            j = k + int(bad[0])
+            if not known[j]:        # (the mask is made only up to there: past a busy op nothing is asked)
+                todo = np.flatnonzero(~known[j:hi])
+                hi2 = j + int(todo[-1]) + 1
+                steady[j:hi2], undecided = self._mask(opened, j, hi2)
+                known[j:hi2] = ~undecided
+                if known[j] and steady[j]:
+                    k = j
+                    continue
+            return int(self.jpos[j])
+        return stop
+
+    def steps_over_ops(self, t: int, to: int) -> bool:
+        """Whether positions t..to-1 hold an op (not only events)."""
+        return (self.k_of[to] if to < self.n else self.n_ops) > self.k_of[t]
+
+    def _mask(self, opened: frozenset, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per op lo..hi-1: steady while the alerts `opened` ((key, severity) each) are open;
+        and undecided (not steady for now: HackingHeld has not computed the op yet - the op by
+        op path asks it there, in its own batches, and the next call reads the answer)."""
+        ans = self.ans
+        none = np.zeros(hi - lo, bool)
+        undecided = none.copy()
+        m = self._mask_decided(opened, lo, hi, none)
+        if m is none or "length-hacking" not in {key[0] for key, _ in opened}:
+            return m, undecided
+        # HackingHeld is asked only up to the first op that is not steady anyway: past it the
+        # alert may clear, and rollout by rollout would not ask there (those ops stay undecided)
+        bad = np.flatnonzero(~m)
+        end = int(bad[0]) if len(bad) else len(m)
+        undecided[end:] = m[end:]
+        m[end:] = False
+        if end:
+            got = self.held.known_present(lo + np.arange(end))
+            m[:end] = got == 1
+            undecided[:end] = got == -2
+        return m, undecided
+
+    def _mask_decided(self, opened: frozenset, lo: int, hi: int, none: np.ndarray) -> np.ndarray:
+        """_mask, but for length-hacking's own presence (open: the caller asks HackingHeld)."""
+        ans = self.ans
+        m = self.clean[lo:hi].copy()
+        sev = {}
+        oor_open = set()
+        for (rule, sig_id), severity in opened:
+            if rule not in _RULE_OF:
+                return none                      # an event alert, stalled, non-finite...: op by op
+            if rule == "out-of-range":
+                if sig_id not in self.sig_col or severity != "warning":
+                    return none
+                oor_open.add(sig_id)
+            else:
+                sev[rule] = severity
+        covered = set()
+        gap_open = [a for a in ("gap-rising", "gap-jump") if a in sev]
+        held_cols = None
+        if gap_open or {"grad-norm-rising", "no-signal", "off-policy"} & sev.keys():
+            held_cols = ans.held_arrays()
+            still_gap, calm_gap, still_grad, no_signal, no_signal_warn, off_policy = held_cols
+        if gap_open:
+            if any(sev[a] != "critical" for a in gap_open):
+                return none
+            m &= still_gap[lo:hi]
+            if "gap-rising" not in sev:
+                m &= calm_gap[lo:hi] & ans._drift_may().none_may(("gap", "kl"), lo, hi)
+            covered.add("rule_gap")
+        if "grad-norm-rising" in sev:
+            if sev["grad-norm-rising"] != "critical":
+                return none
+            m &= still_grad[lo:hi]
+            covered.add("rule_grad_norm")
+        if "no-signal" in sev:
+            warn = no_signal_warn[lo:hi]
+            m &= (no_signal[lo:hi] | warn) if sev["no-signal"] == "critical" else warn
+            covered.add("rule_no_signal")
+        if "off-policy" in sev:
+            if sev["off-policy"] != "critical":
+                return none
+            m &= off_policy[lo:hi]
+            covered.add("rule_off_policy")
+        for s, j in self.sig_col.items():
+            col = ans.omat[lo:hi, j]
+            if s in oor_open:
+                m &= (col != NO) & ans.oor_sure(s)[lo:hi]
+            elif s not in self.inert:
+                m &= col == NO
+        for nm, j in self.col.items():
+            if nm in covered or nm == "rule_length_hacking":
+                continue
+            m &= ans.mat[lo:hi, j] == NO
+        lh = ans.mat[lo:hi, self.col["rule_length_hacking"]] if "rule_length_hacking" in self.col else None
+        if "length-hacking" in sev:
+            if sev["length-hacking"] != "critical":
+                return none
+        elif lh is not None:
+            ok = lh == NO
+            maybe = np.flatnonzero(m & (lh == MAYBE))      # its sign surely not confirmed: nothing
+            if len(maybe):
+                ok[maybe] = self.held.confirmed_at(lo + maybe) == 0
+            m &= ok
+        else:
+            return none
+        return m
+
+
+__all__ = ["Steady"]
