@@ -143,3 +143,16 @@ def test_off_policy_gate_with_k_updates(first_cf, other_cf, k, monkeypatch):
     assert (col[60:] == bulk.MAYBE).all() if fires else (col[60:] == bulk.NO).all()
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert any(a.rule == "off-policy" for a in plain.engine.alerts) == fires
+
+
+def test_theil_sen_rises_in_chunks_are_those_of_one_batch(monkeypatch):
+    """_ts_rise takes its ops TS_CHUNK at a time (bounded memory: a run holding length-hacking
+    asks at nearly every op): the same numbers as one batch, on both of pair_slopes' paths."""
+    rng = np.random.default_rng(3)
+    s = np.arange(2000, dtype=float)
+    x = rng.normal(size=2000).cumsum()
+    rows = np.arange(40, 2000)
+    whole = {w: bulk._ts_rise(s, x, rows, w) for w in (8, 32)}
+    monkeypatch.setattr(bulk, "TS_CHUNK", 17)
+    for w, want in whole.items():
+        assert np.array_equal(bulk._ts_rise(s, x, rows, w), want)

@@ -838,8 +838,14 @@ def _s_needed(w: int, alpha: float) -> int:
     return pairs + 1
 
 
+TS_CHUNK = 2048         # ops a batch: bounded memory (a run that holds length-hacking asks at
+                        # nearly every op; 12,800 ops of 32 took 180 MB in one batch, 8 MB a chunk)
+
+
 def _ts_rise(s: np.ndarray, x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
     """Theil-Sen rise (median pairwise slope x the id span) of each op's last w points."""
+    if len(rows) > TS_CHUNK:
+        return np.concatenate([_ts_rise(s, x, rows[a:a + TS_CHUNK], w) for a in range(0, len(rows), TS_CHUNK)])
     ws, wx = _windows(s, rows, w), _windows(x, rows, w)
     slope = _row_median(_pair_slopes(ws, wx))
     return slope * (ws[:, -1] - ws[:, 0])
