@@ -80,9 +80,10 @@ cli.leave(0, "check")      # out of the process as the console script leaves it 
 """
 
 
-# The children keep compiled bytecode, as an installed grpo-tui does (pip writes it; an editable
-# install writes it at the first run): without it every run compiled ~30 modules, ~0.15 s.  It
-# goes to a directory of its own, not into the source tree.
+# The children keep compiled bytecode, as an installed grpo-tui does (pip writes it for a regular
+# install; setup.py writes it for an editable one, where PYTHONDONTWRITEBYTECODE would otherwise
+# leave every run compiling ~30 modules, ~0.1 s).  Here it goes to a directory of its own, kept
+# fresh whatever was edited since the install.
 _PYCACHE = os.path.join(tempfile.gettempdir(), "grpo_tui_bench_pycache")
 
 
