@@ -35,6 +35,8 @@ _RULE_OF = {"gap-jump": "rule_gap", "gap-rising": "rule_gap", "grad-norm-rising"
             "length-hacking": "rule_length_hacking", "out-of-range": "rule_out_of_range"}
 _GATED_ELSEWHERE = frozenset({"rule_non_finite", "rule_out_of_range"})   # (nonfinite rows; omat)
 NO, MAYBE = 0, 1        # (judge/bulk.py's gate answers)
+# Answers.held_arrays' arrays, in its order (bulk._held_arrays)
+_HELD_ARRAYS = ("still_gap", "calm_gap", "still_grad", "no_signal", "no_signal_warn", "off_policy")
 FIRST_CHUNK, MAX_CHUNK = 32, 2048
 MAX_SETS = 64           # open-alert sets remembered (a run seldom has more than a handful)
 
@@ -103,9 +105,8 @@ class Steady:
 
     def _mask(self, opened: frozenset, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """Per op lo..hi-1: steady while the alerts `opened` ((key, severity) each) are open;
-        and undecided (not steady for now: HackingHeld has not computed the op yet - the op by
-        op path asks it there, in its own batches, and the next call reads the answer)."""
-        ans = self.ans
+        and undecided (not steady for now, not remembered: an open length-hacking's presence
+        not known there yet - the next call asks HackingHeld from there, in its own batches)."""
         none = np.zeros(hi - lo, bool)
         undecided = none.copy()
         m = self._mask_decided(opened, lo, hi, none)
@@ -140,31 +141,25 @@ class Steady:
                 sev[rule] = severity
         covered = set()
         gap_open = [a for a in ("gap-rising", "gap-jump") if a in sev]
-        held_cols = None
         if gap_open or {"grad-norm-rising", "no-signal", "off-policy"} & sev.keys():
-            held_cols = ans.held_arrays()
-            still_gap, calm_gap, still_grad, no_signal, no_signal_warn, off_policy = held_cols
+            sure = dict(zip(_HELD_ARRAYS, ans.held_arrays()))
         if gap_open:
             if any(sev[a] != "critical" for a in gap_open):
                 return none
-            m &= still_gap[lo:hi]
+            m &= sure["still_gap"][lo:hi]
             if "gap-rising" not in sev:
-                m &= calm_gap[lo:hi] & ans._drift_may().none_may(("gap", "kl"), lo, hi)
+                m &= sure["calm_gap"][lo:hi] & ans._drift_may().none_may(("gap", "kl"), lo, hi)
             covered.add("rule_gap")
-        if "grad-norm-rising" in sev:
-            if sev["grad-norm-rising"] != "critical":
-                return none
-            m &= still_grad[lo:hi]
-            covered.add("rule_grad_norm")
         if "no-signal" in sev:
-            warn = no_signal_warn[lo:hi]
-            m &= (no_signal[lo:hi] | warn) if sev["no-signal"] == "critical" else warn
+            warn = sure["no_signal_warn"][lo:hi]
+            m &= (sure["no_signal"][lo:hi] | warn) if sev["no-signal"] == "critical" else warn
             covered.add("rule_no_signal")
-        if "off-policy" in sev:
-            if sev["off-policy"] != "critical":
-                return none
-            m &= off_policy[lo:hi]
-            covered.add("rule_off_policy")
+        for alert, name in (("grad-norm-rising", "still_grad"), ("off-policy", "off_policy")):
+            if alert in sev:
+                if sev[alert] != "critical":
+                    return none                 # (a warning could escalate: op by op)
+                m &= sure[name][lo:hi]
+                covered.add(_RULE_OF[alert])
         for s, j in self.sig_col.items():
             col = ans.omat[lo:hi, j]
             if s in oor_open:
