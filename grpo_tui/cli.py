@@ -45,6 +45,30 @@ def _add_ranges(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback")
 
 
+_AGE_UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _age(value: str) -> float:
+    """`--ended-after`: a duration with its unit (90m, 12h, 2d), in seconds; more than the
+    2 minutes a line counts as live, so a run can still be live, quiet and stalled before it ends."""
+    text = value.strip().lower()
+    num = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(num):]
+    try:
+        seconds = float(num) * _AGE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"{value!r}: give a duration with its unit, e.g. 90m, 12h, 2d") from None
+    if not seconds > 120.0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r}: must be more than 2 min (a line that recent means live)")
+    return seconds
+
+
+def _add_horizon(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ended-after", metavar="AGE", type=_age,
+                   help="a log silent this long with no finish line is a run that ended, judged as at its "
+                        "last line, not stalled (default 24h; e.g. 90m, 12h, 3d)")
+
+
 def _add_force(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true",
                    help="allow -o FILE in an input log's folder (never onto the log itself)")
@@ -67,6 +91,7 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
     _add_ranges(p)
     _add_baseline(p)
+    _add_horizon(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (design.md §6)")
     return p
 
@@ -115,6 +140,7 @@ def _tail_parser() -> argparse.ArgumentParser:
     p.add_argument("--replay", type=float, metavar="SPEED",
                    help="replay a finished log by its own timestamps at SPEED x (0 = max), then summarise")
     _add_ranges(p)
+    _add_horizon(p)
     _add_notify(p, bell=False)
     return p
 
@@ -128,6 +154,7 @@ def _serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-sessions", type=int, default=4, metavar="N", help="browser tabs at once (default 4)")
     p.add_argument("--theme", metavar="NAME")
     _add_ranges(p)
+    _add_horizon(p)
     return p
 
 
@@ -141,6 +168,7 @@ def _dashboard_parser() -> argparse.ArgumentParser:
     p.add_argument("--theme", metavar="NAME")
     _add_ranges(p)
     _add_baseline(p)
+    _add_horizon(p)
     _add_notify(p, bell=True)
     return p
 
@@ -385,6 +413,18 @@ def _read_ahead(cmd: str, args: argparse.Namespace) -> bool:
 
 
 def _run(cmd: str, args: argparse.Namespace) -> int:
+    if getattr(args, "ended_after", None) is not None:
+        from . import pipeline
+        before = pipeline.ENDED_AFTER
+        pipeline.set_ended_after(args.ended_after)
+        try:
+            return _run_command(cmd, args)
+        finally:
+            pipeline.set_ended_after(before)     # (main() called again in one process: tests)
+    return _run_command(cmd, args)
+
+
+def _run_command(cmd: str, args: argparse.Namespace) -> int:
     if cmd == "export":
         from .commands.export_cmd import run
     elif cmd == "check":

@@ -37,8 +37,17 @@ if TYPE_CHECKING:
 
 TREND_JUDGED = 8           # rollouts the rules must have judged before a range-less run can be OK
 LIVE_WINDOW = 120.0        # s: a line this recent means the run is live
+# s: a log silent this long without a finish line is a run that ended, judged as at its last line
+# (a hang inside this horizon is `stalled`; past it the run is over, whatever ended it)
+ENDED_AFTER = 24 * 3600.0
+
+
+def set_ended_after(seconds: float) -> None:
+    """The horizon of every Pipeline made after this in the process (`--ended-after`)."""
+    global ENDED_AFTER
+    ENDED_AFTER = float(seconds)
 FINAL_PASS_AFTER = 60.0    # s of silence before a growing log's last rollout is judged as `check` does
-FINISH_EVENTS = ("job_succeeded", "job_failed", "job_stopped")
+FINISH_EVENTS = ("job_succeeded", "job_failed", "job_stopped", "train_done")
 FATAL_EVENTS = ("traceback", "oom", "nccl_timeout", "fatal", "ft_fail", "job_failed")
 _RUN_ENDS = frozenset(FINISH_EVENTS + FATAL_EVENTS)     # _store's test of every event, one lookup
 _KIND = attrgetter("kind")
@@ -63,22 +72,27 @@ class Update:
 
 @dataclass(frozen=True, slots=True)
 class RunState:
-    """live | quiet | finished | waiting, with the ages it was read from (seconds)."""
+    """live | quiet | finished | ended | waiting, with the ages it was read from (seconds).
+
+    ended: silent past the horizon (Pipeline.ended_after) with no finish line; `note` says so."""
 
     name: str
     line_age: float | None = None      # since the newest line was written
     data_age: float | None = None      # since the newest metric record
     finished_by: str | None = None     # the line that ended the run
+    note: str | None = None            # ended: "ends at rollout N without a finish line, ..."
 
     @property
     def label(self) -> str:
         if self.name == "quiet" and self.line_age is not None:
             return f"quiet {fmt_age(self.line_age)}"
+        if self.name == "ended" and self.line_age is not None:
+            return f"ended {fmt_age(self.line_age)} ago"
         return self.name
 
     def to_json(self) -> dict[str, Any]:
         return {"state": self.name, "line_age_s": _round(self.line_age), "data_age_s": _round(self.data_age),
-                "finished_by": self.finished_by}
+                "finished_by": self.finished_by, "note": self.note}
 
 
 def fmt_age(seconds: float) -> str:
@@ -101,7 +115,8 @@ class Pipeline:
     """Owns one LineParser, MetricStore and HealthEngine, and the run's clocks."""
 
     def __init__(self, ranges: RangeSet | None = None, *, clock: Callable[[], float] = time.time,
-                 ranges_label: str | None = None, judging: bool = True) -> None:
+                 ranges_label: str | None = None, judging: bool = True,
+                 ended_after: float | None = None) -> None:
         self.parser = LineParser()
         self.store = MetricStore()
         self._ranges = ranges
@@ -118,6 +133,7 @@ class Pipeline:
         self._seen_steps: set[tuple[int, str, int]] = set()
         self._final_done = False
         self.judging = judging                  # False: store only (export reads no verdict)
+        self.ended_after = ENDED_AFTER if ended_after is None else ended_after
 
     @property
     def engine(self) -> "HealthEngine":
@@ -356,6 +372,11 @@ class Pipeline:
             return RunState("finished", age, data, "crashed: " + (self.engine.crash_headline or self._fatal))
         if age <= LIVE_WINDOW:
             return RunState("live", age, data)
+        if age > self.ended_after:
+            seg = self.store.current
+            last = seg.last_rollout if seg.ids else None
+            where = "with no metric line and no" if last is None else f"at rollout {last} without a"
+            return RunState("ended", age, data, note=f"ends {where} finish line, last line {fmt_age(age)} ago")
         return RunState("quiet", age, data)
 
     def _time_rules(self, now: float) -> list[AlertChange]:
@@ -363,7 +384,7 @@ class Pipeline:
             return []
         st = self.state(now)
         return self.engine.judge_time(data_age=st.data_age, run_age=self.run_age(now),
-                                      finished=st.name == "finished",
+                                      finished=st.name == "finished", ended=st.name == "ended",
                                       log_quiet=self._log_lag(self.store.current.last_record_ts),
                                       last_line_time=self._line_ts)
 

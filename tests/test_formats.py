@@ -39,7 +39,9 @@ def test_trl_dicts_bare_and_string_formatted_eval_and_summary():
     assert raw == {"grad_norm": "nan"}
     assert parse_trl("{'eval_loss': 0.5, 'eval_reward': 0.6, 'epoch': 0.05}") == (
         "eval", {"eval_loss": 0.5, "eval_reward": 0.6}, {})
-    assert parse_trl("{'train_runtime': 10.0, 'train_loss': 0.1, 'epoch': 1.0}") is None
+    # the HF Trainer's summary once training is over: no step, the run's finish line
+    assert parse_trl("{'train_runtime': 10.0, 'train_loss': 0.1, 'epoch': 1.0}") == (
+        "end", {"train_runtime": 10.0, "train_loss": 0.1, "epoch": 1.0}, {})
 
 
 def test_check_on_verl_and_trl_gives_json_and_matching_exit_codes(tmp_path, capsys):

@@ -112,7 +112,7 @@ async def test_old_finished_log_matches_check_and_is_never_live(name, big, tmp_p
         assert report.status == expected.status
         assert _alert_set(report.alerts) == _alert_set(expected.alerts)
         state = app.display_state()
-        assert "live" not in state and state in ("finished", "quiet 2.0 d")
+        assert "live" not in state and state in ("finished", "ended 2.0 d ago")
         badge = {"ok": "✓ ok", "warning": "! warn", "critical": "✗ crit", "unknown": "? n/a"}[expected.status]
         assert badge in str(app._header_text(report, False))
         assert "data 2.0 d ago" in str(app._header_text(report, False)) or expected.rollouts == 0

@@ -92,11 +92,11 @@ def _print_many(results, status: str) -> None:
     """One line per run: status, run, state, rollouts, last data, and its top alert."""
     w = sys.stdout.write
     name_w = min(40, max([3] + [len(safe(r.path)) for r in results]))
-    w(f"{'status':<10}  {'run':<{name_w}}  {'state':<12} {'rollouts':>8}  {'last data':>10}  top alert\n")
+    w(f"{'status':<10}  {'run':<{name_w}}  {'state':<16} {'rollouts':>8}  {'last data':>10}  top alert\n")
     for r in results:
         name = _middle_cut(safe(r.path), name_w)
         if r.report is None:
-            w(f"{BADGE['unknown']:<10}  {name:<{name_w}}  {'-':<12} {0:>8}  {'-':>10}  {safe(r.error)}\n")
+            w(f"{BADGE['unknown']:<10}  {name:<{name_w}}  {'-':<16} {0:>8}  {'-':>10}  {safe(r.error)}\n")
             continue
         rep = r.report
         st = rep.run_state
@@ -105,7 +105,7 @@ def _print_many(results, status: str) -> None:
         words = safe(alert_words(top)) if top else "-"
         if top and len(rep.alerts) > 1:
             words += f" (+{len(rep.alerts) - 1} more)"
-        w(f"{BADGE[rep.status]:<10}  {name:<{name_w}}  {st.label:<12} {rep.rollouts:>8}  {age:>10}  {words}\n")
+        w(f"{BADGE[rep.status]:<10}  {name:<{name_w}}  {st.label:<16} {rep.rollouts:>8}  {age:>10}  {words}\n")
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1
@@ -115,6 +115,8 @@ def _print_many(results, status: str) -> None:
 
 def state_text(st) -> str:
     """`finished (Job '...' succeeded), last data 2.0 d ago` — the run's state in words."""
+    if st.name == "ended" and st.note:
+        return f"ended: {st.note}"
     out = st.label
     if st.name == "finished" and st.finished_by:
         out += f" ({safe(st.finished_by)[:80]})"

@@ -29,7 +29,7 @@ MISSING_EXTRA = ("serve needs the `web` extra: pip install 'grpo-tui[web]' "
 
 
 def dashboard_command(paths: list[str], *, theme: str | None = None, ranges: str | None = None,
-                      python: str | None = None) -> str:
+                      python: str | None = None, ended_after: float | None = None) -> str:
     """The shell command one browser session runs: this Python, `-m grpo_tui`, absolute paths.
 
     textual-serve starts it through the shell, so every word is shlex-quoted (a file name can't
@@ -40,6 +40,8 @@ def dashboard_command(paths: list[str], *, theme: str | None = None, ranges: str
         words += ["--theme", theme]
     if ranges:
         words += ["--ranges", os.path.abspath(ranges)]
+    if ended_after is not None:
+        words += ["--ended-after", f"{ended_after:g}s"]
     return " ".join(shlex.quote(w) for w in words)
 
 
@@ -82,7 +84,8 @@ def run(args) -> int:
         raise InputError(MISSING_EXTRA) from None
     from ..web.server import GuardedServer
 
-    command = dashboard_command(paths, theme=args.theme, ranges=args.ranges)
+    command = dashboard_command(paths, theme=args.theme, ranges=args.ranges,
+                                ended_after=getattr(args, "ended_after", None))
     names = ", ".join(os.path.basename(os.path.normpath(p)) or p for p in paths)
     host = args.host
     local = is_loopback(host)

@@ -248,29 +248,39 @@ class HealthEngine:
             self._first_ts, self._last_ts = live
 
     def judge_time(self, *, data_age: float | None, run_age: float | None, finished: bool,
-                   log_quiet: float = 0.0, last_line_time: float | None = None) -> list[AlertChange]:
+                   log_quiet: float = 0.0, last_line_time: float | None = None,
+                   ended: bool = False) -> list[AlertChange]:
         """Time rules from the data's age (the pipeline reads it from the log and the file).
 
         stalled: no new metric record for max(10 min, 5 x the usual interval), and the run
         has not finished; no-steps: no metric record 10 min after the log started. Both clear
-        when data comes again."""
+        when data comes again.  `ended` (silent past the pipeline's horizon, no finish line):
+        the run is over, so it is judged as at its last line: stalled only where the log itself
+        went on without metrics past the limit (`log_quiet`), and a stall the clock alone had
+        raised is withdrawn (a fresh `check` of the file would not show it)."""
         out = self._replay() if self._tape is not None else []
         seg = self.store.current
         conds: list[Condition] = []
         if seg.records == 0 and run_age is not None and run_age > NO_STEPS_AFTER:
-            conds.append(Condition("no-steps", "critical", None,
-                                   f"no metric line {run_age / 60:.0f} min after the log started",
-                                   {"minutes": round(run_age / 60, 1)}))
+            text = ("no metric line in the whole log, which ended without a finish line" if ended
+                    else f"no metric line {run_age / 60:.0f} min after the log started")
+            conds.append(Condition("no-steps", "critical", None, text, {"minutes": round(run_age / 60, 1)}))
         if seg.records and data_age is not None and not finished:
-            usual = self.median_interval() or 0.0
-            limit = max(STALL_MIN, STALL_FACTOR * usual)
-            if data_age > limit:
-                how = ("the log goes on without metrics" if log_quiet > limit / 2
-                       else "the log is silent")
+            usual = self.median_interval()
+            limit = max(STALL_MIN, STALL_FACTOR * (usual or 0.0))
+            quiet = log_quiet if ended else data_age
+            if quiet > limit:
+                usual_text = "" if usual is None else f" (usual interval {usual / 60:.1f} min)"
+                if ended:
+                    text = (f"no new rollout in the last {_fmt_minutes(quiet)} of the log{usual_text}; "
+                            f"the log went on without metrics until it ended")
+                else:
+                    how = ("the log goes on without metrics" if log_quiet > limit / 2
+                           else "the log is silent")
+                    text = f"no new rollout for {_fmt_minutes(quiet)}{usual_text}; {how}"
                 conds.append(Condition(
-                    "stalled", "critical", seg.last_rollout,
-                    f"no new rollout for {_fmt_minutes(data_age)} (usual interval {usual / 60:.1f} min); {how}",
-                    {"quiet_s": round(data_age), "limit_s": round(limit),
+                    "stalled", "critical", seg.last_rollout, text,
+                    {"quiet_s": round(quiet), "limit_s": round(limit),
                      "last_metric_time": _fmt_ts(seg.last_record_ts), "last_line_time": _fmt_ts(last_line_time),
                      "log_goes_on_s": round(log_quiet)}))
         keys = {c.key for c in conds}
@@ -282,6 +292,8 @@ class HealthEngine:
                 a = self._open.pop(key)
                 a.active = False
                 a.cleared_at = seg.last_rollout
+                if ended and key[0] == "stalled":
+                    self.alerts.remove(a)       # withdrawn: the run ended; its log shows no stall
                 out.append(AlertChange("cleared", a))
         return out
 

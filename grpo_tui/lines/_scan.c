@@ -1952,7 +1952,7 @@ static int other_format_may(uchar *t, uchar *e)
     if (!has(t, e, "{'", 2))
         return 0;
     static const char *const trl[] = {"'loss'", "'grad_norm'", "'learning_rate'", "'reward'", "'epoch'",
-                                      "'completions/mean_length'", "'eval_loss'"};
+                                      "'completions/mean_length'", "'eval_loss'", "'train_runtime'"};
     for (size_t k = 0; k < sizeof(trl) / sizeof(trl[0]); k++)
         if (has(t, e, trl[k], strlen(trl[k])))
             return 1;
@@ -6912,8 +6912,8 @@ static PyObject *chunk_round(PyObject *items, Py_ssize_t start, Py_ssize_t end, 
         /* only the events the pipeline does not look at are taken (_RUN_ENDS' are Python's) */
         if (kind == NULL || !PyUnicode_CheckExact(kind))
             goto python;
-        static const char *const ends[] = {"job_succeeded", "job_failed", "job_stopped", "traceback", "oom",
-                                           "nccl_timeout", "fatal", "ft_fail"};
+        static const char *const ends[] = {"job_succeeded", "job_failed", "job_stopped", "train_done", "traceback",
+                                           "oom", "nccl_timeout", "fatal", "ft_fail"};
         for (size_t e = 0; e < sizeof ends / sizeof ends[0]; e++)
             if (PyUnicode_CompareWithASCIIString(kind, ends[e]) == 0)
                 goto python;

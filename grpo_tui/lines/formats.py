@@ -65,15 +65,17 @@ def parse_verl(text: str) -> tuple[int | None, dict[str, Any], dict[str, str]] |
 def parse_trl(text: str) -> tuple[str, dict[str, Any], dict[str, str]] | None:
     """(kind, metrics, raw non-finite tokens) from a TRL log dict line, else None.
 
-    kind is "rollout" for a training log, "eval" for `eval_*` dicts; the end-of-run summary
-    (`train_runtime`) is not a step and gives None.
+    kind is "rollout" for a training log, "eval" for `eval_*` dicts, "end" for the summary the
+    HF Trainer logs once training is over (`train_runtime`: not a step, the run's finish line).
     """
     start = text.find("{'")
-    if start < 0 or not any(f"'{k}'" in text for k in _TRL_KEYS + ("eval_loss",)):
+    if start < 0 or not any(f"'{k}'" in text for k in _TRL_KEYS + ("eval_loss", "train_runtime")):
         return None
     parsed = parse_dict(text[start:].rstrip())
-    if not parsed.values or "train_runtime" in parsed.values:
+    if not parsed.values:
         return None
+    if "train_runtime" in parsed.values:
+        return "end", {k: v for k, v in parsed.values.items() if isinstance(v, (int, float))}, {}
     metrics: dict[str, Any] = {}
     raw = dict(parsed.raw_nonfinite)
     for k, v in parsed.values.items():

@@ -1240,6 +1240,11 @@ class LineParser:
             if trl is None:
                 return False
             kind, metrics, raw = trl
+            if kind == "end":
+                self.counts.event_lines += 1
+                self._hand_out(Event("train_done", last[0], last[1], line_no, text.strip()[:200],
+                                     {"framework": "trl", **metrics}), out)
+                return True
             source = "trl"
             self._trl_index += kind == "rollout"
             n = max(0, self._trl_index - 1)

@@ -22,6 +22,7 @@ EVENT_KINDS = (
     "job_failed",
     "job_succeeded",
     "job_stopped",
+    "train_done",        # a trainer's own end-of-training line (HF/TRL `train_runtime` summary)
     "fatal",
     "weight_update_start",
     "weight_update_end",

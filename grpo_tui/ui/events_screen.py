@@ -21,7 +21,7 @@ LABELS = {
     "traceback": "traceback", "ft_fail": "process failed", "train_retry": "training retried",
     "health_check_failed": "engine health check failed", "engines_recovered": "engines recovered",
     "oom": "out of memory", "nccl_timeout": "NCCL timeout", "job_failed": "job failed",
-    "job_succeeded": "job succeeded", "job_stopped": "job stopped", "fatal": "fatal error",
+    "job_succeeded": "job succeeded", "job_stopped": "job stopped", "train_done": "training done", "fatal": "fatal error",
     "weight_update_start": "weight update", "weight_update_end": "weight update done",
     "checkpoint_start": "checkpoint", "checkpoint_saved": "checkpoint saved", "eval_skipped": "eval skipped",
     "eval": "eval",
