@@ -39,8 +39,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks._common import (  # noqa: E402
-    HZ, REPO, ctx_switches, cpu_ticks, parse_args, start_tail, stop as _stop,
+from benchmarks._common import (
+    HZ,
+    REPO,
+    cpu_ticks,
+    ctx_switches,
+    parse_args,
+    start_tail,
+    stop as _stop,
 )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from grpo_tui.simulate import generate  # noqa: E402
+from grpo_tui.simulate import generate
 
 _ID = re.compile(r"\b(rollout|perf|step|eval) (\d+): ")
 

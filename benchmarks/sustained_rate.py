@@ -40,9 +40,19 @@ from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks._common import (  # noqa: E402
-    HZ, RolloutReader, collect_stderr, cpu_ticks, noise_line, parse_args, pct as _pct, record_line,
-    rss_kb, start_tail, stop, wait_for,
+from benchmarks._common import (
+    HZ,
+    RolloutReader,
+    collect_stderr,
+    cpu_ticks,
+    noise_line,
+    parse_args,
+    pct as _pct,
+    record_line,
+    rss_kb,
+    start_tail,
+    stop,
+    wait_for,
 )
 
 
@@ -174,7 +184,7 @@ def main() -> int:
             elif draining_since is None:
                 draining_since = now
                 cpu_writing = (c - cpu_start) / HZ / (w.t_end - w.t0) * 100
-            if writing and i % args.every == 0 or not writing:
+            if (writing and i % args.every == 0) or not writing:
                 print(f"{i:5d} {wn:9d} {en:9d} {wn - en:7d} {lag_b / 1024:8.1f} {wbytes / 1e6:10.1f} "
                       f"{rss / 1024:7.1f} {cpu:9.1f}" + ("" if writing else "  (writer stopped)"))
             if not writing:

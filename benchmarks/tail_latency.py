@@ -43,9 +43,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks._common import (  # noqa: E402
-    REPO, RolloutReader, collect_stderr, noise_line, parse_args, pct as _pct, record_line,
-    start_tail, stop, wait_for as _wait_for,
+from benchmarks._common import (
+    REPO,
+    RolloutReader,
+    collect_stderr,
+    noise_line,
+    parse_args,
+    pct as _pct,
+    record_line,
+    start_tail,
+    stop,
+    wait_for as _wait_for,
 )
 
 

@@ -36,8 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from grpo_tui.pipeline import Pipeline  # noqa: E402
-from grpo_tui.simulate import generate  # noqa: E402
+from grpo_tui.pipeline import Pipeline
+from grpo_tui.simulate import generate
 
 BLOCK = 2000
 _ID = re.compile(r"\b(rollout|perf|step|eval) (\d+): ")

@@ -31,7 +31,7 @@ UNKNOWN = 3
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so each command picks its own exit code."""
 
-    def error(self, message: str):  # noqa: D401
+    def error(self, message: str):
         raise _UsageError(f"{self.prog}: {message}")
 
 
@@ -187,7 +187,7 @@ def _version() -> str:
     try:
         from importlib.metadata import version
         return version("grpo-tui")
-    except Exception:  # noqa: BLE001 - not installed (run from a checkout)
+    except Exception:
         return "0.1.0"
 
 
@@ -221,7 +221,6 @@ def _wrong_words(cmd: str, args) -> str | None:
     for p in getattr(args, "paths", None) or []:
         if os.path.exists(p) or os.sep in p or "." in p:
             continue
-        import difflib      # (only here: every command's start would pay ~1 ms for it)
         near = difflib.get_close_matches(p, SUBCOMMANDS, 1, 0.5)
         hint = f"; did you mean `grpo-tui {near[0]}`?" if near else ""
         return (f"{p!r} is not a command nor an existing file (commands: {', '.join(SUBCOMMANDS)}){hint} "
@@ -360,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         if exc.errno != errno.EPIPE:
             _say(f"{prog}: cannot write output: {exc.strerror or exc}")
         return fail
-    except Exception as exc:  # noqa: BLE001 - the one place that turns a bug into one line
+    except Exception as exc:
         return _internal(prog, exc, debug, fail)
 
 
@@ -394,7 +393,7 @@ def _say(line: str) -> None:
 
 def _internal(prog: str, exc: BaseException, debug: bool, code: int) -> int:
     if debug:
-        import traceback     # (only here: every command's start would pay for it)
+        import traceback  # (only here: every command's start would pay for it)
         traceback.print_exception(exc)
     msg = " ".join(str(exc).split())[:300]
     _say(f"{prog}: internal error: {type(exc).__name__}: {msg} (run with --debug for the traceback)")

@@ -20,7 +20,6 @@ from .output import csv_safe
 from .store.metric_store import MetricStore, Segment
 from .store.rollout_table import number_cells, rollout_table
 
-
 _RAW = "\x00raw"  # internal: raw nan/inf tokens of a row, never a column
 
 
@@ -134,7 +133,7 @@ def _json_value(value: Any) -> tuple[Any, float | None]:
 
 
 def write_json(data: list[dict[str, Any]], fh: TextIO) -> None:
-    import json     # (here: a CSV export, the usual one, spares its import, ~2 ms of its start)
+    import json  # (here: a CSV export, the usual one, spares its import, ~2 ms of its start)
     # one dumps, not dump: dump streams through the pure-Python chunk loop (2x slower)
     fh.write(json.dumps([_jsonable(r) for r in data], allow_nan=False))
     fh.write("\n")

@@ -10,15 +10,16 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Iterable, Iterator, TextIO
+from typing import TextIO
 
 from .lines.files import InputError
 
 # C0 and C1 control characters, DEL, and the bidi embeddings/overrides/isolates that can
 # make text read differently from what it is (CVE-2021-42574, "Trojan Source").
-_UNSAFE = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-_SAFE_TABLE = {c: None for c in _UNSAFE} | {0x09: " ", 0x0A: " ", 0x0D: " "}
+_UNSAFE = [*range(0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_SAFE_TABLE = dict.fromkeys(_UNSAFE) | {0x09: " ", 0x0A: " ", 0x0D: " "}
 
 
 def safe_text(text: object) -> str:

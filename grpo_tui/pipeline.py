@@ -17,15 +17,24 @@ from __future__ import annotations
 import gc
 import os
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from .judge.mismatch import BulkMismatch
 from .lines import prefetch
-from .lines.files import BULK_CHUNK, CHUNK, HANDOFF_S as _HANDOFF_S, InputError, check_readable, iter_block_views, iter_byte_blocks, \
-    iter_scanned_blocks, quick_handoff as _quick_handoff
+from .lines.files import (
+    BULK_CHUNK,
+    CHUNK,
+    InputError,
+    check_readable,
+    iter_block_views,
+    iter_byte_blocks,
+    iter_scanned_blocks,
+    quick_handoff as _quick_handoff,
+)
 from .lines.parse import SCAN, LineParser
 from .lines.records import Event, MetricRecord
 from .shared_override import SharedOverride
@@ -62,7 +71,7 @@ class Update:
     changes: list[AlertChange] = field(default_factory=list)
     store: StoreUpdate | None = None
 
-    def extend(self, other: "Update") -> None:
+    def extend(self, other: Update) -> None:
         self.records.extend(other.records)
         self.events.extend(other.events)
         self.changes.extend(other.changes)
@@ -136,7 +145,7 @@ class Pipeline:
         self.ended_after = ENDED_AFTER if ended_after is None else ended_after
 
     @property
-    def engine(self) -> "HealthEngine":
+    def engine(self) -> HealthEngine:
         """The health engine; one that does not judge (export) makes it only if asked."""
         if self._engine is None:
             self._engine = _judge().HealthEngine(self.store, self._ranges)
@@ -191,7 +200,7 @@ class Pipeline:
         self._line_wall = written_at
         self._line_ts = self.parser.sync_time()
 
-    def defer(self) -> "Pipeline":
+    def defer(self) -> Pipeline:
         """Judge the history in bulk: record while feeding, judge at `settle()` (or `finish`).
         The alerts are those of judging rollout by rollout (judge/bulk.py); `settle` raises
         BulkMismatch when they could differ - feed the input again without deferring."""
@@ -389,7 +398,7 @@ class Pipeline:
                                       last_line_time=self._line_ts)
 
     # ------------------------------------------------------------------ reading
-    def report(self, now: float | None = None) -> "RunReport":
+    def report(self, now: float | None = None) -> RunReport:
         """The verdict: per-signal status, alerts, status, and the run's state.
 
         Reads only the newest rows (O(1) in the history length while following)."""
@@ -533,7 +542,7 @@ def _judge_stdin(ranges: RangeSet | None, ranges_label: str | None, now: float |
 
 def _open_spool():
     """An unnamed temporary file for _judge_stdin's blocks, or None when none can be made."""
-    import tempfile     # (only for `-`: every other command's start would pay for it)
+    import tempfile  # (only for `-`: every other command's start would pay for it)
     try:
         return tempfile.TemporaryFile(prefix="grpo-tui-stdin-")
     except OSError:

@@ -8,8 +8,9 @@ in must save the setting and the last one out must put it back.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 
 class SharedOverride:

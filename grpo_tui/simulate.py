@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -648,7 +648,7 @@ class _Log:
         self.fmt = fmt
         start = start.replace(microsecond=0)  # whole seconds keep printed and yielded times equal
         self.start = start.replace(tzinfo=None)
-        aware = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+        aware = start if start.tzinfo else start.replace(tzinfo=UTC)
         self.t0 = aware.timestamp()
         base = 40000 + (seed * 7919) % 20000
         self.pids = {"rm": base, "eng": base + 180, "rank": base + 560}
@@ -705,7 +705,7 @@ def _bar(desc: str, n: int, total: int, elapsed: float) -> str:
     full = int(cells)
     part = int((cells - full) * 8)
     bar = "█" * full + ("" if full == 10 else (" ▏▎▍▌▋▊▉"[part] + " " * (9 - full)))
-    mmss = lambda s: f"{int(s) // 60:02d}:{int(s) % 60:02d}"  # noqa: E731
+    mmss = lambda s: f"{int(s) // 60:02d}:{int(s) % 60:02d}"
     if n == 0:
         return f"{desc}:   0%|{bar}| 0/{total} [00:00<?, ?it/s]"
     rate = n / elapsed
@@ -968,7 +968,7 @@ class _Run:
     def _update_lines(self, ch: _Chunk, t: float, dur: float, i: int | None, bump: int) -> float:
         """The weight sync after training (or the initial sync at start-up, rollout=)."""
         L = self.L
-        p = lambda k: k + bump  # noqa: E731  (start-up lines all share one priority)
+        p = lambda k: k + bump
         ch.add(t, L.log(t, "main", ("group.py", 257), f"ft op=update_weights phase=start rollout={'' if i is None else i}"), p(1))
         t += 0.2
         ch.add(t, L.log(t, "rank0", ("structured_log.py", 23), "ft cls=MegatronTrainRayActor fn=update_weights phase=start"), p(1))

@@ -20,7 +20,6 @@ from grpo_tui.judge import bulk, rules
 from grpo_tui.judge.ranges import defaults
 from grpo_tui.lines.files import iter_line_blocks
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate
-
 from tests.test_held import _store
 
 ROOT = Path(__file__).resolve().parents[1]

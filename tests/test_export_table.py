@@ -8,8 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from grpo_tui import export
 from grpo_tui.lines.records import MetricRecord

@@ -14,10 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpo_tui.judge import bulk as bulk_mod
-from grpo_tui.judge import engine as engine_mod
+from grpo_tui.judge import bulk as bulk_mod, engine as engine_mod, rules
 from grpo_tui.judge.bulk import BulkMismatch
-from grpo_tui.judge import rules
 from grpo_tui.lines.files import iter_line_blocks
 from grpo_tui.pipeline import Pipeline
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate

@@ -352,7 +352,7 @@ async def test_stdin_over_pipe_with_eof():
                 items.append(item)
 
     task = asyncio.create_task(consume())
-    lines = lambda: [ln for it in items if isinstance(it, Lines) for ln in it.lines]  # noqa: E731
+    lines = lambda: [ln for it in items if isinstance(it, Lines) for ln in it.lines]
     os.write(write_fd, b"one\ntw")
     await collect_until(lambda: lines() == ["one"])
     os.write(write_fd, "o\nmulti\xc3".encode("latin-1"))

@@ -15,8 +15,7 @@ import shutil
 import tempfile
 import time
 
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from grpo_tui.follow.follower import FileEvent, Follower, Lines

@@ -6,10 +6,9 @@ import json
 
 import pytest
 
+from grpo_tui.cli import main
 from grpo_tui.lines.parse import parse_lines
 from grpo_tui.lines.records import MetricRecord
-
-from grpo_tui.cli import main
 
 
 def _export(tmp_path, text: str, *args: str) -> list[dict]:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from grpo_tui.judge.engine import HealthEngine
 from benchmarks.false_alarm_sweep import judge_lines  # the sweep's way to judge a run: one definition
-from grpo_tui.lines.parse import parse_lines
+from grpo_tui.judge.engine import HealthEngine
 from grpo_tui.judge.ranges import load_ranges
+from grpo_tui.lines.parse import parse_lines
+from grpo_tui.pipeline import judge_path
 from grpo_tui.simulate import SCENARIOS, generate, onset_of
 from grpo_tui.store.metric_store import MetricStore
-from grpo_tui.pipeline import judge_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"

@@ -317,15 +317,13 @@ def test_atomic_open_replaces_only_on_success(outdir):
     target = outdir / "out.csv"
     target.write_text("old\n")
     target.chmod(0o640)
-    with pytest.raises(RuntimeError):
-        with atomic_open(str(target)) as fh:
-            fh.write("half")
-            raise RuntimeError("mid-write")
+    with pytest.raises(RuntimeError), atomic_open(str(target)) as fh:
+        fh.write("half")
+        raise RuntimeError("mid-write")
     assert target.read_text() == "old\n" and leftovers(outdir) == ["out.csv"]
-    with pytest.raises(KeyboardInterrupt):
-        with atomic_open(str(target)) as fh:
-            fh.write("half")
-            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), atomic_open(str(target)) as fh:
+        fh.write("half")
+        raise KeyboardInterrupt
     assert target.read_text() == "old\n" and leftovers(outdir) == ["out.csv"]
     write_text_atomic(str(target), "new\n")
     assert target.read_text() == "new\n" and leftovers(outdir) == ["out.csv"]

@@ -60,7 +60,7 @@ def test_one_shot_turns_collection_off_only_for_commands_that_leave():
         cli.one_shot("check")
         assert not gc.isenabled()
         cli.spare(obj)
-        assert cli._SPARED == [obj]
+        assert [obj] == cli._SPARED
     finally:
         (gc.enable if was else gc.disable)()
         cli._ONE_SHOT = False

@@ -182,7 +182,7 @@ def test_result_does_not_depend_on_batch_size(block, tmp_path):
     for i in range(0, len(data), size):
         pipe.feed(data[i:i + size], written_at=src.stat().st_mtime)
     pipe.finish()
-    key = lambda p: [(a.rule, a.signal, a.severity, a.rollout, a.first_seen, a.cleared_at, a.message)  # noqa: E731
+    key = lambda p: [(a.rule, a.signal, a.severity, a.rollout, a.first_seen, a.cleared_at, a.message)
                      for a in p.engine.alerts]
     assert key(pipe) == key(whole)
 

@@ -24,7 +24,6 @@ from grpo_tui.lines.records import MetricRecord
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate
 from grpo_tui.store import metric_store
 from grpo_tui.store.metric_store import MetricStore
-
 from tests.test_scan_equivalence import FUZZ, LOGS, MIX, _cut, _fold_lines, _scan
 from tests.test_store_run import _feed, _item, _state as store_state
 

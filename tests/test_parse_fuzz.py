@@ -8,10 +8,10 @@ import tempfile
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from grpo_tui.pipeline import judge_path
 from grpo_tui.lines.parse import LineParser, parse_lines
 from grpo_tui.lines.records import MetricRecord
 from grpo_tui.lines.values import parse_dict
+from grpo_tui.pipeline import judge_path
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
 
-from grpo_tui.lines.files import iter_lines
 from grpo_tui.lines import parse
+from grpo_tui.lines.files import iter_lines
 from grpo_tui.lines.parse import LineParser
 
 ROOT = Path(__file__).resolve().parents[1]

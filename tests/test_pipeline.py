@@ -1,6 +1,10 @@
 """pipeline.py details no other test file owns: the bulk-read collector thresholds."""
 
 import pytest
+
+from grpo_tui.lines import files
+
+
 def test_bulk_reads_collect_less_and_put_the_thresholds_back(tmp_path):
     """A whole-file read raises the young-generation threshold (fewer collections over the
     records it keeps) and, nested or concurrent, the last reader out restores what was set."""
@@ -20,9 +24,8 @@ def test_bulk_reads_collect_less_and_put_the_thresholds_back(tmp_path):
         assert gc.get_threshold() == (123, 4, 5)
         log = tmp_path / "a.log"
         log.write_text("rollout 0: {'rollout/raw_reward': 0.5}\n")
-        with pytest.raises(RuntimeError):
-            with pl._bulk_allocations():
-                raise RuntimeError("reader failed")
+        with pytest.raises(RuntimeError), pl._bulk_allocations():
+            raise RuntimeError("reader failed")
         assert gc.get_threshold() == (123, 4, 5)
         pl.judge_path(str(log))
         assert gc.get_threshold() == (123, 4, 5)
@@ -68,10 +71,9 @@ def test_whole_file_reads_shorten_the_switch_interval_and_put_it_back(tmp_path):
             pl.judge_path(str(log))
             seen.append(sys.getswitchinterval())
         pl.judge_path(str(log))
-        assert seen == [pl._HANDOFF_S] * 4 and sys.getswitchinterval() == 0.004
-        with pytest.raises(RuntimeError):
-            with pl._quick_handoff():
-                raise RuntimeError("reader failed")
+        assert seen == [files.HANDOFF_S] * 4 and sys.getswitchinterval() == 0.004
+        with pytest.raises(RuntimeError), pl._quick_handoff():
+            raise RuntimeError("reader failed")
         assert sys.getswitchinterval() == 0.004
         seen.clear()
         pl.feed_file(pl.Pipeline(), str(log))

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from grpo_tui import cli, pipeline as pl
-from grpo_tui.lines import prefetch
+from grpo_tui.lines import files, prefetch
 from grpo_tui.lines.files import BULK_CHUNK, InputError, ScannedReader, iter_block_views
 
 LINE = "[2026-08-21 10:00:{s:02d}.000 main] x.py:1 - noise line {n} " + "pad " * 8 + "\n"
@@ -120,7 +120,7 @@ def test_judge_path_takes_over_the_prefetch_and_judges_the_same(tmp_path, no_pen
     try:
         sys.setswitchinterval(0.004)
         assert prefetch.start(str(p), BULK_CHUNK)
-        assert sys.getswitchinterval() == pl._HANDOFF_S
+        assert sys.getswitchinterval() == files.HANDOFF_S
         taken = _spy_claims(monkeypatch)
         ahead = pl.judge_path(str(p), now=now)
         again = pl.judge_path(str(p), now=now)     # nothing pending any more: a read of its own

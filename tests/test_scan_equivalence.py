@@ -11,14 +11,13 @@ directly, so these run under GRPO_TUI_PURE=1 too; they skip only when it was not
 
 from __future__ import annotations
 
-import calendar
 import dataclasses
 import glob
 import importlib
 import math
 import os
-import re
 import random
+import re
 import struct
 from collections import deque
 
@@ -47,7 +46,7 @@ if _scan is not None:      # what parse.py does for its module (a sanitized buil
     _scan.set_types(_MetricRecord, _Event)
     from grpo_tui.store.metric_store import StepRow as _StepRow
     _scan.set_step_type(_StepRow)
-    from grpo_tui.export import _float_tables   # what export.py does for its module
+    from grpo_tui.export import _float_tables  # what export.py does for its module
     _scan.float_tables(*_float_tables())
 
 # accel: these compare the built C scanner with the pure path inside one process, whatever
@@ -814,7 +813,7 @@ def test_scanner_header_bracket_at_every_distance():
     ending the buffer or not, every kernel agrees and the parser reads the lines as inline."""
     lines = []
     for head in ("", "\x1b[36m(A pid=1)\x1b[0m "):
-        for k in range(0, 46):
+        for k in range(46):
             tail = "] x.py:1 - step: {'a': 1}"
             lines.append(head + "[2026-08-21 10:00:00" + "7" * k + tail)
             lines.append(head + "[2026-08-21 10:00:00" + "7" * k + "]")
@@ -882,7 +881,7 @@ def test_scanner_reused_buffer_blocks_agree(path):
 # record, or "read it in Python".  _feed_head takes the first two without _header_fields; these
 # compare it with feed() on messages built to sit on every edge of that decision.
 
-from grpo_tui.lines import parse as _parse_mod   # noqa: E402
+from grpo_tui.lines import parse as _parse_mod
 
 _FT_NAMES = ["ok", "phase", "op", "fn", "attempt", "rollout", "cls", "x", "ok2", "_", "a-ok", "Phase"]
 _FT_VALUES = ["false", "true", "fail", "start", "end", "train", "update_weights", "execute", "1", "0", "01", "2",
@@ -1197,7 +1196,7 @@ def test_scanner_walks_in_threads_at_once(path):
                     assert _scan.fold_raw(blocks[j], w) == want[j]
             for j, w in walks:
                 assert _scan.fold_raw(blocks[j], w) == want[j]
-        except BaseException as exc:   # noqa: BLE001 -- reported by the main thread
+        except BaseException as exc:
             errors.append(exc)
 
     idx = list(range(len(blocks)))
@@ -1825,7 +1824,7 @@ _RS_LINE = ("[2026-08-21 10:00:{s:02d}.000 main] x.py:1 - noise line {n}\n"
             "'rollout/response_length': {n}}}\n")
 _HAS_READ_SCAN = pytest.mark.skipif(not hasattr(_scan, "read_scan"), reason="this build has no read_scan")
 
-from grpo_tui.lines.files import iter_block_views   # noqa: E402
+from grpo_tui.lines.files import iter_block_views
 
 
 def _walk_fold(block, walk) -> str:

@@ -285,7 +285,7 @@ async def test_bound_elsewhere_needs_the_token(run_dir):
                 with pytest.raises(aiohttp.WSServerHandshakeError) as exc:
                     await http.ws_connect(s.local(ws_path))
                 assert exc.value.status == 403
-            async with http.ws_connect(s.local(f"/ws/{token}?width=100&height=30")) as ws:
+            async with http.ws_connect(s.local(f"/ws/{token}?width=100&height=30")):
                 pass                                        # accepted; closing it stops its dashboard
     assert _listing(run_dir) == before
 

@@ -7,7 +7,7 @@ import functools
 import math
 import re
 from collections import Counter, defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -53,7 +53,7 @@ def gen(*a, **kw):
     return list(sim.generate(*a, **kw))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def healthy48(seed: int) -> tuple:
     """metrics of the quiet 48-rollout healthy run of a seed: generated and parsed once for the
     range and trend tests (generate is deterministic per seed, test_deterministic_per_seed)."""
@@ -163,13 +163,13 @@ def test_header_formats():
 
 
 def test_times_match_headers_and_advance():
-    start = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     lines = gen("healthy", 6, 0, start=start)
     for t, line in lines[1:]:
         stamp = re.search(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?)", line)
         if stamp:
             fmt = "%Y-%m-%d %H:%M:%S.%f" if "." in stamp[1] else "%Y-%m-%d %H:%M:%S"
-            assert datetime.strptime(stamp[1], fmt).replace(tzinfo=timezone.utc).timestamp() == pytest.approx(t, abs=1e-6)
+            assert datetime.strptime(stamp[1], fmt).replace(tzinfo=UTC).timestamp() == pytest.approx(t, abs=1e-6)
     perf_times = [t for t, line in lines if "metrics.py:89 - perf" in line]
     gaps = [b - a for a, b in zip(perf_times, perf_times[1:])]
     assert all(80 < g < 170 for g in gaps)  # ~60-120 s generation plus ~20-40 s training
@@ -204,8 +204,8 @@ def test_healthy_values_inside_design_ranges(seed):
 @pytest.mark.parametrize("seed", range(20))
 def test_healthy_trends(seed):
     rows = by_rollout(healthy48(seed))
-    mean = lambda key, rs: sum(rows[r][key] for r in rs) / len(rs)  # noqa: E731
-    first, last = range(0, 8), range(40, 48)
+    mean = lambda key, rs: sum(rows[r][key] for r in rs) / len(rs)
+    first, last = range(8), range(40, 48)
     assert mean("rollout/raw_reward", last) > mean("rollout/raw_reward", first) + 0.08
     assert mean("rollout/response_len/mean", last) < mean("rollout/response_len/mean", first) - 150
     assert mean("rollout/truncated_ratio", last) < 0.08
@@ -434,7 +434,7 @@ def test_every_setup_generates_its_own_launch_line_and_shape(name):
 
 def test_reasoning_setup_grows_length_with_reward():
     rows = by_rollout(metrics(gen("healthy", 100, 2, noise_per_rollout=0, setup="reasoning-4b")))
-    mean = lambda key, rs: sum(rows[r][key] for r in rs) / len(rs)  # noqa: E731
+    mean = lambda key, rs: sum(rows[r][key] for r in rs) / len(rs)
     assert mean("rollout/response_len/mean", range(90, 100)) > 2.5 * mean("rollout/response_len/mean", range(10))
     assert mean("rollout/raw_reward", range(90, 100)) > mean("rollout/raw_reward", range(10)) + 0.2
 
@@ -459,7 +459,7 @@ def test_slow_pace_drifts_slowly():
     fast = by_rollout(metrics(gen("grad-norm-rising", 60, 3, noise_per_rollout=0, onset=10)))
     slow = by_rollout(metrics(gen("grad-norm-rising", 60, 3, noise_per_rollout=0, onset=10, pace=0.3)))
     assert slow[45]["train/grad_norm"] < fast[45]["train/grad_norm"] / 100
-    assert sum(slow[r]["train/grad_norm"] for r in range(50, 60)) > 5 * sum(slow[r]["train/grad_norm"] for r in range(0, 10))
+    assert sum(slow[r]["train/grad_norm"] for r in range(50, 60)) > 5 * sum(slow[r]["train/grad_norm"] for r in range(10))
 
 
 def test_a_long_slowdown_stays_on_the_calendar():

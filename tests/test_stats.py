@@ -4,8 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from grpo_tui.judge import stats
 from grpo_tui.judge.stats import (
@@ -337,7 +336,7 @@ def test_sorted_set_helpers_equal_numpy(a, b, floats):
 
 def test_tie_counts_equal_numpys():
     rng = np.random.default_rng(3)
-    for n in range(0, 45):
+    for n in range(45):
         v = np.round(rng.normal(size=n), 1)
         assert np.array_equal(stats._tie_counts(v), np.unique(v, return_counts=True)[1])
 

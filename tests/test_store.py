@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from grpo_tui.pipeline import judge_path
 from grpo_tui.lines.parse import parse_lines
+from grpo_tui.pipeline import judge_path
 from grpo_tui.store.metric_store import MetricStore
 
 H = "[2026-08-21 10:00:{s:02d}.000 {proc}] {file} - "
@@ -305,10 +305,10 @@ def test_many_rollouts_grow_columns():
 
 # -- add_record's short path (a record shaped like an earlier one) changes nothing but speed ------
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings, strategies as st
 
-from grpo_tui.lines.records import MetricRecord  # noqa: E402
-from grpo_tui.store import metric_store  # noqa: E402
+from grpo_tui.lines.records import MetricRecord
+from grpo_tui.store import metric_store
 
 _SHAPE_NAMES = [("a", "b", "c"), ("a", "b"), ("b", "a", "c"), ("c",), ("a", "d")]
 _SHAPE_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5), st.booleans(),
@@ -371,7 +371,7 @@ def _shapes_max(n: int):
 
 # -- K and groups are remembered per flags dict (FlagsMemo): every write to a flag is seen ---------
 
-from grpo_tui.lines.launch import FlagsMemo, groups_per_rollout, steps_per_rollout  # noqa: E402
+from grpo_tui.lines.launch import FlagsMemo, groups_per_rollout, steps_per_rollout
 
 
 def test_k_read_again_when_an_arg_dump_adds_the_flag_after_steps():

@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-
 PY = sys.executable
 
 
@@ -93,16 +92,22 @@ def test_tail_survives_partial_writes_bursts_truncation_rename_and_delete(tmp_pa
         _read_until(proc, lambda o: len(_records(o)) >= len(written))
         # copytruncate: copy away, truncate in place, keep writing.
         os.truncate(log, 0)
-        write(log, _rollout(n)); written.append(n); n += 1
+        write(log, _rollout(n))
+        written.append(n)
+        n += 1
         # rename + recreate
         time.sleep(0.3)
         os.rename(log, tmp_path / "train.log.1")
-        write(log, _rollout(n), "w"); written.append(n); n += 1
+        write(log, _rollout(n), "w")
+        written.append(n)
+        n += 1
         # delete + recreate
         time.sleep(0.3)
         os.unlink(log)
         time.sleep(0.3)
-        write(log, _rollout(n), "w"); written.append(n); n += 1
+        write(log, _rollout(n), "w")
+        written.append(n)
+        n += 1
         objs = _read_until(proc, lambda o: len(_records(o)) >= len(written))
         got = _records(objs)
         assert sorted(got) == written, "lost or doubled records"

@@ -13,9 +13,9 @@ import sys
 import time
 
 from ..cli import spare
-from ..lines.files import InputError
 from ..judge.ranges import dump_ranges
 from ..judge.seeds import check_seeds, seed_envelopes
+from ..lines.files import InputError
 from ..output import check_output_path, safe_text, write_text_atomic
 from ..pipeline import judge_path
 

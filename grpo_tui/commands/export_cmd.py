@@ -14,7 +14,7 @@ from ..pipeline import judge_path
 
 def run(args) -> int:
     if len(args.paths) > 1 or os.path.isdir(args.paths[0]):
-        from .export_runs import run as run_many     # several runs: one table, a `run` column
+        from .export_runs import run as run_many  # several runs: one table, a `run` column
         return run_many(args)
     args.path = args.paths[0]
     if args.output:  # before reading: a refused path should not cost a parse of a big log

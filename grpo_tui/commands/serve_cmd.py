@@ -78,8 +78,8 @@ def _check_args(args) -> tuple[list[str], str | None]:
 def run(args) -> int:
     paths, token = _check_args(args)
     try:
-        import textual_serve  # noqa: F401
         import aiohttp  # noqa: F401
+        import textual_serve  # noqa: F401
     except ImportError:
         raise InputError(MISSING_EXTRA) from None
     from ..web.server import GuardedServer

@@ -267,7 +267,7 @@ class Follower:
         """Let the watcher thread see the stop event (it checks every step)."""
         try:
             await asyncio.wait_for(watcher, timeout=2.0)
-        except BaseException:  # noqa: BLE001 - cleanup must not raise
+        except BaseException:
             watcher.cancel()
 
     def _watch_dirs(self) -> list[str]:
@@ -292,7 +292,7 @@ class Follower:
                 continue
             try:
                 await self._watch_once(dirs)
-            except Exception:  # noqa: BLE001 - folder gone, no inotify slots, ...
+            except Exception:
                 await self._sleep_or_stop(self.poll_interval)
 
     async def _watch_once(self, dirs: list[str]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from ..lines.files import iter_lines
 from ..lines.parse import _fast_ts

@@ -88,7 +88,7 @@ def _identity(path: str) -> tuple:
 def load_baseline(paths: list[str], base: RangeSet | None = None) -> Baseline:
     """The baseline of these seed logs, read through the one pipeline (cached while the
     files do not change)."""
-    from ..pipeline import judge_path     # the pipeline imports judge/: import here
+    from ..pipeline import judge_path  # the pipeline imports judge/: import here
 
     if len(paths) < MIN_SEEDS:
         raise InputError(f"--baseline needs at least {MIN_SEEDS} seed runs of the same setup "

@@ -36,16 +36,28 @@ from operator import attrgetter, contains, eq, itemgetter
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
 
-from . import gates, stats
+from ..store.metric_store import Segment
+from . import gates, rules, stats
 from .held import HackingHeld, ge as _ge, lt as _lt, median as _row_median, mk_p_from_s, pair_slopes as _pair_slopes
-from . import rules
-from .rules import (ABSURD, ALPHA_LONG, ALPHA_SHORT, ENTROPY, HACK_MIN, MEAN_WINDOW, RHO, TREND_WINDOWS, WINDOW,
-                    RuleContext, evaluate_metrics, metric_for, ranges_for)
 from .mismatch import BulkMismatch
-from .steady import Steady
+from .rules import (
+    ABSURD,
+    ALPHA_LONG,
+    ALPHA_SHORT,
+    ENTROPY,
+    HACK_MIN,
+    MEAN_WINDOW,
+    RHO,
+    TREND_WINDOWS,
+    WINDOW,
+    RuleContext,
+    evaluate_metrics,
+    metric_for,
+    ranges_for,
+)
 from .setup import FIRST as FIT_FIRST
 from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows, zero_std_parts
-from ..store.metric_store import Segment
+from .steady import Steady
 
 EPS = gates.EPS
 BASE_ROWS = 10
@@ -232,7 +244,7 @@ def _rows_of_ids(seg: Segment, touch: dict[int, int]) -> tuple[np.ndarray, np.nd
     int of that size (the caller loops)."""
     if not touch or not seg.ordered:
         return None
-    if not set(map(type, touch)) <= _INT_ONLY or not (-_EXACT < min(touch) and max(touch) < _EXACT):
+    if not set(map(type, touch)) <= _INT_ONLY or not (min(touch) > -_EXACT and max(touch) < _EXACT):
         return None     # (every key an int: the bounds of all of them are those of the least and greatest)
     keys = np.fromiter(touch.keys(), np.int64, len(touch))
     stamps = np.fromiter(touch.values(), np.int64, len(touch))
@@ -283,7 +295,7 @@ class Answers:
         others = [j for j, nm in enumerate(self.names) if nm != "rule_length_hacking"]
         self.quiet_but_hacking = full & (self.mat[:, others] == NO).all(axis=1) & (self.omat == NO).all(axis=1)
 
-    def drift_windows(self, k: int) -> "_DriftAt":
+    def drift_windows(self, k: int) -> _DriftAt:
         """RuleContext.drift_windows at op k: per signal drift_up reads (gap, kl, grad_norm), the
         windows of TREND_WINDOWS whose test may pass (_DriftMay says which surely fail; drift_up's
         loop would skip those).  An alert held open runs its rule at every rollout; this saves
@@ -827,7 +839,7 @@ def _rising(mk: dict, rows: np.ndarray) -> np.ndarray:
 def _s_needed(w: int, alpha: float) -> int:
     """Smallest S whose one-sided Mann-Kendall p (stats._p_up_finite, no ties) is < alpha."""
     pairs = w * (w - 1) // 2
-    for s in range(0, pairs + 1):
+    for s in range(pairs + 1):
         if w <= stats.EXACT_MAX_N:
             p = stats._mahonian_cdf(w)[(pairs - s) // 2]
         else:

@@ -113,7 +113,7 @@ class Envelope:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Envelope":
+    def from_dict(cls, d: dict) -> Envelope:
         """Inverse of to_dict; tolerates missing eps/margin (older files)."""
         return cls(
             steps=np.asarray(d["steps"], dtype=float),

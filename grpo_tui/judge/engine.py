@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from ..lines.records import Event
+from ..store.metric_store import MetricStore, Segment, StoreUpdate
 from . import stats
 from .ranges import RangeSet, defaults
-from ..lines.records import Event
 from .rules import ENTROPY, RULES, Condition, evaluate_metrics, ranges_for
 from .signals import BY_ID, SIGNALS, groups_of, metric_for, signal_series
-from ..store.metric_store import MetricStore, Segment, StoreUpdate
 
 CLEAR_AFTER = 3                 # rollouts without the condition before an alert clears
 NO_STEPS_AFTER = 600.0          # s after the log starts with no metric line

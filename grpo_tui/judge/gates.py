@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from .signals import BY_ID, first_rows, groups_of, metric_for, signal_at_rows
 from ..store.metric_store import Segment
+from .signals import BY_ID, first_rows, groups_of, metric_for, signal_at_rows
 
 EPS = 1e-9
 LOG_1_5 = math.log(1.5)

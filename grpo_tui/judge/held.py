@@ -25,8 +25,19 @@ from functools import lru_cache
 import numpy as np
 
 from . import stats
-from .rules import (ALPHA_FALL, FLOOR, HACK_MIN, K_FALL, K_RISE, MEAN_WINDOW, WINDOW, RuleContext, _own_base,
-                    metric_for, ranges_for)
+from .rules import (
+    ALPHA_FALL,
+    FLOOR,
+    HACK_MIN,
+    K_FALL,
+    K_RISE,
+    MEAN_WINDOW,
+    WINDOW,
+    RuleContext,
+    _own_base,
+    metric_for,
+    ranges_for,
+)
 from .signals import BY_ID
 
 TOL = 1e-9
@@ -44,17 +55,17 @@ class Tri:
         self.maybe = maybe | sure
 
     @classmethod
-    def exact(cls, b: np.ndarray) -> "Tri":
+    def exact(cls, b: np.ndarray) -> Tri:
         return cls(b.copy(), b.copy())
 
     @classmethod
-    def const(cls, n: int, value: bool) -> "Tri":
+    def const(cls, n: int, value: bool) -> Tri:
         return cls(np.full(n, value), np.full(n, value))
 
-    def __and__(self, o: "Tri") -> "Tri":
+    def __and__(self, o: Tri) -> Tri:
         return Tri(self.sure & o.sure, self.maybe & o.maybe)
 
-    def __or__(self, o: "Tri") -> "Tri":
+    def __or__(self, o: Tri) -> Tri:
         return Tri(self.sure | o.sure, self.maybe | o.maybe)
 
     @property
@@ -328,7 +339,7 @@ class Inputs:
     n_len = property(lambda self: self._noise("n_len"))
     n_cut = property(lambda self: self._noise("n_cut"))
 
-    def take(self, idx: np.ndarray) -> "Inputs":
+    def take(self, idx: np.ndarray) -> Inputs:
         """The same tests on a subset of the rows (sharing the batch's noise)."""
         x = Inputs.__new__(Inputs)
         x.cols, x.cut, x.rows, x.pos = self.cols, self.cut, self.rows[idx], self.pos[idx]

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .calibration import Envelope
 from ..lines.files import InputError, open_regular
 from ..output import safe_text
+from .calibration import Envelope
 from .signals import BY_ID, EARLY_ROLLOUTS, SIGNALS, default_range
 
 
@@ -38,7 +38,7 @@ class RangeSet:
     meta: dict = field(default_factory=dict)
     use_defaults: bool = True       # the manual's ranges only fit Miles/slime runs of its setup
 
-    def for_framework(self, framework: str) -> "RangeSet":
+    def for_framework(self, framework: str) -> RangeSet:
         """verl/TRL runs: keep calibrated ranges, drop the Miles defaults."""
         if framework == "miles" or not self.use_defaults:
             return self
@@ -184,7 +184,7 @@ def load_ranges(path: str | None) -> RangeSet:
     name = safe_text(path)
     if b"\x00" in raw:
         raise RangesError(f"{name}: not a text file (binary data)")
-    import tomllib      # (a ranges file is read seldom: not every check's start)
+    import tomllib  # (a ranges file is read seldom: not every check's start)
     try:
         text = raw.decode("utf-8")
         doc = tomllib.loads(text)

@@ -30,12 +30,21 @@ from typing import Any
 
 import numpy as np
 
+from ..store.metric_store import Segment
 from . import gates, stats
 from .ranges import RangeSet
 from .setup import FIRST as FIT_FIRST, FIT_FLAGS, FIT_SIGNALS, defaults_fit
-from .signals import (BY_ID, EARLY_ROLLOUTS, Signal, first_rows, groups_of, metric_for, signal_at_rows,
-                      signal_series, zero_std_parts)
-from ..store.metric_store import Segment
+from .signals import (
+    BY_ID,
+    EARLY_ROLLOUTS,
+    Signal,
+    first_rows,
+    groups_of,
+    metric_for,
+    signal_at_rows,
+    signal_series,
+    zero_std_parts,
+)
 
 WINDOW = 40                     # rollouts a rule may look back
 MEAN_WINDOW = 5
@@ -1033,7 +1042,7 @@ def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
             return got or any(a in ctx.open_rules for a in _HOLDS.get(name, ()))
         gate = gates.GATES.get(name)
         return gate is None or bool(gate(ctx, win()))
-    except Exception:       # noqa: BLE001 - never a reason to skip a rule
+    except Exception:
         ctx.only_signals = None
         return True
 

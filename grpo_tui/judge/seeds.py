@@ -18,15 +18,15 @@ than sqrt(p (1 - p) / B), nor a count better than one group.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
+from ..store.metric_store import MetricStore
 from .calibration import Envelope, calibrate_with_check
 from .ranges import RangeSet
 from .signals import SIGNALS, Signal, groups_of, signal_series
-from ..store.metric_store import MetricStore
 
 MOSTLY_OUTSIDE = 0.5          # a held-out seed with more of its points outside the others' bands is named
 DEFAULT_ANSWERS = 256         # answers per rollout when the launch line does not say

@@ -24,8 +24,8 @@ import re
 
 import numpy as np
 
-from .signals import BY_ID, first_rows, signal_at_rows
 from ..store.metric_store import Segment
+from .signals import BY_ID, first_rows, signal_at_rows
 
 FIRST = 5                      # rollouts whose mean is compared with the early ranges
 MANUAL_MODEL = "qwen3-0.6b"

@@ -12,7 +12,7 @@ hits, CUSUM resets and envelope look-ups happen outside this module.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -197,7 +197,7 @@ def mk_s(x) -> int:
     return int(np.sign(v[j] - v[i]).sum())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _mahonian_cdf(n: int) -> tuple[float, ...]:
     """P(inversions <= k) for a random permutation of n: exact null of S."""
     counts = [1]

@@ -12,10 +12,10 @@ import stat
 import sys
 import threading
 from collections import deque
-from typing import Any, BinaryIO, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
 
 from ..shared_override import SharedOverride
-
 
 CHUNK = 4 << 20
 MAX_LINE = 1 << 20   # bytes kept of one line; the reader never holds more of it

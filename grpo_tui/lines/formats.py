@@ -55,7 +55,7 @@ def parse_verl(text: str) -> tuple[int | None, dict[str, Any], dict[str, str]] |
             continue
         key = key.strip()
         metrics[key] = v
-        if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
+        if (isinstance(v, float) and v != v) or v in (float("inf"), float("-inf")):
             raw[key] = raw_token(value.strip())
     if not metrics:
         return None

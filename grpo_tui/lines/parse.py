@@ -40,16 +40,16 @@ it is bounded by the buffer's length, never by a length read from the log.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import date as _date
 from functools import partial
-import re
-from dataclasses import dataclass
 
 from . import pure_asked
 from .formats import parse_trl, parse_verl
-from .launch import parse_launch_flags, ARG_DUMP_NAMES
+from .launch import ARG_DUMP_NAMES, parse_launch_flags
 from .records import STORE_EVENT_KINDS, Event, Item, MetricRecord, bounded_int
 from .values import ParsedDict, parse_dict, parse_more
 
@@ -616,9 +616,9 @@ class LineParser:
     def _read_lazy(self) -> None:
         """Read the lines the scanned path left unread (_last_stamped, _noise_run) now."""
         if self._stamped_lazy is not None:
-            self._last_stamped
+            _ = self._last_stamped      # (the properties read what they stand for and keep it)
         if self._noise_lazy is not None:
-            self._noise_run
+            _ = self._noise_run
 
     def _feed_lines_scanned(self, lines: list[str]) -> list[Item] | None:
         """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
@@ -1390,7 +1390,7 @@ class LineParser:
         if m:
             kind = "checkpoint_saved" if m.group("ok").startswith("success") else "checkpoint_start"
             return ev(kind, iteration=bounded_int(m.group("it")))
-        if "W&B" in msg and "mode enabled" in msg or stripped.startswith("wandb:"):
+        if ("W&B" in msg and "mode enabled" in msg) or stripped.startswith("wandb:"):
             return ev("wandb")
         if "Saving tensorboard log to" in msg:
             return ev("tensorboard")

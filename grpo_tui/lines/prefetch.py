@@ -10,8 +10,9 @@ Only this module, the reader and the C scanner are imported for it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from . import pure_asked
 from .files import InputError, ScannedReader, check_readable, quick_handoff

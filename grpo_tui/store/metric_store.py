@@ -12,8 +12,9 @@ from __future__ import annotations
 import bisect
 import math
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from ..lazy_numpy import LazyNumpy
 from ..lines.launch import FlagsMemo, arg_dump_to_flag

@@ -184,7 +184,7 @@ def _logged_ints(seg: Segment, name: str, rows: list[int], values: list[float], 
     # (each test over all rows at once, in C: a row at a time in Python cost ~7 ms on 12,800)
     got = list(map(logged.get, rows))
     return (set(map(type, got)) == {int} and set(map(seg.train_cnt[name].cells.__getitem__, rows)) == {1.0}
-            and -2 ** 53 < min(got) and max(got) < 2 ** 53 and values == got)
+            and min(got) > -2 ** 53 and max(got) < 2 ** 53 and values == got)
 
 
 def _number_column(seg: Segment, name: str, order: np.ndarray, logged: dict[int, Any] | None):

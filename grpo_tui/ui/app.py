@@ -24,8 +24,8 @@ from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.css.query import NoMatches
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
@@ -38,16 +38,25 @@ from ..pipeline import BulkMismatch, Pipeline, feed_file, fmt_age, judge_path
 from .alert_pane import AlertPane, AlertTable
 from .chart_screen import ChartScreen, Sketch, draw
 from .detail_screen import DetailScreen
+from .events_screen import EventsScreen
 from .goto_screen import GotoScreen
 from .help_screen import HelpScreen
-from .events_screen import EventsScreen
 from .log_screen import LogScreen
 from .messages import DataChanged, FileEventMsg, LoadProgress
-from .model import (BIG_FILE, TAIL_BYTES, clean, file_size, id_position, last_newline_before, newest_id,
-                    resolve_path, sorted_ids)
-from .text_line import TextLine
+from .model import (
+    BIG_FILE,
+    TAIL_BYTES,
+    clean,
+    file_size,
+    id_position,
+    last_newline_before,
+    newest_id,
+    resolve_path,
+    sorted_ids,
+)
 from .signal_row import SignalRow, badge, header_text, layout
 from .sparkline import whole_run_cells
+from .text_line import TextLine
 from .themes import ORDER, load_themes, resolve, uses_ascii
 
 REFRESH_S = 0.25
@@ -324,7 +333,7 @@ class GrpoApp(App):
     def _history_worker(self, path: str, end: int) -> None:
         gen = self._generation
         self.call_from_thread(setattr, self, "loading", 0.0)
-        stale = lambda: gen != self._generation or self._quitting  # noqa: E731
+        stale = lambda: gen != self._generation or self._quitting
         quick = self._new_pipeline()
         feed_file(quick, path, max(0, end - TAIL_BYTES), end, cancelled=stale)
         self._painted.clear()
@@ -410,9 +419,7 @@ class GrpoApp(App):
         old_last = self._last
         self._n = len(seg.ids)
         self._last = last = newest_id(seg)
-        if self.cursor is None or (self.following and self.cursor == old_last):
-            self.cursor = last
-        elif self.cursor is not None and self._n and self.cursor not in seg.row_of:
+        if self.cursor is None or (self.following and self.cursor == old_last) or (self.cursor is not None and self._n and self.cursor not in seg.row_of):
             self.cursor = last
         self._dirty = True
         if not self.live:

@@ -6,17 +6,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
-from rich.text import Text
 
 from ..judge.signals import BY_ID, signal_series
 from ..judge.stats import trailing_mean
 from .model import clean, downsample
-
 
 EVENT_MARKS = {"checkpoint_saved": "c", "eval_skipped": "e", "engine_retry": "r", "max_retries": "r",
                "launch": "R", "traceback": "x", "oom": "x", "nccl_timeout": "x", "ft_fail": "x",

@@ -16,7 +16,6 @@ from textual.widgets import DataTable, Footer, Input, Static
 from ..judge.signals import SIGNALS, metric_for
 from .model import clean, fmt_range, fmt_value, id_position
 
-
 LOOKBACK = 32     # rows read before the rollout for its five-step mean (not the whole history)
 
 

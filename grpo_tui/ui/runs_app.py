@@ -152,7 +152,7 @@ class RunsApp(BaselineApp, inherit_bindings=False):
                     loading = not self.runset.all_loaded()
                     if self.runset.pass_once(after_run=progress if loading else None):
                         state["pending"] = True
-                except Exception as exc:  # noqa: BLE001 - keep following the other runs
+                except Exception as exc:
                     if str(exc) != failed:
                         failed = str(exc)
                         with contextlib.suppress(Exception):

@@ -18,7 +18,7 @@ import hmac
 import logging
 import signal
 import sys
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import quote, urlsplit
 
 from aiohttp import web
@@ -150,7 +150,7 @@ class GuardedServer(Server):
                 if code is None and proc is not None:
                     try:
                         code = await asyncio.wait_for(proc.wait(), STOP_GRACE_S)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         code = None
                 if code not in (0, None):
                     await websocket.close(code=INTERNAL_ERROR,
@@ -178,7 +178,7 @@ class GuardedServer(Server):
             try:
                 await service.send_meta({"type": "quit"})
                 await asyncio.wait_for(proc.wait(), STOP_GRACE_S)
-            except (asyncio.TimeoutError, ConnectionError, RuntimeError):
+            except (TimeoutError, ConnectionError, RuntimeError):
                 pass
             if proc.returncode is None:
                 try:
@@ -190,7 +190,7 @@ class GuardedServer(Server):
         if task is not None:
             try:
                 await asyncio.wait_for(task, STOP_GRACE_S)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
+            except (TimeoutError, asyncio.CancelledError):
                 pass
 
     # --- run -----------------------------------------------------------------------------
