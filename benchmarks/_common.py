@@ -59,8 +59,7 @@ def record_line(n: int, rng: random.Random, ts: str | None = None) -> str:
     return f"{RAY_ACTOR}[{ts} actor_cell0_rank0] log_utils.py:123 - rollout {n}: {m!r}\n"
 
 
-def noise_line(rng: random.Random, ts: str | None = None, ts_s: str | None = None,
-               decode_weight: int = 1) -> str:
+def noise_line(rng: random.Random, ts: str | None = None, ts_s: str | None = None, decode_weight: int = 1) -> str:
     """One noise line of a random kind (decode stats, health check, timer, memory, tqdm, cell op).
 
     The parser has to skip these cheaply, so they carry the same prefixes and shapes as the
@@ -75,23 +74,32 @@ def noise_line(rng: random.Random, ts: str | None = None, ts_s: str | None = Non
     if ts_s is None:
         ts_s = now_ts(False)
     if k == 0:
-        return (f"{ray_sgl(pid)}[{ts_s}] Decode batch, #running-req: {rng.randrange(1, 128)}, "
-                f"#token: {rng.randrange(500, 60000)}, token usage: {rng.random():.2f}, cuda graph: "
-                f"True, gen throughput (token/s): {rng.random() * 6000:.2f}, #queue-req: 0\n")
+        return (
+            f"{ray_sgl(pid)}[{ts_s}] Decode batch, #running-req: {rng.randrange(1, 128)}, "
+            f"#token: {rng.randrange(500, 60000)}, token usage: {rng.random():.2f}, cuda graph: "
+            f"True, gen throughput (token/s): {rng.random() * 6000:.2f}, #queue-req: 0\n"
+        )
     if k == 1:
-        return (f"{ray_sgl(pid)}[{ts_s}] INFO:     10.0.0.5:{rng.randrange(30000, 60000)} - "
-                f"\"GET /health HTTP/1.1\" 200 OK\n")
+        return (
+            f'{ray_sgl(pid)}[{ts_s}] INFO:     10.0.0.5:{rng.randrange(30000, 60000)} - "GET /health HTTP/1.1" 200 OK\n'
+        )
     if k == 2:
-        return (f"{RAY_ACTOR}[{ts} actor_cell0_rank0] timer.py:42 - Timer actor_train end "
-                f"(elapsed: {rng.random() * 20:.1f}s)\n")
+        return (
+            f"{RAY_ACTOR}[{ts} actor_cell0_rank0] timer.py:42 - Timer actor_train end "
+            f"(elapsed: {rng.random() * 20:.1f}s)\n"
+        )
     if k == 3:
-        return (f"{RAY_ACTOR}[{ts} actor_cell0_rank0] memory_utils.py:41 - [Rank 0] Memory-Usage after "
-                f"wake_up model: {{'gpu': '0', 'total_GB': 79.19, 'free_GB': {70 + rng.random():.2f}, "
-                f"'used_GB': 8.89, 'allocated_GB': 2.41, 'reserved_GB': 4.0}}\n")
+        return (
+            f"{RAY_ACTOR}[{ts} actor_cell0_rank0] memory_utils.py:41 - [Rank 0] Memory-Usage after "
+            f"wake_up model: {{'gpu': '0', 'total_GB': 79.19, 'free_GB': {70 + rng.random():.2f}, "
+            f"'used_GB': 8.89, 'allocated_GB': 2.41, 'reserved_GB': 4.0}}\n"
+        )
     if k == 4:
         a = rng.randrange(256)
-        return (f"{RAY_RM}Rollout generation:   0%|          | 0/256 [00:00<?, ?it/s]\rRollout generation:"
-                f"  {a * 100 // 256}%|\u2588\u2588\u2588       | {a}/256 [00:51<00:51,  2.46it/s]\n")
+        return (
+            f"{RAY_RM}Rollout generation:   0%|          | 0/256 [00:00<?, ?it/s]\rRollout generation:"
+            f"  {a * 100 // 256}%|\u2588\u2588\u2588       | {a}/256 [00:51<00:51,  2.46it/s]\n"
+        )
     return f"[{ts} main] cell.py:229 - ft op=execute phase=start cell=0 fn=train n_actors=8\n"
 
 
@@ -99,8 +107,13 @@ def noise_line(rng: random.Random, ts: str | None = None, ts_s: str | None = Non
 def time_grep(path: str) -> tuple[float, int]:
     """The reference every speed figure is a ratio to: `grep -o` of one metric, and its matches."""
     t = time.perf_counter()
-    out = subprocess.run(f"grep -o \"'rollout/raw_reward': [0-9.]*\" '{path}' | wc -l", shell=True,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        f"grep -o \"'rollout/raw_reward': [0-9.]*\" '{path}' | wc -l",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return time.perf_counter() - t, int(out.strip())
 
 
@@ -140,8 +153,9 @@ def venv_python() -> str:
 
 def start_tail(path: str, python: str | None = None, stderr=subprocess.PIPE) -> subprocess.Popen:
     """Start `grpo-tui tail PATH` from the repo, stdout piped (one JSON object a line)."""
-    return subprocess.Popen([python or venv_python(), "-m", "grpo_tui", "tail", path], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=stderr)
+    return subprocess.Popen(
+        [python or venv_python(), "-m", "grpo_tui", "tail", path], cwd=REPO, stdout=subprocess.PIPE, stderr=stderr
+    )
 
 
 def stop(proc: subprocess.Popen, sig=signal.SIGINT, timeout: float = 5) -> None:
@@ -158,8 +172,9 @@ def stop(proc: subprocess.Popen, sig=signal.SIGINT, timeout: float = 5) -> None:
 def collect_stderr(proc: subprocess.Popen) -> list[str]:
     """Drain proc's stderr in a thread (so it cannot block on a full pipe); lines for error text."""
     lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(
-        x.decode(errors="replace").rstrip() for x in proc.stderr), daemon=True).start()
+    threading.Thread(
+        target=lambda: lines.extend(x.decode(errors="replace").rstrip() for x in proc.stderr), daemon=True
+    ).start()
     return lines
 
 
@@ -215,7 +230,7 @@ def cpu_ticks(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as fh:
         data = fh.read()
     # after "pid (comm) ", fields[0] is field 3 (state); utime is field 14, stime field 15
-    f = data[data.rfind(")") + 2:].split()
+    f = data[data.rfind(")") + 2 :].split()
     return int(f[11]) + int(f[12])
 
 

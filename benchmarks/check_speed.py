@@ -97,8 +97,13 @@ def child(path: str, mode: str, pure: bool) -> dict:
     """One run of one mode in a fresh process.  `seconds` is the whole process as a user waits
     for it (interpreter start, imports, the work), timed from outside."""
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", _CHILD, path, str(ROOT), mode], capture_output=True, text=True,
-                       check=True, env=_child_env(pure))
+    r = subprocess.run(
+        [sys.executable, "-c", _CHILD, path, str(ROOT), mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_child_env(pure),
+    )
     wall = time.perf_counter() - t0
     got = json.loads(r.stdout.strip().splitlines()[-1])
     got["seconds"] = wall
@@ -115,8 +120,9 @@ def warm_file(path: str) -> None:
             pass
 
 
-def rounds(path: str, runs: list[tuple[str, str, bool]],
-           repeat: int) -> tuple[dict, tuple[float, int], dict, list, dict]:
+def rounds(
+    path: str, runs: list[tuple[str, str, bool]], repeat: int
+) -> tuple[dict, tuple[float, int], dict, list, dict]:
     """Best of `repeat` rounds per run, the runs taking turns within each round (grep too), so a
     slow spell of the machine hits them alike (a VM's speed swings by a third within minutes:
     one mode's runs in a row made `check - parse` anything from 0.2 to 0.9 s).  Every run reads
@@ -142,9 +148,17 @@ def rounds(path: str, runs: list[tuple[str, str, bool]],
 
 def warm_imports() -> None:
     """One run that imports every module the timed runs use, so their bytecode is cached."""
-    subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                    "import grpo_tui.cli, grpo_tui.commands.check_cmd, grpo_tui.commands.export_cmd, grpo_tui.export",
-                    str(ROOT)], check=True, env=_child_env(False))
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1]); "
+            "import grpo_tui.cli, grpo_tui.commands.check_cmd, grpo_tui.commands.export_cmd, grpo_tui.export",
+            str(ROOT),
+        ],
+        check=True,
+        env=_child_env(False),
+    )
 
 
 def main() -> None:
@@ -154,10 +168,17 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="rounds, each running every mode once (best kept)")
     ap.add_argument("--incremental", action="store_true", help="also time rollout-by-rollout judging")
     ap.add_argument("--no-pure", action="store_true", help="leave out the pure-Python check (~60 x grep each round)")
-    ap.add_argument("--scenario", default="healthy",
-                    help="the made log: a broken run held to its end (e.g. gap-jump), see make_big_log")
-    ap.add_argument("--anchored", type=float, default=0.0,
-                    help="the made log: this share of its SGLang noise lines carry an anchor (see make_big_log)")
+    ap.add_argument(
+        "--scenario",
+        default="healthy",
+        help="the made log: a broken run held to its end (e.g. gap-jump), see make_big_log",
+    )
+    ap.add_argument(
+        "--anchored",
+        type=float,
+        default=0.0,
+        help="the made log: this share of its SGLang noise lines carry an anchor (see make_big_log)",
+    )
     a = ap.parse_args()
     tag = ("" if a.scenario == "healthy" else f"_{a.scenario}") + (f"_anchored{a.anchored:g}" if a.anchored else "")
     path = a.file or f"/tmp/grpo_check_{a.size_mb}m{tag}.log"
@@ -166,8 +187,12 @@ def main() -> None:
         make(path, a.size_mb * 1_000_000, scenario=a.scenario, anchored=a.anchored)
     size = os.path.getsize(path)
     warm_imports()
-    runs = [("check accelerated", "check", False), ("export CSV (accel.)", "export", False),
-            ("check pure", "check", True), ("parse only (accel.)", "parse", False)]
+    runs = [
+        ("check accelerated", "check", False),
+        ("export CSV (accel.)", "export", False),
+        ("check pure", "check", True),
+        ("parse only (accel.)", "parse", False),
+    ]
     if a.no_pure:
         runs = [r for r in runs if not r[2]]
     if a.incremental:
@@ -178,8 +203,10 @@ def main() -> None:
     for name, _, _ in runs:
         r = best[name]
         accel = "" if r["accel"] or "pure" in name else "  (C scanner not built)"
-        print(f"{name + ':':<25}{r['seconds']:7.3f} s  = {r['seconds'] / grep_s:5.1f} x grep  "
-              f"[{statistics.median(times[name]):.3f} s]; peak RSS {r['peak_rss_mb']:.0f} MB{accel}")
+        print(
+            f"{name + ':':<25}{r['seconds']:7.3f} s  = {r['seconds'] / grep_s:5.1f} x grep  "
+            f"[{statistics.median(times[name]):.3f} s]; peak RSS {r['peak_rss_mb']:.0f} MB{accel}"
+        )
     # Each round's own ratio (the run over grep of that round): the machine's slow and fast
     # spells last minutes, and the best of each mode may come from different spells.
     print("per round, x grep of the same round: median (lowest-highest)")
@@ -194,8 +221,10 @@ def main() -> None:
     parse = best["parse only (accel.)"]
     n = parse["rollouts"] or 1
     judge = best["check accelerated"]["seconds"] - parse["seconds"]
-    print(f"judging (check - parse): {judge:7.3f} s  = {judge / grep_s:5.1f} x grep; "
-          f"{1e3 * judge / n:.3f} ms per rollout ({n:,} rollouts)")
+    print(
+        f"judging (check - parse): {judge:7.3f} s  = {judge / grep_s:5.1f} x grep; "
+        f"{1e3 * judge / n:.3f} ms per rollout ({n:,} rollouts)"
+    )
     print("bar: export <= 2.0 x grep, check <= 3.0 x grep (judging about <= 1 x)")
 
 

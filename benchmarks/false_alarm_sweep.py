@@ -38,7 +38,7 @@ BROKEN = [s for s in SCENARIOS if s != "healthy"]
 # Trend breaks also run slowly: gap x1.035 a rollout (x3 in 32), grad norm x1.07 (x10 in 34),
 # rollout time x1.014 (x2 in 48), length +1.5 % a rollout with reward -0.005.
 SLOW = {"gap-rising": 0.3, "grad-norm-rising": 0.3, "rollout-slowdown": 0.1, "length-hacking": 0.5}
-TIME_RULES = {"crashed", "engine-down", "no-steps", "stalled"}   # judged on events / clocks, not rollouts
+TIME_RULES = {"crashed", "engine-down", "no-steps", "stalled"}  # judged on events / clocks, not rollouts
 HEALTHY_K = {"manual": (1, 2, 4), "plateau": (1, 2), "long": (1, 2)}
 
 
@@ -54,11 +54,11 @@ class Run:
     critical: list[str] = field(default_factory=list)
     warning: list[str] = field(default_factory=list)
     status: str = "ok"
-    caught: bool = False              # the scenario's own rule raised a critical alert
-    own_at: int | None = None         # rollout at which it was first raised (None: before any rollout)
-    early: bool = False               # own rule raised before the onset (a false alarm)
+    caught: bool = False  # the scenario's own rule raised a critical alert
+    own_at: int | None = None  # rollout at which it was first raised (None: before any rollout)
+    early: bool = False  # own rule raised before the onset (a false alarm)
     seconds: float = 0.0
-    ranges: str = "defaults"          # or "calibrated": bands from 3 healthy seeds of the same setup and K
+    ranges: str = "defaults"  # or "calibrated": bands from 3 healthy seeds of the same setup and K
 
     @property
     def label(self) -> str:
@@ -68,9 +68,10 @@ class Run:
 def judge_lines(lines, ranges=None):
     """Feed lines in batches through the one pipeline (as every reader does), then finish: the report."""
     from grpo_tui.pipeline import Pipeline
+
     pipe = Pipeline(ranges)
     for i in range(0, len(lines), 200):
-        pipe.feed(lines[i:i + 200])
+        pipe.feed(lines[i : i + 200])
     pipe.finish()
     return pipe.report()
 
@@ -84,6 +85,7 @@ def calibrated_ranges(setup: str, k: int, rollouts: int):
     if key not in _CALIBRATED:
         from grpo_tui.judge.ranges import RangeSet
         from grpo_tui.judge.seeds import seed_envelopes
+
         stores = []
         for seed in (900, 901, 902):
             parser, store = LineParser(), MetricStore()
@@ -99,15 +101,31 @@ def calibrated_ranges(setup: str, k: int, rollouts: int):
 
 def run_one(run: Run) -> Run:
     t = time.perf_counter()
-    lines = [line for _, line in generate(run.scenario, run.rollouts, run.seed, steps_per_rollout=run.k,
-                                          noise_per_rollout=2, onset=run.onset, setup=run.setup, pace=run.pace)]
+    lines = [
+        line
+        for _, line in generate(
+            run.scenario,
+            run.rollouts,
+            run.seed,
+            steps_per_rollout=run.k,
+            noise_per_rollout=2,
+            onset=run.onset,
+            setup=run.setup,
+            pace=run.pace,
+        )
+    ]
     ranges = None
     if run.ranges == "calibrated":
         ranges = calibrated_ranges(run.setup, run.k, min(SETUPS[run.setup].rollouts, 100))
     rep = judge_lines(lines, ranges)
     run.critical = sorted({a.rule for a in rep.alerts if a.severity == "critical"})
-    run.warning = sorted({a.rule if a.rule != "out-of-range" else f"out-of-range:{a.signal}"
-                          for a in rep.alerts if a.severity == "warning"})
+    run.warning = sorted(
+        {
+            a.rule if a.rule != "out-of-range" else f"out-of-range:{a.signal}"
+            for a in rep.alerts
+            if a.severity == "warning"
+        }
+    )
     run.status = rep.status
     own = [a for a in rep.alerts if a.rule == run.scenario and a.severity == "critical"]
     if own:
@@ -120,8 +138,12 @@ def run_one(run: Run) -> Run:
     return run
 
 
-def plan(quick: bool = False, setups: list[str] | None = None, healthy_per_setup: int | None = None,
-         broken_seeds: int | None = None) -> list[Run]:
+def plan(
+    quick: bool = False,
+    setups: list[str] | None = None,
+    healthy_per_setup: int | None = None,
+    broken_seeds: int | None = None,
+) -> list[Run]:
     names = setups or list(SETUPS)
     n_h = healthy_per_setup if healthy_per_setup is not None else (3 if quick else 45)
     n_b = broken_seeds if broken_seeds is not None else (1 if quick else 2)
@@ -149,21 +171,27 @@ def plan(quick: bool = False, setups: list[str] | None = None, healthy_per_setup
 
 def with_calibrated(runs: list[Run]) -> list[Run]:
     """The same runs judged a second time with calibrated ranges."""
-    return runs + [Run(r.setup, r.scenario, r.seed, r.k, r.rollouts, r.onset, r.pace, ranges="calibrated")
-                   for r in runs]
+    return runs + [
+        Run(r.setup, r.scenario, r.seed, r.k, r.rollouts, r.onset, r.pace, ranges="calibrated") for r in runs
+    ]
 
 
 def sweep(runs: list[Run], jobs: int = 1) -> list[Run]:
     if jobs <= 1:
         return [run_one(r) for r in runs]
     from multiprocessing import Pool
+
     with Pool(jobs) as pool:
         return pool.map(run_one, runs, chunksize=2)
 
 
 def summarise(done: list[Run]) -> dict:
-    healthy = defaultdict(lambda: {"runs": 0, "false_critical": 0, "any_warning": 0, "not_ok": 0, "rules": defaultdict(int)})
-    broken = defaultdict(lambda: {"runs": 0, "caught": 0, "delays": [], "unrelated": 0, "early": 0, "rules": defaultdict(int)})
+    healthy = defaultdict(
+        lambda: {"runs": 0, "false_critical": 0, "any_warning": 0, "not_ok": 0, "rules": defaultdict(int)}
+    )
+    broken = defaultdict(
+        lambda: {"runs": 0, "caught": 0, "delays": [], "unrelated": 0, "early": 0, "rules": defaultdict(int)}
+    )
     for r in done:
         if r.scenario == "healthy":
             h = healthy[r.setup]
@@ -207,15 +235,22 @@ def table(summary: dict, setups: list[str], mode: str = "defaults") -> str:
         for k in tot:
             tot[k] += row[k]
         rules = ", ".join(f"{k} x{v}" for k, v in sorted(row["rules"].items()))
-        out.append(f"{s:<14}{row['runs']:>6}{row['false_critical']:>12}{row['any_warning']:>10}{row['not_ok']:>8}  {rules}")
+        out.append(
+            f"{s:<14}{row['runs']:>6}{row['false_critical']:>12}{row['any_warning']:>10}{row['not_ok']:>8}  {rules}"
+        )
     out.append(f"{'total':<14}{tot['runs']:>6}{tot['false_critical']:>12}{tot['any_warning']:>10}{tot['not_ok']:>8}")
     out.append("")
     b = summary["broken"]
     labels = [lab for lab in dict.fromkeys(k[0] for k in b)]
-    out.append("BROKEN RUNS: caught by own rule / runs, median/worst delay (rollouts after onset); * = unrelated critical")
+    out.append(
+        "BROKEN RUNS: caught by own rule / runs, median/worst delay (rollouts after onset); * = unrelated critical"
+    )
     width = 17
-    out.append(f"{'scenario':<26}" + "".join(f"{s[:width - 1]:>{width}}" for s in setups if any(k[1] == s for k in b))
-               + f"{'all':>12}")
+    out.append(
+        f"{'scenario':<26}"
+        + "".join(f"{s[: width - 1]:>{width}}" for s in setups if any(k[1] == s for k in b))
+        + f"{'all':>12}"
+    )
     shown = [s for s in setups if any(k[1] == s for k in b)]
     misses = caught_all = runs_all = 0
     for lab in labels:
@@ -251,8 +286,11 @@ def main(argv=None) -> int:
     ap.add_argument("--healthy", type=int, help="healthy runs per setup (default 45; quick 3)")
     ap.add_argument("--broken-seeds", type=int, help="seeds per broken scenario and setup (default 2; quick 1)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (the machine is shared: keep it small)")
-    ap.add_argument("--calibrated", action="store_true",
-                    help="also judge every run with ranges calibrated from 3 healthy seeds of its setup")
+    ap.add_argument(
+        "--calibrated",
+        action="store_true",
+        help="also judge every run with ranges calibrated from 3 healthy seeds of its setup",
+    )
     ap.add_argument("--json", metavar="FILE", help="also write every run as JSON")
     args = ap.parse_args(argv)
     setups = args.setups.split(",") if args.setups else list(SETUPS)
@@ -269,8 +307,7 @@ def main(argv=None) -> int:
         if not part:
             continue
         n_h = sum(r.scenario == "healthy" for r in part)
-        print(f"{len(part)} runs ({n_h} healthy, {len(part) - n_h} broken) over {len(setups)} setups, "
-              f"{mode} ranges\n")
+        print(f"{len(part)} runs ({n_h} healthy, {len(part) - n_h} broken) over {len(setups)} setups, {mode} ranges\n")
         print(table(summarise(part), setups, mode))
         print()
     print(f"({time.perf_counter() - t:.0f} s)")

@@ -55,8 +55,12 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=30.0, help="sampling window in s (default 30)")
     ap.add_argument("--settle", type=float, default=2.0, help="wait after the history, s (default 2)")
     ap.add_argument("--log", default=str(REPO / "sample_logs" / "healthy-seed1.log"))
-    ap.add_argument("--neighbour-hz", type=float, default=0.0,
-                    help="appends per second to a sibling file during the window (default 0)")
+    ap.add_argument(
+        "--neighbour-hz",
+        type=float,
+        default=0.0,
+        help="appends per second to a sibling file during the window (default 0)",
+    )
     args = parse_args(ap, "10 s window", "duration", 10.0)
 
     with tempfile.TemporaryDirectory(prefix="grpo-idle-") as d:
@@ -65,8 +69,7 @@ def main() -> int:
         size = os.path.getsize(path)
         out_state = {"lines": 0, "records": 0, "last": time.monotonic()}
         gt = start_tail(path, stderr=subprocess.DEVNULL)
-        ref = subprocess.Popen(["tail", "-F", "-n", "+1", path], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+        ref = subprocess.Popen(["tail", "-F", "-n", "+1", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
         def drain() -> None:
             for raw in gt.stdout:
@@ -85,22 +88,22 @@ def main() -> int:
                     raise SystemExit(f"grpo-tui tail exited early (rc {gt.returncode})")
                 time.sleep(0.05)
             hist_s = out_state["last"] - t_start
-            print(f"idle_cpu: log {os.path.basename(args.log)} ({size} bytes); grpo-tui tail printed "
-                  f"{out_state['lines']} lines ({out_state['records']} records) in ~{hist_s:.2f} s "
-                  f"incl. start-up")
+            print(
+                f"idle_cpu: log {os.path.basename(args.log)} ({size} bytes); grpo-tui tail printed "
+                f"{out_state['lines']} lines ({out_state['records']} records) in ~{hist_s:.2f} s "
+                f"incl. start-up"
+            )
             time.sleep(args.settle)
             lines_before = out_state["lines"]
             c0 = {p.pid: cpu_ticks(p.pid) for p in (gt, ref)}
             s0 = {p.pid: ctx_switches(p.pid) for p in (gt, ref)}
             w0 = time.monotonic()
             if args.neighbour_hz > 0:
-                nfd = os.open(os.path.join(d, "worker-neighbour.out"),
-                              os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                nfd = os.open(os.path.join(d, "worker-neighbour.out"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
                 k = 0
                 while (nxt := w0 + k / args.neighbour_hz) < w0 + args.duration:
                     time.sleep(max(0.0, nxt - time.monotonic()))
-                    os.write(nfd, b"(SGLangEngine pid=48100) INFO:     10.0.0.5:4711 - "
-                                  b"\"GET /health HTTP/1.1\" 200 OK\n")
+                    os.write(nfd, b'(SGLangEngine pid=48100) INFO:     10.0.0.5:4711 - "GET /health HTTP/1.1" 200 OK\n')
                     k += 1
                 os.close(nfd)
                 time.sleep(max(0.0, w0 + args.duration - time.monotonic()))
@@ -116,16 +119,20 @@ def main() -> int:
 
     if args.neighbour_hz > 0:
         print(f"sibling file in the same folder appended {args.neighbour_hz:g} times/s during the window")
-    print(f"window {wall:.1f} s after {args.settle:.0f} s settle, CLK_TCK={HZ} "
-          f"(resolution {100 / HZ / wall:.3f} % of a core)")
+    print(
+        f"window {wall:.1f} s after {args.settle:.0f} s settle, CLK_TCK={HZ} "
+        f"(resolution {100 / HZ / wall:.3f} % of a core)"
+    )
     res = {}
     for name, p in (("grpo-tui tail", gt), ("GNU tail -F (ref)", ref)):
         ticks = c1[p.pid] - c0[p.pid]
         pct = ticks / HZ / wall * 100
         wake = (s1[p.pid][0] - s0[p.pid][0]) / wall
         res[name] = pct
-        print(f"{name:<20} cpu {ticks / HZ * 1000:7.0f} ms = {pct:6.3f} % of a core   "
-              f"ctx switches {wake:7.1f}/s   threads {s1[p.pid][1]}")
+        print(
+            f"{name:<20} cpu {ticks / HZ * 1000:7.0f} ms = {pct:6.3f} % of a core   "
+            f"ctx switches {wake:7.1f}/s   threads {s1[p.pid][1]}"
+        )
     a, b = res["grpo-tui tail"], res["GNU tail -F (ref)"]
     ratio = f"x{a / b:.1f}" if b > 0 else "ref below clock resolution"
     print(f"grpo-tui tail vs GNU tail -F: {ratio}; lines printed during the window: {printed}")

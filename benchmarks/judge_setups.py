@@ -39,9 +39,11 @@ def _counted() -> collections.Counter:
     calls: collections.Counter = collections.Counter()
     wrapped = []
     for rule in rules.METRIC_RULES:
+
         def run(ctx, rule=rule):
             calls[rule.__name__] += 1
             return rule(ctx)
+
         run.__name__ = rule.__name__
         setattr(rules, rule.__name__, run)
         wrapped.append(run)
@@ -69,6 +71,7 @@ def _timed_finish() -> list[float]:
             return finish(self, *a, **k)
         finally:
             times.append(time.perf_counter() - t)
+
     pipeline.Pipeline.finish = timed
     return times
 
@@ -85,13 +88,21 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     calls = _counted()
     finish_times = _timed_finish()
-    print(f"{'scenario':16} {'setup':13} {'MB':>5} {'grep':>7} {'parse':>7} {'judging':>8} {'ms/rollout':>10}  rule runs")
+    print(
+        f"{'scenario':16} {'setup':13} {'MB':>5} {'grep':>7} {'parse':>7} {'judging':>8} {'ms/rollout':>10}  rule runs"
+    )
     for scen in args.scenario:
         for setup in args.setup:
             path = Path(args.dir) / f"{scen}_{setup}_{args.rollouts}_{args.seed}.log"
-            if not path.exists():      # (K: the setup's, as `grpo-tui simulate --setup` writes it)
-                write_log(str(path), scen, args.rollouts, args.seed, setup=setup,
-                          steps_per_rollout=SETUPS[setup].steps_per_rollout)
+            if not path.exists():  # (K: the setup's, as `grpo-tui simulate --setup` writes it)
+                write_log(
+                    str(path),
+                    scen,
+                    args.rollouts,
+                    args.seed,
+                    setup=setup,
+                    steps_per_rollout=SETUPS[setup].steps_per_rollout,
+                )
             grep_s, _ = time_grep(str(path))
             parse_s, _ = _best(lambda: pipeline.judge_path(str(path), judging=False), args.repeat)
             calls.clear()
@@ -99,10 +110,15 @@ def main(argv: list[str] | None = None) -> int:
             _, pipe = _best(lambda: pipeline.judge_path(str(path)), args.repeat)
             n = max(1, len(pipe.store.current.ids))
             judging = min(finish_times)
-            runs = ", ".join(f"{name.removeprefix('rule_')} {count // args.repeat}"
-                             for name, count in calls.most_common() if count // args.repeat)
-            print(f"{scen:16} {setup:13} {path.stat().st_size / 1e6:5.0f} {grep_s:6.3f}s {parse_s:6.3f}s "
-                  f"{judging:7.3f}s {1000 * judging / n:10.3f}  {runs} (of {n} rollouts)")
+            runs = ", ".join(
+                f"{name.removeprefix('rule_')} {count // args.repeat}"
+                for name, count in calls.most_common()
+                if count // args.repeat
+            )
+            print(
+                f"{scen:16} {setup:13} {path.stat().st_size / 1e6:5.0f} {grep_s:6.3f}s {parse_s:6.3f}s "
+                f"{judging:7.3f}s {1000 * judging / n:10.3f}  {runs} (of {n} rollouts)"
+            )
     return 0
 
 

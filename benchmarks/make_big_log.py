@@ -48,15 +48,17 @@ def _anchor_noise(body: list[str], share: float) -> list[str]:
                 acc -= 1.0
                 pre, stamp = m.group(1), m.group(2)
                 form = _ANCHORED[k % len(_ANCHORED)]
-                line = form.format(sglang=f"{pre}[{stamp}]", miles=f"{pre}[{stamp} rollout_manager]",
-                                   ray=pre, i=k % 997, d=k % 10)
+                line = form.format(
+                    sglang=f"{pre}[{stamp}]", miles=f"{pre}[{stamp} rollout_manager]", ray=pre, i=k % 997, d=k % 10
+                )
                 k += 1
         out.append(line)
     return out
 
 
-def make(path: str, size: int, noise: int = 250, block_rollouts: int = 200, scenario: str = "healthy",
-         anchored: float = 0.0) -> int:
+def make(
+    path: str, size: int, noise: int = 250, block_rollouts: int = 200, scenario: str = "healthy", anchored: float = 0.0
+) -> int:
     """`scenario` other than healthy: a broken run whose sign stays for the rest of the file
     (the first block breaks halfway, every later block is the same run broken from its start),
     so its alert is held open over nearly every rollout - `check`'s costliest case.  `anchored`:
@@ -117,8 +119,12 @@ if __name__ == "__main__":
     ap.add_argument("--size-mb", type=int, default=1000)
     ap.add_argument("--noise", type=int, default=250, help="noise lines per rollout")
     ap.add_argument("--scenario", default="healthy", help="a broken run held to the end, e.g. gap-jump")
-    ap.add_argument("--anchored", type=float, default=0.0,
-                    help="share of the SGLang noise lines that carry an anchor (0-1), e.g. 0.3")
+    ap.add_argument(
+        "--anchored",
+        type=float,
+        default=0.0,
+        help="share of the SGLang noise lines that carry an anchor (0-1), e.g. 0.3",
+    )
     a = ap.parse_args()
     n = make(a.path, a.size_mb * 1_000_000, a.noise, scenario=a.scenario, anchored=a.anchored)
     print(f"wrote {a.path}: {n / 1e6:.0f} MB")

@@ -66,6 +66,7 @@ def main() -> None:
             rs = RunSet([str(folder)])
             rs.load_all()
             holder["rs"] = rs
+
         first = cpu(load, a.repeat)
         print(f"overview first pass  {first:7.3f} s CPU   ({first / many:.2f} x check of all)")
         rs = holder["rs"]

@@ -59,25 +59,35 @@ def main() -> None:
     runs = {}
     for mode, pure in (("accelerated", "0"), ("pure", "1")):
         env = dict(os.environ, GRPO_TUI_PURE=pure)
-        r = subprocess.run([sys.executable, "-c", _CHILD, a.file, str(ROOT)], capture_output=True, text=True,
-                           check=True, env=env)
+        r = subprocess.run(
+            [sys.executable, "-c", _CHILD, a.file, str(ROOT)], capture_output=True, text=True, check=True, env=env
+        )
         runs[mode] = json.loads(r.stdout)
     ours = runs["pure"]
-    print(f"file: {a.file}  {size / 1e6:.0f} MB, {ours['lines']:,} lines, "
-          f"{100 * ours['noise'] / max(1, ours['lines']):.1f} % noise")
+    print(
+        f"file: {a.file}  {size / 1e6:.0f} MB, {ours['lines']:,} lines, "
+        f"{100 * ours['noise'] / max(1, ours['lines']):.1f} % noise"
+    )
     print(f"grep -o raw_reward:  {grep_s:7.2f} s  ({grep_hits:,} matches)")
     for mode, r in runs.items():
         if mode == "accelerated" and not r["accel"]:
-            print("accelerated:         (not built: grpo_tui.lines._scan is missing; pip install -e . with a C compiler)")
+            print(
+                "accelerated:         (not built: grpo_tui.lines._scan is missing; pip install -e . with a C compiler)"
+            )
             continue
-        print(f"{mode + ':':<20} {r['seconds']:7.2f} s  (CPU {r['cpu']:.2f} s; {r['records']:,} records, {r['events']:,} event lines,"
-              f" {r['rollouts']:,} rollouts, {r['unreadable']} unreadable)")
-        print(f"  ratio parse/grep:  {r['seconds'] / grep_s:7.1f} x   (bar <= 2.0, goal <= 1.0); "
-              f"{size / 1e6 / r['seconds']:.1f} MB/s; peak RSS {r['peak_rss_mb']:.0f} MB (bar < 200)")
+        print(
+            f"{mode + ':':<20} {r['seconds']:7.2f} s  (CPU {r['cpu']:.2f} s; {r['records']:,} records, {r['events']:,} event lines,"
+            f" {r['rollouts']:,} rollouts, {r['unreadable']} unreadable)"
+        )
+        print(
+            f"  ratio parse/grep:  {r['seconds'] / grep_s:7.1f} x   (bar <= 2.0, goal <= 1.0); "
+            f"{size / 1e6 / r['seconds']:.1f} MB/s; peak RSS {r['peak_rss_mb']:.0f} MB (bar < 200)"
+        )
     acc = runs["accelerated"]
     if acc["accel"]:
         same = all(acc[k] == ours[k] for k in ("lines", "records", "events", "noise", "unreadable", "rollouts"))
         print(f"speed-up accelerated vs pure: {ours['seconds'] / acc['seconds']:.1f} x; same counts: {same}")
+
 
 if __name__ == "__main__":
     main()

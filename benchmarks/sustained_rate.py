@@ -147,15 +147,18 @@ def main() -> int:
             raise SystemExit(f"tail never printed the warm-up record; stderr: {errs}")
         time.sleep(0.5)
 
-        print(f"sustained_rate: {args.rate:.0f} lines/s for {args.duration:.0f} s in batches every "
-              f"{args.batch_ms:.0f} ms (record every ~30 lines); tail pid {proc.pid}, "
-              f"{os.cpu_count()} cpus")
-        print(f"{'t(s)':>5} {'written N':>9} {'emitted N':>9} {'lag rec':>7} {'lag KB':>8} "
-              f"{'MB written':>10} {'RSS MB':>7} {'cpu% (1s)':>9}")
+        print(
+            f"sustained_rate: {args.rate:.0f} lines/s for {args.duration:.0f} s in batches every "
+            f"{args.batch_ms:.0f} ms (record every ~30 lines); tail pid {proc.pid}, "
+            f"{os.cpu_count()} cpus"
+        )
+        print(
+            f"{'t(s)':>5} {'written N':>9} {'emitted N':>9} {'lag rec':>7} {'lag KB':>8} "
+            f"{'MB written':>10} {'RSS MB':>7} {'cpu% (1s)':>9}"
+        )
         samples = []  # (t, lagrec, lagbytes, rss_kb, cpu%)
         cpu_start = cpu_ticks(proc.pid)
-        wt = threading.Thread(target=w.run, args=(args.rate, args.duration, args.batch_ms / 1000),
-                              daemon=True)
+        wt = threading.Thread(target=w.run, args=(args.rate, args.duration, args.batch_ms / 1000), daemon=True)
         t0 = time.perf_counter()
         wt.start()
         prev_cpu, prev_t = cpu_start, t0
@@ -185,8 +188,10 @@ def main() -> int:
                 draining_since = now
                 cpu_writing = (c - cpu_start) / HZ / (w.t_end - w.t0) * 100
             if (writing and i % args.every == 0) or not writing:
-                print(f"{i:5d} {wn:9d} {en:9d} {wn - en:7d} {lag_b / 1024:8.1f} {wbytes / 1e6:10.1f} "
-                      f"{rss / 1024:7.1f} {cpu:9.1f}" + ("" if writing else "  (writer stopped)"))
+                print(
+                    f"{i:5d} {wn:9d} {en:9d} {wn - en:7d} {lag_b / 1024:8.1f} {wbytes / 1e6:10.1f} "
+                    f"{rss / 1024:7.1f} {cpu:9.1f}" + ("" if writing else "  (writer stopped)")
+                )
             if not writing:
                 if en >= wn:
                     drain_done = now - w.t_end
@@ -203,9 +208,11 @@ def main() -> int:
     lat = [(arrivals[n][0] - w.written[n][0]) * 1000 for n in range(1, total + 1) if n in arrivals]
     wall = w.t_end - w.t0
     print()
-    print(f"writer: {w.lines} lines, {w.bytes / 1e6:.1f} MB, {total} records in {wall:.1f} s = "
-          f"{w.lines / wall:.0f} lines/s, {w.bytes / 1e6 / wall:.2f} MB/s (max behind schedule "
-          f"{w.behind_max * 1000:.0f} ms)")
+    print(
+        f"writer: {w.lines} lines, {w.bytes / 1e6:.1f} MB, {total} records in {wall:.1f} s = "
+        f"{w.lines / wall:.0f} lines/s, {w.bytes / 1e6 / wall:.2f} MB/s (max behind schedule "
+        f"{w.behind_max * 1000:.0f} ms)"
+    )
     lr = [s[1] for s in samples]
     lb = [s[2] / 1024 for s in samples]
     print(f"lag (records):  p50 {_pct(lr, 50):.0f}  p95 {_pct(lr, 95):.0f}  max {max(lr, default=0)}")
@@ -214,25 +221,35 @@ def main() -> int:
         half = len(samples) // 2
         first = [s[1] for s in samples[:half]]
         second = [s[1] for s in samples[half:]]
-        print(f"lag trend:      mean first half {sum(first) / max(1, len(first)):.1f} rec, "
-              f"second half {sum(second) / max(1, len(second)):.1f} rec")
-    print(f"latency write->emit: p50 {_pct(lat, 50):.0f}  p95 {_pct(lat, 95):.0f}  "
-          f"p99 {_pct(lat, 99):.0f}  max {max(lat, default=float('nan')):.0f} ms")
+        print(
+            f"lag trend:      mean first half {sum(first) / max(1, len(first)):.1f} rec, "
+            f"second half {sum(second) / max(1, len(second)):.1f} rec"
+        )
+    print(
+        f"latency write->emit: p50 {_pct(lat, 50):.0f}  p95 {_pct(lat, 95):.0f}  "
+        f"p99 {_pct(lat, 99):.0f}  max {max(lat, default=float('nan')):.0f} ms"
+    )
     if samples:
         r0, rm, r1 = samples[0][3], samples[len(samples) // 2][3], samples[-1][3]
-        print(f"RSS: start {r0 / 1024:.1f} MB, middle {rm / 1024:.1f} MB, end {r1 / 1024:.1f} MB "
-              f"(after drain {rss_end / 1024:.1f} MB); growth {(r1 - r0) / 1024:+.1f} MB "
-              f"= {(r1 - r0) / max(1, total) * 1024:.0f} bytes/record")
+        print(
+            f"RSS: start {r0 / 1024:.1f} MB, middle {rm / 1024:.1f} MB, end {r1 / 1024:.1f} MB "
+            f"(after drain {rss_end / 1024:.1f} MB); growth {(r1 - r0) / 1024:+.1f} MB "
+            f"= {(r1 - r0) / max(1, total) * 1024:.0f} bytes/record"
+        )
     if draining_since is not None:
         print(f"tail CPU while writing: {cpu_writing:.1f} % of one core")
     if drain_done is not None and total in arrivals:
         # precise: when the last written record arrived, relative to the writer's last write
-        print(f"catch-up after writer stopped: last record emitted "
-              f"{(arrivals[total][0] - w.t_end) * 1000:.0f} ms after the last write")
+        print(
+            f"catch-up after writer stopped: last record emitted "
+            f"{(arrivals[total][0] - w.t_end) * 1000:.0f} ms after the last write"
+        )
     else:
         print(f"catch-up after writer stopped: NOT caught up within {args.drain:.0f} s")
-    print(f"records: written {total}, lost {lost}, doubled {doubled}; other tail output: "
-          f"{dict(sorted(rd.other.items()))}" + (f"; unparsable lines {rd.bad}" if rd.bad else ""))
+    print(
+        f"records: written {total}, lost {lost}, doubled {doubled}; other tail output: "
+        f"{dict(sorted(rd.other.items()))}" + (f"; unparsable lines {rd.bad}" if rd.bad else "")
+    )
     return 0
 
 

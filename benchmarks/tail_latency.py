@@ -188,8 +188,9 @@ def run_follower(path: str, args) -> dict:
     return _summary(w.written, arrivals, args.records, {}, 0)
 
 
-def _summary(written: dict[int, float], arrivals: dict[int, list[float]], count: int,
-             other: dict[str, int], rc) -> dict:
+def _summary(
+    written: dict[int, float], arrivals: dict[int, list[float]], count: int, other: dict[str, int], rc
+) -> dict:
     lat = []
     lost = doubled = 0
     for n in range(1, count + 1):
@@ -208,9 +209,11 @@ def _summary(written: dict[int, float], arrivals: dict[int, list[float]], count:
 def _line(name: str, s: dict) -> str:
     lat = s["lat"]
     mean = sum(lat) / len(lat) if lat else float("nan")
-    return (f"{name:<22} n={len(lat):4d}  p50={_pct(lat, 50):7.1f}  p95={_pct(lat, 95):7.1f}  "
-            f"p99={_pct(lat, 99):7.1f}  max={(lat[-1] if lat else float('nan')):7.1f}  mean={mean:7.1f} ms"
-            f"   lost={s['lost']} doubled={s['doubled']}")
+    return (
+        f"{name:<22} n={len(lat):4d}  p50={_pct(lat, 50):7.1f}  p95={_pct(lat, 95):7.1f}  "
+        f"p99={_pct(lat, 99):7.1f}  max={(lat[-1] if lat else float('nan')):7.1f}  mean={mean:7.1f} ms"
+        f"   lost={s['lost']} doubled={s['doubled']}"
+    )
 
 
 def main() -> int:
@@ -223,9 +226,11 @@ def main() -> int:
     ap.add_argument("--no-reference", action="store_true", help="skip the in-process Follower run")
     args = parse_args(ap, "50 records", "records", 50)
 
-    print(f"tail_latency: {args.records} records every {args.pace * 1000:.0f} ms, "
-          f"partial writes={'yes (2-3 pieces, gaps <= %.0f ms)' % args.gap_ms if args.partial else 'no'}, "
-          f"python {sys.version.split()[0]}, {os.cpu_count()} cpus")
+    print(
+        f"tail_latency: {args.records} records every {args.pace * 1000:.0f} ms, "
+        f"partial writes={'yes (2-3 pieces, gaps <= %.0f ms)' % args.gap_ms if args.partial else 'no'}, "
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus"
+    )
     with tempfile.TemporaryDirectory(prefix="grpo-tail-lat-") as d:
         t = run_tail(os.path.join(d, "train.log"), args)
         f = None if args.no_reference else run_follower(os.path.join(d, "ref.log"), args)
@@ -234,8 +239,10 @@ def main() -> int:
         print(_line("Follower (reference)", f))
         fp50, fp95 = _pct(f["lat"], 50), _pct(f["lat"], 95)
         tp50, tp95 = _pct(t["lat"], 50), _pct(t["lat"], 95)
-        print(f"tail overhead vs Follower: p50 +{tp50 - fp50:.1f} ms (x{tp50 / fp50:.2f}), "
-              f"p95 +{tp95 - fp95:.1f} ms (x{tp95 / fp95:.2f})")
+        print(
+            f"tail overhead vs Follower: p50 +{tp50 - fp50:.1f} ms (x{tp50 / fp50:.2f}), "
+            f"p95 +{tp95 - fp95:.1f} ms (x{tp95 / fp95:.2f})"
+        )
     if t["other"]:
         print(f"other tail output: {dict(sorted(t['other'].items()))}")
     if t["unexpected"]:

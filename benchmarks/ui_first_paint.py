@@ -38,9 +38,9 @@ sys.path.insert(0, str(ROOT))
 
 from grpo_tui.judge.signals import SIGNALS  # noqa: E402
 
-LABELS = [s.label[:14] for s in SIGNALS]          # as the rows show them (LABEL_W = 14)
+LABELS = [s.label[:14] for s in SIGNALS]  # as the rows show them (LABEL_W = 14)
 _NUM = re.compile(r"(?<![\w.])-?\d+(\.\d+)?(e[-+]?\d+)?(?![\w])")
-_LOADING = re.compile(r"\bloading \d+ ?%")   # the header while the history loads (app.py: `loading 43%`)
+_LOADING = re.compile(r"\bloading \d+ ?%")  # the header while the history loads (app.py: `loading 43%`)
 
 
 def grpo_tui_cmd() -> list[str]:
@@ -52,24 +52,23 @@ def nine_with_values(screen: str) -> bool:
     lines = screen.splitlines()
     for label in LABELS:
         row = next((ln for ln in lines if ln.startswith(label)), None)
-        if row is None or not _NUM.search(row[len(label):]):
+        if row is None or not _NUM.search(row[len(label) :]):
             return False
     return True
 
 
 def capture(session: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True,
-                          text=True).stdout
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
 
 
-def tmux_run(path: str, w: int, h: int, history: bool = True,
-             timeout: float = 180.0) -> tuple[float | None, float | None, str]:
+def tmux_run(
+    path: str, w: int, h: int, history: bool = True, timeout: float = 180.0
+) -> tuple[float | None, float | None, str]:
     session = f"grpo-paint-{os.getpid()}-{w}x{h}"
     subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     cmd = " ".join(grpo_tui_cmd()) + f" {path}"
     t0 = time.perf_counter()
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(w), "-y", str(h), cmd],
-                   check=True)
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(w), "-y", str(h), cmd], check=True)
     first = hist = None
     screen = ""
     first_screen = ""
@@ -134,6 +133,7 @@ def main() -> int:
     args = ap.parse_args()
     if not os.path.exists(args.file):
         from benchmarks.make_big_log import make
+
         print(f"writing {args.file} ...", flush=True)
         make(args.file, 1 << 30)
     size = os.path.getsize(args.file)
@@ -145,15 +145,17 @@ def main() -> int:
             firsts, hists = [], []
             shown = ""
             for i in range(args.runs):
-                f, hi, shown = tmux_run(args.file, w, h, history=i == 0)   # history time: 1st run
+                f, hi, shown = tmux_run(args.file, w, h, history=i == 0)  # history time: 1st run
                 firsts.append(f if f is not None else float("inf"))
                 if i == 0:
                     hists.append(hi if hi is not None else float("inf"))
             f, hi = statistics.median(firsts), hists[0]
             ok &= f <= 1.0
-            print(f"tmux {w}x{h}: first paint {fmt(f if f != float('inf') else None)} "
-                  f"(runs: {', '.join(f'{x:.2f}' for x in firsts)})   "
-                  f"history loaded {fmt(hi if hi != float('inf') else None)}")
+            print(
+                f"tmux {w}x{h}: first paint {fmt(f if f != float('inf') else None)} "
+                f"(runs: {', '.join(f'{x:.2f}' for x in firsts)})   "
+                f"history loaded {fmt(hi if hi != float('inf') else None)}"
+            )
             if args.show:
                 print(shown)
     else:

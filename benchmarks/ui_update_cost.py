@@ -54,7 +54,7 @@ def _block() -> tuple[list[str], list[list[str]], float]:
     cur: list[str] = []
     last = None
     for _, line in body:
-        m = re.search(r"- perf (\d+): \{'rollout/", line)   # the rollout manager's line opens a rollout
+        m = re.search(r"- perf (\d+): \{'rollout/", line)  # the rollout manager's line opens a rollout
         if m and last is not None and int(m.group(1)) != last:
             groups.append(cur)
             cur = []
@@ -108,7 +108,8 @@ def bench_core(run: Pipeline, new: list[list[str]]) -> list[float]:
 
 async def bench_ui(run: Pipeline, new: list[list[str]], size: tuple[int, int]):
     from grpo_tui.ui.app import GrpoApp
-    feed = run                                         # the same history, the same pipeline
+
+    feed = run  # the same history, the same pipeline
     app = GrpoApp(None, live=False)
     upd: list[float] = []
     paint: list[float] = []
@@ -117,17 +118,17 @@ async def bench_ui(run: Pipeline, new: list[list[str]], size: tuple[int, int]):
         await pilot.pause()
         app.feed = feed
         app.state = "finished"
-        app._on_new_data()                     # non-live: refreshes the view at once
+        app._on_new_data()  # non-live: refreshes the view at once
         await pilot.pause()
         await pilot.pause(0.2)
         for lines in new:
             t = time.perf_counter()
             app.feed.feed(lines)
             tf = time.perf_counter()
-            app._on_new_data()                 # -> refresh_view()
+            app._on_new_data()  # -> refresh_view()
             t1 = time.perf_counter()
             fed.append(tf - t)
-            await pilot.pause()                # the repaint of what changed
+            await pilot.pause()  # the repaint of what changed
             t2 = time.perf_counter()
             upd.append(t1 - t)
             paint.append(t2 - t1)
@@ -149,31 +150,42 @@ def main() -> int:
     w, h = (int(x) for x in args.size.split("x"))
     t0 = time.perf_counter()
     head, groups, span = _block()
-    print(f"simulated a {BLOCK}-rollout block in {time.perf_counter() - t0:.1f} s "
-          f"({sum(map(len, groups)) / len(groups):.1f} lines/rollout)")
+    print(
+        f"simulated a {BLOCK}-rollout block in {time.perf_counter() - t0:.1f} s "
+        f"({sum(map(len, groups)) / len(groups):.1f} lines/rollout)"
+    )
     res = {}
     for n in args.sizes:
         t0 = time.perf_counter()
         batches = history(groups, span, head, n)
         new = [rollout_lines(groups, span, n + i) for i in range(2 * args.new)]
-        chunks = [batches[0]] + [sum(batches[i:i + 2000], []) for i in range(1, len(batches), 2000)]
+        chunks = [batches[0]] + [sum(batches[i : i + 2000], []) for i in range(1, len(batches), 2000)]
         run = build(chunks)
         built = time.perf_counter() - t0
-        core = bench_core(run, new[:args.new])
-        upd, paint, shown, got, fed = asyncio.run(bench_ui(run, new[args.new:], (w, h)))
-        assert got == n + 2 * args.new and len(run.store.segments) == 1, got   # one run, nothing lost
-        res[n] = (ms(core), ms(upd), ms(paint), ms([a + b for a, b in zip(upd, paint)]),
-                  ms(fed), ms([a - b for a, b in zip(upd, fed)]))
-        print(f"{n:>7} rollouts (history built in {built:.1f} s): "
-              f"core feed {res[n][0]:.2f} ms   UI update {res[n][1]:.2f} ms   "
-              f"paint {res[n][2]:.2f} ms   UI total {res[n][3]:.2f} ms")
-        print(f"          UI update = Pipeline.feed {res[n][4]:.2f} ms (core, rollout by rollout) "
-              f"+ _on_new_data/refresh_view {res[n][5]:.2f} ms")
+        core = bench_core(run, new[: args.new])
+        upd, paint, shown, got, fed = asyncio.run(bench_ui(run, new[args.new :], (w, h)))
+        assert got == n + 2 * args.new and len(run.store.segments) == 1, got  # one run, nothing lost
+        res[n] = (
+            ms(core),
+            ms(upd),
+            ms(paint),
+            ms([a + b for a, b in zip(upd, paint)]),
+            ms(fed),
+            ms([a - b for a, b in zip(upd, fed)]),
+        )
+        print(
+            f"{n:>7} rollouts (history built in {built:.1f} s): "
+            f"core feed {res[n][0]:.2f} ms   UI update {res[n][1]:.2f} ms   "
+            f"paint {res[n][2]:.2f} ms   UI total {res[n][3]:.2f} ms"
+        )
+        print(
+            f"          UI update = Pipeline.feed {res[n][4]:.2f} ms (core, rollout by rollout) "
+            f"+ _on_new_data/refresh_view {res[n][5]:.2f} ms"
+        )
         print(f"          row 0 at the end: {shown!r}")
     if len(args.sizes) >= 2:
         a, b = args.sizes[0], args.sizes[-1]
-        names = ("core feed", "UI update", "paint", "UI total", "  of which Pipeline.feed",
-                 "  of which refresh_view")
+        names = ("core feed", "UI update", "paint", "UI total", "  of which Pipeline.feed", "  of which refresh_view")
         print(f"ratio {b} / {a} rollouts (median per new rollout; bar: UI <= 2):")
         for i, name in enumerate(names):
             print(f"  {name:<26} {res[b][i] / res[a][i]:.2f}")

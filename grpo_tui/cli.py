@@ -53,7 +53,7 @@ def _age(value: str) -> float:
     2 minutes a line counts as live, so a run can still be live, quiet and stalled before it ends."""
     text = value.strip().lower()
     num = text.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = text[len(num):]
+    unit = text[len(num) :]
     try:
         seconds = float(num) * _AGE_UNITS[unit]
     except (ValueError, KeyError):
@@ -64,14 +64,19 @@ def _age(value: str) -> float:
 
 
 def _add_horizon(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ended-after", metavar="AGE", type=_age,
-                   help="a log silent this long with no finish line is a run that ended, judged as at its "
-                        "last line, not stalled (default 24h; e.g. 90m, 12h, 3d)")
+    p.add_argument(
+        "--ended-after",
+        metavar="AGE",
+        type=_age,
+        help="a log silent this long with no finish line is a run that ended, judged as at its "
+        "last line, not stalled (default 24h; e.g. 90m, 12h, 3d)",
+    )
 
 
 def _add_force(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--force", action="store_true",
-                   help="allow -o FILE in an input log's folder (never onto the log itself)")
+    p.add_argument(
+        "--force", action="store_true", help="allow -o FILE in an input log's folder (never onto the log itself)"
+    )
 
 
 def _file_or_stdout(value: str) -> str | None:
@@ -80,13 +85,20 @@ def _file_or_stdout(value: str) -> str | None:
 
 
 def _add_baseline(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--baseline", nargs="+", metavar="SEED",
-                   help="judge against the envelope of 2-3 seed runs of the same setup (what calibrate writes)")
+    p.add_argument(
+        "--baseline",
+        nargs="+",
+        metavar="SEED",
+        help="judge against the envelope of 2-3 seed runs of the same setup (what calibrate writes)",
+    )
 
 
 def _check_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="grpo-tui check", description="Verdict on a log: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. "
-                "Several logs or a folder: one line per run, exit = the worst status.")
+    p = _Parser(
+        prog="grpo-tui check",
+        description="Verdict on a log: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. "
+        "Several logs or a folder: one line per run, exit = the worst status.",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="log file(s) or folder(s) (their *.log)")
     p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
     _add_ranges(p)
@@ -97,8 +109,11 @@ def _check_parser() -> argparse.ArgumentParser:
 
 
 def _export_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="grpo-tui export", description="Every metric per rollout (or per train step) as CSV or JSON. "
-                "Several logs or a folder: one table, a `run` column first.")
+    p = _Parser(
+        prog="grpo-tui export",
+        description="Every metric per rollout (or per train step) as CSV or JSON. "
+        "Several logs or a folder: one table, a `run` column first.",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
@@ -137,8 +152,12 @@ def _tail_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="grpo-tui tail", description="Follow a log headless: one JSON object per line on stdout.")
     p.add_argument("path", help="log file, or - for stdin")
     p.add_argument("--new-only", action="store_true", help="print only what arrives after start")
-    p.add_argument("--replay", type=float, metavar="SPEED",
-                   help="replay a finished log by its own timestamps at SPEED x (0 = max), then summarise")
+    p.add_argument(
+        "--replay",
+        type=float,
+        metavar="SPEED",
+        help="replay a finished log by its own timestamps at SPEED x (0 = max), then summarise",
+    )
     _add_ranges(p)
     _add_horizon(p)
     _add_notify(p, bell=False)
@@ -148,7 +167,9 @@ def _tail_parser() -> argparse.ArgumentParser:
 def _serve_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="grpo-tui serve", description="The dashboard in a browser (extra `web`): one per tab.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="log file or folder (newest *.log)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: reach it by SSH port-forward)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: reach it by SSH port-forward)"
+    )
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any free port)")
     p.add_argument("--token", help="secret the URL must carry (random by default when --host is not local)")
     p.add_argument("--max-sessions", type=int, default=4, metavar="N", help="browser tabs at once (default 4)")
@@ -159,10 +180,18 @@ def _serve_parser() -> argparse.ArgumentParser:
 
 
 def _dashboard_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="grpo-tui", description="GRPO run health dashboard. Commands: " + ", ".join(SUBCOMMANDS)
-                + ". No PATH: a demo on a simulated live run.")
-    p.add_argument("paths", nargs="*", metavar="PATH",
-                   help="log file (its dashboard), or folder(s) / several files (the runs overview)")
+    p = _Parser(
+        prog="grpo-tui",
+        description="GRPO run health dashboard. Commands: "
+        + ", ".join(SUBCOMMANDS)
+        + ". No PATH: a demo on a simulated live run.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="log file (its dashboard), or folder(s) / several files (the runs overview)",
+    )
     p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
     p.add_argument("--replay", type=float, metavar="SPEED", help="play a finished log at SPEED x (0 = max)")
     p.add_argument("--theme", metavar="NAME")
@@ -173,9 +202,15 @@ def _dashboard_parser() -> argparse.ArgumentParser:
     return p
 
 
-_PARSERS = {"check": _check_parser, "export": _export_parser, "calibrate": _calibrate_parser,
-            "simulate": _simulate_parser, "tail": _tail_parser, "serve": _serve_parser,
-            "dashboard": _dashboard_parser}
+_PARSERS = {
+    "check": _check_parser,
+    "export": _export_parser,
+    "calibrate": _calibrate_parser,
+    "simulate": _simulate_parser,
+    "tail": _tail_parser,
+    "serve": _serve_parser,
+    "dashboard": _dashboard_parser,
+}
 
 
 def build_parser(cmd: str) -> argparse.ArgumentParser:
@@ -186,6 +221,7 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
 def _version() -> str:
     try:
         from importlib.metadata import version
+
         return version("grpo-tui")
     except Exception:
         return "0.1.0"
@@ -198,6 +234,7 @@ def known_themes() -> list[str]:
     """Theme names --theme takes: the aliases, grpo-* names, and any themes/*.toml palette."""
     import tomllib
     from pathlib import Path
+
     names = list(THEME_ALIASES) + [f"grpo-{a}" for a in ("dark", "light", "high-contrast", "ascii")]
     folder = Path(__file__).resolve().parents[1] / "themes"
     for f in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
@@ -213,9 +250,12 @@ def _wrong_words(cmd: str, args) -> str | None:
     """A misspelt command (`grpo-tui chek x.log`) or an unknown theme: an error, not a
     dashboard waiting for a file named `chek` or a toast."""
     import difflib
+
     theme = getattr(args, "theme", None)
     if theme is not None and theme not in known_themes():
-        return f"unknown theme {theme!r} (themes: {', '.join(THEME_ALIASES[:2] + THEME_ALIASES[2:3] + THEME_ALIASES[4:])})"
+        return (
+            f"unknown theme {theme!r} (themes: {', '.join(THEME_ALIASES[:2] + THEME_ALIASES[2:3] + THEME_ALIASES[4:])})"
+        )
     if cmd != "dashboard":
         return None
     for p in getattr(args, "paths", None) or []:
@@ -223,17 +263,21 @@ def _wrong_words(cmd: str, args) -> str | None:
             continue
         near = difflib.get_close_matches(p, SUBCOMMANDS, 1, 0.5)
         hint = f"; did you mean `grpo-tui {near[0]}`?" if near else ""
-        return (f"{p!r} is not a command nor an existing file (commands: {', '.join(SUBCOMMANDS)}){hint} "
-                f"To wait for a log that does not exist yet, give its path, e.g. ./{p}")
+        return (
+            f"{p!r} is not a command nor an existing file (commands: {', '.join(SUBCOMMANDS)}){hint} "
+            f"To wait for a log that does not exist yet, give its path, e.g. ./{p}"
+        )
     return None
 
 
 def _add_notify(p: argparse.ArgumentParser, bell: bool) -> None:
-    p.add_argument("--on-critical", metavar="CMD",
-                   help="run CMD for each new critical alert, the alert as JSON on its stdin")
+    p.add_argument(
+        "--on-critical", metavar="CMD", help="run CMD for each new critical alert, the alert as JSON on its stdin"
+    )
     if bell:
-        p.add_argument("--no-notify", action="store_true",
-                       help="no terminal bell / desktop notification on a new critical alert")
+        p.add_argument(
+            "--no-notify", action="store_true", help="no terminal bell / desktop notification on a new critical alert"
+        )
 
 
 def _command(argv: list[str]) -> tuple[list[str], bool, str]:
@@ -273,7 +317,7 @@ def one_shot(cmd: str) -> None:
         _ONE_SHOT = True
 
 
-_ONE_SHOT = False   # one_shot ran: the process leaves by leave() (os._exit) once the command is done
+_ONE_SHOT = False  # one_shot ran: the process leaves by leave() (os._exit) once the command is done
 _SPARED: list = []
 
 
@@ -304,7 +348,7 @@ def leave(code: int, cmd: str) -> NoReturn:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except (OSError, ValueError, AttributeError):   # main() has said so already
+            except (OSError, ValueError, AttributeError):  # main() has said so already
                 pass
         os._exit(code)
     sys.exit(code)
@@ -339,8 +383,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             code = _run(cmd, args)
         finally:
-            if ahead:       # a read ahead the command never took (bad --ranges, -o refused...)
+            if ahead:  # a read ahead the command never took (bad --ranges, -o refused...)
                 from .lines import prefetch
+
                 prefetch.cancel()
         sys.stdout.flush()  # a full disk or a closed pipe must fail here, inside the guard
         return code
@@ -394,6 +439,7 @@ def _say(line: str) -> None:
 def _internal(prog: str, exc: BaseException, debug: bool, code: int) -> int:
     if debug:
         import traceback  # (only here: every command's start would pay for it)
+
         traceback.print_exception(exc)
     msg = " ".join(str(exc).split())[:300]
     _say(f"{prog}: internal error: {type(exc).__name__}: {msg} (run with --debug for the traceback)")
@@ -407,19 +453,21 @@ def _read_ahead(cmd: str, args: argparse.Namespace) -> bool:
     if cmd in ("check", "export") and paths and len(paths) == 1 and not os.path.isdir(paths[0]):
         from .lines import prefetch
         from .lines.files import BULK_CHUNK
-        return bool(prefetch.start(paths[0], BULK_CHUNK, untimed=cmd == "export"))   # (as export_cmd reads it)
+
+        return bool(prefetch.start(paths[0], BULK_CHUNK, untimed=cmd == "export"))  # (as export_cmd reads it)
     return False
 
 
 def _run(cmd: str, args: argparse.Namespace) -> int:
     if getattr(args, "ended_after", None) is not None:
         from . import pipeline
+
         before = pipeline.ENDED_AFTER
         pipeline.set_ended_after(args.ended_after)
         try:
             return _run_command(cmd, args)
         finally:
-            pipeline.set_ended_after(before)     # (main() called again in one process: tests)
+            pipeline.set_ended_after(before)  # (main() called again in one process: tests)
     return _run_command(cmd, args)
 
 

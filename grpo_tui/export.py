@@ -92,7 +92,7 @@ def _plain(row: dict[str, Any]) -> bool:
     for v in row.values():
         t = type(v)
         if t is float:
-            if v - v != 0:          # nan or inf
+            if v - v != 0:  # nan or inf
                 return False
         elif t is not int and t is not str and t is not bool and v is not None:
             return False
@@ -115,7 +115,7 @@ def _json_value(value: Any) -> tuple[Any, float | None]:
         return value, None
     first: float | None = None
     top = [value]
-    todo: list[tuple[Any, Any]] = [(top, 0)]      # (container, index or key) still to convert
+    todo: list[tuple[Any, Any]] = [(top, 0)]  # (container, index or key) still to convert
     while todo:
         box, i = todo.pop()
         v = box[i]
@@ -134,6 +134,7 @@ def _json_value(value: Any) -> tuple[Any, float | None]:
 
 def write_json(data: list[dict[str, Any]], fh: TextIO) -> None:
     import json  # (here: a CSV export, the usual one, spares its import, ~2 ms of its start)
+
     # one dumps, not dump: dump streams through the pure-Python chunk loop (2x slower)
     fh.write(json.dumps([_jsonable(r) for r in data], allow_nan=False))
     fh.write("\n")
@@ -201,7 +202,7 @@ def write_rollout_csv(store: MetricStore, fh: TextIO) -> None:
     for table in tables:
         for j, (name, cells) in enumerate(table.cells.items()):
             if name not in first:
-                if type(cells) is tuple:     # (its first number: NaN != NaN)
+                if type(cells) is tuple:  # (its first number: NaN != NaN)
                     i = next((i for i, x in enumerate(cells[0]) if x == x), None)
                 else:
                     i = next((i for i, v in enumerate(cells) if v is not None), None)
@@ -228,7 +229,7 @@ def write_rollout_csv(store: MetricStore, fh: TextIO) -> None:
             _write_rows(fh, w, lead_cols, cells, tried=True)
 
 
-_CSV_ROWS = 2048    # rows formatted at a time: the text of a whole big export is never held twice
+_CSV_ROWS = 2048  # rows formatted at a time: the text of a whole big export is never held twice
 
 
 def _slice(col, lo: int, hi: int):
@@ -238,7 +239,7 @@ def _slice(col, lo: int, hi: int):
 def _id_column(ids: list[int]):
     """Rollout ids (or segment numbers) as a number column for csv_rows, ("i": written as ints),
     when float64 holds each exactly (ints below 2**53); else the list."""
-    if not all(type(i) is int and -2 ** 53 < i < 2 ** 53 for i in ids):
+    if not all(type(i) is int and -(2**53) < i < 2**53 for i in ids):
         return ids
     return (array("d", ids), "i")
 
@@ -263,7 +264,7 @@ def _formatted(jobs: list):
         for k in range(1, len(jobs), 2):
             try:
                 out = (text(k), None)
-            except BaseException as exc:    # (raised in the caller's thread)
+            except BaseException as exc:  # (raised in the caller's thread)
                 out = (None, exc)
             with ready:
                 got[k] = out
@@ -307,11 +308,11 @@ def _float_tables() -> tuple[bytes, bytes]:
     def pairs(values) -> bytes:
         return b"".join(struct.pack("<QQ", v & low, v >> 64) for v in values)
 
-    def top_bits(v: int) -> int:       # v's top 125 bits (v shifted up when it has fewer)
+    def top_bits(v: int) -> int:  # v's top 125 bits (v shifted up when it has fewer)
         shift = v.bit_length() - _RYU_BITS
         return v >> shift if shift >= 0 else v << -shift
 
-    powers = [5 ** i for i in range(342)]
+    powers = [5**i for i in range(342)]
     inv = pairs((1 << p.bit_length() - 1 + _RYU_BITS) // p + 1 for p in powers)
     pos = pairs(top_bits(p) for p in powers[:326])
     return inv, pos
@@ -331,7 +332,7 @@ def _write_rows(fh: TextIO, w, lead_cols: list, cells: list, tried: bool = False
         if text is not None:
             fh.write(text)
             return
-    cells = [number_cells(c) if type(c) is tuple else c for c in cells]   # (the Python writers' lists)
+    cells = [number_cells(c) if type(c) is tuple else c for c in cells]  # (the Python writers' lists)
     blank = [""] * n
     plain = [_plain_column(c) for c in lead_cols + [c for c in cells if c is not None]]
     if n and None not in plain:

@@ -20,5 +20,6 @@ class LazyNumpy:
 
     def __getattr__(self, name: str) -> Any:
         import numpy
-        self._into["np"] = numpy        # later reads of the module's np are numpy itself
+
+        self._into["np"] = numpy  # later reads of the module's np are numpy itself
         return getattr(numpy, name)

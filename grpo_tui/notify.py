@@ -43,8 +43,13 @@ class Hook:
         if not self.argv:
             return
         try:
-            child = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
+            child = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             assert child.stdin is not None
             child.stdin.write(json.dumps(payload, default=str).encode() + b"\n")
             child.stdin.close()
@@ -55,5 +60,4 @@ class Hook:
 
 def new_criticals(changes) -> list:
     """Alerts that just became critical (raised critical, or escalated to critical)."""
-    return [ch.alert for ch in changes
-            if ch.kind in ("raised", "escalated") and ch.alert.severity == "critical"]
+    return [ch.alert for ch in changes if ch.kind in ("raised", "escalated") and ch.alert.severity == "critical"]

@@ -82,8 +82,10 @@ def check_output_path(output: str, inputs: Iterable[str], force: bool = False) -
     for src in [] if force else inputs:
         dirs = {os.path.dirname(os.path.realpath(src)), os.path.realpath(os.path.dirname(os.path.abspath(src)))}
         if out_dir in dirs or any(_same_file(out_dir, d) for d in dirs):
-            raise InputError(f"{output}: is in the folder of the input log {src}; grpo-tui never writes "
-                             f"there (use another folder, or --force)")
+            raise InputError(
+                f"{output}: is in the folder of the input log {src}; grpo-tui never writes "
+                f"there (use another folder, or --force)"
+            )
 
 
 @contextmanager
@@ -113,7 +115,9 @@ def atomic_open(path: str, *, encoding: str = "utf-8", newline: str | None = "")
             raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
         return
     folder, base = os.path.split(real)
-    tmp = os.path.join(folder, f".{base}.{os.urandom(4).hex()}.tmp")   # (secrets.token_hex's bytes: no import of hashlib)
+    tmp = os.path.join(
+        folder, f".{base}.{os.urandom(4).hex()}.tmp"
+    )  # (secrets.token_hex's bytes: no import of hashlib)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     except OSError as exc:

@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from .judge.engine import AlertChange, HealthEngine, Report
     from .judge.ranges import RangeSet
 
-TREND_JUDGED = 8           # rollouts the rules must have judged before a range-less run can be OK
-LIVE_WINDOW = 120.0        # s: a line this recent means the run is live
+TREND_JUDGED = 8  # rollouts the rules must have judged before a range-less run can be OK
+LIVE_WINDOW = 120.0  # s: a line this recent means the run is live
 # s: a log silent this long without a finish line is a run that ended, judged as at its last line
 # (a hang inside this horizon is `stalled`; past it the run is over, whatever ended it)
 ENDED_AFTER = 24 * 3600.0
@@ -55,10 +55,12 @@ def set_ended_after(seconds: float) -> None:
     """The horizon of every Pipeline made after this in the process (`--ended-after`)."""
     global ENDED_AFTER
     ENDED_AFTER = float(seconds)
-FINAL_PASS_AFTER = 60.0    # s of silence before a growing log's last rollout is judged as `check` does
+
+
+FINAL_PASS_AFTER = 60.0  # s of silence before a growing log's last rollout is judged as `check` does
 FINISH_EVENTS = ("job_succeeded", "job_failed", "job_stopped", "train_done")
 FATAL_EVENTS = ("traceback", "oom", "nccl_timeout", "fatal", "ft_fail", "job_failed")
-_RUN_ENDS = frozenset(FINISH_EVENTS + FATAL_EVENTS)     # _store's test of every event, one lookup
+_RUN_ENDS = frozenset(FINISH_EVENTS + FATAL_EVENTS)  # _store's test of every event, one lookup
 _KIND = attrgetter("kind")
 
 
@@ -86,10 +88,10 @@ class RunState:
     ended: silent past the horizon (Pipeline.ended_after) with no finish line; `note` says so."""
 
     name: str
-    line_age: float | None = None      # since the newest line was written
-    data_age: float | None = None      # since the newest metric record
-    finished_by: str | None = None     # the line that ended the run
-    note: str | None = None            # ended: "ends at rollout N without a finish line, ..."
+    line_age: float | None = None  # since the newest line was written
+    data_age: float | None = None  # since the newest metric record
+    finished_by: str | None = None  # the line that ended the run
+    note: str | None = None  # ended: "ends at rollout N without a finish line, ..."
 
     @property
     def label(self) -> str:
@@ -100,8 +102,13 @@ class RunState:
         return self.name
 
     def to_json(self) -> dict[str, Any]:
-        return {"state": self.name, "line_age_s": _round(self.line_age), "data_age_s": _round(self.data_age),
-                "finished_by": self.finished_by, "note": self.note}
+        return {
+            "state": self.name,
+            "line_age_s": _round(self.line_age),
+            "data_age_s": _round(self.data_age),
+            "finished_by": self.finished_by,
+            "note": self.note,
+        }
 
 
 def fmt_age(seconds: float) -> str:
@@ -123,25 +130,31 @@ def _round(x: float | None) -> float | None:
 class Pipeline:
     """Owns one LineParser, MetricStore and HealthEngine, and the run's clocks."""
 
-    def __init__(self, ranges: RangeSet | None = None, *, clock: Callable[[], float] = time.time,
-                 ranges_label: str | None = None, judging: bool = True,
-                 ended_after: float | None = None) -> None:
+    def __init__(
+        self,
+        ranges: RangeSet | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        ranges_label: str | None = None,
+        judging: bool = True,
+        ended_after: float | None = None,
+    ) -> None:
         self.parser = LineParser()
         self.store = MetricStore()
         self._ranges = ranges
         self._engine = _judge().HealthEngine(self.store, ranges) if judging else None
         self.ranges_label = ranges_label or ("defaults" if ranges is None else "file")
         self.clock = clock
-        self.changes = 0                        # alert raises/clears so far (views cache on it)
+        self.changes = 0  # alert raises/clears so far (views cache on it)
         self.lines_seen = 0
-        self.fed = False                        # any line at all arrived
-        self.finished_by: str | None = None     # Job '...' succeeded / a fatal error
-        self._fatal: str | None = None          # a crash after the newest metric record
-        self._line_wall: float | None = None    # when the newest line was written
-        self._line_ts: float | None = None      # ... and its log time (the parser's newest)
+        self.fed = False  # any line at all arrived
+        self.finished_by: str | None = None  # Job '...' succeeded / a fatal error
+        self._fatal: str | None = None  # a crash after the newest metric record
+        self._line_wall: float | None = None  # when the newest line was written
+        self._line_ts: float | None = None  # ... and its log time (the parser's newest)
         self._seen_steps: set[tuple[int, str, int]] = set()
         self._final_done = False
-        self.judging = judging                  # False: store only (export reads no verdict)
+        self.judging = judging  # False: store only (export reads no verdict)
         self.ended_after = ENDED_AFTER if ended_after is None else ended_after
 
     @property
@@ -152,8 +165,9 @@ class Pipeline:
         return self._engine
 
     # ------------------------------------------------------------------ feeding
-    def feed(self, lines: list[str] | bytes | memoryview, written_at: float | None = None,
-             scanned: tuple | None = None) -> Update:
+    def feed(
+        self, lines: list[str] | bytes | memoryview, written_at: float | None = None, scanned: tuple | None = None
+    ) -> Update:
         """Parse a batch of complete lines written at `written_at` (default: now): a list of
         lines, or a block of bytes from files.iter_byte_blocks or iter_block_views (the lines
         joined by b"\\n"; a view is read before this returns, see LineParser.feed_block), with
@@ -244,8 +258,7 @@ class Pipeline:
             return up
         # a whole-file read (its records packed) whose engine records a tape, or does not judge:
         # each round in C (_scan.c: file_chunk), the same steps as _store's
-        fast = (_FILE_CHUNKS is not None and self.parser.packed
-                and (not self.judging or self.engine.deferred))
+        fast = _FILE_CHUNKS is not None and self.parser.packed and (not self.judging or self.engine.deferred)
         if fast and not self.judging and not _ends_run(items):
             # Nothing judged (export): the whole batch is one round.  Why: the store files items
             # in order whatever the rounds, and a round's books (the steps seen, the run not
@@ -274,22 +287,34 @@ class Pipeline:
         engine_d, shape = (self.engine.__dict__, _judge()._shape) if self.judging else ({}, None)
         r = 0
         while r < len(bounds):
-            got = _FILE_CHUNKS(items, bounds, r, self.__dict__, self.store.events, self.store.current,
-                               engine_d, _RM_KEYS, self._seen_steps, shape, self.judging, up)
+            got = _FILE_CHUNKS(
+                items,
+                bounds,
+                r,
+                self.__dict__,
+                self.store.events,
+                self.store.current,
+                engine_d,
+                _RM_KEYS,
+                self._seen_steps,
+                shape,
+                self.judging,
+                up,
+            )
             if got is None:
                 return
             r, st, k = got
-            if k < 0:                   # filed and booked: the engine's update is Python's
+            if k < 0:  # filed and booked: the engine's update is Python's
                 self._judge_round(st, up)
             else:
-                self._store(items[k:bounds[r]], up, st)
+                self._store(items[k : bounds[r]], up, st)
             r += 1
 
     def _store(self, items: list, up: Update, st: StoreUpdate | None = None) -> None:
         st = self.store.add(items, st)
         seg = self.store.current.index
         seen, records = self._seen_steps, up.records
-        packed = self.parser.packed     # a whole-file read: its records go to the store only
+        packed = self.parser.packed  # a whole-file read: its records go to the store only
         for rec in st.records:
             if rec.kind == "step":
                 key = (seg, rec.role, rec.n)
@@ -392,10 +417,14 @@ class Pipeline:
         if not self.judging:
             return []
         st = self.state(now)
-        return self.engine.judge_time(data_age=st.data_age, run_age=self.run_age(now),
-                                      finished=st.name == "finished", ended=st.name == "ended",
-                                      log_quiet=self._log_lag(self.store.current.last_record_ts),
-                                      last_line_time=self._line_ts)
+        return self.engine.judge_time(
+            data_age=st.data_age,
+            run_age=self.run_age(now),
+            finished=st.name == "finished",
+            ended=st.name == "ended",
+            log_quiet=self._log_lag(self.store.current.last_record_ts),
+            last_line_time=self._line_ts,
+        )
 
     # ------------------------------------------------------------------ reading
     def report(self, now: float | None = None) -> RunReport:
@@ -413,13 +442,14 @@ class Pipeline:
         judged = [s.status for s in sigs.values() if s.status in SEVERITY_ORDER and s.status != "unknown"]
         worst = [a.severity for a in alerts] + judged
         if not worst and eng.rollouts_judged() >= TREND_JUDGED:
-            worst = ["ok"]      # no range fits, but the trend and event rules had a window to judge
+            worst = ["ok"]  # no range fits, but the trend and event rules had a window to judge
         status = max(worst, key=lambda s: SEVERITY_ORDER[s]) if worst else "unknown"
         last = None
         if seg.ids:
             last = int(seg.ids[-1]) if seg.ordered else int(max(seg.ids))
-        rep = judge.Report(status, len(seg.ids), last, seg.steps_per_rollout, sigs, alerts,
-                     segments=len(self.store.segments))
+        rep = judge.Report(
+            status, len(seg.ids), last, seg.steps_per_rollout, sigs, alerts, segments=len(self.store.segments)
+        )
         label, note = self.ranges_in_use()
         return RunReport(rep, self.state(now), label, note)
 
@@ -434,6 +464,7 @@ class Pipeline:
         if not rs.use_defaults:
             return "none", f"a {seg.framework} run: the manual's ranges are Miles/slime's"
         from .judge.rules import defaults_fit_memo
+
         fit, why = defaults_fit_memo(seg, rs)
         return ("defaults", None) if fit else ("none", why)
 
@@ -445,7 +476,7 @@ class RunReport:
     report: Report
     run_state: RunState
     ranges: str
-    ranges_note: str | None = None      # why no range judges the run (ranges == "none")
+    ranges_note: str | None = None  # why no range judges the run (ranges == "none")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.report, name)
@@ -459,9 +490,16 @@ class RunReport:
         return obj
 
 
-def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str | None = None,
-               now: float | None = None, judging: bool = True, bulk: bool = True,
-               rows_only: bool = False) -> Pipeline:
+def judge_path(
+    path: str,
+    ranges: RangeSet | None = None,
+    *,
+    ranges_label: str | None = None,
+    now: float | None = None,
+    judging: bool = True,
+    bulk: bool = True,
+    rows_only: bool = False,
+) -> Pipeline:
     """A whole file (or '-') through the pipeline, judged at `now` like a live run would be
     (`judging=False`: the store only, for export; `rows_only` as well: only what export's rows
     hold is kept - no noise line's time, no event but those the rows depend on: LineParser's
@@ -473,7 +511,7 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
     if path == "-" and bulk and judging:
         return _judge_stdin(ranges, ranges_label, now)
     pipe = Pipeline(ranges, ranges_label=ranges_label, judging=judging)
-    lean = rows_only and not judging                # (judging reads times and events)
+    lean = rows_only and not judging  # (judging reads times and events)
     pipe.parser.noise_times = not lean
     pipe.parser.store_events_only = lean
     if bulk and path != "-":
@@ -485,8 +523,9 @@ def judge_path(path: str, ranges: RangeSet | None = None, *, ranges_label: str |
                 pipe.feed(block, written_at=written if written is not None else pipe.clock(), scanned=scanned)
             pipe.finish(now)
     except BulkMismatch:
-        return judge_path(path, ranges, ranges_label=ranges_label, now=now, judging=judging, bulk=False,
-                          rows_only=rows_only)
+        return judge_path(
+            path, ranges, ranges_label=ranges_label, now=now, judging=judging, bulk=False, rows_only=rows_only
+        )
     return pipe
 
 
@@ -499,12 +538,13 @@ def _judge_stdin(ranges: RangeSet | None, ranges_label: str | None, now: float |
     and the rest of the input after them.  A spool that can't be made or written (a full disk)
     ends the bulk part where it failed: what was read is judged then (settle; from the spool if
     that could differ) and the rest rollout by rollout, as before."""
+
     def fresh() -> Pipeline:
         pipe = Pipeline(ranges, ranges_label=ranges_label)
-        pipe.parser.packed = PACK_RECORDS       # (as _packed: nobody reads the feeds' Updates)
+        pipe.parser.packed = PACK_RECORDS  # (as _packed: nobody reads the feeds' Updates)
         return pipe
 
-    def again() -> Pipeline:                    # the blocks kept so far, rollout by rollout
+    def again() -> Pipeline:  # the blocks kept so far, rollout by rollout
         pipe = fresh()
         spool.seek(0)
         for size, at in kept:
@@ -512,7 +552,7 @@ def _judge_stdin(ranges: RangeSet | None, ranges_label: str | None, now: float |
         return pipe
 
     pipe = fresh().defer()
-    spool, kept = _open_spool(), []             # kept: (size, arrival time) of each block spooled
+    spool, kept = _open_spool(), []  # kept: (size, arrival time) of each block spooled
     if spool is None:
         pipe.settle()
     try:
@@ -523,7 +563,7 @@ def _judge_stdin(ranges: RangeSet | None, ranges_label: str | None, now: float |
                     at = pipe.clock()
                     if pipe.engine.deferred and not _spool_block(spool, kept, block, at):
                         try:
-                            pipe.settle()       # the spool is full: judge what was read
+                            pipe.settle()  # the spool is full: judge what was read
                         except BulkMismatch:
                             pipe = again()
                     pipe.feed(block, written_at=at, scanned=scanned)
@@ -543,6 +583,7 @@ def _judge_stdin(ranges: RangeSet | None, ranges_label: str | None, now: float |
 def _open_spool():
     """An unnamed temporary file for _judge_stdin's blocks, or None when none can be made."""
     import tempfile  # (only for `-`: every other command's start would pay for it)
+
     try:
         return tempfile.TemporaryFile(prefix="grpo-tui-stdin-")
     except OSError:
@@ -582,12 +623,18 @@ def _packed(pipe: Pipeline) -> Iterator[None]:
         parser.packed = False
 
 
-PACK_RECORDS = True     # tests turn it off to compare (tests/test_packed.py)
+PACK_RECORDS = True  # tests turn it off to compare (tests/test_packed.py)
 
 
-def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
-              progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None,
-              chunk: int = CHUNK) -> bool:
+def feed_file(
+    pipe: Pipeline,
+    path: str,
+    start: int = 0,
+    end: int | None = None,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    chunk: int = CHUNK,
+) -> bool:
     """Feed the complete lines of bytes [start, end) of a file, stamped with its mtime.
 
     Returns False if `cancelled()` said stop (the dashboard quitting or the file restarting):
@@ -596,8 +643,11 @@ def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
     written = _mtime(path)
     done = 0
     span = max(1, (end if end is not None else max(1, _size(path))) - start)
-    blocks = (_file_blocks(pipe, path, chunk, end) if start == 0
-              else ((b, None) for b in iter_byte_blocks(path, chunk, start, end)))
+    blocks = (
+        _file_blocks(pipe, path, chunk, end)
+        if start == 0
+        else ((b, None) for b in iter_byte_blocks(path, chunk, start, end))
+    )
     with _bulk_allocations(), _packed(pipe):
         for block, scanned in blocks:
             if cancelled is not None and cancelled():
@@ -609,7 +659,7 @@ def feed_file(pipe: Pipeline, path: str, start: int = 0, end: int | None = None,
     return True
 
 
-_GC_BULK_GEN0 = 50_000      # objects between young collections while a file is read whole
+_GC_BULK_GEN0 = 50_000  # objects between young collections while a file is read whole
 
 # Fewer young-generation collections while a whole file is read.  Why: a big log makes
 # millions of objects that live on (records, events, step rows) and next to no cycles; at the
@@ -617,8 +667,11 @@ _GC_BULK_GEN0 = 50_000      # objects between young collections while a file is 
 # everything), 1.9 % of all its instructions (callgrind), and 4 times with this.  Collection
 # turned off by the program (threshold 0) is left off.
 _bulk_allocations = SharedOverride(
-    gc.get_threshold, lambda t: gc.set_threshold(*t),
-    lambda saved: (max(_GC_BULK_GEN0, saved[0]), *saved[1:]) if saved[0] else None)
+    gc.get_threshold,
+    lambda t: gc.set_threshold(*t),
+    lambda saved: (max(_GC_BULK_GEN0, saved[0]), *saved[1:]) if saved[0] else None,
+)
+
 
 def _file_blocks(pipe: Pipeline, path: str, chunk: int = CHUNK, end: int | None = None) -> Iterator[tuple]:
     """(block, scanned) for the lines of bytes [0, end) of a file, read into reused buffers (no
@@ -626,10 +679,14 @@ def _file_blocks(pipe: Pipeline, path: str, chunk: int = CHUNK, end: int | None 
     next one is read and C-scanned by a reader thread while this one is parsed."""
     scan = pipe.parser.block_scan
     if scan is not None:
-        ahead = prefetch.claim(path, scan, chunk, end)      # read since the CLI started (check, export)
-        return ahead if ahead is not None else iter_scanned_blocks(
-            path, scan, chunk, end=end, read_scan=pipe.parser.block_read_scan,
-            untimed=not pipe.parser.noise_times)
+        ahead = prefetch.claim(path, scan, chunk, end)  # read since the CLI started (check, export)
+        return (
+            ahead
+            if ahead is not None
+            else iter_scanned_blocks(
+                path, scan, chunk, end=end, read_scan=pipe.parser.block_read_scan, untimed=not pipe.parser.noise_times
+            )
+        )
     return ((b, None) for b in iter_block_views(path, chunk, end=end))
 
 
@@ -637,6 +694,7 @@ def _judge():
     """The health engine's module, imported when a pipeline first judges.  Why: with it come the
     rules, the signals and numpy, which a read that is not judged (export) does without."""
     from .judge import engine
+
     return engine
 
 
@@ -646,7 +704,7 @@ def _ends_run(items: list) -> bool:
     C (a Python loop over a big log's 59,000 items took ~5 ms)."""
     try:
         return not _RUN_ENDS.isdisjoint(map(_KIND, items))
-    except AttributeError:      # (an item of another class: the rounds as they come)
+    except AttributeError:  # (an item of another class: the rounds as they come)
         return True
 
 
@@ -688,5 +746,14 @@ def _size(path: str) -> int:
         return 0
 
 
-__all__ = ["Pipeline", "Update", "RunState", "RunReport", "judge_path", "feed_file", "InputError",
-           "fmt_age", "BulkMismatch"]
+__all__ = [
+    "Pipeline",
+    "Update",
+    "RunState",
+    "RunReport",
+    "judge_path",
+    "feed_file",
+    "InputError",
+    "fmt_age",
+    "BulkMismatch",
+]

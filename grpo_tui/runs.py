@@ -27,8 +27,8 @@ EXIT = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
 # outranks OK (so the exit code of `check A B` is 2 if any run is CRITICAL, 3 if one could
 # not be read and none is WARNING or worse).
 RANK = {"critical": 3, "warning": 2, "unknown": 1, "ok": 0}
-SPARK = 64              # reward values a row keeps for the overview's sparkline
-RESCAN_S = 2.0          # how often folders are listed for new logs
+SPARK = 64  # reward values a row keeps for the overview's sparkline
+RESCAN_S = 2.0  # how often folders are listed for new logs
 
 
 def worst(statuses: Iterable[str]) -> str:
@@ -117,8 +117,18 @@ def alert_words(a: Alert | None) -> str:
 
 def unknown_json(path: str, message: str) -> dict:
     """`check --json` for a run that could not be judged (same keys as a judged run)."""
-    return {"path": path, "status": "unknown", "state": None, "ranges": None, "rollouts": 0,
-            "last_rollout": None, "steps_per_rollout": 1, "signals": {}, "alerts": [], "error": message}
+    return {
+        "path": path,
+        "status": "unknown",
+        "state": None,
+        "ranges": None,
+        "rollouts": 0,
+        "last_rollout": None,
+        "steps_per_rollout": 1,
+        "signals": {},
+        "alerts": [],
+        "error": message,
+    }
 
 
 @dataclass
@@ -138,8 +148,9 @@ class RunResult:
         return self.report.to_json(self.path)
 
 
-def judge_many(paths: Iterable[str], ranges: RangeSet | None = None, *, ranges_label: str | None = None,
-               now: float | None = None) -> list[RunResult]:
+def judge_many(
+    paths: Iterable[str], ranges: RangeSet | None = None, *, ranges_label: str | None = None, now: float | None = None
+) -> list[RunResult]:
     """Each file through its own pipeline, judged at the same `now` (as `check PATH` would)."""
     now = time.time() if now is None else now
     out = []
@@ -162,18 +173,18 @@ class RunRow:
 
     path: str
     name: str
-    status: str                     # ok | warning | critical | unknown | loading
-    state: str                      # live | quiet | finished | waiting | loading
+    status: str  # ok | warning | critical | unknown | loading
+    state: str  # live | quiet | finished | waiting | loading
     rollouts: int = 0
     last_rollout: int | None = None
-    last_data_at: float | None = None   # when the newest metric record was written
-    last_line_at: float | None = None   # when the newest line was written
+    last_data_at: float | None = None  # when the newest metric record was written
+    last_line_at: float | None = None  # when the newest line was written
     finished_by: str | None = None
-    top: str = ""                   # the top alert in words
+    top: str = ""  # the top alert in words
     top_severity: str | None = None
     alerts: int = 0
     reward: tuple[float, ...] = ()
-    loaded: float = 1.0             # fraction of the file read (the first read of a big log)
+    loaded: float = 1.0  # fraction of the file read (the first read of a big log)
     error: str | None = None
     ranges: str = "defaults"
 
@@ -188,8 +199,7 @@ class RunRow:
 
 
 class _Run:
-    def __init__(self, path: str, name: str, ranges: RangeSet | None, label: str,
-                 clock: Callable[[], float]) -> None:
+    def __init__(self, path: str, name: str, ranges: RangeSet | None, label: str, clock: Callable[[], float]) -> None:
         self.path, self.name = path, name
         self.lock = threading.Lock()
         self.clock = clock
@@ -201,9 +211,10 @@ class _Run:
         # (imported here: `check` and `export` of files, which import this module, never follow
         # one, and asyncio with watchfiles cost ~60 ms of every such command's start)
         from .follow.follower import Follower
+
         self.pipe = Pipeline(ranges, ranges_label=label, clock=self.clock)
         self.follower = Follower(self.path, from_start=True)
-        self.loaded = False         # read to the end once: time may be judged from now on
+        self.loaded = False  # read to the end once: time may be judged from now on
         self.error: str | None = None
         self.generation = getattr(self, "generation", 0) + 1
 
@@ -217,9 +228,16 @@ class RunSet:
     pass, round robin: a huge log does not hold up the live ones); any thread may read rows
     and, under a run's lock, its series."""
 
-    def __init__(self, paths: Iterable[str], *, recursive: bool = False, ranges: RangeSet | None = None,
-                 ranges_label: str | None = None, clock: Callable[[], float] = time.time,
-                 chunks: int = 2) -> None:
+    def __init__(
+        self,
+        paths: Iterable[str],
+        *,
+        recursive: bool = False,
+        ranges: RangeSet | None = None,
+        ranges_label: str | None = None,
+        clock: Callable[[], float] = time.time,
+        chunks: int = 2,
+    ) -> None:
         self.paths = list(paths)
         self.recursive = recursive
         self.roots = [p for p in self.paths if os.path.isdir(p)]
@@ -228,7 +246,7 @@ class RunSet:
         self.clock = clock
         self.chunks = max(1, chunks)
         self.runs: dict[str, _Run] = {}
-        self._lock = threading.Lock()        # guards self.runs (added to by rescan)
+        self._lock = threading.Lock()  # guards self.runs (added to by rescan)
         self._last_scan = -math.inf
         self.rescan()
 
@@ -297,9 +315,16 @@ class RunSet:
                     run.pipe.tick(t)
                 # an idle run costs a stat and an O(1) state: its row is rebuilt only when
                 # lines, alerts, file events or its state (live -> quiet) changed
-                key = (run.generation, run.loaded, run.pipe.lines_seen, run.pipe.changes,
-                       len(run.pipe.store.segments), run.error, run.pipe.state(t).name,
-                       None if run.loaded else run.follower.stats.get("position"))
+                key = (
+                    run.generation,
+                    run.loaded,
+                    run.pipe.lines_seen,
+                    run.pipe.changes,
+                    len(run.pipe.store.segments),
+                    run.error,
+                    run.pipe.state(t).name,
+                    None if run.loaded else run.follower.stats.get("position"),
+                )
                 if key != run.key or run.row is None:
                     run.key = key
                     row = self._row(run, t)
@@ -319,6 +344,7 @@ class RunSet:
 
     def _read(self, run: _Run) -> None:
         from .follow.follower import FileEvent, Lines
+
         for _ in range(self.chunks):
             for item in run.follower.poll():
                 if isinstance(item, Lines):
@@ -348,8 +374,15 @@ class RunSet:
         if not run.loaded:
             size = _size(run.path)
             pos = run.follower.stats.get("position") or 0
-            return RunRow(run.path, run.name, "loading", "loading", rollouts=len(seg.ids),
-                          loaded=min(1.0, pos / size) if size > 0 else 0.0, ranges=pipe.ranges_label)
+            return RunRow(
+                run.path,
+                run.name,
+                "loading",
+                "loading",
+                rollouts=len(seg.ids),
+                loaded=min(1.0, pos / size) if size > 0 else 0.0,
+                ranges=pipe.ranges_label,
+            )
         rep = pipe.report(now)
         st = rep.run_state
         top = top_alert(rep.alerts)
@@ -359,11 +392,22 @@ class RunSet:
             status = "unknown"
         line_at, data_at = pipe.written_at()
         return RunRow(
-            run.path, run.name, status, st.name, rollouts=rep.rollouts, last_rollout=rep.last_rollout,
-            last_data_at=data_at, last_line_at=line_at,
-            finished_by=st.finished_by, top=alert_words(top), top_severity=top.severity if top else None,
-            alerts=len(rep.alerts), reward=tuple(float(v) for v in np.asarray(vals, float)),
-            error=run.error, ranges=pipe.ranges_label)
+            run.path,
+            run.name,
+            status,
+            st.name,
+            rollouts=rep.rollouts,
+            last_rollout=rep.last_rollout,
+            last_data_at=data_at,
+            last_line_at=line_at,
+            finished_by=st.finished_by,
+            top=alert_words(top),
+            top_severity=top.severity if top else None,
+            alerts=len(rep.alerts),
+            reward=tuple(float(v) for v in np.asarray(vals, float)),
+            error=run.error,
+            ranges=pipe.ranges_label,
+        )
 
     # ------------------------------------------------------------------ data for views
     def series(self, path: str, sig_id: str) -> tuple[np.ndarray, np.ndarray]:
@@ -397,5 +441,18 @@ def _size(path: str) -> int:
         return -1
 
 
-__all__ = ["EXIT", "RANK", "worst", "discover", "folder_logs", "display_names", "top_alert", "alert_words",
-           "unknown_json", "RunResult", "judge_many", "RunRow", "RunSet"]
+__all__ = [
+    "EXIT",
+    "RANK",
+    "worst",
+    "discover",
+    "folder_logs",
+    "display_names",
+    "top_alert",
+    "alert_words",
+    "unknown_json",
+    "RunResult",
+    "judge_many",
+    "RunRow",
+    "RunSet",
+]

@@ -16,8 +16,9 @@ from typing import Any
 class SharedOverride:
     """`with override():` sets `change(saved)` (None: leave it) while any holder is inside."""
 
-    def __init__(self, read: Callable[[], Any], write: Callable[[Any], None],
-                 change: Callable[[Any], Any | None]) -> None:
+    def __init__(
+        self, read: Callable[[], Any], write: Callable[[Any], None], change: Callable[[Any], Any | None]
+    ) -> None:
         self._read, self._write, self._change = read, write, change
         self._lock = threading.Lock()
         self._holders = 0

@@ -81,58 +81,177 @@ class Setup:
     cap: int = CAP
     steps_per_rollout: int = 1
     rollouts: int = 48
-    layers: tuple[int, int, int, int, int] = (28, 1024, 3072, 16, 8)   # layers, hidden, ffn, heads, kv groups
+    layers: tuple[int, int, int, int, int] = (28, 1024, 3072, 16, 8)  # layers, hidden, ffn, heads, kv groups
     # healthy curves: value at rollout 0 -> value at `horizon`, then flat
     reward: tuple[float, float] = (0.625, 0.80)
     length: tuple[float, float] = (720.0, 455.0)
     horizon: float = 47.0
     shape: float = 1.2
-    concentration: float = 2.0      # Beta(r c, (1 - r) c) per-prompt accuracy: lower = more zero-std groups
+    concentration: float = 2.0  # Beta(r c, (1 - r) c) per-prompt accuracy: lower = more zero-std groups
     gap: float = 0.01525
     kl: float = 0.00069
     grad: float = 1.2
-    grad_sigma: float = 0.25        # log-scale noise of the gradient norm
-    grad_drift: float = 1.0         # healthy multiplicative drift of grad norm over the horizon
-    rt_base: float = 20.0           # rollout time = base + per_token x longest answer
+    grad_sigma: float = 0.25  # log-scale noise of the gradient norm
+    grad_drift: float = 1.0  # healthy multiplicative drift of grad norm over the horizon
+    rt_base: float = 20.0  # rollout time = base + per_token x longest answer
     rt_per_token: float = 0.08
-    heavy: bool = False             # Student-t noise and isolated spikes
-    spike_p: float = 0.0            # chance per step/rollout of an isolated spike
-    gap_bump: float = 0.0           # healthy gap step-up (fraction) at a random rollout, then a plateau
-    heat: float = 1.0               # healthy rollout-time ramp (factor over 16 rollouts), then a plateau
-    entropy: float | None = None    # logged policy entropy at rollout 0 (None: not observed, logged as 0.0)
+    heavy: bool = False  # Student-t noise and isolated spikes
+    spike_p: float = 0.0  # chance per step/rollout of an isolated spike
+    gap_bump: float = 0.0  # healthy gap step-up (fraction) at a random rollout, then a plateau
+    heat: float = 1.0  # healthy rollout-time ramp (factor over 16 rollouts), then a plateau
+    entropy: float | None = None  # logged policy entropy at rollout 0 (None: not observed, logged as 0.0)
     prompt_len: float = PROMPT_LEN
 
 
-SETUPS: dict[str, Setup] = {s.name: s for s in (
-    Setup("manual", "the manual's setup: Qwen3-0.6B on GSM8K, 32x8, 1,024-token cap (the default ranges)"),
-    Setup("math-7b", "7B on MATH: low, slow reward (0.32->0.52), 64x8, 4,096 cap, K=2, small grad norm",
-          model="Qwen2.5-7B", params=7.6e9, data="math/train.parquet", groups=64, per_group=8, cap=4096,
-          steps_per_rollout=2, rollouts=80, layers=(28, 3584, 18944, 28, 4), reward=(0.32, 0.52),
-          length=(680.0, 610.0), horizon=120.0, shape=0.8, concentration=1.5, gap=0.0082, kl=0.00034,
-          grad=0.17, grad_sigma=0.22, rt_base=30.0, rt_per_token=0.09, gap_bump=0.10, heat=1.3, entropy=0.36),
-    Setup("reasoning-4b", "4B on DAPO-style data: long reasoning, length grows 400->1,400 with reward 0.30->0.60",
-          model="Qwen3-4B", params=4.0e9, data="dapo-math-17k/train.parquet", groups=32, per_group=16, cap=8192,
-          rollouts=100, layers=(36, 2560, 9728, 32, 8), reward=(0.30, 0.60), length=(400.0, 1400.0),
-          horizon=100.0, shape=1.0, concentration=1.6, gap=0.0121, kl=0.00052, grad=0.30, grad_sigma=0.22,
-          grad_drift=1.4, rt_base=25.0, rt_per_token=0.05, heat=1.3, entropy=0.55),
-    Setup("k4", "1.7B on GSM8K with K=4 optimizer steps per rollout (64x8, global batch 128), 2,048 cap",
-          model="Qwen3-1.7B", params=1.7e9, groups=64, per_group=8, cap=2048, steps_per_rollout=4, rollouts=60,
-          layers=(28, 2048, 6144, 16, 8), reward=(0.55, 0.80), length=(520.0, 380.0), horizon=50.0,
-          gap=0.0183, kl=0.00081, grad=0.62, grad_sigma=0.25, rt_base=18.0, rt_per_token=0.06, gap_bump=0.10),
-    Setup("puzzles-3b", "3B on logic puzzles: heavy-tailed noise with isolated spikes, reward 0.18->0.45",
-          model="Qwen2.5-3B", params=3.1e9, data="knights-knaves/train.parquet", groups=32, per_group=8,
-          cap=4096, rollouts=150, layers=(36, 2048, 11008, 16, 2), reward=(0.18, 0.45), length=(900.0, 700.0),
-          horizon=150.0, shape=1.3, concentration=1.5, gap=0.0247, kl=0.0011, grad=0.45, grad_sigma=0.30,
-          rt_base=25.0, rt_per_token=0.07, heavy=True, spike_p=0.03, heat=1.3, entropy=0.48),
-    Setup("plateau", "1B on GSM8K: reward saturates at 0.78 after 10 rollouts, length flat, 2,048 cap",
-          model="Llama-3.2-1B-Instruct", params=1.2e9, groups=32, per_group=8, cap=2048, rollouts=120,
-          layers=(16, 2048, 8192, 32, 8), reward=(0.68, 0.78), length=(520.0, 505.0), horizon=10.0, shape=0.7,
-          gap=0.0105, kl=0.00047, grad=0.85, grad_sigma=0.25, rt_base=15.0, rt_per_token=0.05, gap_bump=0.10),
-    Setup("long", "0.6B on GSM8K for 240 rollouts, 1,536 cap: slow healthy drifts (gap +10 %, heat x1.3)",
-          rollouts=240, cap=1536, reward=(0.55, 0.85), length=(640.0, 420.0), horizon=150.0, shape=1.0,
-          gap=0.0141, kl=0.00066, grad=1.0, grad_sigma=0.28, grad_drift=1.3, rt_base=12.0, rt_per_token=0.06,
-          gap_bump=0.10, heat=1.3),
-)}
+SETUPS: dict[str, Setup] = {
+    s.name: s
+    for s in (
+        Setup("manual", "the manual's setup: Qwen3-0.6B on GSM8K, 32x8, 1,024-token cap (the default ranges)"),
+        Setup(
+            "math-7b",
+            "7B on MATH: low, slow reward (0.32->0.52), 64x8, 4,096 cap, K=2, small grad norm",
+            model="Qwen2.5-7B",
+            params=7.6e9,
+            data="math/train.parquet",
+            groups=64,
+            per_group=8,
+            cap=4096,
+            steps_per_rollout=2,
+            rollouts=80,
+            layers=(28, 3584, 18944, 28, 4),
+            reward=(0.32, 0.52),
+            length=(680.0, 610.0),
+            horizon=120.0,
+            shape=0.8,
+            concentration=1.5,
+            gap=0.0082,
+            kl=0.00034,
+            grad=0.17,
+            grad_sigma=0.22,
+            rt_base=30.0,
+            rt_per_token=0.09,
+            gap_bump=0.10,
+            heat=1.3,
+            entropy=0.36,
+        ),
+        Setup(
+            "reasoning-4b",
+            "4B on DAPO-style data: long reasoning, length grows 400->1,400 with reward 0.30->0.60",
+            model="Qwen3-4B",
+            params=4.0e9,
+            data="dapo-math-17k/train.parquet",
+            groups=32,
+            per_group=16,
+            cap=8192,
+            rollouts=100,
+            layers=(36, 2560, 9728, 32, 8),
+            reward=(0.30, 0.60),
+            length=(400.0, 1400.0),
+            horizon=100.0,
+            shape=1.0,
+            concentration=1.6,
+            gap=0.0121,
+            kl=0.00052,
+            grad=0.30,
+            grad_sigma=0.22,
+            grad_drift=1.4,
+            rt_base=25.0,
+            rt_per_token=0.05,
+            heat=1.3,
+            entropy=0.55,
+        ),
+        Setup(
+            "k4",
+            "1.7B on GSM8K with K=4 optimizer steps per rollout (64x8, global batch 128), 2,048 cap",
+            model="Qwen3-1.7B",
+            params=1.7e9,
+            groups=64,
+            per_group=8,
+            cap=2048,
+            steps_per_rollout=4,
+            rollouts=60,
+            layers=(28, 2048, 6144, 16, 8),
+            reward=(0.55, 0.80),
+            length=(520.0, 380.0),
+            horizon=50.0,
+            gap=0.0183,
+            kl=0.00081,
+            grad=0.62,
+            grad_sigma=0.25,
+            rt_base=18.0,
+            rt_per_token=0.06,
+            gap_bump=0.10,
+        ),
+        Setup(
+            "puzzles-3b",
+            "3B on logic puzzles: heavy-tailed noise with isolated spikes, reward 0.18->0.45",
+            model="Qwen2.5-3B",
+            params=3.1e9,
+            data="knights-knaves/train.parquet",
+            groups=32,
+            per_group=8,
+            cap=4096,
+            rollouts=150,
+            layers=(36, 2048, 11008, 16, 2),
+            reward=(0.18, 0.45),
+            length=(900.0, 700.0),
+            horizon=150.0,
+            shape=1.3,
+            concentration=1.5,
+            gap=0.0247,
+            kl=0.0011,
+            grad=0.45,
+            grad_sigma=0.30,
+            rt_base=25.0,
+            rt_per_token=0.07,
+            heavy=True,
+            spike_p=0.03,
+            heat=1.3,
+            entropy=0.48,
+        ),
+        Setup(
+            "plateau",
+            "1B on GSM8K: reward saturates at 0.78 after 10 rollouts, length flat, 2,048 cap",
+            model="Llama-3.2-1B-Instruct",
+            params=1.2e9,
+            groups=32,
+            per_group=8,
+            cap=2048,
+            rollouts=120,
+            layers=(16, 2048, 8192, 32, 8),
+            reward=(0.68, 0.78),
+            length=(520.0, 505.0),
+            horizon=10.0,
+            shape=0.7,
+            gap=0.0105,
+            kl=0.00047,
+            grad=0.85,
+            grad_sigma=0.25,
+            rt_base=15.0,
+            rt_per_token=0.05,
+            gap_bump=0.10,
+        ),
+        Setup(
+            "long",
+            "0.6B on GSM8K for 240 rollouts, 1,536 cap: slow healthy drifts (gap +10 %, heat x1.3)",
+            rollouts=240,
+            cap=1536,
+            reward=(0.55, 0.85),
+            length=(640.0, 420.0),
+            horizon=150.0,
+            shape=1.0,
+            gap=0.0141,
+            kl=0.00066,
+            grad=1.0,
+            grad_sigma=0.28,
+            grad_drift=1.3,
+            rt_base=12.0,
+            rt_per_token=0.06,
+            gap_bump=0.10,
+            heat=1.3,
+        ),
+    )
+}
 
 
 # ---------------------------------------------------------------- public API
@@ -169,17 +288,27 @@ def generate(
     `setup` picks the training setup (SETUPS); `pace` scales how fast a trend break grows
     (0.3 = a slow drift: gap x1.035 a rollout instead of x1.12, rollout time x1.04 ...).
     """
-    for chunk in _chunks(scenario, rollouts, seed, steps_per_rollout, fmt,
-                         noise_per_rollout, onset, start, setup, pace):
+    for chunk in _chunks(
+        scenario, rollouts, seed, steps_per_rollout, fmt, noise_per_rollout, onset, start, setup, pace
+    ):
         yield from chunk
 
 
 def write_log(path, scenario="healthy", rollouts=48, seed=0, *, rate: float | None = None, **kw) -> None:
     """Write the whole log; with rate=SECONDS, write one rollout's lines at a time, flushing
     and sleeping `rate` between rollouts (for live demos)."""
-    chunks = _chunks(scenario, rollouts, seed, kw.pop("steps_per_rollout", 1), kw.pop("fmt", "miles"),
-                     kw.pop("noise_per_rollout", 30), kw.pop("onset", None), kw.pop("start", None),
-                     kw.pop("setup", "manual"), kw.pop("pace", 1.0))
+    chunks = _chunks(
+        scenario,
+        rollouts,
+        seed,
+        kw.pop("steps_per_rollout", 1),
+        kw.pop("fmt", "miles"),
+        kw.pop("noise_per_rollout", 30),
+        kw.pop("onset", None),
+        kw.pop("start", None),
+        kw.pop("setup", "manual"),
+        kw.pop("pace", 1.0),
+    )
     if kw:
         raise TypeError(f"unexpected arguments: {sorted(kw)}")
     with open(path, "w", encoding="utf-8", newline="") as fh:
@@ -256,7 +385,7 @@ def _since(r: np.ndarray, onset: int | None) -> np.ndarray:
     return np.where(r >= onset, r - onset + 1, 0).astype(float)
 
 
-SLOWDOWN_MAX = 1000.0      # the slowdown stops growing here (~a day a rollout: the run is dead)
+SLOWDOWN_MAX = 1000.0  # the slowdown stops growing here (~a day a rollout: the run is dead)
 
 
 def _slowdown(d: np.ndarray, pace: float) -> np.ndarray:
@@ -285,8 +414,12 @@ def _rollout_series(scenario: str, n: int, seed: int, onset: int | None, pace: f
     keep = ~hit
     if scenario == "length-hacking":
         o = int(onset)
-        reward = np.where(hit, np.clip(_reward_curve(np.array([o]))[0] - 0.01 * pace * d + 0.03 * rn, 0.02, 0.98), reward)
-        length = np.where(hit, np.minimum(_length_curve(np.array([o]))[0] * 1.03 ** (pace * d) + 18 * z[:, 1], 990), length)
+        reward = np.where(
+            hit, np.clip(_reward_curve(np.array([o]))[0] - 0.01 * pace * d + 0.03 * rn, 0.02, 0.98), reward
+        )
+        length = np.where(
+            hit, np.minimum(_length_curve(np.array([o]))[0] * 1.03 ** (pace * d) + 18 * z[:, 1], 990), length
+        )
     elif scenario == "rollout-slowdown":
         length = np.where(hit, _length_curve(np.array([float(onset)]))[0] + 12 * z[:, 1], length)
     elif scenario == "no-signal":
@@ -300,12 +433,18 @@ def _rollout_series(scenario: str, n: int, seed: int, onset: int | None, pace: f
     if scenario == "rollout-slowdown":
         rt = rt * _slowdown(d, pace)
     return {
-        "reward": np.round(reward * BATCH) / BATCH, "length": np.round(length * BATCH) / BATCH,
-        "trunc": np.round(trunc * BATCH) / BATCH, "c0": c0, "c1": c1, "rollout_time": rt,
+        "reward": np.round(reward * BATCH) / BATCH,
+        "length": np.round(length * BATCH) / BATCH,
+        "trunc": np.round(trunc * BATCH) / BATCH,
+        "c0": c0,
+        "c1": c1,
+        "rollout_time": rt,
         "median": np.round(2 * length * (0.945 + 0.012 * z[:, 6])) / 2,
         "min": np.clip(np.round(95 + 30 * z[:, 7]), 31, 220).astype(int),
         "logp": -(0.31 - 0.08 * np.minimum(r / 47, 1)) + 0.006 * z[:, 8],
-        "adv": 0.0015 * z[:, 9], "prompt": PROMPT_LEN + 2.5 * z[:, 10], "z": z,
+        "adv": 0.0015 * z[:, 9],
+        "prompt": PROMPT_LEN + 2.5 * z[:, 10],
+        "z": z,
     }
 
 
@@ -366,8 +505,15 @@ def _step_series(scenario: str, n: int, K: int, seed: int, onset: int | None, pa
         ppo_kl = np.where(hit, 1e-4 + 9e-4 * u[:, 3], ppo_kl)
         ess = np.where(hit, 0.995 - 0.035 * u[:, 4], ess)
     loss = 0.002 * z[:, 3]
-    out = {"gap": gap.tolist(), "kl": kl.tolist(), "grad": grad.tolist(), "clip": clip.tolist(),
-           "ppo_kl": ppo_kl.tolist(), "ess": ess.tolist(), "loss": loss.tolist()}
+    out = {
+        "gap": gap.tolist(),
+        "kl": kl.tolist(),
+        "grad": grad.tolist(),
+        "clip": clip.tolist(),
+        "ppo_kl": ppo_kl.tolist(),
+        "ess": ess.tolist(),
+        "loss": loss.tolist(),
+    }
     if scenario == "non-finite":
         _break_finite(out, u[:, 5], hit, onset, K)
     return out
@@ -403,11 +549,20 @@ def _levels(su: Setup, seed: int) -> dict[str, float]:
     z = _rng(seed, 8, 0).normal(size=12)
     u = _rng(seed, 8, 1).random(size=12)
     return {
-        "r0": su.reward[0] + 0.03 * z[0], "r1": su.reward[1] + 0.03 * z[1], "l0": math.exp(0.08 * z[2]),
-        "l1": math.exp(0.08 * z[3]), "gap": math.exp(0.2 * z[4]), "kl": math.exp(0.2 * z[5]),
-        "grad": math.exp(0.2 * z[6]), "rt": math.exp(0.1 * z[7]), "ent": math.exp(0.1 * z[8]),
+        "r0": su.reward[0] + 0.03 * z[0],
+        "r1": su.reward[1] + 0.03 * z[1],
+        "l0": math.exp(0.08 * z[2]),
+        "l1": math.exp(0.08 * z[3]),
+        "gap": math.exp(0.2 * z[4]),
+        "kl": math.exp(0.2 * z[5]),
+        "grad": math.exp(0.2 * z[6]),
+        "rt": math.exp(0.1 * z[7]),
+        "ent": math.exp(0.1 * z[8]),
         # healthy slow features switch on for about half the seeds, at a random rollout
-        "bump_at": u[0], "bump_on": u[1] < 0.6, "heat_at": u[2], "heat_on": u[3] < 0.6,
+        "bump_at": u[0],
+        "bump_on": u[1] < 0.6,
+        "heat_at": u[2],
+        "heat_on": u[3] < 0.6,
         "drift_on": u[4] < 0.7,
     }
 
@@ -423,8 +578,9 @@ def _norm_sf(z: np.ndarray) -> np.ndarray:
     return 0.5 * np.vectorize(math.erfc)(np.asarray(z, float) / math.sqrt(2.0))
 
 
-def _setup_rollout_series(su: Setup, scenario: str, n: int, seed: int, onset: int | None,
-                          pace: float = 1.0) -> dict[str, np.ndarray]:
+def _setup_rollout_series(
+    su: Setup, scenario: str, n: int, seed: int, onset: int | None, pace: float = 1.0
+) -> dict[str, np.ndarray]:
     """Per-rollout sample statistics of a non-manual setup: the healthy curves plus the break.
 
     Reward comes from G groups of n answers (accuracy per prompt ~ Beta, answers ~ Binomial),
@@ -470,7 +626,7 @@ def _setup_rollout_series(su: Setup, scenario: str, n: int, seed: int, onset: in
         c0[i] = int((k == 0).sum())
         c1[i] = int((k == m).sum())
     s_log = 0.55
-    mu = np.log(length) - s_log ** 2 / 2
+    mu = np.log(length) - s_log**2 / 2
     p_cut = _norm_sf((math.log(su.cap) - mu) / s_log)
     trunc = np.array([_rng(seed, 12, i).binomial(B, min(max(float(p_cut[i]), 0.0), 1.0)) for i in range(n)]) / B
     top = np.exp(mu + s_log * 2.7)
@@ -485,17 +641,25 @@ def _setup_rollout_series(su: Setup, scenario: str, n: int, seed: int, onset: in
     if scenario == "rollout-slowdown":
         rt = rt * _slowdown(d, pace)
     return {
-        "reward": reward, "length": np.round(length * B) / B, "trunc": trunc, "c0": c0, "c1": c1,
-        "rollout_time": rt, "max": longest,
+        "reward": reward,
+        "length": np.round(length * B) / B,
+        "trunc": trunc,
+        "c0": c0,
+        "c1": c1,
+        "rollout_time": rt,
+        "max": longest,
         "median": np.round(2 * length * (0.945 + 0.012 * z[:, 6])) / 2,
         "min": np.clip(np.round(0.15 * length + 30 * z[:, 7]), 8, None).astype(int),
         "logp": -(0.31 - 0.08 * np.minimum(r / su.horizon, 1)) + 0.006 * z[:, 8],
-        "adv": 0.0015 * z[:, 9], "prompt": su.prompt_len + 2.5 * z[:, 10], "z": z,
+        "adv": 0.0015 * z[:, 9],
+        "prompt": su.prompt_len + 2.5 * z[:, 10],
+        "z": z,
     }
 
 
-def _setup_step_series(su: Setup, scenario: str, n: int, K: int, seed: int, onset: int | None,
-                       pace: float = 1.0) -> dict[str, list]:
+def _setup_step_series(
+    su: Setup, scenario: str, n: int, K: int, seed: int, onset: int | None, pace: float = 1.0
+) -> dict[str, list]:
     """Per optimizer step train metrics of a non-manual setup (K steps per rollout)."""
     m = n * K
     s = np.arange(m)
@@ -535,8 +699,15 @@ def _setup_step_series(su: Setup, scenario: str, n: int, K: int, seed: int, onse
         ppo_kl = np.where(hit, 1e-4 + 9e-4 * u[:, 3], ppo_kl)
         ess = np.where(hit, 0.995 - 0.035 * u[:, 4], ess)
     loss = 0.002 * z[:, 3]
-    out = {"gap": gap.tolist(), "kl": kl.tolist(), "grad": grad.tolist(), "clip": clip.tolist(),
-           "ppo_kl": ppo_kl.tolist(), "ess": ess.tolist(), "loss": loss.tolist()}
+    out = {
+        "gap": gap.tolist(),
+        "kl": kl.tolist(),
+        "grad": grad.tolist(),
+        "clip": clip.tolist(),
+        "ppo_kl": ppo_kl.tolist(),
+        "ess": ess.tolist(),
+        "loss": loss.tolist(),
+    }
     if su.entropy is not None:
         e0 = su.entropy * lv["ent"]
         ent = e0 * (0.6 + 0.4 * np.exp(-r / max(su.horizon / 3, 1.0))) * np.exp(0.03 * z[:, 5])
@@ -556,8 +727,10 @@ def _rm_perf(v: dict, i: int) -> dict:
     mean, rt, trunc = float(v["length"][i]), float(v["rollout_time"][i]), float(v["trunc"][i])
     top = int(v["max"][i]) if "max" in v else (cap if trunc > 0 else int(min(cap - 1, mean * 1.7)))
     d: dict = {
-        "rollout/response_len/mean": mean, "rollout/response_len/median": float(v["median"][i]),
-        "rollout/response_len/max": top, "rollout/response_len/min": int(v["min"][i]),
+        "rollout/response_len/mean": mean,
+        "rollout/response_len/median": float(v["median"][i]),
+        "rollout/response_len/max": top,
+        "rollout/response_len/min": int(v["min"][i]),
     }
     c0, c1 = int(v["c0"][i]), int(v["c1"][i])
     if c0:
@@ -565,18 +738,26 @@ def _rm_perf(v: dict, i: int) -> dict:
     if c1:
         d["rollout/zero_std/count_1"] = c1
     hit = 0.87 + 0.01 * float(z[11])
-    d.update({
-        "rollout/zero_std/all_zero_percentage": c0 / groups, "rollout/zero_std/all_one_percentage": c1 / groups,
-        "rollout/prefix_cache_hit_rate": hit, "rollout/avg_cached_tokens_per_sample": hit * su.prompt_len,
-        "rollout/repetition_frac": 0.0, "rollout/truncated_ratio": trunc,
-        "rollout/weight_version/mean": float(i + 1), "rollout/weight_version/median": float(i + 1),
-        "rollout/weight_version/max": i + 1, "rollout/weight_version/min": i + 1,
-        "rollout/weight_version/mixed_version_ratio": 0.0,
-        "perf/rollout_time": rt, "perf/tokens_per_gpu_per_sec": mean * batch / rt / GPUS,
-        "perf/longest_sample_tokens_per_sec": top / rt,
-        "perf/effective_tokens_per_gpu_per_sec": mean * batch / rt / GPUS,
-        "perf/longest_effective_sample_tokens_per_sec": top / rt,
-    })
+    d.update(
+        {
+            "rollout/zero_std/all_zero_percentage": c0 / groups,
+            "rollout/zero_std/all_one_percentage": c1 / groups,
+            "rollout/prefix_cache_hit_rate": hit,
+            "rollout/avg_cached_tokens_per_sample": hit * su.prompt_len,
+            "rollout/repetition_frac": 0.0,
+            "rollout/truncated_ratio": trunc,
+            "rollout/weight_version/mean": float(i + 1),
+            "rollout/weight_version/median": float(i + 1),
+            "rollout/weight_version/max": i + 1,
+            "rollout/weight_version/min": i + 1,
+            "rollout/weight_version/mixed_version_ratio": 0.0,
+            "perf/rollout_time": rt,
+            "perf/tokens_per_gpu_per_sec": mean * batch / rt / GPUS,
+            "perf/longest_sample_tokens_per_sec": top / rt,
+            "perf/effective_tokens_per_gpu_per_sec": mean * batch / rt / GPUS,
+            "perf/longest_effective_sample_tokens_per_sec": top / rt,
+        }
+    )
     return d
 
 
@@ -587,24 +768,32 @@ def _train_rollout(v: dict, i: int) -> dict:
     adv = float(v["adv"][i])
     return {
         "rollout/response_lengths": float(v["length"][i]),
-        "rollout/rewards": int(round(3 * float(z[11]))) * 2.0 ** -29,
+        "rollout/rewards": int(round(3 * float(z[11]))) * 2.0**-29,
         "rollout/truncated": float(v["trunc"][i]),
         "rollout/rollout_log_probs": logp - 0.0011 * abs(float(z[8])),
         "rollout/raw_reward": float(v["reward"][i]),
         "rollout/total_lengths": float(v["length"][i]) + float(v["prompt"][i]),
         "rollout/ref_log_probs": logp if i == 0 else logp - 0.0004 * i * (1 + 0.1 * float(z[9])),
-        "rollout/log_probs": logp, "rollout/advantages": adv, "rollout/returns": adv,
+        "rollout/log_probs": logp,
+        "rollout/advantages": adv,
+        "rollout/returns": adv,
     }
 
 
 def _step_dict(st: dict, s: int) -> dict:
     """Trainer `step S:` dict; loss == pg_loss because entropy and KL coefficients are 0."""
     return {
-        "train/loss": st["loss"][s], "train/pg_loss": st["loss"][s],
+        "train/loss": st["loss"][s],
+        "train/pg_loss": st["loss"][s],
         "train/entropy_loss": st["entropy"][s] if "entropy" in st else 0.0,
-        "train/pg_clipfrac": st["clip"][s], "train/ppo_kl": st["ppo_kl"][s], "train/ess_ratio": st["ess"][s],
-        "train/train_rollout_logprob_abs_diff": st["gap"][s], "train/train_rollout_kl": st["kl"][s],
-        "train/grad_norm": st["grad"][s], "train/lr-pg_0": 1e-06, "train/step": s,
+        "train/pg_clipfrac": st["clip"][s],
+        "train/ppo_kl": st["ppo_kl"][s],
+        "train/ess_ratio": st["ess"][s],
+        "train/train_rollout_logprob_abs_diff": st["gap"][s],
+        "train/train_rollout_kl": st["kl"][s],
+        "train/grad_norm": st["grad"][s],
+        "train/lr-pg_0": 1e-06,
+        "train/step": s,
     }
 
 
@@ -614,14 +803,23 @@ def _train_perf(tm: dict, train_wait: float, tokens: float, params: float = 0.6e
     train = tm["prep"] + tm["ref"] + tm["logp"] + tm["actor"] + tm["extra"]
     step = train_wait + train
     return {
-        "perf/sleep_time": tm["prev_sleep"], "perf/update_weights_time": tm["prev_update"],
-        "perf/wake_up_time": tm["wake"], "perf/data_preprocess_time": tm["prep"],
-        "perf/train_wait_time": train_wait, "perf/ref_log_probs_time": tm["ref"],
-        "perf/log_probs_time": tm["logp"], "perf/actor_train_time": tm["actor"], "perf/train_time": train,
-        "perf/log_probs_tflops": fwd / tm["logp"], "perf/ref_log_probs_tflops": fwd / tm["ref"],
-        "perf/actor_train_tflops": 3 * fwd / tm["actor"], "perf/actor_train_tok_per_s": tokens / tm["actor"],
-        "perf/mfu_peak_tflops": 989.0, "perf/actor_train_mfu": 3 * fwd / tm["actor"] / 989.0,
-        "perf/step_time": step, "perf/wait_time_ratio": train_wait / step,
+        "perf/sleep_time": tm["prev_sleep"],
+        "perf/update_weights_time": tm["prev_update"],
+        "perf/wake_up_time": tm["wake"],
+        "perf/data_preprocess_time": tm["prep"],
+        "perf/train_wait_time": train_wait,
+        "perf/ref_log_probs_time": tm["ref"],
+        "perf/log_probs_time": tm["logp"],
+        "perf/actor_train_time": tm["actor"],
+        "perf/train_time": train,
+        "perf/log_probs_tflops": fwd / tm["logp"],
+        "perf/ref_log_probs_tflops": fwd / tm["ref"],
+        "perf/actor_train_tflops": 3 * fwd / tm["actor"],
+        "perf/actor_train_tok_per_s": tokens / tm["actor"],
+        "perf/mfu_peak_tflops": 989.0,
+        "perf/actor_train_mfu": 3 * fwd / tm["actor"] / 989.0,
+        "perf/step_time": step,
+        "perf/wait_time_ratio": train_wait / step,
     }
 
 
@@ -630,9 +828,14 @@ def _timings(seed: int, i: int, length: float, prompt_len: float = PROMPT_LEN) -
     u = _rng(seed, 4, i).random(size=8).tolist()
     scale = (float(length) + prompt_len) / 860.0
     return {
-        "wake": 2.0 + 1.5 * u[0], "prep": 0.6 + 0.5 * u[1], "ref": (2.5 + 1.5 * u[2]) * scale,
-        "logp": (2.5 + 1.5 * u[3]) * scale, "actor": (10.0 + 5.0 * u[4]) * scale, "extra": 0.8 + 0.4 * u[7],
-        "sleep": 1.5 + 1.5 * u[5], "update": 2.5 + 2.5 * u[6],
+        "wake": 2.0 + 1.5 * u[0],
+        "prep": 0.6 + 0.5 * u[1],
+        "ref": (2.5 + 1.5 * u[2]) * scale,
+        "logp": (2.5 + 1.5 * u[3]) * scale,
+        "actor": (10.0 + 5.0 * u[4]) * scale,
+        "extra": 0.8 + 0.4 * u[7],
+        "sleep": 1.5 + 1.5 * u[5],
+        "update": 2.5 + 2.5 * u[6],
     }
 
 
@@ -747,8 +950,14 @@ class _Chunk:
 
 def _memory(L: _Log, t: float, who: str, what: str, free: float) -> tuple[float, str]:
     r = who[4:]
-    stats = {"gpu": r, "total_GB": 79.19, "free_GB": round(free, 2), "used_GB": round(79.19 - free, 2),
-             "allocated_GB": 2.41, "reserved_GB": 3.1}
+    stats = {
+        "gpu": r,
+        "total_GB": 79.19,
+        "free_GB": round(free, 2),
+        "used_GB": round(79.19 - free, 2),
+        "allocated_GB": 2.41,
+        "reserved_GB": 3.1,
+    }
     return L.log(t, who, ("memory_utils.py", 41), f"[Rank {r}] Memory-Usage {what}: {stats}")
 
 
@@ -764,17 +973,21 @@ def _filler(L: _Log, ch: _Chunk, rng: np.random.Generator, lo: float, hi: float,
         eng, kind = int(rng.integers(GPUS)), rng.random()
         frac = (t - lo) / max(hi - lo, 1e-9)
         if kind < 0.15 and frac < 0.3:
-            msg = (f"Prefill batch, #new-seq: {int(rng.integers(1, 33))}, #new-token: {int(rng.integers(300, 4800))}, "
-                   f"#cached-token: {int(rng.integers(0, 4000))}, token usage: {0.01 * rng.random():.2f}, "
-                   f"#running-req: {int(rng.integers(0, 32))}, #queue-req: 0, "
-                   f"input throughput (token/s): {2000 + 9000 * rng.random():.2f}, cuda graph: False")
+            msg = (
+                f"Prefill batch, #new-seq: {int(rng.integers(1, 33))}, #new-token: {int(rng.integers(300, 4800))}, "
+                f"#cached-token: {int(rng.integers(0, 4000))}, token usage: {0.01 * rng.random():.2f}, "
+                f"#running-req: {int(rng.integers(0, 32))}, #queue-req: 0, "
+                f"input throughput (token/s): {2000 + 9000 * rng.random():.2f}, cuda graph: False"
+            )
         elif kind < 0.3:
             msg = f'INFO:     10.0.0.5:{int(rng.integers(40000, 60000))} - "GET /health HTTP/1.1" 200 OK'
         else:
             run = max(1, int(32 * (1 - frac) ** 1.5))
-            msg = (f"Decode batch, #running-req: {run}, #token: {run * int(rng.integers(300, 900))}, "
-                   f"token usage: {0.02 + 0.1 * (1 - frac):.2f}, cuda graph: True, "
-                   f"gen throughput (token/s): {run * 95 + 300 * rng.random():.2f}, #queue-req: 0")
+            msg = (
+                f"Decode batch, #running-req: {run}, #token: {run * int(rng.integers(300, 900))}, "
+                f"token usage: {0.02 + 0.1 * (1 - frac):.2f}, cuda graph: True, "
+                f"gen throughput (token/s): {run * 95 + 300 * rng.random():.2f}, #queue-req: 0"
+            )
         ch.add(float(t), L.sglang(float(t), eng, msg), 9)
 
 
@@ -810,9 +1023,11 @@ class _Run:
         gbs = batch // self.K
         extra = f" --num-steps-per-rollout {self.K}" if batch % self.K else ""
         nl, hid, ffn, heads, kv = su.layers
-        env = ('{"env_vars": {"PYTHONUNBUFFERED": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1", "NCCL_NVLS_ENABLE": "1", '
-               '"no_proxy": "127.0.0.1,127.0.0.1", "MASTER_ADDR": "127.0.0.1", '
-               '"PYTHONPATH": "/root/Megatron-LM:/root/miles"}}')
+        env = (
+            '{"env_vars": {"PYTHONUNBUFFERED": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1", "NCCL_NVLS_ENABLE": "1", '
+            '"no_proxy": "127.0.0.1,127.0.0.1", "MASTER_ADDR": "127.0.0.1", '
+            '"PYTHONPATH": "/root/Megatron-LM:/root/miles"}}'
+        )
         return (
             "EXEC: export no_proxy=127.0.0.1 && export PYTHONUNBUFFERED=1 && ray job submit "
             f"--address=\"http://127.0.0.1:8265\" --runtime-env-json='{env}' -- python3 /root/miles/train.py "
@@ -831,10 +1046,16 @@ class _Run:
         """EXEC, W&B and tensorboard lines always; the rest of start-up only with noise on."""
         L, ch = self.L, _Chunk()
         ch.add(0.0, (L.t0, self.exec_line()))
-        ch.add(9.402, L.log(9.402, "main", ("wandb_utils.py", 38), "W&B offline mode enabled. Data will be saved locally."))
+        ch.add(
+            9.402, L.log(9.402, "main", ("wandb_utils.py", 38), "W&B offline mode enabled. Data will be saved locally.")
+        )
         stamp = L.when(9.95).strftime("%Y%m%d_%H%M%S")
-        ch.add(9.95, L.log(9.95, "main", ("tensorboard_utils.py", 44),
-                           f"Saving tensorboard log to tensorboard_log/miles/{stamp}."))
+        ch.add(
+            9.95,
+            L.log(
+                9.95, "main", ("tensorboard_utils.py", 44), f"Saving tensorboard log to tensorboard_log/miles/{stamp}."
+            ),
+        )
         self.t = 150.0
         if self.noise:
             self._startup_noise(ch)
@@ -843,32 +1064,81 @@ class _Run:
     def _startup_noise(self, ch: _Chunk) -> None:
         L = self.L
         w = L.when(2.114)
-        ch.add(2.114, (L.t0 + 2.114, f"{w:%Y-%m-%d %H:%M:%S},114\tINFO worker.py:1942 -- Connected to Ray cluster. "
-                                    "View the dashboard at http://127.0.0.1:8265 "), 1)
+        ch.add(
+            2.114,
+            (
+                L.t0 + 2.114,
+                f"{w:%Y-%m-%d %H:%M:%S},114\tINFO worker.py:1942 -- Connected to Ray cluster. "
+                "View the dashboard at http://127.0.0.1:8265 ",
+            ),
+            1,
+        )
         su = self.su
-        args = {"advantage_estimator": "grpo", "global_batch_size": su.groups * su.per_group // self.K, "lr": "1e-06",
-                "n_samples_per_prompt": su.per_group, "num_rollout": self.n, "rollout_batch_size": su.groups,
-                "rollout_max_response_len": su.cap, "save_interval": 20, "use_wandb": "True"}
+        args = {
+            "advantage_estimator": "grpo",
+            "global_batch_size": su.groups * su.per_group // self.K,
+            "lr": "1e-06",
+            "n_samples_per_prompt": su.per_group,
+            "num_rollout": self.n,
+            "rollout_batch_size": su.groups,
+            "rollout_max_response_len": su.cap,
+            "save_interval": 20,
+            "use_wandb": "True",
+        }
         dump = ["------------------------ arguments ------------------------"]
         dump += [f"  {k} {'.' * (48 - len(k))} {val}" for k, val in args.items()]
         dump.append("-------------------- end of arguments ---------------------")
         for i, text in enumerate(dump):
             ch.add(10.5 + i * 1e-3, (L.t0 + 10.5 + i * 1e-3, text), 1)
-        ch.add(12.0, L.log(12.0, "main", ("placement_group.py", 96), f"Creating placement group with {GPUS} GPUs..."), 1)
+        ch.add(
+            12.0, L.log(12.0, "main", ("placement_group.py", 96), f"Creating placement group with {GPUS} GPUs..."), 1
+        )
         for g in range(GPUS):
             t = 13.0 + g * 1e-3
-            ch.add(t, L.log(t, "main", ("placement_group.py", 131),
-                            f"  bundle {g:4d}, actual_bundle_index: {g:4d}, node: 10.0.0.5, gpu: {g}"), 1)
-        ch.add(20.3, L.log(20.3, "rm", ("router_manager.py", 61),
-                           "Launch router with args: RouterArgs(host='10.0.0.5', port=3817, policy='cache_aware')"), 1)
+            ch.add(
+                t,
+                L.log(
+                    t,
+                    "main",
+                    ("placement_group.py", 131),
+                    f"  bundle {g:4d}, actual_bundle_index: {g:4d}, node: 10.0.0.5, gpu: {g}",
+                ),
+                1,
+            )
+        ch.add(
+            20.3,
+            L.log(
+                20.3,
+                "rm",
+                ("router_manager.py", 61),
+                "Launch router with args: RouterArgs(host='10.0.0.5', port=3817, policy='cache_aware')",
+            ),
+            1,
+        )
         ch.add(22.8, L.log(22.8, "rm", ("router_manager.py", 88), "Router launched at 10.0.0.5:3817"), 1)
         for e in range(GPUS):
             t = 95.0 + 2.3 * e
             ch.add(t, L.sglang(t, e, "The server is fired up and ready to roll!"), 1)
-        ch.add(118.4, L.log(118.4, "rm", ("rollout.py", 54),
-                            "import miles.rollout.sglang_rollout.generate_rollout as generate_rollout function."), 1)
-        ch.add(131.2, L.log(131.2, "rank0", ("tensorboard_utils.py", 44),
-                            f"Saving tensorboard log to tensorboard_log/miles/{L.when(131.2):%Y%m%d_%H%M%S}."), 1)
+        ch.add(
+            118.4,
+            L.log(
+                118.4,
+                "rm",
+                ("rollout.py", 54),
+                "import miles.rollout.sglang_rollout.generate_rollout as generate_rollout function.",
+            ),
+            1,
+        )
+        ch.add(
+            131.2,
+            L.log(
+                131.2,
+                "rank0",
+                ("tensorboard_utils.py", 44),
+                f"Saving tensorboard log to tensorboard_log/miles/{L.when(131.2):%Y%m%d_%H%M%S}.",
+            ),
+            1,
+        )
         self._update_lines(ch, 140.0, self.prev["update"], None, 1)
 
     # -- one rollout -----------------------------------------------------------
@@ -899,8 +1169,15 @@ class _Run:
     def _generation(self, ch: _Chunk, rng, t0: float, gen_end: float, i: int) -> None:
         L = self.L
         t = t0 + 0.4 * (gen_end - t0)
-        ch.add(t, L.sglang(t, int(rng.integers(GPUS)),
-                           f'INFO:     10.0.0.5:{int(rng.integers(40000, 60000))} - "GET /health HTTP/1.1" 200 OK'), 5)
+        ch.add(
+            t,
+            L.sglang(
+                t,
+                int(rng.integers(GPUS)),
+                f'INFO:     10.0.0.5:{int(rng.integers(40000, 60000))} - "GET /health HTTP/1.1" 200 OK',
+            ),
+            5,
+        )
         t = gen_end - 0.02
         ch.add(t, L.bare(t, "rm", _tqdm("Rollout generation", self.su.groups * self.su.per_group, gen_end - t0)), 1)
 
@@ -939,8 +1216,16 @@ class _Run:
             s = i * K + j
             ts = a0 + tm["actor"] * (j + 1) / K - 0.03
             valid = "true" if math.isfinite(self.st["grad"][s]) and math.isfinite(self.st["loss"][s]) else "false"
-            ch.add(ts, L.log(ts, "rank0", ("model.py", 635),
-                             f"ft op=train_step rollout={i} step={j} attempt=0 outcome=NORMAL valid_step={valid}"), 5)
+            ch.add(
+                ts,
+                L.log(
+                    ts,
+                    "rank0",
+                    ("model.py", 635),
+                    f"ft op=train_step rollout={i} step={j} attempt=0 outcome=NORMAL valid_step={valid}",
+                ),
+                5,
+            )
             d = _step_dict(self.st, s)
             ch.add(ts + 0.01, L.log(ts + 0.01, "rank0", ("log_utils.py", 542), f"step {s}: {d}"))
             ch.add(ts + 0.01, L.log(ts + 0.01, "rank0", ("model.py", 854), f"step {s}: {d}"))
@@ -952,8 +1237,16 @@ class _Run:
         perf = _train_perf(tm, train_wait, tokens, self.su.params)
         ch.add(t, L.log(t, "rank0", ("train_metric_utils.py", 56), f"perf {i}: {perf}"))
         t += 0.1
-        ch.add(t, L.log(t, "main", ("cell.py", 247),
-                        f"ft op=execute phase=end cell=0 fn=train ok=true elapsed_s={t - exec_start:.1f}"), 4)
+        ch.add(
+            t,
+            L.log(
+                t,
+                "main",
+                ("cell.py", 247),
+                f"ft op=execute phase=end cell=0 fn=train ok=true elapsed_s={t - exec_start:.1f}",
+            ),
+            4,
+        )
         return t
 
     def _offload_and_update(self, ch: _Chunk, i: int, t: float, tm: dict) -> float:
@@ -969,21 +1262,45 @@ class _Run:
         """The weight sync after training (or the initial sync at start-up, rollout=)."""
         L = self.L
         p = lambda k: k + bump
-        ch.add(t, L.log(t, "main", ("group.py", 257), f"ft op=update_weights phase=start rollout={'' if i is None else i}"), p(1))
+        ch.add(
+            t,
+            L.log(t, "main", ("group.py", 257), f"ft op=update_weights phase=start rollout={'' if i is None else i}"),
+            p(1),
+        )
         t += 0.2
-        ch.add(t, L.log(t, "rank0", ("structured_log.py", 23), "ft cls=MegatronTrainRayActor fn=update_weights phase=start"), p(1))
+        ch.add(
+            t,
+            L.log(t, "rank0", ("structured_log.py", 23), "ft cls=MegatronTrainRayActor fn=update_weights phase=start"),
+            p(1),
+        )
         ch.add(t + 0.001, _timer(L, t + 0.001, "update_weights"), p(5))
         ch.add(t + 0.18, _memory(L, t + 0.18, "rank0", "before update_weights", 69.9), p(4))
         ch.add(t + 0.186, L.dedup(_memory(L, t + 0.186, "rank7", "before update_weights", 70.02)), p(2))
         for k, path in enumerate(("/pause_generation", "/flush_cache", "/update_weights_from_tensor")):
             tt = t + 0.3 + 0.1 * k
-            ch.add(tt, L.sglang(tt, k, f'INFO:     10.0.0.5:{51234 + k} - "POST {path} HTTP/1.1" 200 OK'), p(7 if k < 2 else 6))
+            ch.add(
+                tt,
+                L.sglang(tt, k, f'INFO:     10.0.0.5:{51234 + k} - "POST {path} HTTP/1.1" 200 OK'),
+                p(7 if k < 2 else 6),
+            )
         t += dur
         ch.add(t - 0.2, L.bare(t - 0.2, "rank0", _tqdm("Update weights", 29, dur - 0.5)), p(3))
         ch.add(t, _timer(L, t, "update_weights", dur), p(3))
-        ch.add(t + 0.001, L.log(t + 0.001, "rank0", ("structured_log.py", 27),
-                                f"ft cls=MegatronTrainRayActor fn=update_weights phase=end ok=true elapsed_s={dur:.1f}"), p(1))
-        ch.add(t + 0.05, L.sglang(t + 0.05, 0, 'INFO:     10.0.0.5:51240 - "POST /continue_generation HTTP/1.1" 200 OK'), p(6))
+        ch.add(
+            t + 0.001,
+            L.log(
+                t + 0.001,
+                "rank0",
+                ("structured_log.py", 27),
+                f"ft cls=MegatronTrainRayActor fn=update_weights phase=end ok=true elapsed_s={dur:.1f}",
+            ),
+            p(1),
+        )
+        ch.add(
+            t + 0.05,
+            L.sglang(t + 0.05, 0, 'INFO:     10.0.0.5:51240 - "POST /continue_generation HTTP/1.1" 200 OK'),
+            p(6),
+        )
         return t + 0.1
 
     def _checkpoint(self, ch: _Chunk, i: int, t: float) -> float:
@@ -991,10 +1308,19 @@ class _Run:
         L = self.L
         ch.add(t, _timer(L, t, "save_model"), 8)
         where = f"/root/shared_data/checkpoints/{self.su.model.lower()}-grpo"
-        ch.add(t + 0.5, L.bare(t + 0.5, "rank0", f"saving checkpoint at iteration {i:7d} to {where} in torch_dist format"), 8)
+        ch.add(
+            t + 0.5,
+            L.bare(t + 0.5, "rank0", f"saving checkpoint at iteration {i:7d} to {where} in torch_dist format"),
+            8,
+        )
         t += 6.0
-        ch.add(t - 0.1, L.bare(t - 0.1, "rank0",
-                               f"  successfully saved checkpoint from iteration {i:7d} to {where} [ t 1/1, p 1/1 ]"), 8)
+        ch.add(
+            t - 0.1,
+            L.bare(
+                t - 0.1, "rank0", f"  successfully saved checkpoint from iteration {i:7d} to {where} [ t 1/1, p 1/1 ]"
+            ),
+            8,
+        )
         ch.add(t, _timer(L, t, "save_model", 6.0), 8)
         return t + 0.1
 
@@ -1003,38 +1329,72 @@ class _Run:
     def _crash(self, ch: _Chunk, i: int, t: float, exec_start: float) -> None:
         """OOM in train_actor: the actor's ok=false traceback, then the driver's phase=fail one."""
         L, pid = self.L, self.L.pids["rank"]
-        oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 7.42 GiB. GPU 0 has a total capacity "
-               f"of 79.19 GiB of which 1.05 GiB is free. Process {pid} has 78.12 GiB memory in use. Of the allocated "
-               "memory 71.80 GiB is allocated by PyTorch, and 4.90 GiB is reserved by PyTorch but unallocated.")
+        oom = (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 7.42 GiB. GPU 0 has a total capacity "
+            f"of 79.19 GiB of which 1.05 GiB is free. Process {pid} has 78.12 GiB memory in use. Of the allocated "
+            "memory 71.80 GiB is allocated by PyTorch, and 4.90 GiB is reserved by PyTorch but unallocated."
+        )
         t += 9.7
-        ch.add(t, L.log(t, "rank0", ("structured_log.py", 29),
-                        f"ft cls=MegatronTrainRayActor fn=train phase=end ok=false elapsed_s={t - exec_start:.1f}", "ERROR"))
-        frames = ["Traceback (most recent call last):",
-                  '  File "/root/miles/miles/utils/tracking_utils/structured_log.py", line 61, in wrapper',
-                  "    return fn(self, *args, **kwargs)",
-                  '  File "/root/miles/miles/backends/megatron_utils/actor.py", line 398, in train',
-                  '    rollout_data["log_probs"] = self.compute_log_prob(',
-                  "                                ^^^^^^^^^^^^^^^^^^^^^^",
-                  '  File "/root/miles/miles/backends/megatron_utils/model.py", line 311, in forward_only',
-                  "    output_tensor = model(**batch)", oom]
+        ch.add(
+            t,
+            L.log(
+                t,
+                "rank0",
+                ("structured_log.py", 29),
+                f"ft cls=MegatronTrainRayActor fn=train phase=end ok=false elapsed_s={t - exec_start:.1f}",
+                "ERROR",
+            ),
+        )
+        frames = [
+            "Traceback (most recent call last):",
+            '  File "/root/miles/miles/utils/tracking_utils/structured_log.py", line 61, in wrapper',
+            "    return fn(self, *args, **kwargs)",
+            '  File "/root/miles/miles/backends/megatron_utils/actor.py", line 398, in train',
+            '    rollout_data["log_probs"] = self.compute_log_prob(',
+            "                                ^^^^^^^^^^^^^^^^^^^^^^",
+            '  File "/root/miles/miles/backends/megatron_utils/model.py", line 311, in forward_only',
+            "    output_tensor = model(**batch)",
+            oom,
+        ]
         for k, text in enumerate(frames):
             ch.add(t + 1e-4 * (k + 1), L.bare(t, "rank0", text))
         t += 0.3
-        ch.add(t, L.dedup(L.log(t, "rank7", ("structured_log.py", 29),
-                                f"ft cls=MegatronTrainRayActor fn=train phase=end ok=false elapsed_s={t - exec_start:.1f}",
-                                "ERROR")))
+        ch.add(
+            t,
+            L.dedup(
+                L.log(
+                    t,
+                    "rank7",
+                    ("structured_log.py", 29),
+                    f"ft cls=MegatronTrainRayActor fn=train phase=end ok=false elapsed_s={t - exec_start:.1f}",
+                    "ERROR",
+                )
+            ),
+        )
         t += 0.5
-        ch.add(t, L.log(t, "main", ("cell.py", 251),
-                        f"ft op=execute phase=fail cell=0 fn=train elapsed_s={t - exec_start:.1f}", "ERROR"))
-        main = ["Traceback (most recent call last):",
-                '  File "/root/miles/miles/ray/train/cell.py", line 234, in _execute_raw',
-                "    result = await asyncio.gather(", "             ^^^^^^^^^^^^^^^^^^^^^",
-                f"ray.exceptions.RayTaskError(OutOfMemoryError): ray::MegatronTrainRayActor.train() (pid={pid}, "
-                "ip=10.0.0.5, actor_id=8e1f0c2b7a4d5e6f9a0b1c2d01000000, repr=<miles.backends.megatron_utils.actor."
-                "MegatronTrainRayActor object at 0x7f3b2c1d5e80>)",
-                '  File "/root/miles/miles/backends/megatron_utils/actor.py", line 398, in train',
-                '    rollout_data["log_probs"] = self.compute_log_prob(',
-                "                                ^^^^^^^^^^^^^^^^^^^^^^", oom]
+        ch.add(
+            t,
+            L.log(
+                t,
+                "main",
+                ("cell.py", 251),
+                f"ft op=execute phase=fail cell=0 fn=train elapsed_s={t - exec_start:.1f}",
+                "ERROR",
+            ),
+        )
+        main = [
+            "Traceback (most recent call last):",
+            '  File "/root/miles/miles/ray/train/cell.py", line 234, in _execute_raw',
+            "    result = await asyncio.gather(",
+            "             ^^^^^^^^^^^^^^^^^^^^^",
+            f"ray.exceptions.RayTaskError(OutOfMemoryError): ray::MegatronTrainRayActor.train() (pid={pid}, "
+            "ip=10.0.0.5, actor_id=8e1f0c2b7a4d5e6f9a0b1c2d01000000, repr=<miles.backends.megatron_utils.actor."
+            "MegatronTrainRayActor object at 0x7f3b2c1d5e80>)",
+            '  File "/root/miles/miles/backends/megatron_utils/actor.py", line 398, in train',
+            '    rollout_data["log_probs"] = self.compute_log_prob(',
+            "                                ^^^^^^^^^^^^^^^^^^^^^^",
+            oom,
+        ]
         for k, text in enumerate(main):
             ch.add(t + 1e-4 * (k + 1), L.bare(t, "main", text))
         self._retries(ch, i, t + 0.4)
@@ -1043,18 +1403,37 @@ class _Run:
         L = self.L
         ch.add(t, L.log(t, "main", ("cell.py", 262), "execute_all_alive_and_catch#train error index=0", "WARNING"))
         ch.add(t + 0.2, L.log(t + 0.2, "main", ("cell.py", 301), "ft op=confirm_dead phase=start cell=0 n_actors=8"))
-        ch.add(t + 1.1, L.log(t + 1.1, "main", ("group.py", 212), 'ft op=check errored=0 discarded= normal=0 '
-                              'decision=retry reason="all alive cells failed"'))
+        ch.add(
+            t + 1.1,
+            L.log(
+                t + 1.1,
+                "main",
+                ("group.py", 212),
+                'ft op=check errored=0 discarded= normal=0 decision=retry reason="all alive cells failed"',
+            ),
+        )
         t += 3.1
         for k in (1, 2):
-            ch.add(t, L.log(t, "main", ("retry_utils.py", 36), f"retry: attempt {k} failed, retrying in {2.0 ** (k - 1):.1f}s",
-                            "WARNING"))
+            ch.add(
+                t,
+                L.log(
+                    t,
+                    "main",
+                    ("retry_utils.py", 36),
+                    f"retry: attempt {k} failed, retrying in {2.0 ** (k - 1):.1f}s",
+                    "WARNING",
+                ),
+            )
             t += 2.0 ** (k - 1) + 0.01
             ch.add(t, L.log(t, "main", ("group.py", 147), f"ft op=train phase=start rollout={i} attempt={k}"))
             t += 0.05
             if k == 1:
-                ch.add(t, L.log(t, "main", ("cell.py", 251), "ft op=execute phase=fail cell=0 fn=train elapsed_s=0.0",
-                                "ERROR"))
+                ch.add(
+                    t,
+                    L.log(
+                        t, "main", ("cell.py", 251), "ft op=execute phase=fail cell=0 fn=train elapsed_s=0.0", "ERROR"
+                    ),
+                )
                 ch.add(t + 1e-4, L.bare(t, "main", "AssertionError: Cannot recover when all cells are dead"))
                 t += 0.2
 
@@ -1065,10 +1444,26 @@ class _Run:
         ch = _Chunk()
         _filler(L, ch, rng, t0 + 1, t0 + 25, min(self.noise, 8))
         t = t0 + 27.3
-        ch.add(t, L.sglang(t, 1, f'INFO:     10.0.0.5:{int(rng.integers(40000, 60000))} - "GET /health HTTP/1.1" 503 Service Unavailable'), 5)
-        ch.add(t + 8.7, L.log(t + 8.7, "rm", ("health_monitor.py", 154),
-                              "Health check failed for rollout engine 1 (ray timeout or error). Killing actor. "
-                              "Exception: The actor died unexpectedly before finishing this task.", "ERROR"))
+        ch.add(
+            t,
+            L.sglang(
+                t,
+                1,
+                f'INFO:     10.0.0.5:{int(rng.integers(40000, 60000))} - "GET /health HTTP/1.1" 503 Service Unavailable',
+            ),
+            5,
+        )
+        ch.add(
+            t + 8.7,
+            L.log(
+                t + 8.7,
+                "rm",
+                ("health_monitor.py", 154),
+                "Health check failed for rollout engine 1 (ray timeout or error). Killing actor. "
+                "Exception: The actor died unexpectedly before finishing this task.",
+                "ERROR",
+            ),
+        )
         yield ch.lines(self.noise)
         url = f"{ROUTER}/generate"
         for req in range(4):
@@ -1076,13 +1471,32 @@ class _Run:
             start = t0 + 30.0 + 55.0 * req
             for k in range(1, 61):
                 tt = start + (k - 1) * 1.003 + 0.002 * req
-                ch.add(tt, L.log(tt, "rm", ("http_utils.py", 226),
-                                 f"Error: Server error '503 Service Unavailable' for url '{url}'"))
-                ch.add(tt, L.bare(tt, "rm", "For more information check: https://developer.mozilla.org/en-US/docs/Web/"
-                                  f"HTTP/Status/503, retrying... (attempt {k}/60, url={url}, response=No available workers)"))
+                ch.add(
+                    tt,
+                    L.log(
+                        tt,
+                        "rm",
+                        ("http_utils.py", 226),
+                        f"Error: Server error '503 Service Unavailable' for url '{url}'",
+                    ),
+                )
+                ch.add(
+                    tt,
+                    L.bare(
+                        tt,
+                        "rm",
+                        "For more information check: https://developer.mozilla.org/en-US/docs/Web/"
+                        f"HTTP/Status/503, retrying... (attempt {k}/60, url={url}, response=No available workers)",
+                    ),
+                )
                 if k % 15 == 7:
-                    ch.add(tt + 0.4, L.sglang(tt + 0.4, 1, 'INFO:     10.0.0.5:51990 - "GET /health HTTP/1.1" 503 '
-                                             'Service Unavailable'), 5)
+                    ch.add(
+                        tt + 0.4,
+                        L.sglang(
+                            tt + 0.4, 1, 'INFO:     10.0.0.5:51990 - "GET /health HTTP/1.1" 503 Service Unavailable'
+                        ),
+                        5,
+                    )
             tt = start + 60 * 1.003
             ch.add(tt, L.log(tt, "rm", ("http_utils.py", 230), f"Max retries (60) reached, failing... (url={url})"))
             yield ch.lines(self.noise)
@@ -1113,7 +1527,13 @@ class _Run:
                 ch.add(t, L.log(t, "rm", ("server_group.py", 118), "wait_all_engines_alive looping..."))
                 for e in range(min(self.noise // 4, GPUS)):
                     tt = t + 3 + e * 0.7
-                    ch.add(tt, L.sglang(tt, e, f'INFO:     10.0.0.5:{41000 + e} - "GET /health HTTP/1.1" 503 Service Unavailable'), 5)
+                    ch.add(
+                        tt,
+                        L.sglang(
+                            tt, e, f'INFO:     10.0.0.5:{41000 + e} - "GET /health HTTP/1.1" 503 Service Unavailable'
+                        ),
+                        5,
+                    )
             yield ch.lines(None)
 
     def finish(self) -> list[tuple[float, str]]:
@@ -1127,8 +1547,9 @@ class _Run:
         return ch.lines(None)
 
 
-def _chunks(scenario, rollouts, seed, K, fmt, noise, onset, start, setup="manual",
-            pace=1.0) -> Iterator[list[tuple[float, str]]]:
+def _chunks(
+    scenario, rollouts, seed, K, fmt, noise, onset, start, setup="manual", pace=1.0
+) -> Iterator[list[tuple[float, str]]]:
     """The log as chunks: start-up, one per rollout, then the scenario's ending."""
     run = _Run(scenario, rollouts, seed, K, fmt, noise, onset, start, setup_of(setup), pace)
     yield run.startup()

@@ -55,6 +55,10 @@ def pytest_collection_modifyitems(items):
         mod = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
         fn = getattr(item, "function", None)
         code = getattr(fn, "__code__", None)
-        if (mod in UI_MODULES or mod.startswith("test_ui_") or "snap_compare" in getattr(item, "fixturenames", ())
-                or (code is not None and "run_test" in code.co_names)):
+        if (
+            mod in UI_MODULES
+            or mod.startswith("test_ui_")
+            or "snap_compare" in getattr(item, "fixturenames", ())
+            or (code is not None and "run_test" in code.co_names)
+        ):
             item.add_marker(_pytest_ui.mark.ui)

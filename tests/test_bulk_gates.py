@@ -24,10 +24,15 @@ from tests.test_held import _store
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = sorted((ROOT / "sample_logs").glob("*.log")) + sorted((ROOT / "tests" / "fixtures").glob("*.log"))
-RULE_OF = {"rule_gap": ("gap-rising", "gap-jump"), "rule_grad_norm": ("grad-norm-rising",),
-           "rule_length_hacking": ("length-hacking",), "rule_rollout_slowdown": ("rollout-slowdown",),
-           "rule_off_policy": ("off-policy",), "rule_no_signal": ("no-signal",),
-           "rule_entropy_collapse": ("entropy-collapse",)}
+RULE_OF = {
+    "rule_gap": ("gap-rising", "gap-jump"),
+    "rule_grad_norm": ("grad-norm-rising",),
+    "rule_length_hacking": ("length-hacking",),
+    "rule_rollout_slowdown": ("rollout-slowdown",),
+    "rule_off_policy": ("off-policy",),
+    "rule_no_signal": ("no-signal",),
+    "rule_entropy_collapse": ("entropy-collapse",),
+}
 FUNCS = {f.__name__: f for f in rules.METRIC_RULES}
 CASES = [(scen, setup, 300 + i * 11 + j, None) for i, scen in enumerate(SCENARIOS) for j, setup in enumerate(SETUPS)]
 CASES += [(scen, "manual", 40 + i, (2, 4)[i % 2]) for i, scen in enumerate(SCENARIOS)]
@@ -95,25 +100,27 @@ def test_window_head_min_is_the_rules_start_level_bound():
     for r, g in zip(sel.tolist(), got.tolist()):
         lo = max(0, r - (rules.WINDOW - 1))
         head = min(8, max(4, (r - lo + 1) // 4))
-        assert g == float(np.min(pt[lo:lo + head]))
+        assert g == float(np.min(pt[lo : lo + head]))
 
 
 def test_touched_rows_found_by_search_are_the_stores_rows():
     """_verify's binary search finds the rows row_of names; ids it cannot map exactly fall back."""
     seg = _store([line for _, line in generate("healthy", 30, 2, noise_per_rollout=0)])
     touch = {int(r): i + 1 for i, r in enumerate(seg.ids)}
-    touch.update({10_000: 7, -3: 2})                   # not rows of the segment
+    touch.update({10_000: 7, -3: 2})  # not rows of the segment
     rows, stamps = bulk._rows_of_ids(seg, touch)
     want = sorted((seg.row_of[r], st) for r, st in touch.items() if r in seg.row_of)
     assert sorted(zip(rows.tolist(), stamps.tolist())) == want
-    assert bulk._rows_of_ids(seg, {2 ** 60: 1}) is None
+    assert bulk._rows_of_ids(seg, {2**60: 1}) is None
 
 
-def _k_updates_log(first_cf: float, other_cf: float, k: int = 2, n: int = 90, onset: int = 40,
-                   framework_line: str | None = None) -> list[str]:
+def _k_updates_log(
+    first_cf: float, other_cf: float, k: int = 2, n: int = 90, onset: int = 40, framework_line: str | None = None
+) -> list[str]:
     """A healthy run with K updates per rollout whose step lines from rollout `onset` on say
     clip fraction `first_cf` on each rollout's first update and `other_cf` on the others."""
     import re
+
     lines = [line for _, line in generate("healthy", n, 5, noise_per_rollout=0, steps_per_rollout=k)]
     out = []
     for line in lines:
@@ -126,19 +133,21 @@ def _k_updates_log(first_cf: float, other_cf: float, k: int = 2, n: int = 90, on
     return out
 
 
-@pytest.mark.parametrize("first_cf,other_cf,k", [(0.0, 0.9, 2), (0.0, 0.5, 4), (0.02, 0.1, 2), (0.0, 0.1, 2),
-                                                  (0.0, 0.3, 2)])
+@pytest.mark.parametrize(
+    "first_cf,other_cf,k", [(0.0, 0.9, 2), (0.0, 0.5, 4), (0.02, 0.1, 2), (0.0, 0.1, 2), (0.0, 0.3, 2)]
+)
 def test_off_policy_gate_with_k_updates(first_cf, other_cf, k, monkeypatch):
     """K updates per rollout: the gate's NOs hold where the first update's clip fraction is above
     0 (fresh weights) and where 3 of 4 rollouts' clip fractions pass 0.3, each alone; and bulk
     judging gives the alerts of judging rollout by rollout."""
     from tests.test_fast_judge import _bulk_equals_plain
+
     lines = _k_updates_log(first_cf, other_cf, k)
     seg = _store(lines)
     assert check_gates(seg) > 0
     ans = bulk.Answers(seg, defaults(), np.arange(len(seg.ids)))
     col = ans.mat[:, ans.names.index("rule_off_policy")]
-    fires = (first_cf > 0 or (other_cf * (k - 1) + first_cf) / k > 0.3)
+    fires = first_cf > 0 or (other_cf * (k - 1) + first_cf) / k > 0.3
     assert (col[60:] == bulk.MAYBE).all() if fires else (col[60:] == bulk.NO).all()
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert any(a.rule == "off-policy" for a in plain.engine.alerts) == fires

@@ -233,7 +233,11 @@ def test_to_dict_from_dict_round_trip():
     for name in ("steps", "lo", "hi", "centre"):
         np.testing.assert_array_equal(getattr(back, name), getattr(env, name))
     assert (back.sigma0, back.kind, back.log, back.eps, back.margin) == (
-        env.sigma0, env.kind, env.log, env.eps, env.margin,
+        env.sigma0,
+        env.kind,
+        env.log,
+        env.eps,
+        env.margin,
     )
     assert back.bounds_at(55) == env.bounds_at(55)
 

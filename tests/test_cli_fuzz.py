@@ -25,34 +25,80 @@ from grpo_tui import cli
 
 PY = sys.executable
 EXITS = {"check": {0, 1, 2, 3}, "export": {0, 1}, "calibrate": {0, 1}}
-FUZZ = settings(max_examples=int(os.environ.get("FUZZ_N", 40)), deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(os.environ.get("FUZZ_N", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
-HEADERS = ["[2026-08-21 10:{m:02d}:{s:02d}.000 rollout_manager] metrics.py:89 - ",
-           "(MegatronTrainRayActor pid=1) [2026-08-21 10:{m:02d}:{s:02d}] model.py:649 - ",
-           "\x1b[36m(SGLangEngine pid=2)\x1b[0m [2026-08-21 10:{m:02d}:{s:02d}] ", ""]
-KEYS = ["rollout/raw_reward", "rollout/response_lengths", "rollout/truncated", "perf/rollout_time",
-        "train/train_rollout_logprob_abs_diff", "train/train_rollout_kl", "train/grad_norm",
-        "train/pg_clipfrac", "rollout/zero_std/count_0", "=cmd", "x\u202ey", "note"]
+HEADERS = [
+    "[2026-08-21 10:{m:02d}:{s:02d}.000 rollout_manager] metrics.py:89 - ",
+    "(MegatronTrainRayActor pid=1) [2026-08-21 10:{m:02d}:{s:02d}] model.py:649 - ",
+    "\x1b[36m(SGLangEngine pid=2)\x1b[0m [2026-08-21 10:{m:02d}:{s:02d}] ",
+    "",
+]
+KEYS = [
+    "rollout/raw_reward",
+    "rollout/response_lengths",
+    "rollout/truncated",
+    "perf/rollout_time",
+    "train/train_rollout_logprob_abs_diff",
+    "train/train_rollout_kl",
+    "train/grad_norm",
+    "train/pg_clipfrac",
+    "rollout/zero_std/count_0",
+    "=cmd",
+    "x\u202ey",
+    "note",
+]
 VALUES = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.integers(-10**30, 10**30).map(str),
-    st.sampled_from(["nan", "inf", "-inf", "np.float64(0.5)", "np.int64(3)", "tensor(2.0)", "True", "None",
-                     "'=HYPERLINK(\"x\")'", "'-0.5'", "'\x1b[2J'", "[1, 2]", "{'a': 1}", "'", ""]),
+    st.integers(-(10**30), 10**30).map(str),
+    st.sampled_from(
+        [
+            "nan",
+            "inf",
+            "-inf",
+            "np.float64(0.5)",
+            "np.int64(3)",
+            "tensor(2.0)",
+            "True",
+            "None",
+            "'=HYPERLINK(\"x\")'",
+            "'-0.5'",
+            "'\x1b[2J'",
+            "[1, 2]",
+            "{'a': 1}",
+            "'",
+            "",
+        ]
+    ),
 )
 RECORD = st.builds(
     lambda head, kind, n, pairs, m, s, cut: (
-        head.format(m=m, s=s) + f"{kind} {n}: {{" + ", ".join(f"'{k}': {v}" for k, v in pairs) + "}")[:cut],
-    st.sampled_from(HEADERS), st.sampled_from(["rollout", "step", "perf", "eval", "Rollout"]),
-    st.integers(-3, 60), st.lists(st.tuples(st.sampled_from(KEYS), VALUES), max_size=6),
-    st.integers(0, 59), st.integers(0, 59), st.integers(0, 400),
+        head.format(m=m, s=s) + f"{kind} {n}: {{" + ", ".join(f"'{k}': {v}" for k, v in pairs) + "}"
+    )[:cut],
+    st.sampled_from(HEADERS),
+    st.sampled_from(["rollout", "step", "perf", "eval", "Rollout"]),
+    st.integers(-3, 60),
+    st.lists(st.tuples(st.sampled_from(KEYS), VALUES), max_size=6),
+    st.integers(0, 59),
+    st.integers(0, 59),
+    st.integers(0, 400),
 )
 JUNK_LINE = st.one_of(
     RECORD,
     st.text(max_size=80),
-    st.sampled_from(["Traceback (most recent call last):", "Job 'raysubmit_1' failed", "\x00\x00\x00",
-                     "EXEC: python3 train.py --rollout-batch-size 0 --n-samples-per-prompt 8 --global-batch-size 0",
-                     "503 Service Unavailable", "\r", "\u202e\u2066", "'" * 50]),
+    st.sampled_from(
+        [
+            "Traceback (most recent call last):",
+            "Job 'raysubmit_1' failed",
+            "\x00\x00\x00",
+            "EXEC: python3 train.py --rollout-batch-size 0 --n-samples-per-prompt 8 --global-batch-size 0",
+            "503 Service Unavailable",
+            "\r",
+            "\u202e\u2066",
+            "'" * 50,
+        ]
+    ),
 )
 JUNK = st.one_of(
     st.binary(max_size=3000),
@@ -62,6 +108,7 @@ JUNK = st.one_of(
 
 def _simulated(seed: int) -> list[str]:
     from grpo_tui.simulate import generate
+
     return [line for _, line in generate("healthy", 8, seed, noise_per_rollout=2)]
 
 
@@ -176,9 +223,12 @@ def test_check_a_device(dev):
 def test_a_fifo_does_not_block(tmp_path):
     fifo = tmp_path / "pipe.log"
     os.mkfifo(fifo)
-    for argv, code in ((["check", str(fifo)], 3), (["export", str(fifo)], 1),
-                       (["check", "--ranges", str(fifo), str(fifo)], 3),
-                       (["calibrate", str(fifo), str(fifo), "-o", str(tmp_path / "o" / "r.toml")], 1)):
+    for argv, code in (
+        (["check", str(fifo)], 3),
+        (["export", str(fifo)], 1),
+        (["check", "--ranges", str(fifo), str(fifo)], 3),
+        (["calibrate", str(fifo), str(fifo), "-o", str(tmp_path / "o" / "r.toml")], 1),
+    ):
         r = grpo(*argv)  # timeout=60: a blocking open() fails the test instead of hanging it
         assert r.returncode == code and "not a regular file" in one_line(r.stderr)
 
@@ -206,7 +256,8 @@ def test_export_to_a_full_disk(tmp_path):
     log = tmp_path / "x.log"
     log.write_text("[2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - perf 0: {'perf/rollout_time': 1.5}\n")
     with open("/dev/full", "w") as full:
-        r = subprocess.run([PY, "-m", "grpo_tui", "export", str(log)], stdout=full, stderr=subprocess.PIPE,
-                           text=True, timeout=60)
+        r = subprocess.run(
+            [PY, "-m", "grpo_tui", "export", str(log)], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60
+        )
     assert r.returncode == 1
     assert one_line(r.stderr) == "grpo-tui export: cannot write output: No space left on device"

@@ -15,12 +15,15 @@ from grpo_tui.ui.app import GrpoApp
 LOGS = Path(__file__).resolve().parents[1] / "sample_logs"
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["chek", "x.log"], "did you mean `grpo-tui check`"),
-    (["exprot", "x.log"], "did you mean `grpo-tui export`"),
-    (["--theme", "neon", str(LOGS / "gap-jump.log")], "unknown theme 'neon'"),
-    (["tial", "-"], "did you mean `grpo-tui tail`"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["chek", "x.log"], "did you mean `grpo-tui check`"),
+        (["exprot", "x.log"], "did you mean `grpo-tui export`"),
+        (["--theme", "neon", str(LOGS / "gap-jump.log")], "unknown theme 'neon'"),
+        (["tial", "-"], "did you mean `grpo-tui tail`"),
+    ],
+)
 def test_mistyped_words_are_errors(argv, needle, capsys):
     assert cli.main(argv) == 2
     assert needle in capsys.readouterr().err
@@ -53,6 +56,7 @@ async def test_command_palette_offers_the_apps_actions():
 def test_output_dash_is_stdout(tmp_path, monkeypatch, capsys):
     """`-o -` writes to standard output, not to a file named "-"."""
     from grpo_tui.cli import main
+
     log = Path(__file__).resolve().parents[1] / "sample_logs" / "healthy-seed1.log"
     monkeypatch.chdir(tmp_path)
     assert main(["export", str(log), "-o", "-"]) == 0
@@ -81,6 +85,7 @@ def test_the_dashboard_leaves_at_once_once_its_app_has_closed(monkeypatch):
     def fake_exit(code):
         seen.append(("_exit", code))
         raise Left
+
     monkeypatch.setattr(cli.os, "_exit", fake_exit)
     monkeypatch.setattr(cli.sys, "stdout", Stream("stdout"))
     monkeypatch.setattr(cli.sys, "stderr", Stream("stderr"))
@@ -90,7 +95,7 @@ def test_the_dashboard_leaves_at_once_once_its_app_has_closed(monkeypatch):
     for cmd in ("tail", "serve", "simulate"):
         with pytest.raises(SystemExit):
             cli.leave(0, cmd)
-    assert "dashboard" not in cli.QUICK_EXIT      # its collector stays on while it runs (one_shot)
+    assert "dashboard" not in cli.QUICK_EXIT  # its collector stays on while it runs (one_shot)
 
 
 def test_quick_exit_commands_leave_whole_output_and_their_codes(tmp_path):
@@ -100,8 +105,10 @@ def test_quick_exit_commands_leave_whole_output_and_their_codes(tmp_path):
     import json
 
     def run(*argv):
-        return subprocess.run([sys.executable, "-m", "grpo_tui", *argv], capture_output=True, text=True,
-                              cwd=tmp_path, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "grpo_tui", *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120
+        )
+
     r = run("check", "--json", str(LOGS / "gap-jump.log"))
     assert r.returncode == 2 and json.loads(r.stdout)["status"] == "critical"
     r = run("check", str(LOGS / "healthy-seed1.log"))
@@ -115,6 +122,7 @@ def test_quick_exit_commands_leave_whole_output_and_their_codes(tmp_path):
     seeds = [str(LOGS / f"healthy-seed{i}.log") for i in (1, 2, 3)]
     r = run("calibrate", *seeds, "-o", "ranges.toml")
     from grpo_tui.judge.ranges import load_ranges
+
     assert r.returncode == 0 and "wrote ranges.toml (9 signals)" in r.stderr
     got = load_ranges(str(tmp_path / "ranges.toml"))
     assert len(got.envelopes) + len(got.constant) == 9

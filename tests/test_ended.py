@@ -122,8 +122,10 @@ def test_a_log_without_timestamps_names_no_usual_interval(tmp_path):
     assert "usual interval" not in alert.message and "the log is silent" in alert.message
 
 
-TRL_SUMMARY = ("{'train_runtime': 812.4, 'train_samples_per_second': 1.97, 'train_steps_per_second': 0.06, "
-               "'train_loss': 0.0123, 'epoch': 1.0}")
+TRL_SUMMARY = (
+    "{'train_runtime': 812.4, 'train_samples_per_second': 1.97, 'train_steps_per_second': 0.06, "
+    "'train_loss': 0.0123, 'epoch': 1.0}"
+)
 
 
 def test_trl_train_runtime_summary_is_a_finish_line(tmp_path):
@@ -147,4 +149,5 @@ def test_ended_after_needs_a_duration_over_two_minutes(value, capsys):
 
 def test_serve_passes_the_horizon_to_each_session():
     from grpo_tui.commands.serve_cmd import dashboard_command
+
     assert "--ended-after 7200s" in dashboard_command(["x.log"], ended_after=7200.0)

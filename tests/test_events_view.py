@@ -35,7 +35,7 @@ async def test_events_screen_opens_the_log_at_an_event():
         i = next(k for k, r in enumerate(scr.rows) if r.kind == "max_retries")
         scr.query_one("DataTable").move_cursor(row=i)
         await pilot.press("enter")
-        end = time.monotonic() + 10                  # wait for the screen, not a fixed pause
+        end = time.monotonic() + 10  # wait for the screen, not a fixed pause
         while not isinstance(app.screen, LogScreen) and time.monotonic() < end:
             await pilot.pause(0.05)
         assert isinstance(app.screen, LogScreen) and app.screen.start_line == scr.rows[i].line

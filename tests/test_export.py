@@ -43,6 +43,7 @@ def by(rows_, key, value):
 # the sample, rollout axis
 # --------------------------------------------------------------------------------------------
 
+
 def test_sample_json_rollout_axis(sample_path, capsys):
     data = export_json(sample_path, capsys)
     assert [r["rollout"] for r in data] == [3, 4, 19]
@@ -111,9 +112,10 @@ def test_sample_look_alike_keys_not_merged(sample_path, capsys):
 # the sample, step axis
 # --------------------------------------------------------------------------------------------
 
+
 def test_sample_json_step_axis(sample_path, capsys):
     data = export_json(sample_path, capsys, "--axis", "step")
-    assert [(r["step"], r["rollout"]) for r in data] == [(6, 3), (7, 3)]   # doubled step 6 appears once
+    assert [(r["step"], r["rollout"]) for r in data] == [(6, 3), (7, 3)]  # doubled step 6 appears once
     s6, s7 = data
     assert s6["train/loss"] == -0.00213
     assert s6["train/grad_norm"] == 0.2144
@@ -165,8 +167,12 @@ def test_output_file(sample_path, tmp_path, capsys):
 
 
 def test_subprocess_entry_point(sample_path):
-    proc = subprocess.run([PY, "-m", "grpo_tui", "export", str(sample_path), "--format", "json"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [PY, "-m", "grpo_tui", "export", str(sample_path), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     r3 = by(data, "rollout", 3)
@@ -189,24 +195,36 @@ def test_render_matches_rows(sample_path):
 # --------------------------------------------------------------------------------------------
 
 RM = "(RolloutManager pid=7) [2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - "
-EXEC = ("EXEC: export PYTHONUNBUFFERED=1 && ray job submit --address=\"http://127.0.0.1:8265\" -- python3 "
-        "/root/miles/train.py --rollout-batch-size 32 --n-samples-per-prompt 8 --global-batch-size 256")
+EXEC = (
+    'EXEC: export PYTHONUNBUFFERED=1 && ray job submit --address="http://127.0.0.1:8265" -- python3 '
+    "/root/miles/train.py --rollout-batch-size 32 --n-samples-per-prompt 8 --global-batch-size 256"
+)
 
 
 def test_restart_segments_in_export(tmp_path, capsys):
     log = tmp_path / "restart.log"
-    log.write_text("\n".join([
-        EXEC,
-        RM + "perf 0: {'rollout/raw_reward': 0.1}",
-        RM + "perf 1: {'rollout/raw_reward': 0.2}",
-        EXEC,
-        RM + "perf 0: {'rollout/raw_reward': 0.3}",
-        RM + "perf 1: {'rollout/raw_reward': 0.4}",
-        RM + "perf 0: {'rollout/raw_reward': 0.5}",
-    ]) + "\n")
+    log.write_text(
+        "\n".join(
+            [
+                EXEC,
+                RM + "perf 0: {'rollout/raw_reward': 0.1}",
+                RM + "perf 1: {'rollout/raw_reward': 0.2}",
+                EXEC,
+                RM + "perf 0: {'rollout/raw_reward': 0.3}",
+                RM + "perf 1: {'rollout/raw_reward': 0.4}",
+                RM + "perf 0: {'rollout/raw_reward': 0.5}",
+            ]
+        )
+        + "\n"
+    )
     data = export_json(log, capsys)
     assert [(r["segment"], r["rollout"], r["rollout/raw_reward"]) for r in data] == [
-        (0, 0, 0.1), (0, 1, 0.2), (1, 0, 0.3), (1, 1, 0.4), (2, 0, 0.5)]
+        (0, 0, 0.1),
+        (0, 1, 0.2),
+        (1, 0, 0.3),
+        (1, 1, 0.4),
+        (2, 0, 0.5),
+    ]
     code, out, _ = run_cli("export", str(log), capsys=capsys)
     table = list(csv.DictReader(io.StringIO(out)))
     assert out.splitlines()[0].startswith("segment,rollout")
@@ -215,28 +233,40 @@ def test_restart_segments_in_export(tmp_path, capsys):
 
 def test_look_alike_keys_in_export(tmp_path, capsys):
     log = tmp_path / "alike.log"
-    log.write_text("\n".join([
-        RM + "perf 0: {'rollout/zero_std/count_0.1': 3, 'rollout/zero_std/count_0': 7, "
-             "'rollout/zero_std/count_0.0': 2, 'rollout/episode_raw_reward': 0.9, 'rollout/truncated_ratio': 0.25}",
-        "(MegatronTrainRayActor pid=8) [2026-08-21 10:00:01.000 actor_cell0_rank0] log_utils.py:123 - rollout 0: "
-        "{'rollout/raw_reward': 0.125, 'rollout/truncated': 0.375}",
-        "(RolloutManager pid=7) [2026-08-21 10:00:02.000 rollout_manager] metrics.py:53 - eval 0: "
-        "{'eval/x/truncated_ratio': 0.5, 'eval/x-truncated_ratio': 0.625}",
-    ]) + "\n")
+    log.write_text(
+        "\n".join(
+            [
+                RM + "perf 0: {'rollout/zero_std/count_0.1': 3, 'rollout/zero_std/count_0': 7, "
+                "'rollout/zero_std/count_0.0': 2, 'rollout/episode_raw_reward': 0.9, 'rollout/truncated_ratio': 0.25}",
+                "(MegatronTrainRayActor pid=8) [2026-08-21 10:00:01.000 actor_cell0_rank0] log_utils.py:123 - rollout 0: "
+                "{'rollout/raw_reward': 0.125, 'rollout/truncated': 0.375}",
+                "(RolloutManager pid=7) [2026-08-21 10:00:02.000 rollout_manager] metrics.py:53 - eval 0: "
+                "{'eval/x/truncated_ratio': 0.5, 'eval/x-truncated_ratio': 0.625}",
+            ]
+        )
+        + "\n"
+    )
     (r0,) = export_json(log, capsys)
     assert r0 == {
         "rollout": 0,
-        "rollout/zero_std/count_0.1": 3, "rollout/zero_std/count_0": 7, "rollout/zero_std/count_0.0": 2,
-        "rollout/episode_raw_reward": 0.9, "rollout/truncated_ratio": 0.25,
-        "rollout/raw_reward": 0.125, "rollout/truncated": 0.375,
-        "eval/x/truncated_ratio": 0.5, "eval/x-truncated_ratio": 0.625,
+        "rollout/zero_std/count_0.1": 3,
+        "rollout/zero_std/count_0": 7,
+        "rollout/zero_std/count_0.0": 2,
+        "rollout/episode_raw_reward": 0.9,
+        "rollout/truncated_ratio": 0.25,
+        "rollout/raw_reward": 0.125,
+        "rollout/truncated": 0.375,
+        "eval/x/truncated_ratio": 0.5,
+        "eval/x-truncated_ratio": 0.625,
     }
 
 
 def test_strings_bools_and_inf_in_export(tmp_path, capsys):
     log = tmp_path / "values.log"
-    log.write_text(RM + "perf 2: {'custom/name': 'a, \"b\"', 'custom/flag': True, 'custom/x': -inf, "
-                        "'custom/y': np.float64(inf), 'custom/z': 1.5}\n")
+    log.write_text(
+        RM + "perf 2: {'custom/name': 'a, \"b\"', 'custom/flag': True, 'custom/x': -inf, "
+        "'custom/y': np.float64(inf), 'custom/z': 1.5}\n"
+    )
     (r,) = export_json(log, capsys)
     assert r["custom/name"] == 'a, "b"'
     assert r["custom/flag"] is True
@@ -250,7 +280,7 @@ def test_wrapped_log_exports_exact_values(tmp_path, capsys, sample_lines, sample
     # the sample hard-wrapped at a fixed column (as a paste would be) gives the same export
     wrapped = []
     for ln in sample_lines:
-        wrapped.extend(ln[i:i + width] for i in range(0, max(len(ln), 1), width))
+        wrapped.extend(ln[i : i + width] for i in range(0, max(len(ln), 1), width))
     log = tmp_path / "wrapped.log"
     log.write_bytes(("\n".join(wrapped) + "\n").encode("utf-8"))
     data = export_json(log, capsys)
@@ -270,6 +300,7 @@ def test_wrapped_log_exports_exact_values(tmp_path, capsys, sample_lines, sample
 # --------------------------------------------------------------------------------------------
 # bad input: one line on stderr, non-zero exit, never a traceback
 # --------------------------------------------------------------------------------------------
+
 
 def assert_clean_failure(code: int, out: str, err: str) -> None:
     assert code != 0
@@ -318,13 +349,16 @@ def test_log_without_metric_lines(tmp_path, capsys):
     assert_clean_failure(*run_cli("export", str(log), capsys=capsys))
 
 
-@pytest.mark.parametrize("argv", [
-    ["export"],
-    ["export", "x.log", "--format", "xml"],
-    ["export", "x.log", "--axis", "time"],
-    ["export", "x.log", "--bogus"],
-    ["export", "x.log", "-o"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["export"],
+        ["export", "x.log", "--format", "xml"],
+        ["export", "x.log", "--axis", "time"],
+        ["export", "x.log", "--bogus"],
+        ["export", "x.log", "-o"],
+    ],
+)
 def test_bad_flags(argv, capsys):
     assert_clean_failure(*run_cli(*argv, capsys=capsys))
 
@@ -352,8 +386,9 @@ def test_bad_input_subprocess(tmp_path, content):
 
 
 _TESTS = os.path.dirname(os.path.abspath(__file__))
-_EXPORT_LOGS = sorted(glob.glob(os.path.join(_TESTS, "..", "sample_logs", "*.log"))
-                      + glob.glob(os.path.join(_TESTS, "fixtures", "*.log")))
+_EXPORT_LOGS = sorted(
+    glob.glob(os.path.join(_TESTS, "..", "sample_logs", "*.log")) + glob.glob(os.path.join(_TESTS, "fixtures", "*.log"))
+)
 
 
 @pytest.mark.parametrize("path", _EXPORT_LOGS, ids=os.path.basename)
@@ -368,8 +403,9 @@ def test_export_reads_only_what_its_rows_hold_and_writes_the_same(path):
     assert lean.parser.counts == full.parser.counts
     assert [s.flags for s in lean.store.segments] == [s.flags for s in full.store.segments]
     assert {e.kind for e in lean.store.events} <= STORE_EVENT_KINDS
-    assert [e.line_no for e in lean.store.events] == [e.line_no for e in full.store.events
-                                                      if e.kind in STORE_EVENT_KINDS]
+    assert [e.line_no for e in lean.store.events] == [
+        e.line_no for e in full.store.events if e.kind in STORE_EVENT_KINDS
+    ]
     for fmt in ("csv", "json"):
         for axis in ("rollout", "step"):
             assert render(lean.store, fmt, axis) == render(full.store, fmt, axis)
@@ -379,8 +415,9 @@ def test_export_read_on_a_restarted_hostile_log(tmp_path):
     """The same on a log that restarts into the same file, holds a wrapped record, binary junk,
     header-less lines between many sources and a line cut at the end."""
     from grpo_tui.simulate import generate
+
     lines = [ln for _, ln in generate("healthy", 30, 2, noise_per_rollout=40)]
-    lines += [ln for _, ln in generate("gap-jump", 20, 1, noise_per_rollout=20)]   # ids start again
+    lines += [ln for _, ln in generate("gap-jump", 20, 1, noise_per_rollout=20)]  # ids start again
     lines.insert(200, "\x1b[36m(MegatronTrainRayActor pid=7)\x1b[0m saving checkpoint at iteration 3 to /x")
     lines.insert(300, "rollout 12: {'rollout/raw_reward': 0.4,")
     lines.insert(301, "   'rollout/response_len/mean': 300.0}")
@@ -393,4 +430,3 @@ def test_export_read_on_a_restarted_hostile_log(tmp_path):
     for fmt in ("csv", "json"):
         for axis in ("rollout", "step"):
             assert render(lean.store, fmt, axis) == render(full.store, fmt, axis)
-

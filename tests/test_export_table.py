@@ -78,8 +78,14 @@ def test_simulated_runs(tmp_path, scenario):
 
 
 # -- generated records: ints, floats, nan/inf, big ints, objects, K steps, restarts ----------
-_NAMES = ["rollout/raw_reward", "rollout/response_len/max", "perf/rollout_time", "train/grad_norm",
-          "train/loss", "rollout/zero_std/count_0"]
+_NAMES = [
+    "rollout/raw_reward",
+    "rollout/response_len/max",
+    "perf/rollout_time",
+    "train/grad_norm",
+    "train/loss",
+    "rollout/zero_std/count_0",
+]
 _VALUES = st.one_of(
     st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 0.5, 2**53 + 1, 1e308]),
     st.floats(allow_nan=True, allow_infinity=True),
@@ -103,10 +109,16 @@ _RECORD = st.tuples(
 def test_generated_records(recs):
     store = MetricStore()
     for line_no, (kind, n, metrics, role, mark_nan) in enumerate(recs, 1):
-        nonfinite = {k: repr(v) for k, v in metrics.items()
-                     if mark_nan and isinstance(v, float) and not math.isfinite(v)}
-        store.add([MetricRecord(kind, n, dict(metrics), role=role if kind == "step" else "",
-                                line_no=line_no, nonfinite=nonfinite)])
+        nonfinite = {
+            k: repr(v) for k, v in metrics.items() if mark_nan and isinstance(v, float) and not math.isfinite(v)
+        }
+        store.add(
+            [
+                MetricRecord(
+                    kind, n, dict(metrics), role=role if kind == "step" else "", line_no=line_no, nonfinite=nonfinite
+                )
+            ]
+        )
     assert_table_matches(store)
 
 
@@ -127,8 +139,9 @@ def test_rows_written_a_slice_at_a_time(monkeypatch, rows):
     monkeypatch.setattr(export, "_CSV_ROWS", rows)
     store = MetricStore()
     for line_no, (n, v) in enumerate([(0, 0.5), (1, "a,b"), (2, 1.5), (3, 2), (1, 0.25), (2, None), (5, 1e-9)], 1):
-        store.add([MetricRecord("rollout", n, {"rollout/raw_reward": v, "perf/rollout_time": 3.0 * n},
-                                line_no=line_no)])
+        store.add(
+            [MetricRecord("rollout", n, {"rollout/raw_reward": v, "perf/rollout_time": 3.0 * n}, line_no=line_no)]
+        )
     assert len(store.segments) == 2
     assert_table_matches(store)
     for path in LOGS[:3]:
@@ -148,13 +161,18 @@ def _every_logged_exception(seg) -> dict:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.integers(0, 150), st.dictionaries(st.sampled_from(_NAMES), _VALUES, max_size=4)),
-                max_size=60), st.integers(0, 140))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 150), st.dictionaries(st.sampled_from(_NAMES), _VALUES, max_size=4)), max_size=60
+    ),
+    st.integers(0, 140),
+)
 def test_logged_exceptions_read_only_what_can_hold_one(steps, plain):
     """_logged_exceptions reads only the names some step logged as an int and those whose sum is
     nan, and finds what reading every step value finds: steps of the same shape (filed by the
     shape's short path), of new shapes and types, past the columns' growth (shapes forgotten)."""
     from grpo_tui.store.rollout_table import _logged_exceptions
+
     store = MetricStore()
     recs = [MetricRecord("step", n, {"train/loss": 0.5 + n, "train/step": n}, line_no=n + 1) for n in range(plain)]
     recs += [MetricRecord("step", 1000 + k, dict(m), line_no=1000 + k) for k, (_, m) in enumerate(steps)]

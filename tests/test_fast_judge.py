@@ -56,7 +56,7 @@ def _plain(seg, ranges, upto, open_rules):
         rules.USE_GATES = old
 
 
-NOW = 1.9e9     # judge time: a fixed clock, so the three judgements see the same ages
+NOW = 1.9e9  # judge time: a fixed clock, so the three judgements see the same ages
 
 
 def _run(lines, batch, defer=False) -> Pipeline:
@@ -64,14 +64,28 @@ def _run(lines, batch, defer=False) -> Pipeline:
     if defer:
         pipe.defer()
     for i in range(0, len(lines), batch):
-        pipe.feed(lines[i:i + batch], written_at=NOW - 30)
+        pipe.feed(lines[i : i + batch], written_at=NOW - 30)
     pipe.finish(NOW)
     return pipe
 
 
 def _alerts(pipe: Pipeline) -> list:
-    return [(a.rule, a.signal, a.severity, a.rollout, a.first_seen, a.cleared_at, a.active, a.seq, a.time,
-             a.message, repr(a.evidence)) for a in pipe.engine.alerts]
+    return [
+        (
+            a.rule,
+            a.signal,
+            a.severity,
+            a.rollout,
+            a.first_seen,
+            a.cleared_at,
+            a.active,
+            a.seq,
+            a.time,
+            a.message,
+            repr(a.evidence),
+        )
+        for a in pipe.engine.alerts
+    ]
 
 
 def _judge(lines, monkeypatch, batch=500) -> _Both:
@@ -108,14 +122,14 @@ def test_gated_rules_equal_plain_rules_on_sample_logs(path, monkeypatch):
 def test_long_runs_past_the_window(scen, monkeypatch):
     """Past the 40-rollout window and the 10-rollout baseline (where the bulk gates take over),
     breaks late and slow, every scenario; the bulk path must really be taken."""
-    lines = [line for _, line in generate(scen, 140, 9, setup="long", noise_per_rollout=0, pace=0.3,
-                                          onset=90)]
+    lines = [line for _, line in generate(scen, 140, 9, setup="long", noise_per_rollout=0, pace=0.3, onset=90)]
     replays = []
     orig = bulk_mod.replay
 
     def counting(eng, tape, *a):
         replays.append(sum(1 for op in tape if op[0] != 0))
         return orig(eng, tape, *a)
+
     monkeypatch.setattr(bulk_mod, "replay", counting)
     both = _judge(lines, monkeypatch, batch=97)
     assert both.calls >= 80 or scen == "no-steps"
@@ -126,7 +140,7 @@ def rewritten_row_log(n: int = 60) -> list[str]:
     """A healthy run whose `step 5` line comes late, after rollouts long judged: bulk declines."""
     lines = [line for _, line in generate("healthy", n, 4, noise_per_rollout=0)]
     late = next(i for i, line in enumerate(lines) if "step 5:" in line)
-    moved = lines[:late] + lines[late + 1:]
+    moved = lines[:late] + lines[late + 1 :]
     moved.insert(len(moved) - 5, lines[late])
     return moved
 
@@ -137,12 +151,13 @@ def test_a_rewritten_row_falls_back_to_rollout_by_rollout(monkeypatch):
     pipe = Pipeline(clock=lambda: NOW).defer()
     with pytest.raises(BulkMismatch):
         for i in range(0, len(moved), 50):
-            pipe.feed(moved[i:i + 50], written_at=NOW - 30)
+            pipe.feed(moved[i : i + 50], written_at=NOW - 30)
         pipe.finish(NOW)
 
 
 def _repeated(scen, block, times, seed, **kw):
     from tests.test_held import repeated
+
     return repeated(scen, block, times, seed, **kw)
 
 
@@ -174,14 +189,16 @@ def test_bulk_equals_plain_rollout_by_rollout_on_long_runs(case, monkeypatch):
     """Bulk judging (gates, an open alert's rule asked only whether it holds) against rollout by
     rollout without any gate: the same alerts, every field."""
     from grpo_tui.judge import held
+
     lines = LONG[case]()
-    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)     # (op by op: steady stretches are tested below)
+    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: steady stretches are tested below)
     asked = []
     orig = held.HackingHeld.present
 
     def counting(self, k):
         asked.append(k)
         return orig(self, k)
+
     monkeypatch.setattr(held.HackingHeld, "present", counting)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert any(a.rule == "length-hacking" for a in plain.engine.alerts)
@@ -191,12 +208,14 @@ def test_bulk_equals_plain_rollout_by_rollout_on_long_runs(case, monkeypatch):
 DRIFT_HELD = {
     # a jump in the gap and KL at the onset, held for the rest of the run
     "gap-jump-held": lambda: [line for _, line in generate("gap-jump", 500, 7, noise_per_rollout=0, onset=60)],
-    "gap-jump-held-k2": lambda: [line for _, line in generate("gap-jump", 300, 8, noise_per_rollout=0, onset=40,
-                                                              steps_per_rollout=2)],
+    "gap-jump-held-k2": lambda: [
+        line for _, line in generate("gap-jump", 300, 8, noise_per_rollout=0, onset=40, steps_per_rollout=2)
+    ],
     # a steady rise: gap-rising opens and stays
     "gap-rising-held": lambda: [line for _, line in generate("gap-rising", 300, 9, noise_per_rollout=0, onset=60)],
-    "grad-norm-rising-held": lambda: [line for _, line in generate("grad-norm-rising", 300, 10, noise_per_rollout=0,
-                                                                   onset=60)],
+    "grad-norm-rising-held": lambda: [
+        line for _, line in generate("grad-norm-rising", 300, 10, noise_per_rollout=0, onset=60)
+    ],
 }
 
 
@@ -208,7 +227,7 @@ def test_drift_windows_leave_the_alerts_as_rollout_by_rollout(case, monkeypatch)
     by rollout without any gate; and windows were left out."""
     lines = DRIFT_HELD[case]()
     monkeypatch.setattr(bulk_mod.Answers, "held_rules", lambda self, k, *a: None)
-    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)     # (op by op: every rollout asks)
+    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: every rollout asks)
     left_out = []
     orig = bulk_mod._DriftMay.windows
 
@@ -217,6 +236,7 @@ def test_drift_windows_leave_the_alerts_as_rollout_by_rollout(case, monkeypatch)
         if got is not None:
             left_out.append(len(bulk_mod.TREND_WINDOWS) - len(got))
         return got
+
     monkeypatch.setattr(bulk_mod._DriftMay, "windows", counting)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert plain.report().status == "critical"
@@ -241,14 +261,16 @@ NO_SIGNAL_HELD = {
     # most groups score the same from the onset on: no-signal opens and holds
     "no-signal-held": lambda: [line for _, line in generate("no-signal", 300, 14, noise_per_rollout=0, onset=60)],
     # length-hacking's falling reward drives the all-wrong groups up: no-signal opens beside it
-    "no-signal-beside-length-hacking": lambda: [line for _, line in generate("length-hacking", 400, 15,
-                                                                             noise_per_rollout=0, onset=60)],
+    "no-signal-beside-length-hacking": lambda: [
+        line for _, line in generate("length-hacking", 400, 15, noise_per_rollout=0, onset=60)
+    ],
 }
 OFF_POLICY_HELD = {
     "off-policy-held": lambda: [line for _, line in generate("off-policy", 300, 18, noise_per_rollout=0, onset=60)],
     # K updates per rollout: the first update clips (not on fresh weights)
-    "off-policy-held-k4": lambda: [line for _, line in generate("off-policy", 300, 19, setup="k4", noise_per_rollout=0,
-                                                                 onset=60)],
+    "off-policy-held-k4": lambda: [
+        line for _, line in generate("off-policy", 300, 19, setup="k4", noise_per_rollout=0, onset=60)
+    ],
 }
 HELD_CASES = {**DRIFT_HELD, **LATCHED_CYCLES, **NO_SIGNAL_HELD, **OFF_POLICY_HELD}
 
@@ -264,6 +286,7 @@ def _count_held(monkeypatch) -> dict:
             got = orig(self, k, *a)
             used[key] += bool(got)
             return got
+
         monkeypatch.setattr(bulk_mod.Answers, name, counting)
     return used
 
@@ -276,7 +299,7 @@ def test_held_alerts_kept_open_without_their_rules_as_rollout_by_rollout(case, m
     their sign surely holds (Answers.held_rules, .oor_held) instead of running the rule - the
     same alerts, every field, as rollout by rollout without any gate; and the stand-ins were used."""
     lines = HELD_CASES[case]()
-    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)     # (op by op: steady stretches are tested below)
+    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: steady stretches are tested below)
     used = _count_held(monkeypatch)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert plain.report().status == "critical"
@@ -320,6 +343,7 @@ def test_a_slowdown_that_stopped_growing_is_judged_without_its_rule(monkeypatch)
     def counting(ctx):
         calls.append(ctx.upto)
         return orig(ctx)
+
     monkeypatch.setattr(rules, "rule_rollout_slowdown", counting)
     monkeypatch.setattr(rules, "METRIC_RULES", tuple(counting if f is orig else f for f in rules.METRIC_RULES))
     monkeypatch.setattr(rules, "USE_GATES", True)
@@ -332,12 +356,15 @@ def test_a_slowdown_that_stopped_growing_is_judged_without_its_rule(monkeypatch)
 
 SATURATED = {
     # K=4: most groups all-right (saturated data) from the onset: a no-signal warning held open
-    "no-signal-saturated-held": lambda: [line for _, line in generate("no-signal", 300, 22, setup="k4",
-                                                                       noise_per_rollout=0, onset=60)],
+    "no-signal-saturated-held": lambda: [
+        line for _, line in generate("no-signal", 300, 22, setup="k4", noise_per_rollout=0, onset=60)
+    ],
     # ... cleared where groups learn again, escalated where reward is exactly 0 for a while
     "no-signal-saturated-cycles": lambda: _groups_learn_again(
         [line for _, line in generate("no-signal", 330, 22, setup="k4", noise_per_rollout=0, onset=60)],
-        ((140, 170), (230, 260)), (300, 304)),
+        ((140, 170), (230, 260)),
+        (300, 304),
+    ),
 }
 
 
@@ -363,7 +390,7 @@ def test_a_held_no_signal_warning_is_kept_by_a_stand_in(case, monkeypatch):
     """An open no-signal warning (mostly all-right groups) is kept by a warning stand-in where
     the rule surely returns that warning again: the same alerts as rollout by rollout."""
     lines = SATURATED[case]()
-    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)     # (op by op: steady stretches are tested below)
+    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: steady stretches are tested below)
     used = _count_held(monkeypatch)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert any(a.rule == "no-signal" and a.severity == "warning" for a in plain.engine.alerts)
@@ -390,9 +417,9 @@ def test_rows_of_ids_takes_only_exact_int_ids():
     rows, stamps = bulk_mod._rows_of_ids(seg, touch)
     assert rows.tolist() == [seg.row_of[r] for r in touch]
     assert stamps.tolist() == list(touch.values())
-    for odd in (True, 2 ** 53, -(2 ** 53), 3.5):
+    for odd in (True, 2**53, -(2**53), 3.5):
         assert bulk_mod._rows_of_ids(seg, {**touch, odd: 1}) is None, odd
-    assert bulk_mod._rows_of_ids(seg, {**touch, 2 ** 53 - 1: 1}) is not None
+    assert bulk_mod._rows_of_ids(seg, {**touch, 2**53 - 1: 1}) is not None
 
 
 def _with_engine_events(lines: list[str], at: dict[int, str]) -> list[str]:
@@ -403,8 +430,10 @@ def _with_engine_events(lines: list[str], at: dict[int, str]) -> list[str]:
         out.append(line)
         m = re.search(r"\[(\d{4}-\d\d-\d\d [\d:.]+) [^\]]*\] \S+ - step (\d+): ", line)
         if m and int(m.group(2)) in at:
-            out.append(f"(RolloutManager pid=55433) [{m.group(1)} rollout_manager] health_monitor.py:154 - "
-                       + at.pop(int(m.group(2))))
+            out.append(
+                f"(RolloutManager pid=55433) [{m.group(1)} rollout_manager] health_monitor.py:154 - "
+                + at.pop(int(m.group(2)))
+            )
     return out
 
 
@@ -414,7 +443,9 @@ _ENGINE_EVENTS = {
     230: "Error: retrying... (attempt 1/60, url=http://10.0.0.5:30000/generate)",
 }
 STEADY_CASES = {
-    **LONG, **HELD_CASES, **SATURATED,
+    **LONG,
+    **HELD_CASES,
+    **SATURATED,
     # engine-down warnings open and clear while gap-jump and its warnings are held
     "gap-jump-held-engine-events": lambda: _with_engine_events(DRIFT_HELD["gap-jump-held"](), dict(_ENGINE_EVENTS)),
 }
@@ -423,6 +454,7 @@ STEADY_CASES = {
 def _count_steady(monkeypatch) -> list:
     """The ops replay stepped over while alerts were open (judge/steady.py), per stretch."""
     from grpo_tui.judge import steady as steady_mod
+
     stepped = []
     orig = steady_mod.Steady.next_busy
 
@@ -430,6 +462,7 @@ def _count_steady(monkeypatch) -> list:
         to = orig(self, t, open_alerts)
         stepped.append((self.k_of[to] if to < self.n else self.n_ops) - self.k_of[t])
         return to
+
     monkeypatch.setattr(steady_mod.Steady, "next_busy", counting)
     return stepped
 
@@ -467,6 +500,7 @@ def test_a_wrong_steady_stretch_would_be_caught(name, monkeypatch):
     """The comparison has teeth for steady stretches too: a mask that steps over rollouts where
     an alert would clear (or escalate) gives other alerts than rollout by rollout."""
     from grpo_tui.judge import steady as steady_mod
+
     case, wrong = STEADY_WRONG[name]
     if wrong == "still_gap":
         orig = bulk_mod.Answers.held_arrays
@@ -474,8 +508,9 @@ def test_a_wrong_steady_stretch_would_be_caught(name, monkeypatch):
         def no_still_gap(self):
             got = orig(self)
             return (np.ones_like(got[0]), np.ones_like(got[1])) + tuple(got[2:])
+
         monkeypatch.setattr(bulk_mod.Answers, "held_arrays", no_still_gap)
-        monkeypatch.setattr(bulk_mod.Answers, "held_rules", lambda self, k, *a: None)   # (only steady uses it)
+        monkeypatch.setattr(bulk_mod.Answers, "held_rules", lambda self, k, *a: None)  # (only steady uses it)
     elif wrong == "presence":
         monkeypatch.setattr(bulk_mod.HackingHeld, "known_present", lambda self, ks: np.ones(len(ks), np.int8))
     else:
@@ -484,21 +519,33 @@ def test_a_wrong_steady_stretch_would_be_caught(name, monkeypatch):
         _bulk_equals_plain(STEADY_CASES[case](), monkeypatch)
 
 
-_METRIC_SCEN = ["healthy", "gap-rising", "gap-jump", "grad-norm-rising", "length-hacking", "off-policy",
-                "rollout-slowdown", "no-signal", "non-finite"]
-_ONE_STEP = [name for name, s in SETUPS.items() if s.steps_per_rollout == 1]   # (repeated K > 1: out of order)
-REPEATED_BROKEN = [(scen, _ONE_STEP[i % len(_ONE_STEP)], (97, 500, 5000)[i % 3], 300 + i)
-                   for i, scen in enumerate(_METRIC_SCEN)]
+_METRIC_SCEN = [
+    "healthy",
+    "gap-rising",
+    "gap-jump",
+    "grad-norm-rising",
+    "length-hacking",
+    "off-policy",
+    "rollout-slowdown",
+    "no-signal",
+    "non-finite",
+]
+_ONE_STEP = [name for name, s in SETUPS.items() if s.steps_per_rollout == 1]  # (repeated K > 1: out of order)
+REPEATED_BROKEN = [
+    (scen, _ONE_STEP[i % len(_ONE_STEP)], (97, 500, 5000)[i % 3], 300 + i) for i, scen in enumerate(_METRIC_SCEN)
+]
 
 
-@pytest.mark.parametrize("scen,setup,batch,seed", REPEATED_BROKEN,
-                         ids=[f"{s}-{u}-{b}" for s, u, b, _ in REPEATED_BROKEN])
+@pytest.mark.parametrize(
+    "scen,setup,batch,seed", REPEATED_BROKEN, ids=[f"{s}-{u}-{b}" for s, u, b, _ in REPEATED_BROKEN]
+)
 def test_steady_stretches_on_repeated_broken_runs(scen, setup, batch, seed, monkeypatch):
     """Every metric scenario broken again in each of three repeated blocks (alerts opened,
     held and cleared at each seam), on every setup, read in blocks of 97 to 5000 lines: bulk
     judging with steady stretches gives the alerts of rollout by rollout without any gate, read
     the same way.  (An ad-hoc run of 1,649 such random runs found no difference.)"""
     from tests.test_held import repeated
+
     lines = repeated(scen, 120, 3, seed, onset=70, setup=setup)
     monkeypatch.setattr(rules, "USE_GATES", True)
     bulk = _run(lines, batch, defer=True)

@@ -262,9 +262,7 @@ async def test_polling_fallback_without_watcher(tmp_path, follow, monkeypatch):
     await collect_until(lambda: run.lines == ["a", "b"])
 
 
-@pytest.mark.skipif(
-    bool(os.environ.get("WATCHFILES_FORCE_POLLING")), reason="checks the inotify path"
-)
+@pytest.mark.skipif(bool(os.environ.get("WATCHFILES_FORCE_POLLING")), reason="checks the inotify path")
 async def test_symlink_target_appends(tmp_path, follow):
     real_dir = tmp_path / "real"
     real_dir.mkdir()
@@ -396,7 +394,7 @@ def test_rewrite_keeping_the_head_is_seen_as_truncation(tmp_path):
     for item in f._poll():
         got.append(item)
     assert sum(len(i.lines) for i in got if isinstance(i, Lines)) == 101
-    log.write_text(new)                   # in place (same inode), longer than the old offset
+    log.write_text(new)  # in place (same inode), longer than the old offset
     items = []
     for _ in range(5):
         items += f._poll()

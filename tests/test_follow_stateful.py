@@ -97,9 +97,7 @@ class FollowerMachine(RuleBasedStateMachine):
         data = self._new_generation_bytes(first)
         self._write(data, "wb")
         self._model_append(data)
-        self.follower = Follower(
-            self.path, poll_interval=0.1, debounce_ms=10, chunk_bytes=chunk_bytes
-        )
+        self.follower = Follower(self.path, poll_interval=0.1, debounce_ms=10, chunk_bytes=chunk_bytes)
 
         async def consume() -> None:
             async for item in self.follower:

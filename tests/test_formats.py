@@ -11,13 +11,15 @@ from grpo_tui.lines.parse import parse_lines
 
 
 def test_verl_line_with_ray_prefix_numpy_values_and_tqdm_glue():
-    items, counts = parse_lines([
-        "\x1b[36m(TaskRunner pid=4242)\x1b[0m step:12 - actor/entropy:0.412 - actor/grad_norm:np.float64(0.52)"
-        " - critic/score/mean:0.31 - response_length/mean:412.0 - response_length/clip_ratio:0.05",
-        "Training Progress:  10%|#         | 2/20 [01:10<10:30, 35.00s/it]step:13 - critic/score/mean:0.35"
-        " - actor/grad_norm:nan - response_length_non_aborted/mean:400.0",
-        "saved to /ckpt/global_step:14 - not a metric line",
-    ])
+    items, counts = parse_lines(
+        [
+            "\x1b[36m(TaskRunner pid=4242)\x1b[0m step:12 - actor/entropy:0.412 - actor/grad_norm:np.float64(0.52)"
+            " - critic/score/mean:0.31 - response_length/mean:412.0 - response_length/clip_ratio:0.05",
+            "Training Progress:  10%|#         | 2/20 [01:10<10:30, 35.00s/it]step:13 - critic/score/mean:0.35"
+            " - actor/grad_norm:nan - response_length_non_aborted/mean:400.0",
+            "saved to /ckpt/global_step:14 - not a metric line",
+        ]
+    )
     recs = [i for i in items if i.__class__.__name__ == "MetricRecord"]
     assert [(r.n, r.source) for r in recs] == [(12, "verl"), (13, "verl")]
     assert recs[0].metrics["actor/grad_norm"] == 0.52 and recs[0].metrics["critic/score/mean"] == 0.31
@@ -31,28 +33,46 @@ def test_verl_parser_ignores_global_step_paths():
 
 
 def test_trl_dicts_bare_and_string_formatted_eval_and_summary():
-    got = parse_trl("{'loss': 0.0031, 'grad_norm': 0.52, 'reward': 0.62, 'completions/mean_length': 412.3, "
-                    "'frac_reward_zero_std': 0.25, 'epoch': 0.02}")
+    got = parse_trl(
+        "{'loss': 0.0031, 'grad_norm': 0.52, 'reward': 0.62, 'completions/mean_length': 412.3, "
+        "'frac_reward_zero_std': 0.25, 'epoch': 0.02}"
+    )
     assert got[0] == "rollout" and got[1]["reward"] == 0.62 and got[1]["completions/mean_length"] == 412.3
     kind, m, raw = parse_trl("{'loss': '0.0031', 'grad_norm': 'nan', 'reward': '0.64', 'num_tokens': '1.235e+05'}")
     assert m["loss"] == 0.0031 and m["num_tokens"] == 123500.0 and math.isnan(m["grad_norm"])
     assert raw == {"grad_norm": "nan"}
     assert parse_trl("{'eval_loss': 0.5, 'eval_reward': 0.6, 'epoch': 0.05}") == (
-        "eval", {"eval_loss": 0.5, "eval_reward": 0.6}, {})
+        "eval",
+        {"eval_loss": 0.5, "eval_reward": 0.6},
+        {},
+    )
     # the HF Trainer's summary once training is over: no step, the run's finish line
     assert parse_trl("{'train_runtime': 10.0, 'train_loss': 0.1, 'epoch': 1.0}") == (
-        "end", {"train_runtime": 10.0, "train_loss": 0.1, "epoch": 1.0}, {})
+        "end",
+        {"train_runtime": 10.0, "train_loss": 0.1, "epoch": 1.0},
+        {},
+    )
 
 
 def test_check_on_verl_and_trl_gives_json_and_matching_exit_codes(tmp_path, capsys):
     verl = tmp_path / "verl.log"
-    verl.write_text("".join(f"step:{i} - critic/score/mean:{0.3 + i * 0.01} - actor/grad_norm:0.5 - "
-                            f"actor/pg_clipfrac:0.002 - response_length/mean:{400 + i}\n" for i in range(1, 30)))
+    verl.write_text(
+        "".join(
+            f"step:{i} - critic/score/mean:{0.3 + i * 0.01} - actor/grad_norm:0.5 - "
+            f"actor/pg_clipfrac:0.002 - response_length/mean:{400 + i}\n"
+            for i in range(1, 30)
+        )
+    )
     trl = tmp_path / "trl.log"
-    trl.write_text("".join(f"{{'loss': 0.01, 'grad_norm': 0.4, 'reward': {0.5 + i * 0.001}, "
-                           f"'frac_reward_zero_std': 0.2, 'epoch': {i / 100}}}\n" for i in range(30)))
+    trl.write_text(
+        "".join(
+            f"{{'loss': 0.01, 'grad_norm': 0.4, 'reward': {0.5 + i * 0.001}, "
+            f"'frac_reward_zero_std': 0.2, 'epoch': {i / 100}}}\n"
+            for i in range(30)
+        )
+    )
     for path in (verl, trl):
-        rc = cli.main(["check", "--json", str(path)])      # in process: same exit code and JSON
+        rc = cli.main(["check", "--json", str(path)])  # in process: same exit code and JSON
         obj = json.loads(capsys.readouterr().out)
         assert rc == {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[obj["status"]]
         # Miles defaults don't apply to other setups: no signal is judged against a range (n/a),

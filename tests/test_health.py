@@ -37,8 +37,20 @@ def test_each_scenario_fires_its_rule_and_no_unrelated_critical(scenario):
     assert alert.check and alert.meaning
 
 
-@pytest.mark.parametrize("scenario", ["gap-rising", "gap-jump", "grad-norm-rising", "length-hacking",
-                                      "rollout-slowdown", "no-signal", "non-finite", "off-policy", "crashed"])
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "gap-rising",
+        "gap-jump",
+        "grad-norm-rising",
+        "length-hacking",
+        "rollout-slowdown",
+        "no-signal",
+        "non-finite",
+        "off-policy",
+        "crashed",
+    ],
+)
 def test_alert_fires_within_a_few_rollouts_of_the_onset(scenario):
     rep = judge_lines(sim(scenario))
     onset = onset_of(scenario, 48)
@@ -84,15 +96,27 @@ def _manual_lines(rewards):
     for r, rew in enumerate(rewards):
         t = f"[2026-08-21 10:{r:02d}:00.000 rollout_manager] metrics.py:89 - "
         length = 787 - 8 * r
-        perf = {"rollout/response_len/mean": float(length), "rollout/response_len/max": 1024,
-                "rollout/zero_std/count_0": 7, "rollout/zero_std/count_1": 3,
-                "rollout/truncated_ratio": 0.3, "perf/rollout_time": 90.0 - r * 0.3}
+        perf = {
+            "rollout/response_len/mean": float(length),
+            "rollout/response_len/max": 1024,
+            "rollout/zero_std/count_0": 7,
+            "rollout/zero_std/count_1": 3,
+            "rollout/truncated_ratio": 0.3,
+            "perf/rollout_time": 90.0 - r * 0.3,
+        }
         lines.append(t + f"perf {r}: {perf!r}")
         tr = f"[2026-08-21 10:{r:02d}:30.000 actor_cell0_rank0] "
-        lines.append(tr + f"log_utils.py:123 - rollout {r}: {{'rollout/raw_reward': {rew!r}, "
-                     f"'rollout/response_lengths': {float(length)!r}, 'rollout/truncated': 0.3}}")
-        step = {"train/pg_clipfrac": 0.0, "train/train_rollout_logprob_abs_diff": 0.0150,
-                "train/train_rollout_kl": 0.00069, "train/grad_norm": 1.1, "train/step": r}
+        lines.append(
+            tr + f"log_utils.py:123 - rollout {r}: {{'rollout/raw_reward': {rew!r}, "
+            f"'rollout/response_lengths': {float(length)!r}, 'rollout/truncated': 0.3}}"
+        )
+        step = {
+            "train/pg_clipfrac": 0.0,
+            "train/train_rollout_logprob_abs_diff": 0.0150,
+            "train/train_rollout_kl": 0.00069,
+            "train/grad_norm": 1.1,
+            "train/step": r,
+        }
         lines.append(tr + f"log_utils.py:542 - step {r}: {step!r}")
     return lines
 
@@ -115,9 +139,12 @@ def test_reward_swing_of_021_over_48_steps_is_healthy():
 
 
 def test_zero_std_groups_from_percentage_when_no_flags():
-    items, _ = parse_lines([
-        "[2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - perf 0: {'rollout/zero_std/count_0': 4, "
-        "'rollout/zero_std/all_zero_percentage': 0.125, 'perf/rollout_time': 10.0}"])
+    items, _ = parse_lines(
+        [
+            "[2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - perf 0: {'rollout/zero_std/count_0': 4, "
+            "'rollout/zero_std/all_zero_percentage': 0.125, 'perf/rollout_time': 10.0}"
+        ]
+    )
     store = MetricStore()
     eng = HealthEngine(store)
     eng.update(store.add(items))
@@ -129,6 +156,7 @@ def test_zero_std_groups_from_percentage_when_no_flags():
 def test_calibrate_on_two_seeds_accepts_the_third(tmp_path, capsys):
     """In process (cli.main): the console entry point itself is tested as a subprocess elsewhere."""
     from grpo_tui import cli
+
     out = tmp_path / "ranges.toml"
     rc = cli.main(["calibrate", str(SAMPLES / "healthy-seed1.log"), str(SAMPLES / "healthy-seed2.log"), "-o", str(out)])
     assert rc == 0, capsys.readouterr().err
@@ -163,8 +191,10 @@ def test_a_finished_log_that_goes_on_without_metrics_is_stalled():
     lines = sim("healthy", seed=4)[:-40]
     lines = [line for line in lines if "Job '" not in line]
     for minute in range(1, 31):  # engine chatter for 30 minutes, no metric line
-        lines.append(f"\x1b[36m(SGLangEngine pid=1)\x1b[0m [2026-08-21 13:{minute:02d}:00] INFO:     "
-                     f'10.0.0.5:1 - "GET /health HTTP/1.1" 200 OK')
+        lines.append(
+            f"\x1b[36m(SGLangEngine pid=1)\x1b[0m [2026-08-21 13:{minute:02d}:00] INFO:     "
+            f'10.0.0.5:1 - "GET /health HTTP/1.1" 200 OK'
+        )
     rep = judge_lines(lines)
     stalled = [a for a in rep.alerts if a.rule == "stalled"]
     assert stalled and stalled[0].severity == "critical"

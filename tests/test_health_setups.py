@@ -16,13 +16,30 @@ from grpo_tui.simulate import SETUPS, generate
 from grpo_tui.store.metric_store import MetricStore
 from tests.test_health import judge_lines
 
-MANUAL_EXEC = ("EXEC: python3 /root/miles/train.py --hf-checkpoint /root/models/Qwen3-0.6B "
-               "--prompt-data /root/datasets/gsm8k/train.parquet --rollout-batch-size 32 "
-               "--n-samples-per-prompt 8 --global-batch-size 256 --rollout-max-response-len 1024")
+MANUAL_EXEC = (
+    "EXEC: python3 /root/miles/train.py --hf-checkpoint /root/models/Qwen3-0.6B "
+    "--prompt-data /root/datasets/gsm8k/train.parquet --rollout-batch-size 32 "
+    "--n-samples-per-prompt 8 --global-batch-size 256 --rollout-max-response-len 1024"
+)
 
 
-def synth(n, *, reward=None, length=None, grad=None, gap=None, kl=None, rt=None, trunc=None, c0=None, c1=None,
-          entropy=None, exec_line=MANUAL_EXEC, seed=0, percentages=True):
+def synth(
+    n,
+    *,
+    reward=None,
+    length=None,
+    grad=None,
+    gap=None,
+    kl=None,
+    rt=None,
+    trunc=None,
+    c0=None,
+    c1=None,
+    entropy=None,
+    exec_line=MANUAL_EXEC,
+    seed=0,
+    percentages=True,
+):
     """A minimal Miles log, one value per rollout from the given functions of r (defaults: the manual's
     healthy levels with mild noise)."""
     rng = np.random.default_rng(seed)
@@ -35,14 +52,19 @@ def synth(n, *, reward=None, length=None, grad=None, gap=None, kl=None, rt=None,
         "kl": kl or (lambda r: 0.00069 * math.exp(0.03 * z[r, 4])),
         "rt": rt or (lambda r: 90.0 * math.exp(0.03 * z[r, 5])),
         "trunc": trunc or (lambda r: 0.25),
-        "c0": c0 or (lambda r: 7), "c1": c1 or (lambda r: 3),
+        "c0": c0 or (lambda r: 7),
+        "c1": c1 or (lambda r: 3),
         "entropy": entropy or (lambda r: 0.0),
     }
     lines = [exec_line] if exec_line else []
     for r in range(n):
         t = f"[2026-08-21 {10 + r // 60:02d}:{r % 60:02d}:00.000 rollout_manager] metrics.py:89 - "
-        perf = {"rollout/response_len/mean": float(f["length"](r)), "rollout/response_len/max": 1024,
-                "rollout/truncated_ratio": float(f["trunc"](r)), "perf/rollout_time": float(f["rt"](r))}
+        perf = {
+            "rollout/response_len/mean": float(f["length"](r)),
+            "rollout/response_len/max": 1024,
+            "rollout/truncated_ratio": float(f["trunc"](r)),
+            "perf/rollout_time": float(f["rt"](r)),
+        }
         for key, name in (("c0", "rollout/zero_std/count_0"), ("c1", "rollout/zero_std/count_1")):
             if f[key](r):
                 perf[name] = int(f[key](r))
@@ -50,11 +72,19 @@ def synth(n, *, reward=None, length=None, grad=None, gap=None, kl=None, rt=None,
             perf["rollout/zero_std/all_zero_percentage"] = f["c0"](r) / 32
         lines.append(t + f"perf {r}: {perf!r}")
         tr = f"[2026-08-21 {10 + r // 60:02d}:{r % 60:02d}:30.000 actor_cell0_rank0] "
-        lines.append(tr + f"log_utils.py:123 - rollout {r}: {{'rollout/raw_reward': {float(f['reward'](r))!r}, "
-                     f"'rollout/response_lengths': {float(f['length'](r))!r}}}")
-        step = {"train/pg_clipfrac": 0.0, "train/ppo_kl": 0.0, "train/train_rollout_logprob_abs_diff": float(f["gap"](r)),
-                "train/train_rollout_kl": float(f["kl"](r)), "train/grad_norm": float(f["grad"](r)),
-                "train/entropy_loss": float(f["entropy"](r)), "train/step": r}
+        lines.append(
+            tr + f"log_utils.py:123 - rollout {r}: {{'rollout/raw_reward': {float(f['reward'](r))!r}, "
+            f"'rollout/response_lengths': {float(f['length'](r))!r}}}"
+        )
+        step = {
+            "train/pg_clipfrac": 0.0,
+            "train/ppo_kl": 0.0,
+            "train/train_rollout_logprob_abs_diff": float(f["gap"](r)),
+            "train/train_rollout_kl": float(f["kl"](r)),
+            "train/grad_norm": float(f["grad"](r)),
+            "train/entropy_loss": float(f["entropy"](r)),
+            "train/step": r,
+        }
         lines.append(tr + f"log_utils.py:542 - step {r}: {step!r}")
     return lines
 
@@ -87,8 +117,14 @@ def test_defaults_fit_the_manuals_own_runs():
 
 def test_defaults_do_not_fit_another_model_named_on_the_launch_line():
     su = SETUPS["math-7b"]
-    seg = _segment([line for _, line in generate("healthy", 3, 3, noise_per_rollout=0, setup="math-7b",
-                                                 steps_per_rollout=su.steps_per_rollout)])
+    seg = _segment(
+        [
+            line
+            for _, line in generate(
+                "healthy", 3, 3, noise_per_rollout=0, setup="math-7b", steps_per_rollout=su.steps_per_rollout
+            )
+        ]
+    )
     fit, why = defaults_fit(seg, RangeSet())
     assert not fit and "Qwen2.5-7B" in why and "4096" in why
     assert launch_differs({"hf-checkpoint": "/m/Qwen3-0.6B/", "rollout-max-response-len": "1024"}) is None
@@ -111,8 +147,12 @@ def test_defaults_do_not_fit_when_the_first_rollouts_sit_outside_on_several_sign
 @pytest.mark.parametrize("setup", ["math-7b", "reasoning-4b", "puzzles-3b"])
 def test_healthy_run_of_another_setup_is_ok_not_warning(setup):
     su = SETUPS[setup]
-    lines = [line for _, line in generate("healthy", 40, 11, steps_per_rollout=su.steps_per_rollout,
-                                          noise_per_rollout=2, setup=setup)]
+    lines = [
+        line
+        for _, line in generate(
+            "healthy", 40, 11, steps_per_rollout=su.steps_per_rollout, noise_per_rollout=2, setup=setup
+        )
+    ]
     rep = judge_lines(lines)
     assert rep.status == "ok", [(a.rule, a.message) for a in rep.alerts]
 
@@ -172,8 +212,9 @@ def test_rollout_time_heat_of_x13_is_healthy_and_a_slow_doubling_is_not():
 
 def test_answers_that_grow_while_reward_rises_noisily_are_not_length_hacking():
     for seed in range(3):
-        rep = judge_lines([line for _, line in generate("healthy", 70, 300 + seed, noise_per_rollout=0,
-                                                        setup="reasoning-4b")])
+        rep = judge_lines(
+            [line for _, line in generate("healthy", 70, 300 + seed, noise_per_rollout=0, setup="reasoning-4b")]
+        )
         assert "length-hacking" not in critical(rep), seed
 
 
@@ -191,8 +232,14 @@ def test_length_hacking_message_numbers_follow_its_words_and_it_holds_at_the_cap
 
 
 def test_reward_exactly_zero_with_unknown_group_count_is_no_signal():
-    lines = synth(12, exec_line=None, percentages=False, reward=lambda r: 0.0 if r >= 4 else 0.4,
-                  c0=lambda r: 32 if r >= 4 else 7, c1=lambda r: 0 if r >= 4 else 3)
+    lines = synth(
+        12,
+        exec_line=None,
+        percentages=False,
+        reward=lambda r: 0.0 if r >= 4 else 0.4,
+        c0=lambda r: 32 if r >= 4 else 7,
+        c1=lambda r: 0 if r >= 4 else 3,
+    )
     rep = judge_lines(lines)
     a = first(rep, "no-signal")
     assert a.severity == "critical" and a.first_seen == 5
@@ -218,20 +265,28 @@ def test_small_false_alarm_sweep():
     their own rule, with no unrelated critical (benchmarks/false_alarm_sweep.py is the full one)."""
     runs = plan(quick=True, healthy_per_setup=1, broken_seeds=0)
     runs = [Run(r.setup, r.scenario, r.seed, r.k, min(r.rollouts, 48)) for r in runs]
-    for setup, scenarios in (("puzzles-3b", ("gap-rising", "grad-norm-rising")),
-                             ("reasoning-4b", ("rollout-slowdown", "no-signal")),
-                             ("k4", ("grad-norm-rising", "gap-jump"))):
+    for setup, scenarios in (
+        ("puzzles-3b", ("gap-rising", "grad-norm-rising")),
+        ("reasoning-4b", ("rollout-slowdown", "no-signal")),
+        ("k4", ("grad-norm-rising", "gap-jump")),
+    ):
         su = SETUPS[setup]
         for sc in scenarios:
             runs.append(Run(setup, sc, 2100, su.steps_per_rollout, 36, 16))
     done = [run_one(r) for r in runs]
-    false = [(r.setup, r.seed, r.critical, r.warning) for r in done if r.scenario == "healthy" and (r.critical or r.warning)]
+    false = [
+        (r.setup, r.seed, r.critical, r.warning) for r in done if r.scenario == "healthy" and (r.critical or r.warning)
+    ]
     assert false == []
     missed = [(r.setup, r.scenario, r.critical) for r in done if r.scenario != "healthy" and not r.caught]
     assert missed == []
-    other = [(r.setup, r.scenario, r.critical) for r in done if r.scenario != "healthy" and set(r.critical) != {r.scenario}]
+    other = [
+        (r.setup, r.scenario, r.critical) for r in done if r.scenario != "healthy" and set(r.critical) != {r.scenario}
+    ]
     assert other == []
-    slow = [(r.setup, r.scenario, r.own_at - r.onset) for r in done if r.scenario != "healthy" and r.own_at - r.onset > 8]
+    slow = [
+        (r.setup, r.scenario, r.own_at - r.onset) for r in done if r.scenario != "healthy" and r.own_at - r.onset > 8
+    ]
     assert slow == []
 
 
@@ -248,4 +303,4 @@ def test_entropy_collapse_with_a_flat_reward_is_critical():
 def test_a_normal_early_entropy_fall_and_an_unlogged_entropy_are_fine():
     healthy = synth(60, entropy=lambda r: 0.5 * (0.4 + 0.6 * math.exp(-r / 10)))
     assert "entropy-collapse" not in {a.rule for a in judge_lines(healthy).alerts}
-    assert "entropy-collapse" not in {a.rule for a in judge_lines(synth(30)).alerts}   # Miles' constant 0.0
+    assert "entropy-collapse" not in {a.rule for a in judge_lines(synth(30)).alerts}  # Miles' constant 0.0

@@ -24,22 +24,26 @@ from grpo_tui.simulate import SETUPS, generate
 
 NOW = 1.9e9
 _ID = re.compile(r"\b(rollout|perf|step|eval) (\d+): ")
-_VALUE = {"R": re.compile(r"('rollout/raw_reward': )([^,}]*)"),
-          "L": re.compile(r"('rollout/response_lengths': )([^,}]*)"),
-          "T": re.compile(r"('rollout/truncated': )([^,}]*)")}
+_VALUE = {
+    "R": re.compile(r"('rollout/raw_reward': )([^,}]*)"),
+    "L": re.compile(r"('rollout/response_lengths': )([^,}]*)"),
+    "T": re.compile(r"('rollout/truncated': )([^,}]*)"),
+}
 
 
 def repeated(scen: str, block: int, times: int, seed: int, **kw) -> list[str]:
     """One simulated block written `times` times with the ids shifted (benchmarks/make_big_log):
     at each seam reward drops and length jumps, so length-hacking opens and clears each time."""
     lines = [line for _, line in generate(scen, block, seed, noise_per_rollout=0, **kw)]
-    out = [line for line in lines if line.startswith("EXEC:")]          # the launch: once
+    out = [line for line in lines if line.startswith("EXEC:")]  # the launch: once
     lines = [line for line in lines if not line.startswith(("EXEC:", "Job '", "---"))]
     k = kw.get("steps_per_rollout") or SETUPS[kw.get("setup", "manual")].steps_per_rollout
     for rep in range(times):
         shift = {"step": rep * block * k}
-        out += [_ID.sub(lambda m: f"{m.group(1)} {int(m.group(2)) + shift.get(m.group(1), rep * block)}: ", line)
-                for line in lines]
+        out += [
+            _ID.sub(lambda m: f"{m.group(1)} {int(m.group(2)) + shift.get(m.group(1), rep * block)}: ", line)
+            for line in lines
+        ]
     return out
 
 
@@ -49,12 +53,14 @@ def rewritten(n: int, seed: int) -> list[str]:
     rng = np.random.default_rng(seed)
     lines = [line for _, line in generate("healthy", n, seed, noise_per_rollout=0)]
     steps = {"R": rng.normal(0, 0.02, n), "L": rng.normal(0, 12.0, n), "T": rng.normal(0, 0.01, n)}
-    for k in steps:                                  # piecewise trends: up, flat, down
+    for k in steps:  # piecewise trends: up, flat, down
         for a in range(0, n, int(rng.integers(20, 60))):
-            steps[k][a:a + 40] += rng.choice([-1.0, 0.0, 1.0]) * {"R": 0.01, "L": 8.0, "T": 0.006}[k]
-    series = {"R": np.clip(0.6 + np.cumsum(steps["R"]), 0.0, 1.0),
-              "L": np.maximum(50.0, 500 + np.cumsum(steps["L"])),
-              "T": np.clip(0.1 + np.cumsum(steps["T"]), 0.0, 1.0)}
+            steps[k][a : a + 40] += rng.choice([-1.0, 0.0, 1.0]) * {"R": 0.01, "L": 8.0, "T": 0.006}[k]
+    series = {
+        "R": np.clip(0.6 + np.cumsum(steps["R"]), 0.0, 1.0),
+        "L": np.maximum(50.0, 500 + np.cumsum(steps["L"])),
+        "T": np.clip(0.1 + np.cumsum(steps["T"]), 0.0, 1.0),
+    }
     digits = {"R": 2, "L": 0, "T": 2}
     out = []
     for line in lines:
@@ -63,7 +69,7 @@ def rewritten(n: int, seed: int) -> list[str]:
             i = int(m.group(1))
             for k, rx in _VALUE.items():
                 if rng.random() < 0.004:
-                    line = rx.sub(lambda mm: mm.group(1) + "nan", line)    # a gap
+                    line = rx.sub(lambda mm: mm.group(1) + "nan", line)  # a gap
                 else:
                     v = round(float(series[k][i]), digits[k])
                     line = rx.sub(lambda mm, v=v: mm.group(1) + repr(v), line)
@@ -74,7 +80,7 @@ def rewritten(n: int, seed: int) -> list[str]:
 def _store(lines: list[str]):
     pipe = Pipeline(clock=lambda: NOW, judging=False)
     for i in range(0, len(lines), 500):
-        pipe.feed(lines[i:i + 500], written_at=NOW - 30)
+        pipe.feed(lines[i : i + 500], written_at=NOW - 30)
     pipe.finish(NOW)
     return pipe.store.current
 
@@ -93,10 +99,12 @@ def _conds(seg, upto: int, open_rules: frozenset, windows=None, confirmed=False)
 CASES = {
     "repeated-blocks": lambda: repeated("healthy", 200, 3, 1),
     "repeated-k2": lambda: repeated("healthy", 150, 3, 2, steps_per_rollout=2),
-    "hacking-stays-open": lambda: [line for _, line in generate("length-hacking", 420, 5, noise_per_rollout=0,
-                                                                 onset=100)],
-    "hacking-reasoning": lambda: [line for _, line in generate("length-hacking", 300, 6, noise_per_rollout=0,
-                                                                onset=120, setup="reasoning-4b")],
+    "hacking-stays-open": lambda: [
+        line for _, line in generate("length-hacking", 420, 5, noise_per_rollout=0, onset=100)
+    ],
+    "hacking-reasoning": lambda: [
+        line for _, line in generate("length-hacking", 300, 6, noise_per_rollout=0, onset=120, setup="reasoning-4b")
+    ],
     "rewritten-a": lambda: rewritten(360, 11),
     "rewritten-b": lambda: rewritten(360, 12),
 }
@@ -107,7 +115,7 @@ def test_the_batch_answers_what_the_rule_answers(case):
     seg = _store(CASES[case]())
     rows = np.arange(len(seg.ids))
     box = held.HackingHeld(seg, defaults(), rows, np.ones(len(rows), bool))
-    box._compute(rows)                                   # every row in one batch
+    box._compute(rows)  # every row in one batch
     decided = 0
     held_open = frozenset({"length-hacking"})
     for k in rows[rows >= rules.WINDOW - 1].tolist():
@@ -123,9 +131,9 @@ def test_the_batch_answers_what_the_rule_answers(case):
         if hint is not None:
             assert _conds(seg, upto, held_open, hint) == plain_open, f"rollout {upto} (open)"
             assert _conds(seg, upto, frozenset(), hint) == plain_closed, f"rollout {upto}"
-        if conf == 1:       # surely confirmed: the rule may skip its look back (and the windows)
+        if conf == 1:  # surely confirmed: the rule may skip its look back (and the windows)
             assert _conds(seg, upto, frozenset(), hint, True) == plain_closed, f"rollout {upto} (confirmed)"
-    modelled = int(box._cols["ok"][rules.WINDOW - 1:].sum())     # (a window with a gap is the rule's)
+    modelled = int(box._cols["ok"][rules.WINDOW - 1 :].sum())  # (a window with a gap is the rule's)
     assert decided >= 0.9 * modelled, "the batch left most rollouts to the rule"
 
 
@@ -142,6 +150,7 @@ def test_three_valued_edges():
 
 def test_window_statistics_equal_the_scalar_ones():
     from grpo_tui.judge import stats
+
     rng = np.random.default_rng(7)
     for n in (4, 5, 8, 9, 10, 12, 16, 24, 32, 39, 40):
         v = np.round(rng.normal(size=(64, n)), 1)
@@ -159,6 +168,7 @@ def test_window_statistics_equal_the_scalar_ones():
 
 def test_scalar_median_is_numpys():
     from grpo_tui.judge import stats
+
     rng = np.random.default_rng(5)
     for n in range(1, 50):
         for t in range(20):
@@ -174,6 +184,7 @@ def test_scalar_median_is_numpys():
 def test_pair_gaps_shortcut_gives_the_same_slopes():
     """Consecutive steps share one row of gaps: the same numbers as the full matrix."""
     from grpo_tui.judge import stats
+
     rng = np.random.default_rng(11)
     for n in (8, 12, 32, 40):
         i, j = stats._upper_pairs(n)
@@ -203,6 +214,7 @@ def test_row_median_with_one_kth_is_the_two_kth_one_bit_for_bit():
     the numbers of the two-kth partition it replaced, the sign of a zero included, and the
     scalar rules' stats.median's numbers: rows of signed zeros, ties, NaN, inf."""
     from grpo_tui.judge import stats
+
     rng = np.random.default_rng(5)
     pools = ([-0.0, 0.0], [-0.0, 0.0, 1.0, -1.0], [-0.0, 0.0, 2.5, np.nan, np.inf, -np.inf])
     for t in range(600):
@@ -211,7 +223,7 @@ def test_row_median_with_one_kth_is_the_two_kth_one_bit_for_bit():
             m = np.round(rng.normal(size=(rows, n)), int(rng.integers(0, 3)))
         else:
             m = rng.choice(pools[t % 4], size=(rows, n))
-        with np.errstate(invalid="ignore"):         # (inf + -inf in a middle pair)
+        with np.errstate(invalid="ignore"):  # (inf + -inf in a middle pair)
             got, want = held.median(m), _two_kth_median(m)
             scalar = np.array([stats.median(row) for row in m])
         assert np.array_equal(got, want, equal_nan=True), (rows, n)
@@ -223,7 +235,8 @@ def test_pair_slopes_by_lag_are_the_gathered_ones(monkeypatch):
     """pair_slopes groups a big batch's pairs by lag: each row holds the same slopes as through
     _upper_pairs' index arrays (so the same median), steps consecutive or not."""
     from grpo_tui.judge import stats
-    monkeypatch.setattr(held, "LAG_MIN_N", 2)              # every window by lag, 40 rows and up
+
+    monkeypatch.setattr(held, "LAG_MIN_N", 2)  # every window by lag, 40 rows and up
     monkeypatch.setattr(held, "LAG_MIN_CELLS", 1)
     rng = np.random.default_rng(12)
     for n in (2, 3, 8, 16, 24, 32, 40):

@@ -27,8 +27,10 @@ from grpo_tui.output import atomic_open, check_output_path, csv_safe, safe_text,
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
-LINE = ("[2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - perf {n}: "
-        "{{'perf/rollout_time': 1.5, 'rollout/raw_reward': 0.6}}\n")
+LINE = (
+    "[2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - perf {n}: "
+    "{{'perf/rollout_time': 1.5, 'rollout/raw_reward': 0.6}}\n"
+)
 
 
 def run(*argv: str, capsys) -> tuple[int, str, str]:
@@ -113,9 +115,13 @@ def _reference(data: bytes, limit: int) -> list[str]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\xe2\x82\xac", b"\xff", b"\r", b"long" * 5]),
-                     max_size=60).map(b"".join),
-       chunk=st.integers(1, 40), limit=st.integers(1, 12))
+@given(
+    data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\xe2\x82\xac", b"\xff", b"\r", b"long" * 5]), max_size=60).map(
+        b"".join
+    ),
+    chunk=st.integers(1, 40),
+    limit=st.integers(1, 12),
+)
 def test_reader_matches_a_split_with_lines_cut(tmp_path_factory, data, chunk, limit):
     """Whatever the chunk size, the reader gives the file's lines, each cut to MAX_LINE bytes."""
     p = tmp_path_factory.mktemp("r") / "x.log"
@@ -131,7 +137,9 @@ def test_reader_matches_a_split_with_lines_cut(tmp_path_factory, data, chunk, li
 def test_long_lines_are_cut_at_one_mib(tmp_path):
     big = 1 << 20
     p = tmp_path / "long.log"
-    p.write_bytes(b"x" * (3 * big + 5) + b"\n" + LINE.format(n=1).encode() + b"y" * (big + 7) + b"\nz" + b"w" * (2 * big))
+    p.write_bytes(
+        b"x" * (3 * big + 5) + b"\n" + LINE.format(n=1).encode() + b"y" * (big + 7) + b"\nz" + b"w" * (2 * big)
+    )
     for chunk in (files.CHUNK, 1 << 16, 3 * big + 10):
         lines = [ln for block in iter_line_blocks(str(p), chunk=chunk) for ln in block]
         assert [len(ln) for ln in lines] == [big, len(LINE.format(n=1)) - 1, big, big]
@@ -139,9 +147,13 @@ def test_long_lines_are_cut_at_one_mib(tmp_path):
 
 
 @settings(max_examples=150, deadline=None)
-@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xe2\x82\xac", b"\xff", b"\r", b"long" * 5]),
-                     max_size=60).map(b"".join),
-       chunk=st.integers(1, 40), limit=st.integers(1, 12))
+@given(
+    data=st.lists(
+        st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xe2\x82\xac", b"\xff", b"\r", b"long" * 5]), max_size=60
+    ).map(b"".join),
+    chunk=st.integers(1, 40),
+    limit=st.integers(1, 12),
+)
 def test_reused_buffer_reader_matches_a_split_with_lines_cut(tmp_path_factory, data, chunk, limit):
     """iter_block_views (judge_path's reader: one reused buffer) gives the file's lines, each cut
     to the limit, whatever the buffer size; so does the module's MAX_LINE as its default."""
@@ -162,8 +174,12 @@ def test_reused_buffer_reader_matches_a_split_with_lines_cut(tmp_path_factory, d
 
 
 @settings(max_examples=150, deadline=None)
-@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5]), max_size=60).map(b"".join),
-       chunk=st.integers(1, 40), limit=st.integers(1, 12), end=st.integers(0, 200))
+@given(
+    data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5]), max_size=60).map(b"".join),
+    chunk=st.integers(1, 40),
+    limit=st.integers(1, 12),
+    end=st.integers(0, 200),
+)
 def test_reused_buffer_reader_stops_at_end_like_the_bytes_reader(tmp_path_factory, data, chunk, limit, end):
     """With `end` (the dashboard's history fill) the reused-buffer reader gives the lines the bytes
     reader gives for bytes [0, end): a last line without its newline is left to the follower."""
@@ -181,8 +197,16 @@ def test_reused_buffer_reader_stops_at_end_like_the_bytes_reader(tmp_path_factor
 def test_reused_buffer_reader_cuts_long_lines_like_the_bytes_reader(tmp_path):
     big = 1 << 20
     p = tmp_path / "long.log"
-    p.write_bytes(b"x" * (3 * big + 5) + b"\n" + LINE.format(n=1).encode() + b"y" * (big + 7) + b"\nz" + b"w" * (2 * big)
-                  + b"\n" + LINE.format(n=2).encode() * 3)
+    p.write_bytes(
+        b"x" * (3 * big + 5)
+        + b"\n"
+        + LINE.format(n=1).encode()
+        + b"y" * (big + 7)
+        + b"\nz"
+        + b"w" * (2 * big)
+        + b"\n"
+        + LINE.format(n=2).encode() * 3
+    )
     ref = [ln for block in iter_byte_blocks(str(p)) for ln in block.split(b"\n")]
     for chunk in (files.CHUNK, 1 << 16, 3 * big + 10):
         assert [ln for block in iter_block_views(str(p), chunk) for ln in bytes(block).split(b"\n")] == ref
@@ -220,16 +244,20 @@ def test_read_buffers_are_mapped_at_once_only_when_reads_fill_them(tmp_path):
         buf[cap - 1] = 0x0A
         assert buf.rfind(b"\n", 0, cap) == cap - 1
     ref = [ln for block in iter_byte_blocks(str(big)) for ln in block.split(b"\n")]
-    got = [ln for block in iter_block_views(str(big), chunk=cap, max_line=200, buffers=3)
-           for ln in bytes(block).split(b"\n")]
+    got = [
+        ln
+        for block in iter_block_views(str(big), chunk=cap, max_line=200, buffers=3)
+        for ln in bytes(block).split(b"\n")
+    ]
     assert got == ref
 
 
 def test_stdin_is_read_with_the_same_line_bound(tmp_path):
     p = tmp_path / "long.log"
     p.write_bytes(b"x" * (3 << 20) + b"\nok\n")
-    code = ("from grpo_tui.lines.files import iter_line_blocks; "
-            "print([len(l) for b in iter_line_blocks('-') for l in b])")
+    code = (
+        "from grpo_tui.lines.files import iter_line_blocks; print([len(l) for b in iter_line_blocks('-') for l in b])"
+    )
     with open(p, "rb") as fh:
         r = subprocess.run([PY, "-c", code], stdin=fh, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -239,9 +267,11 @@ def test_stdin_is_read_with_the_same_line_bound(tmp_path):
 def test_stdin_is_parsed_like_the_file():
     """judge_path('-') reads standard input through the same reused-buffer reader as a file."""
     path = SAMPLES / "healthy-seed1.log"
-    code = ("import sys; from grpo_tui.pipeline import judge_path; from grpo_tui import export; "
-            "p = judge_path(sys.argv[1], judging=False); "
-            "print(p.parser.counts.as_dict(), repr(export.rows(p.store)))")
+    code = (
+        "import sys; from grpo_tui.pipeline import judge_path; from grpo_tui import export; "
+        "p = judge_path(sys.argv[1], judging=False); "
+        "print(p.parser.counts.as_dict(), repr(export.rows(p.store)))"
+    )
     out = []
     for arg in (str(path), "-"):
         with open(path, "rb") as fh:
@@ -262,8 +292,9 @@ def test_commands_refuse_devices_in_one_line(cmd, dev, capsys):
 def test_calibrate_refuses_a_fifo(tmp_path, outdir, capsys):
     fifo = tmp_path / "seed.log"
     os.mkfifo(fifo)
-    code, out, err = run("calibrate", str(SAMPLES / "healthy-seed1.log"), str(fifo), "-o",
-                         str(outdir / "r.toml"), capsys=capsys)
+    code, out, err = run(
+        "calibrate", str(SAMPLES / "healthy-seed1.log"), str(fifo), "-o", str(outdir / "r.toml"), capsys=capsys
+    )
     assert code == 1 and "not a regular file" in one_line(err)
     assert leftovers(outdir) == []
 
@@ -282,30 +313,48 @@ def test_safe_text_strips_controls_and_bidi():
 @given(st.text())
 def test_safe_text_never_lets_a_control_through(s):
     out = safe_text(s)
-    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or 0x202A <= ord(c) <= 0x202E
-                   or 0x2066 <= ord(c) <= 0x2069 for c in out)
+    assert not any(
+        ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or 0x202A <= ord(c) <= 0x202E or 0x2066 <= ord(c) <= 0x2069 for c in out
+    )
 
 
-@pytest.mark.parametrize("cell, expected", [
-    ("=1+1", "'=1+1"), ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"), ("-2+3", "'-2+3"),
-    ("@SUM(A1)", "'@SUM(A1)"), ("\tx", "'\tx"), ("\rx", "'\rx"), ("- note", "'- note"),
-    ("-0.5", "-0.5"), ("+3", "+3"), ("-1e-9", "-1e-9"), ("-inf", "-inf"), ("plain", "plain"), ("", ""),
-    (-0.5, -0.5), (-3, -3), (True, True),
-])
+@pytest.mark.parametrize(
+    "cell, expected",
+    [
+        ("=1+1", "'=1+1"),
+        ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tx", "'\tx"),
+        ("\rx", "'\rx"),
+        ("- note", "'- note"),
+        ("-0.5", "-0.5"),
+        ("+3", "+3"),
+        ("-1e-9", "-1e-9"),
+        ("-inf", "-inf"),
+        ("plain", "plain"),
+        ("", ""),
+        (-0.5, -0.5),
+        (-3, -3),
+        (True, True),
+    ],
+)
 def test_csv_safe(cell, expected):
     assert csv_safe(cell) == expected
 
 
 def test_export_csv_defuses_formulas_but_keeps_negative_numbers(tmp_path, outdir, capsys):
     p = tmp_path / "a.log"
-    p.write_text("[2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - perf 0: {'perf/rollout_time': 1.5, "
-                 "'note': '=HYPERLINK(\"http://x\")', 'neg_s': '-0.5', '=evil': 3, 'train/x': -0.5, "
-                 "'p': '@cmd'}\n")
+    p.write_text(
+        "[2026-08-21 10:00:00.000 rollout_manager] metrics.py:89 - perf 0: {'perf/rollout_time': 1.5, "
+        "'note': '=HYPERLINK(\"http://x\")', 'neg_s': '-0.5', '=evil': 3, 'train/x': -0.5, "
+        "'p': '@cmd'}\n"
+    )
     code, out, err = run("export", str(p), capsys=capsys)
     assert code == 0, err
     header, row = list(csv.reader(io.StringIO(out)))
     cells = dict(zip(header, row))
-    assert cells["note"] == "'=HYPERLINK(\"http://x\")" and cells["p"] == "'@cmd"
+    assert cells["note"] == '\'=HYPERLINK("http://x")' and cells["p"] == "'@cmd"
     assert cells["train/x"] == "-0.5" and cells["neg_s"] == "-0.5"
     assert "'=evil" in header and cells["'=evil"] == "3"
 
@@ -372,7 +421,7 @@ def test_output_path_guard(log, outdir):
         with pytest.raises(InputError, match="folder of the input log"):
             check_output_path(str(folder / "x.csv"), [str(sym)])
     check_output_path(str(log.parent / "x.csv"), inputs, force=True)
-    check_output_path(str(log.parent / "sub" / "x.csv"), inputs)   # a subfolder is not the folder
+    check_output_path(str(log.parent / "sub" / "x.csv"), inputs)  # a subfolder is not the folder
     check_output_path(str(outdir / "x.csv"), inputs)
     check_output_path(str(outdir / "x.csv"), ["-"])
 
@@ -415,16 +464,19 @@ def test_calibrate_output_is_guarded(tmp_path, capsys):
 # ------------------------------------------------------------------ the top-level guard
 
 
-@pytest.mark.parametrize("cmd, argv, code", [("export", ["x.log"], 1), ("check", ["x.log"], 3),
-                                             ("calibrate", ["a", "b", "-o", "r.toml"], 1)])
+@pytest.mark.parametrize(
+    "cmd, argv, code", [("export", ["x.log"], 1), ("check", ["x.log"], 3), ("calibrate", ["a", "b", "-o", "r.toml"], 1)]
+)
 def test_internal_error_is_one_line(monkeypatch, capsys, cmd, argv, code):
     def bug(c, args):
         raise RuntimeError("boom\n  on two lines \x1b[2J")
+
     monkeypatch.setattr(cli, "_run", bug)
     got, out, err = run(cmd, *argv, capsys=capsys)
     assert got == code
-    assert one_line(err) == (f"grpo-tui {cmd}: internal error: RuntimeError: boom on two lines [2J "
-                             f"(run with --debug for the traceback)")
+    assert one_line(err) == (
+        f"grpo-tui {cmd}: internal error: RuntimeError: boom on two lines [2J (run with --debug for the traceback)"
+    )
 
 
 def test_debug_prints_the_traceback(monkeypatch, capsys):
@@ -438,6 +490,7 @@ def test_debug_prints_the_traceback(monkeypatch, capsys):
 def test_ctrl_c_exits_130_quietly(monkeypatch, capsys):
     def interrupted(c, a):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(cli, "_run", interrupted)
     assert run("export", "x.log", capsys=capsys) == (130, "", "")
 
@@ -446,6 +499,7 @@ def test_broken_pipe_in_process_is_quiet(log, monkeypatch, capsys):
     class Closed(io.StringIO):
         def write(self, s):
             raise BrokenPipeError(32, "Broken pipe")
+
     monkeypatch.setattr(sys, "stdout", Closed())
     code = cli.main(["export", str(log)])
     err = capsys.readouterr().err
@@ -454,8 +508,11 @@ def test_broken_pipe_in_process_is_quiet(log, monkeypatch, capsys):
 
 def test_broken_pipe_subprocess_is_quiet(log):
     """`grpo-tui export big.log | head -1`: the reader is gone before we write."""
-    proc = subprocess.Popen([PY, "-m", "grpo_tui", "export", str(SAMPLES / "healthy-seed1.log")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [PY, "-m", "grpo_tui", "export", str(SAMPLES / "healthy-seed1.log")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 1
@@ -463,8 +520,10 @@ def test_broken_pipe_subprocess_is_quiet(log):
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize("argv", [["export", "{log}"], ["export", "{log}", "--format", "json"],
-                                  ["check", "{log}"], ["simulate", "--rollouts", "3"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["export", "{log}"], ["export", "{log}", "--format", "json"], ["check", "{log}"], ["simulate", "--rollouts", "3"]],
+)
 def test_full_disk_on_stdout(log, argv):
     argv = [a.format(log=log) for a in argv]
     with open("/dev/full", "w") as full:
@@ -482,13 +541,16 @@ def test_export_failure_mid_write_leaves_nothing(log, outdir, capsys, monkeypatc
 
     def boom(*a, **k):
         raise MemoryError("out of memory while rendering")
+
     import grpo_tui.output as output
+
     real_open = output.os.fdopen
 
     def failing_fdopen(fd, *a, **k):
         fh = real_open(fd, *a, **k)
         fh.write = boom
         return fh
+
     monkeypatch.setattr(output.os, "fdopen", failing_fdopen)
     code, out, err = run("export", str(log), "--format", "json", "-o", str(target), capsys=capsys)
     assert code == 1 and "internal error: MemoryError" in one_line(err)
@@ -501,6 +563,7 @@ def test_simulate_output_is_atomic(outdir, capsys, monkeypatch):
     def half(*a, **k):
         yield 0.0, "first line"
         raise RuntimeError("generator broke")
+
     monkeypatch.setattr(sim_cmd, "generate", half)
     code, out, err = run("simulate", "--rollouts", "3", "-o", str(outdir / "s.log"), capsys=capsys)
     assert code == 1 and "internal error: RuntimeError: generator broke" in one_line(err)
@@ -512,8 +575,12 @@ def test_simulate_output_is_atomic(outdir, capsys, monkeypatch):
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5]), max_size=80).map(b"".join),
-       chunk=st.integers(1, 40), limit=st.integers(1, 12), buffers=st.integers(1, 4))
+@given(
+    data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5]), max_size=80).map(b"".join),
+    chunk=st.integers(1, 40),
+    limit=st.integers(1, 12),
+    buffers=st.integers(1, 4),
+)
 def test_rotating_buffers_give_the_same_lines(tmp_path_factory, data, chunk, limit, buffers):
     """Buffers taking turns (iter_scanned_blocks' reader) give the blocks one buffer gives, and a
     block stays readable while the next `buffers - 1` are asked for."""
@@ -531,6 +598,7 @@ def test_rotating_buffers_give_the_same_lines(tmp_path_factory, data, chunk, lim
 
 def test_scanned_blocks_are_the_blocks_and_their_scans(tmp_path):
     from grpo_tui.lines.files import iter_scanned_blocks
+
     p = tmp_path / "x.log"
     p.write_bytes(b"".join(LINE.format(n=i).encode() for i in range(3000)))
     seen = []
@@ -544,16 +612,18 @@ def test_scanned_blocks_pass_on_errors_and_stop_the_reader(tmp_path):
     import threading
 
     from grpo_tui.lines.files import iter_scanned_blocks
+
     p = tmp_path / "x.log"
     p.write_bytes(b"".join(LINE.format(n=i).encode() for i in range(3000)))
 
     def bad_scan(block):
         raise RuntimeError("scan failed")
+
     with pytest.raises(RuntimeError, match="scan failed"):
         list(iter_scanned_blocks(str(p), bad_scan, chunk=4096))
     blocks = iter_scanned_blocks(str(p), lambda b: None, chunk=4096)
     next(blocks)
-    blocks.close()                                  # the caller stops early: so does the reader
+    blocks.close()  # the caller stops early: so does the reader
     assert not [t for t in threading.enumerate() if t.name == "grpo-tui-reader"]
     with pytest.raises(InputError):
         list(iter_scanned_blocks(str(tmp_path / "gone.log"), lambda b: None))

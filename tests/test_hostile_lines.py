@@ -32,6 +32,7 @@ def run(lines, quick=True):
 
 # -- long digit runs -------------------------------------------------------------------------
 
+
 def test_long_digit_run_that_does_not_fit_the_fast_pattern_is_rejected_quickly():
     # `\d+\.?\d*` split a digit run in n ways: 20,000 digits followed by junk took ~26 s
     # (40,000: 87 s) inside the fast-path regex before failing.  Now one pass.
@@ -41,11 +42,13 @@ def test_long_digit_run_that_does_not_fit_the_fast_pattern_is_rejected_quickly()
 
 # -- huge numbers (item 2) -------------------------------------------------------------------
 
+
 def _json_export(items) -> list[dict]:
     import json
 
     from grpo_tui.export import render
     from grpo_tui.store.metric_store import MetricStore
+
     store = MetricStore()
     store.add(items)
     render(store, "csv")
@@ -59,7 +62,7 @@ def test_int_too_long_for_float64_reads_as_marked_inf(digits):
         items, c = run([H + "rollout 3: " + body])
         (rec,) = items
         assert math.isinf(rec.metrics["b"]) and rec.nonfinite["b"].lstrip("-").startswith("9" * 20)
-        assert len(rec.nonfinite["b"]) < 30      # abbreviated, not the whole token
+        assert len(rec.nonfinite["b"]) < 30  # abbreviated, not the whole token
         (row,) = _json_export(items)
         assert row["b"] is None and row["_nonfinite"]["b"] == rec.nonfinite["b"]
 
@@ -85,26 +88,59 @@ def test_float_overflow_raises_the_non_finite_rule(tmp_path, capsys):
     import json
 
     from grpo_tui.cli import main
+
     log = tmp_path / "run.log"
-    log.write_text("".join(f"{H}step {i}: {{'train/grad_norm': {'1e999999' if i == 4 else '0.5'}, "
-                           f"'train/loss': 0.1}}\n" for i in range(5)))
+    log.write_text(
+        "".join(
+            f"{H}step {i}: {{'train/grad_norm': {'1e999999' if i == 4 else '0.5'}, 'train/loss': 0.1}}\n"
+            for i in range(5)
+        )
+    )
     code = main(["check", str(log), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert "non-finite" in {a["rule"] for a in out["alerts"]} and code == 2
 
 
-NONFINITE_TEXT = ["1e999999", "-1e999999", "nan", "NaN", "-nan", "inf", "-inf", "+inf", "Infinity",
-                  "-Infinity", "np.float64(nan)", "np.float64(1e999)", "np.float64(-1e999)",
-                  "np.float32(-inf)", "tensor(nan, device='cuda:0')", "tensor(1e999)", "9" * 400,
-                  "-" + "9" * 5000, "[nan, inf, 1]", "[[1, np.float64(-inf)]]", "tensor([1.0, nan])"]
+NONFINITE_TEXT = [
+    "1e999999",
+    "-1e999999",
+    "nan",
+    "NaN",
+    "-nan",
+    "inf",
+    "-inf",
+    "+inf",
+    "Infinity",
+    "-Infinity",
+    "np.float64(nan)",
+    "np.float64(1e999)",
+    "np.float64(-1e999)",
+    "np.float32(-inf)",
+    "tensor(nan, device='cuda:0')",
+    "tensor(1e999)",
+    "9" * 400,
+    "-" + "9" * 5000,
+    "[nan, inf, 1]",
+    "[[1, np.float64(-inf)]]",
+    "tensor([1.0, nan])",
+]
 OTHER_TEXT = ["0.5", "-3", "1e-06", "np.float64(0.25)", "'text'", "True", "None", "[1, 2]", "8192"]
 
 
 def _key(item):
     """Everything that must agree between the paths (nan compared by its repr)."""
-    return (type(item).__name__, item.kind, getattr(item, "n", None), item.time, item.line_no,
-            repr(getattr(item, "metrics", None)), getattr(item, "nonfinite", None),
-            getattr(item, "cut", None), getattr(item, "data", None), getattr(item, "lines", None))
+    return (
+        type(item).__name__,
+        item.kind,
+        getattr(item, "n", None),
+        item.time,
+        item.line_no,
+        repr(getattr(item, "metrics", None)),
+        getattr(item, "nonfinite", None),
+        getattr(item, "cut", None),
+        getattr(item, "data", None),
+        getattr(item, "lines", None),
+    )
 
 
 def _three_ways(lines):
@@ -119,13 +155,18 @@ def _three_ways(lines):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(
-    st.sampled_from(["", "(MegatronTrainRayActor pid=7) ", "(RolloutManager pid=9) "]),
-    st.sampled_from([H, "[2026-08-21 10:00:01] ", "", "noise line with no anchor "]),
-    st.sampled_from(["step", "rollout", "perf", "eval"]),
-    st.integers(0, 50),
-    st.lists(st.sampled_from(NONFINITE_TEXT + OTHER_TEXT), min_size=1, max_size=6),
-), max_size=12))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["", "(MegatronTrainRayActor pid=7) ", "(RolloutManager pid=9) "]),
+            st.sampled_from([H, "[2026-08-21 10:00:01] ", "", "noise line with no anchor "]),
+            st.sampled_from(["step", "rollout", "perf", "eval"]),
+            st.integers(0, 50),
+            st.lists(st.sampled_from(NONFINITE_TEXT + OTHER_TEXT), min_size=1, max_size=6),
+        ),
+        max_size=12,
+    )
+)
 def test_nonfinite_values_agree_between_fast_and_full_paths(specs):
     lines = []
     for prefix, header, kind, n, vals in specs:
@@ -143,6 +184,7 @@ def test_nonfinite_values_agree_between_fast_and_full_paths(specs):
 
 # -- deep nesting (item 1) -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("opener,closer", [("[", "]"), ("(", ")"), ("np.float64(", ")"), ("[f(", ")]")])
 @pytest.mark.parametrize("depth", [65, 5_000, 100_000])
 def test_deep_nesting_is_kept_as_text_not_a_recursion_error(opener, closer, depth):
@@ -152,7 +194,7 @@ def test_deep_nesting_is_kept_as_text_not_a_recursion_error(opener, closer, dept
     line = H + "step 3: {'x': 0.5, 'a': " + value + ", 'y': 1}"
     for quick in (True, False):
         (rec,), c = run([line], quick)
-        if len(line) > MAX_LINE:     # (100,000 `np.float64(`: the line itself is cut first)
+        if len(line) > MAX_LINE:  # (100,000 `np.float64(`: the line itself is cut first)
             assert rec.metrics == {"x": 0.5} and rec.cut
             continue
         assert rec.metrics == {"x": 0.5, "a": value, "y": 1} and not rec.cut
@@ -193,13 +235,18 @@ BAD_IDS = ["-1", "-0", str(2**53), str(2**63), "99999999999999999999", "9" * 5_0
 @pytest.mark.parametrize("bad", BAD_IDS)
 @pytest.mark.parametrize("kind", ["rollout", "step", "perf", "eval", "critic-step"])
 def test_unusable_id_makes_the_line_unreadable_and_never_reaches_the_store(bad, kind):
-    lines = [H + "rollout 1: {'a': 1}", H + f"{kind} {bad}: {{'a': 2}}", f"{kind} {bad}: {{'a': 3}}",
-             f"step:{bad} - a:1 - b:2", H + "rollout 2: {'a': 4}"]
+    lines = [
+        H + "rollout 1: {'a': 1}",
+        H + f"{kind} {bad}: {{'a': 2}}",
+        f"{kind} {bad}: {{'a': 3}}",
+        f"step:{bad} - a:1 - b:2",
+        H + "rollout 2: {'a': 4}",
+    ]
     for quick in (True, False):
         items, c = run(lines, quick)
         assert [r.n for r in items] == [1, 2] and c.unreadable == 3
         rows = _json_export(items)
-        assert [r["rollout"] for r in rows] == [1, 2]    # was a KeyError in export
+        assert [r["rollout"] for r in rows] == [1, 2]  # was a KeyError in export
 
 
 def test_largest_usable_id_is_kept():
@@ -208,14 +255,17 @@ def test_largest_usable_id_is_kept():
     assert _json_export([rec])[0]["rollout"] == 2**53 - 1
 
 
-@pytest.mark.parametrize("line", [
-    H + "eval {n} skipped: no data",
-    H + "Error: 503 retrying... (attempt {n}/{n}, url=http://x)",
-    H + "Recovered {n} dead rollout engines (worker_type=regular)",
-    "  successfully saved checkpoint from iteration {n} to /x",
-    H + "ft op=train phase=start rollout=3 attempt={n}",
-    "(A pid=1) " + H + "rollout 3: {{'a': 1}} [repeated {n}x across cluster]",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        H + "eval {n} skipped: no data",
+        H + "Error: 503 retrying... (attempt {n}/{n}, url=http://x)",
+        H + "Recovered {n} dead rollout engines (worker_type=regular)",
+        "  successfully saved checkpoint from iteration {n} to /x",
+        H + "ft op=train phase=start rollout=3 attempt={n}",
+        "(A pid=1) " + H + "rollout 3: {{'a': 1}} [repeated {n}x across cluster]",
+    ],
+)
 def test_huge_counts_in_events_never_raise(line):
     for n in ("9" * 5_000, "\uff11\uff12", "123"):
         items, c = run([line.format(n=n)])
@@ -224,14 +274,20 @@ def test_huge_counts_in_events_never_raise(line):
 
 # -- non-finite values inside lists (item 4) -------------------------------------------------
 
+
 def test_nan_inside_a_list_exports_as_null_with_its_text_kept(tmp_path):
     import json
 
     from grpo_tui.cli import main
+
     (tmp_path / "logs").mkdir()
-    log = tmp_path / "logs" / "run.log"          # outputs never go into the log's own folder
-    log.write_text(H + "rollout 3: {'a': [nan, inf, 1], 'b': (1, [-inf]), 'c': [0.5], 'd': nan}\n"
-                   + H + "step 3: {'train/x': [np.float64(nan), 2]}\n")
+    log = tmp_path / "logs" / "run.log"  # outputs never go into the log's own folder
+    log.write_text(
+        H
+        + "rollout 3: {'a': [nan, inf, 1], 'b': (1, [-inf]), 'c': [0.5], 'd': nan}\n"
+        + H
+        + "step 3: {'train/x': [np.float64(nan), 2]}\n"
+    )
     for axis in ("rollout", "step"):
         out = tmp_path / f"{axis}.json"
         assert main(["export", str(log), "--format", "json", "--axis", axis, "-o", str(out)]) == 0
@@ -240,8 +296,12 @@ def test_nan_inside_a_list_exports_as_null_with_its_text_kept(tmp_path):
         assert rows[0]["_nonfinite"]["train/x"] == "[np.float64(nan), 2]"
     (row,) = json.loads((tmp_path / "rollout.json").read_text())
     assert row["a"] == [None, None, 1] and row["b"] == [1, [None]] and row["c"] == [0.5]
-    assert row["_nonfinite"] == {"a": "[nan, inf, 1]", "b": "(1, [-inf])", "d": "nan",
-                                 "train/x": "[np.float64(nan), 2]"}
+    assert row["_nonfinite"] == {
+        "a": "[nan, inf, 1]",
+        "b": "(1, [-inf])",
+        "d": "nan",
+        "train/x": "[np.float64(nan), 2]",
+    }
 
 
 def test_json_value_is_iterative():
@@ -259,10 +319,15 @@ def test_json_value_is_iterative():
 
 # -- line length (item 5) --------------------------------------------------------------------
 
+
 def test_line_longer_than_the_bound_is_cut_counted_and_ends_its_record():
-    pairs = "".join(f"'k{i:07d}': {i}.5, " for i in range(120_000))     # ~2.2 MB
-    lines = [H + "rollout 1: {" + pairs + "'z': 1}", "  'more': 2}", "x" * (3 * MAX_LINE),
-             H + "rollout 2: {'k0000001': 1}"]
+    pairs = "".join(f"'k{i:07d}': {i}.5, " for i in range(120_000))  # ~2.2 MB
+    lines = [
+        H + "rollout 1: {" + pairs + "'z': 1}",
+        "  'more': 2}",
+        "x" * (3 * MAX_LINE),
+        H + "rollout 2: {'k0000001': 1}",
+    ]
     for quick in (True, False):
         p = LineParser(quick_reject=quick)
         items = p.feed_lines(lines) if quick else p.feed_many(lines)
@@ -274,8 +339,8 @@ def test_line_longer_than_the_bound_is_cut_counted_and_ends_its_record():
         assert first.cut and "z" not in first.metrics and "more" not in first.metrics
         assert len(first.metrics) == MAX_NAMES and first.metrics["k0000000"] == 0.5
         assert second.n == 2 and not second.cut
-        assert c.noise == 2     # the header-less line after the cut one stands alone
-        assert all(len(raw) <= MAX_LINE for raw, _ in p._noise_run)   # what it keeps is cut too
+        assert c.noise == 2  # the header-less line after the cut one stands alone
+        assert all(len(raw) <= MAX_LINE for raw, _ in p._noise_run)  # what it keeps is cut too
 
 
 def test_long_lines_agree_between_fast_and_full_paths():
@@ -287,11 +352,13 @@ def test_long_lines_agree_between_fast_and_full_paths():
 
 # -- linear work on wrapped and unclosed records (item 6) -------------------------------------
 
+
 class ReaderWork:
     """Characters handed to the value reader (first lines and continuations)."""
 
     def __init__(self, monkeypatch):
         import grpo_tui.lines.parse as parse_mod
+
         self.chars = 0
         for name in ("parse_dict", "parse_more"):
             real = getattr(parse_mod, name, None)
@@ -302,6 +369,7 @@ class ReaderWork:
         def wrapper(text):
             self.chars += len(text)
             return real(text)
+
         return wrapper
 
 
@@ -342,11 +410,11 @@ def test_one_value_over_many_tiny_lines_is_bounded_work(monkeypatch):
     assert work.chars <= 6 * size
 
 
-@pytest.mark.parametrize("width", [100, 133, 200])   # at most 400 lines (_CONT_LIMIT_LINES)
+@pytest.mark.parametrize("width", [100, 133, 200])  # at most 400 lines (_CONT_LIMIT_LINES)
 def test_big_dict_wrapped_at_a_narrow_column_is_still_read_whole(monkeypatch, width):
     body = "{" + ", ".join(f"'eval/set{i}/pass@{k}': {i / 7!r}" for i in range(400) for k in (1, 8)) + "}"
     text = H + "eval 5: " + body
-    lines = [text[i:i + width] for i in range(0, len(text), width)]
+    lines = [text[i : i + width] for i in range(0, len(text), width)]
     work = ReaderWork(monkeypatch)
     items, c = run(lines)
     (rec,) = items
@@ -355,8 +423,11 @@ def test_big_dict_wrapped_at_a_narrow_column_is_still_read_whole(monkeypatch, wi
 
 
 def test_endless_traceback_keeps_a_bounded_text():
-    lines = [H + "Traceback (most recent call last):"] + ['  File "x.py", line 1, in f' + " " * 100] * 5_000 \
+    lines = (
+        [H + "Traceback (most recent call last):"]
+        + ['  File "x.py", line 1, in f' + " " * 100] * 5_000
         + ["ValueError: boom"]
+    )
     items, c = run(lines)
     (tb,) = [i for i in items if i.kind == "traceback"]
     assert c.event_lines == len(lines) and tb.data["exception"] == "ValueError: boom"
@@ -367,21 +438,29 @@ def test_endless_traceback_keeps_a_bounded_text():
 # No timing is asserted: before the fix each of these ran for minutes (100k blanks: 146 s for
 # the dedup suffix, 268 s for the argument dump); now they finish with the suite.
 
+
 def test_dedup_suffix_after_a_long_blank_run():
-    items, c = run([H + "x across cluster]" + " " * 300_000 + "x",
-                    "(A pid=1) " + H + "rollout 3: {'a': 1}" + " " * 300_000 + "[repeated 7x across cluster]   "])
+    items, c = run(
+        [
+            H + "x across cluster]" + " " * 300_000 + "x",
+            "(A pid=1) " + H + "rollout 3: {'a': 1}" + " " * 300_000 + "[repeated 7x across cluster]   ",
+        ]
+    )
     (rec,) = items
     assert rec.repeated == 7 and rec.metrics == {"a": 1}
 
 
-@pytest.mark.parametrize("suffix,text,repeated", [
-    (" [repeated 7x across cluster]", "msg", 7),
-    (" [repeated 7x across cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 x.)", "msg", 7),
-    ("  (Ray deduplicates logs by default. x)  ", "msg", 0),
-    (" [repeated 2x across cluster] [repeated 3x across cluster]", "msg [repeated 2x across cluster]", 3),
-    (" [repeated 7x across cluster] more", "msg [repeated 7x across cluster] more", 0),
-    (" [repeated 99999999999999999999x across cluster]", "msg", 0),
-])
+@pytest.mark.parametrize(
+    "suffix,text,repeated",
+    [
+        (" [repeated 7x across cluster]", "msg", 7),
+        (" [repeated 7x across cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 x.)", "msg", 7),
+        ("  (Ray deduplicates logs by default. x)  ", "msg", 0),
+        (" [repeated 2x across cluster] [repeated 3x across cluster]", "msg [repeated 2x across cluster]", 3),
+        (" [repeated 7x across cluster] more", "msg [repeated 7x across cluster] more", 0),
+        (" [repeated 99999999999999999999x across cluster]", "msg", 0),
+    ],
+)
 def test_dedup_suffix_forms(suffix, text, repeated):
     pre = LineParser()._peel("(A pid=1) msg" + suffix)
     assert (pre.text, pre.repeated) == (text, repeated)
@@ -399,8 +478,11 @@ def test_ft_line_of_one_long_word():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(st.integers(-10**30, 10**30), st.floats(allow_nan=True, allow_infinity=True)),
-                max_size=30), st.sampled_from(["", " ", "  "]), st.sampled_from(["[]", "()"]))
+@given(
+    st.lists(st.one_of(st.integers(-(10**30), 10**30), st.floats(allow_nan=True, allow_infinity=True)), max_size=30),
+    st.sampled_from(["", " ", "  "]),
+    st.sampled_from(["[]", "()"]),
+)
 def test_number_lists_round_trip(values, gap, brackets):
     text = brackets[0] + ("," + gap).join(repr(v) for v in values) + brackets[1]
     d = parse_dict("{'a': " + text + ", 'b': 1}")
@@ -411,10 +493,16 @@ def test_number_lists_round_trip(values, gap, brackets):
 
 # -- launch flags past float64 ------------------------------------------------------------------
 
+
 def test_launch_flag_past_float64_does_not_crash_the_store():
     from grpo_tui.store.metric_store import MetricStore
-    items, c = run(["EXEC: python3 train.py --rollout-batch-size 1e999 --n-samples-per-prompt 8 "
-                    "--global-batch-size 8", H + "step 3: {'a': 1}"])
+
+    items, c = run(
+        [
+            "EXEC: python3 train.py --rollout-batch-size 1e999 --n-samples-per-prompt 8 --global-batch-size 8",
+            H + "step 3: {'a': 1}",
+        ]
+    )
     store = MetricStore()
     store.add(items)
     assert store.current.steps_per_rollout >= 1
@@ -422,14 +510,20 @@ def test_launch_flag_past_float64_does_not_crash_the_store():
 
 # -- metric names (item 7): the store keeps a dense column per name ---------------------------
 
+
 def test_metric_names_past_the_bound_are_dropped_and_counted():
     many = "{" + ", ".join(f"'m{i}': {'nan' if i == 2000 else 1}" for i in range(5_000)) + "}"
-    lines = [H + "rollout 0: {'a': 1}", H + "rollout 1: " + many, H + "rollout 2: {'a': 2, 'zz': 3}",
-             "step:3 - other:1", H + "rollout 4: {'zz': 1}"]
+    lines = [
+        H + "rollout 0: {'a': 1}",
+        H + "rollout 1: " + many,
+        H + "rollout 2: {'a': 2, 'zz': 3}",
+        "step:3 - other:1",
+        H + "rollout 4: {'zz': 1}",
+    ]
     for quick in (True, False):
         items, c = run(lines, quick)
         r0, r1, r2 = items
         assert len(r1.metrics) == MAX_NAMES - 1 and r1.nonfinite == {}
         assert r2.metrics == {"a": 2}
         assert c.dropped_metrics == (5_000 - MAX_NAMES + 1) + 1 + 1 + 1
-        assert c.unreadable == 2      # the verl line and rollout 4 held only unknown names
+        assert c.unreadable == 2  # the verl line and rollout 4 held only unknown names

@@ -34,7 +34,7 @@ def test_line_index_reads_lines_lazily_and_finds(tmp_path):
     _wait_index(idx)
     assert idx.lines == 100_002
     assert idx.read(0) == "line 0" and idx.read(99_999) == "line 99999" and idx.read(100_001) == "last"
-    assert len(idx.read(100_000)) == 4096          # a 3 MB line is shown cut, never read whole
+    assert len(idx.read(100_000)) == 4096  # a 3 MB line is shown cut, never read whole
     assert idx.find(re.compile(rb"line 777\b"), 0) == 777
     assert idx.find(re.compile(rb"line 5\b"), 777, backwards=True) == 5
     assert idx.find(re.compile(rb"nothing here"), 0) is None
@@ -49,11 +49,17 @@ async def test_enter_on_the_crash_alert_opens_the_log_at_its_line():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         await pilot.press("tab", "enter")
-        await _until(pilot, lambda: isinstance(app.screen, LogScreen) and app.screen.query(LogView)
-                     and app.screen.query_one(LogView).target is not None)
+        await _until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, LogScreen)
+                and app.screen.query(LogView)
+                and app.screen.query_one(LogView).target is not None
+            ),
+        )
         assert isinstance(app.screen, LogScreen)
         view = app.screen.query_one(LogView)
-        assert view.target == 469                     # evidence line 470, 1-based
+        assert view.target == 469  # evidence line 470, 1-based
         assert "\x1b" not in app.screen.index.read(469)
         await pilot.press("slash", *"OutOfMemoryError", "enter")
         await _until(pilot, lambda: view.target != 469)
@@ -68,7 +74,13 @@ async def test_L_opens_the_log_at_the_cursor_rollout():
         await pilot.pause()
         app._set_cursor(16)
         await pilot.press("L")
-        await _until(pilot, lambda: isinstance(app.screen, LogScreen) and app.screen.query(LogView)
-                     and app.screen.query_one(LogView).target is not None)
+        await _until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, LogScreen)
+                and app.screen.query(LogView)
+                and app.screen.query_one(LogView).target is not None
+            ),
+        )
         view = app.screen.query_one(LogView)
         assert re.search(r"\b(rollout|step) 16: ", app.screen.index.read(view.target))

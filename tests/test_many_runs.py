@@ -22,7 +22,7 @@ LOGS = Path(__file__).resolve().parents[1] / "sample_logs"
 SEEDS = [str(LOGS / f"healthy-seed{i}.log") for i in (1, 2, 3)]
 GAP = str(LOGS / "gap-jump.log")
 STALLED = str(LOGS / "stalled.log")
-OLD = 1_700_000_000          # a fixed, old mtime: every run reads as finished/quiet, never live
+OLD = 1_700_000_000  # a fixed, old mtime: every run reads as finished/quiet, never live
 
 
 def _folder(tmp_path: Path, names: list[str], sub: str = "runs") -> Path:
@@ -59,7 +59,8 @@ def test_check_four_logs_one_verdict_each_exit_worst(capsys):
         assert {k: one[k] for k in same} == {k: r[k] for k in same}
         # (a stalled alert's words carry the age at the moment it was judged)
         assert [(a["rule"], a["severity"], a["rollout"]) for a in one["alerts"]] == [
-            (a["rule"], a["severity"], a["rollout"]) for a in r["alerts"]]
+            (a["rule"], a["severity"], a["rollout"]) for a in r["alerts"]
+        ]
 
 
 def test_check_human_table_one_line_per_run_with_top_alert(capsys):
@@ -70,7 +71,7 @@ def test_check_human_table_one_line_per_run_with_top_alert(capsys):
     body = lines[1:5]
     assert [ln.split()[0] for ln in body] == ["✓", "✓", "✗", "✗"]
     assert "gap-jump@16" in body[2] and "stalled@15" in body[3]
-    assert body[0].rstrip().endswith("-")                 # a healthy run has no alert
+    assert body[0].rstrip().endswith("-")  # a healthy run has no alert
     assert lines[-1].startswith("4 runs: 2 critical, 2 ok; worst CRITICAL (exit 2)")
 
 
@@ -90,8 +91,11 @@ def test_check_folder_and_recursive(tmp_path, capsys):
     assert code == 2
     assert [Path(r["path"]).name for r in json.loads(out)["runs"]] == ["gap-jump.log", "healthy-seed1.log"]
     code, out = _check(capsys, str(d), "-r", "--json")
-    assert [Path(r["path"]).name for r in json.loads(out)["runs"]] == ["gap-jump.log", "healthy-seed1.log",
-                                                                       "stalled.log"]
+    assert [Path(r["path"]).name for r in json.loads(out)["runs"]] == [
+        "gap-jump.log",
+        "healthy-seed1.log",
+        "stalled.log",
+    ]
     # a folder with one log is still the many-runs form (the form follows the arguments)
     one = _folder(tmp_path, ["healthy-seed1.log"], sub="one")
     code, out = _check(capsys, str(one), "--json")
@@ -139,7 +143,7 @@ def test_baseline_is_the_envelope_calibrate_writes(tmp_path, capsys):
         np.testing.assert_allclose(got.hi, env.hi, rtol=1e-12)
         for r in (0, 5, 30, 80):
             assert base.ranges.bounds(sig_id, r) == pytest.approx(written.bounds(sig_id, r), rel=1e-9)
-    assert load_baseline(SEEDS) is base                   # cached while the files do not change
+    assert load_baseline(SEEDS) is base  # cached while the files do not change
     assert {name for name, _, _ in base.series["reward"]} == {Path(s).name for s in SEEDS}
 
 
@@ -153,7 +157,7 @@ def test_check_with_baseline(capsys):
     gap_hi = runs[1]["signals"]["gap"]["range"][1]
     assert gap_hi != pytest.approx(0.0164)
     code, _ = _check(capsys, GAP, "--baseline", SEEDS[0])
-    assert code == 3                                      # one seed is not a baseline
+    assert code == 3  # one seed is not a baseline
 
 
 # ---------------------------------------------------------------------- RunSet
@@ -170,7 +174,7 @@ def test_runset_rows_agree_with_check_and_sort_by_severity(tmp_path):
     assert by_name["stalled.log"].state == "ended" and by_name["gap-jump.log"].state == "finished"
     assert by_name["stalled.log"].top.startswith("stalled@15")
     assert len(by_name["healthy-seed1.log"].reward) == 48
-    assert rs.pass_once() == []                           # nothing changed: no row is re-sent
+    assert rs.pass_once() == []  # nothing changed: no row is re-sent
     rs.close()
 
 
@@ -186,11 +190,11 @@ def test_runset_follows_growth_and_new_files(tmp_path):
     first = rs.rows()[0]
     assert first.state == "live" and 15 <= first.rollouts <= 21
     with open(d / "a.log", "ab") as fh:
-        fh.write(src[len(half):])
+        fh.write(src[len(half) :])
     changed = rs.pass_once()
     assert changed and changed[0].rollouts == 48
     (d / "b.log").write_bytes(src)
-    rs._last_scan = -1e9                                  # don't wait RESCAN_S for the listing
+    rs._last_scan = -1e9  # don't wait RESCAN_S for the listing
     rs.pass_once()
     assert sorted(r.name for r in rs.rows()) == ["a.log", "b.log"]
     ids, vals = rs.series(str(d / "a.log"), "reward")
@@ -233,12 +237,12 @@ def test_export_several_runs_one_table_with_run_column(tmp_path, capsys):
         assert main(["export", path, "--format", "json"]) == 0
         one = json.loads(capsys.readouterr().out)
         mine = [{k: v for k, v in r.items() if k != "run"} for r in many if r["run"] == Path(path).name]
-        assert mine == one                                  # each run's rows are `export RUN`'s
+        assert mine == one  # each run's rows are `export RUN`'s
     d = _folder(tmp_path, ["healthy-seed1.log", "no-steps.log", "gap-jump.log"])
     out = tmp_path / "all.csv"
     assert main(["export", str(d), "--axis", "step", "-o", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "skipped" in err and "no-steps.log" in err      # no metric lines: said, not silent
+    assert "skipped" in err and "no-steps.log" in err  # no metric lines: said, not silent
     table = list(csv.DictReader(io.StringIO(out.read_text())))
     assert {r["run"] for r in table} == {"gap-jump.log", "healthy-seed1.log"}
     assert list(table[0])[:3] == ["run", "step", "rollout"]

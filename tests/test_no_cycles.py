@@ -70,42 +70,52 @@ def test_one_shot_turns_collection_off_only_for_commands_that_leave():
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
 def test_reading_a_sample_log_leaves_no_cycles(log):
     def work():
-        for kw in ({}, {"bulk": False}):     # judged in bulk, and rollout by rollout
+        for kw in ({}, {"bulk": False}):  # judged in bulk, and rollout by rollout
             pipe = judge_path(str(log), now=2e9, **kw)
             pipe.report(now=2e9)
             del pipe
+
     assert _cyclic_garbage(work) == 0
 
 
 def test_other_setups_formats_and_a_restart_leave_no_cycles(tmp_path):
-    logs = [_write(tmp_path / f"{name}.log", (line for _, line in generate("healthy", 12, setup=name)))
-            for name in SETUPS]
-    logs += [_write(tmp_path / f"{fmt}.log", (line for _, line in generate("gap-jump", 14, fmt=fmt)))
-             for fmt in FORMATS]
+    logs = [
+        _write(tmp_path / f"{name}.log", (line for _, line in generate("healthy", 12, setup=name))) for name in SETUPS
+    ]
+    logs += [
+        _write(tmp_path / f"{fmt}.log", (line for _, line in generate("gap-jump", 14, fmt=fmt))) for fmt in FORMATS
+    ]
     first = [line for _, line in generate("healthy", 10, seed=1)]
     logs.append(_write(tmp_path / "restart.log", first + [line for _, line in generate("crashed", 12, seed=2)]))
 
     def work():
         for log in logs:
             judge_path(str(log), now=2e9).report(now=2e9)
+
     assert _cyclic_garbage(work) == 0
 
 
 def test_hostile_bytes_and_lines_leave_no_cycles(tmp_path):
     junk = tmp_path / "junk.log"
     good = [line for _, line in generate("non-finite", 10, seed=3)]
-    hostile = ["\x1b[31m(RolloutManager pid=1)\x1b[0m " + good[5][:40], "rollout 3: {'rollout/raw_reward': nan, ",
-               "step 1: {'train/loss': np.float64(0.5), 'train/grad_norm': 1e999999}", "\x00\xff" * 300,
-               "perf 2: {" + "'k': 1, " * 5000, "[2026-08-21 10:00:00.000 x] y.py:1 - ft attempt=1 phase=fail ok=false"]
+    hostile = [
+        "\x1b[31m(RolloutManager pid=1)\x1b[0m " + good[5][:40],
+        "rollout 3: {'rollout/raw_reward': nan, ",
+        "step 1: {'train/loss': np.float64(0.5), 'train/grad_norm': 1e999999}",
+        "\x00\xff" * 300,
+        "perf 2: {" + "'k': 1, " * 5000,
+        "[2026-08-21 10:00:00.000 x] y.py:1 - ft attempt=1 phase=fail ok=false",
+    ]
     junk.write_bytes(os.urandom(20_000) + "\n".join(good[:40] + hostile + good[40:]).encode("utf-8", "replace"))
 
     def work():
         judge_path(str(junk), now=2e9).report(now=2e9)
         pipe = Pipeline()
-        for line in good + hostile:        # line by line, as a live follow feeds it
+        for line in good + hostile:  # line by line, as a live follow feeds it
             pipe.feed([line])
         pipe.finish(2e9)
         LineParser().feed_lines(hostile * 3)
+
     assert _cyclic_garbage(work) == 0
 
 
@@ -116,20 +126,26 @@ def test_the_one_shot_commands_leave_only_their_argument_parsers(tmp_path):
         for seed in (1, 2, 3):
             write_log(tmp_path / f"seed{seed}_{n}.log", "healthy", n, seed=seed)
     parsers = {cmd: _cyclic_garbage(lambda: cli.build_parser(cmd)) for cmd in ("check", "export", "calibrate")}
-    assert min(parsers.values()) > 0        # (argparse's parsers do hold cycles: the count means something)
+    assert min(parsers.values()) > 0  # (argparse's parsers do hold cycles: the count means something)
 
     def commands(n: int):
         logs = [str(tmp_path / f"seed{seed}_{n}.log") for seed in (1, 2, 3)]
         out = tmp_path / f"out{n}"
         out.mkdir(exist_ok=True)
-        return [["check", *logs], ["check", "--json", logs[0]], ["export", logs[1], "-o", str(out / "a.csv")],
-                ["export", "--format", "json", "--axis", "step", logs[2], "-o", str(out / "a.json")],
-                ["calibrate", *logs, "-o", str(out / "ranges.toml")], ["check", str(tmp_path / "missing.log")]]
+        return [
+            ["check", *logs],
+            ["check", "--json", logs[0]],
+            ["export", logs[1], "-o", str(out / "a.csv")],
+            ["export", "--format", "json", "--axis", "step", logs[2], "-o", str(out / "a.json")],
+            ["calibrate", *logs, "-o", str(out / "ranges.toml")],
+            ["check", str(tmp_path / "missing.log")],
+        ]
 
     def run(args):
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             cli.main(args)
-    for args in commands(8):        # (modules imported once, before counting)
+
+    for args in commands(8):  # (modules imported once, before counting)
         run(args)
     for small, big in zip(commands(8), commands(32)):
         assert _cyclic_garbage(lambda: run(small)) == parsers[small[0]], small

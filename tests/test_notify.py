@@ -21,7 +21,7 @@ def test_osc_sequences_carry_no_raw_control_characters():
     assert seq.startswith("\a\x1b]9;") and "\x1b]777;notify;" in seq
     inner = seq[1:].replace("\x1b]9;", "").replace("\x1b]777;notify;", "").replace("\x07", "")
     assert "\x1b" not in inner and "\x9b" not in inner
-    assert inner.count(";") == 1          # only 777's own title/body separator
+    assert inner.count(";") == 1  # only 777's own title/body separator
 
 
 def test_hook_runs_the_command_with_the_alert_on_stdin(tmp_path):
@@ -31,12 +31,11 @@ def test_hook_runs_the_command_with_the_alert_on_stdin(tmp_path):
     for c in hook.children:
         c.wait(10)
     assert json.loads(out.read_text())["rule"] == "gap-jump"
-    Hook("/nonexistent/command")({"rule": "x"})     # a missing command never raises
+    Hook("/nonexistent/command")({"rule": "x"})  # a missing command never raises
 
 
 def _hook_cmd(out: Path) -> str:
-    return (f"{shlex.quote(sys.executable)} -c \"import sys; "
-            f"open({str(out)!r}, 'a').write(sys.stdin.read())\"")
+    return f"{shlex.quote(sys.executable)} -c \"import sys; open({str(out)!r}, 'a').write(sys.stdin.read())\""
 
 
 def test_tail_on_critical_fires_for_new_criticals_only(tmp_path):
@@ -45,8 +44,11 @@ def test_tail_on_critical_fires_for_new_criticals_only(tmp_path):
     cut = next(i for i, ln in enumerate(lines) if "rollout 14:" in ln)
     log.write_text("".join(lines[:cut]), encoding="utf-8")
     out = tmp_path / "hook.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "grpo_tui", "tail", str(log), "--on-critical", _hook_cmd(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grpo_tui", "tail", str(log), "--on-critical", _hook_cmd(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         time.sleep(1.5)
         with log.open("a", encoding="utf-8") as fh:
@@ -100,6 +102,7 @@ async def test_opening_a_broken_log_is_not_announced(tmp_path):
 async def test_an_old_hung_log_is_critical_but_not_announced(tmp_path):
     import os
     import shutil
+
     log = tmp_path / "stalled.log"
     shutil.copyfile(LOGS / "stalled.log", log)
     t = time.time() - 3600

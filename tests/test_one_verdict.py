@@ -25,8 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted((ROOT / "sample_logs").glob("*.log"))
 FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("*.log"))
 # Every scenario with two seeds; K cycles through 1, 2, 4 (each K meets every scenario kind).
-SIMULATED = [(scen, seed, k) for i, scen in enumerate(SCENARIOS) for seed, k in
-             ((11 + i, (1, 2, 4)[i % 3]), (37 + i, (4, 1, 2)[i % 3]))]
+SIMULATED = [
+    (scen, seed, k)
+    for i, scen in enumerate(SCENARIOS)
+    for seed, k in ((11 + i, (1, 2, 4)[i % 3]), (37 + i, (4, 1, 2)[i % 3]))
+]
 
 
 class QuickFollower(Follower):
@@ -60,8 +63,9 @@ def alerts_of_check(path: Path) -> tuple[str, set]:
     rc, out = _run_cli(["check", "--json", str(path)])
     obj = json.loads(out)
     assert rc == {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[obj["status"]]
-    return obj["status"], {(a["rule"], a["signal"], a["severity"], a["rollout"], a["cleared_at"])
-                           for a in obj["alerts"]}
+    return obj["status"], {
+        (a["rule"], a["signal"], a["severity"], a["rollout"], a["cleared_at"]) for a in obj["alerts"]
+    }
 
 
 def alerts_of_stream(lines: list[dict]) -> set:
@@ -107,7 +111,7 @@ async def _follow_while_written(path: Path, src: Path, seed: int, monkeypatch) -
 
         def tick(self, now=None):
             changes = super().tick(now)
-            if self._final_done:         # this tick judged time after (or with) the last final pass
+            if self._final_done:  # this tick judged time after (or with) the last final pass
                 self.ticks_after_final += 1
             return changes
 
@@ -122,7 +126,7 @@ async def _follow_while_written(path: Path, src: Path, seed: int, monkeypatch) -
     with open(path, "wb") as fh:
         while pos < len(data):
             step = rng.choice((1, 7, 100, 4096, 65536, 1 << 20))
-            fh.write(data[pos:pos + step])
+            fh.write(data[pos : pos + step])
             fh.flush()
             pos += step
             if rng.random() < 0.3:
@@ -180,10 +184,11 @@ def test_result_does_not_depend_on_batch_size(block, tmp_path):
     data = src.read_bytes().decode("utf-8").split("\n")
     size = max(1, block // 200)
     for i in range(0, len(data), size):
-        pipe.feed(data[i:i + size], written_at=src.stat().st_mtime)
+        pipe.feed(data[i : i + size], written_at=src.stat().st_mtime)
     pipe.finish()
-    key = lambda p: [(a.rule, a.signal, a.severity, a.rollout, a.first_seen, a.cleared_at, a.message)
-                     for a in p.engine.alerts]
+    key = lambda p: [
+        (a.rule, a.signal, a.severity, a.rollout, a.first_seen, a.cleared_at, a.message) for a in p.engine.alerts
+    ]
     assert key(pipe) == key(whole)
 
 
@@ -204,8 +209,11 @@ def test_restart_into_the_same_file_judges_the_new_log_alone(tmp_path):
     alone = pipeline.Pipeline(clock=lambda: wall + 5)
     alone.feed(new, written_at=wall)
     got, want = pipe.report(), alone.report()
-    assert (got.run_state.name, got.run_state.data_age, got.status) == (want.run_state.name, want.run_state.data_age,
-                                                                       want.status)
+    assert (got.run_state.name, got.run_state.data_age, got.status) == (
+        want.run_state.name,
+        want.run_state.data_age,
+        want.status,
+    )
     assert [(a.rule, a.rollout) for a in got.alerts] == [(a.rule, a.rollout) for a in want.alerts]
     assert pipe.run_age() == alone.run_age()
     # line numbers count from the new file's first line (the log view opens them in that file)

@@ -25,8 +25,16 @@ def _run(lines, quick: bool):
 
 
 def _key(x):
-    return (type(x).__name__, x.kind, getattr(x, "n", None), x.time, getattr(x, "metrics", None),
-            getattr(x, "data", None), getattr(x, "lines", None), getattr(x, "cut", None))
+    return (
+        type(x).__name__,
+        x.kind,
+        getattr(x, "n", None),
+        x.time,
+        getattr(x, "metrics", None),
+        getattr(x, "data", None),
+        getattr(x, "lines", None),
+        getattr(x, "cut", None),
+    )
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -52,8 +60,12 @@ def test_fast_path_matches_full_path_on_shuffled_and_cut_lines(picks):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(list(parse._QUICK_ANCHORS) + ["x", " ", "Job", "..", "ft", "Error"]), max_size=6)
-       .map("".join) | st.text(max_size=40))
+@given(
+    st.lists(st.sampled_from(list(parse._QUICK_ANCHORS) + ["x", " ", "Job", "..", "ft", "Error"]), max_size=6).map(
+        "".join
+    )
+    | st.text(max_size=40)
+)
 def test_quick_anchor_is_any_of_the_anchors(msg):
     assert parse._quick_anchor(msg) == any(a in msg for a in parse._QUICK_ANCHORS)
 
@@ -61,20 +73,33 @@ def test_quick_anchor_is_any_of_the_anchors(msg):
 def _ts_reference(date, time, ms):
     """_fast_ts before its cache (calendar.timegm per call)."""
     import calendar
+
     try:
         y, mo, d = int(date[0:4]), int(date[5:7]), int(date[8:10])
         h, mi, s = int(time[0:2]), int(time[3:5]), int(time[6:8])
-        return calendar.timegm((y, mo, d, 0, 0, 0, 0, 0, 0)) + h * 3600 + mi * 60 + s + (int(ms) / 1000.0 if ms else 0.0)
+        return (
+            calendar.timegm((y, mo, d, 0, 0, 0, 0, 0, 0)) + h * 3600 + mi * 60 + s + (int(ms) / 1000.0 if ms else 0.0)
+        )
     except (ValueError, OverflowError):
         return None
 
 
-@pytest.mark.parametrize("date,time,ms", [
-    ("2026-08-21", "10:00:00", "123"), ("2026-08-21", "10:00:00", None), ("2026-13-01", "10:00:00", "5"),
-    ("2026-08-21", "10:00:00", "000"), ("\u0662026-08-21", "10:00:00", None), ("2026-08-21", "1x:00:00", None),
-    ("0000-01-01", "00:00:00", None), ("2026-02-31", "23:59:59", "999"), ("9999-12-31", "99:99:99", "001")])
+@pytest.mark.parametrize(
+    "date,time,ms",
+    [
+        ("2026-08-21", "10:00:00", "123"),
+        ("2026-08-21", "10:00:00", None),
+        ("2026-13-01", "10:00:00", "5"),
+        ("2026-08-21", "10:00:00", "000"),
+        ("\u0662026-08-21", "10:00:00", None),
+        ("2026-08-21", "1x:00:00", None),
+        ("0000-01-01", "00:00:00", None),
+        ("2026-02-31", "23:59:59", "999"),
+        ("9999-12-31", "99:99:99", "001"),
+    ],
+)
 def test_fast_ts_cache_gives_the_uncached_time(date, time, ms):
-    for _ in range(2):   # the second call reads the cache
+    for _ in range(2):  # the second call reads the cache
         assert parse._fast_ts(date, time, ms) == _ts_reference(date, time, ms)
 
 
@@ -103,11 +128,30 @@ class _OldEvents(LineParser):
 
 
 _PIECES = list(parse._QUICK_ANCHORS) + [
-    "train_async.py", " --rollout-batch-size 8", "Traceback (most recent call last)", "retrying... (attempt 1/3)",
-    "Max retries (3)", "EXEC: python train.py --x 1", "ft op=train phase=start attempt=1", " ft ok=false",
-    "eval 3 skipped: x", "Recovered 2 dead rollout engines", "CUDA out of memory", "Job 'x' failed",
-    "Fatal async misuse", "successfully saved checkpoint at iteration 3", "W&B mode enabled", "wandb: x",
-    "Saving tensorboard log to x", "  rollout_batch_size ...... 32", "Memory-Usage: {'gpu': '0'}", "x", " ", "{", ":"]
+    "train_async.py",
+    " --rollout-batch-size 8",
+    "Traceback (most recent call last)",
+    "retrying... (attempt 1/3)",
+    "Max retries (3)",
+    "EXEC: python train.py --x 1",
+    "ft op=train phase=start attempt=1",
+    " ft ok=false",
+    "eval 3 skipped: x",
+    "Recovered 2 dead rollout engines",
+    "CUDA out of memory",
+    "Job 'x' failed",
+    "Fatal async misuse",
+    "successfully saved checkpoint at iteration 3",
+    "W&B mode enabled",
+    "wandb: x",
+    "Saving tensorboard log to x",
+    "  rollout_batch_size ...... 32",
+    "Memory-Usage: {'gpu': '0'}",
+    "x",
+    " ",
+    "{",
+    ":",
+]
 
 
 @settings(max_examples=400, deadline=None)
@@ -121,6 +165,5 @@ def test_events_shortcut_agrees_with_classify(msg, header):
         p = cls()
         out = []
         pre = parse._Line(msg)
-        got.append((p._events(msg, pre, 1, None, None, out, header), repr(out), p.counts.as_dict(),
-                    p._pending is None))
+        got.append((p._events(msg, pre, 1, None, None, out, header), repr(out), p.counts.as_dict(), p._pending is None))
     assert got[0] == got[1]

@@ -11,6 +11,7 @@ def test_bulk_reads_collect_less_and_put_the_thresholds_back(tmp_path):
     import gc
 
     from grpo_tui import pipeline as pl
+
     saved = gc.get_threshold()
     try:
         gc.set_threshold(123, 4, 5)
@@ -37,6 +38,7 @@ def test_bulk_reads_leave_collection_off_when_the_program_turned_it_off():
     import gc
 
     from grpo_tui import pipeline as pl
+
     saved = gc.get_threshold()
     try:
         gc.set_threshold(0, 4, 5)
@@ -54,6 +56,7 @@ def test_whole_file_reads_shorten_the_switch_interval_and_put_it_back(tmp_path):
     import sys
 
     from grpo_tui import pipeline as pl
+
     saved = sys.getswitchinterval()
     log = tmp_path / "a.log"
     log.write_text("rollout 0: {'rollout/raw_reward': 0.5}\n")
@@ -63,6 +66,7 @@ def test_whole_file_reads_shorten_the_switch_interval_and_put_it_back(tmp_path):
     def spy(*a, **k):
         seen.append(sys.getswitchinterval())
         return real(*a, **k)
+
     try:
         sys.setswitchinterval(0.004)
         pl._file_blocks = spy

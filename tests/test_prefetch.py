@@ -28,8 +28,12 @@ def _readers() -> list[threading.Thread]:
 
 
 @settings(max_examples=40, deadline=None)
-@given(data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5]), max_size=120).map(b"".join),
-       chunk=st.integers(1, 40), ahead=st.integers(1, 6), pause=st.booleans())
+@given(
+    data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5]), max_size=120).map(b"".join),
+    chunk=st.integers(1, 40),
+    ahead=st.integers(1, 6),
+    pause=st.booleans(),
+)
 def test_reading_ahead_gives_the_same_blocks_and_keeps_the_held_one(tmp_path_factory, data, chunk, ahead, pause):
     """However far the reader runs ahead, the blocks are iter_block_views' blocks, and the block
     the consumer holds stays as read until it takes the next (its buffer is not reused under it,
@@ -42,12 +46,12 @@ def test_reading_ahead_gives_the_same_blocks_and_keeps_the_held_one(tmp_path_fac
     want = [bytes(b) for b in iter_block_views(str(p), chunk=chunk)]
     r = ScannedReader(str(p), lambda b: len(b), chunk, ahead=ahead)
     if pause:
-        time.sleep(0.01)        # the reader fills its lead first
+        time.sleep(0.01)  # the reader fills its lead first
     got = []
     for block, scanned in r.blocks():
         assert scanned == len(block)
         copy = bytes(block)
-        time.sleep(0.0005)      # the reader runs as far ahead as it may
+        time.sleep(0.0005)  # the reader runs as far ahead as it may
         assert bytes(block) == copy
         got.append(copy)
     assert got == want
@@ -100,6 +104,7 @@ def _spy_claims(monkeypatch) -> list[bool]:
         got = real(*a)
         taken.append(got is not None)
         return got
+
     monkeypatch.setattr(prefetch, "claim", spy)
     return taken
 
@@ -113,6 +118,7 @@ def test_judge_path_takes_over_the_prefetch_and_judges_the_same(tmp_path, no_pen
         pytest.skip("no C scanner built")
     p = tmp_path / "run.log"
     from grpo_tui.simulate import generate
+
     p.write_text("".join(line + "\n" for _, line in generate("grad-norm-rising", 60, 1, noise_per_rollout=30)))
     now = p.stat().st_mtime + 60
     own = pl.judge_path(str(p), now=now)
@@ -123,7 +129,7 @@ def test_judge_path_takes_over_the_prefetch_and_judges_the_same(tmp_path, no_pen
         assert sys.getswitchinterval() == files.HANDOFF_S
         taken = _spy_claims(monkeypatch)
         ahead = pl.judge_path(str(p), now=now)
-        again = pl.judge_path(str(p), now=now)     # nothing pending any more: a read of its own
+        again = pl.judge_path(str(p), now=now)  # nothing pending any more: a read of its own
         assert taken == [True, False]
         assert sys.getswitchinterval() == 0.004 and not _readers()
     finally:
@@ -131,7 +137,9 @@ def test_judge_path_takes_over_the_prefetch_and_judges_the_same(tmp_path, no_pen
     for got in (ahead, again):
         assert got.report(now).to_json("run.log") == own.report(now).to_json("run.log")
         assert got.parser.counts == own.parser.counts
-        assert [s.rollout_ids().tolist() for s in got.store.segments] == [s.rollout_ids().tolist() for s in own.store.segments]
+        assert [s.rollout_ids().tolist() for s in got.store.segments] == [
+            s.rollout_ids().tolist() for s in own.store.segments
+        ]
 
 
 def test_export_takes_over_its_untimed_read_ahead_and_exports_the_same(tmp_path, no_pending, monkeypatch):
@@ -143,15 +151,16 @@ def test_export_takes_over_its_untimed_read_ahead_and_exports_the_same(tmp_path,
         pytest.skip("no C scanner built")
     from grpo_tui.export import render
     from grpo_tui.simulate import generate
+
     p = tmp_path / "run.log"
     p.write_text("".join(line + "\n" for _, line in generate("length-hacking", 60, 2, noise_per_rollout=30)))
     own = pl.judge_path(str(p), judging=False, rows_only=True)
     taken = _spy_claims(monkeypatch)
     assert prefetch.start(str(p), BULK_CHUNK, untimed=True)
-    pl.judge_path(str(p))                                   # check's read: not this one
+    pl.judge_path(str(p))  # check's read: not this one
     ahead = pl.judge_path(str(p), judging=False, rows_only=True)
     assert taken == [False, True]
-    assert prefetch.start(str(p), BULK_CHUNK)               # a timed one: not export's
+    assert prefetch.start(str(p), BULK_CHUNK)  # a timed one: not export's
     pl.judge_path(str(p), judging=False, rows_only=True)
     prefetch.cancel()
     assert taken == [False, True, False] and not _readers()
@@ -195,7 +204,7 @@ def test_an_unclaimed_prefetch_is_stopped_and_the_interval_put_back(tmp_path, no
         sys.setswitchinterval(0.004)
         p = _log(tmp_path)
         assert prefetch.start(str(p), 4096)
-        assert prefetch.start(str(p), 4096)     # a second start replaces the first
+        assert prefetch.start(str(p), 4096)  # a second start replaces the first
         assert len(_readers()) <= 1
         prefetch.cancel()
         assert not _readers() and sys.getswitchinterval() == 0.004
@@ -203,10 +212,16 @@ def test_an_unclaimed_prefetch_is_stopped_and_the_interval_put_back(tmp_path, no
         sys.setswitchinterval(saved)
 
 
-@pytest.mark.parametrize("argv, started", [
-    (["check", "{p}"], "timed"), (["export", "{p}", "-o", "{out}"], "untimed"),
-    (["check", "{p}", "{p}"], None), (["check", "{dir}"], None), (["tail", "{p}"], None),
-])
+@pytest.mark.parametrize(
+    "argv, started",
+    [
+        (["check", "{p}"], "timed"),
+        (["export", "{p}", "-o", "{out}"], "untimed"),
+        (["check", "{p}", "{p}"], None),
+        (["check", "{dir}"], None),
+        (["tail", "{p}"], None),
+    ],
+)
 def test_the_cli_reads_ahead_for_one_file_of_check_and_export(tmp_path, no_pending, monkeypatch, argv, started):
     """check's read keeps the noise lines' times, export's does not (its rows hold none): each
     read ahead is walked as its command's parser walks (claim() matches them)."""
@@ -214,8 +229,11 @@ def test_the_cli_reads_ahead_for_one_file_of_check_and_export(tmp_path, no_pendi
     p.parent.mkdir()
     p.write_text("rollout 0: {'rollout/raw_reward': 0.5}\n")
     calls = []
-    monkeypatch.setattr(prefetch, "start", lambda path, chunk, ahead=prefetch.AHEAD, untimed=False:
-                        calls.append((path, chunk, untimed)) or True)
+    monkeypatch.setattr(
+        prefetch,
+        "start",
+        lambda path, chunk, ahead=prefetch.AHEAD, untimed=False: calls.append((path, chunk, untimed)) or True,
+    )
     monkeypatch.setattr(cli, "_run", lambda cmd, args: 0)
     args = [a.format(p=p, dir=p.parent, out=tmp_path / "o.csv") for a in argv]
     assert cli.main(args) == 0
@@ -228,12 +246,13 @@ def test_a_read_ahead_the_command_never_takes_is_stopped(tmp_path, no_pending, m
     monkeypatch.delenv("GRPO_TUI_PURE", raising=False)
     if prefetch.scanner() is None:
         pytest.skip("no C scanner built")
-    p = _log(tmp_path, 200_000)                 # far more than AHEAD blocks of 4 KiB
+    p = _log(tmp_path, 200_000)  # far more than AHEAD blocks of 4 KiB
     monkeypatch.setattr("grpo_tui.lines.files.BULK_CHUNK", 4096)
     bad = tmp_path / "bad.toml"
     bad.write_text("this is [not toml")
     import io
     from contextlib import redirect_stderr
+
     with redirect_stderr(io.StringIO()):
         assert cli.main(["check", str(p), "--ranges", str(bad)]) == 3
         assert cli.main(["export", str(p), "-o", str(p)]) == 1

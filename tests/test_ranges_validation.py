@@ -74,8 +74,10 @@ def test_readme_example_and_a_full_envelope_load(tmp_path):
 
 def test_an_all_zero_calibration_stays_valid(tmp_path):
     """calibrate writes sigma0 = 0 and lo == hi == 0 for a signal that was 0 in every seed."""
-    text = ('[signals.clipfrac]\nkind = "flat"\nlog = false\nsigma0 = 0.0\nmargin = 2.0\neps = 0.0\n'
-            "steps = [0.0, 1.0]\nlo = [0.0, 0.0]\nhi = [0.0, 0.0]\ncentre = [0.0, 0.0]\n")
+    text = (
+        '[signals.clipfrac]\nkind = "flat"\nlog = false\nsigma0 = 0.0\nmargin = 2.0\neps = 0.0\n'
+        "steps = [0.0, 1.0]\nlo = [0.0, 0.0]\nhi = [0.0, 0.0]\ncentre = [0.0, 0.0]\n"
+    )
     rs = load_ranges(write(tmp_path, text))
     assert rs.bounds("clipfrac", 5) == (0.0, 0.0)
     rs = load_ranges(write(tmp_path, "[signals.clipfrac]\nlo = 0\nhi = 0\nsigma0 = 0\n"))
@@ -85,8 +87,10 @@ def test_an_all_zero_calibration_stays_valid(tmp_path):
 def test_a_calibrated_file_loads(tmp_path, capsys):
     out = tmp_path / "cal" / "ranges.toml"
     out.parent.mkdir()
-    assert cli.main(["calibrate", str(SAMPLES / "healthy-seed1.log"), str(SAMPLES / "healthy-seed2.log"),
-                     "-o", str(out)]) == 0
+    assert (
+        cli.main(["calibrate", str(SAMPLES / "healthy-seed1.log"), str(SAMPLES / "healthy-seed2.log"), "-o", str(out)])
+        == 0
+    )
     rs = load_ranges(str(out))
     assert {"reward", "gap", "kl"} <= set(rs.envelopes)
     assert all(math.isfinite(v) for env in rs.envelopes.values() for v in env.bounds_at(100.0))
@@ -95,42 +99,45 @@ def test_a_calibrated_file_loads(tmp_path, capsys):
 # ------------------------------------------------------------------ each error, with its line
 
 
-@pytest.mark.parametrize("text, where, reason", [
-    ("[signals.reward]\nlo = nan\nhi = 1\n", 2, "`lo` must be finite"),
-    ("[signals.reward]\nlo = 0\nhi = inf\n", 3, "`hi` must be finite"),
-    ("[signals.reward]\nlo = -inf\nhi = 1\n", 2, "must be finite"),
-    ("[signals.reward]\nlo = 2\nhi = 1\n", 2, "lo 2 is above hi 1"),
-    ("[signals.reward]\nlo = \"0.5\"\nhi = 1\n", 2, "`lo` must be a number, not a string"),
-    ("[signals.reward]\nlo = true\nhi = 1\n", 2, "not a boolean"),
-    ("[signals.reward]\nhi = 1\n", 1, "needs both `lo` and `hi`"),
-    ("[signals.reward]\nlo = 0\nhi = 1\nsigma0 = -0.1\n", 4, "`sigma0` must be >= 0"),
-    ("[signals.reward]\nlo = 0\nhi = 1\nsigma0 = nan\n", 4, "`sigma0` must be finite"),
-    ("[signals.reward]\nlo = 0\nhi = 1\nkind = \"wobbly\"\n", 4, "`kind` must be one of trending, flat"),
-    ("[signals.reward]\nlo = 0\nhi = 1\nlog = \"yes\"\n", 4, "`log` must be true or false"),
-    ("[signals.reward]\nlo = 0\nhi = 1\nhigh = 2\n", 4, "unknown key `high`"),
-    ("[signals.reward]\nlo = 0\nhi = 1\nsteps = [0, 1]\n", 4, "need `lo` and `hi` lists"),
-    ("[signals.rewrad]\nlo = 0\nhi = 1\n", 1, "unknown signal `rewrad`"),
-    ("[signal.reward]\nlo = 0\nhi = 1\n", 1, "unknown top-level key `signal`"),
-    ("signals = 3\n", None, "`signals` must be a table"),
-    ("meta = 3\n", None, "`meta` must be a table"),
-    ("[signals]\nreward = 3\n", None, "`signals.reward` must be a table"),
-    ("[signals.reward]\nsteps = [0, 2, 1]\nlo = [0, 0, 0]\nhi = [1, 1, 1]\n", 2, "strictly increasing"),
-    ("[signals.reward]\nsteps = [0, 0]\nlo = [0, 0]\nhi = [1, 1]\n", 2, "strictly increasing"),
-    ("[signals.reward]\nsteps = [0, 1]\nlo = [0, 2]\nhi = [1, 1]\n", 3, "lo 2 is above hi 1 at step 1"),
-    ("[signals.reward]\nsteps = [0, 1]\nlo = [0]\nhi = [1, 1]\n", 3, "`lo` has 1 values, `steps` has 2"),
-    ("[signals.reward]\nsteps = [0, 1]\nlo = [0, nan]\nhi = [1, 1]\n", 3, "`lo` must be finite"),
-    ("[signals.reward]\nsteps = []\nlo = []\nhi = []\n", 2, "non-empty list"),
-    ("[signals.reward]\nlo = [0, 1]\nhi = [1, 2]\n", 2, "need a `steps` list"),
-    ("[signals.reward]\nsteps = [0, 1]\nlo = [0, 0]\nhi = [1, 1]\ncentre = [0.5]\n", 5, "`centre` has 1"),
-    ("[signals.reward]\nsteps = [0, 1]\nlo = [0, 0]\nhi = [1, 1]\nmargin = 0\n", 5, "`margin` must be > 0"),
-    ("[signals.reward]\nsteps = [0, 1]\nlo = [0, 0]\nhi = [1, 1]\nmargin = -2\n", 5, "`margin` must be > 0"),
-    ("[signals.reward]\nsteps = [0, 1]\nlo = [0, 0]\nhi = [1, 1]\neps = -1\n", 5, "`eps` must be >= 0"),
-    ("[signals.gap]\nlog = true\nsteps = [0, 1]\nlo = [-1, 0.1]\nhi = [1, 1]\n", 4, "log = true"),
-    ("[signals.reward]\nsteps = [0, 1]\nlo = [0, \"x\"]\nhi = [1, 1]\n", 3, "not a string"),
-    ("[signals.reward]\nsteps = [[0], [1]]\nlo = [0, 0]\nhi = [1, 1]\n", 2, "not a list"),
-    ("[signals.reward]\nlo = 0\nhi = 1\n[signals.reward.sub]\nx = 1\n", 1, "unknown key `sub`"),
-    ("[signals.reward]\nlo = 0\nhi = \n", 3, "invalid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, where, reason",
+    [
+        ("[signals.reward]\nlo = nan\nhi = 1\n", 2, "`lo` must be finite"),
+        ("[signals.reward]\nlo = 0\nhi = inf\n", 3, "`hi` must be finite"),
+        ("[signals.reward]\nlo = -inf\nhi = 1\n", 2, "must be finite"),
+        ("[signals.reward]\nlo = 2\nhi = 1\n", 2, "lo 2 is above hi 1"),
+        ('[signals.reward]\nlo = "0.5"\nhi = 1\n', 2, "`lo` must be a number, not a string"),
+        ("[signals.reward]\nlo = true\nhi = 1\n", 2, "not a boolean"),
+        ("[signals.reward]\nhi = 1\n", 1, "needs both `lo` and `hi`"),
+        ("[signals.reward]\nlo = 0\nhi = 1\nsigma0 = -0.1\n", 4, "`sigma0` must be >= 0"),
+        ("[signals.reward]\nlo = 0\nhi = 1\nsigma0 = nan\n", 4, "`sigma0` must be finite"),
+        ('[signals.reward]\nlo = 0\nhi = 1\nkind = "wobbly"\n', 4, "`kind` must be one of trending, flat"),
+        ('[signals.reward]\nlo = 0\nhi = 1\nlog = "yes"\n', 4, "`log` must be true or false"),
+        ("[signals.reward]\nlo = 0\nhi = 1\nhigh = 2\n", 4, "unknown key `high`"),
+        ("[signals.reward]\nlo = 0\nhi = 1\nsteps = [0, 1]\n", 4, "need `lo` and `hi` lists"),
+        ("[signals.rewrad]\nlo = 0\nhi = 1\n", 1, "unknown signal `rewrad`"),
+        ("[signal.reward]\nlo = 0\nhi = 1\n", 1, "unknown top-level key `signal`"),
+        ("signals = 3\n", None, "`signals` must be a table"),
+        ("meta = 3\n", None, "`meta` must be a table"),
+        ("[signals]\nreward = 3\n", None, "`signals.reward` must be a table"),
+        ("[signals.reward]\nsteps = [0, 2, 1]\nlo = [0, 0, 0]\nhi = [1, 1, 1]\n", 2, "strictly increasing"),
+        ("[signals.reward]\nsteps = [0, 0]\nlo = [0, 0]\nhi = [1, 1]\n", 2, "strictly increasing"),
+        ("[signals.reward]\nsteps = [0, 1]\nlo = [0, 2]\nhi = [1, 1]\n", 3, "lo 2 is above hi 1 at step 1"),
+        ("[signals.reward]\nsteps = [0, 1]\nlo = [0]\nhi = [1, 1]\n", 3, "`lo` has 1 values, `steps` has 2"),
+        ("[signals.reward]\nsteps = [0, 1]\nlo = [0, nan]\nhi = [1, 1]\n", 3, "`lo` must be finite"),
+        ("[signals.reward]\nsteps = []\nlo = []\nhi = []\n", 2, "non-empty list"),
+        ("[signals.reward]\nlo = [0, 1]\nhi = [1, 2]\n", 2, "need a `steps` list"),
+        ("[signals.reward]\nsteps = [0, 1]\nlo = [0, 0]\nhi = [1, 1]\ncentre = [0.5]\n", 5, "`centre` has 1"),
+        ("[signals.reward]\nsteps = [0, 1]\nlo = [0, 0]\nhi = [1, 1]\nmargin = 0\n", 5, "`margin` must be > 0"),
+        ("[signals.reward]\nsteps = [0, 1]\nlo = [0, 0]\nhi = [1, 1]\nmargin = -2\n", 5, "`margin` must be > 0"),
+        ("[signals.reward]\nsteps = [0, 1]\nlo = [0, 0]\nhi = [1, 1]\neps = -1\n", 5, "`eps` must be >= 0"),
+        ("[signals.gap]\nlog = true\nsteps = [0, 1]\nlo = [-1, 0.1]\nhi = [1, 1]\n", 4, "log = true"),
+        ('[signals.reward]\nsteps = [0, 1]\nlo = [0, "x"]\nhi = [1, 1]\n', 3, "not a string"),
+        ("[signals.reward]\nsteps = [[0], [1]]\nlo = [0, 0]\nhi = [1, 1]\n", 2, "not a list"),
+        ("[signals.reward]\nlo = 0\nhi = 1\n[signals.reward.sub]\nx = 1\n", 1, "unknown key `sub`"),
+        ("[signals.reward]\nlo = 0\nhi = \n", 3, "invalid TOML"),
+    ],
+)
 def test_each_problem_is_reported_with_its_line(tmp_path, text, where, reason):
     path = write(tmp_path, text)
     msg = error_of(path)
@@ -144,13 +151,16 @@ def test_errors_name_quoted_keys_without_escapes(tmp_path):
     assert "\x1b" not in msg and "unknown signal" in msg
 
 
-@pytest.mark.parametrize("text", [
-    "a = " + "{ b = " * 100_000,
-    "a = " + "[" * 100_000,
-    "meta = " + "[" * 500 + "]" * 500,
-    "[meta]\n" + ".".join(["x"] * 10_000) + " = 1\n",
-    "a = " + "9" * 5000,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a = " + "{ b = " * 100_000,
+        "a = " + "[" * 100_000,
+        "meta = " + "[" * 500 + "]" * 500,
+        "[meta]\n" + ".".join(["x"] * 10_000) + " = 1\n",
+        "a = " + "9" * 5000,
+    ],
+)
 def test_deep_nesting_and_huge_numbers_are_errors_not_crashes(tmp_path, text):
     msg = error_of(write(tmp_path, text))
     assert "nested deeper" in msg or "invalid TOML" in msg, msg
@@ -161,11 +171,14 @@ def test_meta_may_nest_a_little(tmp_path):
     assert rs.meta["run"]["gpus"] == [0, 1]
 
 
-@pytest.mark.parametrize("content, reason", [
-    (b"\x00\x01\x02binary", "not a text file"),
-    (b"\xff\xfe[signals]", "not a text (UTF-8) file"),
-    (b"# padding\n" * 120_000, "too large for a ranges file"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"\x00\x01\x02binary", "not a text file"),
+        (b"\xff\xfe[signals]", "not a text (UTF-8) file"),
+        (b"# padding\n" * 120_000, "too large for a ranges file"),
+    ],
+)
 def test_binary_and_huge_files(tmp_path, content, reason):
     assert reason in error_of(write(tmp_path, content))
 
@@ -190,8 +203,12 @@ def test_bad_ranges_through_the_cli(tmp_path, extra, capsys):
 
 def test_deep_ranges_file_subprocess(tmp_path):
     bad = write(tmp_path, "x = " + "{ y = " * 100_000)
-    r = subprocess.run([sys.executable, "-m", "grpo_tui", "check", "--ranges", bad, str(SAMPLES / "healthy-seed1.log")],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "grpo_tui", "check", "--ranges", bad, str(SAMPLES / "healthy-seed1.log")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 3 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "nested deeper" in r.stderr
 
@@ -205,8 +222,13 @@ def test_bounds_many_is_bounds_of_each_rollout():
 
     from grpo_tui.judge.ranges import RangeSet
     from grpo_tui.judge.signals import BY_ID
-    sets = [RangeSet(), RangeSet(constant={"reward": (0.1, 0.9)}), RangeSet(use_defaults=False),
-            RangeSet(constant={"kl": (1, 2)}, use_defaults=False)]
+
+    sets = [
+        RangeSet(),
+        RangeSet(constant={"reward": (0.1, 0.9)}),
+        RangeSet(use_defaults=False),
+        RangeSet(constant={"kl": (1, 2)}, use_defaults=False),
+    ]
     for ranges in sets:
         for sig_id in BY_ID:
             for ids in (np.arange(0, 30), np.arange(12, 52), np.arange(0, 6), np.array([9, 10]), np.arange(0)):
@@ -234,6 +256,7 @@ def test_hi_edge_past_the_first_rollouts_is_made_once_and_read_only():
     class Ctx:
         def __init__(self, rs):
             self.ranges = rs
+
     for rs in (RangeSet(), RangeSet(constant={"gap": (0.01, 0.02)}), RangeSet(use_defaults=False)):
         ctx = Ctx(rs)
         for sig_id in ("gap", "kl", "grad_norm", "reward"):

@@ -19,13 +19,15 @@ from grpo_tui.lines.files import LEFT, InputError, ScannedReader, iter_block_vie
 _scan = pytest.importorskip("grpo_tui.lines._scan")
 if not hasattr(_scan, "read_scan"):
     pytest.skip("this build has no read_scan", allow_module_level=True)
-pytestmark = pytest.mark.accel   # the built scanner, whatever GRPO_TUI_PURE says (CI's pure pass skips it)
+pytestmark = pytest.mark.accel  # the built scanner, whatever GRPO_TUI_PURE says (CI's pure pass skips it)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOGS = sorted(glob.glob(os.path.join(ROOT, "sample_logs", "*.log")))
-LINE = ("[2026-08-21 10:00:{s:02d}.000 main] x.py:1 - noise line {n}\n"
-        "[2026-08-21 10:00:{s:02d}.500 RolloutManager] data.py:9 - rollout {n}: {{'rollout/raw_reward': 0.{n}, "
-        "'rollout/response_length': {n}}}\n")
+LINE = (
+    "[2026-08-21 10:00:{s:02d}.000 main] x.py:1 - noise line {n}\n"
+    "[2026-08-21 10:00:{s:02d}.500 RolloutManager] data.py:9 - rollout {n}: {{'rollout/raw_reward': 0.{n}, "
+    "'rollout/response_length': {n}}}\n"
+)
 
 
 def _fold(block, walk) -> str:
@@ -43,6 +45,7 @@ def test_a_read_error_in_the_walk_is_an_input_error(tmp_path):
 
     def failing(fd, mv, have, want, max_line):
         raise OSError(5, "Input/output error")
+
     with pytest.raises(InputError, match="read failed: Input/output error"):
         list(iter_block_views(str(p), walk=failing))
 
@@ -55,7 +58,7 @@ def test_a_busy_consumer_gets_blocks_whose_dicts_the_reader_read(tmp_path):
     r = ScannedReader(str(p), _scan.scan_raw, 4096, read_scan=_scan.read_scan)
     got = []
     for block, walk in r.blocks():
-        time.sleep(0.002)           # a slow consumer: the reader is ahead of it
+        time.sleep(0.002)  # a slow consumer: the reader is ahead of it
         got.append((bytes(block), _fold(block, walk)))
     assert r.spared > 0
     assert got == _apart(str(p), chunk=4096)
@@ -72,7 +75,8 @@ def test_the_reader_reads_the_dicts_only_while_its_consumer_is_not_waiting(tmp_p
     def recording(fd, mv, have, want, max_line, pairs):
         asked.append(pairs)
         return _scan.read_scan(fd, mv, have, want, max_line, pairs)
-    r = ScannedReader(str(p), _scan.scan_raw, 4096)      # (no read_scan: its thread reads apart)
+
+    r = ScannedReader(str(p), _scan.scan_raw, 4096)  # (no read_scan: its thread reads apart)
     list(r.blocks())
     r.read_scan = recording
     buf = memoryview(bytearray(8192))
@@ -89,24 +93,30 @@ def test_a_pipe_gives_the_blocks_readinto_gives(tmp_path):
     BufferedReader.readinto does: the same blocks as without the walk, each walked."""
     import subprocess
     import sys
+
     src_log = tmp_path / "x.log"
     src_log.write_text("".join(LINE.format(n=i, s=i % 60) for i in range(2000)))
-    writer = ("import sys, time\n"
-              "data = open(sys.argv[1], 'rb').read()\n"
-              "for i in range(0, len(data), 3000):\n"
-              "    sys.stdout.buffer.write(data[i:i + 3000]); sys.stdout.flush(); time.sleep(0.001)\n")
-    reader = ("import sys\n"
-              "from grpo_tui.lines import _scan\n"
-              "from grpo_tui.lines.files import iter_block_views\n"
-              "walk = _scan.read_scan if sys.argv[1] == '1' else None\n"
-              "for item in iter_block_views('-', 1 << 16, walk=walk):\n"
-              "    block, w = item if walk else (item, None)\n"
-              "    print(len(block), walk is None or w is not None)\n")
+    writer = (
+        "import sys, time\n"
+        "data = open(sys.argv[1], 'rb').read()\n"
+        "for i in range(0, len(data), 3000):\n"
+        "    sys.stdout.buffer.write(data[i:i + 3000]); sys.stdout.flush(); time.sleep(0.001)\n"
+    )
+    reader = (
+        "import sys\n"
+        "from grpo_tui.lines import _scan\n"
+        "from grpo_tui.lines.files import iter_block_views\n"
+        "walk = _scan.read_scan if sys.argv[1] == '1' else None\n"
+        "for item in iter_block_views('-', 1 << 16, walk=walk):\n"
+        "    block, w = item if walk else (item, None)\n"
+        "    print(len(block), walk is None or w is not None)\n"
+    )
     out = []
     for walked in ("1", "0"):
         src = subprocess.Popen([sys.executable, "-c", writer, str(src_log)], stdout=subprocess.PIPE)
-        got = subprocess.run([sys.executable, "-c", reader, walked], stdin=src.stdout, capture_output=True,
-                             text=True, timeout=60)
+        got = subprocess.run(
+            [sys.executable, "-c", reader, walked], stdin=src.stdout, capture_output=True, text=True, timeout=60
+        )
         src.stdout.close()
         src.wait()
         assert got.returncode == 0, got.stderr
@@ -125,15 +135,23 @@ def test_judging_with_the_read_and_walk_apart_or_together_agrees(path, monkeypat
         if not fused:
             monkeypatch.setattr(type(pipeline.LineParser()), "block_read_scan", property(lambda self: None))
         pipe = pipeline.judge_path(path, now=now)
-        out.append((repr(pipe.report(now).to_json(path)), pipe.parser.counts.as_dict(),
-                    repr(export.rows(pipe.store)), repr(export.rows(pipe.store, "step"))))
+        out.append(
+            (
+                repr(pipe.report(now).to_json(path)),
+                pipe.parser.counts.as_dict(),
+                repr(export.rows(pipe.store)),
+                repr(export.rows(pipe.store, "step")),
+            )
+        )
     assert out[0] == out[1]
 
 
 def _split_walk(share: float):
     """A read_scan walk leaving the last `share` of each block to the caller (ScannedReader._walk's)."""
+
     def walk(fd, mv, have, want, max_line):
         return _scan.read_scan(fd, mv, have, want, max_line, False, False, int((have + want) * (1 - share)))
+
     return walk
 
 
@@ -155,7 +173,7 @@ def test_a_split_walk_gives_the_same_lines_in_two_blocks(path, share):
                 assert w is None or _fold(block, w) == _fold(block, _scan.scan_raw(block))
                 parts.append(bytes(block))
             kept.append((block, bytes(block)))
-            kept = kept[-2:]            # the block before and this one: still as read
+            kept = kept[-2:]  # the block before and this one: still as read
             assert all(bytes(b) == copy for b, copy in kept)
         assert parts == whole and splits > 0
 
@@ -189,6 +207,7 @@ def test_the_reader_gives_its_consumer_a_share_of_the_walk_by_how_long_it_waited
     def recording(fd, mv, have, want, max_line, pairs, *rest):
         asked.append((pairs, rest))
         return _scan.read_scan(fd, mv, have, want, max_line, pairs, *rest)
+
     fixed.read_scan, fixed._waiting = recording, False
     with open(p, "rb") as f:
         fixed._walk(f.fileno(), memoryview(bytearray(8192)), 0, 4096, 1 << 20)
@@ -200,12 +219,15 @@ def test_reading_rows_with_the_walk_shared_by_both_threads_agrees(path, monkeypa
     """export's read (rows only, no time kept) with the reader leaving a fixed share of each
     block's walk to the parsing thread (so splitting blocks where no block ends otherwise): the
     same counts and exported rows as with the walk its own."""
+
     def shared(share):
         def blocks(path, scan, chunk=files.CHUNK, end=None, read_scan=None, untimed=False):
             r = ScannedReader(path, scan, 8192, end, read_scan=read_scan, untimed=untimed, share=share)
             yield from r.blocks()
             assert share == 0 or read_scan is None or r.left > 0
+
         return blocks
+
     out = []
     for share in (0, 0.3, 0.7):
         monkeypatch.setattr(pipeline, "iter_scanned_blocks", shared(share))
@@ -221,10 +243,15 @@ def test_only_an_untimed_read_shares_its_walk(tmp_path):
     p = tmp_path / "x.log"
     p.write_text("".join(LINE.format(n=i, s=i % 60) for i in range(3000)))
     for untimed in (False, True):
-        r = ScannedReader(str(p), _scan.scan_raw_untimed if untimed else _scan.scan_raw, 4096,
-                          read_scan=_scan.read_scan, untimed=untimed)
+        r = ScannedReader(
+            str(p),
+            _scan.scan_raw_untimed if untimed else _scan.scan_raw,
+            4096,
+            read_scan=_scan.read_scan,
+            untimed=untimed,
+        )
         for _ in r.blocks():
-            pass                        # a fast consumer: it waits for every block
+            pass  # a fast consumer: it waits for every block
         assert (r.left > 0) == untimed and (r._share > 0) == untimed
 
 
@@ -237,8 +264,9 @@ def test_a_split_block_stays_whole_until_the_block_after_its_tail_is_taken(tmp_p
     p = tmp_path / "x.log"
     data = "".join(LINE.format(n=i, s=i % 60) for i in range(6000))
     p.write_text(data)
-    r = ScannedReader(str(p), _scan.scan_raw_untimed, 4096, read_scan=_scan.read_scan, untimed=True,
-                      share=share, ahead=3)
+    r = ScannedReader(
+        str(p), _scan.scan_raw_untimed, 4096, read_scan=_scan.read_scan, untimed=True, share=share, ahead=3
+    )
     seen: list = []
     for block, walk in r.blocks():
         seen.append((block, bytes(block)))

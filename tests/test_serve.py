@@ -40,8 +40,8 @@ from grpo_tui.commands.serve_cmd import MISSING_EXTRA, dashboard_command
 ROOT = Path(__file__).resolve().parent.parent
 LOG = ROOT / "sample_logs" / "gap-jump.log"
 IN_CI = bool(os.environ.get("CI"))
-START_S = 30.0          # server listening
-APP_S = 60.0            # one dashboard process up and drawn (2 shared cores)
+START_S = 30.0  # server listening
+APP_S = 60.0  # one dashboard process up and drawn (2 shared cores)
 
 
 def _need(ok: bool, what: str) -> None:
@@ -54,8 +54,10 @@ def _need(ok: bool, what: str) -> None:
 
 
 def _need_web() -> None:
-    _need(importlib.util.find_spec("textual_serve") is not None and importlib.util.find_spec("aiohttp") is not None,
-          "the `web` extra (pip install -e '.[web]')")
+    _need(
+        importlib.util.find_spec("textual_serve") is not None and importlib.util.find_spec("aiohttp") is not None,
+        "the `web` extra (pip install -e '.[web]')",
+    )
 
 
 def _chromium() -> str:
@@ -66,6 +68,7 @@ def _chromium() -> str:
 
 
 # --- the server as a subprocess ---------------------------------------------------------------
+
 
 class Served:
     def __init__(self, proc: subprocess.Popen) -> None:
@@ -86,7 +89,7 @@ class Served:
         while time.monotonic() < end:
             out = "".join(self.out)
             m = re.search(r"grpo-tui serve: (http://\S+)", out)
-            if m and "Ctrl+C stops the server" in out:       # the last line it prints at start
+            if m and "Ctrl+C stops the server" in out:  # the last line it prints at start
                 return m.group(1)
             if self.proc.poll() is not None:
                 break
@@ -119,9 +122,16 @@ class Served:
 
 @contextmanager
 def serve(*args: str, cwd: Path):
-    proc = subprocess.Popen([sys.executable, "-m", "grpo_tui", "serve", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, bufsize=1,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grpo_tui", "serve", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        bufsize=1,
+        start_new_session=True,
+    )
     served = Served(proc)
     try:
         served.wait_url()
@@ -133,7 +143,7 @@ def serve(*args: str, cwd: Path):
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 pass
-        try:                                    # its dashboards too, whatever happened
+        try:  # its dashboards too, whatever happened
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
@@ -167,7 +177,7 @@ def _listen_addresses(port: int) -> set[str]:
                 if len(addr) == 8:
                     found.add(socket.inet_ntop(socket.AF_INET, struct.pack("<I", int(addr, 16))))
                 else:
-                    raw = b"".join(struct.pack("<I", int(addr[i:i + 8], 16)) for i in range(0, 32, 8))
+                    raw = b"".join(struct.pack("<I", int(addr[i : i + 8], 16)) for i in range(0, 32, 8))
                     found.add(socket.inet_ntop(socket.AF_INET6, raw))
     return found
 
@@ -175,6 +185,7 @@ def _listen_addresses(port: int) -> set[str]:
 def _http(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, dict[str, str]]:
     import urllib.error
     import urllib.request
+
     req = urllib.request.Request(url, headers=headers or {})
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
@@ -185,21 +196,34 @@ def _http(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, di
 
 # --- the command line -------------------------------------------------------------------------
 
+
 def test_command_quotes_every_path():
     nasty = "/tmp/x/it's $(touch pwned); `id` -v --theme.log"
     cmd = dashboard_command([nasty, "-rel.log"], theme="light", ranges="r.toml", python="/v env/bin/python")
-    assert shlex.split(cmd) == ["/v env/bin/python", "-m", "grpo_tui", nasty, os.path.abspath("-rel.log"),
-                                "--theme", "light", "--ranges", os.path.abspath("r.toml")]
+    assert shlex.split(cmd) == [
+        "/v env/bin/python",
+        "-m",
+        "grpo_tui",
+        nasty,
+        os.path.abspath("-rel.log"),
+        "--theme",
+        "light",
+        "--ranges",
+        os.path.abspath("r.toml"),
+    ]
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["serve", "/no/such.log"], "/no/such.log: no such file"),
-    (["serve", str(LOG), "--host", "0.0.0.0", "--token", ""], "needs a token"),
-    (["serve", str(LOG), "--token", "a b"], "--token"),
-    (["serve", str(LOG), "--port", "70000"], "--port"),
-    (["serve", str(LOG), "--max-sessions", "0"], "--max-sessions"),
-    (["serve"], "PATH"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["serve", "/no/such.log"], "/no/such.log: no such file"),
+        (["serve", str(LOG), "--host", "0.0.0.0", "--token", ""], "needs a token"),
+        (["serve", str(LOG), "--token", "a b"], "--token"),
+        (["serve", str(LOG), "--port", "70000"], "--port"),
+        (["serve", str(LOG), "--max-sessions", "0"], "--max-sessions"),
+        (["serve"], "PATH"),
+    ],
+)
 def test_bad_arguments_are_one_line(argv, needle, capsys):
     rc = cli.main(argv)
     err = capsys.readouterr().err
@@ -207,7 +231,7 @@ def test_bad_arguments_are_one_line(argv, needle, capsys):
 
 
 def test_missing_extra_says_how_to_install(monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "textual_serve", None)       # import textual_serve -> ImportError
+    monkeypatch.setitem(sys.modules, "textual_serve", None)  # import textual_serve -> ImportError
     assert cli.main(["serve", str(LOG)]) == 1
     assert MISSING_EXTRA in capsys.readouterr().err
 
@@ -224,10 +248,12 @@ def test_port_in_use_is_one_line(capsys):
 
 # --- refusals (HTTP and websocket, no browser) -----------------------------------------------
 
+
 async def _first_frame(ws, timeout: float = APP_S, until: bytes | None = None) -> bytes:
     """The session's output until it holds `until` (or 2000 bytes when no marker is asked):
     the first paint may come before the log's data, so a marker waits for the data's frame."""
     import aiohttp
+
     end = time.monotonic() + timeout
     got = b""
     while (until not in got) if until is not None else (len(got) < 2000):
@@ -242,6 +268,7 @@ async def _first_frame(ws, timeout: float = APP_S, until: bytes | None = None) -
 async def test_default_is_loopback_only_and_refuses_other_hosts_and_origins(run_dir):
     _need_web()
     import aiohttp
+
     before = _listing(run_dir)
     with serve(LOG.name, "--port", "0", cwd=run_dir) as s:
         out = "".join(s.out)
@@ -257,9 +284,10 @@ async def test_default_is_loopback_only_and_refuses_other_hosts_and_origins(run_
             with pytest.raises(aiohttp.WSServerHandshakeError) as exc:
                 await http.ws_connect(s.local("/ws"), headers={"Origin": "http://evil.example"})
             assert exc.value.status == 403
-            async with http.ws_connect(s.local("/ws?width=100&height=30"),
-                                       headers={"Origin": f"http://127.0.0.1:{s.port}"}) as ws:
-                await ws.send_json(["stdin", "q"])          # same origin: a session starts (and quits)
+            async with http.ws_connect(
+                s.local("/ws?width=100&height=30"), headers={"Origin": f"http://127.0.0.1:{s.port}"}
+            ) as ws:
+                await ws.send_json(["stdin", "q"])  # same origin: a session starts (and quits)
         assert "refused" in s.stderr("refused")
     assert _listing(run_dir) == before
 
@@ -267,6 +295,7 @@ async def test_default_is_loopback_only_and_refuses_other_hosts_and_origins(run_
 async def test_bound_elsewhere_needs_the_token(run_dir):
     _need_web()
     import aiohttp
+
     before = _listing(run_dir)
     with serve(LOG.name, "--host", "0.0.0.0", "--port", "0", cwd=run_dir) as s:
         token = s.token
@@ -286,25 +315,27 @@ async def test_bound_elsewhere_needs_the_token(run_dir):
                     await http.ws_connect(s.local(ws_path))
                 assert exc.value.status == 403
             async with http.ws_connect(s.local(f"/ws/{token}?width=100&height=30")):
-                pass                                        # accepted; closing it stops its dashboard
+                pass  # accepted; closing it stops its dashboard
     assert _listing(run_dir) == before
 
 
 async def test_too_many_sessions_are_refused_with_a_reason(tmp_path):
     _need_web()
     import aiohttp
+
     d = tmp_path / "run"
     d.mkdir()
-    name = "it's $(touch pwned); `touch pwned2` x.log"           # reaches the shell only quoted
+    name = "it's $(touch pwned); `touch pwned2` x.log"  # reaches the shell only quoted
     shutil.copy(LOG, d / name)
     before = _listing(tmp_path)
     with serve(name, "--port", "0", "--max-sessions", "1", cwd=d) as s:
         async with aiohttp.ClientSession() as http:
             async with http.ws_connect(s.local("/ws?width=120&height=40")) as first:
                 screen = await _first_frame(first, until=b"crit")
-                assert b"crit" in screen                    # the dashboard of that file is running
-                kids = subprocess.run(["ps", "-o", "args=", "--ppid", str(s.proc.pid)], capture_output=True,
-                                      text=True).stdout.splitlines()
+                assert b"crit" in screen  # the dashboard of that file is running
+                kids = subprocess.run(
+                    ["ps", "-o", "args=", "--ppid", str(s.proc.pid)], capture_output=True, text=True
+                ).stdout.splitlines()
                 assert len(kids) == 1 and kids[0].split()[:3] == [sys.executable, "-m", "grpo_tui"], kids
                 async with http.ws_connect(s.local("/ws")) as second:
                     msg = await second.receive(timeout=APP_S)
@@ -314,35 +345,45 @@ async def test_too_many_sessions_are_refused_with_a_reason(tmp_path):
                 assert status == 503 and "--max-sessions 1" in body and "close a dashboard tab" in body
                 await first.send_json(["stdin", "q"])
                 await asyncio.wait_for(first.receive(), APP_S)
-            end = time.monotonic() + APP_S                  # the slot is free again
+            end = time.monotonic() + APP_S  # the slot is free again
             while _http(s.local())[0] != 200:
                 assert time.monotonic() < end, "the session slot was never freed"
                 await asyncio.sleep(0.2)
         assert "--max-sessions 1" in s.stderr("refused")
-    assert _listing(tmp_path) == before                     # no pwned file, nothing written
+    assert _listing(tmp_path) == before  # no pwned file, nothing written
 
 
 async def test_a_dashboard_that_fails_closes_its_tab_with_the_reason(tmp_path):
     _need_web()
     import aiohttp
-    script = ("import sys; from grpo_tui.web.server import GuardedServer; "
-              "GuardedServer(sys.argv[1], host='127.0.0.1', port=0, token=None, max_sessions=1, title='t', "
-              "out=lambda p: print(f'grpo-tui serve: http://127.0.0.1:{p}/\\nCtrl+C stops the server.', flush=True))"
-              ".serve()")
+
+    script = (
+        "import sys; from grpo_tui.web.server import GuardedServer; "
+        "GuardedServer(sys.argv[1], host='127.0.0.1', port=0, token=None, max_sessions=1, title='t', "
+        "out=lambda p: print(f'grpo-tui serve: http://127.0.0.1:{p}/\\nCtrl+C stops the server.', flush=True))"
+        ".serve()"
+    )
     failing = f"{shlex.quote(sys.executable)} -c 'import sys; sys.exit(3)'"
-    proc = subprocess.Popen([sys.executable, "-c", script, failing], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, bufsize=1,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, failing],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        bufsize=1,
+        start_new_session=True,
+    )
     s = Served(proc)
     try:
         async with aiohttp.ClientSession() as http:
             end = time.monotonic() + APP_S
             failed = 0
-            while failed < 2:                               # twice: its slot is freed after it
+            while failed < 2:  # twice: its slot is freed after it
                 async with http.ws_connect(s.local("/ws")) as ws:
                     msg = await ws.receive(timeout=APP_S)
                 assert msg.type == aiohttp.WSMsgType.CLOSE, msg
-                if ws.close_code == 1013:                   # the first one's slot is being freed
+                if ws.close_code == 1013:  # the first one's slot is being freed
                     assert failed == 1 and time.monotonic() < end, "the failed session's slot stays taken"
                     await asyncio.sleep(0.1)
                     continue
@@ -385,9 +426,20 @@ def test_browser_dashboard_keys_and_screenshot(run_dir, tmp_path):
 
     before = _listing(run_dir)
     with serve(LOG.name, "--port", "0", cwd=run_dir) as s, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=exe, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        browser = pw.chromium.launch(
+            executable_path=exe,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         try:
             ctx = browser.new_context(viewport={"width": 1280, "height": 800})
             elsewhere: list[str] = []
@@ -396,14 +448,15 @@ def test_browser_dashboard_keys_and_screenshot(run_dir, tmp_path):
             def route(r):
                 url = r.request.url
                 if not url.startswith((f"http://127.0.0.1:{s.port}/", f"ws://127.0.0.1:{s.port}/")):
-                    elsewhere.append(url)               # only ever 127.0.0.1
+                    elsewhere.append(url)  # only ever 127.0.0.1
                     return r.abort()
                 if url.split("?")[0].endswith("/static/js/textual.js"):
                     resp = r.fetch()
                     body = resp.text()
                     hooked.append(HOOK in body)
-                    return r.fulfill(response=resp, body=body.replace(
-                        HOOK, "this.terminal=window.__grpoTerm=new v.Terminal(", 1))
+                    return r.fulfill(
+                        response=resp, body=body.replace(HOOK, "this.terminal=window.__grpoTerm=new v.Terminal(", 1)
+                    )
                 return r.continue_()
 
             ctx.route("**/*", route)
@@ -422,12 +475,14 @@ def test_browser_dashboard_keys_and_screenshot(run_dir, tmp_path):
                     assert time.monotonic() < end, f"timed out waiting for {what}; screen:\n{text}"
                     page.wait_for_timeout(100)
 
-            page.goto(s.local("/?fontsize=13"))        # 13 px: 160+ columns, the wide layout with its chart
+            page.goto(s.local("/?fontsize=13"))  # 13 px: 160+ columns, the wide layout with its chart
             assert hooked == [True], "textual.js changed: update HOOK in this test"
             # the whole frame, header included, read once the log is judged: a frame can be read while
             # xterm.js is still writing its rows (CI once read the panels before the header row)
-            text = wait_screen(lambda t: "q quit" in t and "log-prob gap" in t
-                               and "finished" in t.split("\n")[0], "the judged dashboard")
+            text = wait_screen(
+                lambda t: "q quit" in t and "log-prob gap" in t and "finished" in t.split("\n")[0],
+                "the judged dashboard",
+            )
             first = text.splitlines()[0]
             assert "crit" in first and "gap-jump.log" in first and "finished" in first
             for label in ("reward", "answer length", "KL to engine", "zero-std"):
@@ -455,10 +510,11 @@ def test_browser_dashboard_keys_and_screenshot(run_dir, tmp_path):
             wait_screen(lambda t: "close chart" in t and "mean5" in t and "rollout" in t, "the chart")
             page.keyboard.press("q")
             page.wait_for_selector("body.-closed", state="attached")
-            assert page.evaluate("() => document.querySelector('.closed-dialog .message').textContent") \
-                == "Session ended."
+            assert (
+                page.evaluate("() => document.querySelector('.closed-dialog .message').textContent") == "Session ended."
+            )
             assert elsewhere == [], f"the page asked another host: {elsewhere}"
         finally:
             browser.close()
-        assert s.proc.poll() is None                         # the server outlives its sessions
+        assert s.proc.poll() is None  # the server outlives its sessions
     assert _listing(run_dir) == before

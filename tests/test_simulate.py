@@ -85,8 +85,21 @@ def test_every_scenario_generates(scenario, fmt):
 
 
 def test_scenarios_listed():
-    names = {"healthy", "gap-rising", "gap-jump", "grad-norm-rising", "length-hacking", "off-policy",
-             "rollout-slowdown", "no-signal", "non-finite", "crashed", "engine-down", "no-steps", "stalled"}
+    names = {
+        "healthy",
+        "gap-rising",
+        "gap-jump",
+        "grad-norm-rising",
+        "length-hacking",
+        "off-policy",
+        "rollout-slowdown",
+        "no-signal",
+        "non-finite",
+        "crashed",
+        "engine-down",
+        "no-steps",
+        "stalled",
+    }
     assert names == set(sim.SCENARIOS)
     with pytest.raises(ValueError):
         gen("nope", 2)
@@ -138,9 +151,15 @@ def test_escape_bytes_and_noise_kinds_present():
     assert "\x1b[32m [repeated 7x across cluster]" in text
     assert "Ray deduplicates logs by default" in text
     assert "\rRollout generation: 100%|" in text
-    for needle in ("Decode batch, #running-req:", '"GET /health HTTP/1.1" 200 OK', "Timer actor_train start",
-                   "ft op=train phase=start rollout=0 attempt=0", "fn=update_weights phase=end ok=true",
-                   "W&B offline mode enabled", "Saving tensorboard log to"):
+    for needle in (
+        "Decode batch, #running-req:",
+        '"GET /health HTTP/1.1" 200 OK',
+        "Timer actor_train start",
+        "ft op=train phase=start rollout=0 attempt=0",
+        "fn=update_weights phase=end ok=true",
+        "W&B offline mode enabled",
+        "Saving tensorboard log to",
+    ):
         assert needle in text, needle
 
 
@@ -154,12 +173,16 @@ def test_header_formats():
     def first_perf(fmt):
         return next(ANSI.sub("", line) for _, line in gen("healthy", 1, 0, fmt=fmt) if "perf 0:" in line)
 
-    assert re.match(r"\(RolloutManager pid=\d+\) \[2026-08-21 \d\d:\d\d:\d\d\.\d{3} rollout_manager\] metrics\.py:89 - perf 0:",
-                    first_perf("miles"))
-    assert re.match(r"\(RolloutManager pid=\d+\) \[2026-08-21 \d\d:\d\d:\d\d\] rollout\.py:1193 - perf 0:",
-                    first_perf("slime"))
-    assert re.match(r"\(RolloutManager pid=\d+\) \[2026-08-21 \d\d:\d\d:\d\d\] INFO metrics\.py:89 - perf 0:",
-                    first_perf("level"))
+    assert re.match(
+        r"\(RolloutManager pid=\d+\) \[2026-08-21 \d\d:\d\d:\d\d\.\d{3} rollout_manager\] metrics\.py:89 - perf 0:",
+        first_perf("miles"),
+    )
+    assert re.match(
+        r"\(RolloutManager pid=\d+\) \[2026-08-21 \d\d:\d\d:\d\d\] rollout\.py:1193 - perf 0:", first_perf("slime")
+    )
+    assert re.match(
+        r"\(RolloutManager pid=\d+\) \[2026-08-21 \d\d:\d\d:\d\d\] INFO metrics\.py:89 - perf 0:", first_perf("level")
+    )
 
 
 def test_times_match_headers_and_advance():
@@ -262,8 +285,19 @@ def test_onset_defaults():
     assert sim.onset_of("no-steps", 48) == 0
 
 
-@pytest.mark.parametrize("scenario", ["gap-rising", "gap-jump", "grad-norm-rising", "length-hacking", "off-policy",
-                                      "rollout-slowdown", "no-signal", "non-finite"])
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "gap-rising",
+        "gap-jump",
+        "grad-norm-rising",
+        "length-hacking",
+        "off-policy",
+        "rollout-slowdown",
+        "no-signal",
+        "non-finite",
+    ],
+)
 def test_identical_to_healthy_before_onset(scenario):
     healthy, broken = _rows("healthy", 30, 3), _rows(scenario, 30, 3, onset=12)
     assert all(healthy[r] == broken[r] for r in range(12))
@@ -289,7 +323,9 @@ def test_gap_jump():
 def test_grad_norm_rising():
     rows = _rows("grad-norm-rising")
     assert rows[47]["train/grad_norm"] > 100
-    assert sum(rows[r]["train/grad_norm"] for r in range(40, 48)) > 10 * sum(rows[r]["train/grad_norm"] for r in range(8, 16))
+    assert sum(rows[r]["train/grad_norm"] for r in range(40, 48)) > 10 * sum(
+        rows[r]["train/grad_norm"] for r in range(8, 16)
+    )
 
 
 def test_length_hacking():
@@ -372,7 +408,9 @@ def test_stalled():
 def test_custom_onset(scenario):
     rows = _rows(scenario, 30, 1, onset=5)
     if scenario == "gap-jump":
-        assert rows[4]["train/train_rollout_logprob_abs_diff"] < 0.0165 < rows[5]["train/train_rollout_logprob_abs_diff"]
+        assert (
+            rows[4]["train/train_rollout_logprob_abs_diff"] < 0.0165 < rows[5]["train/train_rollout_logprob_abs_diff"]
+        )
     else:
         assert max(r for r, row in rows.items() if "rollout/raw_reward" in row) == 4
 
@@ -445,8 +483,9 @@ def test_heavy_tailed_setup_has_isolated_spikes():
     assert g[-1] > 3 * g[len(g) // 2]
 
 
-@pytest.mark.parametrize("scenario", ["gap-rising", "grad-norm-rising", "length-hacking", "rollout-slowdown",
-                                      "no-signal", "off-policy"])
+@pytest.mark.parametrize(
+    "scenario", ["gap-rising", "grad-norm-rising", "length-hacking", "rollout-slowdown", "no-signal", "off-policy"]
+)
 def test_breaks_on_other_setups_start_at_the_onset(scenario):
     kw = dict(noise_per_rollout=0, setup="math-7b", steps_per_rollout=2)
     healthy = by_rollout(metrics(gen("healthy", 30, 5, **kw)), K=2)
@@ -459,7 +498,9 @@ def test_slow_pace_drifts_slowly():
     fast = by_rollout(metrics(gen("grad-norm-rising", 60, 3, noise_per_rollout=0, onset=10)))
     slow = by_rollout(metrics(gen("grad-norm-rising", 60, 3, noise_per_rollout=0, onset=10, pace=0.3)))
     assert slow[45]["train/grad_norm"] < fast[45]["train/grad_norm"] / 100
-    assert sum(slow[r]["train/grad_norm"] for r in range(50, 60)) > 5 * sum(slow[r]["train/grad_norm"] for r in range(10))
+    assert sum(slow[r]["train/grad_norm"] for r in range(50, 60)) > 5 * sum(
+        slow[r]["train/grad_norm"] for r in range(10)
+    )
 
 
 def test_a_long_slowdown_stays_on_the_calendar():
@@ -468,8 +509,7 @@ def test_a_long_slowdown_stays_on_the_calendar():
     got = list(sim.generate("rollout-slowdown", 600, 0, noise_per_rollout=0, onset=100))
     times = [t for t, _ in got]
     assert times == sorted(times)
-    times_s = [float(m.group(1)) for _, line in got
-               if (m := re.search(r"'perf/rollout_time': ([0-9.e+]+)", line))]
+    times_s = [float(m.group(1)) for _, line in got if (m := re.search(r"'perf/rollout_time': ([0-9.e+]+)", line))]
     assert len(times_s) >= 600
     assert max(times_s) <= sim.SLOWDOWN_MAX * 3 * min(times_s)
     assert max(times_s) > 100 * min(times_s)

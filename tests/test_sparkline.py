@@ -78,4 +78,4 @@ async def test_whole_run_toggle_summarises_every_rollout():
         first, cells, last = row.cells
         assert first[0] == 0 and last[-1] == 47
         levels = _glyph_levels(row.render())
-        assert levels[0] <= 2 and levels[-1] >= 6      # before and after the jump in one line
+        assert levels[0] <= 2 and levels[-1] >= 6  # before and after the jump in one line

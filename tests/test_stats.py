@@ -67,7 +67,7 @@ def test_trailing_mean_is_causal():
     base = trailing_mean(x, 5)
     for i in (0, 3, 10, 25, 38):
         y = x.copy()
-        y[i + 1:] = rng.normal(100, 50, size=y.size - i - 1)
+        y[i + 1 :] = rng.normal(100, 50, size=y.size - i - 1)
         assert np.array_equal(trailing_mean(y, 5)[: i + 1], base[: i + 1])
 
 
@@ -89,9 +89,19 @@ def test_mk_s_hand():
 
 # (n, S, exact p) from grpo-health.md section 3.1, both alpha columns.
 TABLE = [
-    (4, 6, 0.042), (5, 8, 0.042), (5, 10, 0.008), (6, 11, 0.028), (6, 13, 0.008),
-    (7, 13, 0.035), (7, 17, 0.005), (8, 16, 0.031), (8, 20, 0.007), (9, 18, 0.038),
-    (9, 24, 0.006), (10, 21, 0.036), (10, 27, 0.008),
+    (4, 6, 0.042),
+    (5, 8, 0.042),
+    (5, 10, 0.008),
+    (6, 11, 0.028),
+    (6, 13, 0.008),
+    (7, 13, 0.035),
+    (7, 17, 0.005),
+    (8, 16, 0.031),
+    (8, 20, 0.007),
+    (9, 18, 0.038),
+    (9, 24, 0.006),
+    (10, 21, 0.036),
+    (10, 27, 0.008),
 ]
 
 
@@ -323,8 +333,10 @@ _IDS = st.lists(st.integers(-5, 60), max_size=30)
 @given(_IDS, _IDS, st.booleans())
 def test_sorted_set_helpers_equal_numpy(a, b, floats):
     dt = float if floats else np.int64
-    for x, y in ((np.unique(np.array(a, dt)), np.unique(np.array(b, dt))),     # the shortcut
-                 (np.array(a, dt), np.array(b, dt))):                            # any order: numpy
+    for x, y in (
+        (np.unique(np.array(a, dt)), np.unique(np.array(b, dt))),  # the shortcut
+        (np.array(a, dt), np.array(b, dt)),
+    ):  # any order: numpy
         got, want = stats.intersect_sorted(x, y), np.intersect1d(x, y)
         assert got.dtype == want.dtype and np.array_equal(got, want)
         assert stats.all_in_sorted(x, y) == bool(np.all(np.isin(x, y)))
@@ -349,16 +361,17 @@ def test_percentile_is_numpys_bit_for_bit():
     import numpy as np
 
     from grpo_tui.judge import stats
+
     rng = np.random.default_rng(7)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)      # inf - inf: both warn
+        warnings.simplefilter("ignore", RuntimeWarning)  # inf - inf: both warn
         for trial in range(8_000):
             n = int(rng.integers(1, 70))
             kind = trial % 5
             if kind == 0:
                 v = rng.normal(size=n)
             elif kind == 1:
-                v = np.round(rng.normal(size=n), 1)             # ties and signed zeros
+                v = np.round(rng.normal(size=n), 1)  # ties and signed zeros
             elif kind == 2:
                 v = np.log(rng.uniform(1e-6, 10, size=n))
             elif kind == 3:
@@ -370,6 +383,10 @@ def test_percentile_is_numpys_bit_for_bit():
                     v[rng.integers(0, n)] = bad
             p = (20, 50, 80, 0, 100, 33, 2.5, 97.5)[trial % 8]
             want, got = np.percentile(v, p), stats.percentile(v, p)
-            assert (np.isnan(want) and np.isnan(got)) or (want == got and np.signbit(want) == np.signbit(got)), \
-                (v.tolist(), p, want, got)
+            assert (np.isnan(want) and np.isnan(got)) or (want == got and np.signbit(want) == np.signbit(got)), (
+                v.tolist(),
+                p,
+                want,
+                got,
+            )
     assert stats.percentile(np.array([2.0, 1.0]), 20) == np.percentile([2.0, 1.0], 20)

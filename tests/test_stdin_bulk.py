@@ -35,7 +35,7 @@ class _Clocked(pipeline.Pipeline):
 
 def _stdin(monkeypatch, lines: list[str], per_block: int = 40) -> list[bytes]:
     """Standard input as blocks of complete lines (what the reader gives judge_path)."""
-    blocks = [("\n".join(lines[i:i + per_block])).encode() for i in range(0, len(lines), per_block)]
+    blocks = [("\n".join(lines[i : i + per_block])).encode() for i in range(0, len(lines), per_block)]
     monkeypatch.setattr(pipeline, "_file_blocks", lambda pipe, path, chunk=0, end=None: ((b, None) for b in blocks))
     monkeypatch.setattr(pipeline, "Pipeline", _Clocked)
     return blocks
@@ -53,11 +53,14 @@ def _replays(monkeypatch) -> list:
     def counting(*a, **k):
         calls.append(1)
         return orig(*a, **k)
+
     monkeypatch.setattr(bulk_mod, "replay", counting)
     return calls
 
 
-@pytest.mark.parametrize("scenario,seed", [("healthy", 1), ("length-hacking", 2), ("gap-jump", 3), ("non-finite", 4), ("crashed", 5)])
+@pytest.mark.parametrize(
+    "scenario,seed", [("healthy", 1), ("length-hacking", 2), ("gap-jump", 3), ("non-finite", 4), ("crashed", 5)]
+)
 def test_stdin_in_bulk_equals_rollout_by_rollout(monkeypatch, scenario, seed):
     _stdin(monkeypatch, _log(scenario, 48, seed))
     plain = judge_path("-", now=NOW, bulk=False)
@@ -79,6 +82,7 @@ def test_stdin_that_bulk_declines_is_judged_again_from_the_spool(monkeypatch):
         except bulk_mod.BulkMismatch:
             raised.append(1)
             raise
+
     monkeypatch.setattr(_Clocked, "finish", finish)
     fast = judge_path("-", now=NOW)
     assert raised, "bulk judging did not decline: the case tests nothing"
@@ -101,6 +105,7 @@ def test_a_full_spool_ends_the_bulk_part_and_loses_nothing(monkeypatch, lines, f
             return False
         written.append(1)
         return orig(spool, kept, block, at)
+
     monkeypatch.setattr(pipeline, "_spool_block", spool_block)
     if full_after == 0:
         monkeypatch.setattr(pipeline, "_open_spool", lambda: None)
@@ -116,7 +121,7 @@ def test_spool_block_cuts_back_what_a_failed_write_left(tmp_path):
             return self.pos
 
         def write(self, b):
-            self.data[self.pos:] = bytes(b)[:3]         # part of it, then the disk is full
+            self.data[self.pos :] = bytes(b)[:3]  # part of it, then the disk is full
             self.pos += 3
             raise OSError(28, "No space left on device")
 
@@ -127,7 +132,8 @@ def test_spool_block_cuts_back_what_a_failed_write_left(tmp_path):
             self.pos = p
 
         def truncate(self):
-            del self.data[self.pos:]
+            del self.data[self.pos :]
+
     kept: list = []
     spool = Full()
     assert not pipeline._spool_block(spool, kept, b"abcdef", 1.0)
@@ -139,14 +145,22 @@ def test_check_of_a_pipe_gives_the_files_verdict(tmp_path):
     times differ: a pipe's lines are as old as their arrival)."""
     log = tmp_path / "run.log"
     log.write_text("\n".join(_log("length-hacking", 60, 5)) + "\n")
-    code = ("import json, sys; from grpo_tui.pipeline import judge_path; p = judge_path(sys.argv[1], now=2e9); "
-            "j = p.report(2e9).to_json(sys.argv[1]); print(json.dumps([j['status'], j['signals'], j['alerts']]))")
+    code = (
+        "import json, sys; from grpo_tui.pipeline import judge_path; p = judge_path(sys.argv[1], now=2e9); "
+        "j = p.report(2e9).to_json(sys.argv[1]); print(json.dumps([j['status'], j['signals'], j['alerts']]))"
+    )
     outs = []
     for arg in (str(log), "-"):
         with open(log, "rb") as fh:
             src = subprocess.Popen(["cat"], stdin=fh, stdout=subprocess.PIPE)
-            r = subprocess.run([sys.executable, "-c", code, arg], stdin=src.stdout, capture_output=True, text=True,
-                               timeout=120, cwd=ROOT)
+            r = subprocess.run(
+                [sys.executable, "-c", code, arg],
+                stdin=src.stdout,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=ROOT,
+            )
             src.stdout.close()
             src.wait()
         assert r.returncode == 0, r.stderr

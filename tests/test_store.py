@@ -15,8 +15,9 @@ from grpo_tui.store.metric_store import MetricStore
 H = "[2026-08-21 10:00:{s:02d}.000 {proc}] {file} - "
 
 
-def line(kind_n: str, d: str, proc: str = "actor_cell0_rank0", file: str = "log_utils.py:542", s: int = 0,
-         prefix: str = "") -> str:
+def line(
+    kind_n: str, d: str, proc: str = "actor_cell0_rank0", file: str = "log_utils.py:542", s: int = 0, prefix: str = ""
+) -> str:
     return prefix + H.format(s=s, proc=proc, file=file) + f"{kind_n}: {d}"
 
 
@@ -35,6 +36,7 @@ def launch(**flags) -> str:
 # --------------------------------------------------------------------------------------------
 # the sample log
 # --------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def sample_store(sample_path):
@@ -65,8 +67,8 @@ def test_sample_doubled_step_deduplicated(sample_store):
 def test_sample_perf_merged(sample_store):
     seg = sample_store.current
     d = seg.rollout_dict(3)
-    assert d["perf/rollout_time"] == 187.2291259765625     # rollout manager perf 3
-    assert d["perf/train_time"] == 60.3                     # trainer perf 3
+    assert d["perf/rollout_time"] == 187.2291259765625  # rollout manager perf 3
+    assert d["perf/train_time"] == 60.3  # trainer perf 3
     assert d["perf/wait_time_ratio"] == 0.7713
     assert d["rollout/zero_std/count_0"] == 5 and type(d["rollout/zero_std/count_0"]) is int
     assert d["rollout/raw_reward"] == 0.4453125
@@ -77,7 +79,7 @@ def test_sample_train_metric_is_mean_of_k_steps(sample_store):
     seg = sample_store.current
     assert seg.value(3, "train/loss") == pytest.approx((-0.00213 + 0.00102) / 2)
     assert seg.value(3, "train/ess_ratio") == pytest.approx((0.9981 + 0.9954) / 2)
-    assert math.isnan(seg.value(3, "train/grad_norm"))   # one of its steps is nan
+    assert math.isnan(seg.value(3, "train/grad_norm"))  # one of its steps is nan
     steps = seg.steps_of(3)
     assert steps[0].metrics["train/grad_norm"] == 0.2144
     assert math.isnan(steps[1].metrics["train/grad_norm"])
@@ -94,7 +96,7 @@ def test_sample_series(sample_store):
     ids, vals = seg.series("eval/aime")
     assert ids.tolist() == [19] and vals.tolist() == [0.2302]
     ids, vals = seg.series("train/grad_norm")
-    assert ids.tolist() == [3] and math.isnan(vals[0])   # nan is a value, not a gap
+    assert ids.tolist() == [3] and math.isnan(vals[0])  # nan is a value, not a gap
     ids, vals = seg.series("no/such_metric")
     assert len(ids) == 0 and len(vals) == 0
 
@@ -112,6 +114,7 @@ def test_sample_events_in_store(sample_store):
 # --------------------------------------------------------------------------------------------
 # K, steps, dedup
 # --------------------------------------------------------------------------------------------
+
 
 def test_k_inferred_from_step_and_rollout_ids():
     st = store_of(
@@ -184,13 +187,19 @@ def test_step_dedup_on_role_and_n():
     seg = st.current
     assert seg.duplicate_steps == 1
     assert sorted(seg.steps) == [("", 7), ("critic", 7)]
-    assert seg.value(7, "train/loss") == 2.0          # not doubled, not averaged with a copy
+    assert seg.value(7, "train/loss") == 2.0  # not doubled, not averaged with a copy
     assert seg.value(7, "train/critic-value_loss") == 0.5
 
 
 def test_non_numeric_values_kept():
-    st = store_of(line("eval 0", "{'eval/aime': 0.25, 'eval/name': 'aime', 'eval/ok': True, 'eval/none': None}",
-                       proc="rollout_manager", file="metrics.py:53"))
+    st = store_of(
+        line(
+            "eval 0",
+            "{'eval/aime': 0.25, 'eval/name': 'aime', 'eval/ok': True, 'eval/none': None}",
+            proc="rollout_manager",
+            file="metrics.py:53",
+        )
+    )
     d = st.current.rollout_dict(0)
     assert d["eval/aime"] == 0.25
     assert d["eval/name"] == "aime"
@@ -199,9 +208,13 @@ def test_non_numeric_values_kept():
 
 def test_look_alike_keys_stay_apart():
     st = store_of(
-        line("perf 0", "{'rollout/zero_std/count_0.1': 3, 'rollout/zero_std/count_0': 7, "
-                       "'rollout/episode_raw_reward': 0.9, 'rollout/truncated_ratio': 0.25}",
-             proc="rollout_manager", file="metrics.py:89"),
+        line(
+            "perf 0",
+            "{'rollout/zero_std/count_0.1': 3, 'rollout/zero_std/count_0': 7, "
+            "'rollout/episode_raw_reward': 0.9, 'rollout/truncated_ratio': 0.25}",
+            proc="rollout_manager",
+            file="metrics.py:89",
+        ),
         line("rollout 0", "{'rollout/raw_reward': 0.125}", file="log_utils.py:123"),
         line("eval 0", "{'eval/x/truncated_ratio': 0.5}", proc="rollout_manager", file="metrics.py:53"),
     )
@@ -243,6 +256,7 @@ def test_out_of_order_rollouts_sorted_in_series():
 # restarts
 # --------------------------------------------------------------------------------------------
 
+
 def test_second_exec_line_starts_a_new_segment():
     st = store_of(
         launch(rollout_batch_size=32, n_samples_per_prompt=8, global_batch_size=128),
@@ -260,11 +274,13 @@ def test_second_exec_line_starts_a_new_segment():
 
 
 def test_rollout_ids_going_back_start_a_new_segment():
-    items, _ = parse_lines([
-        line("perf 5", "{'rollout/raw_reward': 0.5}", proc="rollout_manager", file="metrics.py:89"),
-        line("perf 6", "{'rollout/raw_reward': 0.6}", proc="rollout_manager", file="metrics.py:89"),
-        line("perf 0", "{'rollout/raw_reward': 0.0}", proc="rollout_manager", file="metrics.py:89"),
-    ])
+    items, _ = parse_lines(
+        [
+            line("perf 5", "{'rollout/raw_reward': 0.5}", proc="rollout_manager", file="metrics.py:89"),
+            line("perf 6", "{'rollout/raw_reward': 0.6}", proc="rollout_manager", file="metrics.py:89"),
+            line("perf 0", "{'rollout/raw_reward': 0.0}", proc="rollout_manager", file="metrics.py:89"),
+        ]
+    )
     st = MetricStore()
     ups = [st.add([it]) for it in items]
     assert [u.new_segment for u in ups] == [False, False, True]
@@ -274,17 +290,20 @@ def test_rollout_ids_going_back_start_a_new_segment():
 
 
 def test_launch_before_any_data_does_not_start_a_segment():
-    st = store_of(launch(rollout_batch_size=8), launch(rollout_batch_size=16, n_samples_per_prompt=2,
-                                                        global_batch_size=16),
-                  line("step 3", "{'train/loss': 1.0, 'train/step': 3}"))
+    st = store_of(
+        launch(rollout_batch_size=8),
+        launch(rollout_batch_size=16, n_samples_per_prompt=2, global_batch_size=16),
+        line("step 3", "{'train/loss': 1.0, 'train/step': 3}"),
+    )
     assert len(st.segments) == 1
     assert st.current.steps_per_rollout == 2
 
 
 def test_store_update_reports_changes():
     st = MetricStore()
-    items, _ = parse_lines([line("rollout 2", "{'rollout/raw_reward': 0.5}", file="log_utils.py:123"),
-                            "Job 'raysubmit_X' failed"])
+    items, _ = parse_lines(
+        [line("rollout 2", "{'rollout/raw_reward': 0.5}", file="log_utils.py:123"), "Job 'raysubmit_X' failed"]
+    )
     up = st.add(items)
     assert up
     assert up.rollouts == {2}
@@ -293,8 +312,10 @@ def test_store_update_reports_changes():
 
 
 def test_many_rollouts_grow_columns():
-    lines = [line(f"perf {i}", f"{{'perf/rollout_time': {i + 0.5}}}", proc="rollout_manager", file="metrics.py:89")
-             for i in range(300)]
+    lines = [
+        line(f"perf {i}", f"{{'perf/rollout_time': {i + 0.5}}}", proc="rollout_manager", file="metrics.py:89")
+        for i in range(300)
+    ]
     st = store_of(*lines)
     ids, vals = st.current.series("perf/rollout_time")
     assert ids.tolist() == list(range(300))
@@ -311,8 +332,12 @@ from grpo_tui.lines.records import MetricRecord
 from grpo_tui.store import metric_store
 
 _SHAPE_NAMES = [("a", "b", "c"), ("a", "b"), ("b", "a", "c"), ("c",), ("a", "d")]
-_SHAPE_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5), st.booleans(),
-                          st.sampled_from(["x", None, 1.5, 2.5, 3, 0.0, -0.0]))
+_SHAPE_VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-5, 5),
+    st.booleans(),
+    st.sampled_from(["x", None, 1.5, 2.5, 3, 0.0, -0.0]),
+)
 
 
 @st.composite
@@ -320,12 +345,15 @@ def _records(draw):
     names = draw(st.sampled_from(_SHAPE_NAMES))
     kind = draw(st.sampled_from(["rollout", "perf", "eval", "step"]))
     typed = draw(st.sampled_from(["float", "int", "any"]))
-    values = [draw(st.floats(-9, 9) if typed == "float" else st.integers(-9, 9) if typed == "int" else _SHAPE_VALUES)
-              for _ in names]
+    values = [
+        draw(st.floats(-9, 9) if typed == "float" else st.integers(-9, 9) if typed == "int" else _SHAPE_VALUES)
+        for _ in names
+    ]
     metrics = dict(zip(names, values))
     nonfinite = {k: repr(v) for k, v in metrics.items() if isinstance(v, float) and not math.isfinite(v)}
-    return MetricRecord(kind=kind, n=draw(st.integers(0, 6)), metrics=metrics, ts=1.0, nonfinite=nonfinite,
-                        proc="p", line_no=1)
+    return MetricRecord(
+        kind=kind, n=draw(st.integers(0, 6)), metrics=metrics, ts=1.0, nonfinite=nonfinite, proc="p", line_no=1
+    )
 
 
 def _store_state(store: MetricStore):
@@ -333,9 +361,20 @@ def _store_state(store: MetricStore):
     for seg in store.segments:
         n = len(seg.ids)
         cols = {k: repr(c.data[:n].tolist()) for k, c in seg.columns.items()}
-        out.append((seg.ids, cols, {k: repr(c.data[:n].tolist()) for k, c in seg.train_sum.items()},
-                    repr(seg.objects), repr(seg.int_state), list(seg.names), repr(seg.nonfinite),
-                    repr(seg.nonfinite_rows), repr(seg.kinds), [seg.value(r, k) for r in seg.ids for k in seg.names]))
+        out.append(
+            (
+                seg.ids,
+                cols,
+                {k: repr(c.data[:n].tolist()) for k, c in seg.train_sum.items()},
+                repr(seg.objects),
+                repr(seg.int_state),
+                list(seg.names),
+                repr(seg.nonfinite),
+                repr(seg.nonfinite_rows),
+                repr(seg.kinds),
+                [seg.value(r, k) for r in seg.ids for k in seg.names],
+            )
+        )
     return repr(out)
 
 
@@ -349,6 +388,7 @@ def _assert_shapes_change_nothing(recs, state) -> None:
     """The store `recs` leave behind, as `state` reads it, is the same with the short paths for
     records shaped like earlier ones on (_SHAPES_MAX) and off (0)."""
     import copy
+
     states = []
     for shapes_max in (metric_store._SHAPES_MAX, 0):
         with _shapes_max(shapes_max):
@@ -381,14 +421,18 @@ def test_k_read_again_when_an_arg_dump_adds_the_flag_after_steps():
     )
     seg = st.current
     assert seg.steps_per_rollout == 2 and seg.k_source == "flags" and seg.rollout_ids().tolist() == [2]
-    items, _ = parse_lines(["------------------------ arguments ------------------------",
-                            "  num_steps_per_rollout ........................... 4",
-                            "-------------------- end of arguments ---------------------",
-                            line("step 8", "{'train/loss': 2.0, 'train/step': 8}")])
+    items, _ = parse_lines(
+        [
+            "------------------------ arguments ------------------------",
+            "  num_steps_per_rollout ........................... 4",
+            "-------------------- end of arguments ---------------------",
+            line("step 8", "{'train/loss': 2.0, 'train/step': 8}"),
+        ]
+    )
     st.add(items)
     assert seg.flags["num-steps-per-rollout"] == "4"
     assert seg.steps_per_rollout == 4
-    assert seg.rollout_ids().tolist() == [2]          # step 8 // 4: the new K maps it
+    assert seg.rollout_ids().tolist() == [2]  # step 8 // 4: the new K maps it
     assert seg.value(2, "train/loss") == 1.5
 
 
@@ -398,26 +442,28 @@ def test_k_and_groups_read_again_when_a_launch_before_data_rewrites_the_flags():
     assert (seg.steps_per_rollout, seg.groups) == (2, 8)
     st.add(parse_lines([launch(rollout_batch_size=32, n_samples_per_prompt=4, global_batch_size=16)])[0])
     assert (seg.steps_per_rollout, seg.groups) == (8, 32)
-    seg.flags["num-steps-per-rollout"] = "3"                # any writer, not only the store
+    seg.flags["num-steps-per-rollout"] = "3"  # any writer, not only the store
     assert seg.steps_per_rollout == 3 and seg.k_source == "flags"
     del seg.flags["num-steps-per-rollout"], seg.flags["rollout-batch-size"]
-    assert (seg.steps_per_rollout, seg.groups) == (1, None)   # no flags, no steps: the default
+    assert (seg.steps_per_rollout, seg.groups) == (1, None)  # no flags, no steps: the default
 
 
 _FLAG_NAMES = ("num-steps-per-rollout", "rollout-batch-size", "n-samples-per-prompt", "global-batch-size", "other")
-_FLAG_VALUES = st.one_of(st.sampled_from([True, False, 1, 1.0, 0, 0.0, 2, "1", "2", "4", "0", "-3", "1e999", "x"]),
-                         st.integers(-3, 70).map(str))
+_FLAG_VALUES = st.one_of(
+    st.sampled_from([True, False, 1, 1.0, 0, 0.0, 2, "1", "2", "4", "0", "-3", "1e999", "x"]),
+    st.integers(-3, 70).map(str),
+)
 
 
 def test_flags_memo_sees_a_value_replaced_by_an_equal_one_of_another_type():
     memo = FlagsMemo()
     flags = {"num-steps-per-rollout": True}
-    assert memo.steps_per_rollout(flags) is None            # a bare flag says nothing
-    flags["num-steps-per-rollout"] = 1                      # == True, and hashes alike
+    assert memo.steps_per_rollout(flags) is None  # a bare flag says nothing
+    flags["num-steps-per-rollout"] = 1  # == True, and hashes alike
     assert memo.steps_per_rollout(flags) == 1
     flags["rollout-batch-size"] = 0.0
     assert memo.groups_per_rollout(flags) == 0
-    flags["rollout-batch-size"] = False                     # == 0.0
+    flags["rollout-batch-size"] = False  # == 0.0
     assert memo.groups_per_rollout(flags) is None
 
 
@@ -439,27 +485,57 @@ def test_flags_memo_answers_like_reading_the_flags(writes):
 
 # -- _add_step's short path (a step shaped like an earlier one) changes nothing but speed ----------
 
+
 @st.composite
 def _steps(draw):
     names = draw(st.sampled_from(_SHAPE_NAMES))
     typed = draw(st.sampled_from(["float", "int", "mixed", "any"]))
     num = st.one_of(st.floats(-9, 9), st.integers(-9, 9))
-    values = [draw(st.floats(-9, 9) if typed == "float" else st.integers(-9, 9) if typed == "int"
-                   else num if typed == "mixed" else _SHAPE_VALUES) for _ in names]
+    values = [
+        draw(
+            st.floats(-9, 9)
+            if typed == "float"
+            else st.integers(-9, 9)
+            if typed == "int"
+            else num
+            if typed == "mixed"
+            else _SHAPE_VALUES
+        )
+        for _ in names
+    ]
     metrics = dict(zip(names, values))
     nonfinite = {k: repr(v) for k, v in metrics.items() if isinstance(v, float) and not math.isfinite(v)}
     kind = draw(st.sampled_from(["step", "step", "step", "rollout"]))
-    return MetricRecord(kind=kind, n=draw(st.integers(0, 12)), metrics=metrics, ts=draw(st.sampled_from([None, 2.0])),
-                        nonfinite=nonfinite, proc="p", role=draw(st.sampled_from(["", "critic"])), line_no=1)
+    return MetricRecord(
+        kind=kind,
+        n=draw(st.integers(0, 12)),
+        metrics=metrics,
+        ts=draw(st.sampled_from([None, 2.0])),
+        nonfinite=nonfinite,
+        proc="p",
+        role=draw(st.sampled_from(["", "critic"])),
+        line_no=1,
+    )
 
 
 def _step_state(store: MetricStore):
     out = [_store_state(store)]
     for seg in store.segments:
         n = len(seg.ids)
-        out.append(({k: repr(c.data[:n].tolist()) for k, c in seg.train_cnt.items()}, list(seg.train_names),
-                    repr(seg.steps), seg.step_order, seg.steps_of_rollout, seg.rollout_steps, seg.duplicate_steps,
-                    seg.steps_per_rollout, repr(seg.first_ts.data[:n].tolist()), repr(seg.last_ts.data[:n].tolist())))
+        out.append(
+            (
+                {k: repr(c.data[:n].tolist()) for k, c in seg.train_cnt.items()},
+                list(seg.train_names),
+                repr(seg.steps),
+                seg.step_order,
+                seg.steps_of_rollout,
+                seg.rollout_steps,
+                seg.duplicate_steps,
+                seg.steps_per_rollout,
+                repr(seg.first_ts.data[:n].tolist()),
+                repr(seg.last_ts.data[:n].tolist()),
+            )
+        )
     return repr(out)
 
 
@@ -470,9 +546,21 @@ def test_shaped_steps_store_like_any_others(recs):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.lists(st.sampled_from(["perf/train_time", "rollout/raw_reward", "passrate/pass@1",
-                                                    "perf/x", "rollout", "passrate"]), unique=True, max_size=4),
-                          st.sampled_from([None, "RolloutManager", "MegatronTrainRayActor"])), max_size=20))
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(
+                st.sampled_from(
+                    ["perf/train_time", "rollout/raw_reward", "passrate/pass@1", "perf/x", "rollout", "passrate"]
+                ),
+                unique=True,
+                max_size=4,
+            ),
+            st.sampled_from([None, "RolloutManager", "MegatronTrainRayActor"]),
+        ),
+        max_size=20,
+    )
+)
 def test_rm_perf_memo_answers_like_reading_the_keys(recs):
     """The trainer/rollout-manager test of a perf record, remembered per key tuple, is the
     test of its keys (also once the memo was cleared: _SHAPES_MAX bounds it)."""
@@ -496,7 +584,7 @@ def test_an_int_past_float64_fails_on_the_short_path_as_on_the_long_one(kind, fi
                 store.add([MetricRecord(kind="rollout", n=first_rollout, metrics={"z": 1.0}, proc="p")])
             store.add([MetricRecord(kind=kind, n=n, metrics={"a": 1, "b": 2.5}, proc="p", ts=1.0) for n in range(3)])
             with pytest.raises(OverflowError):
-                store.add([MetricRecord(kind=kind, n=3, metrics={"a": 2, "b": 10 ** 400}, proc="p", ts=1.0)])
+                store.add([MetricRecord(kind=kind, n=3, metrics={"a": 2, "b": 10**400}, proc="p", ts=1.0)])
         states.append(_step_state(store))
     assert states[0] == states[1]
 

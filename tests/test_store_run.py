@@ -27,45 +27,77 @@ STORE_RUN = getattr(_scan, "store_run", None)
 # accel: C against Python in one process whatever GRPO_TUI_PURE says (CI's pure pass leaves it out)
 pytestmark = [pytest.mark.accel, pytest.mark.skipif(STORE_RUN is None, reason="the C accelerator is not built")]
 
-_NAMES = ["rollout/raw_reward", "rollout/response_lengths", "perf/train_time", "perf/rollout_time",
-          "train/grad_norm", "passrate/pass@1", "a", "b"]
-_VALUES = st.one_of(st.floats(-9, 9), st.integers(-9, 9), st.sampled_from(
-    [0.0, -0.0, 1.5, 3, True, None, "x", 10 ** 400, float("nan"), float("inf"), 2 ** 53 + 1]))
+_NAMES = [
+    "rollout/raw_reward",
+    "rollout/response_lengths",
+    "perf/train_time",
+    "perf/rollout_time",
+    "train/grad_norm",
+    "passrate/pass@1",
+    "a",
+    "b",
+]
+_VALUES = st.one_of(
+    st.floats(-9, 9),
+    st.integers(-9, 9),
+    st.sampled_from([0.0, -0.0, 1.5, 3, True, None, "x", 10**400, float("nan"), float("inf"), 2**53 + 1]),
+)
 
 
 @st.composite
 def _record(draw):
     names = draw(st.lists(st.sampled_from(_NAMES), min_size=0, max_size=5, unique=True))
-    if draw(st.booleans()):       # most runs repeat a few shapes: the short paths then apply
+    if draw(st.booleans()):  # most runs repeat a few shapes: the short paths then apply
         names = draw(st.sampled_from([["rollout/raw_reward", "a"], ["perf/train_time", "b"], ["a", "b"]]))
     typed = draw(st.sampled_from(["float", "float", "int", "any"]))
-    values = [draw(st.floats(-9, 9) if typed == "float" else st.integers(-9, 9) if typed == "int" else _VALUES)
-              for _ in names]
+    values = [
+        draw(st.floats(-9, 9) if typed == "float" else st.integers(-9, 9) if typed == "int" else _VALUES) for _ in names
+    ]
     metrics = dict(zip(names, values))
-    nonfinite = ({k: repr(v) for k, v in metrics.items() if isinstance(v, float) and not math.isfinite(v)}
-                 if draw(st.booleans()) else {})
+    nonfinite = (
+        {k: repr(v) for k, v in metrics.items() if isinstance(v, float) and not math.isfinite(v)}
+        if draw(st.booleans())
+        else {}
+    )
     return MetricRecord(
         kind=draw(st.sampled_from(["rollout", "rollout", "perf", "perf", "step", "eval", "passrate"])),
-        n=draw(st.integers(0, 9)), metrics=metrics, role=draw(st.sampled_from(["", "", "critic"])),
+        n=draw(st.integers(0, 9)),
+        metrics=metrics,
+        role=draw(st.sampled_from(["", "", "critic"])),
         ts=draw(st.sampled_from([None, 1.0, 5.0, 2.5, float("nan")])),
         proc=draw(st.sampled_from(["actor_cell0_rank0", "rollout_manager", None])),
         actor=draw(st.sampled_from([None, "RolloutManager", "MegatronTrainRayActor"])),
         source=draw(st.sampled_from([None, "log_utils.py", "verl", "trl"])),
-        line_no=draw(st.integers(0, 50)), nonfinite=nonfinite, time=draw(st.sampled_from([None, "10:00:00"])))
+        line_no=draw(st.integers(0, 50)),
+        nonfinite=nonfinite,
+        time=draw(st.sampled_from([None, "10:00:00"])),
+    )
 
 
-_EVENTS = st.sampled_from([
-    ("launch", {"flags": {"rollout-batch-size": "8", "n-samples-per-prompt": "4", "global-batch-size": "16"}}),
-    ("launch", {}), ("arg", {"name": "global_batch_size", "value": "32"}), ("job_succeeded", {}),
-    ("weight_update_end", {"ok": True}), ("train_retry", {"after_rollout": 3})])
+_EVENTS = st.sampled_from(
+    [
+        ("launch", {"flags": {"rollout-batch-size": "8", "n-samples-per-prompt": "4", "global-batch-size": "16"}}),
+        ("launch", {}),
+        ("arg", {"name": "global_batch_size", "value": "32"}),
+        ("job_succeeded", {}),
+        ("weight_update_end", {"ok": True}),
+        ("train_retry", {"after_rollout": 3}),
+    ]
+)
 
 
 @st.composite
 def _item(draw):
     if draw(st.integers(0, 5)) == 0:
         kind, data = draw(_EVENTS)
-        return Event(kind=kind, time=None, ts=draw(st.sampled_from([None, 3.0])), line_no=draw(st.integers(0, 50)),
-                     text=kind, data=copy.deepcopy(data))
+        return Event(
+            kind=kind,
+            time=None,
+            ts=draw(st.sampled_from([None, 3.0])),
+            line_no=draw(st.integers(0, 50)),
+            text=kind,
+            data=copy.deepcopy(data),
+        )
     return draw(_record())
 
 
@@ -90,7 +122,7 @@ def _state(store: MetricStore) -> list:
     out = [_plain(store.events), _plain(store.pending_flags)]
     for seg in store.segments:
         for name, value in sorted(vars(seg).items()):
-            if name in ("_shapes", "_step_shapes"):       # views of the columns: their keys only
+            if name in ("_shapes", "_step_shapes"):  # views of the columns: their keys only
                 value = list(value)
             elif name == "_flag_memo":
                 continue
@@ -99,8 +131,12 @@ def _state(store: MetricStore) -> list:
 
 
 def _updates(ups) -> list:
-    return [u if isinstance(u, str) else (sorted(u.rollouts), [id(r) for r in u.records], [id(e) for e in u.events],
-                                          u.new_segment) for u in ups]
+    return [
+        u
+        if isinstance(u, str)
+        else (sorted(u.rollouts), [id(r) for r in u.records], [id(e) for e in u.events], u.new_segment)
+        for u in ups
+    ]
 
 
 def _feed(items, cuts, run) -> tuple:
@@ -112,7 +148,7 @@ def _feed(items, cuts, run) -> tuple:
         for cut in sorted(cuts) + [len(items)]:
             try:
                 ups.append(store.add(items[start:cut]))
-            except OverflowError as e:      # an int past float64 (not from the parser): the same failure
+            except OverflowError as e:  # an int past float64 (not from the parser): the same failure
                 ups.append(repr(e))
             start = max(start, cut)
         return _state(store), _updates(ups)
@@ -131,15 +167,17 @@ def test_store_run_files_like_the_python_loop(items, cuts):
     # the same items in the same updates (ids of the items each store got)
     ids_c = {id(x): k for k, x in enumerate(c_items)}
     ids_py = {id(x): k for k, x in enumerate(py_items)}
-    as_idx = lambda ups, ids: [u if isinstance(u, str) else (u[0], [ids[i] for i in u[1]], [ids[i] for i in u[2]], u[3])
-                               for u in ups]
+    as_idx = lambda ups, ids: [
+        u if isinstance(u, str) else (u[0], [ids[i] for i in u[1]], [ids[i] for i in u[2]], u[3]) for u in ups
+    ]
     assert as_idx(got_c[1], ids_c) == as_idx(got_py[1], ids_py)
 
 
 def _run(seg, store, up, items, i):
     """store_run called as MetricStore.add calls it."""
-    return STORE_RUN(seg.__dict__, items, i, up.rollouts, up.records, metric_store._RM_KEYS, seg,
-                     store.events, up.events)
+    return STORE_RUN(
+        seg.__dict__, items, i, up.rollouts, up.records, metric_store._RM_KEYS, seg, store.events, up.events
+    )
 
 
 def test_store_run_takes_the_common_records():
@@ -149,7 +187,7 @@ def test_store_run_takes_the_common_records():
         recs.append(MetricRecord("perf", n, {"rollout/raw_reward": 0.5, "a": 1.0}, proc="rollout_manager", ts=1.0 + n))
         recs.append(MetricRecord("rollout", n, {"rollout/raw_reward": 0.5}, proc="actor", ts=1.0 + n))
         recs.append(MetricRecord("step", n, {"train/grad_norm": 1.0}, proc="actor", ts=1.0 + n))
-        recs.append(MetricRecord("step", n, {"train/grad_norm": 1.0}, proc="actor", ts=1.0 + n))   # doubled
+        recs.append(MetricRecord("step", n, {"train/grad_norm": 1.0}, proc="actor", ts=1.0 + n))  # doubled
     store = MetricStore()
     up = StoreUpdate()
     seg = store.current
@@ -177,15 +215,23 @@ def test_store_run_stops_before_what_python_decides():
 
 
 def _long_run(n_rollouts: int, k: int) -> list:
-    items = [Event("launch", None, None, 1, "EXEC: ...", {"flags": {
-        "rollout-batch-size": "8", "n-samples-per-prompt": "4", "global-batch-size": str(32 // k)}})]
+    items = [
+        Event(
+            "launch",
+            None,
+            None,
+            1,
+            "EXEC: ...",
+            {"flags": {"rollout-batch-size": "8", "n-samples-per-prompt": "4", "global-batch-size": str(32 // k)}},
+        )
+    ]
     for n in range(n_rollouts):
         items.append(MetricRecord("perf", n, {"rollout/raw_reward": 0.5, "c": n}, proc="rollout_manager", ts=1.0 + n))
         items.append(MetricRecord("rollout", n, {"rollout/raw_reward": 0.25 * n}, proc="actor", ts=1.5 + n))
         for s in range(k):
             step = {"train/grad_norm": 1.0 + s, "train/step": n * k + s}
             items.append(MetricRecord("step", n * k + s, step, proc="actor", ts=2.0 + n))
-            items.append(MetricRecord("step", n * k + s, dict(step), proc="actor", ts=2.0 + n))   # doubled
+            items.append(MetricRecord("step", n * k + s, dict(step), proc="actor", ts=2.0 + n))  # doubled
     return items
 
 
@@ -200,11 +246,13 @@ def test_store_run_files_long_runs_like_the_python_loop(k):
 
 def test_store_run_files_new_steps_and_rows_in_c(monkeypatch):
     """The common step and the common new row are filed without the segment's Python methods."""
+
     def refuse(*_):
         raise AssertionError("the Python path")
+
     items = _long_run(40, 2)
     store = MetricStore()
-    store.add(items[:3])          # the launch (Python's), the first shapes learnt
+    store.add(items[:3])  # the launch (Python's), the first shapes learnt
     monkeypatch.setattr(metric_store.Segment, "_add_step", refuse)
     monkeypatch.setattr(metric_store.Segment, "_row", refuse)
     store.add(items[3:])

@@ -13,14 +13,20 @@ PY = sys.executable
 
 
 def _start_tail(path: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([PY, "-m", "grpo_tui", "tail", str(path), *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, bufsize=1)
+    return subprocess.Popen(
+        [PY, "-m", "grpo_tui", "tail", str(path), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+    )
 
 
 def _read_until(proc: subprocess.Popen, cond, timeout: float = 30.0) -> list[dict]:
     """Read JSON lines (through a reader thread: pipes + buffered readers + select don't mix)."""
     import queue
     import threading
+
     q = getattr(proc, "_q", None)
     if q is None:
         q = proc._q = queue.Queue()
@@ -30,6 +36,7 @@ def _read_until(proc: subprocess.Popen, cond, timeout: float = 30.0) -> list[dic
             for line in proc.stdout:
                 q.put(line)
             q.put(None)
+
         threading.Thread(target=pump, daemon=True).start()
     objs = proc._objs
     end = time.monotonic() + timeout
@@ -47,8 +54,10 @@ def _read_until(proc: subprocess.Popen, cond, timeout: float = 30.0) -> list[dic
 
 
 def _rollout(n: int) -> str:
-    return (f"\x1b[36m(MegatronTrainRayActor pid=7)\x1b[0m [2026-08-21 10:00:{n % 60:02d}.000 actor_cell0_rank0] "
-            f"log_utils.py:123 - rollout {n}: {{'rollout/raw_reward': {0.5 + n * 1e-6!r}, 'x': {n}}}\n")
+    return (
+        f"\x1b[36m(MegatronTrainRayActor pid=7)\x1b[0m [2026-08-21 10:00:{n % 60:02d}.000 actor_cell0_rank0] "
+        f"log_utils.py:123 - rollout {n}: {{'rollout/raw_reward': {0.5 + n * 1e-6!r}, 'x': {n}}}\n"
+    )
 
 
 def _noise(i: int) -> str:
@@ -148,8 +157,12 @@ def test_tail_reads_a_pipe_and_reports_eof():
 
 def test_tail_doubled_step_line_is_one_record_and_alerts_are_printed(tmp_path):
     root = Path(__file__).resolve().parents[1]
-    r = subprocess.run([PY, "-m", "grpo_tui", "tail", "--replay", "0", str(root / "sample_logs" / "gap-jump.log")],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [PY, "-m", "grpo_tui", "tail", "--replay", "0", str(root / "sample_logs" / "gap-jump.log")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     objs = [json.loads(line) for line in r.stdout.splitlines()]
     steps = [o["n"] for o in objs if o["type"] == "record" and o["kind"] == "step"]

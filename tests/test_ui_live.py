@@ -50,7 +50,7 @@ async def test_huge_file_history_fill(tmp_path, monkeypatch):
         assert app.feed.store.current.rollout_ids()[0] == 0
         assert any(a.rule == "gap-jump" for a in app.feed.engine.alerts)
         records = app.feed.parser.counts.records
-        assert records == 240             # nothing parsed twice by the follower
+        assert records == 240  # nothing parsed twice by the follower
         with log.open("a", encoding="utf-8") as fh:
             fh.write("[2026-08-21 12:00:00] rollout.py:1 - rollout 48: {'rollout/raw_reward': 0.7}\n")
         await wait_for(pilot, lambda: app.feed.store.current.last_rollout == 48)
@@ -72,8 +72,7 @@ import pytest as _pytest
 from grpo_tui.pipeline import judge_path
 
 TWO_DAYS = 2 * 86400
-OLD_FILES = ["gap-jump.log", "healthy-seed1.log", "stalled.log", "crashed.log", "no-steps.log",
-             "engine-down.log"]
+OLD_FILES = ["gap-jump.log", "healthy-seed1.log", "stalled.log", "crashed.log", "no-steps.log", "engine-down.log"]
 
 
 def _aged_copy(src: Path, tmp_path: Path, age: float) -> Path:
@@ -102,11 +101,14 @@ async def test_old_finished_log_matches_check_and_is_never_live(name, big, tmp_p
     app = GrpoApp(str(log), live=True)
     async with app.run_test(size=(80, 24)) as pilot:
         # the whole file is in, and the health tick gave the silent file its final pass
-        await wait_for(pilot, lambda: app.loading is None and app.feed.lines_seen >= n_lines
-                       and app.feed._final_done, timeout=30)
-        end = time.monotonic() + 5        # ... and a tick judged time after it (a condition, not a pause)
-        while (app.feed.report().status != expected.status
-               or _alert_set(app.feed.report().alerts) != _alert_set(expected.alerts)) and time.monotonic() < end:
+        await wait_for(
+            pilot, lambda: app.loading is None and app.feed.lines_seen >= n_lines and app.feed._final_done, timeout=30
+        )
+        end = time.monotonic() + 5  # ... and a tick judged time after it (a condition, not a pause)
+        while (
+            app.feed.report().status != expected.status
+            or _alert_set(app.feed.report().alerts) != _alert_set(expected.alerts)
+        ) and time.monotonic() < end:
             await pilot.pause(0.05)
         report = app.feed.report()
         assert report.status == expected.status
@@ -140,15 +142,21 @@ async def test_restart_into_the_same_file_shows_the_new_run_whole(how, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.cursor == 47)
         if how == "rewrite-in-place":
-            with log.open("r+", encoding="utf-8") as fh:     # same first bytes: same launch line
+            with log.open("r+", encoding="utf-8") as fh:  # same first bytes: same launch line
                 fh.truncate(0)
                 fh.write(new)
         else:
             tmp = tmp_path / "run.log.new"
             tmp.write_text(new, encoding="utf-8")
             _os.replace(tmp, log)
-        await wait_for(pilot, lambda: app.feed.store.current.index >= 1 and app.cursor == 47
-                       and any(a.rule == "gap-jump" for a in app.feed.engine.alerts))
+        await wait_for(
+            pilot,
+            lambda: (
+                app.feed.store.current.index >= 1
+                and app.cursor == 47
+                and any(a.rule == "gap-jump" for a in app.feed.engine.alerts)
+            ),
+        )
         seg = app.feed.store.current
         assert len(seg.ids) == 48, "the restarted run must be shown whole"
         assert app.feed.report().status == judge_path(str(log)).report().status == "critical"
@@ -159,6 +167,7 @@ async def test_history_fill_shows_loading_no_verdict_and_q_quits_at_once(tmp_pat
     verdict (the tail alone would say OK on a run that broke earlier); `q` stops the fill."""
     from grpo_tui.ui.signal_row import BADGES
     from grpo_tui.ui.text_line import TextLine
+
     monkeypatch.setattr(app_mod, "BIG_FILE", 1000)
     monkeypatch.setattr(app_mod, "TAIL_BYTES", 60_000)
     log = tmp_path / "big.log"
@@ -168,13 +177,14 @@ async def test_history_fill_shows_loading_no_verdict_and_q_quits_at_once(tmp_pat
     real = app_mod.feed_file
 
     def slow_feed(pipe, path, start=0, end=None, progress=None, cancelled=None, chunk=1 << 20):
-        if start > 0:                       # the quick tail: as is
+        if start > 0:  # the quick tail: as is
             return real(pipe, path, start, end, progress, cancelled, chunk)
 
         def slow_cancelled():
             chunks.append(1)
-            time.sleep(0.02)                 # a slow disk: ~85 chunks of 4 KiB take ~2 s
+            time.sleep(0.02)  # a slow disk: ~85 chunks of 4 KiB take ~2 s
             return cancelled()
+
         ok = real(pipe, path, start, end, progress, slow_cancelled, chunk=4096)
         results.append(ok)
         return ok
@@ -187,8 +197,11 @@ async def test_history_fill_shows_loading_no_verdict_and_q_quits_at_once(tmp_pat
         assert app.display_state().startswith("loading ")
         header = app.query_one("#header", TextLine).content.plain
         assert "load" in header
-        assert not any(plain in header or blocks in header for blocks, plain in BADGES.values()
-                       if plain.strip() not in ("", "load", "~ load", "… load"))
+        assert not any(
+            plain in header or blocks in header
+            for blocks, plain in BADGES.values()
+            if plain.strip() not in ("", "load", "~ load", "… load")
+        )
         # the percentage moves in the header alone: progress repaints no row (the rows' repaint
         # took the GIL from the fill)
         repaints: list[int] = []
@@ -201,7 +214,7 @@ async def test_history_fill_shows_loading_no_verdict_and_q_quits_at_once(tmp_pat
         assert int(header.split("loading ")[1].split("%")[0]) > first and repaints == []
         seen = len(chunks)
         await pilot.press("q")
-    for _ in range(100):                     # the history thread notices within one chunk
+    for _ in range(100):  # the history thread notices within one chunk
         if results:
             break
         time.sleep(0.02)

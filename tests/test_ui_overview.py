@@ -59,7 +59,7 @@ async def test_overview_lists_four_runs_with_the_right_badges(tmp_path):
         got = {r[2].strip(): r[1].strip() for r in rows}
         badge = {"ok": "✓ ok", "critical": "✗ crit", "warning": "! warn"}
         assert got == {n: badge[s] for n, s in verdicts.items()}
-        assert [r[1].strip() for r in rows] == ["✗ crit", "✗ crit", "✓ ok", "✓ ok"]   # severity first
+        assert [r[1].strip() for r in rows] == ["✗ crit", "✗ crit", "✓ ok", "✓ ok"]  # severity first
         assert "gap-jump@16" in [r for r in rows if r[2].strip() == "gap-jump.log"][0][7]
         table = app.overview.table
         assert table.region.bottom <= 24 and table.row_count == 4
@@ -83,7 +83,7 @@ async def test_enter_opens_the_dashboard_and_esc_comes_back(tmp_path):
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, OverviewScreen)
-        await pilot.press("enter")                       # the same run again: no reload
+        await pilot.press("enter")  # the same run again: no reload
         await pilot.pause()
         assert len(app.screen_stack) == 1 and app.cursor == rep.last_rollout - 2
         await pilot.press("escape", "down", "down")
@@ -92,9 +92,9 @@ async def test_enter_opens_the_dashboard_and_esc_comes_back(tmp_path):
         await pilot.press("enter")
         await _until(pilot, lambda: app.open_path == second and len(app.screen_stack) == 1)
         rep2 = app.feed.report()
-        assert app.path == second and app.cursor == rep2.last_rollout     # a fresh dashboard
+        assert app.path == second and app.cursor == rep2.last_rollout  # a fresh dashboard
         assert rep2.status == judge_many([second])[0].status
-        await pilot.press("c")                            # the run's own chart still works
+        await pilot.press("c")  # the run's own chart still works
         await pilot.pause()
         assert type(app.screen).__name__ == "ChartScreen"
         await pilot.press("escape", "escape")
@@ -114,19 +114,20 @@ async def test_live_overview_follows_growth_new_logs_and_the_open_run(tmp_path):
         await _until(pilot, lambda: app.run_rows and app.run_rows[0].status != "loading")
         n0 = app.run_rows[0].rollouts
         assert app.run_rows[0].state == "live" and n0 < 48
-        assert "s" in _cells(app)[0][5]                  # live: the data age is shown
+        assert "s" in _cells(app)[0][5]  # live: the data age is shown
         await pilot.press("enter")
         await _until(pilot, lambda: len(app.screen_stack) == 1 and app._last is not None)
         with open(d / "a.log", "ab") as fh:
             fh.write(src[cut:])
-        await _until(pilot, lambda: app._last == 47)     # the open run follows its file
+        await _until(pilot, lambda: app._last == 47)  # the open run follows its file
         await pilot.press("escape")
-        await _until(pilot, lambda: app.run_rows[0].rollouts == 48)   # ... and so does its row
+        await _until(pilot, lambda: app.run_rows[0].rollouts == 48)  # ... and so does its row
         shutil.copy(LOGS / "gap-jump.log", d / "b.log")
-        await _until(pilot, lambda: len(app.run_rows) == 2 and all(r.status != "loading" for r in app.run_rows),
-                     timeout=40)
-        assert [r.name for r in app.run_rows] == ["b.log", "a.log"]      # the critical one on top
-        end = time.monotonic() + 10                                      # the table follows its rows
+        await _until(
+            pilot, lambda: len(app.run_rows) == 2 and all(r.status != "loading" for r in app.run_rows), timeout=40
+        )
+        assert [r.name for r in app.run_rows] == ["b.log", "a.log"]  # the critical one on top
+        end = time.monotonic() + 10  # the table follows its rows
         while [r[2].strip() for r in _cells(app)] != ["b.log", "a.log"] and time.monotonic() < end:
             await pilot.pause(0.05)
         assert [r[2].strip() for r in _cells(app)] == ["b.log", "a.log"]
@@ -152,7 +153,7 @@ async def test_compare_two_runs(tmp_path):
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, OverviewScreen)
-        await pilot.press("escape")                      # clears the selection
+        await pilot.press("escape")  # clears the selection
         assert app.overview.selected == []
 
 
@@ -179,7 +180,7 @@ async def test_baseline_marks_rejudge_and_reach_the_dashboard(tmp_path):
         await pilot.press("c")
         await pilot.pause()
         assert isinstance(app.screen, BaselineChartScreen)
-        await pilot.press("escape", "escape", "down", "b")   # unmark one seed: back to the defaults
+        await pilot.press("escape", "escape", "down", "b")  # unmark one seed: back to the defaults
         await _until(pilot, lambda: app.baseline is None)
         assert {r.ranges for r in app.run_rows} == {"defaults"}
 
@@ -234,7 +235,7 @@ def test_dashboard_command_routes_folders_and_baseline(tmp_path, monkeypatch):
     assert type(started[-1]) is GrpoApp
     assert main([str(LOGS / "gap-jump.log"), "--baseline", str(d / FOUR[0]), str(d / FOUR[1])]) == 0
     assert type(started[-1]) is BaselineApp and started[-1].baseline is not None
-    assert main([str(d), "--replay", "1"]) == 1                      # replay takes one file
+    assert main([str(d), "--replay", "1"]) == 1  # replay takes one file
 
 
 async def test_command_line_baseline_marks_its_seeds(tmp_path):

@@ -71,11 +71,11 @@ def test_baseline_chart(snap_compare):
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 def test_compare(snap_compare, four, size):
     # rows: crashed, gap-jump (critical), then the two seeds: compare crashed with a seed
-    assert snap_compare(RunsApp([four], live=False), press=["space", "down", "down", "space", "c"],
-                        terminal_size=size)
+    assert snap_compare(RunsApp([four], live=False), press=["space", "down", "down", "space", "c"], terminal_size=size)
 
 
 def test_overview_marks(snap_compare, four):
     """Selected (●) and baseline (B) marks, and the header naming the baseline."""
-    assert snap_compare(RunsApp([four], live=False),
-                        press=["down", "down", "b", "down", "b", "home", "space"], terminal_size=(80, 24))
+    assert snap_compare(
+        RunsApp([four], live=False), press=["down", "down", "b", "down", "b", "home", "space"], terminal_size=(80, 24)
+    )

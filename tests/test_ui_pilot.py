@@ -28,7 +28,7 @@ async def test_nine_rows_and_rule_id(size):
         await pilot.pause()
         rows = app.query(SignalRow)
         assert [r.sig.id for r in rows] == [s.id for s in SIGNALS]
-        assert all(r.region.height == 1 and r.region.y < size[1] for r in rows)   # all visible
+        assert all(r.region.height == 1 and r.region.y < size[1] for r in rows)  # all visible
         rules = [a.rule for a in app.query_one(AlertPane).alerts]
         assert "gap-jump" in rules
         assert app.display_state() == "finished"
@@ -73,6 +73,7 @@ async def test_alert_jumps_and_enter_on_alert():
         assert app.cursor == app.query_one(AlertPane).selected.rollout
         # enter also opened the raw log at the alert; esc comes back to the alert list
         from grpo_tui.ui.log_screen import LogScreen
+
         assert isinstance(app.screen, LogScreen)
         await pilot.press("escape")
         await pilot.pause()
@@ -109,11 +110,11 @@ async def test_detail_filter_and_close():
         await pilot.pause()
         assert 0 < table.row_count < total
         await pilot.press("enter")
-        await pilot.press("slash", "ctrl+u", "[", "enter")      # invalid regex: message, no crash
+        await pilot.press("slash", "ctrl+u", "[", "enter")  # invalid regex: message, no crash
         await pilot.pause()
         assert isinstance(app.screen, DetailScreen)
-        await pilot.press("escape")          # clears filter
-        await pilot.press("escape")          # closes
+        await pilot.press("escape")  # clears filter
+        await pilot.press("escape")  # closes
         assert not isinstance(app.screen, DetailScreen)
         await pilot.press("enter")
         assert isinstance(app.screen, DetailScreen)
@@ -165,6 +166,7 @@ async def test_help_follow_ack_theme_quit():
 async def test_paused_counts_new(tmp_path):
     """Paused: the cursor stays and the header counts rollouts that arrive (a run not finished)."""
     from grpo_tui.lines.files import iter_lines
+
     lines = [ln for ln in iter_lines(GAP) if "Job '" not in ln]
     log = tmp_path / "running.log"
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -214,13 +216,14 @@ async def test_open_criticals_are_listed_above_warnings_at_80x24():
         assert alerts[0].rule == "length-hacking" and alerts[0].severity == "critical"
         assert len(alerts) > 1 and all(a.severity == "warning" for a in alerts[1:])
         table = app.query_one(AlertTable)
-        assert table.region.height >= 2   # the first (critical) row is on screen
+        assert table.region.height >= 2  # the first (critical) row is on screen
 
 
 async def test_sigterm_handler_leaves_like_q():
     """SIGTERM/SIGHUP/SIGINT run the same exit as `q` (Textual restores the terminal on exit);
     the process exit code says which signal (128 + n). Background loading is told to stop."""
     import signal as _signal
+
     app = GrpoApp(GAP, live=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()

@@ -25,8 +25,9 @@ def test_main_gap_jump(snap_compare, size):
 
 
 def test_main_gap_jump_cursor_on_alert(snap_compare):
-    assert snap_compare(GrpoApp(GAP, live=False), press=["left_square_bracket", "down", "down", "down"],
-                        terminal_size=(80, 24))
+    assert snap_compare(
+        GrpoApp(GAP, live=False), press=["left_square_bracket", "down", "down", "down"], terminal_size=(80, 24)
+    )
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
@@ -65,21 +66,27 @@ def test_log_view(snap_compare, size):
 
 async def _open_log(pilot):
     import asyncio
+
     await pilot.press("tab", "enter")
     for _ in range(200):
         scr = pilot.app.screen
         if scr.query("LogView") and _settled(scr.query_one("LogView")) and scr.index.done:
             break
         await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)          # one more poll: the title says the index is complete
+    await asyncio.sleep(0.3)  # one more poll: the title says the index is complete
     await pilot.pause()
 
 
 def _settled(view) -> bool:
     """The target is placed and the scrollbar has caught up with it (it repaints a frame later)."""
     bar = view.vertical_scrollbar
-    return (view.target is not None and not view._unplaced and view.scroll_y > 0
-            and bar.position == view.scroll_y and bar.window_virtual_size == view.virtual_size.height)
+    return (
+        view.target is not None
+        and not view._unplaced
+        and view.scroll_y > 0
+        and bar.position == view.scroll_y
+        and bar.window_virtual_size == view.virtual_size.height
+    )
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])

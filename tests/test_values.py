@@ -10,9 +10,11 @@ from grpo_tui.lines.values import parse_dict, parse_number
 
 
 def test_plain_numbers_keep_full_precision_and_int_type():
-    d = parse_dict("{'rollout/response_len/mean': 2210.41796875, 'rollout/rewards': "
-                   "-1.862645149230957e-09, 'train/lr-pg_0': 1e-06, 'rollout/response_len/max': 8192, "
-                   "'perf/rollout_time': 187.2291259765625, 'train/ppo_kl': 2.1e-05}")
+    d = parse_dict(
+        "{'rollout/response_len/mean': 2210.41796875, 'rollout/rewards': "
+        "-1.862645149230957e-09, 'train/lr-pg_0': 1e-06, 'rollout/response_len/max': 8192, "
+        "'perf/rollout_time': 187.2291259765625, 'train/ppo_kl': 2.1e-05}"
+    )
     assert d.complete and not d.error and not d.abridged
     assert d.values == {
         "rollout/response_len/mean": 2210.41796875,
@@ -24,8 +26,14 @@ def test_plain_numbers_keep_full_precision_and_int_type():
     }
     assert type(d.values["rollout/response_len/max"]) is int
     assert type(d.values["train/lr-pg_0"]) is float
-    assert list(d.values) == ["rollout/response_len/mean", "rollout/rewards", "train/lr-pg_0",
-                              "rollout/response_len/max", "perf/rollout_time", "train/ppo_kl"]
+    assert list(d.values) == [
+        "rollout/response_len/mean",
+        "rollout/rewards",
+        "train/lr-pg_0",
+        "rollout/response_len/max",
+        "perf/rollout_time",
+        "train/ppo_kl",
+    ]
 
 
 def test_empty_dict():
@@ -33,11 +41,14 @@ def test_empty_dict():
     assert d.values == {} and d.complete and not d.error
 
 
-@pytest.mark.parametrize("token,check,raw", [
-    ("nan", math.isnan, "nan"),
-    ("inf", lambda v: v == math.inf, "inf"),
-    ("-inf", lambda v: v == -math.inf, "-inf"),
-])
+@pytest.mark.parametrize(
+    "token,check,raw",
+    [
+        ("nan", math.isnan, "nan"),
+        ("inf", lambda v: v == math.inf, "inf"),
+        ("-inf", lambda v: v == -math.inf, "-inf"),
+    ],
+)
 def test_bare_nonfinite_tokens(token, check, raw):
     d = parse_dict("{'train/loss': 0.5, 'train/grad_norm': " + token + ", 'train/step': 7}")
     assert check(d.values["train/grad_norm"])
@@ -54,9 +65,11 @@ def test_nonfinite_on_slow_path_keeps_token():
 
 
 def test_numpy_scalars_unwrapped():
-    d = parse_dict("{'passrate/pass@1': np.float64(0.4609375), 'passrate/pass@2': "
-                   "np.float64(0.5848214285714286), 'multi_turn/multi_turn_metric/round_number_max': "
-                   "np.int64(4), 'x': np.float64(nan)}")
+    d = parse_dict(
+        "{'passrate/pass@1': np.float64(0.4609375), 'passrate/pass@2': "
+        "np.float64(0.5848214285714286), 'multi_turn/multi_turn_metric/round_number_max': "
+        "np.int64(4), 'x': np.float64(nan)}"
+    )
     assert d.values["passrate/pass@1"] == 0.4609375
     assert d.values["passrate/pass@2"] == 0.5848214285714286
     assert d.values["multi_turn/multi_turn_metric/round_number_max"] == 4
@@ -91,10 +104,16 @@ def test_key_with_single_quote_is_double_quoted():
 
 
 def test_keys_with_special_characters():
-    d = parse_dict("{'rollout/zero_std/count_0.0': 7, 'rollout/zero_std/count_-1.0': 2, "
-                   "'eval/aime-pass@16': np.float64(0.5), 'train/lr-pg_1': 1e-06}")
-    assert d.values == {"rollout/zero_std/count_0.0": 7, "rollout/zero_std/count_-1.0": 2,
-                        "eval/aime-pass@16": 0.5, "train/lr-pg_1": 1e-06}
+    d = parse_dict(
+        "{'rollout/zero_std/count_0.0': 7, 'rollout/zero_std/count_-1.0': 2, "
+        "'eval/aime-pass@16': np.float64(0.5), 'train/lr-pg_1': 1e-06}"
+    )
+    assert d.values == {
+        "rollout/zero_std/count_0.0": 7,
+        "rollout/zero_std/count_-1.0": 2,
+        "eval/aime-pass@16": 0.5,
+        "train/lr-pg_1": 1e-06,
+    }
 
 
 def test_abridged_keeps_every_key_before_ellipsis():
@@ -137,7 +156,7 @@ def test_cut_inside_a_number_drops_that_number():
     assert d.values == {"a": 1.5}
 
 
-@pytest.mark.parametrize("tail", ["np.float", "np.float64(0.4", "na", "Tr", "tensor(0.5, dev", "'abc", "\"it"])
+@pytest.mark.parametrize("tail", ["np.float", "np.float64(0.4", "na", "Tr", "tensor(0.5, dev", "'abc", '"it'])
 def test_cut_inside_other_tokens(tail):
     d = parse_dict("{'a': 2, 'b': " + tail)
     assert not d.complete
@@ -177,8 +196,26 @@ def test_parse_number():
     assert parse_number("-3.157765604555607e-08") == -3.157765604555607e-08
 
 
-@pytest.mark.parametrize("text", ["", "{", "}", "{'", "{'a'", "{'a':", "{'a': ", "not a dict", "{{{{", "{'a': 1,,}",
-                                  "\x00\x01", "{'a': 1e}", "{'a': --1}", "{'a': .}", "{'a': 1.2.3}"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "{",
+        "}",
+        "{'",
+        "{'a'",
+        "{'a':",
+        "{'a': ",
+        "not a dict",
+        "{{{{",
+        "{'a': 1,,}",
+        "\x00\x01",
+        "{'a': 1e}",
+        "{'a': --1}",
+        "{'a': .}",
+        "{'a': 1.2.3}",
+    ],
+)
 def test_malformed_never_raises(text):
     d = parse_dict(text)
     assert isinstance(d.values, dict)

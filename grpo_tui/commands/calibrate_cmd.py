@@ -35,17 +35,24 @@ def run(args) -> int:
     if not envelopes:
         raise InputError("no signal found in the seed logs: nothing to calibrate")
     # Seeds must be healthy runs of one setup: the rule engine judges each alone and against the others.
-    problems = check_seeds(args.paths, stores, [j.report() for j in judged],
-                           lambda path, ranges: judge_path(path, ranges).report())
+    problems = check_seeds(
+        args.paths, stores, [j.report() for j in judged], lambda path, ranges: judge_path(path, ranges).report()
+    )
     for p in problems:
         print(f"  seed {os.path.basename(p.path)} {p.why}", file=sys.stderr)
     if problems and not getattr(args, "force", False):
-        print(f"not written: {len({p.seed for p in problems})} seed(s) are not healthy runs of one setup; "
-              "drop them, or write the ranges anyway with --force", file=sys.stderr)
+        print(
+            f"not written: {len({p.seed for p in problems})} seed(s) are not healthy runs of one setup; "
+            "drop them, or write the ranges anyway with --force",
+            file=sys.stderr,
+        )
         return 1
-    meta = {"created": time.strftime("%Y-%m-%d %H:%M:%S"), "seeds": [os.path.basename(p) for p in args.paths],
-            "rollouts": [len(st.current.ids) for st in stores],
-            "steps_per_rollout": [st.current.steps_per_rollout for st in stores]}
+    meta = {
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "seeds": [os.path.basename(p) for p in args.paths],
+        "rollouts": [len(st.current.ids) for st in stores],
+        "steps_per_rollout": [st.current.steps_per_rollout for st in stores],
+    }
     text = dump_ranges(envelopes, meta, notes)
     write_text_atomic(args.output, text, newline=None)
     out = safe_text(args.output)

@@ -18,7 +18,7 @@ from ..runs import RANK, alert_words, discover, judge_many, top_alert, unknown_j
 
 EXIT = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
 BADGE = {"ok": "✓ ok", "warning": "! warning", "critical": "✗ critical", "unknown": "? n/a"}
-safe = safe_text       # log text for a terminal: control characters and bidi overrides neutralised
+safe = safe_text  # log text for a terminal: control characters and bidi overrides neutralised
 
 
 def _fmt(sig_id: str, v) -> str:
@@ -38,6 +38,7 @@ def run(args) -> int:
         label = args.ranges or "defaults"
         if getattr(args, "baseline", None):
             from ..judge.baseline import load_baseline
+
             ranges, label = load_baseline(args.baseline, ranges if args.ranges else None).ranges, "baseline"
     except (RangesError, InputError) as exc:
         return _unknown(args, str(exc), None if single else discover(paths, args.recursive))
@@ -70,8 +71,7 @@ def _unknown(args, message: str, many: list[str] | None = None) -> int:
 def _run_many(args, paths: list[str], ranges, label: str) -> int:
     if not paths:
         where = ", ".join(args.paths)
-        return _unknown(args, f"{where}: no *.log files" + ("" if args.recursive else " (-r: look in subfolders)"),
-                        [])
+        return _unknown(args, f"{where}: no *.log files" + ("" if args.recursive else " (-r: look in subfolders)"), [])
     results = judge_many(paths, ranges, ranges_label=label)
     status = worst(r.status for r in results)
     if args.json:
@@ -85,7 +85,7 @@ def _middle_cut(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     keep = width - 1
-    return text[: keep - keep // 2] + "…" + text[len(text) - keep // 2:]
+    return text[: keep - keep // 2] + "…" + text[len(text) - keep // 2 :]
 
 
 def _print_many(results, status: str) -> None:
@@ -129,9 +129,12 @@ def state_text(st) -> str:
 
 def _print_human(path: str, report, counts) -> None:
     w = sys.stdout.write
-    w(f"{safe(path)}: {report.status.upper()}  ({report.rollouts} rollouts, last {report.last_rollout}, "
-      f"{report.steps_per_rollout} step(s)/rollout"
-      + (f", {report.segments} run segments (latest judged)" if report.segments > 1 else "") + ")\n")
+    w(
+        f"{safe(path)}: {report.status.upper()}  ({report.rollouts} rollouts, last {report.last_rollout}, "
+        f"{report.steps_per_rollout} step(s)/rollout"
+        + (f", {report.segments} run segments (latest judged)" if report.segments > 1 else "")
+        + ")\n"
+    )
     w(f"state: {state_text(report.run_state)}; ranges: {safe(report.ranges)}\n")
     if report.ranges_note:
         w(f"no range judges this run (trend and event rules only): {safe(report.ranges_note)}\n")
@@ -154,5 +157,7 @@ def _print_human(path: str, report, counts) -> None:
         extra += f", {counts.long_lines} lines cut at 1 MiB"
     if getattr(counts, "dropped_metrics", 0):
         extra += f", {counts.dropped_metrics} values of metric names past the 1,024-name bound dropped"
-    w(f"\n{counts.lines} lines read: {counts.records} metric records, {counts.event_lines} event lines, "
-      f"{counts.noise} noise, {counts.unreadable} unreadable, {counts.cut_records} cut records{extra}\n")
+    w(
+        f"\n{counts.lines} lines read: {counts.records} metric records, {counts.event_lines} event lines, "
+        f"{counts.noise} noise, {counts.unreadable} unreadable, {counts.cut_records} cut records{extra}\n"
+    )

@@ -34,31 +34,49 @@ def run(args) -> int:
     seeds = list(getattr(args, "baseline", None) or [])
     if seeds and path is None:
         raise InputError("--baseline needs the run(s) to judge: grpo-tui RUN --baseline SEED SEED")
-    web = "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")     # `grpo-tui serve`: a browser tab, no tty
+    web = "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")  # `grpo-tui serve`: a browser tab, no tty
     if not web and not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise InputError("the dashboard needs a terminal (stdin and stdout); for scripts use "
-                         "`grpo-tui check PATH` or `grpo-tui tail PATH`")
+        raise InputError(
+            "the dashboard needs a terminal (stdin and stdout); for scripts use "
+            "`grpo-tui check PATH` or `grpo-tui tail PATH`"
+        )
     alerting = dict(notify=not getattr(args, "no_notify", False), on_critical=getattr(args, "on_critical", None))
     baseline = None
     if seeds:
         from ..judge.baseline import load_baseline
+
         print(f"grpo-tui: building the baseline from {len(seeds)} seeds…", file=sys.stderr)
         baseline = load_baseline(seeds, ranges if getattr(args, "ranges", None) else None)
     if many:
         from ..ui.runs_app import RunsApp
 
-        app = RunsApp(paths, recursive=getattr(args, "recursive", False), theme=getattr(args, "theme", None),
-                      ranges=ranges, ranges_label=getattr(args, "ranges", None), baseline=baseline,
-                      baseline_paths=seeds, **alerting)
+        app = RunsApp(
+            paths,
+            recursive=getattr(args, "recursive", False),
+            theme=getattr(args, "theme", None),
+            ranges=ranges,
+            ranges_label=getattr(args, "ranges", None),
+            baseline=baseline,
+            baseline_paths=seeds,
+            **alerting,
+        )
     elif baseline is not None:
         from ..ui.runs_app import BaselineApp
 
-        app = BaselineApp(path, baseline=baseline, live=True, replay=replay, theme=getattr(args, "theme", None),
-                          **alerting)
+        app = BaselineApp(
+            path, baseline=baseline, live=True, replay=replay, theme=getattr(args, "theme", None), **alerting
+        )
     else:
         from ..ui.app import GrpoApp
 
-        app = GrpoApp(path, live=True, replay=replay, theme=getattr(args, "theme", None), ranges=ranges,
-                      ranges_label=getattr(args, "ranges", None), **alerting)
+        app = GrpoApp(
+            path,
+            live=True,
+            replay=replay,
+            theme=getattr(args, "theme", None),
+            ranges=ranges,
+            ranges_label=getattr(args, "ranges", None),
+            **alerting,
+        )
     app.run()
     return app.return_code or 0

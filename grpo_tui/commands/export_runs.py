@@ -50,4 +50,3 @@ def run(args) -> int:
         sys.stdout.write(text)
     print(f"grpo-tui export: {done} runs, {len(data)} rows", file=sys.stderr)
     return 0
-

@@ -24,12 +24,17 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_MAX_SESSIONS = 4
 TOKEN_RE = re.compile(r"[A-Za-z0-9._~-]+")
-MISSING_EXTRA = ("serve needs the `web` extra: pip install 'grpo-tui[web]' "
-                 "(from a checkout: pip install -e '.[web]')")
+MISSING_EXTRA = "serve needs the `web` extra: pip install 'grpo-tui[web]' (from a checkout: pip install -e '.[web]')"
 
 
-def dashboard_command(paths: list[str], *, theme: str | None = None, ranges: str | None = None,
-                      python: str | None = None, ended_after: float | None = None) -> str:
+def dashboard_command(
+    paths: list[str],
+    *,
+    theme: str | None = None,
+    ranges: str | None = None,
+    python: str | None = None,
+    ended_after: float | None = None,
+) -> str:
     """The shell command one browser session runs: this Python, `-m grpo_tui`, absolute paths.
 
     textual-serve starts it through the shell, so every word is shlex-quoted (a file name can't
@@ -68,8 +73,9 @@ def _check_args(args) -> tuple[list[str], str | None]:
         raise InputError("--token: use letters, digits and . _ ~ - only (it goes in a URL)")
     if not is_loopback(args.host):
         if token == "":
-            raise InputError(f"--host {args.host} reaches beyond this machine: it needs a token "
-                             "(leave --token out for a random one)")
+            raise InputError(
+                f"--host {args.host} reaches beyond this machine: it needs a token (leave --token out for a random one)"
+            )
         if token is None:
             token = secrets.token_urlsafe(18)
     return paths, (token or None)
@@ -84,32 +90,52 @@ def run(args) -> int:
         raise InputError(MISSING_EXTRA) from None
     from ..web.server import GuardedServer
 
-    command = dashboard_command(paths, theme=args.theme, ranges=args.ranges,
-                                ended_after=getattr(args, "ended_after", None))
+    command = dashboard_command(
+        paths, theme=args.theme, ranges=args.ranges, ended_after=getattr(args, "ended_after", None)
+    )
     names = ", ".join(os.path.basename(os.path.normpath(p)) or p for p in paths)
     host = args.host
     local = is_loopback(host)
     if not local:
-        print(f"grpo-tui serve: WARNING: listening on {host}, not only on this machine: anyone who can "
-              "reach this port and has the URL with its token sees the log and its dashboard "
-              "(plain HTTP: the token is not encrypted). The safe default is --host 127.0.0.1 "
-              "with an SSH port-forward.", file=sys.stderr, flush=True)
+        print(
+            f"grpo-tui serve: WARNING: listening on {host}, not only on this machine: anyone who can "
+            "reach this port and has the URL with its token sees the log and its dashboard "
+            "(plain HTTP: the token is not encrypted). The safe default is --host 127.0.0.1 "
+            "with an SSH port-forward.",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def listening(port: int) -> None:
         q = f"?token={token}" if token else ""
         shown = url_host(host) if local or host not in ("0.0.0.0", "::", "") else socket.gethostname()
-        print(f"grpo-tui serve: http://{shown}:{port}/{q}  (the dashboard of {names}; one dashboard per "
-              f"browser tab, at most {args.max_sessions})", flush=True)
+        print(
+            f"grpo-tui serve: http://{shown}:{port}/{q}  (the dashboard of {names}; one dashboard per "
+            f"browser tab, at most {args.max_sessions})",
+            flush=True,
+        )
         if local:
-            print(f"  from your machine: ssh -L {port}:localhost:{port} {socket.gethostname()}"
-                  f"   then open http://localhost:{port}/{q}", flush=True)
+            print(
+                f"  from your machine: ssh -L {port}:localhost:{port} {socket.gethostname()}"
+                f"   then open http://localhost:{port}/{q}",
+                flush=True,
+            )
         print("  Ctrl+C stops the server.", flush=True)
 
-    server = GuardedServer(command, host=host, port=args.port, token=token, max_sessions=args.max_sessions,
-                           title=f"grpo-tui · {names}", out=listening)
+    server = GuardedServer(
+        command,
+        host=host,
+        port=args.port,
+        token=token,
+        max_sessions=args.max_sessions,
+        title=f"grpo-tui · {names}",
+        out=listening,
+    )
     try:
         server.serve()
     except OSError as exc:
-        raise InputError(f"can't listen on {url_host(host)}:{args.port}: {exc.strerror or exc}"
-                         + (" (pick another --port)" if exc.errno in (98, 48) else "")) from None
+        raise InputError(
+            f"can't listen on {url_host(host)}:{args.port}: {exc.strerror or exc}"
+            + (" (pick another --port)" if exc.errno in (98, 48) else "")
+        ) from None
     return 0

@@ -39,9 +39,11 @@ def run(args) -> int:
                 fh.write(line + "\n")
     if args.output:
         onset = onset_of(args.scenario, args.rollouts)
-        print(f"grpo-tui simulate: wrote {safe_text(args.output)} ({args.scenario}, setup {setup}, {args.rollouts} rollouts, "
-              f"seed {args.seed}" + (f", break at rollout {onset}" if onset is not None else "") + ")",
-              file=sys.stderr)
+        print(
+            f"grpo-tui simulate: wrote {safe_text(args.output)} ({args.scenario}, setup {setup}, {args.rollouts} rollouts, "
+            f"seed {args.seed}" + (f", break at rollout {onset}" if onset is not None else "") + ")",
+            file=sys.stderr,
+        )
         return 0
     if args.rate:
         raise InputError("--rate needs -o FILE (a live log is a file that grows)")

@@ -30,7 +30,7 @@ class _Out:
         self.stream = stream
         self.quiet = False
         self.state: str | None = None
-        self.hook = hook          # --on-critical CMD: new criticals only, not the history's
+        self.hook = hook  # --on-critical CMD: new criticals only, not the history's
         self.path = path
 
     def emit(self, obj: dict) -> None:
@@ -41,8 +41,15 @@ class _Out:
 
     def update(self, up: Update) -> None:
         for rec in up.records:
-            self.emit({"type": "record", "kind": rec.kind if not rec.role else f"{rec.role}-{rec.kind}",
-                       "n": rec.n, "time": rec.time, "metrics": _metrics(rec)})
+            self.emit(
+                {
+                    "type": "record",
+                    "kind": rec.kind if not rec.role else f"{rec.role}-{rec.kind}",
+                    "n": rec.n,
+                    "time": rec.time,
+                    "metrics": _metrics(rec),
+                }
+            )
         self.changes(up.changes)
 
     def changes(self, changes) -> None:
@@ -52,9 +59,17 @@ class _Out:
         for ch in changes:
             a = ch.alert
             if ch.kind in ("raised", "escalated"):
-                obj = {"type": "alert", "rule": a.rule, "severity": a.severity, "rollout": a.rollout,
-                       "message": a.message, "meaning": a.meaning, "first_check": a.check,
-                       "raised_at": a.first_seen, "log_time": a.time}
+                obj = {
+                    "type": "alert",
+                    "rule": a.rule,
+                    "severity": a.severity,
+                    "rollout": a.rollout,
+                    "message": a.message,
+                    "meaning": a.meaning,
+                    "first_check": a.check,
+                    "raised_at": a.first_seen,
+                    "log_time": a.time,
+                }
                 if ch.kind == "escalated":
                     obj["escalated"] = True
             else:
@@ -122,8 +137,9 @@ async def _tail(args, ranges, out: _Out) -> int:
                 if item.event in PRINTED_FILE_EVENTS:
                     out.emit({"type": "file", "event": item.event})
                 elif item.event in ("waiting", "error"):
-                    print(f"grpo-tui tail: {item.event}: {item.path} {item.detail}".rstrip(),
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"grpo-tui tail: {item.event}: {item.path} {item.detail}".rstrip(), file=sys.stderr, flush=True
+                    )
                 if item.event == "eof":
                     break
     finally:
@@ -179,14 +195,27 @@ async def _replay(path: str, speed: float, ranges, ranges_label, out: _Out) -> i
     alerts = pipe.engine.alerts
     first = min(alerts, key=lambda a: a.seq, default=None)
     crit = min((a for a in alerts if a.severity == "critical"), key=lambda a: a.seq, default=None)
-    out.emit({"type": "summary", "status": pipe.report().status, "state": pipe.state().name,
-              "first_alert": _when(first), "first_critical": _when(crit),
-              "alerts": [_when(a) for a in sorted(alerts, key=lambda a: a.seq)]})
+    out.emit(
+        {
+            "type": "summary",
+            "status": pipe.report().status,
+            "state": pipe.state().name,
+            "first_alert": _when(first),
+            "first_critical": _when(crit),
+            "alerts": [_when(a) for a in sorted(alerts, key=lambda a: a.seq)],
+        }
+    )
     return 0
 
 
 def _when(a) -> dict | None:
     if a is None:
         return None
-    return {"rule": a.rule, "severity": a.severity, "rollout": a.rollout, "seen_at_rollout": a.first_seen,
-            "log_time": a.time, "cleared_at": a.cleared_at}
+    return {
+        "rule": a.rule,
+        "severity": a.severity,
+        "rollout": a.rollout,
+        "seen_at_rollout": a.first_seen,
+        "log_time": a.time,
+        "cleared_at": a.cleared_at,
+    }

@@ -68,7 +68,7 @@ class _LineSplitter:
 
     def __init__(self) -> None:
         self.buf = b""
-        self.skipping = False   # inside the dropped rest of an over-long line
+        self.skipping = False  # inside the dropped rest of an over-long line
         self.cut_lines = 0
 
     def feed(self, data: bytes) -> list[str]:
@@ -77,7 +77,7 @@ class _LineSplitter:
             nl = data.find(b"\n")
             if nl < 0:
                 return []
-            data, self.skipping = data[nl + 1:], False
+            data, self.skipping = data[nl + 1 :], False
         cut = data.rfind(b"\n")
         if cut < 0:
             self.buf += data
@@ -477,7 +477,7 @@ async def follow_stdin(stream=None, *, chunk_bytes: int = 1 << 20) -> AsyncItera
     mode = os.fstat(fd).st_mode
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd):
         chunks = _pipe_chunks(fd, chunk_bytes)
-    else:   # a regular file, /dev/null, /dev/zero...: epoll can't watch these
+    else:  # a regular file, /dev/null, /dev/zero...: epoll can't watch these
         chunks = _file_chunks(fd, chunk_bytes)
     async for data in chunks:
         consumed += len(data)
@@ -501,9 +501,7 @@ async def _pipe_chunks(fd: int, chunk_bytes: int) -> AsyncIterator[bytes]:
     was_blocking = os.get_blocking(fd)
     reader = asyncio.StreamReader(loop=loop)
     pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
-    )
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
     try:
         while data := await reader.read(chunk_bytes):
             yield data

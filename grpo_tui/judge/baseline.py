@@ -44,6 +44,7 @@ def seed_envelopes(stores) -> tuple[dict[str, Envelope], dict[str, str], list[st
     """Per signal, the envelope of the seeds' current segments: exactly what `calibrate` writes
     (judge/seeds.py: domains, minimum widths). Returns (envelopes, notes, one line per signal)."""
     from .seeds import seed_envelopes as calibrated
+
     cal = calibrated(stores)
     return dict(cal.envelopes), dict(cal.notes), [line.strip() for line in cal.lines]
 
@@ -51,16 +52,19 @@ def seed_envelopes(stores) -> tuple[dict[str, Envelope], dict[str, str], list[st
 def as_ranges(envelopes: dict[str, Envelope], base: RangeSet | None = None, names: list[str] | None = None) -> RangeSet:
     """The seeds' envelopes over `base` (a --ranges file or the defaults) for what they cover."""
     base = base or RangeSet()
-    return RangeSet(envelopes={**{k: v for k, v in base.envelopes.items() if k not in envelopes}, **envelopes},
-                    constant={k: v for k, v in base.constant.items() if k not in envelopes},
-                    sigmas={k: v for k, v in base.sigmas.items() if k not in envelopes},
-                    path=None, meta={"baseline": list(names or [])}, use_defaults=base.use_defaults)
+    return RangeSet(
+        envelopes={**{k: v for k, v in base.envelopes.items() if k not in envelopes}, **envelopes},
+        constant={k: v for k, v in base.constant.items() if k not in envelopes},
+        sigmas={k: v for k, v in base.sigmas.items() if k not in envelopes},
+        path=None,
+        meta={"baseline": list(names or [])},
+        use_defaults=base.use_defaults,
+    )
 
 
 def from_stores(stores, names: list[str], base: RangeSet | None = None) -> Baseline:
     if len(stores) < MIN_SEEDS:
-        raise InputError(f"a baseline needs at least {MIN_SEEDS} seed runs of the same setup "
-                         f"(got {len(stores)})")
+        raise InputError(f"a baseline needs at least {MIN_SEEDS} seed runs of the same setup (got {len(stores)})")
     envelopes, notes, lines = seed_envelopes(stores)
     if not envelopes:
         raise InputError("no signal found in the baseline runs: nothing to compare against")
@@ -91,8 +95,7 @@ def load_baseline(paths: list[str], base: RangeSet | None = None) -> Baseline:
     from ..pipeline import judge_path  # the pipeline imports judge/: import here
 
     if len(paths) < MIN_SEEDS:
-        raise InputError(f"--baseline needs at least {MIN_SEEDS} seed runs of the same setup "
-                         f"(got {len(paths)})")
+        raise InputError(f"--baseline needs at least {MIN_SEEDS} seed runs of the same setup (got {len(paths)})")
     key = (tuple(_identity(p) for p in paths), id(base), getattr(base, "path", None))
     with _cache_lock:
         hit = _cache.get(key)

@@ -61,12 +61,13 @@ from .steady import Steady
 
 EPS = gates.EPS
 BASE_ROWS = 10
-START = max(BASE_ROWS, FIT_FIRST, 4) - 1     # first row with the final baseline, fit and a last-4
+START = max(BASE_ROWS, FIT_FIRST, 4) - 1  # first row with the final baseline, fit and a last-4
 UNKNOWN, NO, MAYBE = -1, 0, 1
 
 
 def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int) -> list:
     from .engine import _EV, JUDGED_EVENTS, _shape
+
     judged = [op for op in tape if op[0] != _EV]
     ans = held = None
     if judged:
@@ -81,7 +82,7 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         _verify(seg, touch, rows, stamps)
         ans = Answers(seg, eng.ranges, rows)
         held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"), ans.mk)
-    skip_quiet = rules.USE_GATES and seg.ordered     # (evaluate_metrics' own quiet test)
+    skip_quiet = rules.USE_GATES and seg.ordered  # (evaluate_metrics' own quiet test)
     nonfinite = seg.nonfinite
     # (Python lists: the loop reads one entry per rollout)
     quiet = ans.quiet.tolist() if ans is not None and skip_quiet else None
@@ -94,7 +95,7 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
     while t < n:
         if eng._crash is None and eng._engine_trouble is None:
             if not eng._open:
-                t = calm_next[t]        # nothing open: jump over the ops that cannot change anything
+                t = calm_next[t]  # nothing open: jump over the ops that cannot change anything
             elif steady is not None:
                 # the open alerts surely hold and nothing else fires: each op would only reset
                 # their misses (judge/steady.py)
@@ -115,20 +116,37 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
             continue
         r = op[1]
         eng._last_ts = op[2]
-        if (quiet is not None and quiet[k] and not eng._open and eng._crash is None
-                and eng._engine_trouble is None and not nonfinite.get(op_rows[k])):
-            continue        # no rule can fire, no alert is open, no event condition: nothing to do
+        if (
+            quiet is not None
+            and quiet[k]
+            and not eng._open
+            and eng._crash is None
+            and eng._engine_trouble is None
+            and not nonfinite.get(op_rows[k])
+        ):
+            continue  # no rule can fire, no alert is open, no event condition: nothing to do
         open_rules = frozenset(key[0] for key in eng._open) if eng._open else none
         held_open = open_rules & rules._HELD
         if skip_quiet and quiet[k] and not held_open and not nonfinite.get(op_rows[k]):
-            conds = []                                  # no rule can fire here (the gates say)
-        elif (skip_quiet and held_open == _LH and ans.quiet_but_hacking[k] and not nonfinite.get(op_rows[k])
-              and _critical(eng, "length-hacking") and held.present(k) >= 0):
+            conds = []  # no rule can fire here (the gates say)
+        elif (
+            skip_quiet
+            and held_open == _LH
+            and ans.quiet_but_hacking[k]
+            and not nonfinite.get(op_rows[k])
+            and _critical(eng, "length-hacking")
+            and held.present(k) >= 0
+        ):
             # only the open length-hacking alert's rule may return a condition: does it hold?
             conds = [rules.held_standin()] if held.present(k) else []
-        elif (skip_quiet and not held_open and ans.quiet_but_hacking[k] and not nonfinite.get(op_rows[k])
-              and held.confirmed(k) == 0):
-            conds = []          # only rule_length_hacking may fire, and its sign is surely not confirmed
+        elif (
+            skip_quiet
+            and not held_open
+            and ans.quiet_but_hacking[k]
+            and not nonfinite.get(op_rows[k])
+            and held.confirmed(k) == 0
+        ):
+            conds = []  # only rule_length_hacking may fire, and its sign is surely not confirmed
         else:
             pre = ans.at(k)
             if pre:
@@ -148,21 +166,23 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
             if pre and skip_quiet:
                 pre[rules.DRIFT_WINDOWS] = ans.drift_windows(k)
                 if open_rules & _STANDS_IN:
-                    pre[rules.HELD_RULES] = ans.held_rules(k, open_rules, frozenset(
-                        a for a in open_rules & _STANDS_IN if _critical(eng, a)))
+                    pre[rules.HELD_RULES] = ans.held_rules(
+                        k, open_rules, frozenset(a for a in open_rules & _STANDS_IN if _critical(eng, a))
+                    )
                 if "out-of-range" in open_rules and _oor_warnings(eng):
                     pre[rules.OOR_HELD] = ans.oor_held(k, eng._open)
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
         conds.extend(eng._event_conditions(seg, r))
         if conds or eng._open:
             changes.extend(eng._apply(conds, r, seg))
-    if tape:                # (the time the loop would have left, had it stepped through every op)
+    if tape:  # (the time the loop would have left, had it stepped through every op)
         eng._last_ts = tape[-1][3] if tape[-1][0] == _EV else tape[-1][2]
     return changes
 
 
-def _calm_skips(tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, judged_events,
-                held=None) -> tuple[list, list, Steady | None]:
+def _calm_skips(
+    tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, judged_events, held=None
+) -> tuple[list, list, Steady | None]:
     """Per tape position: the recorded rollout's index (judged ops), and the first position from
     there on that matters while no alert is open and no event condition holds - an event the
     engine acts on, or a rollout where a rule may fire (not quiet) or a value is non-finite.
@@ -194,11 +214,11 @@ def _calm_skips(tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, jud
     return k_list, calm_next.tolist(), steady
 
 
-USE_STEADY = True       # (tests turn it off to exercise the op-by-op stand-ins)
+USE_STEADY = True  # (tests turn it off to exercise the op-by-op stand-ins)
 
 
 _LH = frozenset({"length-hacking"})
-_STANDS_IN = frozenset(rules._LATCHED) | {"no-signal", "off-policy"}   # the alerts held_rules may keep open
+_STANDS_IN = frozenset(rules._LATCHED) | {"no-signal", "off-policy"}  # the alerts held_rules may keep open
 
 
 def _critical(eng, rule: str) -> bool:
@@ -234,7 +254,7 @@ def _verify(seg: Segment, touch: dict[int, int], rows: np.ndarray, stamps: np.nd
         raise BulkMismatch("a judged rollout's window was written after it was judged")
 
 
-_EXACT = 2 ** 53
+_EXACT = 2**53
 _INT_ONLY = frozenset({int})
 
 
@@ -245,7 +265,7 @@ def _rows_of_ids(seg: Segment, touch: dict[int, int]) -> tuple[np.ndarray, np.nd
     if not touch or not seg.ordered:
         return None
     if not set(map(type, touch)) <= _INT_ONLY or not (min(touch) > -_EXACT and max(touch) < _EXACT):
-        return None     # (every key an int: the bounds of all of them are those of the least and greatest)
+        return None  # (every key an int: the bounds of all of them are those of the least and greatest)
     keys = np.fromiter(touch.keys(), np.int64, len(touch))
     stamps = np.fromiter(touch.values(), np.int64, len(touch))
     ids = seg.id_array()
@@ -271,19 +291,19 @@ class Answers:
     def __init__(self, seg: Segment, ranges, rows: np.ndarray) -> None:
         self.rows = rows
         n_ops = len(rows)
-        self.full = full = rows >= START               # a settled baseline (the window may be short)
+        self.full = full = rows >= START  # a settled baseline (the window may be short)
         self.names: list[str] = []
         self.mat = np.zeros((n_ops, 0), np.int8)
         self.omat = np.zeros((n_ops, 0), np.int8)
         self.sig_ids = list(BY_ID)
         self.quiet = np.zeros(n_ops, bool)
         self.quiet_but_hacking = self.quiet
-        self.resolved = None                            # ranges_for on the full windows
-        self.mk: dict = {}                              # _mk_memo's (shared with judge/held.py)
+        self.resolved = None  # ranges_for on the full windows
+        self.mk: dict = {}  # _mk_memo's (shared with judge/held.py)
         self.seg = seg
-        self._drift: _DriftMay | None = None            # drift_windows' arrays, made on first use
-        self._held: tuple | None = None                 # held_rules' arrays, made on first use
-        self._oor: dict[str, np.ndarray] = {}           # oor_held's, per signal, made on first use
+        self._drift: _DriftMay | None = None  # drift_windows' arrays, made on first use
+        self._held: tuple | None = None  # held_rules' arrays, made on first use
+        self._oor: dict[str, np.ndarray] = {}  # oor_held's, per signal, made on first use
         if not n_ops or not full.any():
             return
         res, oor, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
@@ -333,14 +353,18 @@ class Answers:
         still_gap, calm_gap, still_grad, no_signal, no_signal_warn, off_policy = self.held_arrays()
         out: dict[str, tuple[tuple[str, str], ...]] = {}
         gap_open = tuple(a for a in ("gap-rising", "gap-jump") if a in open_rules)
-        if (gap_open and all(a in critical for a in gap_open) and still_gap[k]
-                and ("gap-rising" in critical or (calm_gap[k] and self._no_drift(k, ("gap", "kl"))))):
+        if (
+            gap_open
+            and all(a in critical for a in gap_open)
+            and still_gap[k]
+            and ("gap-rising" in critical or (calm_gap[k] and self._no_drift(k, ("gap", "kl"))))
+        ):
             out["rule_gap"] = tuple((a, "critical") for a in gap_open)
         if "grad-norm-rising" in critical and still_grad[k]:
             out["rule_grad_norm"] = (("grad-norm-rising", "critical"),)
         if "no-signal" in critical and no_signal[k]:
             out["rule_no_signal"] = (("no-signal", "critical"),)
-        elif "no-signal" in open_rules and no_signal_warn[k]:     # surely its warning: the open alert stays as it is
+        elif "no-signal" in open_rules and no_signal_warn[k]:  # surely its warning: the open alert stays as it is
             out["rule_no_signal"] = (("no-signal", "warning"),)
         if "off-policy" in critical and off_policy[k]:
             out["rule_off_policy"] = (("off-policy", "critical"),)
@@ -377,8 +401,9 @@ class Answers:
         sure = self._oor.get(sig_id)
         if sure is None:
             end = int(self.rows.max()) + 1
-            sure = self._oor[sig_id] = _oor_sure(self.seg, self.resolved, self.seg.id_array()[:end], self.rows,
-                                                 sig_id, self.mk) & self.full
+            sure = self._oor[sig_id] = (
+                _oor_sure(self.seg, self.resolved, self.seg.id_array()[:end], self.rows, sig_id, self.mk) & self.full
+            )
         return sure
 
     def may(self, rule: str) -> np.ndarray:
@@ -408,8 +433,9 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     rs = ranges_for(seg, ranges, int(ids[rows[full][0]]))
     ctxk = seg.steps_per_rollout
     res: dict[str, np.ndarray] = {}
-    res["rule_gap"] = _or(_drift_vec(seg, rs, ids, rows, "gap", True, None, memo),
-                          _drift_vec(seg, rs, ids, rows, "kl", True, None, memo))
+    res["rule_gap"] = _or(
+        _drift_vec(seg, rs, ids, rows, "gap", True, None, memo), _drift_vec(seg, rs, ids, rows, "kl", True, None, memo)
+    )
     res["rule_grad_norm"] = _drift_vec(seg, rs, ids, rows, "grad_norm", False, ABSURD.get("grad_norm"), memo)
     res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
     res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows, memo)
@@ -431,8 +457,7 @@ def _bounds(rs, sig_id: str, ids: np.ndarray):
     if early is None or whole is None:
         return rs.bounds_many(sig_id, ids)
     is_early = ids < EARLY_ROLLOUTS
-    return (np.where(is_early, float(early[0]), float(whole[0])),
-            np.where(is_early, float(early[1]), float(whole[1])))
+    return (np.where(is_early, float(early[0]), float(whole[0])), np.where(is_early, float(early[1]), float(whole[1])))
 
 
 def _or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -504,7 +529,7 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
         above = lv > edge - EPS
     maybe |= (_last4(above, rows).sum(axis=1) >= 3) & _rising(_log_mk(memo, name, lv), rows)
     if jump:
-        d = np.diff(lv)                                  # d[j] = lv[j+1] - lv[j]
+        d = np.diff(lv)  # d[j] = lv[j+1] - lv[j]
         dmax = _sw(np.concatenate([np.full(WINDOW - 2, -np.inf), d]), WINDOW - 1).max(axis=1)
         # the window's diffs end at d[row-1]; its first 37 values end at row-3
         mins = _sw(np.concatenate([np.full(WINDOW - 4, np.inf), lv]), WINDOW - 3).min(axis=1)
@@ -516,8 +541,9 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
     return np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN).astype(np.int8)
 
 
-def _boom_may(lv: np.ndarray, rows: np.ndarray, base: float | None, hi: np.ndarray | None,
-              absurd: float | None) -> np.ndarray:
+def _boom_may(
+    lv: np.ndarray, rows: np.ndarray, base: float | None, hi: np.ndarray | None, absurd: float | None
+) -> np.ndarray:
     """rules._explosion may fire at each op: its last log value x10 beyond every top (the band's,
     the own baseline's, at least `base` (_base_min) + log 3), or beyond the absurd bound."""
     last = lv[rows]
@@ -553,17 +579,22 @@ def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.nda
     # the own baseline is the segment's first rollouts at every full op: the rule's, exactly
     ctx = RuleContext(seg, rs, int(ids[rows[full][0]]), resolved=rs)
     still = {sig_id: _still_sure(seg, rs, ids, rows, sig_id, ctx) for sig_id in ("gap", "kl", "grad_norm")}
-    calm = full.copy()          # (and no drift window may pass: Answers.held_rules asks _DriftMay)
+    calm = full.copy()  # (and no drift window may pass: Answers.held_rules asks _DriftMay)
     for sig_id in ("gap", "kl"):
         name = metric_for(seg, BY_ID[sig_id])
         if name is None:
-            continue            # the rule's series is empty: it returns nothing for this signal
+            continue  # the rule's series is empty: it returns nothing for this signal
         v = _vals(seg, name, end)
         b = _bounds(rs, sig_id, ids)
         calm &= ~_boom_may(_log(v), rows, _base_min(v[:BASE_ROWS]), None if b is None else _log(b[1]), None)
-    return (full & (still["gap"] | still["kl"]), calm, full & still["grad_norm"],
-            full & _no_signal_sure(seg, ids, rows, memo), full & _no_signal_warning_sure(seg, ids, rows, memo),
-            full & _off_policy_sure(seg, rows, end))
+    return (
+        full & (still["gap"] | still["kl"]),
+        calm,
+        full & still["grad_norm"],
+        full & _no_signal_sure(seg, ids, rows, memo),
+        full & _no_signal_warning_sure(seg, ids, rows, memo),
+        full & _off_policy_sure(seg, rows, end),
+    )
 
 
 def _off_policy_sure(seg: Segment, rows: np.ndarray, end: int) -> np.ndarray:
@@ -582,7 +613,7 @@ def _off_policy_sure(seg: Segment, rows: np.ndarray, end: int) -> np.ndarray:
     out = np.zeros(len(rows), bool)
     dense = (rows >= 3) & _dense(np.isfinite(cf), rows, 4)
     out[dense] = _surely_above(_last4(cf, rows[dense]), np.float64(0.3)).sum(axis=1) >= 3
-    if seg.framework == "miles":       # K updates: the first update of both last two off fresh weights
+    if seg.framework == "miles":  # K updates: the first update of both last two off fresh weights
         first_cf, first_kl = _first_steps(seg, end)
         hit = _surely_above(first_cf, np.float64(1e-6)) | _surely_above(np.abs(first_kl), np.float64(1e-6))
         hit &= np.isfinite(first_cf)
@@ -620,8 +651,7 @@ def _no_signal_warning_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, mem
     end = len(ids)
     R = _vals(seg, rn, end)
     a, b = R[rows - 1], R[rows]
-    out = ((rows >= 3) & np.isfinite(a) & np.isfinite(b) & ~((a == 0.0) & (b == 0.0))
-           & ~((a == 1.0) & (b == 1.0)))
+    out = (rows >= 3) & np.isfinite(a) & np.isfinite(b) & ~((a == 0.0) & (b == 0.0)) & ~((a == 1.0) & (b == 1.0))
     frac = _zero_std_rows(seg, end, memo)
     out &= _dense(np.isfinite(frac), rows, 4)
     if not out.any():
@@ -663,7 +693,7 @@ def _still_sure(seg: Segment, rs, ids: np.ndarray, rows: np.ndarray, sig_id: str
     return out
 
 
-DRIFT_SIGNALS = ("gap", "kl", "grad_norm")      # the signals whose rules call drift_up on log values
+DRIFT_SIGNALS = ("gap", "kl", "grad_norm")  # the signals whose rules call drift_up on log values
 
 
 class _DriftMay:
@@ -677,14 +707,18 @@ class _DriftMay:
         self.rows = rows
         end = int(rows.max()) + 1
         self.idf = seg.id_array()[:end].astype(float)
-        self.sig: dict[str, tuple] = {}      # a signal without a metric is left out (its rule reads nothing)
+        self.sig: dict[str, tuple] = {}  # a signal without a metric is left out (its rule reads nothing)
         for sig_id in DRIFT_SIGNALS:
             name = metric_for(seg, BY_ID[sig_id])
             if name is not None:
                 lv = _log(_vals(seg, name, end))
-                self.sig[sig_id] = (lv, np.isfinite(lv), _log_mk(memo, name, lv),
-                                    {w: np.ones(len(rows), bool) for w in TREND_WINDOWS},
-                                    np.zeros((len(rows) + self.CHUNK - 1) // self.CHUNK, bool))
+                self.sig[sig_id] = (
+                    lv,
+                    np.isfinite(lv),
+                    _log_mk(memo, name, lv),
+                    {w: np.ones(len(rows), bool) for w in TREND_WINDOWS},
+                    np.zeros((len(rows) + self.CHUNK - 1) // self.CHUNK, bool),
+                )
 
     def windows(self, sig_id: str, k: int) -> frozenset | None:
         """The windows of TREND_WINDOWS whose test may pass at op k (None: no such signal)."""
@@ -726,8 +760,9 @@ class _DriftMay:
         done[chunk] = True
 
 
-def _window_fails(idf: np.ndarray, lv: np.ndarray, ok: np.ndarray, mk: dict, rows: np.ndarray, w: int,
-                  rho: float) -> np.ndarray:
+def _window_fails(
+    idf: np.ndarray, lv: np.ndarray, ok: np.ndarray, mk: dict, rows: np.ndarray, w: int, rho: float
+) -> np.ndarray:
     """Per op: drift_up's test of window w surely fails on the series lv (ok: where its rule's
     series has a point) - see _DriftMay._make."""
     s, ties = mk[w]
@@ -763,7 +798,7 @@ class _DriftAt:
 def _windows(x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
     """x[row-w+1 .. row] for each op row, shape (ops, w)."""
     if len(rows) and int(rows.min()) >= w - 1:
-        return _sw(x, w)[rows - (w - 1)]               # (rows of a strided view: no index matrix)
+        return _sw(x, w)[rows - (w - 1)]  # (rows of a strided view: no index matrix)
     return x[(rows[:, None] - (w - 1)) + np.arange(w)[None, :]]
 
 
@@ -778,9 +813,9 @@ def _mk_rows(x: np.ndarray, windows) -> dict[int, tuple[np.ndarray, np.ndarray]]
     ct = np.zeros((top, n + 1), np.int32)
     for k in range(1, min(top, n)):
         a, b = x[k:], x[:-k]
-        np.cumsum((a > b).astype(np.int32) - (a < b), out=cs[k, k + 1:])
-        np.cumsum(a == b, out=ct[k, k + 1:], dtype=np.int32)
-    lag_s, lag_t = {}, {}                          # lag_s[w][t] = cs[1..w-1, t] summed
+        np.cumsum((a > b).astype(np.int32) - (a < b), out=cs[k, k + 1 :])
+        np.cumsum(a == b, out=ct[k, k + 1 :], dtype=np.int32)
+    lag_s, lag_t = {}, {}  # lag_s[w][t] = cs[1..w-1, t] summed
     acc_s, acc_t = np.zeros(n + 1, np.int64), np.zeros(n + 1, np.int64)
     for k in range(1, top):
         acc_s += cs[k]
@@ -792,14 +827,14 @@ def _mk_rows(x: np.ndarray, windows) -> dict[int, tuple[np.ndarray, np.ndarray]]
         s = np.zeros(n, np.int64)
         t = np.zeros(n, bool)
         if n >= w:
-            m = n - w + 1                              # windows r = w-1 .. n-1
+            m = n - w + 1  # windows r = w-1 .. n-1
             head_s = np.zeros(m, np.int64)
             head_t = np.zeros(m, np.int64)
-            for k in range(1, w):                      # lag k's pairs before the window start
-                head_s += cs[k, k:k + m]
-                head_t += ct[k, k:k + m]
-            s[w - 1:] = lag_s[w][w:] - head_s
-            t[w - 1:] = (lag_t[w][w:] - head_t) > 0
+            for k in range(1, w):  # lag k's pairs before the window start
+                head_s += cs[k, k : k + m]
+                head_t += ct[k, k : k + m]
+            s[w - 1 :] = lag_s[w][w:] - head_s
+            t[w - 1 :] = (lag_t[w][w:] - head_t) > 0
         out[w] = (s, t)
     return out
 
@@ -850,14 +885,14 @@ def _s_needed(w: int, alpha: float) -> int:
     return pairs + 1
 
 
-TS_CHUNK = 2048         # ops a batch: bounded memory (a run that holds length-hacking asks at
-                        # nearly every op; 12,800 ops of 32 took 180 MB in one batch, 8 MB a chunk)
+TS_CHUNK = 2048  # ops a batch: bounded memory (a run that holds length-hacking asks at
+# nearly every op; 12,800 ops of 32 took 180 MB in one batch, 8 MB a chunk)
 
 
 def _ts_rise(s: np.ndarray, x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
     """Theil-Sen rise (median pairwise slope x the id span) of each op's last w points."""
     if len(rows) > TS_CHUNK:
-        return np.concatenate([_ts_rise(s, x, rows[a:a + TS_CHUNK], w) for a in range(0, len(rows), TS_CHUNK)])
+        return np.concatenate([_ts_rise(s, x, rows[a : a + TS_CHUNK], w) for a in range(0, len(rows), TS_CHUNK)])
     ws, wx = _windows(s, rows, w), _windows(x, rows, w)
     slope = _row_median(_pair_slopes(ws, wx))
     return slope * (ws[:, -1] - ws[:, 0])
@@ -885,7 +920,7 @@ def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
     L0, R0 = np.where(np.isfinite(L), L, 0.0), np.where(np.isfinite(R), R, 0.0)
     maybe = np.zeros(len(sel), bool)
     last4 = _med4(_windows(R0, sel, 4))
-    band = np.zeros(len(sel), bool)         # reward below its band in 3 of the last 4
+    band = np.zeros(len(sel), bool)  # reward below its band in 3 of the last 4
     b = _bounds(rs, "reward", ids)
     if b is not None:
         lo = b[0]
@@ -900,12 +935,12 @@ def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
         sr, tr = mk_r[w][0][sel], mk_r[w][1][sel]
         up = tl | (sl >= _s_needed(w, 0.05) - 1)
         down = tr | (-sr >= _s_needed(w, 0.10) - 1)
-        whole = sel >= w - 1                    # (a row before has no window of w)
+        whole = sel >= w - 1  # (a row before has no window of w)
         first4 = np.full(len(sel), np.nan)
         first4[whole] = _med4(_windows(R0, sel[whole] - (w - 4), 4))
         cand = whole & up & (last4 < first4 + EPS)
-        up8 = cand & band if w == 8 else None   # the band path (length up on 8, reward below)
-        cand &= down & ~maybe                   # (a row already maybe needs no other window)
+        up8 = cand & band if w == 8 else None  # the band path (length up on 8, reward below)
+        cand &= down & ~maybe  # (a row already maybe needs no other window)
         # sizes: length's Theil-Sen rise >= 15 % of its median, reward's fall >= 0.03
         k = np.flatnonzero(cand | up8) if up8 is not None else np.flatnonzero(cand)
         if len(k):
@@ -914,7 +949,7 @@ def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
             big = rl >= 0.15 * np.abs(_row_median(wl)) - EPS * np.maximum(1.0, np.abs(rl))
             if up8 is not None:
                 up8[k] &= big
-            kk = k[cand[k] & big]                     # reward's fall: only where length's rise is big
+            kk = k[cand[k] & big]  # reward's fall: only where length's rise is big
             cand[k] = False
             if len(kk):
                 cand[kk] = -_ts_rise(idf, R0, sel[kk], w) >= 0.03 - EPS
@@ -974,7 +1009,7 @@ def _window_head_min(pt: np.ndarray, sel: np.ndarray) -> np.ndarray:
     finite), head = min(8, max(4, length // 4)) as rule_rollout_slowdown takes its start level."""
     lo = np.maximum(sel - (WINDOW - 1), 0)
     head = np.minimum(8, np.maximum(4, (sel - lo + 1) // 4))
-    firsts = _sw(np.concatenate([pt, np.full(7, np.inf)]), 8)[lo]          # pt[lo .. lo+7]
+    firsts = _sw(np.concatenate([pt, np.full(7, np.inf)]), 8)[lo]  # pt[lo .. lo+7]
     return np.where(np.arange(8)[None, :] < head[:, None], firsts, np.inf).min(axis=1)
 
 
@@ -1003,8 +1038,8 @@ def _off_policy_k_vec(seg, rows, cf: np.ndarray, end: int) -> np.ndarray:
     fin = np.isfinite(cf)
     dense = _dense(fin, rows, 4)
     with np.errstate(invalid="ignore"):
-        high = np.concatenate([np.zeros(3, np.int8), (cf > 0.3 - EPS).astype(np.int8)])   # 3 rows before row 0
-    hits = high[rows] + high[rows + 1] + high[rows + 2] + high[rows + 3]     # rows r-3 .. r
+        high = np.concatenate([np.zeros(3, np.int8), (cf > 0.3 - EPS).astype(np.int8)])  # 3 rows before row 0
+    hits = high[rows] + high[rows + 1] + high[rows + 2] + high[rows + 3]  # rows r-3 .. r
     maybe = (rows >= 3) & (hits >= 3)
     if seg.framework == "miles":
         first_cf, first_kl = _first_steps(seg, end)
@@ -1012,7 +1047,7 @@ def _off_policy_k_vec(seg, rows, cf: np.ndarray, end: int) -> np.ndarray:
             bad = np.isfinite(first_cf) & ((first_cf > 1e-6 - EPS) | (np.abs(first_kl) > 1e-6 - EPS))
         maybe |= (rows >= 1) & bad[rows] & bad[np.maximum(rows - 1, 0)]
     out = np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN)
-    return np.where(fin[rows], out, NO).astype(np.int8)       # the rule needs the judged one's value
+    return np.where(fin[rows], out, NO).astype(np.int8)  # the rule needs the judged one's value
 
 
 def _first_steps(seg, end: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1029,6 +1064,7 @@ def _first_steps(seg, end: int) -> tuple[np.ndarray, np.ndarray]:
 def _entropy_vec(seg, rows) -> np.ndarray:
     """3 of the last 4 below 15 % of the largest of the first three (its median is smaller)."""
     from .rules import ENTROPY_SHARE
+
     name = metric_for(seg, ENTROPY)
     if name is None:
         return np.full(len(rows), NO, np.int8)
@@ -1036,7 +1072,7 @@ def _entropy_vec(seg, rows) -> np.ndarray:
     start = _vals(seg, name, min(3, end))
     start = start[np.isfinite(start)]
     if len(start) < 3 or not float(np.max(start)) > 1e-9 - EPS:
-        return np.full(len(rows), NO, np.int8)      # not observed (Miles logs 0.0): never fires
+        return np.full(len(rows), NO, np.int8)  # not observed (Miles logs 0.0): never fires
     v = _vals(seg, name, end)
     fin = np.isfinite(v)
     dense = _dense(fin, rows, 4)
@@ -1053,8 +1089,7 @@ def _zero_std_rows(seg, end: int, memo: dict | None = None, part: str = "total")
     if memo is not None and key in memo:
         return memo[key]
     rows = np.arange(end)
-    got_ids, vals = (signal_at_rows(seg, BY_ID["zero_std"], rows) if part == "total"
-                     else zero_std_parts(seg, rows)[part])
+    got_ids, vals = signal_at_rows(seg, BY_ID["zero_std"], rows) if part == "total" else zero_std_parts(seg, rows)[part]
     out = np.full(end, math.nan)
     if len(got_ids):
         out[_rows_of(seg, got_ids, end)] = vals
@@ -1116,7 +1151,7 @@ def _oor_sure(seg, rs, ids, rows, sig_id: str, memo: dict | None = None) -> np.n
     five-step mean (the last five rows, all finite) outside its finite range by a margin."""
     got = _mean5_band(seg, rs, ids, rows, sig_id, memo)
     if got is None or (sig_id == "clipfrac" and seg.steps_per_rollout > 1):
-        return np.zeros(len(rows), bool)      # (the rule skips clipfrac at K > 1)
+        return np.zeros(len(rows), bool)  # (the rule skips clipfrac at K > 1)
     m, lo, hi, tol, slack, dense, last_missing = got
     with np.errstate(invalid="ignore"):
         outside = (m > hi + tol + slack) | (m < lo - tol - slack)
@@ -1141,7 +1176,7 @@ def _mean5_band(seg, rs, ids, rows, sig_id: str, memo: dict | None):
         return None
     fin = np.isfinite(v)
     dense = _dense(fin, rows, MEAN_WINDOW)
-    last_missing = ~fin[rows]                        # no point at this rollout: the rule skips it
+    last_missing = ~fin[rows]  # no point at this rollout: the rule skips it
     v0 = np.where(fin, v, 0.0)
     m = _sw(np.concatenate([np.zeros(MEAN_WINDOW - 1), v0]), MEAN_WINDOW).mean(axis=1)[rows]
     lo, hi = b[0][rows], b[1][rows]

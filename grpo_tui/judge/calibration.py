@@ -89,7 +89,7 @@ class Envelope:
             hi = np.where(beyond, np.max(hi_t[-HOLD_LAST:]) + extra, hi)
         lo, hi = self.inverse(lo), self.inverse(hi)
         if np.any(beyond) and np.all(np.asarray(self.lo) >= 0):
-            lo = np.maximum(lo, 0.0)   # widening never takes a non-negative metric's band below 0
+            lo = np.maximum(lo, 0.0)  # widening never takes a non-negative metric's band below 0
         if s.ndim == 0:
             return float(lo), float(hi)
         return lo, hi
@@ -155,7 +155,7 @@ def _grid(seeds) -> tuple[np.ndarray, np.ndarray]:
 def _rolling(a: np.ndarray, half: int, fn) -> np.ndarray:
     """Rolling fn over indices t-half..t+half, truncated at the edges (envelope)."""
     n = a.shape[-1]
-    return np.array([fn(a[..., max(0, t - half): t + half + 1]) for t in range(n)])
+    return np.array([fn(a[..., max(0, t - half) : t + half + 1]) for t in range(n)])
 
 
 def _centred_median(a: np.ndarray, half: int) -> np.ndarray:
@@ -168,7 +168,7 @@ def _centred_median(a: np.ndarray, half: int) -> np.ndarray:
     out = np.empty(n)
     for t in range(n):
         h = min(half, t, n - 1 - t)
-        out[t] = np.median(a[t - h: t + h + 1])
+        out[t] = np.median(a[t - h : t + h + 1])
     return out
 
 
@@ -265,8 +265,17 @@ def calibrate(
             return _zero_envelope(_grid(seeds)[0], kind, margin)
         steps = _grid(seeds)[0]
         z = np.zeros(steps.size)
-        env = Envelope(steps, z - margin * abs_floor, z + margin * abs_floor, z.copy(), float(abs_floor),
-                       kind, False, eps=0.0, margin=margin)
+        env = Envelope(
+            steps,
+            z - margin * abs_floor,
+            z + margin * abs_floor,
+            z.copy(),
+            float(abs_floor),
+            kind,
+            False,
+            eps=0.0,
+            margin=margin,
+        )
         return _clip_domain(env, domain)
     if log and not np.any(raw > 0):
         log = False
@@ -304,19 +313,26 @@ def _replay(env: Envelope, steps: np.ndarray, values: np.ndarray) -> dict:
 
 
 def leave_one_out(
-    seed_series, kind: str = "trending", log: bool = False, margin: float = 2.0, *, abs_floor: float = 1e-4,
-    domain=None, zero_band: bool = True,
+    seed_series,
+    kind: str = "trending",
+    log: bool = False,
+    margin: float = 2.0,
+    *,
+    abs_floor: float = 1e-4,
+    domain=None,
+    zero_band: bool = True,
 ) -> dict:
     """Calibrate on S-1 seeds, replay the held-out one (with S = 2, each against the other)."""
     seeds = _clean(seed_series)
     per_seed = []
     if len(seeds) >= 2:
         for i, (steps, values) in enumerate(seeds):
-            others = seeds[:i] + seeds[i + 1:]
+            others = seeds[:i] + seeds[i + 1 :]
             if not any(s.size for s, _ in others):
                 continue
-            env = calibrate(others, kind, margin=margin, abs_floor=abs_floor, log=log, domain=domain,
-                            zero_band=zero_band)
+            env = calibrate(
+                others, kind, margin=margin, abs_floor=abs_floor, log=log, domain=domain, zero_band=zero_band
+            )
             per_seed.append({"held_out": i, **_replay(env, steps, values)})
     return {
         "margin": float(margin),

@@ -26,16 +26,17 @@ from .ranges import RangeSet, defaults
 from .rules import ENTROPY, RULES, Condition, evaluate_metrics, ranges_for
 from .signals import BY_ID, SIGNALS, groups_of, metric_for, signal_series
 
-CLEAR_AFTER = 3                 # rollouts without the condition before an alert clears
-NO_STEPS_AFTER = 600.0          # s after the log starts with no metric line
-ENGINE_DOWN_AFTER = 120.0       # s of uninterrupted engine retries
-RETRY_BURST_GAP = 60.0          # retries closer than this belong to one burst
-STALL_MIN = 600.0               # stalled: at least 10 min ...
-STALL_FACTOR = 5.0              # ... or k x this run's median rollout interval
+CLEAR_AFTER = 3  # rollouts without the condition before an alert clears
+NO_STEPS_AFTER = 600.0  # s after the log starts with no metric line
+ENGINE_DOWN_AFTER = 120.0  # s of uninterrupted engine retries
+RETRY_BURST_GAP = 60.0  # retries closer than this belong to one burst
+STALL_MIN = 600.0  # stalled: at least 10 min ...
+STALL_FACTOR = 5.0  # ... or k x this run's median rollout interval
 CRASH_EVENTS = ("traceback", "ft_fail", "oom", "nccl_timeout", "job_failed", "fatal")
 # the event kinds _on_event acts on (a replay skips the others: they change nothing)
-JUDGED_EVENTS = frozenset(CRASH_EVENTS + ("train_retry", "engine_retry", "max_retries", "health_check_failed",
-                                          "engines_recovered"))
+JUDGED_EVENTS = frozenset(
+    CRASH_EVENTS + ("train_retry", "engine_retry", "max_retries", "health_check_failed", "engines_recovered")
+)
 SEVERITY_ORDER = {"ok": 0, "unknown": 0, "warning": 1, "critical": 2}
 
 
@@ -43,18 +44,18 @@ SEVERITY_ORDER = {"ok": 0, "unknown": 0, "warning": 1, "critical": 2}
 class Alert:
     rule: str
     severity: str
-    rollout: int | None             # where it started
+    rollout: int | None  # where it started
     message: str
     check: str
     meaning: str
     evidence: dict[str, Any]
     signal: str | None = None
-    first_seen: int | None = None   # rollout at which it was raised
-    time: str | None = None         # log time when raised
+    first_seen: int | None = None  # rollout at which it was raised
+    time: str | None = None  # log time when raised
     active: bool = True
     cleared_at: int | None = None
     acknowledged: bool = False
-    seq: int = 0                    # raise order (newest first in views)
+    seq: int = 0  # raise order (newest first in views)
     _misses: int = 0
 
     @property
@@ -62,15 +63,24 @@ class Alert:
         return (self.rule, self.signal if self.rule == "out-of-range" else None)
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "severity": self.severity, "rollout": self.rollout,
-                "signal": self.signal, "message": self.message, "meaning": self.meaning,
-                "first_check": self.check, "raised_at": self.first_seen, "log_time": self.time,
-                "cleared_at": self.cleared_at, "evidence": self.evidence}
+        return {
+            "rule": self.rule,
+            "severity": self.severity,
+            "rollout": self.rollout,
+            "signal": self.signal,
+            "message": self.message,
+            "meaning": self.meaning,
+            "first_check": self.check,
+            "raised_at": self.first_seen,
+            "log_time": self.time,
+            "cleared_at": self.cleared_at,
+            "evidence": self.evidence,
+        }
 
 
 @dataclass(slots=True)
 class AlertChange:
-    kind: str                       # "raised" | "escalated" (now critical) | "cleared"
+    kind: str  # "raised" | "escalated" (now critical) | "cleared"
     alert: Alert
 
 
@@ -82,14 +92,19 @@ class SignalStatus:
     last: float | None
     mean5: float | None
     range: tuple[float, float] | None
-    status: str                     # ok | warning | critical | unknown
+    status: str  # ok | warning | critical | unknown
     unit: str = ""
     tells: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"metric": self.metric, "last": _num(self.last), "mean5": _num(self.mean5),
-                "range": list(self.range) if self.range else None, "status": self.status}
+        return {
+            "metric": self.metric,
+            "last": _num(self.last),
+            "mean5": _num(self.mean5),
+            "range": list(self.range) if self.range else None,
+            "status": self.status,
+        }
 
 
 @dataclass(slots=True)
@@ -104,10 +119,15 @@ class Report:
     counts: dict[str, int] = field(default_factory=dict)
 
     def to_json(self, path: str) -> dict[str, Any]:
-        return {"path": path, "status": self.status, "rollouts": self.rollouts,
-                "last_rollout": self.last_rollout, "steps_per_rollout": self.steps_per_rollout,
-                "signals": {k: v.to_json() for k, v in self.signals.items()},
-                "alerts": [a.to_json() for a in self.alerts]}
+        return {
+            "path": path,
+            "status": self.status,
+            "rollouts": self.rollouts,
+            "last_rollout": self.last_rollout,
+            "steps_per_rollout": self.steps_per_rollout,
+            "signals": {k: v.to_json() for k, v in self.signals.items()},
+            "alerts": [a.to_json() for a in self.alerts],
+        }
 
 
 def _num(x: float | None) -> float | None:
@@ -122,22 +142,22 @@ class HealthEngine:
     def __init__(self, store: MetricStore, ranges: RangeSet | None = None) -> None:
         self.store = store
         self.ranges = ranges or defaults()
-        self.alerts: list[Alert] = []            # every alert of the current segment
+        self.alerts: list[Alert] = []  # every alert of the current segment
         self._open: dict[tuple, Alert] = {}
         self._seq = 0
-        self._evaluated: int | None = None       # last rollout judged
+        self._evaluated: int | None = None  # last rollout judged
         self._segment_index = store.current.index
         self._event_pos = 0
         self._first_ts: float | None = None
         self._last_ts: float | None = None
-        self._retry_burst: tuple[float, float, int] | None = None   # (start, last, count)
+        self._retry_burst: tuple[float, float, int] | None = None  # (start, last, count)
         self._crash: Event | None = None
         self._crash_cause: Event | None = None
         self._crash_rollout: int | None = None
         self._engine_trouble: Condition | None = None
-        self._tape: list | None = None           # deferred: recorded steps (None: judge at once)
+        self._tape: list | None = None  # deferred: recorded steps (None: judge at once)
         self._tape_seg: Segment | None = None
-        self._touch: dict[int, int] = {}         # deferred: rollout id -> last update that wrote it
+        self._touch: dict[int, int] = {}  # deferred: rollout id -> last update that wrote it
         self._stamp = 0
 
     # -- feeding ------------------------------------------------------------------------
@@ -147,14 +167,14 @@ class HealthEngine:
         Deferred (`defer()`): the same steps are recorded, not judged, and `settle()` judges
         them all at once (judge/bulk.py); the changes come out of `settle()`."""
         changes: list[AlertChange] = []
-        seg = self.store.current            # (judging reads the store, never writes it)
+        seg = self.store.current  # (judging reads the store, never writes it)
         new_run = up.new_segment or seg.index != self._segment_index
         if self._tape is not None:
             self._stamp += 1
             stamp = self._stamp
             if new_run:
                 if self._tape_seg is not None:
-                    for r in up.rollouts:     # (rows of the old run this add may have touched)
+                    for r in up.rollouts:  # (rows of the old run this add may have touched)
                         self._touch[r] = stamp
                 changes.extend(self._replay())
                 self._touch = {}
@@ -171,7 +191,7 @@ class HealthEngine:
                 self._tape.append((_EV, ev, seg.last_rollout, self._last_ts))
                 continue
             changes.extend(self._on_event(ev))
-        first, last = self._first_ts, self._last_ts     # _see_time of every record, inline
+        first, last = self._first_ts, self._last_ts  # _see_time of every record, inline
         for rec in up.records:
             ts = rec.ts
             if ts is not None:
@@ -205,7 +225,7 @@ class HealthEngine:
                         self._tape = tape
                 ids = seg.ids if seg.ordered else sorted(seg.ids)
                 start = 0 if self._evaluated is None else bisect.bisect_right(ids, self._evaluated)
-                for r in ids[start:]:          # (not a sort of the whole history per pass)
+                for r in ids[start:]:  # (not a sort of the whole history per pass)
                     changes.extend(self._judge(seg, r))
         return changes
 
@@ -237,6 +257,7 @@ class HealthEngine:
 
     def _replay(self) -> list[AlertChange]:
         from .bulk import replay
+
         tape, seg, touch = self._tape, self._tape_seg, self._touch
         self._tape = []
         if not tape:
@@ -247,9 +268,16 @@ class HealthEngine:
         finally:
             self._first_ts, self._last_ts = live
 
-    def judge_time(self, *, data_age: float | None, run_age: float | None, finished: bool,
-                   log_quiet: float = 0.0, last_line_time: float | None = None,
-                   ended: bool = False) -> list[AlertChange]:
+    def judge_time(
+        self,
+        *,
+        data_age: float | None,
+        run_age: float | None,
+        finished: bool,
+        log_quiet: float = 0.0,
+        last_line_time: float | None = None,
+        ended: bool = False,
+    ) -> list[AlertChange]:
         """Time rules from the data's age (the pipeline reads it from the log and the file).
 
         stalled: no new metric record for max(10 min, 5 x the usual interval), and the run
@@ -262,8 +290,11 @@ class HealthEngine:
         seg = self.store.current
         conds: list[Condition] = []
         if seg.records == 0 and run_age is not None and run_age > NO_STEPS_AFTER:
-            text = ("no metric line in the whole log, which ended without a finish line" if ended
-                    else f"no metric line {run_age / 60:.0f} min after the log started")
+            text = (
+                "no metric line in the whole log, which ended without a finish line"
+                if ended
+                else f"no metric line {run_age / 60:.0f} min after the log started"
+            )
             conds.append(Condition("no-steps", "critical", None, text, {"minutes": round(run_age / 60, 1)}))
         if seg.records and data_age is not None and not finished:
             usual = self.median_interval()
@@ -272,17 +303,28 @@ class HealthEngine:
             if quiet > limit:
                 usual_text = "" if usual is None else f" (usual interval {usual / 60:.1f} min)"
                 if ended:
-                    text = (f"no new rollout in the last {_fmt_minutes(quiet)} of the log{usual_text}; "
-                            f"the log went on without metrics until it ended")
+                    text = (
+                        f"no new rollout in the last {_fmt_minutes(quiet)} of the log{usual_text}; "
+                        f"the log went on without metrics until it ended"
+                    )
                 else:
-                    how = ("the log goes on without metrics" if log_quiet > limit / 2
-                           else "the log is silent")
+                    how = "the log goes on without metrics" if log_quiet > limit / 2 else "the log is silent"
                     text = f"no new rollout for {_fmt_minutes(quiet)}{usual_text}; {how}"
-                conds.append(Condition(
-                    "stalled", "critical", seg.last_rollout, text,
-                    {"quiet_s": round(quiet), "limit_s": round(limit),
-                     "last_metric_time": _fmt_ts(seg.last_record_ts), "last_line_time": _fmt_ts(last_line_time),
-                     "log_goes_on_s": round(log_quiet)}))
+                conds.append(
+                    Condition(
+                        "stalled",
+                        "critical",
+                        seg.last_rollout,
+                        text,
+                        {
+                            "quiet_s": round(quiet),
+                            "limit_s": round(limit),
+                            "last_metric_time": _fmt_ts(seg.last_record_ts),
+                            "last_line_time": _fmt_ts(last_line_time),
+                            "log_goes_on_s": round(log_quiet),
+                        },
+                    )
+                )
         keys = {c.key for c in conds}
         for c in conds:
             if c.key not in self._open:
@@ -293,7 +335,7 @@ class HealthEngine:
                 a.active = False
                 a.cleared_at = seg.last_rollout
                 if ended and key[0] == "stalled":
-                    self.alerts.remove(a)       # withdrawn: the run ended; its log shows no stall
+                    self.alerts.remove(a)  # withdrawn: the run ended; its log shows no stall
                 out.append(AlertChange("cleared", a))
         return out
 
@@ -315,22 +357,26 @@ class HealthEngine:
 
     def _complete_rollouts(self, seg: Segment, latest: int) -> list[int]:
         start = self._evaluated
-        if seg.ordered:     # ids rise with the rows: skip the judged ones by bisection
+        if seg.ordered:  # ids rise with the rows: skip the judged ones by bisection
             ids = seg.ids
             lo = max(0, len(ids) - 64)
-            todo = ids[lo:] if start is None else ids[bisect.bisect_right(ids, start, lo):]
+            todo = ids[lo:] if start is None else ids[bisect.bisect_right(ids, start, lo) :]
         else:
             todo = [r for r in sorted(seg.ids)[-64:] if start is None or r > start]
         done = []
         for r in todo:
-            if r < latest:      # a later one has begun
+            if r < latest:  # a later one has begun
                 done.append(r)
                 continue
             row = seg.row_of[r]
             kinds = seg.kinds.get(row, set())
-            complete = ("perf" in kinds and "step" in kinds and "rollout" in kinds
-                        and seg.steps_of_rollout.get(r, 0) >= seg.steps_per_rollout
-                        and _has_train_perf(seg, row))
+            complete = (
+                "perf" in kinds
+                and "step" in kinds
+                and "rollout" in kinds
+                and seg.steps_of_rollout.get(r, 0) >= seg.steps_per_rollout
+                and _has_train_perf(seg, row)
+            )
             if complete:
                 done.append(r)
             else:
@@ -369,10 +415,19 @@ class HealthEngine:
         if cause is not None:
             exc = f"{exc} -> {cause.data.get('exception') or cause.text}"
         where = ev.time or "line " + str(ev.line_no)
-        return Condition("crashed", "critical", self._crash_rollout,
-                         f"{self.crash_headline} ({_event_label(ev)} at {where})",
-                         {"line": ev.line_no, "time": ev.time, "event": ev.kind, "text": exc[:400],
-                          "lines": (ev.lines or (cause.lines if cause is not None else []))[:12]})
+        return Condition(
+            "crashed",
+            "critical",
+            self._crash_rollout,
+            f"{self.crash_headline} ({_event_label(ev)} at {where})",
+            {
+                "line": ev.line_no,
+                "time": ev.time,
+                "event": ev.kind,
+                "text": exc[:400],
+                "lines": (ev.lines or (cause.lines if cause is not None else []))[:12],
+            },
+        )
 
     @property
     def crash_headline(self) -> str | None:
@@ -400,7 +455,7 @@ class HealthEngine:
             if self._crash is None:
                 self._crash, self._crash_rollout, self._crash_cause = ev, r, None
             elif self._crash_cause is None and ev.kind in ("traceback", "oom") and ev is not self._crash:
-                self._crash_cause = ev   # the traceback that follows an ok=false line names the cause
+                self._crash_cause = ev  # the traceback that follows an ok=false line names the cause
             changes += self._apply_now([self._crash_condition()], r)
         elif ev.kind == "engine_retry":
             ts = ev.ts if ev.ts is not None else self._last_ts
@@ -413,26 +468,40 @@ class HealthEngine:
                 b = self._retry_burst
                 if b[1] - b[0] > ENGINE_DOWN_AFTER:
                     self._engine_trouble = Condition(
-                        "engine-down", "critical", r,
+                        "engine-down",
+                        "critical",
+                        r,
                         f"engine requests failing for {(b[1] - b[0]) / 60:.1f} min ({b[2]} retries, "
                         f"{ev.data.get('status', '?')})",
-                        {"since": _fmt_ts(b[0]), "last": _fmt_ts(b[1]), "retries": b[2],
-                         "status": ev.data.get("status"), "url": ev.data.get("url")})
+                        {
+                            "since": _fmt_ts(b[0]),
+                            "last": _fmt_ts(b[1]),
+                            "retries": b[2],
+                            "status": ev.data.get("status"),
+                            "url": ev.data.get("url"),
+                        },
+                    )
                     changes += self._apply_now([self._engine_trouble], r)
         elif ev.kind == "max_retries":
             evidence = {"line": ev.line_no, "time": ev.time}
             b = self._retry_burst
             if b is not None:
-                evidence.update(since=_fmt_ts(b[0]), last=_fmt_ts(b[1]), retries=b[2],
-                                minutes=round((b[1] - b[0]) / 60, 1))
-            self._engine_trouble = Condition("engine-down", "critical", r,
-                                             "engine request retries exhausted: " + ev.text[:120], evidence)
+                evidence.update(
+                    since=_fmt_ts(b[0]), last=_fmt_ts(b[1]), retries=b[2], minutes=round((b[1] - b[0]) / 60, 1)
+                )
+            self._engine_trouble = Condition(
+                "engine-down", "critical", r, "engine request retries exhausted: " + ev.text[:120], evidence
+            )
             changes += self._apply_now([self._engine_trouble], r)
         elif ev.kind in ("health_check_failed", "engines_recovered"):
             if self._engine_trouble is None or self._engine_trouble.severity != "critical":
-                self._engine_trouble = Condition("engine-down", "warning", r,
-                                                 f"{ev.kind.replace('_', ' ')}: {ev.text[:120]}",
-                                                 {"line": ev.line_no, "time": ev.time})
+                self._engine_trouble = Condition(
+                    "engine-down",
+                    "warning",
+                    r,
+                    f"{ev.kind.replace('_', ' ')}: {ev.text[:120]}",
+                    {"line": ev.line_no, "time": ev.time},
+                )
                 changes += self._apply_now([self._engine_trouble], r)
         return changes
 
@@ -473,9 +542,19 @@ class HealthEngine:
     def _raise(self, c: Condition, r: int | None) -> Alert:
         info = RULES[c.rule]
         self._seq += 1
-        a = Alert(c.rule, c.severity, c.start if c.start is not None else r, c.message, info.check,
-                  info.meaning, c.evidence, signal=c.signal, first_seen=r, seq=self._seq,
-                  time=_fmt_ts(self._last_ts))
+        a = Alert(
+            c.rule,
+            c.severity,
+            c.start if c.start is not None else r,
+            c.message,
+            info.check,
+            info.meaning,
+            c.evidence,
+            signal=c.signal,
+            first_seen=r,
+            seq=self._seq,
+            time=_fmt_ts(self._last_ts),
+        )
         self.alerts.append(a)
         self._open[c.key] = a
         return a
@@ -499,7 +578,7 @@ class HealthEngine:
         n = len(seg.ids)
         if n < 3:
             return None
-        ts = seg.first_ts.data[max(0, n - 21):n]
+        ts = seg.first_ts.data[max(0, n - 21) : n]
         ts = ts[~np.isnan(ts)]
         if len(ts) < 3:
             return None
@@ -528,15 +607,18 @@ class HealthEngine:
             return bisect.bisect_right(seg.ids, self._evaluated)
         return sum(1 for r in seg.ids if r <= self._evaluated)
 
-    def judge_at(self, sig_id: str, r: int, mean5: float | None, value: float | None,
-                 open_only: bool = False) -> tuple[tuple[float, float] | None, str]:
+    def judge_at(
+        self, sig_id: str, r: int, mean5: float | None, value: float | None, open_only: bool = False
+    ) -> tuple[tuple[float, float] | None, str]:
         """(range, status) of a signal at rollout r: its five-step mean against the band for
         that rollout, a non-finite value, and the alerts naming it that were open at r.
 
         ok only where a range judged it; without one (rollout time, verl/TRL signals) it is
         unknown (shown `? n/a`) unless an alert names it."""
         seg = self.store.current
-        rng = ranges_for(seg, self.ranges).bounds(sig_id, r) if self.range_applies(sig_id) else None   # no defaults where they don't fit
+        rng = (
+            ranges_for(seg, self.ranges).bounds(sig_id, r) if self.range_applies(sig_id) else None
+        )  # no defaults where they don't fit
         status = "unknown"
         if rng is not None and mean5 is not None:
             tol = 1e-6 * (rng[0] == rng[1])
@@ -547,8 +629,9 @@ class HealthEngine:
         for a in alerts:
             if a.signal != sig_id and sig_id not in RULES[a.rule].signals:
                 continue
-            if not open_only and not (a.rollout is not None and a.rollout <= r
-                                      and (a.cleared_at is None or r < a.cleared_at)):
+            if not open_only and not (
+                a.rollout is not None and a.rollout <= r and (a.cleared_at is None or r < a.cleared_at)
+            ):
                 continue
             if SEVERITY_ORDER[a.severity] > SEVERITY_ORDER[status]:
                 status = a.severity
@@ -570,16 +653,23 @@ class HealthEngine:
         r = int(ids[-1])
         last = float(vals[-1])
         fin = vals[np.isfinite(vals)]
-        mean5 = float(np.mean(vals[-5:])) if np.all(np.isfinite(vals[-5:])) else (
-            float(np.mean(fin[-5:])) if len(fin) else None)
+        mean5 = (
+            float(np.mean(vals[-5:]))
+            if np.all(np.isfinite(vals[-5:]))
+            else (float(np.mean(fin[-5:])) if len(fin) else None)
+        )
         rng, status = self.judge_at(sig_id, r, mean5, last, open_only=True)
         extra = {}
         if sig_id == "zero_std":
             g = groups_of(seg)
             _, wrong = signal_series(seg, sig, last=1, part="wrong")
             _, right = signal_series(seg, sig, last=1, part="right")
-            extra = {"groups": g, "all_wrong": float(wrong[-1]) if len(wrong) else None,
-                     "all_right": float(right[-1]) if len(right) else None, "fraction": g is not None}
+            extra = {
+                "groups": g,
+                "all_wrong": float(wrong[-1]) if len(wrong) else None,
+                "all_right": float(right[-1]) if len(right) else None,
+                "fraction": g is not None,
+            }
         return SignalStatus(sig_id, sig.label, metric, last, mean5, rng, status, sig.unit, sig.tells, extra)
 
     def report(self) -> Report:
@@ -593,8 +683,9 @@ class HealthEngine:
         else:
             status = "ok"
         ids = seg.ids
-        return Report(status, len(ids), seg.last_rollout, seg.steps_per_rollout, sigs, alerts,
-                      segments=len(self.store.segments))
+        return Report(
+            status, len(ids), seg.last_rollout, seg.steps_per_rollout, sigs, alerts, segments=len(self.store.segments)
+        )
 
     @property
     def open_alerts(self) -> list[Alert]:
@@ -615,13 +706,12 @@ def _shape(seg: Segment) -> tuple:
     if memo is not None and memo[0] == names:
         metrics = memo[1]
     else:
-        metrics = tuple(metric_for(seg, s) for s in (*SIGNALS, ENTROPY)) + (
-            "rollout/response_len/max" in seg.columns,)
+        metrics = tuple(metric_for(seg, s) for s in (*SIGNALS, ENTROPY)) + ("rollout/response_len/max" in seg.columns,)
         seg._shape_memo = (names, metrics)
     shape = (metrics, seg.framework, len(seg.flags), seg.steps_per_rollout, groups_of(seg), seg.ordered)
     last = getattr(seg, "_shape_last", None)
     if last == shape:
-        return last     # one object for a run's many equal shapes (the tape keeps one per rollout)
+        return last  # one object for a run's many equal shapes (the tape keeps one per rollout)
     seg._shape_last = shape
     return shape
 
@@ -632,9 +722,15 @@ def _has_train_perf(seg: Segment, row: int) -> bool:
 
 
 def _event_label(ev: Event) -> str:
-    return {"traceback": "traceback", "ft_fail": "process failed (ok=false / phase=fail)",
-            "oom": "out of memory", "nccl_timeout": "NCCL watchdog timeout", "job_failed": "Ray job failed",
-            "fatal": "fatal error", "train_retry": "training retried after a failure"}.get(ev.kind, ev.kind)
+    return {
+        "traceback": "traceback",
+        "ft_fail": "process failed (ok=false / phase=fail)",
+        "oom": "out of memory",
+        "nccl_timeout": "NCCL watchdog timeout",
+        "job_failed": "Ray job failed",
+        "fatal": "fatal error",
+        "train_retry": "training retried after a failure",
+    }.get(ev.kind, ev.kind)
 
 
 def _fmt_ts(ts: float | None) -> str | None:
@@ -643,10 +739,16 @@ def _fmt_ts(ts: float | None) -> str | None:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
 
 
-_CAUSES = (("cuda out of memory", "CUDA out of memory"), ("outofmemoryerror", "CUDA out of memory"),
-           ("watchdog caught collective operation timeout", "NCCL timeout"), ("nccl timeout", "NCCL timeout"),
-           ("nccl error", "NCCL error"), ("illegal memory access", "CUDA illegal memory access"),
-           ("device-side assert", "CUDA device-side assert"), ("max retries", "engine requests exhausted"))
+_CAUSES = (
+    ("cuda out of memory", "CUDA out of memory"),
+    ("outofmemoryerror", "CUDA out of memory"),
+    ("watchdog caught collective operation timeout", "NCCL timeout"),
+    ("nccl timeout", "NCCL timeout"),
+    ("nccl error", "NCCL error"),
+    ("illegal memory access", "CUDA illegal memory access"),
+    ("device-side assert", "CUDA device-side assert"),
+    ("max retries", "engine requests exhausted"),
+)
 _PREFIX = re.compile(r"^(?:\d+[:-]|>\s*|\s+)+|\x1b\[[0-9;]*m|\([A-Za-z_]\w* pid=\d+[^)]*\)\s*")
 
 

@@ -119,7 +119,7 @@ def _log_ids(win: Window, sig_id: str) -> np.ndarray:
     v = win.values(sig_id)
     with np.errstate(invalid="ignore"):
         ok = np.isfinite(v) & (v > 0)
-    return win.seg._idcol.data[win.lo:win.end][ok].astype(np.int64)
+    return win.seg._idcol.data[win.lo : win.end][ok].astype(np.int64)
 
 
 def _drift_or_boom(ctx, win: Window, sig_id: str, rho: float, *, jump: bool, absurd: float | None) -> bool:
@@ -132,7 +132,7 @@ def _drift_or_boom(ctx, win: Window, sig_id: str, rho: float, *, jump: bool, abs
         return False
     v = win.values(sig_id)
     if not (v[-1] > 0):
-        return False                     # the newest positive point is not upto's: nothing fires
+        return False  # the newest positive point is not upto's: nothing fires
     last = float(lv[-1])
     if absurd is not None and last > math.log(absurd) - EPS:
         return True
@@ -140,7 +140,7 @@ def _drift_or_boom(ctx, win: Window, sig_id: str, rho: float, *, jump: bool, abs
     ids = _log_ids(win, sig_id)
     hi = _log_hi(ctx, sig_id, ids) if len(ids) == len(lv) else None
     if len(ids) != len(lv):
-        return True                      # (a log of a positive finite value that is not finite)
+        return True  # (a log of a positive finite value that is not finite)
     # explosion: x10 beyond the largest top, which is at least each top's lower bound
     tops = []
     if hi is not None and math.isfinite(float(hi[-1])):
@@ -160,8 +160,10 @@ def _drift_or_boom(ctx, win: Window, sig_id: str, rho: float, *, jump: bool, abs
         if _count_above(lv, edge[-4:] - EPS) >= 3:
             return True
     if jump and len(lv) >= 5:
-        if float(np.max(np.diff(lv))) >= LOG_1_5 - EPS and \
-                _count_above(lv, float(np.min(lv[:-3])) + LOG_1_5 - EPS) >= 3:
+        if (
+            float(np.max(np.diff(lv))) >= LOG_1_5 - EPS
+            and _count_above(lv, float(np.min(lv[:-3])) + LOG_1_5 - EPS) >= 3
+        ):
             return True
     return False
 
@@ -170,6 +172,7 @@ def gate_gap(ctx, win: Window) -> bool:
     if "gap-rising" in ctx.open_rules or "gap-jump" in ctx.open_rules:
         return True
     from .rules import RHO
+
     return any(_drift_or_boom(ctx, win, s, RHO[s], jump=True, absurd=None) for s in ("gap", "kl"))
 
 
@@ -177,6 +180,7 @@ def gate_grad_norm(ctx, win: Window) -> bool:
     if "grad-norm-rising" in ctx.open_rules:
         return True
     from .rules import ABSURD, RHO
+
     return _drift_or_boom(ctx, win, "grad_norm", RHO["grad_norm"], jump=False, absurd=ABSURD.get("grad_norm"))
 
 
@@ -184,9 +188,9 @@ def _mk_signs(v: np.ndarray, windows) -> dict[int, int]:
     """Mann-Kendall S of the last w values for each window w (one sign matrix)."""
     n = len(v)
     m = min(n, max(windows))
-    t = v[n - m:]
+    t = v[n - m :]
     sg = np.triu(np.sign(t[None, :] - t[:, None]), 1)
-    return {w: int(sg[m - w:, m - w:].sum()) for w in windows if w <= n}
+    return {w: int(sg[m - w :, m - w :].sum()) for w in windows if w <= n}
 
 
 def gate_length_hacking(ctx, win: Window) -> bool:
@@ -195,6 +199,7 @@ def gate_length_hacking(ctx, win: Window) -> bool:
     if "length-hacking" in ctx.open_rules:
         return True
     from .rules import HACK_MIN
+
     if not win.last_finite("length"):
         return False
     L, R = win.values("length"), win.values("reward")
@@ -210,10 +215,10 @@ def gate_length_hacking(ctx, win: Window) -> bool:
     if any(sl[w] > 0 and sr[w] < 0 for w in sl):
         return True
     if sl.get(8, 0) > 0:
-        ids = win.seg._idcol.data[win.lo:win.end][both].astype(np.int64)
+        ids = win.seg._idcol.data[win.lo : win.end][both].astype(np.int64)
         b = ctx.ranges.bounds_many("reward", ids[-4:])
         if b is not None and np.all(np.isfinite(b[0])):
-            return True                  # (the band test is cheap enough to leave to the rule)
+            return True  # (the band test is cheap enough to leave to the rule)
     return False
 
 
@@ -223,7 +228,7 @@ def gate_rollout_slowdown(ctx, win: Window) -> bool:
     seg = win.seg
     tname = metric_for(seg, BY_ID["rollout_time"])
     if tname != "perf/rollout_time":
-        return tname is not None         # (another timer: leave it to the rule)
+        return tname is not None  # (another timer: leave it to the rule)
     if not win.last_finite("rollout_time"):
         return False
     norm = "rollout/response_len/max" if "rollout/response_len/max" in seg.columns else metric_for(seg, BY_ID["length"])
@@ -251,6 +256,7 @@ def gate_rollout_slowdown(ctx, win: Window) -> bool:
     if len(b_tok) >= 3:
         low = min(low, float(np.min(b_tok)))
     from .rules import RHO
+
     return float(np.mean(per_tok[-4:])) > low + RHO["rollout_time"] - EPS
 
 
@@ -294,6 +300,7 @@ def gate_no_signal(ctx, win: Window) -> bool:
 
 def gate_entropy(ctx, win: Window) -> bool:
     from .rules import ENTROPY, ENTROPY_SHARE
+
     name = metric_for(win.seg, ENTROPY)
     if name is None:
         return False
@@ -306,7 +313,7 @@ def gate_entropy(ctx, win: Window) -> bool:
     start = win.raw(name, 0, min(3, win.end))
     start = start[np.isfinite(start)]
     if len(start) < 3 or not float(np.max(start)) > 1e-9 - EPS:
-        return False                     # its median is not above 1e-9: entropy not observed
+        return False  # its median is not above 1e-9: entropy not observed
     with np.errstate(invalid="ignore"):
         return int(np.sum(v[-4:] < ENTROPY_SHARE * float(np.max(start)) + EPS)) >= 3
 
@@ -314,10 +321,11 @@ def gate_entropy(ctx, win: Window) -> bool:
 def oor_signals(ctx, win: Window) -> frozenset[str]:
     """The signals out-of-range must look at: a range and a five-step mean near or outside it."""
     from .rules import MEAN_WINDOW
+
     need = set()
     for sig_id in BY_ID:
         if sig_id == "zero_std":
-            need.add(sig_id)             # a share of groups from several keys: left to the rule
+            need.add(sig_id)  # a share of groups from several keys: left to the rule
             continue
         if not win.last_finite(sig_id):
             continue
@@ -333,8 +341,14 @@ def oor_signals(ctx, win: Window) -> frozenset[str]:
     return frozenset(need)
 
 
-GATES = {"rule_gap": gate_gap, "rule_grad_norm": gate_grad_norm, "rule_length_hacking": gate_length_hacking,
-         "rule_rollout_slowdown": gate_rollout_slowdown, "rule_off_policy": gate_off_policy,
-         "rule_no_signal": gate_no_signal, "rule_entropy_collapse": gate_entropy}
+GATES = {
+    "rule_gap": gate_gap,
+    "rule_grad_norm": gate_grad_norm,
+    "rule_length_hacking": gate_length_hacking,
+    "rule_rollout_slowdown": gate_rollout_slowdown,
+    "rule_off_policy": gate_off_policy,
+    "rule_no_signal": gate_no_signal,
+    "rule_entropy_collapse": gate_entropy,
+}
 
 __all__ = ["Window", "GATES", "oor_signals", "first_rows"]

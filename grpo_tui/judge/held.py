@@ -41,8 +41,8 @@ from .rules import (
 from .signals import BY_ID
 
 TOL = 1e-9
-CHUNK = 1024                    # rows per vectorised batch
-TAIL = 3                        # rows after a gate's maybe in the first batch (CLEAR_AFTER misses)
+CHUNK = 1024  # rows per vectorised batch
+TAIL = 3  # rows after a gate's maybe in the first batch (CLEAR_AFTER misses)
 
 
 class Tri:
@@ -123,7 +123,7 @@ def ts_slope(s: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 LAG_MIN_CELLS = 1 << 18  # fewer pairs in a batch, or windows shorter than LAG_MIN_N: two gathers
-LAG_MIN_N = 32           # cost less than a slice per lag (measured: 1057 rows of 24 or 200 of 40)
+LAG_MIN_N = 32  # cost less than a slice per lag (measured: 1057 rows of 24 or 200 of 40)
 
 
 def pair_slopes(s: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -140,9 +140,9 @@ def pair_slopes(s: np.ndarray, v: np.ndarray) -> np.ndarray:
     out = np.empty((rows, len(i)))
     at = 0
     for lag in range(1, n):
-        part = out[:, at:at + n - lag]
+        part = out[:, at : at + n - lag]
         np.subtract(v[:, lag:], v[:, :-lag], out=part)
-        if steady:                          # consecutive steps: every gap of this lag is the lag
+        if steady:  # consecutive steps: every gap of this lag is the lag
             np.divide(part, float(lag), out=part)
         else:
             np.divide(part, s[:, lag:] - s[:, :-lag], out=part)
@@ -154,19 +154,24 @@ def pair_gaps(s: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """s[:, j] - s[:, i]; one shared row when every row's steps are consecutive integers (the
     usual run: the same numbers, without a matrix of them)."""
     if consecutive(s):
-        return (j - i).astype(float)[None, :]      # increasing integers n-1 apart: consecutive
+        return (j - i).astype(float)[None, :]  # increasing integers n-1 apart: consecutive
     return s[:, j] - s[:, i]
 
 
 def consecutive(s: np.ndarray) -> bool:
     """Every row's steps are consecutive integers (a gap of k steps is k)."""
     n = s.shape[1]
-    return bool(len(s) and n > 1 and bool(((s[:, -1] - s[:, 0]) == n - 1).all()) and _whole(s)
-                and bool((s[:, 1:] > s[:, :-1]).all()))
+    return bool(
+        len(s)
+        and n > 1
+        and bool(((s[:, -1] - s[:, 0]) == n - 1).all())
+        and _whole(s)
+        and bool((s[:, 1:] > s[:, :-1]).all())
+    )
 
 
 def _whole(a: np.ndarray) -> bool:
-    return bool((np.abs(a) < 2.0 ** 52).all() and (a == np.floor(a)).all())
+    return bool((np.abs(a) < 2.0**52).all() and (a == np.floor(a)).all())
 
 
 def ts_rise(s: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -204,7 +209,7 @@ def mk_p_from_s(s: np.ndarray, ties: np.ndarray, windows, n: int) -> np.ndarray:
     if len(tied):
         srt = np.sort(windows(tied), axis=1)
         tsum = _tie_sums(srt[:, 1:] == srt[:, :-1])
-        span = 2 * (n * (n - 1) // 2) + 1                  # one integer key per (S, tie sum)
+        span = 2 * (n * (n - 1) // 2) + 1  # one integer key per (S, tie sum)
         keys, inv = stats.unique_inverse(tsum * span + (s[tied] + n * (n - 1) // 2))
         vals = np.array([_p_normal(n, int(key % span) - n * (n - 1) // 2, int(key // span)) for key in keys.tolist()])
         p[tied] = vals[np.ravel(inv)]
@@ -248,7 +253,7 @@ def _p_normal(n: int, s: int, tsum: int) -> float:
 def _tie_sums(eq: np.ndarray) -> np.ndarray:
     """sum of t(t-1)(2t+5) over each row's tie groups (eq: sorted neighbours equal), as ints."""
     rows, m = eq.shape
-    start = np.concatenate([np.ones((rows, 1), bool), ~eq], axis=1)      # a group starts here
+    start = np.concatenate([np.ones((rows, 1), bool), ~eq], axis=1)  # a group starts here
     group = np.cumsum(start, axis=1) - 1 + (np.arange(rows) * (m + 1))[:, None]
     t = np.bincount(group.ravel(), minlength=rows * (m + 1)).reshape(rows, m + 1).astype(np.int64)
     return (t * (t - 1) * (2 * t + 5)).sum(axis=1)
@@ -274,17 +279,17 @@ class Inputs:
 
     def __init__(self, cols: dict, rows: np.ndarray, cut: bool) -> None:
         self.cols, self.rows, self.cut = cols, rows, cut
-        self.pos = np.arange(len(rows))                 # positions in the batch
+        self.pos = np.arange(len(rows))  # positions in the batch
         self.store = {name: np.full(len(rows), np.nan) for name in self._NOISE}
         self.have = {name: np.zeros(len(rows), bool) for name in self._NOISE}
-        self.seen: dict = {}                            # (n, window): may pass, per position
-        self.memo: dict = {}                            # key: (values, computed) per position
+        self.seen: dict = {}  # (n, window): may pass, per position
+        self.memo: dict = {}  # key: (values, computed) per position
 
     def note(self, key: tuple, maybe: np.ndarray) -> None:
         """Record that window test `key` may pass (False: surely fails) at these positions."""
         got = self.seen.get(key)
         if got is None:
-            got = self.seen[key] = np.ones(len(self.store["rs_rew"]), bool)     # (not run: maybe)
+            got = self.seen[key] = np.ones(len(self.store["rs_rew"]), bool)  # (not run: maybe)
         got[self.pos] = maybe
 
     def win(self, name: str, a: int, b: int) -> np.ndarray:
@@ -296,8 +301,7 @@ class Inputs:
         s, ties = self.cols["mk"][name][b - a]
         end = self.rows - (WINDOW - b)
         got = s[end]
-        return mk_p_from_s(-got if down else got, ties[end],
-                           lambda idx: self.take(idx).win(name, a, b), b - a)
+        return mk_p_from_s(-got if down else got, ties[end], lambda idx: self.take(idx).win(name, a, b), b - a)
 
     def value(self, key: tuple, compute) -> np.ndarray:
         """compute(rows) for these rows, each row computed once per batch (shared by `take`)."""
@@ -327,8 +331,10 @@ class Inputs:
         if name == "rs_rew":
             return resid_sigma(s, self.win("R", 0, WINDOW))
         if name == "n_rew":
-            return np.maximum(np.maximum(FLOOR["reward"], _finite_or_low(self.rs_rew)),
-                              _finite_or_low(diff_sigma(self.win("R", 0, WINDOW))))
+            return np.maximum(
+                np.maximum(FLOOR["reward"], _finite_or_low(self.rs_rew)),
+                _finite_or_low(diff_sigma(self.win("R", 0, WINDOW))),
+            )
         if name == "n_len":
             L = self.win("L", 0, WINDOW)
             return noise(s, L, FLOOR["length"] * np.abs(median(L)))
@@ -386,12 +392,20 @@ def _trend_tests(n: int, cut: bool) -> list:
     tests = []
     if cut:
         for w in (8, 12):
-            tests.append(_noted((n, "cut", w), lambda x, w=w: _all(
-                x, (lambda y: _cut_mk(y, n - w, n), lambda y: _cut_sizes(y, n - w, n)))))
+            tests.append(
+                _noted(
+                    (n, "cut", w),
+                    lambda x, w=w: _all(x, (lambda y: _cut_mk(y, n - w, n), lambda y: _cut_sizes(y, n - w, n))),
+                )
+            )
     for w in (8, 12, 16, 24, 32):
         if w <= n:
-            tests.append(_noted((n, "joint", w), lambda x, w=w: _all(
-                x, (lambda y: _joint_mk(y, n - w, n), lambda y: _joint_sizes(y, n - w, n)))))
+            tests.append(
+                _noted(
+                    (n, "joint", w),
+                    lambda x, w=w: _all(x, (lambda y: _joint_mk(y, n - w, n), lambda y: _joint_sizes(y, n - w, n))),
+                )
+            )
     return tests
 
 
@@ -400,6 +414,7 @@ def _noted(key: tuple, test):
         got = test(x)
         x.note(key, got.maybe)
         return got
+
     return run
 
 
@@ -452,10 +467,16 @@ def _joint_sizes(x: Inputs, a: int, n: int) -> Tri:
 
     def s_len(y: Inputs) -> np.ndarray:
         return np.maximum(resid_sigma(y.win("s", a, n), y.win("L", a, n)), y.n_len)
-    return _all(x, (lambda y: ge(r_fall(y), 0.03),
-                    lambda y: ge(l_rise(y), med(y)),
-                    lambda y: ge(r_fall(y), np.maximum(0.03, K_FALL * y.n_rew * scale)),
-                    lambda y: ge(l_rise(y), np.maximum(med(y), K_RISE * s_len(y) * scale))))
+
+    return _all(
+        x,
+        (
+            lambda y: ge(r_fall(y), 0.03),
+            lambda y: ge(l_rise(y), med(y)),
+            lambda y: ge(r_fall(y), np.maximum(0.03, K_FALL * y.n_rew * scale)),
+            lambda y: ge(l_rise(y), np.maximum(med(y), K_RISE * s_len(y) * scale)),
+        ),
+    )
 
 
 def _band_tests(n: int) -> list:
@@ -513,7 +534,7 @@ def presence(x: Inputs) -> tuple[np.ndarray, np.ndarray]:
     holds), and while it is not (the sign confirmed)."""
     confirmed = _all(x, (_hit(WINDOW, x.cut), _hit(WINDOW - 1, x.cut)))
     got = Tri(confirmed.sure.copy(), confirmed.maybe.copy())
-    live = np.flatnonzero(~confirmed.sure)          # (where the sign is surely confirmed, it holds)
+    live = np.flatnonzero(~confirmed.sure)  # (where the sign is surely confirmed, it holds)
     if len(live):
         held = _holds(x.take(live))
         got.sure[live] |= held.sure
@@ -538,15 +559,15 @@ class HackingHeld:
 
     def __init__(self, seg, ranges, rows: np.ndarray, may_raise: np.ndarray, mk: dict | None = None) -> None:
         self.seg, self.ranges, self.rows = seg, ranges, rows
-        self.mk = {} if mk is None else mk             # Mann-Kendall S of the gates (bulk._mk_memo)
-        self.may_raise = may_raise                      # ops where the rule may fire (gate)
-        self.ans = np.full(len(rows), -2, np.int8)     # -2: not computed yet
+        self.mk = {} if mk is None else mk  # Mann-Kendall S of the gates (bulk._mk_memo)
+        self.may_raise = may_raise  # ops where the rule may fire (gate)
+        self.ans = np.full(len(rows), -2, np.int8)  # -2: not computed yet
         self.conf = np.full(len(rows), -1, np.int8)
-        self.bits_now = np.full(len(rows), ALL_WINDOWS, np.int16)      # windows that may pass
+        self.bits_now = np.full(len(rows), ALL_WINDOWS, np.int16)  # windows that may pass
         self.bits_back = np.full(len(rows), ALL_WINDOWS, np.int16)
         self._batch = 32
         self._last = -2
-        self._batch_end = -1                            # where the last batch of _ensure ended
+        self._batch_end = -1  # where the last batch of _ensure ended
         self._cols: dict | None = None
         self._first = True
 
@@ -569,13 +590,13 @@ class HackingHeld:
         if not len(ks):
             return self.ans[ks]
         if self._first:
-            self._ensure(int(ks[0]))        # the first batch, as at the first question
+            self._ensure(int(ks[0]))  # the first batch, as at the first question
         got = self.ans[ks]
         off = np.flatnonzero(got != 1)
         if len(off) and got[off[0]] == -2:
             k = int(ks[off[0]])
             if k == self._batch_end:
-                self._last = k - 1          # (goes on from the last batch: it doubles)
+                self._last = k - 1  # (goes on from the last batch: it doubles)
             self._ensure(k)
             got = self.ans[ks]
         return got
@@ -589,17 +610,17 @@ class HackingHeld:
         if not len(ks):
             return
         if self._first:
-            self._ensure(int(ks[0]))        # the first batch, as op by op asks for it
-        self._compute(ks)                   # (only those not computed yet)
+            self._ensure(int(ks[0]))  # the first batch, as op by op asks for it
+        self._compute(ks)  # (only those not computed yet)
 
     def _ensure(self, k: int) -> None:
         if self.ans[k] == -2:
             if self._first:
                 self._first = False
                 after = np.flatnonzero(self.may_raise)[:, None] + np.arange(0, TAIL + 1)[None, :]
-                want = np.zeros(len(self.rows) + TAIL + 1, bool)      # (np.union1d: np.unique)
+                want = np.zeros(len(self.rows) + TAIL + 1, bool)  # (np.union1d: np.unique)
                 want[after.ravel()] = True
-                want[k:k + TAIL + 1] = True
+                want[k : k + TAIL + 1] = True
                 ks = np.flatnonzero(want)
                 self._compute(ks[ks < len(self.rows)])
             if self.ans[k] == -2:
@@ -636,13 +657,13 @@ class HackingHeld:
             with np.errstate(all="ignore"):
                 for cut in (False, True):
                     sel = np.flatnonzero((rows >= WINDOW - 1) & cols["ok"][rows] & (cols["cut"][rows] == cut))
-                    for a in range(0, len(sel), CHUNK):      # (bounded memory: 780 pairs a row)
-                        part = sel[a:a + CHUNK]
+                    for a in range(0, len(sel), CHUNK):  # (bounded memory: 780 pairs a row)
+                        part = sel[a : a + CHUNK]
                         x = Inputs(cols, rows[part], cut)
                         self.ans[ks[part]], self.conf[ks[part]] = presence(x)
                         self.bits_now[ks[part]], self.bits_back[ks[part]] = window_bits(x)
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
-            self.ans[ks] = self.conf[ks] = -1        # (the rule decides)
+            self.ans[ks] = self.conf[ks] = -1  # (the rule decides)
             self.bits_now[ks] = self.bits_back[ks] = ALL_WINDOWS
 
 
@@ -651,6 +672,7 @@ def _columns(seg, ranges, rows: np.ndarray, memo: dict | None = None) -> dict | 
     `ok`: the row's 40-row window has every length and reward and the cut share at every row
     or at none (`cut` says which)."""
     from .bulk import _bounds, _mk_memo, _vals
+
     ln, rn = metric_for(seg, BY_ID["length"]), metric_for(seg, BY_ID["reward"])
     if ln is None or rn is None or WINDOW < HACK_MIN or not seg.ordered:
         return None
@@ -669,23 +691,35 @@ def _columns(seg, ranges, rows: np.ndarray, memo: dict | None = None) -> dict | 
     b = _bounds(rs, "reward", ids)
     ctx = RuleContext(seg, ranges, first)
     lb, rb = _own_base(ctx, "length", log=False), _own_base(ctx, "reward", log=False)
-    cols = {"s": ids.astype(float), "L": L, "R": R, "T": T, "ok": ok, "cut": fin_t == WINDOW,
-            "lo": None if b is None else np.asarray(b[0], float),
-            "base_len": None if lb is None else lb.centre, "base_rew": None if rb is None else rb.centre}
+    cols = {
+        "s": ids.astype(float),
+        "L": L,
+        "R": R,
+        "T": T,
+        "ok": ok,
+        "cut": fin_t == WINDOW,
+        "lo": None if b is None else np.asarray(b[0], float),
+        "base_len": None if lb is None else lb.centre,
+        "base_rew": None if rb is None else rb.centre,
+    }
     names = {"L": ln, "R": rn, "T": tn}
-    cols["mk"] = {key: _mk_memo(memo if memo is not None else {}, names[key], cols[key], (8, 12, 16, 24, 32))
-                  for key in ("L", "R", "T")}
+    cols["mk"] = {
+        key: _mk_memo(memo if memo is not None else {}, names[key], cols[key], (8, 12, 16, 24, 32))
+        for key in ("L", "R", "T")
+    }
     return cols
 
 
 def _mk_windows(cols: dict, end: int, n: int, cut: bool) -> frozenset:
     """The ("cut" | "joint", w) windows ending at row `end` (n rows to the window's start) whose
     Mann-Kendall tests in _hacking_trend may pass."""
+
     def p(name: str, w: int, down: bool = False) -> float:
         s, ties = cols["mk"][name][w]
         if ties[end]:
-            return 0.0                                  # (ties: left to the rule)
+            return 0.0  # (ties: left to the rule)
         return float(_p_table(w)[(-1 if down else 1) * int(s[end]) + w * (w - 1) // 2])
+
     out = set()
     if cut:
         for w in (8, 12):

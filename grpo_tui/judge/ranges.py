@@ -36,7 +36,7 @@ class RangeSet:
     sigmas: dict[str, float] = field(default_factory=dict)
     path: str | None = None
     meta: dict = field(default_factory=dict)
-    use_defaults: bool = True       # the manual's ranges only fit Miles/slime runs of its setup
+    use_defaults: bool = True  # the manual's ranges only fit Miles/slime runs of its setup
 
     def for_framework(self, framework: str) -> RangeSet:
         """verl/TRL runs: keep calibrated ranges, drop the Miles defaults."""
@@ -72,7 +72,7 @@ class RangeSet:
         else:
             return None
         early = np.asarray(rollouts) < EARLY_ROLLOUTS
-        if not early.any():         # (past the first rollouts: the usual window, one band)
+        if not early.any():  # (past the first rollouts: the usual window, one band)
             if whole_b is None or not len(early):
                 return None
             return np.full(len(early), float(whole_b[0])), np.full(len(early), float(whole_b[1]))
@@ -103,8 +103,8 @@ def defaults() -> RangeSet:
     return RangeSet()
 
 
-MAX_BYTES = 1 << 20       # a calibrated file is a few kB; anything near this is not a ranges file
-MAX_DEPTH = 5             # containers: document > signals > id > list (meta: up to 5 as well)
+MAX_BYTES = 1 << 20  # a calibrated file is a few kB; anything near this is not a ranges file
+MAX_DEPTH = 5  # containers: document > signals > id > list (meta: up to 5 as well)
 KINDS = ("trending", "flat")
 SIGNAL_KEYS = ("lo", "hi", "steps", "centre", "sigma0", "kind", "log", "eps", "margin")
 
@@ -185,6 +185,7 @@ def load_ranges(path: str | None) -> RangeSet:
     if b"\x00" in raw:
         raise RangesError(f"{name}: not a text file (binary data)")
     import tomllib  # (a ranges file is read seldom: not every check's start)
+
     try:
         text = raw.decode("utf-8")
         doc = tomllib.loads(text)
@@ -192,8 +193,7 @@ def load_ranges(path: str | None) -> RangeSet:
         raise RangesError(f"{name}: not a text (UTF-8) file") from None
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"at line (\d+)", str(exc))
-        raise RangesError(f"{_where(name, int(m.group(1)) if m else None)}: invalid TOML: "
-                          f"{safe_text(exc)}") from None
+        raise RangesError(f"{_where(name, int(m.group(1)) if m else None)}: invalid TOML: {safe_text(exc)}") from None
     except RecursionError:
         raise RangesError(f"{name}: nested deeper than a ranges file allows") from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
@@ -204,8 +204,10 @@ def load_ranges(path: str | None) -> RangeSet:
     for key in doc:
         if key not in ("meta", "signals"):
             line = next((i for i, ln in enumerate(lines, 1) if key in ln), None)
-            raise RangesError(f"{_where(name, line)}: unknown top-level key `{safe_text(key)}` "
-                              f"(a ranges file has [meta] and [signals.<id>] tables)")
+            raise RangesError(
+                f"{_where(name, line)}: unknown top-level key `{safe_text(key)}` "
+                f"(a ranges file has [meta] and [signals.<id>] tables)"
+            )
     meta = doc.get("meta", {})
     if not isinstance(meta, dict):
         raise RangesError(f"{name}: `meta` must be a table")
@@ -216,15 +218,17 @@ def load_ranges(path: str | None) -> RangeSet:
     for sig_id, table in sigs.items():
         if sig_id not in BY_ID:
             known = ", ".join(s.id for s in SIGNALS)
-            raise RangesError(f"{_where(name, _header_line(lines, sig_id))}: unknown signal "
-                              f"`{safe_text(sig_id)}` (known: {known})")
+            raise RangesError(
+                f"{_where(name, _header_line(lines, sig_id))}: unknown signal `{safe_text(sig_id)}` (known: {known})"
+            )
         if not isinstance(table, dict):
             raise RangesError(f"{_where(name, _key_line(lines, sig_id, None))}: `signals.{sig_id}` must be a table")
         try:
             _load_signal(out, sig_id, table)
         except _Bad as exc:
-            raise RangesError(f"{_where(name, _key_line(lines, sig_id, exc.key))}: signals.{sig_id}: "
-                              f"{safe_text(exc)}") from None
+            raise RangesError(
+                f"{_where(name, _key_line(lines, sig_id, exc.key))}: signals.{sig_id}: {safe_text(exc)}"
+            ) from None
     return out
 
 
@@ -282,8 +286,9 @@ def _load_signal(out: RangeSet, sig_id: str, t: dict) -> None:
     margin = _num(t, "margin", above=0.0) if "margin" in t else 2.0
     if not isinstance(t["lo"], list) and not isinstance(t["hi"], list):
         if "steps" in t or "centre" in t:
-            raise _Bad("steps" if "steps" in t else "centre",
-                       "`steps`/`centre` need `lo` and `hi` lists (one value per step)")
+            raise _Bad(
+                "steps" if "steps" in t else "centre", "`steps`/`centre` need `lo` and `hi` lists (one value per step)"
+            )
         lo, hi = _num(t, "lo"), _num(t, "hi")
         if lo > hi:
             raise _Bad("lo", f"lo {lo:g} is above hi {hi:g}")
@@ -307,8 +312,17 @@ def _load_signal(out: RangeSet, sig_id: str, t: dict) -> None:
         for key, arr in (("lo", lo), ("hi", hi), ("centre", centre)):
             if np.any(arr + eps < 0):
                 raise _Bad(key, f"`{key}` + eps must not be negative when log = true (log scale)")
-    out.envelopes[sig_id] = Envelope(steps, lo, hi, centre, sigma0 if sigma0 is not None else BY_ID[sig_id].sigma0,
-                                     str(t.get("kind", "trending")), log, eps=eps, margin=margin)
+    out.envelopes[sig_id] = Envelope(
+        steps,
+        lo,
+        hi,
+        centre,
+        sigma0 if sigma0 is not None else BY_ID[sig_id].sigma0,
+        str(t.get("kind", "trending")),
+        log,
+        eps=eps,
+        margin=margin,
+    )
 
 
 def _fmt(v) -> str:

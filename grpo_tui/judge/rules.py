@@ -46,23 +46,23 @@ from .signals import (
     zero_std_parts,
 )
 
-WINDOW = 40                     # rollouts a rule may look back
+WINDOW = 40  # rollouts a rule may look back
 MEAN_WINDOW = 5
-TREND_WINDOWS = (8, 16, 32)     # a trend must show on one of these (the longer, the slower the drift)
-BASELINE_ROWS = 10              # the run's own baseline: its first rollouts
-EXPLOSION = math.log(10.0)      # x10 beyond both the band and the own baseline: critical at once
-K_LEVEL = 2.5                   # level edge: baseline + max(rho, K_LEVEL x the noise of a 4-point mean)
-K_RISE = 4.0                    # rise over W rollouts must beat K_RISE x its own noise, sigma sqrt(12 / W)
-ALPHA_SHORT, ALPHA_LONG = 0.01, 0.01    # one-sided Mann-Kendall level on 8 / on 16-32 rollouts
-K_FALL = 2.5                    # length-hacking: reward's fall over W must beat K_FALL x its noise
-HACK_MIN = 16                   # ... judged once 16 rollouts show the run's own reward noise
-ALPHA_FALL = 0.05               # ... and reward's one-sided Mann-Kendall p must be below this
+TREND_WINDOWS = (8, 16, 32)  # a trend must show on one of these (the longer, the slower the drift)
+BASELINE_ROWS = 10  # the run's own baseline: its first rollouts
+EXPLOSION = math.log(10.0)  # x10 beyond both the band and the own baseline: critical at once
+K_LEVEL = 2.5  # level edge: baseline + max(rho, K_LEVEL x the noise of a 4-point mean)
+K_RISE = 4.0  # rise over W rollouts must beat K_RISE x its own noise, sigma sqrt(12 / W)
+ALPHA_SHORT, ALPHA_LONG = 0.01, 0.01  # one-sided Mann-Kendall level on 8 / on 16-32 rollouts
+K_FALL = 2.5  # length-hacking: reward's fall over W must beat K_FALL x its noise
+HACK_MIN = 16  # ... judged once 16 rollouts show the run's own reward noise
+ALPHA_FALL = 0.05  # ... and reward's one-sided Mann-Kendall p must be below this
 # noise floors in judging units (log units for log signals)
 FLOOR = {"gap": 0.02, "kl": 0.03, "grad_norm": 0.08, "rollout_time": 0.03, "length": 0.02, "reward": 0.01}
 # smallest drift that matters (log ratio): the gap can rise 10 % and plateau in a healthy run,
 # rollout time x1.3 with heat, grad norm drifts x1.4 over a long run
 RHO = {"gap": math.log(1.25), "kl": math.log(1.5), "grad_norm": math.log(2.5), "rollout_time": math.log(1.5)}
-ABSURD = {"grad_norm": 1e4}     # never healthy, whatever the setup (pre-clip norm)
+ABSURD = {"grad_norm": 1e4}  # never healthy, whatever the setup (pre-clip norm)
 # skip rules that provably cannot fire at a rollout (judge/gates.py; same conditions, faster)
 USE_GATES = os.environ.get("GRPO_TUI_NO_GATES", "") in ("", "0")
 
@@ -70,44 +70,86 @@ USE_GATES = os.environ.get("GRPO_TUI_NO_GATES", "") in ("", "0")
 @dataclass(frozen=True, slots=True)
 class RuleInfo:
     id: str
-    severity: str               # default severity
+    severity: str  # default severity
     meaning: str
     check: str
     signals: tuple[str, ...]
 
 
-RULES: dict[str, RuleInfo] = {r.id: r for r in (
-    RuleInfo("no-steps", "critical", "engine or trainer did not start",
-             "launcher/engine start-up lines", ()),
-    RuleInfo("engine-down", "critical", "rollout engine died",
-             "engine log, OOM, router health", ()),
-    RuleInfo("gap-rising", "critical", "trainer and engine hold different weights",
-             "weight-update logs", ("gap", "kl")),
-    RuleInfo("gap-jump", "critical", "weights out of sync since that step",
-             "weight-update logs, engine restarts", ("gap", "kl")),
-    RuleInfo("grad-norm-rising", "critical", "learning rate too high for this batch",
-             "lower the LR and repeat", ("grad_norm",)),
-    RuleInfo("length-hacking", "critical", "model talks longer instead of better",
-             "reward function, cut share", ("length", "reward")),
-    RuleInfo("off-policy", "critical", "samples did not come from the current weights",
-             "update interval, async settings", ("clipfrac",)),
-    RuleInfo("rollout-slowdown", "critical", "engine or GPU is slower",
-             "heat log, engine log", ("rollout_time",)),
-    RuleInfo("no-signal", "critical", "most groups give no learning signal",
-             "data difficulty, reward parser", ("zero_std", "reward")),
-    RuleInfo("non-finite", "critical", "the step is broken", "precision, batch, loss", ()),
-    RuleInfo("crashed", "critical", "a process failed", "the first failing traceback, not the last", ()),
-    RuleInfo("stalled", "critical", "hang, dead engine, NCCL timeout", "py-spy dump, engine health", ()),
-    RuleInfo("out-of-range", "warning", "compare with your own seeds", "the signal's detail", ()),
-    RuleInfo("entropy-collapse", "critical", "exploration is gone: the policy answers the same way every time",
-             "rollout temperature, clip_ratio_high (Clip-Higher), LR", ()),
-)}
+RULES: dict[str, RuleInfo] = {
+    r.id: r
+    for r in (
+        RuleInfo("no-steps", "critical", "engine or trainer did not start", "launcher/engine start-up lines", ()),
+        RuleInfo("engine-down", "critical", "rollout engine died", "engine log, OOM, router health", ()),
+        RuleInfo(
+            "gap-rising", "critical", "trainer and engine hold different weights", "weight-update logs", ("gap", "kl")
+        ),
+        RuleInfo(
+            "gap-jump",
+            "critical",
+            "weights out of sync since that step",
+            "weight-update logs, engine restarts",
+            ("gap", "kl"),
+        ),
+        RuleInfo(
+            "grad-norm-rising",
+            "critical",
+            "learning rate too high for this batch",
+            "lower the LR and repeat",
+            ("grad_norm",),
+        ),
+        RuleInfo(
+            "length-hacking",
+            "critical",
+            "model talks longer instead of better",
+            "reward function, cut share",
+            ("length", "reward"),
+        ),
+        RuleInfo(
+            "off-policy",
+            "critical",
+            "samples did not come from the current weights",
+            "update interval, async settings",
+            ("clipfrac",),
+        ),
+        RuleInfo("rollout-slowdown", "critical", "engine or GPU is slower", "heat log, engine log", ("rollout_time",)),
+        RuleInfo(
+            "no-signal",
+            "critical",
+            "most groups give no learning signal",
+            "data difficulty, reward parser",
+            ("zero_std", "reward"),
+        ),
+        RuleInfo("non-finite", "critical", "the step is broken", "precision, batch, loss", ()),
+        RuleInfo("crashed", "critical", "a process failed", "the first failing traceback, not the last", ()),
+        RuleInfo("stalled", "critical", "hang, dead engine, NCCL timeout", "py-spy dump, engine health", ()),
+        RuleInfo("out-of-range", "warning", "compare with your own seeds", "the signal's detail", ()),
+        RuleInfo(
+            "entropy-collapse",
+            "critical",
+            "exploration is gone: the policy answers the same way every time",
+            "rollout temperature, clip_ratio_high (Clip-Higher), LR",
+            (),
+        ),
+    )
+}
 
-WATCHED_NONFINITE = ("rollout/raw_reward", "rollout/rewards", "train/loss", "train/pg_loss",
-                     "train/grad_norm", "train/train_rollout_logprob_abs_diff",
-                     "train/train_rollout_kl", "train/pg_clipfrac", "rollout/response_lengths",
-                     "rollout/response_len/mean", "perf/rollout_time", "train/kl_loss",
-                     "train/ppo_kl", "train/entropy_loss")
+WATCHED_NONFINITE = (
+    "rollout/raw_reward",
+    "rollout/rewards",
+    "train/loss",
+    "train/pg_loss",
+    "train/grad_norm",
+    "train/train_rollout_logprob_abs_diff",
+    "train/train_rollout_kl",
+    "train/pg_clipfrac",
+    "rollout/response_lengths",
+    "rollout/response_len/mean",
+    "perf/rollout_time",
+    "train/kl_loss",
+    "train/ppo_kl",
+    "train/entropy_loss",
+)
 
 
 @dataclass(slots=True)
@@ -116,10 +158,10 @@ class Condition:
 
     rule: str
     severity: str
-    start: int | None               # rollout where it started
+    start: int | None  # rollout where it started
     message: str
     evidence: dict[str, Any] = field(default_factory=dict)
-    signal: str | None = None       # out-of-range: which signal; else the main signal
+    signal: str | None = None  # out-of-range: which signal; else the main signal
 
     @property
     def key(self) -> tuple[str, str | None]:
@@ -130,7 +172,7 @@ def _r(x: float, nd: int = 4) -> float | None:
     if x is None or not math.isfinite(x):
         return None
     r = float(f"{x:.{nd}g}")
-    return r if math.isfinite(r) else float(x)     # (1.79751e308 rounds up past the largest float)
+    return r if math.isfinite(r) else float(x)  # (1.79751e308 rounds up past the largest float)
 
 
 def ranges_for(seg: Segment, ranges: RangeSet, upto: int | None = None) -> RangeSet:
@@ -155,12 +197,11 @@ def defaults_fit_memo(seg: Segment, ranges: RangeSet, upto: int | None = None) -
 
 def _fit_memo(seg: Segment, rs: RangeSet, upto: int | None) -> tuple[bool, str, RangeSet | None]:
     key = _fit_key(seg, rs, upto)
-    memo = getattr(seg, "_fit_memo", None)          # (one per segment: a thread owns its store)
+    memo = getattr(seg, "_fit_memo", None)  # (one per segment: a thread owns its store)
     if memo is not None and memo[0] == key and memo[1] is rs:
         return memo[2], memo[3], memo[4]
     fit, why = defaults_fit(seg, rs, upto)
-    narrowed = None if fit else RangeSet(rs.envelopes, rs.constant, rs.sigmas, rs.path, rs.meta,
-                                         use_defaults=False)
+    narrowed = None if fit else RangeSet(rs.envelopes, rs.constant, rs.sigmas, rs.path, rs.meta, use_defaults=False)
     seg._fit_memo = (key, rs, fit, why, narrowed)
     return fit, why, narrowed
 
@@ -184,15 +225,21 @@ def _fit_key(seg: Segment, rs: RangeSet, upto: int | None) -> tuple:
 class RuleContext:
     """The window every rule reads, built once per evaluation."""
 
-    def __init__(self, seg: Segment, ranges: RangeSet, upto: int,
-                 open_rules: frozenset[str] = frozenset(), resolved: RangeSet | None = None) -> None:
+    def __init__(
+        self,
+        seg: Segment,
+        ranges: RangeSet,
+        upto: int,
+        open_rules: frozenset[str] = frozenset(),
+        resolved: RangeSet | None = None,
+    ) -> None:
         self.seg = seg
         self.ranges = resolved if resolved is not None else ranges_for(seg, ranges, upto)
         self.upto = upto
-        self.open_rules = open_rules     # alerts already raised: they hold while their sign stays
+        self.open_rules = open_rules  # alerts already raised: they hold while their sign stays
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._base_rows: np.ndarray | None = None
-        self.only_signals: frozenset[str] | None = None   # out-of-range: the gate's short list
+        self.only_signals: frozenset[str] | None = None  # out-of-range: the gate's short list
         # length-hacking: the windows whose Mann-Kendall tests may pass, at this rollout and one
         # back (judge/held.py); the others would be skipped by the rule's own loop anyway
         self.hacking_windows: tuple[frozenset, frozenset] | None = None
@@ -209,13 +256,12 @@ class RuleContext:
         key = f"{sig_id}:{part}"
         got = self._cache.get(key)
         if got is None:
-            if sig_id == "zero_std":        # every part at once: one read of the counts
+            if sig_id == "zero_std":  # every part at once: one read of the counts
                 rows = self.seg.rows_upto(WINDOW, self.upto)
                 for p, series in zero_std_parts(self.seg, rows).items():
                     self._cache[f"zero_std:{p}"] = series
                 return self._cache[key]
-            got = self._cache[key] = signal_series(self.seg, BY_ID[sig_id], last=WINDOW, part=part,
-                                                   upto=self.upto)
+            got = self._cache[key] = signal_series(self.seg, BY_ID[sig_id], last=WINDOW, part=part, upto=self.upto)
         return got
 
     def baseline(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
@@ -345,6 +391,7 @@ def _lazy(f):
         if not box:
             box.append(f())
         return box[0]
+
     return get
 
 
@@ -355,9 +402,16 @@ def _fitted_ends(ids: np.ndarray, v: np.ndarray) -> tuple[float, float]:
     return icpt + slope * float(ids[0]), icpt + slope * float(ids[-1])
 
 
-def drift_up(ids: np.ndarray, v: np.ndarray, base: float | None, sigma, rho: float,
-             band_hi: np.ndarray | None = None, windows=None) -> dict | None:
-    """"Grows step after step" against the run's own baseline (and a band when there is one).
+def drift_up(
+    ids: np.ndarray,
+    v: np.ndarray,
+    base: float | None,
+    sigma,
+    rho: float,
+    band_hi: np.ndarray | None = None,
+    windows=None,
+) -> dict | None:
+    """ "Grows step after step" against the run's own baseline (and a band when there is one).
 
     Fires when (1) the mean of the last 4 values sits above the own baseline by
     max(rho, K_LEVEL x 0.6 sigma) and 3 of them by rho - or 3 of 4 sit above the band's top -
@@ -368,25 +422,27 @@ def drift_up(ids: np.ndarray, v: np.ndarray, base: float | None, sigma, rho: flo
     """
     n = len(v)
     if n < min(TREND_WINDOWS) or (windows is not None and not any(w <= n for w in windows)):
-        return None          # (no window left whose test may pass: nothing can be found)
+        return None  # (no window left whose test may pass: nothing can be found)
     edge = None
     level_ok = False
     if not (base is not None and float(np.mean(v[-4:])) > base + rho) and band_hi is None:
-        return None          # cheap gate first: nothing above the size that matters
+        return None  # cheap gate first: nothing above the size that matters
     if callable(sigma):
-        sigma = sigma()      # the run's noise, computed only when a drift is possible
+        sigma = sigma()  # the run's noise, computed only when a drift is possible
     if base is not None:
         # the mean of the last 4 (noise ~0.6 sigma with a slow drift's autocorrelation) above the
         # own edge, and 3 of those 4 above the baseline by the size that matters
         edge = base + max(rho, K_LEVEL * sigma * 0.6)
         level_ok = float(np.mean(v[-4:])) > edge and stats.persistent_above(v, base + rho, 3, 4)
     if not level_ok and band_hi is not None:
-        level_ok = stats.persistent_above(v, band_hi, 3, 4) and (base is None or float(stats.median(v[-3:])) > base + rho)
+        level_ok = stats.persistent_above(v, band_hi, 3, 4) and (
+            base is None or float(stats.median(v[-3:])) > base + rho
+        )
     if not level_ok:
         return None
     for w in TREND_WINDOWS:
         if w > n or (windows is not None and w not in windows):
-            continue    # (a window left out of `windows` fails the Mann-Kendall test below)
+            continue  # (a window left out of `windows` fails the Mann-Kendall test below)
         ws, wv = ids[-w:].astype(float), v[-w:]
         p = stats.mk_p_up(wv)
         if p >= (ALPHA_SHORT if w <= 10 else ALPHA_LONG):
@@ -394,8 +450,17 @@ def drift_up(ids: np.ndarray, v: np.ndarray, base: float | None, sigma, rho: flo
         rise = stats.theil_sen_rise(ws, wv)
         need = max(rho, K_RISE * sigma * math.sqrt(12.0 / w))
         if rise > need:
-            return {"window": int(w), "p": p, "rise": rise, "need": need, "edge": edge,
-                    "base": base, "sigma": sigma, "first": float(wv[0]), "last": float(wv[-1])}
+            return {
+                "window": int(w),
+                "p": p,
+                "rise": rise,
+                "need": need,
+                "edge": edge,
+                "base": base,
+                "sigma": sigma,
+                "first": float(wv[0]),
+                "last": float(wv[-1]),
+            }
     return None
 
 
@@ -421,8 +486,7 @@ def _onset(ids: np.ndarray, v: np.ndarray, s0: float) -> int:
     return int(ids[min(i, len(ids) - 1)])
 
 
-def _explosion(ctx: RuleContext, sig_id: str, ids: np.ndarray, lv: np.ndarray,
-               base: Base | None) -> dict | None:
+def _explosion(ctx: RuleContext, sig_id: str, ids: np.ndarray, lv: np.ndarray, base: Base | None) -> dict | None:
     """Last value x10 beyond both its band's top and the own baseline's upper edge."""
     if not len(lv) or ids[-1] != ctx.upto:
         return None
@@ -454,16 +518,26 @@ def rule_non_finite(ctx: RuleContext) -> list[Condition]:
     watched = {k: v for k, v in bad.items() if _watched(k)}
     if watched:
         names = ", ".join(f"{k}={v}" for k, v in list(watched.items())[:4])
-        out.append(Condition("non-finite", "critical", ctx.upto,
-                             f"non-finite value at rollout {ctx.upto}: {names}",
-                             {"rollout": ctx.upto, "values": dict(watched)}))
+        out.append(
+            Condition(
+                "non-finite",
+                "critical",
+                ctx.upto,
+                f"non-finite value at rollout {ctx.upto}: {names}",
+                {"rollout": ctx.upto, "values": dict(watched)},
+            )
+        )
     return out
 
 
 def _watched(name: str) -> bool:
     """Loss, gradient, reward and every signal's metric: a nan there means a broken step."""
-    return (name in WATCHED_NONFINITE or name.startswith(("train/", "rollout/raw"))
-            or name in _SIGNAL_METRICS or any(w in name for w in ("loss", "grad_norm", "reward", "score")))
+    return (
+        name in WATCHED_NONFINITE
+        or name.startswith(("train/", "rollout/raw"))
+        or name in _SIGNAL_METRICS
+        or any(w in name for w in ("loss", "grad_norm", "reward", "score"))
+    )
 
 
 _SIGNAL_METRICS = frozenset(a for s in BY_ID.values() for a in s.aliases)
@@ -493,12 +567,22 @@ def rule_out_of_range(ctx: RuleContext) -> list[Condition]:
         if mean5 > hi + tol or mean5 < lo - tol:
             side = "above" if mean5 > hi else "below"
             sig = BY_ID[sig_id]
-            out.append(Condition(
-                "out-of-range", "warning", ctx.upto,
-                f"{sig.label} five-step mean {sig.fmt.format(mean5)} is {side} its healthy range "
-                f"{sig.fmt.format(lo)}-{sig.fmt.format(hi)}",
-                {"signal": sig_id, "mean5": _r(mean5), "range": [lo, hi],
-                 "window": [_r(v) for v in vals[-MEAN_WINDOW:]]}, signal=sig_id))
+            out.append(
+                Condition(
+                    "out-of-range",
+                    "warning",
+                    ctx.upto,
+                    f"{sig.label} five-step mean {sig.fmt.format(mean5)} is {side} its healthy range "
+                    f"{sig.fmt.format(lo)}-{sig.fmt.format(hi)}",
+                    {
+                        "signal": sig_id,
+                        "mean5": _r(mean5),
+                        "range": [lo, hi],
+                        "window": [_r(v) for v in vals[-MEAN_WINDOW:]],
+                    },
+                    signal=sig_id,
+                )
+            )
     return out
 
 
@@ -512,11 +596,20 @@ def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Conditio
     if boom is not None and "gap-rising" not in ctx.open_rules:
         # x10 beyond everything: critical at once, as a jump unless it got there step by step
         rule = "gap-rising" if len(lv) >= 8 and not _jump_shaped(lv[-8:]) else "gap-jump"
-        c = Condition(rule, "critical", ctx.upto,
-                      f"{sig.label} exploded to {sig.fmt.format(vals[-1])} at rollout {ctx.upto} "
-                      f"(x{max(v for v in boom['times'].values() if v):.3g} beyond its usual level)",
-                      {"signal": sig_id, "value": _r(vals[-1]), "times_beyond": boom["times"],
-                       "baseline": _r(math.exp(base.centre)) if base else None}, signal=sig_id)
+        c = Condition(
+            rule,
+            "critical",
+            ctx.upto,
+            f"{sig.label} exploded to {sig.fmt.format(vals[-1])} at rollout {ctx.upto} "
+            f"(x{max(v for v in boom['times'].values() if v):.3g} beyond its usual level)",
+            {
+                "signal": sig_id,
+                "value": _r(vals[-1]),
+                "times_beyond": boom["times"],
+                "baseline": _r(math.exp(base.centre)) if base else None,
+            },
+            signal=sig_id,
+        )
         return (c, None) if rule == "gap-rising" else (None, c)
     if len(lv) < 4:
         return None, None
@@ -524,20 +617,38 @@ def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Conditio
     noise = _lazy(lambda: _noise(ids, lv, sig_id))
     rho = RHO[sig_id]
     rising = jump = None
-    ev = drift_up(ids, lv, base.centre if base else None, noise, rho, band_hi=hi,
-                  windows=ctx.drift_windows.get(sig_id) if ctx.drift_windows else None)
-    if ev and not _jump_shaped(lv[-ev["window"]:], ev["rise"]):
+    ev = drift_up(
+        ids,
+        lv,
+        base.centre if base else None,
+        noise,
+        rho,
+        band_hi=hi,
+        windows=ctx.drift_windows.get(sig_id) if ctx.drift_windows else None,
+    )
+    if ev and not _jump_shaped(lv[-ev["window"] :], ev["rise"]):
         w = ev["window"]
         s = noise()
         start = _onset(ids[-w:], lv[-w:], s)
         b = math.exp(base.centre) if base else math.exp(ev["first"])
         now = math.exp(float(stats.median(lv[-3:])))
-        rising = Condition("gap-rising", "critical", start,
-                           f"{sig.label} rising for {w} rollouts (x{math.exp(ev['rise']):.2f}; "
-                           f"{sig.fmt.format(b)} at the start of the run -> {sig.fmt.format(now)} now)",
-                           {"signal": sig_id, "window_rollouts": [int(ids[-w]), int(ids[-1])],
-                            "values": [_r(v) for v in vals[-w:]], "mk_p": _r(ev["p"]),
-                            "rise_log": _r(ev["rise"]), "baseline": _r(b), "noise_log": _r(s)}, signal=sig_id)
+        rising = Condition(
+            "gap-rising",
+            "critical",
+            start,
+            f"{sig.label} rising for {w} rollouts (x{math.exp(ev['rise']):.2f}; "
+            f"{sig.fmt.format(b)} at the start of the run -> {sig.fmt.format(now)} now)",
+            {
+                "signal": sig_id,
+                "window_rollouts": [int(ids[-w]), int(ids[-1])],
+                "values": [_r(v) for v in vals[-w:]],
+                "mk_p": _r(ev["p"]),
+                "rise_log": _r(ev["rise"]),
+                "baseline": _r(b),
+                "noise_log": _r(s),
+            },
+            signal=sig_id,
+        )
     if len(lv) >= 5 and rising is None and "gap-rising" not in ctx.open_rules:
         # Jump (a rise already called gap-rising stays that): 3 of the last 4 above the level before (x1.5 and 3 sigma) - and above the band
         # when one applies - reached in one step.
@@ -550,15 +661,26 @@ def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Conditio
                 edge = np.maximum(edge, np.where(np.isfinite(hi), hi, -np.inf))
         else:
             edge = None
-        if (edge is not None and stats.persistent_above(lv, edge, 3, 4)
-                and d[k] >= 0.5 * (float(stats.median(lv[-3:])) - before)):
+        if (
+            edge is not None
+            and stats.persistent_above(lv, edge, 3, 4)
+            and d[k] >= 0.5 * (float(stats.median(lv[-3:])) - before)
+        ):
             at = int(ids[k + 1])
-            jump = Condition("gap-jump", "critical", at,
-                             f"{sig.label} jumped at rollout {at} and stays high "
-                             f"({sig.fmt.format(math.exp(before))} -> {sig.fmt.format(vals[-1])})",
-                             {"signal": sig_id, "before": _r(math.exp(before)),
-                              "last4": [_r(v) for v in vals[-4:]],
-                              "range_hi": _r(math.exp(hi[-1])) if hi is not None else None}, signal=sig_id)
+            jump = Condition(
+                "gap-jump",
+                "critical",
+                at,
+                f"{sig.label} jumped at rollout {at} and stays high "
+                f"({sig.fmt.format(math.exp(before))} -> {sig.fmt.format(vals[-1])})",
+                {
+                    "signal": sig_id,
+                    "before": _r(math.exp(before)),
+                    "last4": [_r(v) for v in vals[-4:]],
+                    "range_hi": _r(math.exp(hi[-1])) if hi is not None else None,
+                },
+                signal=sig_id,
+            )
     return rising, jump
 
 
@@ -570,7 +692,7 @@ def rule_gap(ctx: RuleContext) -> list[Condition]:
             if c and c.rule not in out:
                 out[c.rule] = c
     if "gap-rising" in out and "gap-jump" in out and "times_beyond" not in out["gap-jump"].evidence:
-        del out["gap-jump"]     # the gap rose step by step; KL's steeper rise is the same trend
+        del out["gap-jump"]  # the gap rose step by step; KL's steeper rise is the same trend
     return list(out.values())
 
 
@@ -582,28 +704,58 @@ def rule_grad_norm(ctx: RuleContext) -> list[Condition]:
     boom = _explosion(ctx, "grad_norm", ids, lv, base)
     if boom is not None:
         times = ", ".join(f"x{v:.3g} the {k}" for k, v in boom["times"].items() if v)
-        return [Condition("grad-norm-rising", "critical", ctx.upto,
-                          f"gradient norm exploded to {vals[-1]:.3g} at rollout {ctx.upto} ({times})",
-                          {"signal": "grad_norm", "value": _r(vals[-1]), "times_beyond": boom["times"],
-                           "baseline": _r(math.exp(base.centre)) if base else None}, signal="grad_norm")]
+        return [
+            Condition(
+                "grad-norm-rising",
+                "critical",
+                ctx.upto,
+                f"gradient norm exploded to {vals[-1]:.3g} at rollout {ctx.upto} ({times})",
+                {
+                    "signal": "grad_norm",
+                    "value": _r(vals[-1]),
+                    "times_beyond": boom["times"],
+                    "baseline": _r(math.exp(base.centre)) if base else None,
+                },
+                signal="grad_norm",
+            )
+        ]
     if len(vals) < 8:
         return []
     hi = _hi_edge(ctx, "grad_norm", ids, log=True)
     noise = _lazy(lambda: _noise(ids, lv, "grad_norm"))
-    ev = drift_up(ids, lv, base.centre if base else None, noise, RHO["grad_norm"], band_hi=hi,
-                  windows=ctx.drift_windows.get("grad_norm") if ctx.drift_windows else None)
+    ev = drift_up(
+        ids,
+        lv,
+        base.centre if base else None,
+        noise,
+        RHO["grad_norm"],
+        band_hi=hi,
+        windows=ctx.drift_windows.get("grad_norm") if ctx.drift_windows else None,
+    )
     if not ev:
         return []
     s = noise()
     w = ev["window"]
     b = math.exp(base.centre) if base else math.exp(ev["first"])
     now = math.exp(float(stats.median(lv[-3:])))
-    return [Condition("grad-norm-rising", "critical", _onset(ids[-w:], lv[-w:], s),
-                      f"gradient norm growing step after step (x{math.exp(ev['rise']):.1f} over {w} rollouts; "
-                      f"{b:.3g} at the start of the run -> {now:.3g} now)",
-                      {"signal": "grad_norm", "values": [_r(v) for v in vals[-w:]], "mk_p": _r(ev["p"]),
-                       "factor": _r(math.exp(ev["rise"])), "baseline": _r(b), "noise_log": _r(s)},
-                      signal="grad_norm")]
+    return [
+        Condition(
+            "grad-norm-rising",
+            "critical",
+            _onset(ids[-w:], lv[-w:], s),
+            f"gradient norm growing step after step (x{math.exp(ev['rise']):.1f} over {w} rollouts; "
+            f"{b:.3g} at the start of the run -> {now:.3g} now)",
+            {
+                "signal": "grad_norm",
+                "values": [_r(v) for v in vals[-w:]],
+                "mk_p": _r(ev["p"]),
+                "factor": _r(math.exp(ev["rise"])),
+                "baseline": _r(b),
+                "noise_log": _r(s),
+            },
+            signal="grad_norm",
+        )
+    ]
 
 
 def _joint(ctx: RuleContext):
@@ -640,9 +792,14 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     noise = _hacking_noise(ids, L, R, T)
     now, back = ctx.hacking_windows or (None, None)
     hit = _hacking_trend(ids, L, R, T, noise, now) or _hacking_below_band(ctx, ids, L, R)
-    if hit is not None and not ctx.hacking_confirmed and not (
+    if (
+        hit is not None
+        and not ctx.hacking_confirmed
+        and not (
             _hacking_trend(ids[:-1], L[:-1], R[:-1], None if T is None else T[:-1], noise, back)
-            or _hacking_below_band(ctx, ids[:-1], L[:-1], R[:-1])):
+            or _hacking_below_band(ctx, ids[:-1], L[:-1], R[:-1])
+        )
+    ):
         hit = None
     if hit is None:
         if "length-hacking" in ctx.open_rules:
@@ -651,28 +808,46 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
         return []
     w, ev = hit
     wi, wl, wr = ids[-w:].astype(float), L[-w:], R[-w:]
-    r0, r1 = np.clip(_fitted_ends(wi, wr), wr.min(), wr.max())    # (a line may overshoot a reward of 0)
+    r0, r1 = np.clip(_fitted_ends(wi, wr), wr.min(), wr.max())  # (a line may overshoot a reward of 0)
     l0, l1 = np.clip(_fitted_ends(wi, wl), wl.min(), wl.max())
     s_len = max(_resid_sigma(wi, wl), FLOOR["length"] * abs(float(stats.median(wl))))
-    return [Condition("length-hacking", "critical", _onset(ids[-w:], wl, s_len),
-                      f"reward falls ({r0:.3f} -> {r1:.3f}) while length rises ({l0:.0f} -> {l1:.0f}) "
-                      f"over {w} rollouts",
-                      {"rollouts": [int(ids[-w]), int(ids[-1])], "length": [_r(v) for v in wl],
-                       "reward": [_r(v) for v in wr], **ev}, signal="length")]
+    return [
+        Condition(
+            "length-hacking",
+            "critical",
+            _onset(ids[-w:], wl, s_len),
+            f"reward falls ({r0:.3f} -> {r1:.3f}) while length rises ({l0:.0f} -> {l1:.0f}) over {w} rollouts",
+            {
+                "rollouts": [int(ids[-w]), int(ids[-1])],
+                "length": [_r(v) for v in wl],
+                "reward": [_r(v) for v in wr],
+                **ev,
+            },
+            signal="length",
+        )
+    ]
 
 
 def _hacking_noise(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray | None) -> dict:
     """The run's own noise of length, reward and cut share over the lookback, computed on demand."""
     fi = ids.astype(float)
-    out = {"length": _lazy(lambda: _noise(fi, L, "length", FLOOR["length"] * abs(float(stats.median(L))))),
-           "reward": _lazy(lambda: _noise(fi, R, "reward"))}
+    out = {
+        "length": _lazy(lambda: _noise(fi, L, "length", FLOOR["length"] * abs(float(stats.median(L))))),
+        "reward": _lazy(lambda: _noise(fi, R, "reward")),
+    }
     if T is not None:
         out["truncated"] = _lazy(lambda: _noise(fi, T, "truncated", 0.005))
     return out
 
 
-def _hacking_trend(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray | None = None,
-                   noise: dict | None = None, windows: frozenset | None = None):
+def _hacking_trend(
+    ids: np.ndarray,
+    L: np.ndarray,
+    R: np.ndarray,
+    T: np.ndarray | None = None,
+    noise: dict | None = None,
+    windows: frozenset | None = None,
+):
     """(window, evidence) when length rises while reward falls on one window, else None.
 
     With the cut share (T) rising hard as well - answers running into the cap, which zeroes
@@ -693,12 +868,19 @@ def _hacking_trend(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray 
             l_rise, t_rise = stats.theil_sen_rise(wi, wl), stats.theil_sen_rise(wi, wt)
             r_fall = -stats.theil_sen_rise(wi, wr)
             s_rew = noise["reward"]()
-            if (l_rise >= max(0.15 * abs(float(stats.median(wl))), K_RISE * noise["length"]() * scale)
-                    and t_rise >= max(0.10, K_RISE * noise["truncated"]() * scale)
-                    and r_fall >= max(0.03, 1.5 * s_rew * scale)
-                    and float(stats.median(wr[-4:])) < float(stats.median(wr[:4]))):
-                return w, {"test": "length and cut share rising, reward falling", "length_rise": _r(l_rise),
-                           "cut_share_rise": _r(t_rise), "reward_fall": _r(r_fall), "reward_noise": _r(s_rew)}
+            if (
+                l_rise >= max(0.15 * abs(float(stats.median(wl))), K_RISE * noise["length"]() * scale)
+                and t_rise >= max(0.10, K_RISE * noise["truncated"]() * scale)
+                and r_fall >= max(0.03, 1.5 * s_rew * scale)
+                and float(stats.median(wr[-4:])) < float(stats.median(wr[:4]))
+            ):
+                return w, {
+                    "test": "length and cut share rising, reward falling",
+                    "length_rise": _r(l_rise),
+                    "cut_share_rise": _r(t_rise),
+                    "reward_fall": _r(r_fall),
+                    "reward_noise": _r(s_rew),
+                }
     for w in (8, 12, 16, 24, 32):
         if w > len(L):
             break
@@ -724,8 +906,14 @@ def _hacking_trend(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray 
             continue
         if float(stats.median(wr[-4:])) >= float(stats.median(wr[:4])):
             continue
-        return w, {"test": "joint trend", "length_mk_p": _r(p_len), "reward_mk_p_down": _r(p_rew),
-                   "length_rise": _r(l_rise), "reward_fall": _r(r_fall), "reward_noise": _r(s_rew)}
+        return w, {
+            "test": "joint trend",
+            "length_mk_p": _r(p_len),
+            "reward_mk_p_down": _r(p_rew),
+            "length_rise": _r(l_rise),
+            "reward_fall": _r(r_fall),
+            "reward_noise": _r(s_rew),
+        }
     return None
 
 
@@ -739,8 +927,9 @@ def _hacking_below_band(ctx: RuleContext, ids: np.ndarray, L: np.ndarray, R: np.
     wi, wl = ids[-w:].astype(float), L[-w:]
     if stats.mk_p_up(wl) >= 0.05:
         return None
-    if stats.theil_sen_rise(wi, wl) < max(0.20 * abs(float(stats.median(wl))),
-                                          K_RISE * _resid_sigma(wi, wl) * math.sqrt(12.0 / w)):
+    if stats.theil_sen_rise(wi, wl) < max(
+        0.20 * abs(float(stats.median(wl))), K_RISE * _resid_sigma(wi, wl) * math.sqrt(12.0 / w)
+    ):
         return None
     if float(stats.median(R[-4:])) >= float(stats.median(R[-w:][:4])):
         return None
@@ -760,12 +949,21 @@ def _hacking_holds(ctx: RuleContext, ids: np.ndarray, L: np.ndarray, R: np.ndarr
     down = float(np.mean(R[-4:])) < best - max(0.03, 2 * s_rew)
     if not (high and down):
         return None
-    return Condition("length-hacking", "critical", None,
-                     f"length still high ({float(stats.median(L[-4:])):.0f}"
-                     + (f", cut share {float(tv[-1]):.2f}" if len(tv) else "")
-                     + f") and reward still down ({float(np.mean(R[-4:])):.3f} < {best:.3f})",
-                     {"length_last4": [_r(v) for v in L[-4:]], "reward_last4": [_r(v) for v in R[-4:]],
-                      "reward_best": _r(best), "cut_share_last4": [_r(v) for v in tv[-4:]]}, signal="length")
+    return Condition(
+        "length-hacking",
+        "critical",
+        None,
+        f"length still high ({float(stats.median(L[-4:])):.0f}"
+        + (f", cut share {float(tv[-1]):.2f}" if len(tv) else "")
+        + f") and reward still down ({float(np.mean(R[-4:])):.3f} < {best:.3f})",
+        {
+            "length_last4": [_r(v) for v in L[-4:]],
+            "reward_last4": [_r(v) for v in R[-4:]],
+            "reward_best": _r(best),
+            "cut_share_last4": [_r(v) for v in tv[-4:]],
+        },
+        signal="length",
+    )
 
 
 def rule_off_policy(ctx: RuleContext) -> list[Condition]:
@@ -777,28 +975,54 @@ def rule_off_policy(ctx: RuleContext) -> list[Condition]:
         kl = _rollout_metric(ctx, "train/ppo_kl", ids[-2:])
         bad = (cf[-2:] > 1e-6) | (np.abs(kl) > 1e-6)
         if np.all(bad):
-            return [Condition("off-policy", "critical", int(ids[-2]),
-                              f"clip fraction {cf[-1]:.3g} (ppo_kl {kl[-1]:.3g}) > 0 with one update per rollout "
-                              f"(2 rollouts in a row)",
-                              {"signal": "clipfrac", "last2": [_r(v) for v in cf[-2:]],
-                               "ppo_kl_last2": [_r(v) for v in kl], "steps_per_rollout": 1},
-                              signal="clipfrac")]
+            return [
+                Condition(
+                    "off-policy",
+                    "critical",
+                    int(ids[-2]),
+                    f"clip fraction {cf[-1]:.3g} (ppo_kl {kl[-1]:.3g}) > 0 with one update per rollout "
+                    f"(2 rollouts in a row)",
+                    {
+                        "signal": "clipfrac",
+                        "last2": [_r(v) for v in cf[-2:]],
+                        "ppo_kl_last2": [_r(v) for v in kl],
+                        "steps_per_rollout": 1,
+                    },
+                    signal="clipfrac",
+                )
+            ]
         return []
     # With K updates per rollout the FIRST step still runs on fresh weights: its ratio is 1, so
     # its clip fraction and ppo_kl must be ~0 whatever K is (Miles' CI asserts both).
     firsts = _first_step(ctx.seg, ids[-2:]) if ctx.seg.framework == "miles" else []
     if len(firsts) == 2 and all(cf_ > 1e-6 or abs(kl_) > 1e-6 for _, cf_, kl_ in firsts):
-        return [Condition("off-policy", "critical", firsts[0][0],
-                          f"clip fraction {firsts[-1][1]:.3g} / ppo_kl {firsts[-1][2]:.3g} > 0 on the first update "
-                          f"of rollouts {firsts[0][0]} and {firsts[1][0]} (must be 0 on fresh weights)",
-                          {"signal": "clipfrac", "first_step_clipfrac": [_r(v) for _, v, _ in firsts],
-                           "first_step_ppo_kl": [_r(v) for _, _, v in firsts], "steps_per_rollout": ctx.k},
-                          signal="clipfrac")]
+        return [
+            Condition(
+                "off-policy",
+                "critical",
+                firsts[0][0],
+                f"clip fraction {firsts[-1][1]:.3g} / ppo_kl {firsts[-1][2]:.3g} > 0 on the first update "
+                f"of rollouts {firsts[0][0]} and {firsts[1][0]} (must be 0 on fresh weights)",
+                {
+                    "signal": "clipfrac",
+                    "first_step_clipfrac": [_r(v) for _, v, _ in firsts],
+                    "first_step_ppo_kl": [_r(v) for _, _, v in firsts],
+                    "steps_per_rollout": ctx.k,
+                },
+                signal="clipfrac",
+            )
+        ]
     if len(cf) >= 4 and stats.persistent_above(cf, 0.3, 3, 4):
-        return [Condition("off-policy", "critical", int(ids[-4]),
-                          f"clip fraction {cf[-1]:.3g} above 0.3 for 3 of 4 rollouts: policy moves too fast per update",
-                          {"signal": "clipfrac", "last4": [_r(v) for v in cf[-4:]], "steps_per_rollout": ctx.k},
-                          signal="clipfrac")]
+        return [
+            Condition(
+                "off-policy",
+                "critical",
+                int(ids[-4]),
+                f"clip fraction {cf[-1]:.3g} above 0.3 for 3 of 4 rollouts: policy moves too fast per update",
+                {"signal": "clipfrac", "last4": [_r(v) for v in cf[-4:]], "steps_per_rollout": ctx.k},
+                signal="clipfrac",
+            )
+        ]
     return []
 
 
@@ -837,7 +1061,9 @@ def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:
     if len(tv) < 8 or ti[-1] != ctx.upto:
         return []
     seg = ctx.seg
-    norm_name = "rollout/response_len/max" if "rollout/response_len/max" in seg.columns else metric_for(seg, BY_ID["length"])
+    norm_name = (
+        "rollout/response_len/max" if "rollout/response_len/max" in seg.columns else metric_for(seg, BY_ID["length"])
+    )
     if norm_name is None:
         return []
     rows = seg.rows_upto(WINDOW, ctx.upto)
@@ -855,8 +1081,11 @@ def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:
     ids, lt, per_tok, T = common[ok], lt[ok], per_tok[ok], T[ok]
     # the own baseline: the first rollouts, or the window's start when time fell since then
     brows = first_rows(seg, BASELINE_ROWS, ctx.upto)
-    bT = seg.values_at_rows("perf/rollout_time", brows) if metric_for(seg, BY_ID["rollout_time"]) == "perf/rollout_time" \
+    bT = (
+        seg.values_at_rows("perf/rollout_time", brows)
+        if metric_for(seg, BY_ID["rollout_time"]) == "perf/rollout_time"
         else signal_at_rows(seg, BY_ID["rollout_time"], brows)[1]
+    )
     bN = seg.values_at_rows(norm_name, brows)
     with np.errstate(divide="ignore", invalid="ignore"):
         b_tok, b_t = np.log(bT / bN), np.log(bT)
@@ -877,16 +1106,29 @@ def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:
     w = ev["window"]
     li, lv = _finite(*ctx.series("length"))
     lw = lv[-w:]
-    if len(lw) >= 4 and stats.theil_sen_rise(li[-len(lw):], lw) > 0.15 * abs(float(stats.median(lw))):
+    if len(lw) >= 4 and stats.theil_sen_rise(li[-len(lw) :], lw) > 0.15 * abs(float(stats.median(lw))):
         return []  # time grew with the answers
     now = float(stats.median(T[-3:]))
     then = math.exp(base_t)
-    return [Condition("rollout-slowdown", "critical", _onset(ids[-w:], per_tok[-w:], s),
-                      f"rollout time per token up x{math.exp(float(stats.median(per_tok[-3:])) - base_tok):.1f} "
-                      f"against the run's own baseline, over {w} rollouts, at flat length ({then:.0f}s -> {now:.0f}s)",
-                      {"signal": "rollout_time", "rollout_time": [_r(v) for v in T[-w:]],
-                       "normaliser": norm_name, "factor": _r(math.exp(ev["rise"])), "mk_p": _r(ev["p"]),
-                       "baseline_s": _r(then), "noise_log": _r(s)}, signal="rollout_time")]
+    return [
+        Condition(
+            "rollout-slowdown",
+            "critical",
+            _onset(ids[-w:], per_tok[-w:], s),
+            f"rollout time per token up x{math.exp(float(stats.median(per_tok[-3:])) - base_tok):.1f} "
+            f"against the run's own baseline, over {w} rollouts, at flat length ({then:.0f}s -> {now:.0f}s)",
+            {
+                "signal": "rollout_time",
+                "rollout_time": [_r(v) for v in T[-w:]],
+                "normaliser": norm_name,
+                "factor": _r(math.exp(ev["rise"])),
+                "mk_p": _r(ev["p"]),
+                "baseline_s": _r(then),
+                "noise_log": _r(s),
+            },
+            signal="rollout_time",
+        )
+    ]
 
 
 def rule_no_signal(ctx: RuleContext) -> list[Condition]:
@@ -900,15 +1142,28 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
     """
     ri, rv = _finite(*ctx.series("reward"))
     if len(rv) >= 2 and ri[-1] == ctx.upto:
-        for target, word, why in ((0.0, "all wrong", "reward parser, timeouts, truncation?"),
-                                  (1.0, "all right", "data far too easy, or a reward that always pays?")):
+        for target, word, why in (
+            (0.0, "all wrong", "reward parser, timeouts, truncation?"),
+            (1.0, "all right", "data far too easy, or a reward that always pays?"),
+        ):
             if np.all(rv[-2:] == target):
                 run = int(np.argmax(rv[::-1] != target)) if np.any(rv != target) else len(rv)
-                return [Condition("no-signal", "critical", int(ri[-run]),
-                                  f"reward exactly {target:.3f} for {run} rollouts: every answer {word}, every group "
-                                  f"zero-std (no learning signal); {why}",
-                                  {"signal": "zero_std", "reward_last": [_r(v) for v in rv[-4:]],
-                                   "rollouts": run, "groups": groups_of(ctx.seg)}, signal="zero_std")]
+                return [
+                    Condition(
+                        "no-signal",
+                        "critical",
+                        int(ri[-run]),
+                        f"reward exactly {target:.3f} for {run} rollouts: every answer {word}, every group "
+                        f"zero-std (no learning signal); {why}",
+                        {
+                            "signal": "zero_std",
+                            "reward_last": [_r(v) for v in rv[-4:]],
+                            "rollouts": run,
+                            "groups": groups_of(ctx.seg),
+                        },
+                        signal="zero_std",
+                    )
+                ]
     seg = ctx.seg
     g = groups_of(seg)
     if g is None:
@@ -923,7 +1178,7 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
         _, wv_ = _finite(*ctx.series("zero_std", "wrong"))
         mostly_right = len(wv_) and float(wv_[-1]) < 0.5 * float(frac[-1])
         flat = len(rv) >= 8 and float(np.ptp(rv[-8:])) < (0.02 if mostly_right else 0.05)
-        if flat:   # (saturating - mostly all-right - is still learning unless reward is stuck)
+        if flat:  # (saturating - mostly all-right - is still learning unless reward is stuck)
             how = ">= 65 % of groups with a flat reward"
         else:
             # all-wrong groups (not all-right: that is saturation) jumped above the run's own level
@@ -943,21 +1198,32 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
     severity = "critical"
     if len(wrong) and len(right):
         w_, r_ = float(wrong[-1]), float(right[-1])
-        msg += f": {w_ * g:.0f} all wrong, {r_ * g:.0f} all right" if g > 1 else f": {w_:.0%} all wrong, {r_:.0%} all right"
+        msg += (
+            f": {w_ * g:.0f} all wrong, {r_ * g:.0f} all right"
+            if g > 1
+            else f": {w_:.0%} all wrong, {r_:.0%} all right"
+        )
         if w_ >= 0.8 * float(frac[-1]):
             msg += "; mostly all-wrong: too hard, or a systemic failure (timeouts, truncation, reward parser)?"
         elif r_ >= 0.8 * float(frac[-1]):
             # saturation is success, not breakage: the run has little left to learn from this data
             msg += "; mostly all-right: the data is too easy (saturated)"
             severity = "warning"
-    return [Condition("no-signal", severity, int(ids[-4]), msg,
-                      {"signal": "zero_std", "fraction_last4": [_r(v) for v in frac[-4:]], "groups": g,
-                       "test": how}, signal="zero_std")]
+    return [
+        Condition(
+            "no-signal",
+            severity,
+            int(ids[-4]),
+            msg,
+            {"signal": "zero_std", "fraction_last4": [_r(v) for v in frac[-4:]], "groups": g, "test": how},
+            signal="zero_std",
+        )
+    ]
 
 
 # Policy entropy, when the log has it (Miles logs 0.0 unless --observe-training-entropy).
 ENTROPY = Signal("entropy", "entropy", ("train/entropy_loss", "actor/entropy", "entropy"), "", "", "", None, None)
-ENTROPY_SHARE = 0.15        # grpo-health.md 1.1: below 15 % of its own first-3 median
+ENTROPY_SHARE = 0.15  # grpo-health.md 1.1: below 15 % of its own first-3 median
 
 
 def rule_entropy_collapse(ctx: RuleContext) -> list[Condition]:
@@ -975,22 +1241,41 @@ def rule_entropy_collapse(ctx: RuleContext) -> list[Condition]:
         return []
     e0 = float(stats.median(start))
     if not e0 > 1e-9:
-        return []               # not observed: a constant 0.0
+        return []  # not observed: a constant 0.0
     edge = ENTROPY_SHARE * e0
     if not stats.persistent_below(vals, edge, 3, 4):
         return []
     _, rv = _finite(*ctx.series("reward"))
     rising = len(rv) >= 8 and stats.mk_p_up(rv[-8:]) < 0.05
     sev = "warning" if rising else "critical"
-    return [Condition("entropy-collapse", sev, int(ids[-4]),
-                      f"entropy collapsed to {vals[-1]:.3g} ({vals[-1] / e0:.0%} of its start, {e0:.3g})"
-                      + ("; reward still rising" if rising else "; reward flat or falling: exploration is gone"),
-                      {"entropy_last4": [_r(v) for v in vals[-4:]], "entropy_start": _r(e0), "edge": _r(edge),
-                       "reward_rising": rising})]
+    return [
+        Condition(
+            "entropy-collapse",
+            sev,
+            int(ids[-4]),
+            f"entropy collapsed to {vals[-1]:.3g} ({vals[-1] / e0:.0%} of its start, {e0:.3g})"
+            + ("; reward still rising" if rising else "; reward flat or falling: exploration is gone"),
+            {
+                "entropy_last4": [_r(v) for v in vals[-4:]],
+                "entropy_start": _r(e0),
+                "edge": _r(edge),
+                "reward_rising": rising,
+            },
+        )
+    ]
 
 
-METRIC_RULES = (rule_non_finite, rule_gap, rule_grad_norm, rule_length_hacking, rule_off_policy,
-                rule_rollout_slowdown, rule_no_signal, rule_entropy_collapse, rule_out_of_range)
+METRIC_RULES = (
+    rule_non_finite,
+    rule_gap,
+    rule_grad_norm,
+    rule_length_hacking,
+    rule_off_policy,
+    rule_rollout_slowdown,
+    rule_no_signal,
+    rule_entropy_collapse,
+    rule_out_of_range,
+)
 
 
 def _still_outside(ctx: RuleContext, rule: str, sig_id: str) -> Condition | None:
@@ -1002,9 +1287,14 @@ def _still_outside(ctx: RuleContext, rule: str, sig_id: str) -> Condition | None
     sig = BY_ID[sig_id]
     hi = _hi_edge(ctx, sig_id, ids, log=False)
     if hi is not None and stats.persistent_above(vals, hi, 3, 4):
-        return Condition(rule, "critical", None,
-                         f"{sig.label} still above its healthy range ({sig.fmt.format(vals[-1])} > {sig.fmt.format(hi[-1])})",
-                         {"signal": sig_id, "last4": [_r(v) for v in vals[-4:]], "range_hi": _r(hi[-1])}, signal=sig_id)
+        return Condition(
+            rule,
+            "critical",
+            None,
+            f"{sig.label} still above its healthy range ({sig.fmt.format(vals[-1])} > {sig.fmt.format(hi[-1])})",
+            {"signal": sig_id, "last4": [_r(v) for v in vals[-4:]], "range_hi": _r(hi[-1])},
+            signal=sig_id,
+        )
     base = _own_base(ctx, sig_id, log=True)
     if base is None or sig_id not in RHO:
         return None
@@ -1012,19 +1302,26 @@ def _still_outside(ctx: RuleContext, rule: str, sig_id: str) -> Condition | None
     lv = _log(vals)
     if not stats.persistent_above(lv, edge, 3, 4):
         return None
-    return Condition(rule, "critical", None,
-                     f"{sig.label} still x{math.exp(float(stats.median(lv[-4:])) - base.centre):.1f} its level early in the run "
-                     f"({sig.fmt.format(vals[-1])} vs {sig.fmt.format(math.exp(base.centre))})",
-                     {"signal": sig_id, "last4": [_r(v) for v in vals[-4:]], "baseline": _r(math.exp(base.centre))},
-                     signal=sig_id)
+    return Condition(
+        rule,
+        "critical",
+        None,
+        f"{sig.label} still x{math.exp(float(stats.median(lv[-4:])) - base.centre):.1f} its level early in the run "
+        f"({sig.fmt.format(vals[-1])} vs {sig.fmt.format(math.exp(base.centre))})",
+        {"signal": sig_id, "last4": [_r(v) for v in vals[-4:]], "baseline": _r(math.exp(base.centre))},
+        signal=sig_id,
+    )
 
 
 _LATCHED = {"gap-rising": ("gap", "kl"), "gap-jump": ("gap", "kl"), "grad-norm-rising": ("grad_norm",)}
 
 
 # the alerts whose rule holds on other tests while they are open (their gates must not skip)
-_HOLDS = {"rule_gap": ("gap-rising", "gap-jump"), "rule_grad_norm": ("grad-norm-rising",),
-          "rule_length_hacking": ("length-hacking",)}
+_HOLDS = {
+    "rule_gap": ("gap-rising", "gap-jump"),
+    "rule_grad_norm": ("grad-norm-rising",),
+    "rule_length_hacking": ("length-hacking",),
+}
 _HELD = frozenset(a for v in _HOLDS.values() for a in v)
 
 
@@ -1056,8 +1353,14 @@ def held_standin(rule: str = "length-hacking", severity: str = "critical") -> Co
     return Condition(rule, severity, None, f"{rule} holds", {}, signal=_STANDIN_SIGNAL[rule])
 
 
-_STANDIN_SIGNAL = {"length-hacking": "length", "gap-rising": "gap", "gap-jump": "gap",
-                   "grad-norm-rising": "grad_norm", "no-signal": "zero_std", "off-policy": "clipfrac"}
+_STANDIN_SIGNAL = {
+    "length-hacking": "length",
+    "gap-rising": "gap",
+    "gap-jump": "gap",
+    "grad-norm-rising": "grad_norm",
+    "no-signal": "zero_std",
+    "off-policy": "clipfrac",
+}
 
 
 HACKING_HELD = "length-hacking held"
@@ -1069,8 +1372,9 @@ HACKING_CONFIRMED = "length-hacking confirmed"
 RESOLVED = "ranges"
 
 
-def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
-                     open_rules: frozenset[str] = frozenset(), pre: dict | None = None) -> list[Condition]:
+def evaluate_metrics(
+    seg: Segment, ranges: RangeSet, upto: int, open_rules: frozenset[str] = frozenset(), pre: dict | None = None
+) -> list[Condition]:
     """Every metric rule's condition at rollout `upto`.  `pre`: the gates' answers for this
     rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire; HACKING_HELD: whether
     rule_length_hacking returns a condition while its (always critical) alert is open, where
@@ -1084,8 +1388,13 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
     HACKING_WINDOWS, HACKING_CONFIRMED, DRIFT_WINDOWS: RuleContext.hacking_windows,
     .hacking_confirmed, .drift_windows; RESOLVED: ranges_for's answer here."""
     gated = USE_GATES and seg.ordered
-    if (gated and pre and pre.get("quiet") and not (open_rules & _HELD)
-            and not seg.nonfinite.get(seg.row_of.get(upto, -1))):
+    if (
+        gated
+        and pre
+        and pre.get("quiet")
+        and not (open_rules & _HELD)
+        and not seg.nonfinite.get(seg.row_of.get(upto, -1))
+    ):
         return []
     ctx = RuleContext(seg, ranges, upto, open_rules, pre.get(RESOLVED) if pre else None)
     if pre:
@@ -1100,15 +1409,16 @@ def evaluate_metrics(seg: Segment, ranges: RangeSet, upto: int,
         if not box:
             box.append(gates.Window(seg, upto, WINDOW))
         return box[0]
+
     held = pre.get(HACKING_HELD) if gated and pre and "length-hacking" in open_rules else None
     held_rules = pre.get(HELD_RULES) if gated and pre else None
     for rule in METRIC_RULES:
         if held is not None and rule is rule_length_hacking:
-            if held:      # the open alert holds (judge/held.py); what it says is the raise's
+            if held:  # the open alert holds (judge/held.py); what it says is the raise's
                 out.append(held_standin())
             continue
         if held_rules and rule.__name__ in held_rules:
-            out.extend(held_standin(a, sev) for a, sev in held_rules[rule.__name__])   # they hold (judge/bulk.py)
+            out.extend(held_standin(a, sev) for a, sev in held_rules[rule.__name__])  # they hold (judge/bulk.py)
             continue
         if gated and not _may_fire(rule, ctx, win, pre):
             continue  # it cannot fire here (an exact necessary condition, judge/gates.py)

@@ -28,15 +28,15 @@ from .calibration import Envelope, calibrate_with_check
 from .ranges import RangeSet
 from .signals import SIGNALS, Signal, groups_of, signal_series
 
-MOSTLY_OUTSIDE = 0.5          # a held-out seed with more of its points outside the others' bands is named
-DEFAULT_ANSWERS = 256         # answers per rollout when the launch line does not say
+MOSTLY_OUTSIDE = 0.5  # a held-out seed with more of its points outside the others' bands is named
+DEFAULT_ANSWERS = 256  # answers per rollout when the launch line does not say
 
 __all__ = ["SeedProblem", "Calibrated", "seed_envelopes", "check_seeds"]
 
 
 @dataclass
 class SeedProblem:
-    seed: int                    # index into the paths
+    seed: int  # index into the paths
     path: str
     why: str
 
@@ -45,8 +45,8 @@ class SeedProblem:
 class Calibrated:
     envelopes: dict[str, Envelope] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
-    lines: list[str] = field(default_factory=list)        # one per signal, for stderr
-    outside: dict[str, list[dict]] = field(default_factory=dict)   # signal -> leave-one-out report per seed
+    lines: list[str] = field(default_factory=list)  # one per signal, for stderr
+    outside: dict[str, list[dict]] = field(default_factory=dict)  # signal -> leave-one-out report per seed
 
 
 def _flag_int(flags: dict, name: str) -> int | None:
@@ -63,14 +63,13 @@ def _answers(store: MetricStore) -> int:
     return g * n if g and n else DEFAULT_ANSWERS
 
 
-def _floor(sig: Signal, series: list[tuple[np.ndarray, np.ndarray]], stores: list[MetricStore],
-           log: bool) -> float:
+def _floor(sig: Signal, series: list[tuple[np.ndarray, np.ndarray]], stores: list[MetricStore], log: bool) -> float:
     """Measurement noise of one rollout's value: the least width a band may have."""
     allv = np.concatenate([v for _, v in series])
     med = float(np.median(allv)) if allv.size else 0.0
     b = min(_answers(st) for st in stores)
     if log:
-        return 0.02                              # 2 % (log units): a rate or a time is never exact
+        return 0.02  # 2 % (log units): a rate or a time is never exact
     if sig.id in ("reward", "truncated"):
         p = min(max(abs(med), 1.0 / b), 1.0 - 1.0 / b) if 0.0 <= med <= 1.0 else 0.5
         return max(math.sqrt(p * (1 - p) / b), 1.0 / b)
@@ -111,14 +110,16 @@ def seed_envelopes(stores: list[MetricStore]) -> Calibrated:
         # log scale when (almost) every value can be logged; the rest are gaps
         log = sig.log and allv.size > 0 and float(np.mean(allv > 0)) >= 0.9
         floor = _floor(sig, series, stores, log)
-        env, widened, report = calibrate_with_check(series, kind, log=log, abs_floor=floor,
-                                                    domain=_domain(sig, series),
-                                                    zero_band=sig.id == "clipfrac")
+        env, widened, report = calibrate_with_check(
+            series, kind, log=log, abs_floor=floor, domain=_domain(sig, series), zero_band=sig.id == "clipfrac"
+        )
         out.envelopes[sig.id] = env
         out.outside[sig.id] = report["seeds"]
         frac = report.get("max_frac_outside", 0.0)
-        line = (f"  {sig.id:<13} {kind:<8} sigma0={env.sigma0:.3g}{' (log)' if env.log else ''} "
-                f"held-out points outside: {frac:.0%}")
+        line = (
+            f"  {sig.id:<13} {kind:<8} sigma0={env.sigma0:.3g}{' (log)' if env.log else ''} "
+            f"held-out points outside: {frac:.0%}"
+        )
         if widened:
             line += f"  -> margin widened to {env.margin:g} sigma0 (a held-out seed stayed outside)"
             out.notes[sig.id] = "margin widened by the leave-one-seed-out check"
@@ -130,8 +131,9 @@ def _criticals(report) -> list:
     return [a for a in report.alerts if a.severity == "critical"]
 
 
-def check_seeds(paths: list[str], stores: list[MetricStore], reports: list,
-                judge: Callable[[str, RangeSet], object]) -> list[SeedProblem]:
+def check_seeds(
+    paths: list[str], stores: list[MetricStore], reports: list, judge: Callable[[str, RangeSet], object]
+) -> list[SeedProblem]:
     """Name the seeds that are not healthy runs of one setup.
 
     `reports` are the engine reports of each seed judged alone; `judge(path, ranges)` judges a
@@ -140,29 +142,39 @@ def check_seeds(paths: list[str], stores: list[MetricStore], reports: list,
     problems: list[SeedProblem] = []
     for i, (path, rep) in enumerate(zip(paths, reports)):
         for a in _criticals(rep):
-            problems.append(SeedProblem(i, path, f"shows a broken-run sign: {a.rule} from rollout {a.rollout}: "
-                                                 f"{a.message}"))
+            problems.append(
+                SeedProblem(i, path, f"shows a broken-run sign: {a.rule} from rollout {a.rollout}: {a.message}")
+            )
             break
     if len(stores) < 2:
         return problems
     for i, path in enumerate(paths):
         if any(p.seed == i for p in problems):
             continue
-        others = stores[:i] + stores[i + 1:]
+        others = stores[:i] + stores[i + 1 :]
         cal = seed_envelopes(others) if len(others) >= 2 else _one_seed_envelopes(others[0], stores[i])
         crit = _criticals(judge(path, RangeSet(envelopes=cal.envelopes, path="(the other seeds)")))
         if crit:
             a = crit[0]
-            problems.append(SeedProblem(i, path, f"judged against the other seeds' bands: {a.rule} from rollout "
-                                                 f"{a.rollout}: {a.message}"))
+            problems.append(
+                SeedProblem(
+                    i, path, f"judged against the other seeds' bands: {a.rule} from rollout {a.rollout}: {a.message}"
+                )
+            )
     full = seed_envelopes(stores)
     for sig_id, per_seed in full.outside.items():
         for r in per_seed:
             i = r["held_out"]
-            if r["frac_outside"] > MOSTLY_OUTSIDE and not any(p.seed == i and p.why.startswith(f"{sig_id}:")
-                                                              for p in problems):
-                problems.append(SeedProblem(i, paths[i], f"{sig_id}: {r['frac_outside']:.0%} of its points lie outside "
-                                                         f"the band of the other seed(s)"))
+            if r["frac_outside"] > MOSTLY_OUTSIDE and not any(
+                p.seed == i and p.why.startswith(f"{sig_id}:") for p in problems
+            ):
+                problems.append(
+                    SeedProblem(
+                        i,
+                        paths[i],
+                        f"{sig_id}: {r['frac_outside']:.0%} of its points lie outside the band of the other seed(s)",
+                    )
+                )
     return problems
 
 

@@ -27,14 +27,14 @@ import numpy as np
 from ..store.metric_store import Segment
 from .signals import BY_ID, first_rows, signal_at_rows
 
-FIRST = 5                      # rollouts whose mean is compared with the early ranges
+FIRST = 5  # rollouts whose mean is compared with the early ranges
 MANUAL_MODEL = "qwen3-0.6b"
 MANUAL_CAP = 1024
 MANUAL_DATA = "gsm8k"
 # independent views of the run: gap and KL are one mismatch
 GROUPS = (("reward",), ("length",), ("truncated",), ("gap", "kl"), ("grad_norm",))
-LOG_MARGIN = math.log(1.25)    # log signals: clearly outside = beyond x1.25 of the edge
-LIN_MARGIN = 0.25              # linear signals: beyond a quarter of the range's width
+LOG_MARGIN = math.log(1.25)  # log signals: clearly outside = beyond x1.25 of the edge
+LIN_MARGIN = 0.25  # linear signals: beyond a quarter of the range's width
 # what defaults_fit reads (rules.ranges_for keys its memo on exactly these)
 FIT_FLAGS = ("hf-checkpoint", "load", "ref-load", "rollout-max-response-len", "prompt-data")
 FIT_SIGNALS = tuple(s for g in GROUPS for s in g)

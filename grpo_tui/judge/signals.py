@@ -15,7 +15,7 @@ import numpy as np
 
 from ..store.metric_store import Segment
 
-EARLY_ROLLOUTS = 10   # rollouts 0-9 use the first range set
+EARLY_ROLLOUTS = 10  # rollouts 0-9 use the first range set
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,54 +25,143 @@ class Signal:
     aliases: tuple[str, ...]
     unit: str
     tells: str
-    trend: str                      # healthy trend, in words
+    trend: str  # healthy trend, in words
     early: tuple[float, float] | None
     whole: tuple[float, float] | None
-    log: bool = False               # judged on a log scale (heavy-tailed, positive)
-    flat: bool = False              # expected flat (constant band) vs trending
-    sigma0: float = 0.0             # default noise scale (log units when log=True)
+    log: bool = False  # judged on a log scale (heavy-tailed, positive)
+    flat: bool = False  # expected flat (constant band) vs trending
+    sigma0: float = 0.0  # default noise scale (log units when log=True)
     fmt: str = "{:.3g}"
-    domain: tuple[float | None, float | None] = (None, None)   # values a healthy band may take
+    domain: tuple[float | None, float | None] = (None, None)  # values a healthy band may take
 
 
 SIGNALS: tuple[Signal, ...] = (
-    Signal("reward", "reward", ("rollout/raw_reward", "critic/score/mean", "reward"), "",
-           "mean raw reward of the rollout: the headline, but the slowest and noisiest signal",
-           "rises, swings up to 0.21 a step", (0.53, 0.74), (0.53, 0.87), sigma0=0.05, fmt="{:.3f}"),
-    Signal("length", "answer length", ("rollout/response_lengths", "rollout/response_len/mean",
-                             "response_length/mean", "completions/mean_length"), "tok",
-           "mean answer length in tokens: rising with falling reward is length hacking",
-           "falls", (626, 787), (396, 787), sigma0=30.0, fmt="{:.0f}", domain=(0.0, None)),
-    Signal("truncated", "cut share", ("rollout/truncated", "rollout/truncated_ratio",
-                         "response_length/clip_ratio", "completions/clipped_ratio"), "",
-           "share of answers cut at the length cap: loops run to the cap",
-           "falls with length", (0.19, 0.43), (0.02, 0.43), sigma0=0.04, fmt="{:.3f}", domain=(0.0, 1.0)),
-    Signal("gap", "log-prob gap", ("train/train_rollout_logprob_abs_diff", "sampling/sampling_logp_difference/mean"), "",
-           "mean |trainer - engine| log-prob: grows when trainer and engine hold different weights",
-           "flat", (0.0141, 0.0164), (0.0136, 0.0164), log=True, flat=True, sigma0=0.05, fmt="{:.4f}",
-           domain=(0.0, None)),
-    Signal("kl", "KL to engine", ("train/train_rollout_kl", "rollout_corr/k3_kl"), "",
-           "KL(engine || trainer) at sampled tokens: the same mismatch, another estimator",
-           "flat", (0.00063, 0.00075), (0.00063, 0.00076), log=True, flat=True, sigma0=0.05, fmt="{:.2e}",
-           domain=(0.0, None)),
-    Signal("grad_norm", "gradient norm", ("train/grad_norm", "actor/grad_norm", "grad_norm"), "",
-           "pre-clip gradient norm: growing step after step means the learning rate is too high",
-           "one range, rare spikes", (0.35, 4.95), (0.35, 4.95), log=True, sigma0=0.35, fmt="{:.3g}",
-           domain=(0.0, None)),
-    Signal("clipfrac", "clip fraction", ("train/pg_clipfrac", "actor/pg_clipfrac", "clip_ratio/region_mean"), "",
-           "share of tokens clipped by PPO: 0 with one update per rollout, else samples are stale",
-           "0 with one update per rollout", (0.0, 0.0), (0.0, 0.0), flat=True, fmt="{:.3g}", domain=(0.0, 1.0)),
-    Signal("rollout_time", "rollout time", ("perf/rollout_time", "timing_s/gen"), "s",
-           "wall seconds to generate the rollout: growing at flat length means a slower engine/GPU",
-           "falls with length", None, None, log=True, sigma0=0.1, fmt="{:.1f}", domain=(0.0, None)),
-    Signal("zero_std", "zero-std groups", ("rollout/zero_std/count_*",), "",
-           "groups whose answers all got one reward (no learning signal); all-wrong and all-right apart",
-           "most groups mixed", (0.0, 0.5), (0.0, 0.5), fmt="{:.2f}", domain=(0.0, 1.0)),
+    Signal(
+        "reward",
+        "reward",
+        ("rollout/raw_reward", "critic/score/mean", "reward"),
+        "",
+        "mean raw reward of the rollout: the headline, but the slowest and noisiest signal",
+        "rises, swings up to 0.21 a step",
+        (0.53, 0.74),
+        (0.53, 0.87),
+        sigma0=0.05,
+        fmt="{:.3f}",
+    ),
+    Signal(
+        "length",
+        "answer length",
+        ("rollout/response_lengths", "rollout/response_len/mean", "response_length/mean", "completions/mean_length"),
+        "tok",
+        "mean answer length in tokens: rising with falling reward is length hacking",
+        "falls",
+        (626, 787),
+        (396, 787),
+        sigma0=30.0,
+        fmt="{:.0f}",
+        domain=(0.0, None),
+    ),
+    Signal(
+        "truncated",
+        "cut share",
+        ("rollout/truncated", "rollout/truncated_ratio", "response_length/clip_ratio", "completions/clipped_ratio"),
+        "",
+        "share of answers cut at the length cap: loops run to the cap",
+        "falls with length",
+        (0.19, 0.43),
+        (0.02, 0.43),
+        sigma0=0.04,
+        fmt="{:.3f}",
+        domain=(0.0, 1.0),
+    ),
+    Signal(
+        "gap",
+        "log-prob gap",
+        ("train/train_rollout_logprob_abs_diff", "sampling/sampling_logp_difference/mean"),
+        "",
+        "mean |trainer - engine| log-prob: grows when trainer and engine hold different weights",
+        "flat",
+        (0.0141, 0.0164),
+        (0.0136, 0.0164),
+        log=True,
+        flat=True,
+        sigma0=0.05,
+        fmt="{:.4f}",
+        domain=(0.0, None),
+    ),
+    Signal(
+        "kl",
+        "KL to engine",
+        ("train/train_rollout_kl", "rollout_corr/k3_kl"),
+        "",
+        "KL(engine || trainer) at sampled tokens: the same mismatch, another estimator",
+        "flat",
+        (0.00063, 0.00075),
+        (0.00063, 0.00076),
+        log=True,
+        flat=True,
+        sigma0=0.05,
+        fmt="{:.2e}",
+        domain=(0.0, None),
+    ),
+    Signal(
+        "grad_norm",
+        "gradient norm",
+        ("train/grad_norm", "actor/grad_norm", "grad_norm"),
+        "",
+        "pre-clip gradient norm: growing step after step means the learning rate is too high",
+        "one range, rare spikes",
+        (0.35, 4.95),
+        (0.35, 4.95),
+        log=True,
+        sigma0=0.35,
+        fmt="{:.3g}",
+        domain=(0.0, None),
+    ),
+    Signal(
+        "clipfrac",
+        "clip fraction",
+        ("train/pg_clipfrac", "actor/pg_clipfrac", "clip_ratio/region_mean"),
+        "",
+        "share of tokens clipped by PPO: 0 with one update per rollout, else samples are stale",
+        "0 with one update per rollout",
+        (0.0, 0.0),
+        (0.0, 0.0),
+        flat=True,
+        fmt="{:.3g}",
+        domain=(0.0, 1.0),
+    ),
+    Signal(
+        "rollout_time",
+        "rollout time",
+        ("perf/rollout_time", "timing_s/gen"),
+        "s",
+        "wall seconds to generate the rollout: growing at flat length means a slower engine/GPU",
+        "falls with length",
+        None,
+        None,
+        log=True,
+        sigma0=0.1,
+        fmt="{:.1f}",
+        domain=(0.0, None),
+    ),
+    Signal(
+        "zero_std",
+        "zero-std groups",
+        ("rollout/zero_std/count_*",),
+        "",
+        "groups whose answers all got one reward (no learning signal); all-wrong and all-right apart",
+        "most groups mixed",
+        (0.0, 0.5),
+        (0.0, 0.5),
+        fmt="{:.2f}",
+        domain=(0.0, 1.0),
+    ),
 )
 
 BY_ID = {s.id: s for s in SIGNALS}
 ZERO_STD_PREFIX = "rollout/zero_std/count_"
-ZERO_STD_FRACTION = "frac_reward_zero_std"      # TRL logs the fraction itself
+ZERO_STD_FRACTION = "frac_reward_zero_std"  # TRL logs the fraction itself
 ALL_WRONG_KEYS = ("rollout/zero_std/count_0", "rollout/zero_std/count_0.0")
 ALL_RIGHT_KEYS = ("rollout/zero_std/count_1", "rollout/zero_std/count_1.0")
 # Newer Miles logs the shares themselves (miles#1034): too hard vs too easy.
@@ -137,7 +226,8 @@ def _zero_std_counts(seg: Segment, rows: np.ndarray) -> tuple[np.ndarray, np.nda
             right += v0
     # Rows with a rollout-manager record but no count key had no all-same group at all.
     has_perf = ~np.isnan(seg.values_at_rows("perf/rollout_time", rows)) | ~np.isnan(
-        seg.values_at_rows("rollout/response_len/mean", rows))
+        seg.values_at_rows("rollout/response_len/mean", rows)
+    )
     valid = seen | (has_perf & bool(names))
     nan = np.full(len(rows), math.nan)
     return (np.where(valid, total, nan), np.where(valid, wrong, nan), np.where(valid, right, nan))
@@ -146,12 +236,14 @@ def _zero_std_counts(seg: Segment, rows: np.ndarray) -> tuple[np.ndarray, np.nda
 def groups_of(seg: Segment) -> int | None:
     """Prompt groups per rollout: the launch flag, else derived from a percentage key."""
     if (ZERO_STD_FRACTION in seg.columns or _has_ratios(seg)) and not _has_counts(seg):
-        return 1   # TRL, newer Miles: the logged value is already a share of groups
+        return 1  # TRL, newer Miles: the logged value is already a share of groups
     g = seg.groups
     if g:
         return g
-    for count_keys, pct in ((ALL_WRONG_KEYS, "rollout/zero_std/all_zero_percentage"),
-                            (ALL_RIGHT_KEYS, "rollout/zero_std/all_one_percentage")):
+    for count_keys, pct in (
+        (ALL_WRONG_KEYS, "rollout/zero_std/all_zero_percentage"),
+        (ALL_RIGHT_KEYS, "rollout/zero_std/all_one_percentage"),
+    ):
         p = seg.columns.get(pct)
         if p is None:
             continue
@@ -160,7 +252,7 @@ def groups_of(seg: Segment) -> int | None:
             if c is None:
                 continue
             n = len(seg.ids)
-            lo = max(0, n - 64)          # the newest rows suffice (and keep live updates O(1))
+            lo = max(0, n - 64)  # the newest rows suffice (and keep live updates O(1))
             pv, cv = p.data[lo:n], c.data[lo:n]
             ok = (pv > 0) & ~np.isnan(cv)
             if ok.any():
@@ -191,8 +283,9 @@ def _groups_from_exact_reward(seg: Segment) -> int | None:
     return None
 
 
-def signal_series(seg: Segment, sig: Signal, last: int | None = None,
-                  part: str = "total", upto: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def signal_series(
+    seg: Segment, sig: Signal, last: int | None = None, part: str = "total", upto: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(rollout ids, values) of one signal, ending at rollout `upto` (default: the newest).
 
     zero_std is a fraction of groups when the group count is known, else a plain count.
@@ -210,8 +303,7 @@ def first_rows(seg: Segment, n: int, upto: int | None = None) -> np.ndarray:
     return seg.rows_upto(None, upto)[:n]
 
 
-def signal_at_rows(seg: Segment, sig: Signal, rows: np.ndarray,
-                   part: str = "total") -> tuple[np.ndarray, np.ndarray]:
+def signal_at_rows(seg: Segment, sig: Signal, rows: np.ndarray, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
     """(rollout ids, values) of one signal at the given rows (sorted by id)."""
     if sig.id == "zero_std" and metric_for(seg, sig) == ZERO_STD_FRACTION:
         sig = Signal("zero_std", sig.label, (ZERO_STD_FRACTION,), "", "", "", None, None)
@@ -231,7 +323,7 @@ def zero_std_parts(seg: Segment, rows: np.ndarray) -> dict[str, tuple[np.ndarray
     the counts are read once for all three (rule_no_signal reads every part where it runs)."""
     sig = BY_ID["zero_std"]
     if metric_for(seg, sig) == ZERO_STD_FRACTION:
-        got = signal_at_rows(seg, sig, rows)        # (a logged share: one series for every part)
+        got = signal_at_rows(seg, sig, rows)  # (a logged share: one series for every part)
         return {"total": got, "wrong": got, "right": got}
     return _zero_std_count_parts(seg, rows)
 
@@ -257,7 +349,7 @@ def _zero_std_count_parts(seg: Segment, rows: np.ndarray) -> dict[str, tuple[np.
 
 
 def framework(seg: Segment) -> str:
-    """"miles" (Miles/slime), "verl" or "trl": Miles defaults only hold for Miles/slime runs."""
+    """ "miles" (Miles/slime), "verl" or "trl": Miles defaults only hold for Miles/slime runs."""
     return seg.framework
 
 

@@ -61,7 +61,7 @@ def _finite_pairs(steps, x) -> tuple[np.ndarray, np.ndarray]:
     if not keep.all():
         s, v = s[keep], v[keep]
     if s.size > 1 and (s[1:] > s[:-1]).all():
-        return s, v                  # already in step order (the usual case): no sort, no copy
+        return s, v  # already in step order (the usual case): no sort, no copy
     order = np.argsort(s, kind="stable")
     return s[order], v[order]
 
@@ -88,7 +88,7 @@ def median(v: np.ndarray):
     else:
         part = np.partition(v, (h - 1, h, n - 1))
         out = (part[h - 1] + part[h]) / 2
-    return np.float64(np.nan) if np.isnan(part[-1]) else out      # (NaN sorts last)
+    return np.float64(np.nan) if np.isnan(part[-1]) else out  # (NaN sorts last)
 
 
 def percentile(v: np.ndarray, p: float):
@@ -101,7 +101,7 @@ def percentile(v: np.ndarray, p: float):
     if n == 0 or v.dtype.kind != "f" or v.ndim != 1:
         return np.percentile(v, p)
     virtual = (n - 1) * (p / 100)
-    if virtual >= n - 1:                 # numpy: both neighbours the last value, weight virtual + 1
+    if virtual >= n - 1:  # numpy: both neighbours the last value, weight virtual + 1
         below = above = -1
     else:
         below = math.floor(virtual)
@@ -180,7 +180,7 @@ def trailing_mean(values, window: int = 5) -> np.ndarray:
     head = min(window - 1, f.size)
     means[:head] = np.cumsum(f[:head]) / np.arange(1, head + 1)
     if f.size >= window:
-        means[window - 1:] = np.lib.stride_tricks.sliding_window_view(f, window).mean(axis=1)
+        means[window - 1 :] = np.lib.stride_tricks.sliding_window_view(f, window).mean(axis=1)
     count = np.cumsum(ok)  # finite values seen up to and including i
     seen = count > 0
     out[seen] = means[count[seen] - 1]

@@ -30,35 +30,45 @@ from . import rules
 from .signals import groups_of
 
 # the alerts a stand-in can keep open, and the rule whose output the stand-in replaces
-_RULE_OF = {"gap-jump": "rule_gap", "gap-rising": "rule_gap", "grad-norm-rising": "rule_grad_norm",
-            "no-signal": "rule_no_signal", "off-policy": "rule_off_policy",
-            "length-hacking": "rule_length_hacking", "out-of-range": "rule_out_of_range"}
-_GATED_ELSEWHERE = frozenset({"rule_non_finite", "rule_out_of_range"})   # (nonfinite rows; omat)
-NO, MAYBE = 0, 1        # (judge/bulk.py's gate answers)
+_RULE_OF = {
+    "gap-jump": "rule_gap",
+    "gap-rising": "rule_gap",
+    "grad-norm-rising": "rule_grad_norm",
+    "no-signal": "rule_no_signal",
+    "off-policy": "rule_off_policy",
+    "length-hacking": "rule_length_hacking",
+    "out-of-range": "rule_out_of_range",
+}
+_GATED_ELSEWHERE = frozenset({"rule_non_finite", "rule_out_of_range"})  # (nonfinite rows; omat)
+NO, MAYBE = 0, 1  # (judge/bulk.py's gate answers)
 # Answers.held_arrays' arrays, in its order (bulk._held_arrays)
 _HELD_ARRAYS = ("still_gap", "calm_gap", "still_grad", "no_signal", "no_signal_warn", "off_policy")
 FIRST_CHUNK, MAX_CHUNK = 32, 2048
-MAX_SETS = 64           # open-alert sets remembered (a run seldom has more than a handful)
+MAX_SETS = 64  # open-alert sets remembered (a run seldom has more than a handful)
 
 
 class Steady:
     """`next_busy(t, open_alerts)`: the first tape position from t on that replay must judge
     op by op while these alerts are open (an event it acts on, or an op that is not steady)."""
 
-    def __init__(self, ans, held, tape_judged: np.ndarray, k_of: list, busy_events: np.ndarray,
-                 nonfinite_ops: np.ndarray) -> None:
+    def __init__(
+        self, ans, held, tape_judged: np.ndarray, k_of: list, busy_events: np.ndarray, nonfinite_ops: np.ndarray
+    ) -> None:
         self.ans, self.held = ans, held
-        self.jpos = np.flatnonzero(tape_judged)          # tape position of each op
-        self.k_of = k_of                                 # per position: ops before it
+        self.jpos = np.flatnonzero(tape_judged)  # tape position of each op
+        self.k_of = k_of  # per position: ops before it
         self.n_ops = len(self.jpos)
         self.n = len(tape_judged)
-        self.events = busy_events                        # positions of the events replay acts on
+        self.events = busy_events  # positions of the events replay acts on
         self.clean = ans.full & ~nonfinite_ops
         self.col = {nm: j for j, nm in enumerate(ans.names)}
         self.sig_col = {s: j for j, s in enumerate(ans.sig_ids)}
         # signals rule_out_of_range passes over whatever their gate says (it returns nothing)
-        self.inert = frozenset(s for s, skip in (("clipfrac", ans.seg.steps_per_rollout > 1),
-                                                 ("zero_std", groups_of(ans.seg) is None)) if skip)
+        self.inert = frozenset(
+            s
+            for s, skip in (("clipfrac", ans.seg.steps_per_rollout > 1), ("zero_std", groups_of(ans.seg) is None))
+            if skip
+        )
         ungated = {r.__name__ for r in rules.METRIC_RULES} - set(ans.names) - _GATED_ELSEWHERE
         self.usable = bool(ans.names) and not ungated and ans.full.any()
         self._masks: dict[frozenset, tuple[np.ndarray, np.ndarray]] = {}
@@ -88,7 +98,7 @@ class Steady:
                 chunk = min(MAX_CHUNK, chunk * 2)
                 continue
             j = k + int(bad[0])
-            if not known[j]:        # (the mask is made only up to there: past a busy op nothing is asked)
+            if not known[j]:  # (the mask is made only up to there: past a busy op nothing is asked)
                 todo = np.flatnonzero(~known[j:hi])
                 hi2 = j + int(todo[-1]) + 1
                 steady[j:hi2], undecided = self._mask(opened, j, hi2)
@@ -132,7 +142,7 @@ class Steady:
         oor_open = set()
         for (rule, sig_id), severity in opened:
             if rule not in _RULE_OF:
-                return none                      # an event alert, stalled, non-finite...: op by op
+                return none  # an event alert, stalled, non-finite...: op by op
             if rule == "out-of-range":
                 if sig_id not in self.sig_col or severity != "warning":
                     return none
@@ -157,7 +167,7 @@ class Steady:
         for alert, name in (("grad-norm-rising", "still_grad"), ("off-policy", "off_policy")):
             if alert in sev:
                 if sev[alert] != "critical":
-                    return none                 # (a warning could escalate: op by op)
+                    return none  # (a warning could escalate: op by op)
                 m &= sure[name][lo:hi]
                 covered.add(_RULE_OF[alert])
         for s, j in self.sig_col.items():
@@ -176,7 +186,7 @@ class Steady:
                 return none
         elif lh is not None:
             ok = lh == NO
-            maybe = np.flatnonzero(m & (lh == MAYBE))      # its sign surely not confirmed: nothing
+            maybe = np.flatnonzero(m & (lh == MAYBE))  # its sign surely not confirmed: nothing
             if len(maybe):
                 ok[maybe] = self.held.confirmed_at(lo + maybe) == 0
             m &= ok

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 from ..shared_override import SharedOverride
 
 CHUNK = 4 << 20
-MAX_LINE = 1 << 20   # bytes kept of one line; the reader never holds more of it
+MAX_LINE = 1 << 20  # bytes kept of one line; the reader never holds more of it
 
 # judge_path's blocks: twice CHUNK.  Why: the reader thread takes the GIL back a few times per
 # block (after its read, after its walk, for the queue), each time waiting for the parsing
@@ -29,7 +29,7 @@ MAX_LINE = 1 << 20   # bytes kept of one line; the reader never holds more of it
 BULK_CHUNK = 2 * CHUNK
 
 
-HANDOFF_S = 0.00025    # the GIL switch interval while a whole file is read (Python's default: 0.005)
+HANDOFF_S = 0.00025  # the GIL switch interval while a whole file is read (Python's default: 0.005)
 
 # A shorter GIL switch interval while judge_path reads a file (and while lines/prefetch.py reads
 # ahead).  Why: its reader thread (ScannedReader) holds the GIL only for a moment per block (its
@@ -44,8 +44,9 @@ HANDOFF_S = 0.00025    # the GIL switch interval while a whole file is read (Pyt
 # the GIL go inside the long C walks (Fold.run, file_chunks) was tried too: slower, the parser then
 # waited for the reader to give it back.  Not in the dashboard's fill (pipeline.feed_file), where
 # a third thread, the UI's, shares the GIL: there the 1 GB fill took ~8 % longer with it.
-quick_handoff = SharedOverride(sys.getswitchinterval, sys.setswitchinterval,
-                               lambda saved: HANDOFF_S if saved > HANDOFF_S else None)
+quick_handoff = SharedOverride(
+    sys.getswitchinterval, sys.setswitchinterval, lambda saved: HANDOFF_S if saved > HANDOFF_S else None
+)
 
 
 class InputError(Exception):
@@ -99,16 +100,14 @@ def open_regular(path: str) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def iter_line_blocks(path: str, chunk: int = CHUNK, start: int = 0,
-                     end: int | None = None) -> Iterator[list[str]]:
+def iter_line_blocks(path: str, chunk: int = CHUNK, start: int = 0, end: int | None = None) -> Iterator[list[str]]:
     """Lists of complete lines, one list per read chunk (split on b'\\n' only): the blocks of
     iter_byte_blocks decoded (invalid UTF-8 becomes U+FFFD)."""
     for block in iter_byte_blocks(path, chunk, start, end):
         yield block.decode("utf-8", "replace").split("\n")
 
 
-def iter_byte_blocks(path: str, chunk: int = CHUNK, start: int = 0,
-                     end: int | None = None) -> Iterator[bytes]:
+def iter_byte_blocks(path: str, chunk: int = CHUNK, start: int = 0, end: int | None = None) -> Iterator[bytes]:
     """Blocks of complete lines as bytes, one per read chunk: the lines joined by b'\\n'
     without the last one's newline (a block holds block.count(b'\\n') + 1 lines; b'' is one
     empty line).  The parser decodes only the lines it reads (LineParser.feed_block).
@@ -124,8 +123,8 @@ def iter_byte_blocks(path: str, chunk: int = CHUNK, start: int = 0,
         pos = _seek_line_start(f, start, chunk) if start > 0 else 0
         if pos is None:
             return
-        rest = b""          # the current line's start (at most MAX_LINE bytes)
-        skipping = False    # `rest` is a cut line: drop bytes until the next newline
+        rest = b""  # the current line's start (at most MAX_LINE bytes)
+        skipping = False  # `rest` is a cut line: drop bytes until the next newline
         while end is None or pos < end:
             try:
                 block = f.read(chunk if end is None else min(chunk, end - pos))
@@ -139,10 +138,10 @@ def iter_byte_blocks(path: str, chunk: int = CHUNK, start: int = 0,
                 i = block.find(b"\n")
                 if i < 0:
                     continue
-                head, block, rest, skipping = [rest], block[i + 1:], b"", False
+                head, block, rest, skipping = [rest], block[i + 1 :], b"", False
             block = rest + block
             cut = block.rfind(b"\n")
-            rest = block[cut + 1:]
+            rest = block[cut + 1 :]
             if len(rest) > MAX_LINE:
                 rest, skipping = rest[:MAX_LINE], True
             if cut < 0:
@@ -158,10 +157,15 @@ def iter_byte_blocks(path: str, chunk: int = CHUNK, start: int = 0,
             yield rest
 
 
-def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
-                     end: int | None = None, buffers: int = 1,
-                     taken: Callable[[], int] | None = None,
-                     walk: Callable[..., tuple] | None = None) -> Iterator[Any]:
+def iter_block_views(
+    path: str,
+    chunk: int = CHUNK,
+    max_line: int | None = None,
+    end: int | None = None,
+    buffers: int = 1,
+    taken: Callable[[], int] | None = None,
+    walk: Callable[..., tuple] | None = None,
+) -> Iterator[Any]:
     """The lines of a file as iter_byte_blocks gives them (each cut to `max_line` bytes; with
     `end`, those of bytes [0, end), a last line without its newline left out),
     in blocks read into one reused buffer: no new 4 MiB object and no copy per block, which
@@ -188,7 +192,7 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
     lines walked and then the rest, as (block, LEFT): unwalked, for whoever parses it to walk
     (the same lines: a block may end at any newline); the buffer is kept for both."""
     max_line = MAX_LINE if max_line is None else max_line
-    cap = max(chunk, max_line + 2)   # room to read past a cut line and its newline
+    cap = max(chunk, max_line + 2)  # room to read past a cut line and its newline
     f = open_regular(path)
     fill = _fills(f, cap, end)
     try:
@@ -196,24 +200,24 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
     except BaseException:
         f.close()
         raise
-    views: list[list[memoryview] | None] = [None] * len(mvs)   # the block(s) given out of each buffer
-    given = [-1] * len(mvs)   # (with `taken`) the number of the block each buffer gave out
-    blocks = 0                # blocks given out so far
+    views: list[list[memoryview] | None] = [None] * len(mvs)  # the block(s) given out of each buffer
+    given = [-1] * len(mvs)  # (with `taken`) the number of the block each buffer gave out
+    blocks = 0  # blocks given out so far
     cur = 0
     mv, buf = mvs[0], mvs[0].obj
-    fd = f.fileno() if walk is not None else -1    # (read there directly: f's buffer stays unused)
+    fd = f.fileno() if walk is not None else -1  # (read there directly: f's buffer stays unused)
     walked, mid = None, -1
     with f:
-        have = 0          # buf[:have]: the start of the current line (no newline in it)
+        have = 0  # buf[:have]: the start of the current line (no newline in it)
         skipping = False  # that line was cut at max_line: drop its bytes up to the next newline
-        left = end        # bytes still to read before `end` (None: to the end of the file)
+        left = end  # bytes still to read before `end` (None: to the end of the file)
         while left is None or left > 0:
             try:
                 want = min(cap - have, chunk if left is None else min(chunk, left))
                 if walk is None:
-                    n = f.readinto(mv[have:have + want])
+                    n = f.readinto(mv[have : have + want])
                 elif skipping:
-                    n, walked = _read_full(fd, mv[have:have + want]), None
+                    n, walked = _read_full(fd, mv[have : have + want]), None
                 else:
                     n, cut, walked, *split = walk(fd, mv, have, want, max_line)
                     mid = split[0] if split and walked is not None else -1
@@ -223,26 +227,26 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
                 break
             if left is not None:
                 left -= n
-            stop = have + n   # buf[:stop] holds what is read
+            stop = have + n  # buf[:stop] holds what is read
             if skipping:
                 i = buf.find(b"\n", have, stop)
                 if i < 0:
                     continue
                 # the cut line ends here: buf[:have] is that line, then what follows it
-                mv[have + 1:have + stop - i] = mv[i + 1:stop]
+                mv[have + 1 : have + stop - i] = mv[i + 1 : stop]
                 stop = have + stop - i
                 buf[have] = 0x0A
                 skipping = False
             if walked is None:
                 cut = buf.rfind(b"\n", 0, stop)
             if cut >= 0:
-                blocks += 1       # (every block counts: `taken` counts them all)
+                blocks += 1  # (every block counts: `taken` counts them all)
                 if walked is None and _has_long_line(buf, max_line, cut):
                     block = b"\n".join(ln[:max_line] for ln in buf[:cut].split(b"\n"))
                     yield block if walk is None else (block, None)
-                elif mid >= 0:       # (set only by a walk that split the block)
-                    blocks += 1       # (two blocks: the buffer is kept until the second is done)
-                    views[cur] = [mv[:mid], mv[mid + 1:cut]]
+                elif mid >= 0:  # (set only by a walk that split the block)
+                    blocks += 1  # (two blocks: the buffer is kept until the second is done)
+                    views[cur] = [mv[:mid], mv[mid + 1 : cut]]
                     given[cur] = blocks - 1
                     yield views[cur][0], walked
                     yield views[cur][1], LEFT
@@ -267,7 +271,7 @@ def iter_block_views(path: str, chunk: int = CHUNK, max_line: int | None = None,
                     for view in views[nxt]:
                         view.release()
                 views[nxt] = None
-            mvs[nxt][:rest] = mv[cut + 1:cut + 1 + rest]
+            mvs[nxt][:rest] = mv[cut + 1 : cut + 1 + rest]
             cur, mv = nxt, mvs[nxt]
             buf = mv.obj
             have = rest
@@ -318,9 +322,14 @@ def _read_full(fd: int, mv: memoryview) -> int:
     return got
 
 
-def iter_scanned_blocks(path: str, scan: Callable[[Any], tuple], chunk: int = CHUNK,
-                        end: int | None = None, read_scan: Callable[..., tuple] | None = None,
-                        untimed: bool = False) -> Iterator[tuple]:
+def iter_scanned_blocks(
+    path: str,
+    scan: Callable[[Any], tuple],
+    chunk: int = CHUNK,
+    end: int | None = None,
+    read_scan: Callable[..., tuple] | None = None,
+    untimed: bool = False,
+) -> Iterator[tuple]:
     """(block, scan(block)) for the blocks of iter_block_views(path, chunk, end=end), read and scanned by
     another thread one block ahead of the caller (ScannedReader, started at the first block asked for).
 
@@ -351,15 +360,23 @@ class ScannedReader:
     the other way round too: while the consumer waits for blocks, the reader leaves the walk of
     a share of each block (its last lines) to it (_steer; the block comes in two parts)."""
 
-    def __init__(self, path: str, scan: Callable[[Any], tuple], chunk: int = CHUNK, end: int | None = None,
-                 ahead: int = 1, read_scan: Callable[..., tuple] | None = None, untimed: bool = False,
-                 share: float | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        scan: Callable[[Any], tuple],
+        chunk: int = CHUNK,
+        end: int | None = None,
+        ahead: int = 1,
+        read_scan: Callable[..., tuple] | None = None,
+        untimed: bool = False,
+        share: float | None = None,
+    ) -> None:
         self.path, self.chunk, self.end = path, chunk, end
         self.scan, self.read_scan = scan, read_scan
         self.untimed = untimed
-        self._waiting = False   # the consumer waits for a block (read without the lock: a hint)
-        self.spared = 0         # blocks walked with their dicts read (the tests look)
-        self.left = 0           # blocks whose tail the consumer walked (the tests look)
+        self._waiting = False  # the consumer waits for a block (read without the lock: a hint)
+        self.spared = 0  # blocks walked with their dicts read (the tests look)
+        self.left = 0  # blocks whose tail the consumer walked (the tests look)
         # the part of each block (its last lines) the consumer walks itself: moved by SHARE_STEP
         # per block (_steer) in an untimed read, or fixed (`share`: the tests).  Why untimed only:
         # a split block moves a judging round's end, and with it the log time an alert is raised
@@ -370,7 +387,7 @@ class ScannedReader:
         self._items: deque = deque()
         self._cv = threading.Condition()
         self._stopped = False
-        self._taken = 0         # blocks the consumer has taken (the reader keeps their buffers)
+        self._taken = 0  # blocks the consumer has taken (the reader keeps their buffers)
         self._on_close: list[Callable[[], None]] = []
         self._thread = threading.Thread(target=self._produce, name="grpo-tui-reader", daemon=True)
         self._thread.start()
@@ -412,12 +429,11 @@ class ScannedReader:
 
     def _produce(self) -> None:
         walk = self._walk if self.read_scan is not None else None
-        blocks = iter_block_views(self.path, self.chunk, end=self.end, buffers=3, taken=lambda: self._taken,
-                                  walk=walk)
+        blocks = iter_block_views(self.path, self.chunk, end=self.end, buffers=3, taken=lambda: self._taken, walk=walk)
         try:
             for item in blocks:
                 block, scanned = item if walk is not None else (item, None)
-                if scanned is LEFT:     # the tail of the block before: the consumer walks it
+                if scanned is LEFT:  # the tail of the block before: the consumer walks it
                     self.left += 1
                     if self._put((block, None), lead=False) is None:
                         return
@@ -429,16 +445,17 @@ class ScannedReader:
                     return
                 self._steer(idle)
             self._put(_END)
-        except BaseException as exc:      # handed to the consumer, raised there
+        except BaseException as exc:  # handed to the consumer, raised there
             self._put(exc)
         finally:
             blocks.close()
 
     def _walk(self, fd: int, mv: memoryview, have: int, want: int, max_line: int) -> tuple:
-        spare = not self._waiting and self._share == 0    # (a share given away: the reader is the slower)
+        spare = not self._waiting and self._share == 0  # (a share given away: the reader is the slower)
         if self._share > 0:
-            got = self.read_scan(fd, mv, have, want, max_line, spare, self.untimed,
-                                 int((have + want) * (1 - self._share)))
+            got = self.read_scan(
+                fd, mv, have, want, max_line, spare, self.untimed, int((have + want) * (1 - self._share))
+            )
         elif self.untimed:
             got = self.read_scan(fd, mv, have, want, max_line, spare, True)
         else:
@@ -480,8 +497,8 @@ class ScannedReader:
 
 
 _END = object()
-LEFT = object()         # iter_block_views: a block's lines left unwalked by a walk that split it
-SHARE_STEP = 1 / 32     # ScannedReader._steer
+LEFT = object()  # iter_block_views: a block's lines left unwalked by a walk that split it
+SHARE_STEP = 1 / 32  # ScannedReader._steer
 SHARE_MAX = 0.5
 
 

@@ -79,7 +79,7 @@ def parse_trl(text: str) -> tuple[str, dict[str, Any], dict[str, str]] | None:
     metrics: dict[str, Any] = {}
     raw = dict(parsed.raw_nonfinite)
     for k, v in parsed.values.items():
-        if isinstance(v, str):          # newer transformers pre-format floats as strings
+        if isinstance(v, str):  # newer transformers pre-format floats as strings
             num = _number(v)
             if num is None:
                 continue
@@ -93,6 +93,9 @@ def parse_trl(text: str) -> tuple[str, dict[str, Any], dict[str, str]] | None:
         return None
     if any(k.startswith("eval_") for k in metrics):
         # An eval dict repeats `epoch`; keep only its own keys so it can't overwrite the train row.
-        return "eval", {k: v for k, v in metrics.items() if k.startswith("eval_")}, {
-            k: v for k, v in raw.items() if k.startswith("eval_")}
+        return (
+            "eval",
+            {k: v for k, v in metrics.items() if k.startswith("eval_")},
+            {k: v for k, v in raw.items() if k.startswith("eval_")},
+        )
     return "rollout", metrics, raw

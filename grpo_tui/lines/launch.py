@@ -11,14 +11,29 @@ import re
 _FLAG = re.compile(r"(?:^|\s)--(?P<name>[A-Za-z][\w-]*)(?:[= ](?P<value>(?!--)[^\s'\"]+|'[^']*'|\"[^\"]*\"))?")
 
 # Names in the Megatron argument dump (`  rollout_batch_size ........ 32`) worth keeping.
-ARG_DUMP_NAMES = frozenset({
-    "rollout_batch_size", "n_samples_per_prompt", "global_batch_size", "num_steps_per_rollout",
-    "rollout_max_response_len", "num_rollout", "eval_interval", "save_interval",
-    "use_dynamic_global_batch_size", "wandb_always_use_train_step",
-})
+ARG_DUMP_NAMES = frozenset(
+    {
+        "rollout_batch_size",
+        "n_samples_per_prompt",
+        "global_batch_size",
+        "num_steps_per_rollout",
+        "rollout_max_response_len",
+        "num_rollout",
+        "eval_interval",
+        "save_interval",
+        "use_dynamic_global_batch_size",
+        "wandb_always_use_train_step",
+    }
+)
 
-WATCHED = ("rollout-batch-size", "n-samples-per-prompt", "global-batch-size",
-           "num-steps-per-rollout", "rollout-max-response-len", "num-rollout")
+WATCHED = (
+    "rollout-batch-size",
+    "n-samples-per-prompt",
+    "global-batch-size",
+    "num-steps-per-rollout",
+    "rollout-max-response-len",
+    "num-rollout",
+)
 
 
 def parse_launch_flags(text: str) -> dict[str, str | bool]:
@@ -38,7 +53,7 @@ def _int(flags: dict, name: str) -> int | None:
         return None
     try:
         return int(float(v))
-    except (ValueError, OverflowError):     # `--rollout-batch-size 1e999`, a 400-digit value
+    except (ValueError, OverflowError):  # `--rollout-batch-size 1e999`, a 400-digit value
         return None
 
 
@@ -47,8 +62,11 @@ def steps_per_rollout(flags: dict) -> int | None:
     k = _int(flags, "num-steps-per-rollout")
     if k and k > 0:
         return k
-    rbs, n, gbs = (_int(flags, "rollout-batch-size"), _int(flags, "n-samples-per-prompt"),
-                   _int(flags, "global-batch-size"))
+    rbs, n, gbs = (
+        _int(flags, "rollout-batch-size"),
+        _int(flags, "n-samples-per-prompt"),
+        _int(flags, "global-batch-size"),
+    )
     if rbs and n and gbs and gbs > 0:
         return max(1, (rbs * n) // gbs)
     return None
@@ -70,11 +88,14 @@ class FlagsMemo:
 
     def _fresh(self, flags: dict) -> None:
         get = flags.get
-        now = (get("num-steps-per-rollout"), get("rollout-batch-size"), get("n-samples-per-prompt"),
-               get("global-batch-size"))
+        now = (
+            get("num-steps-per-rollout"),
+            get("rollout-batch-size"),
+            get("n-samples-per-prompt"),
+            get("global-batch-size"),
+        )
         seen = self._seen
-        if (seen is not None and now[0] is seen[0] and now[1] is seen[1] and now[2] is seen[2]
-                and now[3] is seen[3]):
+        if seen is not None and now[0] is seen[0] and now[1] is seen[1] and now[2] is seen[2] and now[3] is seen[3]:
             return
         self._steps = steps_per_rollout(flags)
         self._groups = groups_per_rollout(flags)

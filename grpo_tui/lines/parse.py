@@ -58,15 +58,19 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # '\r' is kept for t
 # a control character _peel drops (ESC aside: every Ray prefix has colours); the quick path reads
 # a line holding one as a candidate, as dropping it may join an anchor (`step 0: \x1f{`)
 _CONTROL_NO_ESC = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")
-_PASTE = re.compile(r"^(?:>[ \t]?)++|^(?:[\w./-]+\.(?:log|txt|out|err):)?\d{1,9}[:-](?=[\[(\x1b ]|EXEC|Traceback|[a-z_]+ \d+: \{)")
+_PASTE = re.compile(
+    r"^(?:>[ \t]?)++|^(?:[\w./-]+\.(?:log|txt|out|err):)?\d{1,9}[:-](?=[\[(\x1b ]|EXEC|Traceback|[a-z_]+ \d+: \{)"
+)
 _INDENTED_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[.,\d]*[ \w.-]*\] \S")
 _RAY = re.compile(r"^\((?:(?P<actor>[^\s()]+) )?pid=(?P<pid>[^,)]+)(?:, ip=(?P<ip>[^)]+))?\) ?")
 # _peel's short path: a Ray prefix in one colour (`\x1b[36m(Actor pid=1)\x1b[0m `) as Ray writes it,
 # with no control byte in it.  Why: the general path's ANSI substitution over the whole line, then
 # _RAY on what is left, cost ~4 us a line; the groups are _RAY's on the line _ANSI.sub leaves
 # (the same text between the colours; test_peel_short_path_equals_general_path).
-_RAY_COLOURED = re.compile(r"\x1b\[[0-9;]*m\((?:(?P<actor>[^\s()\x00-\x1f\x7f]+) )?pid=(?P<pid>[^,)\x00-\x1f\x7f]+)"
-                           r"(?:, ip=(?P<ip>[^)\x00-\x1f\x7f]+))?\)\x1b\[0m ?")
+_RAY_COLOURED = re.compile(
+    r"\x1b\[[0-9;]*m\((?:(?P<actor>[^\s()\x00-\x1f\x7f]+) )?pid=(?P<pid>[^,)\x00-\x1f\x7f]+)"
+    r"(?:, ip=(?P<ip>[^)\x00-\x1f\x7f]+))?\)\x1b\[0m ?"
+)
 _RAY_SYS = re.compile(r"^\((?P<sys>raylet|autoscaler[^)]*|gcs_server|dashboard[^)]*)\) ?")
 _DEDUP_MARK = re.compile(r"\[repeated (?P<n>\d+)x across cluster\]")
 _DEDUP_NOTE = "(Ray deduplicates logs by default."
@@ -76,7 +80,9 @@ _MILES = re.compile(
     r"(?:(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) )?"
     r"(?P<file>[\w.-]+\.py):(?P<lineno>\d+) - (?P<msg>.*)$"
 )
-_SGLANG = re.compile(r"^\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?[^\]]{0,40}\] ?(?P<msg>.*)$")
+_SGLANG = re.compile(
+    r"^\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?[^\]]{0,40}\] ?(?P<msg>.*)$"
+)
 _RAY_DRIVER = re.compile(
     r"^(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{3}))?\s+"
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?P<msg>.*)$"
@@ -90,14 +96,14 @@ _METRIC_ANY = re.compile(
     r"(?<![\w/.])(?:(?P<role>[A-Za-z]\w*)-)?(?P<kind>rollout|perf|eval|multi_turn|step|passrate) (?P<n>-?\d+): "
     r"(?P<d>\{.*|(?:\.\.\.|\u2026) ?,? ?['\"].*)$"
 )
-_ELIDED = (": ...", ": \u2026")   # a metric message whose dict head was elided (see _METRIC_MSG)
+_ELIDED = (": ...", ": \u2026")  # a metric message whose dict head was elided (see _METRIC_MSG)
 _EVAL_SKIPPED = re.compile(r"(?<![\w/])eval (?P<n>\d+) skipped: (?P<reason>.*)$")
 _RETRY = re.compile(r"retrying\.\.\. \(attempt (?P<k>\d+)/(?P<max>\d+)(?:, url=(?P<url>[^,)]*))?")
 _RECOVERED = re.compile(r"Recovered (?P<n>\d+) dead rollout engines")
 _CKPT = re.compile(r"(?P<ok>successfully saved|saving) checkpoint (?:from |at )?iteration\s+(?P<it>\d+)")
 _JOB = re.compile(r"Job '(?P<job>[^']+)' (?P<state>failed|succeeded|stopped)")
 _DATE_START = re.compile(r"^\[(?:\d{1,4}(?:-\d{0,2}){0,2}(?: [\d:]{0,8})?)?$|^\[\d{4}-\d\d-\d\d \d\d:\d\d")
-_REJOIN_PARTS = 8                # a wrapped header is looked for this many lines back
+_REJOIN_PARTS = 8  # a wrapped header is looked for this many lines back
 # Regexes here run on lines up to MAX_LINE long: none may backtrack over a run of blanks or word
 # characters from every start (`\S.*?\s*$` and an unanchored `(\w+)=` were quadratic).
 _ARG_DUMP = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*) \.{3,} (?P<value>\S.*)$")
@@ -109,41 +115,93 @@ _EXC_LINE = re.compile(
     r"(?:\([^)]*\))?(?::|\s*$)"
 )
 # Header-less, unindented lines that still belong to a traceback (chained exceptions).
-_TB_GLUE = re.compile(r"^(?:Traceback \(most recent call last\)|During handling of the above|"
-                      r"The above exception was the direct cause)")
+_TB_GLUE = re.compile(
+    r"^(?:Traceback \(most recent call last\)|During handling of the above|"
+    r"The above exception was the direct cause)"
+)
 _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|killed due to memory pressure")
+
 
 # A line with none of these anchors cannot be a record or an event: it is counted as noise
 # without further work (97 % of a real log).  Every anchor the classifier looks for must be
 # covered here; an or-chain of `in` tests is about twice as fast as one alternation regex.
 def is_candidate(line: str) -> bool:
-    return (": {" in line or ": \u2026" in line or "Error" in line or "retrying" in line or "ft " in line
-            or "Traceback" in line or "Max retries" in line or "f memory" in line or "OfMemory" in line
-            or "memory pressure" in line or "Health check failed" in line or "Recovered " in line
-            or "Watchdog caught" in line or "Job '" in line or "Fatal async" in line
-            or "checkpoint" in line or "W&B" in line or "wandb" in line or "tensorboard" in line
-            or "EXEC:" in line or "+ ray job submit" in line or "train.py" in line
-            or "train_async.py" in line or " skipped: " in line or " ..." in line
-            # the rest of a metric line wrapped right at its `: {` (`rollout 3:` / ` {'a': 1}`)
-            or line[:2] in ("{'", ' {', '{"') or ") {" in line
-            # verl `step:N - key:value` lines and TRL log dicts
-            or "step:" in line or "{'" in line)
+    return (
+        ": {" in line
+        or ": \u2026" in line
+        or "Error" in line
+        or "retrying" in line
+        or "ft " in line
+        or "Traceback" in line
+        or "Max retries" in line
+        or "f memory" in line
+        or "OfMemory" in line
+        or "memory pressure" in line
+        or "Health check failed" in line
+        or "Recovered " in line
+        or "Watchdog caught" in line
+        or "Job '" in line
+        or "Fatal async" in line
+        or "checkpoint" in line
+        or "W&B" in line
+        or "wandb" in line
+        or "tensorboard" in line
+        or "EXEC:" in line
+        or "+ ray job submit" in line
+        or "train.py" in line
+        or "train_async.py" in line
+        or " skipped: " in line
+        or " ..." in line
+        # the rest of a metric line wrapped right at its `: {` (`rollout 3:` / ` {'a': 1}`)
+        or line[:2] in ("{'", " {", '{"')
+        or ") {" in line
+        # verl `step:N - key:value` lines and TRL log dicts
+        or "step:" in line
+        or "{'" in line
+    )
 
 
 # _scan.c's heads: what each field of a candidate's tuple is (enum H_*; see miles_head there) and
 # what its message is (HEAD_*)
-(_H_KEY, _H_ACTOR, _H_ACTOR_END, _H_PID, _H_PID_END, _H_DATE, _H_MS, _H_PROC, _H_PROC_END, _H_FILE, _H_FILE_END,
- _H_MSG, _H_MSG_END, _H_REPEATED, _H_TIME_END, _H_DAYS, _H_SOD, _H_MSV, _H_CLASS, _H_ROLE, _H_KIND, _H_KIND_END,
- _H_ID, _H_DICT, _H_END_B, _H_OWN, _H_KID, _H_ERR) = range(28)
-_H_COUNT = 36                  # a head of offsets: a tuple of this many ints (_scan.c's H_N)
+(
+    _H_KEY,
+    _H_ACTOR,
+    _H_ACTOR_END,
+    _H_PID,
+    _H_PID_END,
+    _H_DATE,
+    _H_MS,
+    _H_PROC,
+    _H_PROC_END,
+    _H_FILE,
+    _H_FILE_END,
+    _H_MSG,
+    _H_MSG_END,
+    _H_REPEATED,
+    _H_TIME_END,
+    _H_DAYS,
+    _H_SOD,
+    _H_MSV,
+    _H_CLASS,
+    _H_ROLE,
+    _H_KIND,
+    _H_KIND_END,
+    _H_ID,
+    _H_DICT,
+    _H_END_B,
+    _H_OWN,
+    _H_KID,
+    _H_ERR,
+) = range(28)
+_H_COUNT = 36  # a head of offsets: a tuple of this many ints (_scan.c's H_N)
 _HEAD_OTHER, _HEAD_NOISE, _HEAD_METRIC, _HEAD_FT, _HEAD_QUIET, _HEAD_CKPT = 0, 1, 2, 3, 4, 5
 # a head the scanner read whole comes ready (_scan.c: ready_head), told apart by its length:
 # (key, pid, MetricRecord) or (key, pid, error message or None, Event)
 _READY_METRIC, _READY_FT = 3, 4
 
-_SKIPPED_PER_SOURCE = 16       # skipped lines kept per source to find its newest time (_scan.c: PER_KEY)
-MAX_LINE = 1 << 20             # characters; a longer line is cut to this before any other work
-MAX_NAMES = 1024               # distinct metric names per parse (real runs log one to two hundred)
+_SKIPPED_PER_SOURCE = 16  # skipped lines kept per source to find its newest time (_scan.c: PER_KEY)
+MAX_LINE = 1 << 20  # characters; a longer line is cut to this before any other work
+MAX_NAMES = 1024  # distinct metric names per parse (real runs log one to two hundred)
 
 
 def _load_scan():
@@ -156,15 +214,15 @@ def _load_scan():
     except ImportError:
         return None
     if (getattr(_scan, "REJOIN_PARTS", None), getattr(_scan, "PER_KEY", None)) != (_REJOIN_PARTS, _SKIPPED_PER_SOURCE):
-        return None     # built from other constants (a stale build): its shortcuts would differ
+        return None  # built from other constants (a stale build): its shortcuts would differ
     if not hasattr(_scan, "scan_raw_untimed"):
-        return None     # a build older than LineParser.noise_times (a stale build too)
-    _scan.set_types(MetricRecord, Event)    # the classes its ready heads are made as
+        return None  # a build older than LineParser.noise_times (a stale build too)
+    _scan.set_types(MetricRecord, Event)  # the classes its ready heads are made as
     return _scan
 
 
 SCAN = _load_scan()
-PACKED = getattr(SCAN, "Packed", None)   # a record's values without a dict (LineParser.packed)
+PACKED = getattr(SCAN, "Packed", None)  # a record's values without a dict (LineParser.packed)
 
 
 def unpack(rec: MetricRecord) -> dict:
@@ -190,7 +248,7 @@ def _source_key(raw: str) -> str:
     first = raw[:1]
     if first == "(" or first == "\x1b":
         k = raw.find(")", 0, 200)
-        return raw[:k + 1] if k > 0 else ""
+        return raw[: k + 1] if k > 0 else ""
     if first and (first in "> \t" or first.isdigit()):
         return raw[:0] + _paste_key(raw)
     return ""
@@ -201,7 +259,7 @@ def _paste_key(raw: str) -> str:
     return _source_key(text) if text[:1] in ("(", "\x1b") else ""
 
 
-_CONT_LIMIT_LINES = 400          # a wrapped dict longer than this is given up (counted as cut)
+_CONT_LIMIT_LINES = 400  # a wrapped dict longer than this is given up (counted as cut)
 # What an open record or traceback may hold: past this many characters it is closed (cut).
 _PENDING_MAX = 64 << 10
 # A continuation re-reads the unfinished pair (tail); over a record that re-reading may come to
@@ -209,10 +267,30 @@ _PENDING_MAX = 64 << 10
 # one value spread over hundreds of lines.  A real wrapped dict re-reads about 1x.
 _RESCAN_FACTOR = 4
 _RESCAN_SLACK = 1 << 10
-_QUICK_ANCHORS = (": {", "retrying", "Traceback", "Max retries", "ft ", "Health check failed",
-                  "Recovered ", "out of memory", "OutOfMemory", "memory pressure", "Watchdog caught",
-                  "Job '", "Fatal async", "checkpoint", "W&B", "wandb", "tensorboard", "EXEC:",
-                  " skipped: ", " ...", "+ ray job submit", "train.py")
+_QUICK_ANCHORS = (
+    ": {",
+    "retrying",
+    "Traceback",
+    "Max retries",
+    "ft ",
+    "Health check failed",
+    "Recovered ",
+    "out of memory",
+    "OutOfMemory",
+    "memory pressure",
+    "Watchdog caught",
+    "Job '",
+    "Fatal async",
+    "checkpoint",
+    "W&B",
+    "wandb",
+    "tensorboard",
+    "EXEC:",
+    " skipped: ",
+    " ...",
+    "+ ray job submit",
+    "train.py",
+)
 
 
 def _quick_anchor(msg: str) -> bool:
@@ -223,12 +301,29 @@ def _quick_anchor(msg: str) -> bool:
 def _event_anchor(msg: str) -> bool:
     """_quick_anchor but for ": {": every branch of _classify needs one of these (the launch
     branch may also take "train_async.py"), so a message with ": {" alone is no event."""
-    return ("retrying" in msg or "Traceback" in msg or "Max retries" in msg or "ft " in msg
-            or "Health check failed" in msg or "Recovered " in msg or "out of memory" in msg
-            or "OutOfMemory" in msg or "memory pressure" in msg or "Watchdog caught" in msg or "Job '" in msg
-            or "Fatal async" in msg or "checkpoint" in msg or "W&B" in msg or "wandb" in msg
-            or "tensorboard" in msg or "EXEC:" in msg or " skipped: " in msg or " ..." in msg
-            or "+ ray job submit" in msg or "train.py" in msg)
+    return (
+        "retrying" in msg
+        or "Traceback" in msg
+        or "Max retries" in msg
+        or "ft " in msg
+        or "Health check failed" in msg
+        or "Recovered " in msg
+        or "out of memory" in msg
+        or "OutOfMemory" in msg
+        or "memory pressure" in msg
+        or "Watchdog caught" in msg
+        or "Job '" in msg
+        or "Fatal async" in msg
+        or "checkpoint" in msg
+        or "W&B" in msg
+        or "wandb" in msg
+        or "tensorboard" in msg
+        or "EXEC:" in msg
+        or " skipped: " in msg
+        or " ..." in msg
+        or "+ ray job submit" in msg
+        or "train.py" in msg
+    )
 
 
 @dataclass(slots=True)
@@ -236,15 +331,15 @@ class ParseCounts:
     """Every physical line lands in exactly one of metric/event/noise/unreadable."""
 
     lines: int = 0
-    metric_lines: int = 0      # physical lines that belong to metric records
-    event_lines: int = 0       # physical lines that belong to events
+    metric_lines: int = 0  # physical lines that belong to metric records
+    event_lines: int = 0  # physical lines that belong to events
     noise: int = 0
-    unreadable: int = 0        # binary junk, metric-looking lines with nothing readable
+    unreadable: int = 0  # binary junk, metric-looking lines with nothing readable
     records: int = 0
-    cut_records: int = 0       # records kept partially (cut or abridged before the end)
+    cut_records: int = 0  # records kept partially (cut or abridged before the end)
     abridged_records: int = 0
-    long_lines: int = 0        # lines cut to MAX_LINE (each is still counted in one class above)
-    dropped_metrics: int = 0   # values whose name came after the first MAX_NAMES names
+    long_lines: int = 0  # lines cut to MAX_LINE (each is still counted in one class above)
+    dropped_metrics: int = 0  # values whose name came after the first MAX_NAMES names
 
     def as_dict(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -254,21 +349,24 @@ class ParseCounts:
 class _Pending:
     """A record or traceback still collecting header-less continuation lines."""
 
-    source: str | None               # Ray pid, or None for unprefixed text
+    source: str | None  # Ray pid, or None for unprefixed text
     record: MetricRecord | None = None
     parsed: ParsedDict | None = None  # the pairs read so far
-    tail: str = ""                    # the unfinished pair's text: read again with the next line
-    size: int = 0                     # characters taken in
-    rescanned: int = 0                # characters of tails read again
+    tail: str = ""  # the unfinished pair's text: read again with the next line
+    size: int = 0  # characters taken in
+    rescanned: int = 0  # characters of tails read again
     lines: int = 1
     event: Event | None = None
-    elided: bool = False              # a pasted fragment (`rollout 0: ... 'k': v,`): it may end without `}`
+    elided: bool = False  # a pasted fragment (`rollout 0: ... 'k': v,`): it may end without `}`
 
     def full(self) -> bool:
         """Give up on this record (keep it cut): too many lines, too much text, or too much
         re-reading of one unfinished value (quadratic work otherwise)."""
-        return (self.lines >= _CONT_LIMIT_LINES or self.size > _PENDING_MAX
-                or self.rescanned > _RESCAN_FACTOR * self.size + _RESCAN_SLACK)
+        return (
+            self.lines >= _CONT_LIMIT_LINES
+            or self.size > _PENDING_MAX
+            or self.rescanned > _RESCAN_FACTOR * self.size + _RESCAN_SLACK
+        )
 
 
 @dataclass(slots=True)
@@ -278,7 +376,7 @@ class _Line:
     actor: str | None = None
     repeated: int = 0
     has_prefix: bool = False
-    paste: str = ""          # a `grep -n` / `> ` prefix taken off (it may be wrapped text instead)
+    paste: str = ""  # a `grep -n` / `> ` prefix taken off (it may be wrapped text instead)
 
 
 def _pid_of(span: str) -> str:
@@ -319,7 +417,7 @@ def _whole_seconds(date: str, time: str) -> int | None:
 
 _EPOCH_ORDINAL = _date(1970, 1, 1).toordinal()
 _day_cache: dict[tuple[int, int, int], int] = {}
-_sec_cache: dict[tuple[str, str], int | None] = {}   # a log has many lines per second
+_sec_cache: dict[tuple[str, str], int | None] = {}  # a log has many lines per second
 _MISSING = object()
 
 
@@ -355,10 +453,10 @@ class LineParser:
         # _feed_scanned's stretches of noise runs and ready heads walked in C (Fold.run; else the
         # loop's own code walks them)
         self._ready_run = accel and SCAN is not None
-        self._trl_index = 0           # TRL dicts carry no step: count them
+        self._trl_index = 0  # TRL dicts carry no step: count them
         self._names: set[str] = set()  # metric names handed out so far (at most MAX_NAMES)
-        self._stamped = ""           # _last_stamped: the newest skipped line carrying a timestamp
-        self._stamped_lazy: tuple | None = None   # ... or (line getter, index) not read yet
+        self._stamped = ""  # _last_stamped: the newest skipped line carrying a timestamp
+        self._stamped_lazy: tuple | None = None  # ... or (line getter, index) not read yet
         # Skipped (fast-path) lines that may carry a header, per raw source prefix: a header-less
         # line reads its source's time from them, exactly as if every line had been parsed.
         self._skipped: dict[str, deque[str]] = {}
@@ -380,7 +478,7 @@ class LineParser:
         # are handed out; every other one is counted and booked as usual but not made, where the
         # scanner reads it whole (Fold.run's `lean`), or not handed out (the Python reader's).
         self.store_events_only = False
-        self._line_cut = False        # the current line was cut to MAX_LINE: it can't continue
+        self._line_cut = False  # the current line was cut to MAX_LINE: it can't continue
         self._pending: _Pending | None = None
         self._last_time: dict[str | None, tuple[str | None, float | None]] = {}
         self._last_error: dict[str | None, str] = {}
@@ -434,7 +532,7 @@ class LineParser:
                 chain.append(run)
                 have += run[2] - run[1] + len(run[4])
                 run = run[5]
-            if run is not None:             # older than the deque holds: dropped
+            if run is not None:  # older than the deque holds: dropped
                 self._noise.clear()
                 older = None
                 for r in reversed(chain):
@@ -449,7 +547,7 @@ class LineParser:
         """_noise_run's lines from the newest back, each read only when asked for.  Why: _rejoin
         mostly stops at the newest (another source's line), and reading the lazy runs whole took
         eight lines out of the buffer for it."""
-        left = _REJOIN_PARTS                 # the deque's length: the oldest go first
+        left = _REJOIN_PARTS  # the deque's length: the oldest go first
         run = self._noise_lazy
         while run is not None:
             get, a, b, base, extra, older = run
@@ -478,7 +576,7 @@ class LineParser:
             return
         extra = lazy[4]
         extra.append((raw, line_no))
-        if len(extra) >= _REJOIN_PARTS:   # the pushed lines alone fill the deque
+        if len(extra) >= _REJOIN_PARTS:  # the pushed lines alone fill the deque
             self._noise_lazy = None
             self._noise.clear()
             self._noise.extend(extra)
@@ -550,13 +648,20 @@ class LineParser:
         n_noise = c.noise
         times = self.noise_times
         for raw in lines:
-            if (self._pending is None and self.first_ts is not None and len(raw) <= MAX_LINE
-                    and not cand(raw) and not control(raw)
-                    and "\x00" not in raw and "\ufffd" not in raw and not raw.endswith("\r")):
+            if (
+                self._pending is None
+                and self.first_ts is not None
+                and len(raw) <= MAX_LINE
+                and not cand(raw)
+                and not control(raw)
+                and "\x00" not in raw
+                and "\ufffd" not in raw
+                and not raw.endswith("\r")
+            ):
                 n_lines += 1
                 n_noise += 1
                 if times and "[" in raw[:64]:
-                    self._stamped, self._stamped_lazy = raw, None    # _last_stamped = raw
+                    self._stamped, self._stamped_lazy = raw, None  # _last_stamped = raw
                     self._remember_skipped(raw)
                 run.append((raw, n_lines))
                 continue
@@ -598,12 +703,16 @@ class LineParser:
             # the block's fold as arrays (_scan.c: Fold), read item by item; it holds the block's
             # buffer and is dropped when this returns
             untimed = not self.noise_times
-            fo = (self._scan.scan_fold(block, self.packed, untimed) if scanned is None
-                  else self._scan.fold_lazy(block, scanned, self.packed, untimed))
+            fo = (
+                self._scan.scan_fold(block, self.packed, untimed)
+                if scanned is None
+                else self._scan.fold_lazy(block, scanned, self.packed, untimed)
+            )
             st = memoryview(fo.starts).cast("q")
 
             def get(i: int) -> str:
-                return str(block[st[i]:st[i + 1] - 1], "utf-8", "replace")
+                return str(block[st[i] : st[i + 1] - 1], "utf-8", "replace")
+
             try:
                 out = self._feed_scanned(fo, get)
             finally:
@@ -616,7 +725,7 @@ class LineParser:
     def _read_lazy(self) -> None:
         """Read the lines the scanned path left unread (_last_stamped, _noise_run) now."""
         if self._stamped_lazy is not None:
-            _ = self._last_stamped      # (the properties read what they stand for and keep it)
+            _ = self._last_stamped  # (the properties read what they stand for and keep it)
         if self._noise_lazy is not None:
             _ = self._noise_run
 
@@ -647,17 +756,37 @@ class LineParser:
         skipped = self._skipped
         ci = ki = 0
         i = 0
-        base = c.lines        # line i of the batch is line number base + i + 1
+        base = c.lines  # line i of the batch is line number base + i + 1
         run = fo.run if self._ready_run else None
         while i < n:
             if self._pending is None and self.first_ts is not None:
                 if run is not None:
                     lazy = self._noise_lazy
                     tail_from, tail_whole = (-1, False) if lazy is None else self._tail_here(lazy, get, base, i)
-                    i, ci, ki = self._run_ready(run(
-                        i, ci, ki, base, self._names, MAX_NAMES, self._last_time, skipped, self._last_error,
-                        _source_key, _new_skipped, lazy is not None, self.last_ts, out,
-                        self.store_events_only, not self._has_noise(), tail_from, tail_whole), get, base)
+                    i, ci, ki = self._run_ready(
+                        run(
+                            i,
+                            ci,
+                            ki,
+                            base,
+                            self._names,
+                            MAX_NAMES,
+                            self._last_time,
+                            skipped,
+                            self._last_error,
+                            _source_key,
+                            _new_skipped,
+                            lazy is not None,
+                            self.last_ts,
+                            out,
+                            self.store_events_only,
+                            not self._has_noise(),
+                            tail_from,
+                            tail_whole,
+                        ),
+                        get,
+                        base,
+                    )
                     if i >= n:
                         break
                 j = cand(ci)
@@ -680,10 +809,10 @@ class LineParser:
                         dq.append(raw)
                         ki += 1
                     last = lasts(ci)
-                    if last >= i:     # the run's newest stamped line (-1: none)
+                    if last >= i:  # the run's newest stamped line (-1: none)
                         self._stamped_lazy = (get, last)
                     if j - i >= _REJOIN_PARTS:
-                        self._noise_clear()       # the run alone fills the deque
+                        self._noise_clear()  # the run alone fills the deque
                         self._noise_lazy = (get, j - _REJOIN_PARTS, j, base, [], None)
                     else:
                         self._lazy_run(get, i, j, base)
@@ -717,7 +846,7 @@ class LineParser:
             rget, a, b, rbase, extra, older = run
             if rget is not get or rbase != base or b + len(extra) != t:
                 return -1, False
-            for k, (raw, line_no) in enumerate(extra):      # (read only where the places fit)
+            for k, (raw, line_no) in enumerate(extra):  # (read only where the places fit)
                 if line_no != base + b + k + 1 or raw != get(b + k):
                     return -1, False
             t = a
@@ -727,8 +856,26 @@ class LineParser:
     def _run_ready(self, got: tuple, get, base: int) -> tuple[int, int, int]:
         """The books _scan.c's ready_run kept over a stretch, set as the loop would have left
         them (its docstring in _scan.c says what each is); returns where the loop goes on."""
-        (i, ci, ki, lines, noise, metric_lines, records, event_lines, unreadable, last_ts, cur_key, cut,
-         stamped_cleared, stamped_lazy, noise_state, tail_a, tail_b, tail_clear) = got
+        (
+            i,
+            ci,
+            ki,
+            lines,
+            noise,
+            metric_lines,
+            records,
+            event_lines,
+            unreadable,
+            last_ts,
+            cur_key,
+            cut,
+            stamped_cleared,
+            stamped_lazy,
+            noise_state,
+            tail_a,
+            tail_b,
+            tail_clear,
+        ) = got
         if lines:
             c = self.counts
             c.lines += lines
@@ -746,10 +893,10 @@ class LineParser:
                 self._stamped, self._stamped_lazy = "", None
             if stamped_lazy >= 0:
                 self._stamped_lazy = (get, stamped_lazy)
-            if noise_state == 1:                 # a head came last: _noise_clear
+            if noise_state == 1:  # a head came last: _noise_clear
                 self._noise_lazy = None
                 self._noise.clear()
-            elif noise_state == 2:               # a run came last: its tail, read when looked at
+            elif noise_state == 2:  # a run came last: its tail, read when looked at
                 if tail_clear:
                     self._noise.clear()
                 self._noise_lazy = (get, tail_a, tail_b, base, [], None)
@@ -762,10 +909,10 @@ class LineParser:
         dropped the kept lines they pop).  Heads before i were fed one by one (a record was
         open then); the run's newest head is at or after i (the caller checks)."""
         _, ts, cur_key, entries, errors = fold
-        if self.last_ts is None or ts > self.last_ts:    # the newest time of them all
+        if self.last_ts is None or ts > self.last_ts:  # the newest time of them all
             self.last_ts = ts
         self._line_cut = False
-        self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
+        self._stamped, self._stamped_lazy = "", None  # _last_stamped = ""
         skipped, last_time = self._skipped, self._last_time
         # in line order: keys differing only in colours share a pid (_last_time, _last_error)
         for idx, key, pid, when in entries:
@@ -791,12 +938,12 @@ class LineParser:
         if self._pending is not None:
             self._close_pending(out)
         self._head_seen(key, pid, item.time, item.ts)
-        self._noise_lazy = None                          # _noise_clear (nothing below reads it)
+        self._noise_lazy = None  # _noise_clear (nothing below reads it)
         self._noise.clear()
         if len(h) == _READY_METRIC:
             values = unpack(item)
             names = self._names
-            if len(names) + len(values) <= MAX_NAMES or names.issuperset(values):   # _capped
+            if len(names) + len(values) <= MAX_NAMES or names.issuperset(values):  # _capped
                 names.update(values)
             else:
                 values = item.metrics = self._capped(values, {})
@@ -826,7 +973,7 @@ class LineParser:
             self.last_ts = ts
         if self.first_ts is None:
             self.first_ts = ts
-        self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
+        self._stamped, self._stamped_lazy = "", None  # _last_stamped = ""
         self._last_time[pid] = (time_text, ts)
         if self._skipped:
             self._skipped.pop(key, None)
@@ -844,13 +991,38 @@ class LineParser:
             out: list[Item] = []
             self._feed_ready(h, out)
             return out
-        (key, a0, a1, p0, p1, d0, ms0, pr0, pr1, f0, f1, m0, end, repeated, te, days, sod, msv, cls,
-         r0, k0, k1, n, dict0) = h[:24]                   # _scan.c: enum H_*
-        if cls == _HEAD_CKPT:        # a header-less checkpoint line: Fold.run's, else feed's
+        (
+            key,
+            a0,
+            a1,
+            p0,
+            p1,
+            d0,
+            ms0,
+            pr0,
+            pr1,
+            f0,
+            f1,
+            m0,
+            end,
+            repeated,
+            te,
+            days,
+            sod,
+            msv,
+            cls,
+            r0,
+            k0,
+            k1,
+            n,
+            dict0,
+        ) = h[:24]  # _scan.c: enum H_*
+        if cls == _HEAD_CKPT:  # a header-less checkpoint line: Fold.run's, else feed's
             return self.feed(raw)
         if cls == _HEAD_QUIET:
-            return self._feed_quiet(raw, key, _pid_of(raw[p0:p1]) if p0 >= 0 else None, raw[a0:a1] if a0 >= 0 else None, m0,
-                                    n == 1)
+            return self._feed_quiet(
+                raw, key, _pid_of(raw[p0:p1]) if p0 >= 0 else None, raw[a0:a1] if a0 >= 0 else None, m0, n == 1
+            )
         line_no, cur_key = self._head_line(raw, key)
         c = self.counts
         out: list[Item] = []
@@ -858,30 +1030,49 @@ class LineParser:
         if self._pending is not None:
             self._close_pending(out)
         if cls == _HEAD_OTHER:
-            pre = _Line(raw[d0 - 1:end], pid, raw[a0:a1] if a0 >= 0 else None, repeated, key > 0)
+            pre = _Line(raw[d0 - 1 : end], pid, raw[a0:a1] if a0 >= 0 else None, repeated, key > 0)
             noise = c.noise
-            self._header_fields(pre, raw[d0:d0 + 10], raw[d0 + 11:d0 + 19], raw[ms0:ms0 + 3] if ms0 >= 0 else None,
-                                raw[pr0:pr1] if pr0 >= 0 else None, raw[f0:f1], raw[m0:end], line_no, out)
+            self._header_fields(
+                pre,
+                raw[d0 : d0 + 10],
+                raw[d0 + 11 : d0 + 19],
+                raw[ms0 : ms0 + 3] if ms0 >= 0 else None,
+                raw[pr0:pr1] if pr0 >= 0 else None,
+                raw[f0:f1],
+                raw[m0:end],
+                line_no,
+                out,
+            )
             if c.noise > noise and self._pending is None:
                 self._noise_push(raw, line_no)
             else:
                 self._noise_clear()
             return out
         # _header_fields' bookkeeping, then the message the scanner classified
-        time_text = raw[d0:te] if te >= 0 else raw[d0:d0 + 19] + "." + raw[ms0:ms0 + 3]
-        ts = days * 86400 + sod + msv / 1000.0          # _fast_ts
+        time_text = raw[d0:te] if te >= 0 else raw[d0 : d0 + 19] + "." + raw[ms0 : ms0 + 3]
+        ts = days * 86400 + sod + msv / 1000.0  # _fast_ts
         self._head_seen(cur_key, pid, time_text, ts)
-        if cls == _HEAD_METRIC:                         # _start_record with _METRIC_MSG's fields
+        if cls == _HEAD_METRIC:  # _start_record with _METRIC_MSG's fields
             c.metric_lines += 1
-            rec = MetricRecord(raw[k0:k1], n, {}, raw[r0:k0 - 1] if r0 >= 0 else "", time_text, ts,
-                               raw[pr0:pr1] if pr0 >= 0 else None, raw[f0:f1], raw[a0:a1] if a0 >= 0 else None,
-                               line_no, repeated=repeated)
+            rec = MetricRecord(
+                raw[k0:k1],
+                n,
+                {},
+                raw[r0 : k0 - 1] if r0 >= 0 else "",
+                time_text,
+                ts,
+                raw[pr0:pr1] if pr0 >= 0 else None,
+                raw[f0:f1],
+                raw[a0:a1] if a0 >= 0 else None,
+                line_no,
+                repeated=repeated,
+            )
             head = raw[dict0:end]
             scan = self._scan
             got = scan.read_dict(head) if scan is not None else None
             if got is None:
-                self._read_record(rec, head, pid, out)   # nan, inf, a long int: the Python reader
-            else:   # _finish_record of a complete dict with no non-finite value
+                self._read_record(rec, head, pid, out)  # nan, inf, a long int: the Python reader
+            else:  # _finish_record of a complete dict with no non-finite value
                 values = self._capped(got, rec.nonfinite)
                 if values:
                     rec.metrics = values
@@ -895,7 +1086,7 @@ class LineParser:
         msg = raw[m0:end]
         if "Error" in msg:
             self._last_error[pid] = msg
-        if cls == _HEAD_FT:                             # _events -> _classify -> _ft_event
+        if cls == _HEAD_FT:  # _events -> _classify -> _ft_event
             got = self._ft_event(msg)
             if got is not None:
                 c.event_lines += 1
@@ -906,8 +1097,9 @@ class LineParser:
         self._noise_push(raw, line_no)
         return out
 
-    def _feed_quiet(self, raw: str, key: int, pid: str | None, actor: str | None, m0: int,
-                    alone: bool = False) -> list[Item]:
+    def _feed_quiet(
+        self, raw: str, key: int, pid: str | None, actor: str | None, m0: int, alone: bool = False
+    ) -> list[Item]:
         """feed() for a header-less candidate the scanner found noise for sure (_scan.c: quiet_head
         vouches that _peel leaves raw[m0:] with this pid and actor, that no header regex matches
         it, and that _headerless finds no record, event or other format in it): the same steps,
@@ -954,7 +1146,7 @@ class LineParser:
         out: list[Item] = []
         if self.quick_reject and self._last_stamped:
             last = self.last_ts
-            self._observe(self._last_stamped)   # the log's last time, for no-steps / stall judgement
+            self._observe(self._last_stamped)  # the log's last time, for no-steps / stall judgement
             self._last_stamped = ""
             if last is not None and self.last_ts is not None and self.last_ts < last:
                 self.last_ts = last
@@ -981,9 +1173,14 @@ class LineParser:
         if raw[:2] == "\x1b[":
             m = _RAY_COLOURED.match(raw)
             if m is not None:
-                rest = raw[m.end():]
-                if ("\x1b" not in rest and "\r" not in rest and "across cluster]" not in rest
-                        and "Ray deduplicates" not in rest and not _CONTROL.search(rest)):
+                rest = raw[m.end() :]
+                if (
+                    "\x1b" not in rest
+                    and "\r" not in rest
+                    and "across cluster]" not in rest
+                    and "Ray deduplicates" not in rest
+                    and not _CONTROL.search(rest)
+                ):
                     ip = m.group("ip")
                     return _Line(rest, m.group("pid") + ("@" + ip if ip else ""), m.group("actor"), 0, True)
         return self._peel_any(raw)
@@ -1000,7 +1197,7 @@ class LineParser:
             m = _PASTE.match(text)
             if m:
                 paste = m.group(0)
-                text = text[m.end():]
+                text = text[m.end() :]
         if "\x1b" in text:
             text = _ANSI.sub("", text)
         if _CONTROL.search(text):
@@ -1012,13 +1209,13 @@ class LineParser:
                 line.pid = m.group("pid") + (("@" + m.group("ip")) if m.group("ip") else "")
                 line.actor = m.group("actor")
                 line.has_prefix = True
-                text = text[m.end():]
+                text = text[m.end() :]
             else:
                 m = _RAY_SYS.match(text)
                 if m:
                     line.pid = m.group("sys")
                     line.has_prefix = True
-                    text = text[m.end():]
+                    text = text[m.end() :]
         if "\r" in text:
             parts = [p for p in text.split("\r") if p.strip()]
             text = parts[-1] if parts else ""
@@ -1059,7 +1256,7 @@ class LineParser:
             if text and not text[0].isspace() and not exc and not _TB_GLUE.match(text):
                 return False  # the traceback is over: this is an unrelated line
             if pend.size <= _PENDING_MAX:
-                ev.lines.append(text)   # past the bound the lines still count, unkept
+                ev.lines.append(text)  # past the bound the lines still count, unkept
             pend.size += len(text)
             pend.lines += 1
             self.counts.event_lines += 1
@@ -1082,7 +1279,7 @@ class LineParser:
         pend.parsed.extend(more)
         pend.rescanned += len(pend.tail)
         pend.size += len(text) - len(pend.tail)
-        pend.tail = text[more.resume:]
+        pend.tail = text[more.resume :]
         pend.lines += 1
         self.counts.metric_lines += 1
         if more.complete or pend.full() or self._line_cut:
@@ -1116,12 +1313,12 @@ class LineParser:
             for tail in tails:
                 text = first.text + body + tail
                 if ": {" not in text and _ELIDED[0] not in text and _ELIDED[1] not in text:
-                    continue        # no metric message can match (_METRIC_MSG): no header regex
+                    continue  # no metric message can match (_METRIC_MSG): no header regex
                 joined = _Line(text, first.pid, first.actor, first.repeated or pre.repeated, first.has_prefix)
                 m = self._header(joined.text)
                 if m is not None and _METRIC_MSG.match(m.group("msg")):
                     k = len(parts)
-                    self.counts.noise -= k      # those lines were counted as noise: they are a metric line
+                    self.counts.noise -= k  # those lines were counted as noise: they are a metric line
                     self.counts.metric_lines += k
                     self._with_header(joined, m, first_no, out)
                     return True
@@ -1145,18 +1342,29 @@ class LineParser:
     # -- messages ------------------------------------------------------------------
     def _with_header(self, pre: _Line, m: re.Match, line_no: int, out: list[Item]) -> None:
         gd = m.groupdict()
-        self._header_fields(pre, gd["date"], gd["time"], gd.get("ms"), gd.get("proc"), gd.get("file"),
-                            gd["msg"], line_no, out)
+        self._header_fields(
+            pre, gd["date"], gd["time"], gd.get("ms"), gd.get("proc"), gd.get("file"), gd["msg"], line_no, out
+        )
 
-    def _header_fields(self, pre: _Line, date: str, time: str, ms: str | None, proc: str | None,
-                       source: str | None, msg: str, line_no: int, out: list[Item]) -> None:
+    def _header_fields(
+        self,
+        pre: _Line,
+        date: str,
+        time: str,
+        ms: str | None,
+        proc: str | None,
+        source: str | None,
+        msg: str,
+        line_no: int,
+        out: list[Item],
+    ) -> None:
         time_text = f"{date} {time}" + (f".{ms}" if ms else "")
         ts = _fast_ts(date, time, ms)
         self._note_time(ts)
-        self._stamped, self._stamped_lazy = "", None    # _last_stamped = ""
+        self._stamped, self._stamped_lazy = "", None  # _last_stamped = ""
         self._last_time[pre.pid] = (time_text, ts)
         if self._skipped:
-            self._skipped.pop(self._cur_key, None)   # this header is newer than what was skipped
+            self._skipped.pop(self._cur_key, None)  # this header is newer than what was skipped
         mm = _METRIC_MSG.match(msg) if (": {" in msg or _ELIDED[0] in msg or _ELIDED[1] in msg) else None
         if mm:
             self._start_record(mm, pre, line_no, time_text, ts, proc, source, out)
@@ -1232,7 +1440,7 @@ class LineParser:
         if got is not None:
             n, metrics, raw = got
             if n is None:
-                self.counts.unreadable += 1   # `step:-1 - …`, `step:99999999999999999999 - …`
+                self.counts.unreadable += 1  # `step:-1 - …`, `step:99999999999999999999 - …`
                 return True
             kind, source = "rollout", "verl"
         else:
@@ -1242,8 +1450,10 @@ class LineParser:
             kind, metrics, raw = trl
             if kind == "end":
                 self.counts.event_lines += 1
-                self._hand_out(Event("train_done", last[0], last[1], line_no, text.strip()[:200],
-                                     {"framework": "trl", **metrics}), out)
+                self._hand_out(
+                    Event("train_done", last[0], last[1], line_no, text.strip()[:200], {"framework": "trl", **metrics}),
+                    out,
+                )
                 return True
             source = "trl"
             self._trl_index += kind == "rollout"
@@ -1254,21 +1464,42 @@ class LineParser:
             return True
         self.counts.metric_lines += 1
         self.counts.records += 1
-        out.append(MetricRecord(kind=kind, n=n, metrics=metrics, time=last[0], ts=last[1], proc=source,
-                                source=source, actor=pre.actor, line_no=line_no, nonfinite=raw))
+        out.append(
+            MetricRecord(
+                kind=kind,
+                n=n,
+                metrics=metrics,
+                time=last[0],
+                ts=last[1],
+                proc=source,
+                source=source,
+                actor=pre.actor,
+                line_no=line_no,
+                nonfinite=raw,
+            )
+        )
         return True
 
-    def _start_record(self, mm: re.Match, pre: _Line, line_no: int, time_text, ts, proc, source,
-                      out: list[Item]) -> None:
+    def _start_record(
+        self, mm: re.Match, pre: _Line, line_no: int, time_text, ts, proc, source, out: list[Item]
+    ) -> None:
         c = self.counts
         n = bounded_int(mm.group("n"))
         if n is None:
-            c.unreadable += 1   # `rollout -1:`, `rollout 99999999999999999999:`, `rollout １２３:`
+            c.unreadable += 1  # `rollout -1:`, `rollout 99999999999999999999:`, `rollout １２３:`
             return
         c.metric_lines += 1
         rec = MetricRecord(
-            kind=mm.group("kind"), n=n, metrics={}, role=(mm.group("role") or ""),
-            time=time_text, ts=ts, proc=proc, source=source, actor=pre.actor, line_no=line_no,
+            kind=mm.group("kind"),
+            n=n,
+            metrics={},
+            role=(mm.group("role") or ""),
+            time=time_text,
+            ts=ts,
+            proc=proc,
+            source=source,
+            actor=pre.actor,
+            line_no=line_no,
             repeated=pre.repeated,
         )
         self._read_record(rec, mm.group("d"), pre.pid, out)
@@ -1278,14 +1509,15 @@ class LineParser:
         record, or keep it open for the continuation lines of its source."""
         elided = head[0] != "{"
         if elided:
-            head = "{" + head    # `rollout 0: ... 'k': 1,`: read as `{..., 'k': 1,` (abridged)
+            head = "{" + head  # `rollout 0: ... 'k': 1,`: read as `{..., 'k': 1,` (abridged)
         got = self._scan.read_dict(head) if self._scan is not None else None
         parsed = parse_dict(head) if got is None else ParsedDict(values=got)
         if parsed.complete or parsed.error or self._line_cut or len(head) > _PENDING_MAX:
             self._finish_record(rec, parsed, out)
             return
-        self._pending = _Pending(source=source, record=rec, parsed=parsed,
-                                 tail=head[parsed.resume:], size=len(head), elided=elided)
+        self._pending = _Pending(
+            source=source, record=rec, parsed=parsed, tail=head[parsed.resume :], size=len(head), elided=elided
+        )
 
     def _finish_record(self, rec: MetricRecord, parsed, out: list[Item]) -> None:
         c = self.counts
@@ -1325,12 +1557,10 @@ class LineParser:
             del nonfinite[k]
         return kept
 
-    def _events(self, msg: str, pre: _Line, line_no: int, time_text, ts, out: list[Item],
-                header: bool) -> bool:
+    def _events(self, msg: str, pre: _Line, line_no: int, time_text, ts, out: list[Item], header: bool) -> bool:
         """Recognise an event in one message; True when the line was one."""
-        if not _event_anchor(msg) and not _ARG_DUMP.match(msg) and not (
-                "train_async.py" in msg and ": {" in msg):
-            return False    # (": {" alone, `Memory-Usage: {...}`, would reach _classify for nothing)
+        if not _event_anchor(msg) and not _ARG_DUMP.match(msg) and not ("train_async.py" in msg and ": {" in msg):
+            return False  # (": {" alone, `Memory-Usage: {...}`, would reach _classify for nothing)
         ev = self._classify(msg, pre, line_no, time_text, ts, header)
         if ev is None:
             return False
@@ -1351,8 +1581,11 @@ class LineParser:
         if "retrying..." in msg:
             m = _RETRY.search(msg)
             prev = self._last_error.get(pre.pid, "")
-            status = "503" if ("503" in msg or (not header and "503" in prev)) else (
-                "conn" if "connection" in msg.lower() else "error")
+            status = (
+                "503"
+                if ("503" in msg or (not header and "503" in prev))
+                else ("conn" if "connection" in msg.lower() else "error")
+            )
             data = {"status": status}
             if m:
                 data.update(attempt=bounded_int(m.group("k")), max=bounded_int(m.group("max")), url=m.group("url"))
@@ -1360,8 +1593,11 @@ class LineParser:
         if "Max retries (" in msg:
             return ev("max_retries")
         stripped = msg.lstrip()
-        if stripped.startswith("EXEC:") or stripped.startswith("+ ray job submit") or (
-                not header and ("train.py" in msg or "train_async.py" in msg) and " --" in msg):
+        if (
+            stripped.startswith("EXEC:")
+            or stripped.startswith("+ ray job submit")
+            or (not header and ("train.py" in msg or "train_async.py" in msg) and " --" in msg)
+        ):
             if "train.py" in msg or "train_async.py" in msg:
                 return ev("launch", flags=parse_launch_flags(msg))
             return None

@@ -17,7 +17,7 @@ from typing import Any
 from . import pure_asked
 from .files import InputError, ScannedReader, check_readable, quick_handoff
 
-AHEAD = 12      # blocks read before parsing starts: 96 MiB of judge_path's 8 MiB blocks (~0.15 s of reading)
+AHEAD = 12  # blocks read before parsing starts: 96 MiB of judge_path's 8 MiB blocks (~0.15 s of reading)
 
 _pending: ScannedReader | None = None
 
@@ -47,20 +47,25 @@ def start(path: str, chunk: int, ahead: int = AHEAD, untimed: bool = False) -> b
     block_scan is scan_raw_untimed; claim() gives it to no other."""
     global _pending
     mod = _module()
-    scan = getattr(mod, "scan_raw_untimed" if untimed else "scan_raw", None)      # (scanner())
+    scan = getattr(mod, "scan_raw_untimed" if untimed else "scan_raw", None)  # (scanner())
     if scan is None or path == "-":
         return False
     try:
         check_readable(path)
     except InputError:
-        return False            # the command itself says why
+        return False  # the command itself says why
     cancel()
     stack = ExitStack()
-    stack.enter_context(quick_handoff())    # the reader's GIL handoffs, while imports run too
+    stack.enter_context(quick_handoff())  # the reader's GIL handoffs, while imports run too
     try:
-        reader = ScannedReader(path, scan, chunk, ahead=ahead,
-                               read_scan=getattr(mod, "read_scan", None),   # (LineParser.block_read_scan)
-                               untimed=untimed)
+        reader = ScannedReader(
+            path,
+            scan,
+            chunk,
+            ahead=ahead,
+            read_scan=getattr(mod, "read_scan", None),  # (LineParser.block_read_scan)
+            untimed=untimed,
+        )
     except BaseException:
         stack.close()
         raise

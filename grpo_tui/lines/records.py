@@ -9,12 +9,12 @@ METRIC_KINDS = ("rollout", "perf", "eval", "multi_turn", "step", "passrate")
 
 # Event kinds the parser recognises (the health rules read these).
 EVENT_KINDS = (
-    "launch",            # EXEC:/`+ ray job submit` line of train.py, flags parsed
-    "engine_retry",      # one 503 / connection-error retry of an engine request
-    "max_retries",       # http retries exhausted
-    "traceback",         # one Python traceback, all its lines
-    "ft_fail",           # ft ... ok=false / phase=fail
-    "train_retry",       # ft op=train phase=start ... attempt=K (K >= 1)
+    "launch",  # EXEC:/`+ ray job submit` line of train.py, flags parsed
+    "engine_retry",  # one 503 / connection-error retry of an engine request
+    "max_retries",  # http retries exhausted
+    "traceback",  # one Python traceback, all its lines
+    "ft_fail",  # ft ... ok=false / phase=fail
+    "train_retry",  # ft op=train phase=start ... attempt=K (K >= 1)
     "health_check_failed",
     "engines_recovered",
     "oom",
@@ -22,7 +22,7 @@ EVENT_KINDS = (
     "job_failed",
     "job_succeeded",
     "job_stopped",
-    "train_done",        # a trainer's own end-of-training line (HF/TRL `train_runtime` summary)
+    "train_done",  # a trainer's own end-of-training line (HF/TRL `train_runtime` summary)
     "fatal",
     "weight_update_start",
     "weight_update_end",
@@ -40,7 +40,7 @@ EVENT_KINDS = (
 STORE_EVENT_KINDS = frozenset({"launch", "arg"})
 
 
-MAX_ID = 2**53 - 1    # rollout/step ids live in float64 columns: exact up to 2**53
+MAX_ID = 2**53 - 1  # rollout/step ids live in float64 columns: exact up to 2**53
 
 
 def bounded_int(text: str) -> int | None:
@@ -62,17 +62,17 @@ class MetricRecord:
     kind: str
     n: int
     metrics: dict[str, Any]
-    role: str = ""                    # "" for the actor, "critic" for ``critic-step N:``
-    time: str | None = None           # log timestamp text as printed
-    ts: float | None = None           # the same as seconds (naive local time read as UTC)
-    proc: str | None = None           # logger process name, e.g. actor_cell0_rank0
-    source: str | None = None         # file.py that logged it
-    actor: str | None = None          # Ray actor class from the prefix
-    line_no: int = 0                  # 1-based physical line where it started
+    role: str = ""  # "" for the actor, "critic" for ``critic-step N:``
+    time: str | None = None  # log timestamp text as printed
+    ts: float | None = None  # the same as seconds (naive local time read as UTC)
+    proc: str | None = None  # logger process name, e.g. actor_cell0_rank0
+    source: str | None = None  # file.py that logged it
+    actor: str | None = None  # Ray actor class from the prefix
+    line_no: int = 0  # 1-based physical line where it started
     nonfinite: dict[str, str] = field(default_factory=dict)  # key -> raw token (nan, inf)
-    abridged: bool = False            # ``, ...}`` in the text
-    cut: bool = False                 # the dict never closed: only the pairs before the cut
-    repeated: int = 0                 # Ray dedup count
+    abridged: bool = False  # ``, ...}`` in the text
+    cut: bool = False  # the dict never closed: only the pairs before the cut
+    repeated: int = 0  # Ray dedup count
 
 
 @dataclass(slots=True)
@@ -85,7 +85,7 @@ class Event:
     line_no: int
     text: str
     data: dict[str, Any] = field(default_factory=dict)
-    lines: list[str] = field(default_factory=list)   # tracebacks: every line
+    lines: list[str] = field(default_factory=list)  # tracebacks: every line
 
 
 Item = MetricRecord | Event

@@ -17,27 +17,34 @@ from typing import Any
 # `\d+(?:\.\d*)?`, not `\d+\.?\d*`: the latter splits a digit run in n ways, and a long run
 # that fails to match later costs quadratic time (a 40k-digit value took 87 s).
 _FAST_VALUE = r"-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)"
-_FAST_DICT = re.compile(
-    r"\{(?:'[^'\\]*': " + _FAST_VALUE + r"(?:, '[^'\\]*': " + _FAST_VALUE + r")*)?\}\s*"
-)
+_FAST_DICT = re.compile(r"\{(?:'[^'\\]*': " + _FAST_VALUE + r"(?:, '[^'\\]*': " + _FAST_VALUE + r")*)?\}\s*")
 _FAST_PAIR = re.compile(r"'([^'\\]*)': (" + _FAST_VALUE + r")")
 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
-_NUMBER_RUN = re.compile(r"(?:\s*" + _NUMBER.pattern + r"\s*,)+")   # list items up to a comma
+_NUMBER_RUN = re.compile(r"(?:\s*" + _NUMBER.pattern + r"\s*,)+")  # list items up to a comma
 _WORD = re.compile(r"[-+]?[A-Za-z_][\w.]*")
 _WS = re.compile(r"\s*")
 _EXP_TAIL = re.compile(r"[eE][-+]?")
 _STRING_RUN = {"'": re.compile(r"[^'\\]*"), '"': re.compile(r'[^"\\]*')}
 _BALANCED_RUN = {"(": re.compile(r"[^()'\"]*"), "{": re.compile(r"[^{}'\"]*")}
-_BRACKETS_RUN = re.compile(r"[^()\[\]{}'\"]*")    # a deep value's text between brackets and quotes
+_BRACKETS_RUN = re.compile(r"[^()\[\]{}'\"]*")  # a deep value's text between brackets and quotes
 _CLOSER = {"(": ")", "[": "]", "{": "}"}
 
-NONFINITE_TOKENS = {"nan": math.nan, "-nan": math.nan, "+nan": math.nan,   # C's printf writes -nan
-                    "inf": math.inf, "-inf": -math.inf, "+inf": math.inf,
-                    "NaN": math.nan, "-NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-_INT_DIGITS = 308      # any int of at most this many digits fits a float64 column (< 1.8e308)
-_TOKEN_MAX = 24        # a longer raw token (a 5,000-digit int) is kept abbreviated
-_MAX_DEPTH = 64        # lists/calls nested deeper are kept as their text (the reader recurses per level)
+NONFINITE_TOKENS = {
+    "nan": math.nan,
+    "-nan": math.nan,
+    "+nan": math.nan,  # C's printf writes -nan
+    "inf": math.inf,
+    "-inf": -math.inf,
+    "+inf": math.inf,
+    "NaN": math.nan,
+    "-NaN": math.nan,
+    "Infinity": math.inf,
+    "-Infinity": -math.inf,
+}
+_INT_DIGITS = 308  # any int of at most this many digits fits a float64 column (< 1.8e308)
+_TOKEN_MAX = 24  # a longer raw token (a 5,000-digit int) is kept abbreviated
+_MAX_DEPTH = 64  # lists/calls nested deeper are kept as their text (the reader recurses per level)
 
 
 @dataclass(slots=True)
@@ -46,10 +53,10 @@ class ParsedDict:
 
     values: dict[str, Any] = field(default_factory=dict)
     raw_nonfinite: dict[str, str] = field(default_factory=dict)  # key -> token as logged
-    complete: bool = True   # closing brace reached
+    complete: bool = True  # closing brace reached
     abridged: bool = False  # ``...`` before the closing brace
-    error: bool = False     # something unreadable stopped the scan
-    resume: int = 0         # incomplete: where the unfinished pair starts (see parse_more)
+    error: bool = False  # something unreadable stopped the scan
+    resume: int = 0  # incomplete: where the unfinished pair starts (see parse_more)
 
     def extend(self, more: ParsedDict) -> None:
         """Take the pairs a continuation read (parse_more) after these."""
@@ -123,9 +130,9 @@ class _SlowParser:
         self.text = text
         self.pos = 0
         self.out = ParsedDict()
-        self.token = ""     # the last number or word read: a non-finite value's raw text
-        self.depth = 0      # open lists and calls around the current value
-        self.bad = False    # a non-finite number was read inside the current value
+        self.token = ""  # the last number or word read: a non-finite value's raw text
+        self.depth = 0  # open lists and calls around the current value
+        self.bad = False  # a non-finite number was read inside the current value
 
     def run(self, inside: bool = False) -> ParsedDict:
         """Read pairs up to the closing brace.  `inside`: the text starts at a pair (the tail a
@@ -135,7 +142,7 @@ class _SlowParser:
             if not inside:
                 self._expect("{")
             while True:
-                out.resume = self.pos   # a pair starts here: the point a continuation re-reads from
+                out.resume = self.pos  # a pair starts here: the point a continuation re-reads from
                 self._skip_ws()
                 if self._peek() == "}":  # `{}`, `{'a': 1, }`
                     return out
@@ -164,8 +171,8 @@ class _SlowParser:
         if ch == "}":
             return True
         if ch in "'\"":
-            return False      # `{... 'k': 1`: a fragment whose head was elided, the pairs go on
-        raise _Incomplete()   # `... <something>`: keep what was read, the dict is not whole
+            return False  # `{... 'k': 1`: a fragment whose head was elided, the pairs go on
+        raise _Incomplete()  # `... <something>`: keep what was read, the dict is not whole
 
     def _pair(self) -> bool:
         """One `'key': value` and the comma after it; True when the closing brace follows."""
@@ -184,8 +191,7 @@ class _SlowParser:
             raise _Bad(self.text[self.pos])  # `2e}`: the value was not what it seemed
         if self.bad:
             # `nan`, `np.float64(1e999)`: the number; `[nan, inf, 1]`: the value's text
-            self.out.raw_nonfinite[key] = raw_token(
-                self.token if _is_nonfinite(value) else self.text[start:end])
+            self.out.raw_nonfinite[key] = raw_token(self.token if _is_nonfinite(value) else self.text[start:end])
         self.out.values[key] = value
         ch = self._peek()
         if ch == ",":
@@ -228,7 +234,7 @@ class _SlowParser:
                 self.pos = i + 1
                 return "".join(buf)
             if i + 1 >= len(text):
-                raise _Incomplete()   # a backslash at the very end
+                raise _Incomplete()  # a backslash at the very end
             buf.append(_unescape(text[i + 1]))
             i += 2
 
@@ -304,9 +310,9 @@ class _SlowParser:
         self.pos, self.depth, self.bad = start, 0, False
         text = self.text
         w = _WORD.match(text, start)
-        if w:                              # `f(...`: the name, then its brackets
+        if w:  # `f(...`: the name, then its brackets
             self.pos = w.end()
-        want: list[str] = []               # the closers of the brackets open
+        want: list[str] = []  # the closers of the brackets open
         while True:
             self.pos = _BRACKETS_RUN.match(text, self.pos).end()
             if self.pos >= len(text):
@@ -321,7 +327,7 @@ class _SlowParser:
             elif not want or want.pop() != ch:
                 raise _Bad("nesting")
             if not want:
-                return text[start:self.pos]
+                return text[start : self.pos]
 
     def _skip_balanced(self, open_ch: str, close_ch: str, depth: int) -> None:
         """Move past the bracket that closes `depth` open ones, ignoring brackets in strings.
@@ -353,7 +359,7 @@ class _SlowParser:
             if text[i] == quote:
                 self.pos = i + 1
                 return
-            i += 2   # a backslash and the character it escapes
+            i += 2  # a backslash and the character it escapes
             if i >= len(text):
                 raise _Incomplete()
 
@@ -386,7 +392,7 @@ class _SlowParser:
         start = self.pos
         self.pos += 1  # "{"
         self._skip_balanced("{", "}", depth=1)
-        return self.text[start:self.pos]
+        return self.text[start : self.pos]
 
 
 def _unescape(ch: str) -> str:

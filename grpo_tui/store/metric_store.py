@@ -21,7 +21,7 @@ from ..lines.launch import FlagsMemo, arg_dump_to_flag
 from ..lines.parse import PACKED, SCAN
 from ..lines.records import Event, Item, MetricRecord
 
-np = LazyNumpy(globals())      # (imported where a method first needs it: see lazy_numpy.py)
+np = LazyNumpy(globals())  # (imported where a method first needs it: see lazy_numpy.py)
 
 _NAN = math.nan
 _NAN_CELL = array("d", [_NAN])
@@ -48,7 +48,7 @@ class _Column:
     def data(self) -> np.ndarray:
         d = self._data
         if d is None:
-            d = self._data = np.frombuffer(self.cells)      # float64, writable, the same cells
+            d = self._data = np.frombuffer(self.cells)  # float64, writable, the same cells
         return d
 
     def ensure(self, capacity: int) -> None:
@@ -73,27 +73,27 @@ class StepRow:
 
 
 if SCAN is not None and hasattr(SCAN, "set_step_type"):
-    SCAN.set_step_type(StepRow)     # store_run makes a new step's row as this class's __init__ would
+    SCAN.set_step_type(StepRow)  # store_run makes a new step's row as this class's __init__ would
 
-_SHAPES_MAX = 64      # record shapes a segment remembers (a real run logs a handful)
+_SHAPES_MAX = 64  # record shapes a segment remembers (a real run logs a handful)
 
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-_RM_KEYS: dict[tuple, bool] = {}      # perf records' key tuples -> any rollout-manager key
+_RM_KEYS: dict[tuple, bool] = {}  # perf records' key tuples -> any rollout-manager key
 
 
 def _rm_perf(rec: MetricRecord) -> bool:
     """The rollout manager's perf line (sample stats), as opposed to the trainer's timers."""
     if rec.actor == "RolloutManager" or rec.proc == "rollout_manager":
         return True
-    keys = tuple(rec.metrics)     # the trainer's perf lines repeat their keys: one lookup
+    keys = tuple(rec.metrics)  # the trainer's perf lines repeat their keys: one lookup
     known = _RM_KEYS.get(keys)
     if known is None:
         known = any(k.startswith(("rollout/", "passrate/")) for k in keys)
-        if len(_RM_KEYS) >= 4 * _SHAPES_MAX:       # hostile logs: new keys on every line
+        if len(_RM_KEYS) >= 4 * _SHAPES_MAX:  # hostile logs: new keys on every line
             _RM_KEYS.clear()
         _RM_KEYS[keys] = known
     return known
@@ -107,7 +107,7 @@ def _put_row_py(views: tuple, row: int, metrics: dict, types: tuple) -> bool:
     for view, value in zip(views, metrics.values()):
         try:
             view[row] = value
-        except ValueError:          # an int past float64's range: the column's own conversion
+        except ValueError:  # an int past float64's range: the column's own conversion
             view.obj[row] = value
     return True
 
@@ -120,12 +120,12 @@ def _add_row_py(sums: tuple, counts: tuple, row: int, metrics: dict, types: tupl
     for total, count_view, value in zip(sums, counts, metrics.values()):
         count = count_view[row]
         try:
-            if count != count:              # NaN: the rollout's first step with it
+            if count != count:  # NaN: the rollout's first step with it
                 total[row], count_view[row] = value, 1.0
             else:
                 total[row] += value
                 count_view[row] = count + 1.0
-        except (ValueError, OverflowError):     # an int past float64's range: as the column does
+        except (ValueError, OverflowError):  # an int past float64's range: as the column does
             _add_to_cell(total.obj, count_view.obj, row, value)
     return True
 
@@ -154,12 +154,12 @@ class Segment:
         self.index = index
         self.start_line = start_line
         self.flags: dict = dict(flags or {})
-        self._flag_memo = FlagsMemo()                 # K and groups, read again when a flag changes
+        self._flag_memo = FlagsMemo()  # K and groups, read again when a flag changes
         self.row_of: dict[int, int] = {}
         self.ids: list[int] = []
         self.ordered = True
         self._cap = 64
-        self.columns: dict[str, _Column] = {}        # rollout-level numbers, name -> column
+        self.columns: dict[str, _Column] = {}  # rollout-level numbers, name -> column
         self.train_sum: dict[str, _Column] = {}
         self.train_cnt: dict[str, _Column] = {}
         self.objects: dict[str, dict[int, Any]] = {}  # non-numeric values: name -> row -> value
@@ -170,25 +170,25 @@ class Segment:
         # Which cells were logged as ints (kept ints in export): per column "i" (all ints),
         # "f" (no ints) or a set of the int rows when a column mixes both (rare).
         self.int_state: dict[str, str | set[int]] = {}
-        self._int_version = 0                         # bumped at every int_state change
+        self._int_version = 0  # bumped at every int_state change
         # add_record's short path: names in order -> (_int_version, value types, their columns'
         # views); _add_step's: names in order -> (value types, their sums' and counts' views).
         # Forgotten when the columns grow (new arrays, new views).
         self._shapes: dict[tuple, tuple[int, tuple, tuple[memoryview, ...]]] = {}
         self._step_shapes: dict[tuple, tuple[tuple, tuple[memoryview, ...], tuple[memoryview, ...]]] = {}
-        self.names: dict[str, None] = {}              # rollout-axis names, first-seen order
-        self.train_names: dict[str, None] = {}        # step-axis names, first-seen order
+        self.names: dict[str, None] = {}  # rollout-axis names, first-seen order
+        self.train_names: dict[str, None] = {}  # step-axis names, first-seen order
         # step-axis names some step logged as a number that is not a float (an int): export keeps
         # those cells as logged (rollout_table._logged_exceptions looks only at these, and at the
         # sums a nan made nan, instead of at every step value).  _add_step_values sees them all:
         # a step shape's short path (_add_row) takes only the types of the step it learned from.
         self.step_int_names: set[str] = set()
-        self.kinds: dict[int, set[str]] = {}          # row -> record kinds seen
+        self.kinds: dict[int, set[str]] = {}  # row -> record kinds seen
         self.first_ts = _Column(self._cap)
         self.last_ts = _Column(self._cap)
-        self._max_id: int | None = None                # running max: O(1) for every live update
-        self._max_steps = 0                           # most steps seen in one rollout
-        self._idcol = _Column(self._cap)              # ids as numbers: O(1) access for live reads
+        self._max_id: int | None = None  # running max: O(1) for every live update
+        self._max_steps = 0  # most steps seen in one rollout
+        self._idcol = _Column(self._cap)  # ids as numbers: O(1) access for live reads
         self.steps: dict[tuple[str, int], StepRow] = {}
         self.step_order: list[tuple[str, int]] = []
         self.steps_of_rollout: dict[int, int] = {}
@@ -196,7 +196,7 @@ class Segment:
         self.duplicate_steps = 0
         self.events: list[Event] = []
         self.records = 0
-        self.framework = "miles"                      # verl / trl console lines switch it
+        self.framework = "miles"  # verl / trl console lines switch it
         self.first_record_ts: float | None = None
         self.last_record_ts: float | None = None
         self.last_record_line = 0
@@ -240,10 +240,16 @@ class Segment:
             self._max_id = rollout
         if row >= self._cap:
             self._cap *= 2
-            for col in (*self.columns.values(), *self.train_sum.values(), *self.train_cnt.values(),
-                        self.first_ts, self.last_ts, self._idcol):
+            for col in (
+                *self.columns.values(),
+                *self.train_sum.values(),
+                *self.train_cnt.values(),
+                self.first_ts,
+                self.last_ts,
+                self._idcol,
+            ):
                 col.ensure(self._cap)
-            self._shapes.clear()            # they hold the old arrays' views
+            self._shapes.clear()  # they hold the old arrays' views
             self._step_shapes.clear()
         self._idcol.cells[row] = rollout
         return row
@@ -275,7 +281,7 @@ class Segment:
         row = self.row_of.get(n)
         if row is None:
             row = self._row(n)
-        kinds = self.kinds.get(row)         # (_note_kind inline: every record)
+        kinds = self.kinds.get(row)  # (_note_kind inline: every record)
         if kinds is None:
             self.kinds[row] = {kind}
         else:
@@ -286,8 +292,12 @@ class Segment:
         known = self._shapes.get(shape)
         # A record shaped like one before (the same names in order, the same number types) while
         # no column's int/float state changed: only the values are new (_put_row writes them).
-        if (known is None or known[0] != self._int_version or self.objects
-                or not _put_row(known[2], row, metrics, known[1])):
+        if (
+            known is None
+            or known[0] != self._int_version
+            or self.objects
+            or not _put_row(known[2], row, metrics, known[1])
+        ):
             self._add_values(row, metrics)
             self._learn_shape(shape, metrics)
         if rec.nonfinite:
@@ -330,13 +340,13 @@ class Segment:
                     if objs:
                         objs.pop(row, None)
                 is_int = isinstance(value, int)
-                if int_state.get(name) != ("i" if is_int else "f"):   # the common case: nothing changes
+                if int_state.get(name) != ("i" if is_int else "f"):  # the common case: nothing changes
                     self._note_int(name, row, is_int)
             else:
                 objects.setdefault(name, {})[row] = value
 
     def _note_int(self, name: str, row: int, is_int: bool) -> None:
-        self._int_version += 1      # add_record's remembered shapes are checked against this
+        self._int_version += 1  # add_record's remembered shapes are checked against this
         state = self.int_state.get(name)
         if state is None:
             self.int_state[name] = "i" if is_int else "f"
@@ -354,7 +364,7 @@ class Segment:
     def _stamp(self, row: int, ts: float | None) -> None:
         if ts is None:
             return
-        if type(ts) is float:       # (the parser's): through the views
+        if type(ts) is float:  # (the parser's): through the views
             first = self.first_ts.view
             old = first[row]
             if old != old:
@@ -385,8 +395,7 @@ class Segment:
             self.duplicate_steps += 1
             return known.rollout
         rollout = self._step_rollout(rec.n)
-        self.steps[key] = StepRow(rec.role, rec.n, rollout, rec.metrics, rec.time, rec.ts,
-                                  rec.nonfinite)
+        self.steps[key] = StepRow(rec.role, rec.n, rollout, rec.metrics, rec.time, rec.ts, rec.nonfinite)
         self.step_order.append(key)
         keys = self.rollout_steps.get(rollout)
         if keys is None:
@@ -421,8 +430,11 @@ class Segment:
             return
         types = tuple(map(type, metrics.values()))
         if all(t is float or t is int for t in types):
-            self._step_shapes[shape] = (types, tuple(self.train_sum[name].view for name in shape),
-                                        tuple(self.train_cnt[name].view for name in shape))
+            self._step_shapes[shape] = (
+                types,
+                tuple(self.train_sum[name].view for name in shape),
+                tuple(self.train_cnt[name].view for name in shape),
+            )
 
     def _add_step_values(self, row: int, metrics: dict) -> None:
         train_names, names = self.train_names, self.names
@@ -464,7 +476,7 @@ class Segment:
             rows = self.nonfinite_rows.get(name)
             if rows is None:
                 self.nonfinite_rows[name] = [row]
-            elif rows[-1] < row:            # (rows come in order: the common case)
+            elif rows[-1] < row:  # (rows come in order: the common case)
                 rows.append(row)
             else:
                 i = bisect.bisect_left(rows, row)
@@ -542,7 +554,7 @@ class Segment:
         if not bad or not len(rows):
             return np.zeros(len(rows), dtype=bool)
         lo, hi = int(rows.min()), int(rows.max())
-        near = bad[bisect.bisect_left(bad, lo):bisect.bisect_right(bad, hi)]
+        near = bad[bisect.bisect_left(bad, lo) : bisect.bisect_right(bad, hi)]
         return np.isin(rows, np.asarray(near, dtype=np.int64))
 
     def value(self, rollout: int, name: str) -> Any:
@@ -606,7 +618,7 @@ class StoreUpdate:
 
 
 if SCAN is not None and hasattr(SCAN, "set_update_type"):
-    SCAN.set_update_type(StoreUpdate)     # file_chunk makes its rounds' updates as this class
+    SCAN.set_update_type(StoreUpdate)  # file_chunk makes its rounds' updates as this class
 
 
 class MetricStore:
@@ -653,9 +665,9 @@ class MetricStore:
             item = items[i]
             i += 1
             if isinstance(item, MetricRecord):
-                if type(item.metrics) is PACKED:       # (a whole-file read's: see LineParser.packed)
+                if type(item.metrics) is PACKED:  # (a whole-file read's: see LineParser.packed)
                     item.metrics = item.metrics.dict()
-                kind = item.kind        # (only rollout and perf ids can go back: see is_restart)
+                kind = item.kind  # (only rollout and perf ids can go back: see is_restart)
                 if (kind == "rollout" or kind == "perf") and (seg.ids or seg.steps) and seg.is_restart(item):
                     self._new_segment(item.line_no, seg.flags)
                     up.new_segment = True
@@ -678,7 +690,7 @@ class MetricStore:
         elif ev.kind == "arg":
             name = arg_dump_to_flag(ev.data["name"])
             self.current.flags.setdefault(name, ev.data["value"])
-        ev.data.setdefault("after_rollout", self.current._max_id)   # where it sits on the timeline
+        ev.data.setdefault("after_rollout", self.current._max_id)  # where it sits on the timeline
         self.events.append(ev)
         self.current.events.append(ev)
         up.events.append(ev)

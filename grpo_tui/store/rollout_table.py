@@ -22,7 +22,7 @@ from ..lazy_numpy import LazyNumpy
 from ..lines.parse import SCAN
 from .metric_store import _NAN_CELL, Segment, _is_number
 
-np = LazyNumpy(globals())      # (imported where a column first needs it: see the docstring)
+np = LazyNumpy(globals())  # (imported where a column first needs it: see the docstring)
 
 _COL_MEANS = getattr(SCAN, "col_means", None)
 _COUNTED_NAN = getattr(SCAN, "counted_nan", None)
@@ -33,8 +33,8 @@ class RolloutTable:
     """Rows in rollout-id order; `cells[name][i]` is row i's value of `name` (None: no value)."""
 
     ids: list[int]
-    rows: list[int]                 # the segment's row index of each output row
-    cells: dict[str, list[Any]]     # names in the segment's first-seen order
+    rows: list[int]  # the segment's row index of each output row
+    cells: dict[str, list[Any]]  # names in the segment's first-seen order
 
 
 def _logged_exceptions(seg: Segment) -> dict[str, dict[int, Any]]:
@@ -57,7 +57,7 @@ def _logged_exceptions(seg: Segment) -> dict[str, dict[int, Any]]:
                 names.add(name)
     out: dict[str, dict[int, Any]] = {}
     row_of, steps = seg.row_of, seg.steps.values()
-    for name in names:      # (a name at a time: ~12,800 steps of a 540 MB log in ~half the time)
+    for name in names:  # (a name at a time: ~12,800 steps of a 540 MB log in ~half the time)
         got: dict[int, Any] = {}
         for st in steps:
             v = st.metrics.get(name)
@@ -68,15 +68,16 @@ def _logged_exceptions(seg: Segment) -> dict[str, dict[int, Any]]:
             elif t is not int and not _is_number(v):
                 continue
             row = row_of[st.rollout]
-            if row not in got:      # (the first step's value, as a rollout's value() gives it)
+            if row not in got:  # (the first step's value, as a rollout's value() gives it)
                 got[row] = v
         if got:
             out[name] = got
     return out
 
 
-def _column(seg: Segment, name: str, order: np.ndarray | range, pos: np.ndarray | range,
-            logged: dict[int, Any] | None) -> list[Any]:
+def _column(
+    seg: Segment, name: str, order: np.ndarray | range, pos: np.ndarray | range, logged: dict[int, Any] | None
+) -> list[Any]:
     """A column as a list.  `order` a range: an id-ordered segment's rows, read without numpy."""
     if type(order) is range:
         vals = _quick_values(seg, name, len(order))
@@ -96,7 +97,7 @@ def _column(seg: Segment, name: str, order: np.ndarray | range, pos: np.ndarray 
         if logged:
             cnt = seg.train_cnt[name].cells
             for row, v in logged.items():
-                if cnt[row] == 1.0:            # value(): one step, its value exactly as logged
+                if cnt[row] == 1.0:  # value(): one step, its value exactly as logged
                     cells[pos[row]] = v
     else:
         state = seg.int_state.get(name)
@@ -150,7 +151,7 @@ def _quick_number_column(seg: Segment, name: str, n: int, logged: dict[int, Any]
     if name in seg.train_sum:
         if not logged:
             return vals, "f"
-        have = [i for i, x in enumerate(vals) if x == x]      # (rows with a value: NaN != NaN)
+        have = [i for i, x in enumerate(vals) if x == x]  # (rows with a value: NaN != NaN)
         return (vals, "i") if _logged_ints(seg, name, have, [vals[i] for i in have], logged) else None
     state = seg.int_state.get(name)
     if state == "i":
@@ -183,8 +184,13 @@ def _logged_ints(seg: Segment, name: str, rows: list[int], values: list[float], 
         return True
     # (each test over all rows at once, in C: a row at a time in Python cost ~7 ms on 12,800)
     got = list(map(logged.get, rows))
-    return (set(map(type, got)) == {int} and set(map(seg.train_cnt[name].cells.__getitem__, rows)) == {1.0}
-            and min(got) > -2 ** 53 and max(got) < 2 ** 53 and values == got)
+    return (
+        set(map(type, got)) == {int}
+        and set(map(seg.train_cnt[name].cells.__getitem__, rows)) == {1.0}
+        and min(got) > -(2**53)
+        and max(got) < 2**53
+        and values == got
+    )
 
 
 def _number_column(seg: Segment, name: str, order: np.ndarray, logged: dict[int, Any] | None):
@@ -207,7 +213,7 @@ def _number_column(seg: Segment, name: str, order: np.ndarray, logged: dict[int,
 def number_cells(col) -> list[Any]:
     """A (values, kind) column as _column's list."""
     vals, kind = col
-    cells: list[Any] = [None if c != c else c for c in vals.tolist()]     # (NaN != NaN: blank)
+    cells: list[Any] = [None if c != c else c for c in vals.tolist()]  # (NaN != NaN: blank)
     if kind == "i":
         cells = [c if c is None else int(c) for c in cells]
     return cells

@@ -19,7 +19,7 @@ SEV = {"critical": ("✗ crit", "x crit"), "warning": ("! warn", "! warn")}
 class AlertTable(DataTable):
     """DataTable of alerts; enter moves the app cursor to the alert's rollout."""
 
-    user_moved = False      # the selection follows the top alert until the user moves it
+    user_moved = False  # the selection follows the top alert until the user moves it
 
     def action_cursor_up(self) -> None:
         self.user_moved = True
@@ -80,16 +80,20 @@ class AlertPane(Vertical):
             rest = "dim" if dim else ""
             state = "" if a.active else " (cleared)"
             state += " (ack)" if a.acknowledged else ""
-            rule = ("ack " if a.acknowledged else "") + clean(a.rule)   # a text marker, not only dim
-            t.add_row(sev, Text(rule, style=rest),
-                      Text("-" if a.rollout is None else str(a.rollout), style=rest),
-                      Text(clean(a.message) + state, style=rest), key=str(a.seq))
+            rule = ("ack " if a.acknowledged else "") + clean(a.rule)  # a text marker, not only dim
+            t.add_row(
+                sev,
+                Text(rule, style=rest),
+                Text("-" if a.rollout is None else str(a.rollout), style=rest),
+                Text(clean(a.message) + state, style=rest),
+                key=str(a.seq),
+            )
         if keep is not None and t.user_moved:
             for i, a in enumerate(alerts):
                 if a.seq == keep:
                     t.move_cursor(row=i)
         elif alerts:
-            t.move_cursor(row=0)      # the top item: an open critical when there is one
+            t.move_cursor(row=0)  # the top item: an open critical when there is one
         self.show_evidence()
 
     def show_evidence(self) -> None:
@@ -112,8 +116,10 @@ class AlertPane(Vertical):
         self.show_evidence()
 
 
-AlertTable.HELP_BINDINGS = [("enter", "select", "move cursor to the alert's rollout"),
-                            ("up,down", "move", "select alert")]
+AlertTable.HELP_BINDINGS = [
+    ("enter", "select", "move cursor to the alert's rollout"),
+    ("up,down", "move", "select alert"),
+]
 
 
 def _order(a: Alert) -> tuple[int, int, int]:

@@ -60,10 +60,25 @@ from .text_line import TextLine
 from .themes import ORDER, load_themes, resolve, uses_ascii
 
 REFRESH_S = 0.25
-MARGIN = 16          # rows fetched before the sparkline window (mean5 at a cursor on its left edge)
+MARGIN = 16  # rows fetched before the sparkline window (mean5 at a cursor on its left edge)
 WIDE = 160
-MAIN_ONLY = {"cursor", "cursor_home", "cursor_end", "goto", "focus_signal", "detail", "chart", "follow",
-             "ack", "switch_pane", "alert_jump", "log_scale", "whole_run", "log", "events"}
+MAIN_ONLY = {
+    "cursor",
+    "cursor_home",
+    "cursor_end",
+    "goto",
+    "focus_signal",
+    "detail",
+    "chart",
+    "follow",
+    "ack",
+    "switch_pane",
+    "alert_jump",
+    "log_scale",
+    "whole_run",
+    "log",
+    "events",
+}
 
 
 class GrpoApp(App):
@@ -93,15 +108,25 @@ class GrpoApp(App):
         Binding("e", "events", "events timeline"),
     ]
 
-    def __init__(self, path: str | None = None, *, live: bool = True, replay: float | None = None,
-                 theme: str | None = None, ranges: RangeSet | None = None, demo_rate: float = 0.5,
-                 force_ascii: bool | None = None, ranges_label: str | None = None,
-                 notify: bool = True, on_critical: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        live: bool = True,
+        replay: float | None = None,
+        theme: str | None = None,
+        ranges: RangeSet | None = None,
+        demo_rate: float = 0.5,
+        force_ascii: bool | None = None,
+        ranges_label: str | None = None,
+        notify: bool = True,
+        on_critical: str | None = None,
+    ) -> None:
         super().__init__()
-        self.notify_terminal = notify          # bell + desktop notification on a new critical
+        self.notify_terminal = notify  # bell + desktop notification on a new critical
         self.hook = Hook(on_critical)
-        self._armed_at: int | None = None      # follower offset from which alerts are news
-        self._ticked = False                   # a health tick judged the file as first read
+        self._armed_at: int | None = None  # follower offset from which alerts are news
+        self._ticked = False  # a health tick judged the file as first read
         self.ranges = ranges
         self.ranges_label = ranges_label
         self.live = live
@@ -115,28 +140,28 @@ class GrpoApp(App):
         self.pause_last: int | None = None
         self.focus_index = 0
         self.log_scale = False
-        self.whole_run = False                 # sparklines summarise the whole run (w)
+        self.whole_run = False  # sparklines summarise the whole run (w)
         self.force_ascii = bool(os.environ.get("GRPO_TUI_ASCII")) if force_ascii is None else force_ascii
-        self.state = "starting"                # replay / finished; the run's own state is the pipeline's
+        self.state = "starting"  # replay / finished; the run's own state is the pipeline's
         self.last_event = ""
-        self.loading: float | None = None      # history fill progress (huge files)
-        self._skip_until: int | None = None    # follower bytes already covered by the history fill
-        self._held: list = []                  # follower items that arrived during the history fill
-        self._generation = 0                   # bumped when the file restarts: stale history is dropped
-        self._quitting = False                 # background loading stops when this is set
-        self._demo_folder: str | None = None   # the demo's temporary folder (removed on exit)
-        self._report = None                    # the verdict of the last repaint (header reuses it)
+        self.loading: float | None = None  # history fill progress (huge files)
+        self._skip_until: int | None = None  # follower bytes already covered by the history fill
+        self._held: list = []  # follower items that arrived during the history fill
+        self._generation = 0  # bumped when the file restarts: stale history is dropped
+        self._quitting = False  # background loading stops when this is set
+        self._demo_folder: str | None = None  # the demo's temporary folder (removed on exit)
+        self._report = None  # the verdict of the last repaint (header reuses it)
         self._report_of: dict = {}
-        self._painted = threading.Event()      # the history thread waits for the tail's paint
+        self._painted = threading.Event()  # the history thread waits for the tail's paint
         self._dirty = True
-        self._n = 0                            # rollouts in the current segment
-        self._last: int | None = None          # newest rollout id
-        self._win: tuple = ((), np.empty(0, np.int64))   # (key, window ids) cache
+        self._n = 0  # rollouts in the current segment
+        self._last: int | None = None  # newest rollout id
+        self._win: tuple = ((), np.empty(0, np.int64))  # (key, window ids) cache
         self._rows: list[SignalRow] = []
-        self.fetched_w: int | None = None      # sparkline width the rows' data was read for
+        self.fetched_w: int | None = None  # sparkline width the rows' data was read for
         self._follower: Follower | None = None
         self._side_key: tuple = ()
-        self._sketch = Sketch()                # the side chart's incremental downsample
+        self._sketch = Sketch()  # the side chart's incremental downsample
         for th in load_themes():
             self.register_theme(th)
         self._theme_name = resolve(theme)
@@ -158,16 +183,19 @@ class GrpoApp(App):
     def get_system_commands(self, screen):
         """The command palette (ctrl+p) offers the app's own actions first."""
         from textual.app import SystemCommand
+
         yield SystemCommand("Go to rollout…", "move the step cursor to a rollout", self.action_goto)
         yield SystemCommand("Raw log at the cursor", "the log file at the cursor's rollout", self.action_log)
-        yield SystemCommand("Events timeline", "weight updates, checkpoints, retries, restarts",
-                            self.action_events)
+        yield SystemCommand("Events timeline", "weight updates, checkpoints, retries, restarts", self.action_events)
         yield SystemCommand("Sparklines: whole run / last N", "toggle the sparkline span", self.action_whole_run)
         for i, sig in enumerate(SIGNALS):
             yield SystemCommand(f"Chart: {sig.label}", sig.tells, lambda i=i: self._chart_of(i))
         for name in ORDER:
-            yield SystemCommand(f"Theme: {name.removeprefix('grpo-')}", "switch the colour theme",
-                                lambda name=name: self._set_theme(name))
+            yield SystemCommand(
+                f"Theme: {name.removeprefix('grpo-')}",
+                "switch the colour theme",
+                lambda name=name: self._set_theme(name),
+            )
         yield from super().get_system_commands(screen)
 
     def _chart_of(self, index: int) -> None:
@@ -186,12 +214,18 @@ class GrpoApp(App):
         --no-notify), the --on-critical hook, and a toast."""
         for alert in new_criticals(changes):
             if self.notify_terminal and self._driver is not None:
-                self._driver.write(osc_notification(f"grpo-tui: {alert.rule}",
-                                                    f"{Path(self.path or '').name}: {alert.message}"))
+                self._driver.write(
+                    osc_notification(f"grpo-tui: {alert.rule}", f"{Path(self.path or '').name}: {alert.message}")
+                )
                 self._driver.flush()
             self.hook(alert_payload(alert, self.path))
-            self.notify(f"{alert.rule}: {clean(alert.message)}", title="new critical alert",
-                        severity="error", markup=False, timeout=8)
+            self.notify(
+                f"{alert.rule}: {clean(alert.message)}",
+                title="new critical alert",
+                severity="error",
+                markup=False,
+                timeout=8,
+            )
 
     def _on_signal(self, signum: int) -> None:
         """SIGTERM / SIGHUP / SIGINT: leave like `q` does, so the terminal is restored
@@ -205,15 +239,14 @@ class GrpoApp(App):
             try:
                 loop.add_signal_handler(sig, self._on_signal, int(sig))
             except (ValueError, RuntimeError, NotImplementedError):
-                pass            # not the main thread (tests), or no such signal here
+                pass  # not the main thread (tests), or no such signal here
 
     def on_mount(self) -> None:
         self._install_signal_handlers()
         try:
             self.theme = self._theme_name
         except Exception:
-            self.notify(f"unknown theme {self.requested_theme!r}; using grpo-dark", severity="warning",
-                        markup=False)
+            self.notify(f"unknown theme {self.requested_theme!r}; using grpo-dark", severity="warning", markup=False)
             self.theme = "grpo-dark"
         self.rows[0].focus()
         self._sync_ascii()
@@ -261,13 +294,14 @@ class GrpoApp(App):
     # ------------------------------------------------------------------ data workers
     def _start_demo(self) -> str:
         from ..simulate import write_log
+
         folder = self._demo_folder = tempfile.mkdtemp(prefix="grpo-tui-demo-")
         path = str(Path(folder) / "demo-gap-jump.log")
 
         def writer() -> None:
             try:
                 write_log(path, "gap-jump", 60, 1, rate=self.demo_rate)
-            except OSError:     # the folder went with the app (q before the first write): nothing to say
+            except OSError:  # the folder went with the app (q before the first write): nothing to say
                 pass
 
         threading.Thread(target=writer, daemon=True, name="demo-writer").start()
@@ -281,7 +315,7 @@ class GrpoApp(App):
         """Lines and file events go into the pipeline here, in file order (a restart's
         event is never handled later than the lines that follow it)."""
         self._follower = Follower(path, from_start=from_start, poll_interval=1.0)
-        self._armed_at = max(0, file_size(path))   # what the file holds now is history, not news
+        self._armed_at = max(0, file_size(path))  # what the file holds now is history, not news
         try:
             async for item in self._follower.events():
                 if isinstance(item, Lines):
@@ -297,7 +331,7 @@ class GrpoApp(App):
                     self.post_message(DataChanged(len(self.feed.store.current.ids)))
                 elif isinstance(item, FileEvent):
                     if item.event in ("truncated", "replaced", "created") and self.loading is not None:
-                        self._drop_history()          # the history being read is no longer the file
+                        self._drop_history()  # the history being read is no longer the file
                     self.feed.file_event(item.event)
                     self.post_message(FileEventMsg(item.event, item.detail))
         finally:
@@ -354,8 +388,8 @@ class GrpoApp(App):
             if not feed_file(full, path, 0, end, progress, cancelled=stale):
                 return
             full.settle()
-        except BulkMismatch:            # rows rewritten after their rollout was judged: judge
-            last[0] = 0.0               # the history again, rollout by rollout
+        except BulkMismatch:  # rows rewritten after their rollout was judged: judge
+            last[0] = 0.0  # the history again, rollout by rollout
             full = self._new_pipeline()
             if not feed_file(full, path, 0, end, progress, cancelled=stale):
                 return
@@ -364,7 +398,7 @@ class GrpoApp(App):
 
     def on_load_progress(self, msg: LoadProgress) -> None:
         if msg.generation != self._generation:
-            return                               # the file restarted: this history is stale
+            return  # the file restarted: this history is stale
         if msg.feed is None and not msg.done:
             # only the fraction moved (the shown feed is the same): the header alone, not a
             # repaint of every row at 4 Hz, which took the GIL from the fill (a 1 GB log: the
@@ -380,7 +414,7 @@ class GrpoApp(App):
             for item in held:
                 self.feed.feed(item.lines, item.written_at)
         self._on_new_data()
-        if msg.feed is not None:             # a new feed: paint now, not on the next tick
+        if msg.feed is not None:  # a new feed: paint now, not on the next tick
             self.refresh_view()
             self.call_after_refresh(self._painted.set)
 
@@ -410,7 +444,7 @@ class GrpoApp(App):
     def on_file_event_msg(self, msg: FileEventMsg) -> None:
         self.last_event = msg.event + (f" ({msg.detail})" if msg.detail else "")
         if msg.event in ("truncated", "replaced"):
-            self.cursor = None                # the pipeline started a new segment: follow it
+            self.cursor = None  # the pipeline started a new segment: follow it
         self._on_new_data()
 
     def _on_new_data(self) -> None:
@@ -419,7 +453,11 @@ class GrpoApp(App):
         old_last = self._last
         self._n = len(seg.ids)
         self._last = last = newest_id(seg)
-        if self.cursor is None or (self.following and self.cursor == old_last) or (self.cursor is not None and self._n and self.cursor not in seg.row_of):
+        if (
+            self.cursor is None
+            or (self.following and self.cursor == old_last)
+            or (self.cursor is not None and self._n and self.cursor not in seg.row_of)
+        ):
             self.cursor = last
         self._dirty = True
         if not self.live:
@@ -429,7 +467,7 @@ class GrpoApp(App):
         try:
             self._health_tick_once()
         except NoMatches:
-            pass                    # the app is shutting down: its widgets are already gone
+            pass  # the app is shutting down: its widgets are already gone
 
     def _health_tick_once(self) -> None:
         if self.replay is None and self.loading is None:
@@ -442,7 +480,7 @@ class GrpoApp(App):
             # stall): history, not news
             self._ticked = self._ticked or (self._armed_at is not None and self.feed.fed)
         if not self._dirty:
-            self._refresh_header()    # only the age text moves: don't repaint the rows
+            self._refresh_header()  # only the age text moves: don't repaint the rows
 
     def _refresh_header(self) -> None:
         """Only the state and the ages move between data updates: reuse the last verdict
@@ -472,9 +510,9 @@ class GrpoApp(App):
             try:
                 self.refresh_view()
             except NoMatches:
-                pass                # shutting down
+                pass  # shutting down
         else:
-            self._refresh_timer.pause()   # idle: no 4 Hz wake-ups
+            self._refresh_timer.pause()  # idle: no 4 Hz wake-ups
 
     # ------------------------------------------------------------------ painting
     def window_ids(self, width: int) -> np.ndarray:
@@ -499,14 +537,14 @@ class GrpoApp(App):
         if c is not None and len(ids):
             if c > ids[-1]:
                 ids = seg.ids_at(seg.rows_upto(width, c))
-            elif c < ids[0]:                      # cursor left of the window: centre it
+            elif c < ids[0]:  # cursor left of the window: centre it
                 sids, i = id_position(seg, c)
                 ids = seg.ids_at(seg.rows_upto(width, int(sids[min(n - 1, i + width // 2)])))
         return ids
 
     def refresh_view(self) -> None:
         self._dirty = False
-        self._apply_width()          # the app's own resize handler is not called: check here
+        self._apply_width()  # the app's own resize handler is not called: check here
         feed = self.feed
         report = feed.report()
         self._report = report
@@ -539,8 +577,15 @@ class GrpoApp(App):
             key = (feed.changes, self._n, self.focus_index, self.cursor, self.log_scale, id(feed))
             if key != self._side_key:
                 self._side_key = key
-                draw(self.query_one("#side-chart", PlotextPlot), feed, SIGNALS[self.focus_index].id,
-                     log=self.log_scale, cursor=self.cursor, sketch=self._sketch, ascii=ascii)
+                draw(
+                    self.query_one("#side-chart", PlotextPlot),
+                    feed,
+                    SIGNALS[self.focus_index].id,
+                    log=self.log_scale,
+                    cursor=self.cursor,
+                    sketch=self._sketch,
+                    ascii=ascii,
+                )
 
     def display_state(self, report=None) -> str:
         """The run's state as the header shows it: from the pipeline (the log's and the
@@ -589,7 +634,7 @@ class GrpoApp(App):
     def _header_text(self, report, ascii: bool) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(" ")
-        if self.loading is not None:         # no verdict the loaded part does not support
+        if self.loading is not None:  # no verdict the loaded part does not support
             t.append("… load" if not ascii else "~ load", style="dim")
         else:
             t.append_text(badge(report.status, self.current_theme, ascii))
@@ -597,9 +642,9 @@ class GrpoApp(App):
         name = clean(Path(self.path).name if self.path else "(no file)")
         rest = self._header_rest(report)
         room = (self.size.width or 80) - t.cell_len - len(rest) - 2
-        if len(name) > room:               # a long file name must not push the state off screen
+        if len(name) > room:  # a long file name must not push the state off screen
             keep = max(8, room - 1)
-            name = name[: keep - keep // 2] + "…" + name[len(name) - keep // 2:]
+            name = name[: keep - keep // 2] + "…" + name[len(name) - keep // 2 :]
         t.append(name, style="bold")
         t.append(rest[: len(rest) - len(self._age_text(report))])
         t.append(self._age_text(report), style="dim")
@@ -618,7 +663,7 @@ class GrpoApp(App):
         """How old the newest metric is, by the log and the file (not by our clock)."""
         st = report.run_state
         if not self.live or (self.replay is not None and self.state != "finished"):
-            return ""                         # tests and snapshots: no clock on screen
+            return ""  # tests and snapshots: no clock on screen
         if st.data_age is not None:
             return f"  data {fmt_age(st.data_age)} ago"
         if st.line_age is not None:
@@ -684,6 +729,7 @@ class GrpoApp(App):
             got = self._nearest_id(r)
             if got is not None:
                 self._set_cursor(got)
+
         self.push_screen(GotoScreen(), done)
 
     def action_focus_signal(self, step: int) -> None:
@@ -712,8 +758,9 @@ class GrpoApp(App):
         """Sparklines: the last N rollouts (cursor window) <-> the whole run in buckets that keep
         each bucket's most extreme value (a spike 10,000 rollouts ago stays visible)."""
         self.whole_run = not self.whole_run
-        self.notify("sparklines: whole run" if self.whole_run else "sparklines: last rollouts",
-                    timeout=1.5, markup=False)
+        self.notify(
+            "sparklines: whole run" if self.whole_run else "sparklines: last rollouts", timeout=1.5, markup=False
+        )
         self.refresh_view()
 
     def action_log_scale(self) -> None:
@@ -754,8 +801,13 @@ class GrpoApp(App):
                 self._set_cursor(a.rollout)
             if a is not None and self.path and os.path.isfile(self.path):
                 line = (a.evidence or {}).get("line")
-                self.push_screen(LogScreen(self.path, line=line if isinstance(line, int) else None,
-                                           rollout=None if isinstance(line, int) else a.rollout))
+                self.push_screen(
+                    LogScreen(
+                        self.path,
+                        line=line if isinstance(line, int) else None,
+                        rollout=None if isinstance(line, int) else a.rollout,
+                    )
+                )
 
     def action_events(self) -> None:
         self.push_screen(EventsScreen(self.feed, self.path))
@@ -783,7 +835,7 @@ class GrpoApp(App):
         i = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(i + 1) % len(names)]
         self._sync_ascii()
-        self.query_one(Footer).refresh(recompose=True)   # key glyphs follow the theme
+        self.query_one(Footer).refresh(recompose=True)  # key glyphs follow the theme
         self.notify(f"theme: {self.theme}", markup=False, timeout=1.5)
         self.query_one(AlertPane)._sig = ()
         self._side_key = ()
@@ -791,10 +843,15 @@ class GrpoApp(App):
 
     def action_help(self) -> None:
         """Every key of every view (the bindings themselves, never a hand-written list)."""
-        sections = [("dashboard", self.BINDINGS), ("alert list (tab)", AlertTable.HELP_BINDINGS),
-                    ("detail view (enter)", DetailScreen.BINDINGS), ("chart view (c)", ChartScreen.BINDINGS),
-                    ("raw log (L)", LogScreen.BINDINGS), ("events (e)", EventsScreen.BINDINGS),
-                    ("go to rollout (g)", GotoScreen.BINDINGS)]
+        sections = [
+            ("dashboard", self.BINDINGS),
+            ("alert list (tab)", AlertTable.HELP_BINDINGS),
+            ("detail view (enter)", DetailScreen.BINDINGS),
+            ("chart view (c)", ChartScreen.BINDINGS),
+            ("raw log (L)", LogScreen.BINDINGS),
+            ("events (e)", EventsScreen.BINDINGS),
+            ("go to rollout (g)", GotoScreen.BINDINGS),
+        ]
         here = type(self.screen)
         sections.sort(key=lambda s: 0 if s[1] is getattr(here, "BINDINGS", None) else 1)
         self.push_screen(HelpScreen(sections, ascii=self._ascii()))
@@ -807,6 +864,6 @@ class GrpoApp(App):
         self._quitting = True
         if self._follower is not None:
             self._follower.stop()
-        if self._demo_folder is not None:     # the demo's log goes with it (its writer, a daemon
-            shutil.rmtree(self._demo_folder, ignore_errors=True)   # thread, writes to an unlinked file)
+        if self._demo_folder is not None:  # the demo's log goes with it (its writer, a daemon
+            shutil.rmtree(self._demo_folder, ignore_errors=True)  # thread, writes to an unlinked file)
             self._demo_folder = None

@@ -17,11 +17,21 @@ from ..judge.signals import BY_ID, signal_series
 from ..judge.stats import trailing_mean
 from .model import clean, downsample
 
-EVENT_MARKS = {"checkpoint_saved": "c", "eval_skipped": "e", "engine_retry": "r", "max_retries": "r",
-               "launch": "R", "traceback": "x", "oom": "x", "nccl_timeout": "x", "ft_fail": "x",
-               "engines_recovered": "+", "health_check_failed": "h"}
-BUCKETS = 200      # at most this many buckets of rows, min and max of each plotted
-SETTLE = 64        # the newest rows may still get values (late train steps): never frozen
+EVENT_MARKS = {
+    "checkpoint_saved": "c",
+    "eval_skipped": "e",
+    "engine_retry": "r",
+    "max_retries": "r",
+    "launch": "R",
+    "traceback": "x",
+    "oom": "x",
+    "nccl_timeout": "x",
+    "ft_fail": "x",
+    "engines_recovered": "+",
+    "health_check_failed": "h",
+}
+BUCKETS = 200  # at most this many buckets of rows, min and max of each plotted
+SETTLE = 64  # the newest rows may still get values (late train steps): never frozen
 
 
 def _pick(rows: np.ndarray, y: np.ndarray, size: int) -> np.ndarray:
@@ -29,7 +39,7 @@ def _pick(rows: np.ndarray, y: np.ndarray, size: int) -> np.ndarray:
     if not len(rows):
         return np.empty(0, np.int64)
     b = rows // size
-    order = np.lexsort((y, b))                   # by bucket, then value
+    order = np.lexsort((y, b))  # by bucket, then value
     bs = b[order]
     first = np.flatnonzero(np.r_[True, bs[1:] != bs[:-1]])
     last = np.r_[first[1:] - 1, len(bs) - 1]
@@ -79,7 +89,7 @@ class Sketch:
             self.carry = np.concatenate([self.carry, y[old]])[-4:]
             self.rows = freeze
         new = ~old
-        ends = np.r_[0, new.sum() - 1] if new.any() else np.empty(0, np.int64)   # newest always shown
+        ends = np.r_[0, new.sum() - 1] if new.any() else np.empty(0, np.int64)  # newest always shown
         i = np.union1d(_pick(rows[new], y[new], size), ends)
         j = np.union1d(_pick(rows[new], mean[new], size), ends)
         tail = (ids[new][i], y[new][i], ids[new][j], mean[new][j])
@@ -87,8 +97,7 @@ class Sketch:
         return tuple(np.concatenate(c) for c in cols)
 
 
-def _series_points(seg, sig, log: bool, sketch: Sketch | None,
-                   buckets: int = BUCKETS) -> tuple[np.ndarray, ...]:
+def _series_points(seg, sig, log: bool, sketch: Sketch | None, buckets: int = BUCKETS) -> tuple[np.ndarray, ...]:
     if sketch is not None and seg.ordered and len(seg.ids) > 2 * buckets:
         return sketch.points(seg, sig, log, buckets)
     ids, vals = signal_series(seg, sig)
@@ -114,8 +123,16 @@ def _steps(x: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x[keep], e[keep]
 
 
-def draw(plot: PlotextPlot, feed, sig_id: str, *, log: bool = False, cursor: int | None = None,
-         sketch: Sketch | None = None, ascii: bool = False) -> None:
+def draw(
+    plot: PlotextPlot,
+    feed,
+    sig_id: str,
+    *,
+    log: bool = False,
+    cursor: int | None = None,
+    sketch: Sketch | None = None,
+    ascii: bool = False,
+) -> None:
     """Redraw `plot` for one signal from the feed's current segment.
 
     With a `sketch` (kept by the caller between redraws) the cost of a redraw does not
@@ -128,8 +145,12 @@ def draw(plot: PlotextPlot, feed, sig_id: str, *, log: bool = False, cursor: int
     sig = BY_ID[sig_id]
     seg = feed.store.current
     dot, line = ("*", "+") if ascii else ("dot", "braille")
-    title = (sig.label + (f" ({sig.unit})" if sig.unit else "") + ("  [log y]" if log else "")
-             + f"   {'*' if ascii else '·'} raw  {'+' if ascii else '⠿'} mean5  - band  | cursor, onsets  c/r/R/x events")
+    title = (
+        sig.label
+        + (f" ({sig.unit})" if sig.unit else "")
+        + ("  [log y]" if log else "")
+        + f"   {'*' if ascii else '·'} raw  {'+' if ascii else '⠿'} mean5  - band  | cursor, onsets  c/r/R/x events"
+    )
     plt.title(clean(title))
     plt.xlabel("rollout")
     if ascii:
@@ -148,7 +169,7 @@ def draw(plot: PlotextPlot, feed, sig_id: str, *, log: bool = False, cursor: int
     plt.plot(xd.tolist(), yd.tolist(), color="gray", marker=dot)
     plt.plot(xm.tolist(), ym.tolist(), color="cyan+", marker=line)
     ys = [yd, ym]
-    band = feed.engine.band(sig_id, xd)     # at the plotted x only; none where no range judges
+    band = feed.engine.band(sig_id, xd)  # at the plotted x only; none where no range judges
     if band is not None:
         lo, hi = band
         for edge in (lo, hi):
@@ -165,13 +186,14 @@ def draw(plot: PlotextPlot, feed, sig_id: str, *, log: bool = False, cursor: int
     bottom = float(y_all.min()) if len(y_all) else 0.0
 
     def vline(x: float, color: str) -> None:
-        if ascii:                            # plotext's vline glyph is a box-drawing character
+        if ascii:  # plotext's vline glyph is a box-drawing character
             plt.plot([x, x], [bottom, top], color=color, marker="|")
         else:
             plt.vline(x, color)
 
-    onsets = sorted({(a.rollout, a.severity) for a in feed.engine.alerts
-                     if a.rollout is not None and a.signal in (None, sig_id)})
+    onsets = sorted(
+        {(a.rollout, a.severity) for a in feed.engine.alerts if a.rollout is not None and a.signal in (None, sig_id)}
+    )
     for r, sev in onsets:
         vline(float(r), "red" if sev == "critical" else "orange")
     for r in sorted({r for r, _ in onsets})[:4]:
@@ -245,8 +267,15 @@ class ChartScreen(Screen):
         t.append(f" {sig.label}", style="bold")
         t.append(f"  {'-' if self.has_class('ascii') else '·'}  {clean(sig.tells)}")
         self.query_one("#chart-title", Static).update(t)
-        draw(self.query_one(PlotextPlot), self.feed, self.sig_id, log=self.log_y, cursor=self.cursor,
-             sketch=self.sketch, ascii=self.has_class("ascii"))
+        draw(
+            self.query_one(PlotextPlot),
+            self.feed,
+            self.sig_id,
+            log=self.log_y,
+            cursor=self.cursor,
+            sketch=self.sketch,
+            ascii=self.has_class("ascii"),
+        )
 
     def action_toggle_log(self) -> None:
         self.log_y = not self.log_y

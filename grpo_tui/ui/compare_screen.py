@@ -18,9 +18,13 @@ from .chart_screen import ChartScreen
 from .model import clean, downsample
 
 # one colour per run (Okabe-Ito, colour-blind safe): plotext takes RGB, the legend the same hex
-COLOURS = (((86, 180, 233), "#56b4e9"), ((230, 159, 0), "#e69f00"), ((204, 121, 167), "#cc79a7"),
-           ((240, 228, 66), "#f0e442"))
-SEED_COLOUR = (110, 110, 150)     # the seeds' curves: dim, under the run's own
+COLOURS = (
+    ((86, 180, 233), "#56b4e9"),
+    ((230, 159, 0), "#e69f00"),
+    ((204, 121, 167), "#cc79a7"),
+    ((240, 228, 66), "#f0e442"),
+)
+SEED_COLOUR = (110, 110, 150)  # the seeds' curves: dim, under the run's own
 
 
 def _finite(ids, vals, log: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -46,8 +50,16 @@ class CompareScreen(Screen):
     CompareScreen PlotextPlot { height: 1fr; }
     """
 
-    def __init__(self, runs, paths: list[str], names: dict[str, str], sig_id: str = "reward",
-                 *, baseline=None, live: bool = False) -> None:
+    def __init__(
+        self,
+        runs,
+        paths: list[str],
+        names: dict[str, str],
+        sig_id: str = "reward",
+        *,
+        baseline=None,
+        live: bool = False,
+    ) -> None:
         super().__init__()
         self.runs, self.paths, self.names = runs, list(paths), names
         self.sig_index = [s.id for s in SIGNALS].index(sig_id)

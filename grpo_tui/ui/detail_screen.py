@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from ..judge.signals import SIGNALS, metric_for
 from .model import clean, fmt_range, fmt_value, id_position
 
-LOOKBACK = 32     # rows read before the rollout for its five-step mean (not the whole history)
+LOOKBACK = 32  # rows read before the rollout for its five-step mean (not the whole history)
 
 
 def _rows_before(seg, rollout: int) -> np.ndarray:
@@ -105,9 +105,13 @@ class DetailScreen(Screen):
             if self.pattern is not None and not self.pattern.search(name):
                 continue
             shown += 1
-            t.add_row(Text(clean(name)), Text(fmt_value(v, fmt)), Text(fmt_range(rng, fmt), style="dim"),
-                      Text(fmt_value(m5, fmt)),
-                      Text("-" if dev is None else (("+" if dev >= 0 else "") + fmt_value(dev, "{:.3g}"))))
+            t.add_row(
+                Text(clean(name)),
+                Text(fmt_value(v, fmt)),
+                Text(fmt_range(rng, fmt), style="dim"),
+                Text(fmt_value(m5, fmt)),
+                Text("-" if dev is None else (("+" if dev >= 0 else "") + fmt_value(dev, "{:.3g}"))),
+            )
         title = Text(no_wrap=True)
         title.append(f" rollout {self.rollout}", style="bold")
         title.append(f"  ·  {shown}/{len(self.rows)} metrics  ·  K={seg.steps_per_rollout} steps/rollout")

@@ -17,17 +17,30 @@ from .log_screen import LogScreen
 from .model import clean
 
 LABELS = {
-    "launch": "launch / restart", "engine_retry": "engine retries (503)", "max_retries": "retries exhausted",
-    "traceback": "traceback", "ft_fail": "process failed", "train_retry": "training retried",
-    "health_check_failed": "engine health check failed", "engines_recovered": "engines recovered",
-    "oom": "out of memory", "nccl_timeout": "NCCL timeout", "job_failed": "job failed",
-    "job_succeeded": "job succeeded", "job_stopped": "job stopped", "train_done": "training done", "fatal": "fatal error",
-    "weight_update_start": "weight update", "weight_update_end": "weight update done",
-    "checkpoint_start": "checkpoint", "checkpoint_saved": "checkpoint saved", "eval_skipped": "eval skipped",
+    "launch": "launch / restart",
+    "engine_retry": "engine retries (503)",
+    "max_retries": "retries exhausted",
+    "traceback": "traceback",
+    "ft_fail": "process failed",
+    "train_retry": "training retried",
+    "health_check_failed": "engine health check failed",
+    "engines_recovered": "engines recovered",
+    "oom": "out of memory",
+    "nccl_timeout": "NCCL timeout",
+    "job_failed": "job failed",
+    "job_succeeded": "job succeeded",
+    "job_stopped": "job stopped",
+    "train_done": "training done",
+    "fatal": "fatal error",
+    "weight_update_start": "weight update",
+    "weight_update_end": "weight update done",
+    "checkpoint_start": "checkpoint",
+    "checkpoint_saved": "checkpoint saved",
+    "eval_skipped": "eval skipped",
     "eval": "eval",
 }
 SKIP = {"arg", "wandb", "tensorboard", "weight_update_end"}
-FOLD_GAP = 60.0          # s: events of one kind closer than this are one row
+FOLD_GAP = 60.0  # s: events of one kind closer than this are one row
 
 
 @dataclass
@@ -49,14 +62,17 @@ def fold(events, eval_rollouts=()) -> list[EventRow]:
             continue
         r = ev.data.get("after_rollout")
         last = rows[-1] if rows else None
-        if (last is not None and last.kind == ev.kind and ev.ts is not None and last.ts is not None
-                and ev.ts - last.ts <= FOLD_GAP) or (last is not None and last.kind == ev.kind
-                                                     and ev.kind.startswith("weight_update")):
+        if (
+            last is not None
+            and last.kind == ev.kind
+            and ev.ts is not None
+            and last.ts is not None
+            and ev.ts - last.ts <= FOLD_GAP
+        ) or (last is not None and last.kind == ev.kind and ev.kind.startswith("weight_update")):
             last.count += 1
             last.ts = ev.ts
             continue
-        rows.append(EventRow(ev.kind, ev.time, r, ev.line_no, 1, (ev.data.get("exception") or ev.text).strip(),
-                             ev.ts))
+        rows.append(EventRow(ev.kind, ev.time, r, ev.line_no, 1, (ev.data.get("exception") or ev.text).strip(), ev.ts))
     for r, line, time in eval_rollouts:
         rows.append(EventRow("eval", time, r, line, 1, f"eval {r}"))
     rows.sort(key=lambda e: e.line)
@@ -85,14 +101,20 @@ class EventsScreen(Screen):
 
     def on_mount(self) -> None:
         seg = self.feed.store.current
-        evals = [(rec_r, 0, None) for rec_r in sorted({r for r in seg.ids if "eval" in seg.kinds.get(seg.row_of[r], ())})]
+        evals = [
+            (rec_r, 0, None) for rec_r in sorted({r for r in seg.ids if "eval" in seg.kinds.get(seg.row_of[r], ())})
+        ]
         self.rows = fold(seg.events, evals)
         t = self.query_one(DataTable)
         t.add_columns("time", "after", "event", "n", "text")
         for e in self.rows:
-            t.add_row(Text(clean(e.time or "-")), Text("-" if e.rollout is None else str(e.rollout)),
-                      Text(LABELS.get(e.kind, e.kind)), Text(str(e.count) if e.count > 1 else ""),
-                      Text(clean(e.text)[:200]))
+            t.add_row(
+                Text(clean(e.time or "-")),
+                Text("-" if e.rollout is None else str(e.rollout)),
+                Text(LABELS.get(e.kind, e.kind)),
+                Text(str(e.count) if e.count > 1 else ""),
+                Text(clean(e.text)[:200]),
+            )
         title = Text(no_wrap=True)
         title.append(" events ", style="bold")
         title.append(f"{len(self.rows)} (runs of one kind folded)", style="dim")

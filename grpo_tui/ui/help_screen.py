@@ -24,8 +24,8 @@ def _rows(bindings) -> list[tuple[str, str]]:
         if isinstance(b, tuple):
             b = Binding(*b)
         desc = b.description or b.action
-        keys = ",".join(_key(k.strip()) for k in b.key.split(","))   # "?" not "question_mark"
-        if desc in seen:                # merge keys that share one action description
+        keys = ",".join(_key(k.strip()) for k in b.key.split(","))  # "?" not "question_mark"
+        if desc in seen:  # merge keys that share one action description
             i = seen[desc]
             out[i] = (out[i][0] + "," + keys, desc)
             continue
@@ -54,7 +54,7 @@ class HelpScreen(ModalScreen[None]):
         self.set_class(ascii, "ascii")
 
     def compose(self) -> ComposeResult:
-        lines: list[tuple[str, str | None]] = []          # (text, None) is a section title
+        lines: list[tuple[str, str | None]] = []  # (text, None) is a section title
         for title, bindings in self.sections:
             rows = _rows(bindings)
             if rows:
@@ -63,7 +63,7 @@ class HelpScreen(ModalScreen[None]):
                 lines.append((title, None))
                 lines.extend(rows)
         half = (len(lines) + 1) // 2
-        if lines[half - 1][1] is None or lines[half - 1] == ("", ""):   # no title at a column's foot
+        if lines[half - 1][1] is None or lines[half - 1] == ("", ""):  # no title at a column's foot
             half -= 1
         texts = []
         for part in (lines[:half], lines[half:]):
@@ -79,8 +79,11 @@ class HelpScreen(ModalScreen[None]):
                 else:
                     t.append("\n")
             texts.append(t)
-        badges = ("+ ok  ! warn  x crit  ? n/a   ^ v: outside the band" if self.ascii
-                  else "✓ ok  ! warn  ✗ crit  ? n/a   underlined: outside the band")
+        badges = (
+            "+ ok  ! warn  x crit  ? n/a   ^ v: outside the band"
+            if self.ascii
+            else "✓ ok  ! warn  ✗ crit  ? n/a   underlined: outside the band"
+        )
         with VerticalScroll():
             yield Static(Text("grpo-tui keys    " + badges, style="bold", no_wrap=True), id="help-title")
             with Horizontal():

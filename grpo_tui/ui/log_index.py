@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 BLOCK = 16 << 20
-MAX_SHOWN = 4096           # a longer line is shown cut (the file is never read whole)
+MAX_SHOWN = 4096  # a longer line is shown cut (the file is never read whole)
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 _CTRL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -32,7 +32,7 @@ class LineIndex:
         self.path = path
         self._parts: list[np.ndarray] = [np.zeros(1, np.int64)]
         self._starts = self._parts[0]
-        self.size = 0                     # bytes indexed
+        self.size = 0  # bytes indexed
         self.done = False
         self.error: str | None = None
         self._stop = threading.Event()
@@ -51,7 +51,7 @@ class LineIndex:
             size = os.path.getsize(self.path)
         except OSError:
             return
-        if size < self.size:                 # truncated / rewritten: index it anew
+        if size < self.size:  # truncated / rewritten: index it anew
             with self._lock:
                 self._parts, self._starts, self.size = [np.zeros(1, np.int64)], None, 0
         elif size == self.size:

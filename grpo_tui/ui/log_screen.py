@@ -33,8 +33,8 @@ class LogView(ScrollView, can_focus=True):
     def __init__(self, index: LineIndex, **kw) -> None:
         super().__init__(**kw)
         self.index = index
-        self.target: int | None = None          # highlighted line (0-based)
-        self._unplaced = False                  # goto() came before the view had a height
+        self.target: int | None = None  # highlighted line (0-based)
+        self._unplaced = False  # goto() came before the view had a height
         self.pattern: re.Pattern[str] | None = None
 
     def sync_size(self) -> None:
@@ -100,7 +100,7 @@ class LogScreen(Screen):
         super().__init__()
         self.path = path
         self.index = LineIndex(path)
-        self.start_line = line              # 1-based, as alerts' evidence says
+        self.start_line = line  # 1-based, as alerts' evidence says
         self.rollout = rollout
         self._placed = False
 
@@ -191,4 +191,3 @@ class LogScreen(Screen):
             self.view.refresh()
             return
         self.app.pop_screen()
-

@@ -10,12 +10,14 @@ from textual.message import Message
 @dataclass
 class DataChanged(Message):
     """New records/alerts are in the store; the UI refreshes on its next throttle tick."""
+
     rollouts: int = 0
 
 
 @dataclass
 class FileEventMsg(Message):
     """created | truncated | replaced | deleted | waiting | error | eof."""
+
     event: str
     detail: str = ""
 
@@ -23,7 +25,8 @@ class FileEventMsg(Message):
 @dataclass
 class LoadProgress(Message):
     """History fill of a huge file: fraction done (0..1), or done=True with the full feed."""
+
     fraction: float
     feed: object | None = None
     done: bool = False
-    generation: int = 0          # the file restarted since: the app drops this history
+    generation: int = 0  # the file restarted since: the app drops this history

@@ -13,8 +13,8 @@ import numpy as np
 
 from ..lines.files import iter_line_blocks
 
-BIG_FILE = 50 << 20      # above this, first paint parses only the tail
-TAIL_BYTES = 2 << 20     # ~0.1 s to parse: the first paint's data (the rest fills in behind)
+BIG_FILE = 50 << 20  # above this, first paint parses only the tail
+TAIL_BYTES = 2 << 20  # ~0.1 s to parse: the first paint's data (the rest fills in behind)
 
 _CTRL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -70,7 +70,7 @@ def downsample(x: np.ndarray, y: np.ndarray, limit: int = 400) -> tuple[np.ndarr
     if n <= limit:
         return x, y
     buckets = max(1, limit // 2)
-    size = -(-n // buckets)                     # ceil: at most `buckets` buckets
+    size = -(-n // buckets)  # ceil: at most `buckets` buckets
     m = -(-n // size)
     pad = m * size - n
     yy = np.concatenate([y, np.full(pad, np.nan)]) if pad else y
@@ -81,7 +81,7 @@ def downsample(x: np.ndarray, y: np.ndarray, limit: int = 400) -> tuple[np.ndarr
     ok = fin.any(axis=1)
     base = np.arange(m) * size
     idx = np.concatenate([(base + lo)[ok], (base + hi)[ok]])
-    idx = np.unique(idx)                        # sorted, a flat bucket keeps one point
+    idx = np.unique(idx)  # sorted, a flat bucket keeps one point
     return x[idx], y[idx]
 
 
@@ -126,7 +126,7 @@ def fmt_value(v: object, fmt: str = "{:.4g}") -> str:
 
 
 def fmt_range(rng, fmt: str = "{:.3g}") -> str:
-    fmt = "{:.3g}"       # one short format: ranges must fit their column
+    fmt = "{:.3g}"  # one short format: ranges must fit their column
     if rng is None:
         return "-"
     lo, hi = rng

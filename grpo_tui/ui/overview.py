@@ -25,8 +25,13 @@ from .model import clean
 from .text_line import TextLine
 from .themes import uses_ascii
 
-BADGE = {"ok": ("✓ ok", "+ ok"), "warning": ("! warn", "! warn"), "critical": ("✗ crit", "x crit"),
-         "unknown": ("? n/a", "? n/a"), "loading": ("… load", "~ load")}
+BADGE = {
+    "ok": ("✓ ok", "+ ok"),
+    "warning": ("! warn", "! warn"),
+    "critical": ("✗ crit", "x crit"),
+    "unknown": ("? n/a", "? n/a"),
+    "loading": ("… load", "~ load"),
+}
 BLOCKS = "▁▂▃▄▅▆▇█"
 ASCII = ".:-=+*#%@"
 MAX_COMPARE = 4
@@ -35,12 +40,14 @@ MAX_COMPARE = 4
 @dataclass
 class RunsChanged(Message):
     """The reader thread's newest rows (all runs, overview order)."""
+
     rows: list
 
 
 @dataclass
 class BaselineChanged(Message):
     """A baseline was built from the marked runs (or dropped); error: why not."""
+
     baseline: object | None
     error: str | None = None
 
@@ -69,8 +76,15 @@ def columns(width: int, longest_name: int) -> list[tuple[str, str, int]]:
     takes what is left (at 80 columns about 20 cells)."""
     name_w = max(8, min(longest_name, 18 if width < 100 else 32))
     spark_w = 8 if width < 100 else min(30, 10 + (width - 100) // 5)
-    cols = [("mark", "", 3), ("status", "status", 7), ("run", "run", name_w + 1), ("state", "state", 9),
-            ("rollouts", "roll", 5), ("age", "data", 7), ("reward", "reward", spark_w + 1)]
+    cols = [
+        ("mark", "", 3),
+        ("status", "status", 7),
+        ("run", "run", name_w + 1),
+        ("state", "state", 9),
+        ("rollouts", "roll", 5),
+        ("age", "data", 7),
+        ("reward", "reward", spark_w + 1),
+    ]
     used = sum(c[2] for c in cols)
     cols.append(("alert", "top alert", max(10, width - used)))
     return cols
@@ -80,8 +94,10 @@ class RunsTable(DataTable):
     """The overview's table: the cursor stays on the top (most severe) row while rows load and
     re-sort, until the user moves it; then it stays on the run the user chose."""
 
-    BINDINGS = [Binding("home", "scroll_top", "first run", show=False),
-                Binding("end", "scroll_bottom", "last run", show=False)]
+    BINDINGS = [
+        Binding("home", "scroll_top", "first run", show=False),
+        Binding("end", "scroll_bottom", "last run", show=False),
+    ]
     user_moved = False
 
     def _moved(self) -> None:
@@ -132,9 +148,9 @@ class OverviewScreen(Screen):
         super().__init__(id="overview")
         self.title_text = title
         self.rows: list[RunRow] = []
-        self.selected: list[str] = []       # compare, in selection order
+        self.selected: list[str] = []  # compare, in selection order
         self.baseline_marks: list[str] = []
-        self.baseline_names: list[str] = []     # the seeds of the baseline in use
+        self.baseline_names: list[str] = []  # the seeds of the baseline in use
         self.message = ""
         self._ov_layout: tuple = ()
         self._order: list[str] = []
@@ -162,7 +178,7 @@ class OverviewScreen(Screen):
         self.set_rows(self.rows)
 
     def _on_theme(self, _theme) -> None:
-        self._cells = {}                 # badge and sparkline colours come from the theme
+        self._cells = {}  # badge and sparkline colours come from the theme
         self._ov_layout = ()
         self._paint()
 
@@ -262,7 +278,7 @@ class OverviewScreen(Screen):
         nw = w["run"] - 1
         if len(name) > nw:
             keep = nw - 1
-            name = name[: keep - keep // 2] + "…" + name[len(name) - keep // 2:]
+            name = name[: keep - keep // 2] + "…" + name[len(name) - keep // 2 :]
         cells.append(Text(name.ljust(w["run"]), style="bold" if r.status in ("critical", "warning") else ""))
         if r.status == "loading":
             state = f"load {r.loaded:.0%}"
@@ -275,8 +291,7 @@ class OverviewScreen(Screen):
         cells.append(Text(str(r.rollouts).rjust(w["rollouts"] - 1) + " "))
         age = self._ages[r.path] = self._age(r)
         cells.append(Text(age.rjust(w["age"] - 1) + " ", style="dim"))
-        cells.append(Text(spark(list(r.reward), w["reward"] - 1, ascii).ljust(w["reward"]),
-                          style=theme.primary or ""))
+        cells.append(Text(spark(list(r.reward), w["reward"] - 1, ascii).ljust(w["reward"]), style=theme.primary or ""))
         alert = Text(no_wrap=True, overflow="ellipsis")
         if r.error and r.rollouts == 0:
             alert.append(clean(r.error), style="dim")
@@ -308,8 +323,10 @@ class OverviewScreen(Screen):
                 label = BADGE[st][1 if ascii else 0].split()[0]
                 t.append(f" {label} {counts[st]}", style=f"bold {colour}" if colour else "dim")
         if self.baseline_names:
-            t.append(f"   baseline of {len(self.baseline_names)} seeds: "
-                     + clean(", ".join(self.baseline_names)), style="dim")
+            t.append(
+                f"   baseline of {len(self.baseline_names)} seeds: " + clean(", ".join(self.baseline_names)),
+                style="dim",
+            )
         self.query_one("#ov-header", TextLine).update(t)
 
     def _paint_status(self) -> None:
@@ -322,8 +339,10 @@ class OverviewScreen(Screen):
         elif not self.rows:
             t.append(" no *.log here yet: new logs appear as they are written")
         else:
-            t.append(" most severe first, then the newest data · enter: the run's dashboard, esc: back · "
-                     "space: select 2-4 runs, c: compare them · b: mark 2-3 seeds as the baseline")
+            t.append(
+                " most severe first, then the newest data · enter: the run's dashboard, esc: back · "
+                "space: select 2-4 runs, c: compare them · b: mark 2-3 seeds as the baseline"
+            )
         self.query_one("#ov-status", Static).update(t)
 
     def _run_name(self, path: str) -> str:

@@ -34,7 +34,7 @@ from .compare_screen import BaselineChartScreen, CompareScreen
 from .model import BIG_FILE, clean, file_size, last_newline_before
 from .overview import BaselineChanged, OverviewScreen, RunsChanged
 
-POST_EVERY = 0.25          # s between row posts while histories load
+POST_EVERY = 0.25  # s between row posts while histories load
 _RUN_KEYS: set[str] | None = None
 
 
@@ -59,15 +59,19 @@ class BaselineApp(GrpoApp):
     def action_chart(self) -> None:
         if self.baseline is None:
             return super().action_chart()
-        self.push_screen(BaselineChartScreen(self.feed, SIGNALS[self.focus_index].id, self.log_scale,
-                                             self.cursor, baseline=self.baseline))
+        self.push_screen(
+            BaselineChartScreen(
+                self.feed, SIGNALS[self.focus_index].id, self.log_scale, self.cursor, baseline=self.baseline
+            )
+        )
 
     def _status_text(self):
         t = super()._status_text()
         if self.baseline is None:
             return t
-        head = Text(f" ranges: baseline ({len(self.baseline.names)} seeds) ", no_wrap=True, overflow="ellipsis",
-                    style="dim")
+        head = Text(
+            f" ranges: baseline ({len(self.baseline.names)} seeds) ", no_wrap=True, overflow="ellipsis", style="dim"
+        )
         head.append_text(t)
         return head
 
@@ -75,22 +79,43 @@ class BaselineApp(GrpoApp):
 class RunsApp(BaselineApp, inherit_bindings=False):
     BINDINGS = [*GrpoApp.BINDINGS, Binding("escape", "overview", "runs overview")]
 
-    def __init__(self, paths: list[str], *, recursive: bool = False, live: bool = True,
-                 theme: str | None = None, ranges: RangeSet | None = None, ranges_label: str | None = None,
-                 baseline: Baseline | None = None, baseline_paths: list[str] | tuple = (),
-                 force_ascii: bool | None = None, poll_s: float = 1.0, notify: bool = True,
-                 on_critical: str | None = None) -> None:
-        self._alerting = dict(notify=notify, on_critical=on_critical)   # each opened run's
-        super().__init__(None, live=False, theme=theme, ranges=ranges, ranges_label=ranges_label,
-                         force_ascii=force_ascii, **self._alerting)
+    def __init__(
+        self,
+        paths: list[str],
+        *,
+        recursive: bool = False,
+        live: bool = True,
+        theme: str | None = None,
+        ranges: RangeSet | None = None,
+        ranges_label: str | None = None,
+        baseline: Baseline | None = None,
+        baseline_paths: list[str] | tuple = (),
+        force_ascii: bool | None = None,
+        poll_s: float = 1.0,
+        notify: bool = True,
+        on_critical: str | None = None,
+    ) -> None:
+        self._alerting = dict(notify=notify, on_critical=on_critical)  # each opened run's
+        super().__init__(
+            None,
+            live=False,
+            theme=theme,
+            ranges=ranges,
+            ranges_label=ranges_label,
+            force_ascii=force_ascii,
+            **self._alerting,
+        )
         self.baseline = baseline
         self.base_ranges = ranges
         self.base_label = ranges_label or ("defaults" if ranges is None else "file")
         self.runs_live = live
         self.poll_s = poll_s
-        self.runset = RunSet(paths, recursive=recursive,
-                             ranges=baseline.ranges if baseline else ranges,
-                             ranges_label="baseline" if baseline else self.base_label)
+        self.runset = RunSet(
+            paths,
+            recursive=recursive,
+            ranges=baseline.ranges if baseline else ranges,
+            ranges_label="baseline" if baseline else self.base_label,
+        )
         self.run_rows: list[RunRow] = self.runset.rows()
         self.open_path: str | None = None
         self._open_key: tuple = ()
@@ -103,8 +128,9 @@ class RunsApp(BaselineApp, inherit_bindings=False):
         self.overview = OverviewScreen(title)
         self.overview.rows = self.run_rows
         known = {os.path.realpath(p): p for p in self.runset.paths_now()}
-        self.overview.baseline_marks = [known[os.path.realpath(p)] for p in baseline_paths
-                                        if os.path.realpath(p) in known]
+        self.overview.baseline_marks = [
+            known[os.path.realpath(p)] for p in baseline_paths if os.path.realpath(p) in known
+        ]
         if baseline is not None:
             self.overview.baseline_names = list(baseline.names)
         # --baseline seeds that are not rows of the overview: marks can replace that baseline
@@ -113,7 +139,7 @@ class RunsApp(BaselineApp, inherit_bindings=False):
 
     # ------------------------------------------------------------------ start and stop
     def on_mount(self) -> None:
-        super().on_mount()          # themes, signal handlers, an empty dashboard underneath
+        super().on_mount()  # themes, signal handlers, an empty dashboard underneath
         self.install_screen(self.overview, name="overview")
         if not self.runs_live:
             self.run_rows = self.runset.load_all()
@@ -132,7 +158,7 @@ class RunsApp(BaselineApp, inherit_bindings=False):
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def _runs_worker(self) -> None:
         """Read every run (round robin, at most a few MiB each per pass), post the rows."""
-        state = {"posted": 0.0, "pending": True}    # the first pass always posts
+        state = {"posted": 0.0, "pending": True}  # the first pass always posts
         failed = ""
 
         def post(force: bool = False) -> None:
@@ -141,7 +167,7 @@ class RunsApp(BaselineApp, inherit_bindings=False):
                 self.post_message(RunsChanged(self.runset.rows()))
                 state["posted"], state["pending"] = now, False
 
-        def progress() -> None:             # rows while a long first pass loads histories
+        def progress() -> None:  # rows while a long first pass loads histories
             state["pending"] = True
             post()
 
@@ -156,15 +182,14 @@ class RunsApp(BaselineApp, inherit_bindings=False):
                     if str(exc) != failed:
                         failed = str(exc)
                         with contextlib.suppress(Exception):
-                            self.call_from_thread(self.notify, f"reading runs: {exc}", severity="error",
-                                                  markup=False)
+                            self.call_from_thread(self.notify, f"reading runs: {exc}", severity="error", markup=False)
                 loading = not self.runset.all_loaded() or self._pending_baseline is not None
                 post(force=not loading)
                 if not loading:
                     self._wake_runs.wait(self.poll_s)
                     self._wake_runs.clear()
                 else:
-                    time.sleep(0.005)       # let the UI thread have the GIL between passes
+                    time.sleep(0.005)  # let the UI thread have the GIL between passes
         finally:
             self.runset.close()
 
@@ -183,7 +208,7 @@ class RunsApp(BaselineApp, inherit_bindings=False):
         else:
             self.overview.say(f"building the baseline from {len(marks)} seeds…" if marks else "")
         if len(marks) < 2 and self._fixed_baseline:
-            return                      # the command line's baseline stays until marks replace it
+            return  # the command line's baseline stays until marks replace it
         self._fixed_baseline = False
         if self.runs_live:
             self._commands.put(("baseline", list(marks)))
@@ -218,8 +243,7 @@ class RunsApp(BaselineApp, inherit_bindings=False):
             return
         runs = self.runset.runs
         try:
-            got = from_stores([runs[p].pipe.store for p in marks], [runs[p].name for p in marks],
-                              self.base_ranges)
+            got = from_stores([runs[p].pipe.store for p in marks], [runs[p].name for p in marks], self.base_ranges)
         except InputError as exc:
             post(BaselineChanged(None, str(exc)))
             return
@@ -254,10 +278,18 @@ class RunsApp(BaselineApp, inherit_bindings=False):
     async def _switch(self, path: str, key: tuple) -> None:
         await self._stop_run()
         gen = self._generation
-        ranges, label = ((self.baseline.ranges, "baseline") if self.baseline is not None
-                         else (self.base_ranges, self.base_label))
-        fresh = GrpoApp(path, live=self.runs_live, theme=self.requested_theme, ranges=ranges,
-                        ranges_label=label, force_ascii=self.force_ascii, **self._alerting)
+        ranges, label = (
+            (self.baseline.ranges, "baseline") if self.baseline is not None else (self.base_ranges, self.base_label)
+        )
+        fresh = GrpoApp(
+            path,
+            live=self.runs_live,
+            theme=self.requested_theme,
+            ranges=ranges,
+            ranges_label=label,
+            force_ascii=self.force_ascii,
+            **self._alerting,
+        )
         for k in run_keys():
             setattr(self, k, getattr(fresh, k))
         self._generation = gen + 1
@@ -320,5 +352,6 @@ class RunsApp(BaselineApp, inherit_bindings=False):
 
     def open_compare(self, paths: list[str]) -> None:
         names = {r.path: r.name for r in self.run_rows}
-        self.push_screen(CompareScreen(self.runset, paths, names, "reward", baseline=self.baseline,
-                                       live=self.runs_live))
+        self.push_screen(
+            CompareScreen(self.runset, paths, names, "reward", baseline=self.baseline, live=self.runs_live)
+        )

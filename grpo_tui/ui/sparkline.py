@@ -27,10 +27,20 @@ def values_at(win_ids: np.ndarray, sig_ids: np.ndarray, sig_vals: np.ndarray) ->
     return out, present
 
 
-def spark_text(win_ids: np.ndarray, sig_ids: np.ndarray, sig_vals: np.ndarray, cursor: int | None,
-               *, ascii: bool = False, width: int | None = None, bad_style: str = "bold red",
-               cursor_style: str = "reverse", band: tuple[np.ndarray, np.ndarray] | None = None,
-               log: bool = False, out_style: str = "bold underline yellow") -> Text:
+def spark_text(
+    win_ids: np.ndarray,
+    sig_ids: np.ndarray,
+    sig_vals: np.ndarray,
+    cursor: int | None,
+    *,
+    ascii: bool = False,
+    width: int | None = None,
+    bad_style: str = "bold red",
+    cursor_style: str = "reverse",
+    band: tuple[np.ndarray, np.ndarray] | None = None,
+    log: bool = False,
+    out_style: str = "bold underline yellow",
+) -> Text:
     """One glyph per window rollout.
 
     The scale spans the values AND the healthy band (a jump far above the band reads as a
@@ -102,8 +112,9 @@ def _outside(v: float, lo_b, hi_b, i: int) -> int:
     return 0
 
 
-def whole_run_cells(all_ids: np.ndarray, sig_ids: np.ndarray, sig_vals: np.ndarray, width: int,
-                    log: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def whole_run_cells(
+    all_ids: np.ndarray, sig_ids: np.ndarray, sig_vals: np.ndarray, width: int, log: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The whole run in `width` cells: (first id of each cell, its value, last id of each cell).
 
     Each cell keeps the value of its bucket that lies furthest from the run's median (on a

@@ -23,7 +23,7 @@ class TextLine(Widget):
         if text.plain == self._text.plain and text.spans == self._text.spans:
             return
         self._text = text
-        self.refresh()          # same size (one line): repaint only, no layout
+        self.refresh()  # same size (one line): repaint only, no layout
 
     def render(self) -> Text:
         return self._text

@@ -90,6 +90,10 @@ function refresh() {{ window.location.reload(); }}
 def render(*, title: str, static_url: str, ws_url: str, font_size: int = 16) -> str:
     """The page: `static_url` ends with '/', `ws_url` is the session websocket (ws://host/ws...)."""
     esc = html.escape
-    return PAGE.format(title=esc(title), heading=esc(title), static=esc(static_url, quote=True),
-                       ws_url=esc(ws_url, quote=True), font_size=int(font_size))
-
+    return PAGE.format(
+        title=esc(title),
+        heading=esc(title),
+        static=esc(static_url, quote=True),
+        ws_url=esc(ws_url, quote=True),
+        font_size=int(font_size),
+    )

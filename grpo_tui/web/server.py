@@ -31,15 +31,24 @@ from .page import render
 log = logging.getLogger("grpo-tui.serve")
 
 STOP_GRACE_S = 5.0
-TRY_AGAIN_LATER = 1013          # websocket close code: the server is full
+TRY_AGAIN_LATER = 1013  # websocket close code: the server is full
 INTERNAL_ERROR = 1011
 
 
 class GuardedServer(Server):
     """Serve one command per browser tab, with a token, a loopback Host check and a session cap."""
 
-    def __init__(self, command: str, *, host: str, port: int, token: str | None, max_sessions: int,
-                 title: str, out: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        command: str,
+        *,
+        host: str,
+        port: int,
+        token: str | None,
+        max_sessions: int,
+        title: str,
+        out: Callable[[int], None] | None = None,
+    ) -> None:
         super().__init__(command, host=host, port=port, title=title)
         self.token = token or None
         self.max_sessions = max_sessions
@@ -59,8 +68,11 @@ class GuardedServer(Server):
         if self.token is None:
             return True
         want = self.token.encode()
-        for given in (request.query.get("token"), request.match_info.get("token"),
-                      request.cookies.get(self.cookie_name)):
+        for given in (
+            request.query.get("token"),
+            request.match_info.get("token"),
+            request.cookies.get(self.cookie_name),
+        ):
             if given is not None and hmac.compare_digest(given.encode(), want):
                 return True
         return False
@@ -73,33 +85,42 @@ class GuardedServer(Server):
                 self._refused(request, f"Host {request.host!r} is not this machine's loopback")
                 raise web.HTTPForbidden(
                     text=f"grpo-tui serve: this server answers on {url_host(self.host)} only; the host "
-                         f"{request.host!r} was not given with --host.\n")
+                    f"{request.host!r} was not given with --host.\n"
+                )
         if not self._token_ok(request):
             self._refused(request, "no or wrong token")
             raise web.HTTPForbidden(
                 text="grpo-tui serve: this server needs its token: open the URL that `grpo-tui serve` "
-                     "printed (it ends in ?token=...).\n")
+                "printed (it ends in ?token=...).\n"
+            )
         return await handler(request)
 
     def _refused(self, request: web.Request, why: str) -> None:
-        print(f"grpo-tui serve: refused {request.method} {request.path} from {request.remote}: {why}",
-              file=sys.stderr, flush=True)
+        print(
+            f"grpo-tui serve: refused {request.method} {request.path} from {request.remote}: {why}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def _full_message(self) -> str:
-        return (f"All {self.max_sessions} dashboard sessions are in use (--max-sessions "
-                f"{self.max_sessions}): close a dashboard tab, then retry.")
+        return (
+            f"All {self.max_sessions} dashboard sessions are in use (--max-sessions "
+            f"{self.max_sessions}): close a dashboard tab, then retry."
+        )
 
     # --- routes --------------------------------------------------------------------------
 
     async def _make_app(self) -> web.Application:
         app = web.Application(middlewares=[self._guard])
-        app.add_routes([
-            web.get("/", self.handle_index, name="index"),
-            web.get("/ws", self.handle_websocket, name="websocket"),
-            web.get("/ws/{token}", self.handle_websocket, name="websocket_token"),
-            web.get("/download/{key}", self.handle_download, name="download"),
-            web.static("/static", self.statics_path, show_index=False, name="static"),
-        ])
+        app.add_routes(
+            [
+                web.get("/", self.handle_index, name="index"),
+                web.get("/ws", self.handle_websocket, name="websocket"),
+                web.get("/ws/{token}", self.handle_websocket, name="websocket_token"),
+                web.get("/download/{key}", self.handle_download, name="download"),
+                web.static("/static", self.statics_path, show_index=False, name="static"),
+            ]
+        )
         return app
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
@@ -108,8 +129,12 @@ class GuardedServer(Server):
             raise web.HTTPServiceUnavailable(text=f"grpo-tui serve: {self._full_message()}\n")
         ws_path = "/ws" if self.token is None else "/ws/" + quote(self.token, safe="")
         scheme = "wss" if request.scheme == "https" else "ws"
-        page = render(title=self.title, static_url="/static/", ws_url=f"{scheme}://{request.host}{ws_path}",
-                      font_size=to_int(request.query.get("fontsize", "16"), 16))
+        page = render(
+            title=self.title,
+            static_url="/static/",
+            ws_url=f"{scheme}://{request.host}{ws_path}",
+            font_size=to_int(request.query.get("fontsize", "16"), 16),
+        )
         resp = web.Response(text=page, content_type="text/html")
         resp.headers["Cache-Control"] = "no-store"
         resp.headers["Referrer-Policy"] = "no-referrer"
@@ -137,14 +162,20 @@ class GuardedServer(Server):
             await websocket.prepare(request)
             # `exec`: the shell textual-serve starts becomes the dashboard, so the process it
             # stops (quit, then kill) is the dashboard itself, never a shell left above it.
-            service = AppService("exec " + self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                                 close=websocket.close, download_manager=self.download_manager, debug=False)
+            service = AppService(
+                "exec " + self.command,
+                write_bytes=websocket.send_bytes,
+                write_str=websocket.send_str,
+                close=websocket.close,
+                download_manager=self.download_manager,
+                debug=False,
+            )
             self.services.add(service)
             await service.start(width, height)
             reader = asyncio.create_task(self._process_messages(websocket, service))
             assert service._task is not None
             await asyncio.wait({reader, service._task}, return_when=asyncio.FIRST_COMPLETED)
-            if not reader.done():           # the dashboard ended by itself (q, or it failed)
+            if not reader.done():  # the dashboard ended by itself (q, or it failed)
                 proc = service._process
                 code = proc.returncode if proc is not None else None
                 if code is None and proc is not None:
@@ -153,14 +184,15 @@ class GuardedServer(Server):
                     except TimeoutError:
                         code = None
                 if code not in (0, None):
-                    await websocket.close(code=INTERNAL_ERROR,
-                                          message=f"The dashboard exited with code {code}; the serve "
-                                                  "terminal shows why.".encode()[:120])
+                    await websocket.close(
+                        code=INTERNAL_ERROR,
+                        message=f"The dashboard exited with code {code}; the serve terminal shows why.".encode()[:120],
+                    )
                 else:
                     await websocket.close()
         except asyncio.CancelledError:
             await websocket.close()
-        except Exception as error:      # never let one session take the server down
+        except Exception as error:  # never let one session take the server down
             log.exception(error)
         finally:
             if reader is not None and not reader.done():
@@ -219,8 +251,7 @@ class GuardedServer(Server):
         try:
             await stop.wait()
         finally:
-            await asyncio.gather(*(self._stop_service(s) for s in list(self.services)),
-                                 return_exceptions=True)
+            await asyncio.gather(*(self._stop_service(s) for s in list(self.services)), return_exceptions=True)
             await runner.cleanup()
 
     def serve(self, debug: bool = False) -> None:  # type: ignore[override]
