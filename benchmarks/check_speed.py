@@ -2,7 +2,7 @@
 
 Times, each a whole process timed from outside as a user waits for it (interpreter start, imports
 with their bytecode cached as an installed grpo-tui has it, the work, the exit as the console
-script runs and leaves after `check`: cli.one_shot, cli.leave; best of --repeat rounds in which the
+script runs and leaves after `check`: process.one_shot, process.leave; best of --repeat rounds in which the
 runs, grep too, take turns; peak RSS of that process):
   reference:  grep -o "'rollout/raw_reward': [0-9.]*" FILE | wc -l
   check:      grpo_tui.cli.main(["check", FILE])        accelerated (C scanner) and pure (GRPO_TUI_PURE=1)
@@ -47,8 +47,8 @@ from contextlib import redirect_stdout
 t0 = time.perf_counter()
 sys.path.insert(0, sys.argv[2])
 mode = sys.argv[3]
-from grpo_tui import cli     # (only what the console script imports before the command runs:
-cli.one_shot("export" if mode == "export" else "check")   # check and export read ahead meanwhile)
+from grpo_tui import cli, process     # (only what the console script imports before the command runs:
+process.one_shot("export" if mode == "export" else "check")   # check and export read ahead meanwhile)
 if mode == "check":
     with redirect_stdout(io.StringIO()):
         rc = cli.main(["check", sys.argv[1]])
@@ -75,8 +75,8 @@ from grpo_tui.lines.parse import SCAN
 ru = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"accel": SCAN is not None, "seconds": dt, "rc": rc, "rollouts": rollouts,
                   "peak_rss_mb": ru.ru_maxrss / 1024, "cpu_s": ru.ru_utime + ru.ru_stime}))
-from grpo_tui import cli
-cli.leave(0, "check")      # out of the process as the console script leaves it after `check`
+from grpo_tui import process
+process.leave(0, "check")      # out of the process as the console script leaves it after `check`
 """
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import gc
 import io
 import os
 import sys
@@ -23,6 +22,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from .lines.files import InputError
 from .output import safe_text
+from .process import leave, one_shot
 
 SUBCOMMANDS = ("check", "export", "calibrate", "simulate", "tail", "serve")
 UNKNOWN = 3
@@ -289,69 +289,12 @@ def _command(argv: list[str]) -> tuple[list[str], bool, str]:
     return argv, debug, argv[0] if argv and argv[0] in SUBCOMMANDS else "dashboard"
 
 
-# Commands that leave the process at once when done (see leave()), their collector off (one_shot).
-QUICK_EXIT = ("check", "export", "calibrate")
-# ... and the dashboard, which leaves at once too, its collector on while it runs (see leave()).
-LEAVE_AT_ONCE = QUICK_EXIT + ("dashboard",)
-
-
 def entry() -> NoReturn:
     """The console script and `python -m grpo_tui`: main(), then leave()."""
     argv = sys.argv[1:]
     cmd = _command(list(argv))[2]
     one_shot(cmd)
     leave(main(argv), cmd)
-
-
-def one_shot(cmd: str) -> None:
-    """A process that runs one `check`, `export` or `calibrate` and then leaves (leave()) runs
-    without automatic cyclic garbage collection.  Why: reading a log keeps millions of objects
-    (records, rows, steps) and makes no cycles, so each young collection only walks objects that
-    live on: 49 of them, 0.085 s of a 540 MB log's 2.3 s `check` (gc.callbacks), for nothing.
-    Objects are still freed as their last reference goes; tests/test_no_cycles.py checks that
-    reading and dropping logs of every kind leaves no cyclic garbage behind.  Only for such a
-    process: main() alone (tests, other callers) leaves the collector as it is."""
-    global _ONE_SHOT
-    if cmd in QUICK_EXIT:
-        gc.disable()
-        _ONE_SHOT = True
-
-
-_ONE_SHOT = False  # one_shot ran: the process leaves by leave() (os._exit) once the command is done
-_SPARED: list = []
-
-
-def spare(obj) -> None:
-    """Keep `obj` (a judged log: its store, records and steps) to the end of a one_shot process.
-    Why: a command's judged log was freed object by object when its function returned, ~60 ms
-    of a 540 MB log's check or export spent after the output was written, before leave() could
-    skip the rest of the teardown.  Elsewhere (main() alone: tests, other callers) nothing is
-    kept."""
-    if _ONE_SHOT:
-        _SPARED.append(obj)
-
-
-def leave(code: int, cmd: str) -> NoReturn:
-    """Exit with `code`.  After `check`, `export` and `calibrate`, whose output is written and
-    closed by then, without tearing the interpreter down (os._exit once stdout and stderr are
-    flushed).  Why: finalizing frees every module and object one by one, 45-100 ms after any
-    `check` (more than the rest of a small log's check), that nobody waits for.
-
-    The dashboard leaves so too, once its app has closed and given the terminal back (it writes
-    no file).  Why: (1) after `q` on a 1 GB log the teardown freed the history object by object,
-    0.6-0.8 s before the shell came back; (2) when the terminal went away while the app was
-    starting or closing (an SSH connection dropped while a big log loads, `tmux kill-session`),
-    Textual's input thread never ended (stdin at its end: select and read in a loop at ~95 % CPU)
-    and the interpreter's exit waited for it for ever.  `serve`, `tail` and `simulate` exit
-    normally."""
-    if cmd in LEAVE_AT_ONCE:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError, AttributeError):  # main() has said so already
-                pass
-        os._exit(code)
-    sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -483,9 +426,9 @@ def _run_command(cmd: str, args: argparse.Namespace) -> int:
     elif cmd == "tail":
         from .commands.tail_cmd import run
     elif cmd == "serve":
-        from .commands.serve_cmd import run
+        from .web.serve import run
     else:
-        from .commands.dashboard_cmd import run
+        from .ui.launch import run
     return run(args)
 
 

@@ -11,11 +11,13 @@ import math
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
+from .judge.baseline import MIN_SEEDS, Baseline, from_stores
 from .judge.engine import SEVERITY_ORDER, Alert
 from .judge.ranges import RangeSet
 from .judge.signals import BY_ID, signal_series
@@ -441,6 +443,40 @@ def _size(path: str) -> int:
         return -1
 
 
+# ---------------------------------------------------------------------- a baseline from seed logs
+BASELINE_CACHE = 8
+_baseline_cache: OrderedDict = OrderedDict()
+_baseline_lock = threading.Lock()
+
+
+def _identity(path: str) -> tuple:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    return (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+
+
+def load_baseline(paths: list[str], base: RangeSet | None = None) -> Baseline:
+    """The baseline of these seed logs, read through the one pipeline (cached while the
+    files do not change)."""
+    if len(paths) < MIN_SEEDS:
+        raise InputError(f"--baseline needs at least {MIN_SEEDS} seed runs of the same setup (got {len(paths)})")
+    key = (tuple(_identity(p) for p in paths), id(base), getattr(base, "path", None))
+    with _baseline_lock:
+        hit = _baseline_cache.get(key)
+        if hit is not None:
+            _baseline_cache.move_to_end(key)
+            return hit
+    stores = [judge_path(p, judging=False).store for p in paths]
+    got = from_stores(stores, [os.path.basename(p) for p in paths], base)
+    with _baseline_lock:
+        _baseline_cache[key] = got
+        while len(_baseline_cache) > BASELINE_CACHE:
+            _baseline_cache.popitem(last=False)
+    return got
+
+
 __all__ = [
     "EXIT",
     "RANK",
@@ -455,4 +491,5 @@ __all__ = [
     "judge_many",
     "RunRow",
     "RunSet",
+    "load_baseline",
 ]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_tui import cli
+from grpo_tui import cli, process
 from grpo_tui.ui.app import GrpoApp
 
 LOGS = Path(__file__).resolve().parents[1] / "sample_logs"
@@ -67,7 +67,7 @@ def test_output_dash_is_stdout(tmp_path, monkeypatch, capsys):
 
 
 def test_the_dashboard_leaves_at_once_once_its_app_has_closed(monkeypatch):
-    """cli.leave after the dashboard: its streams flushed, then os._exit with its code, the
+    """process.leave after the dashboard: its streams flushed, then os._exit with its code, the
     interpreter not torn down (a Textual input thread left spinning on a closed terminal kept
     that teardown waiting for ever); `tail` and `serve` still exit normally."""
     seen = []
@@ -86,21 +86,21 @@ def test_the_dashboard_leaves_at_once_once_its_app_has_closed(monkeypatch):
         seen.append(("_exit", code))
         raise Left
 
-    monkeypatch.setattr(cli.os, "_exit", fake_exit)
-    monkeypatch.setattr(cli.sys, "stdout", Stream("stdout"))
-    monkeypatch.setattr(cli.sys, "stderr", Stream("stderr"))
+    monkeypatch.setattr(process.os, "_exit", fake_exit)
+    monkeypatch.setattr(process.sys, "stdout", Stream("stdout"))
+    monkeypatch.setattr(process.sys, "stderr", Stream("stderr"))
     with pytest.raises(Left):
-        cli.leave(143, "dashboard")
+        process.leave(143, "dashboard")
     assert seen == [("flush", "stdout"), ("flush", "stderr"), ("_exit", 143)]
     for cmd in ("tail", "serve", "simulate"):
         with pytest.raises(SystemExit):
-            cli.leave(0, cmd)
-    assert "dashboard" not in cli.QUICK_EXIT  # its collector stays on while it runs (one_shot)
+            process.leave(0, cmd)
+    assert "dashboard" not in process.QUICK_EXIT  # its collector stays on while it runs (one_shot)
 
 
 def test_quick_exit_commands_leave_whole_output_and_their_codes(tmp_path):
     """`check`, `export` and `calibrate` leave the process without tearing the interpreter down
-    (cli.leave): their stdout (a pipe, block-buffered), stderr and files are whole and their
+    (process.leave): their stdout (a pipe, block-buffered), stderr and files are whole and their
     exit codes are main()'s; the other commands exit as usual."""
     import json
 

@@ -148,6 +148,6 @@ def test_ended_after_needs_a_duration_over_two_minutes(value, capsys):
 
 
 def test_serve_passes_the_horizon_to_each_session():
-    from grpo_tui.commands.serve_cmd import dashboard_command
+    from grpo_tui.web.serve import dashboard_command
 
     assert "--ended-after 7200s" in dashboard_command(["x.log"], ended_after=7200.0)

@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 from grpo_tui.cli import main
-from grpo_tui.judge.baseline import load_baseline
 from grpo_tui.judge.ranges import load_ranges
 from grpo_tui.judge.signals import SIGNALS
 from grpo_tui.pipeline import judge_path
-from grpo_tui.runs import RunSet, discover, display_names, judge_many, worst
+from grpo_tui.runs import RunSet, discover, display_names, judge_many, load_baseline, worst
 
 LOGS = Path(__file__).resolve().parents[1] / "sample_logs"
 SEEDS = [str(LOGS / f"healthy-seed{i}.log") for i in (1, 2, 3)]

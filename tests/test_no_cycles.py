@@ -1,4 +1,4 @@
-"""Reading a log makes no cyclic garbage: what `cli.one_shot` relies on to run `check`,
+"""Reading a log makes no cyclic garbage: what `process.one_shot` relies on to run `check`,
 `export` and `calibrate` without automatic collection (nothing would ever free a cycle there).
 
 Each case runs with the collector off, drops what it made, then counts what only the
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_tui import cli
+from grpo_tui import cli, process
 from grpo_tui.lines.parse import LineParser
 from grpo_tui.pipeline import Pipeline, judge_path
 from grpo_tui.simulate import FORMATS, SETUPS, generate, write_log
@@ -46,25 +46,25 @@ def _write(path: Path, lines) -> Path:
 
 
 def test_one_shot_turns_collection_off_only_for_commands_that_leave():
-    """... and keeps a command's judged log to the end (cli.spare: freeing it object by object
+    """... and keeps a command's judged log to the end (process.spare: freeing it object by object
     cost ~60 ms of a big log's check), only in such a process."""
     was = gc.isenabled()
     try:
         gc.enable()
-        cli.spare(obj := object())
-        assert not cli._SPARED
-        cli.one_shot("tail")
+        process.spare(obj := object())
+        assert not process._SPARED
+        process.one_shot("tail")
         assert gc.isenabled()
-        cli.spare(obj)
-        assert not cli._SPARED
-        cli.one_shot("check")
+        process.spare(obj)
+        assert not process._SPARED
+        process.one_shot("check")
         assert not gc.isenabled()
-        cli.spare(obj)
-        assert [obj] == cli._SPARED
+        process.spare(obj)
+        assert [obj] == process._SPARED
     finally:
         (gc.enable if was else gc.disable)()
-        cli._ONE_SHOT = False
-        cli._SPARED.clear()
+        process._ONE_SHOT = False
+        process._SPARED.clear()
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)

@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from grpo_tui import cli
-from grpo_tui.commands.serve_cmd import MISSING_EXTRA, dashboard_command
+from grpo_tui.web.serve import MISSING_EXTRA, dashboard_command
 
 ROOT = Path(__file__).resolve().parent.parent
 LOG = ROOT / "sample_logs" / "gap-jump.log"

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from grpo_tui.judge.baseline import load_baseline
 from grpo_tui.judge.signals import SIGNALS
-from grpo_tui.runs import judge_many
+from grpo_tui.runs import judge_many, load_baseline
 from grpo_tui.ui.compare_screen import BaselineChartScreen, CompareScreen
 from grpo_tui.ui.overview import OverviewScreen, RunsTable
 from grpo_tui.ui.runs_app import BaselineApp, RunsApp

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_tui.judge.baseline import load_baseline
+from grpo_tui.runs import load_baseline
 from grpo_tui.ui.runs_app import BaselineApp, RunsApp
 
 LOGS = Path(__file__).resolve().parents[1] / "sample_logs"

@@ -12,12 +12,12 @@ import os
 import sys
 import time
 
-from ..cli import spare
 from ..judge.ranges import dump_ranges
 from ..judge.seeds import check_seeds, seed_envelopes
 from ..lines.files import InputError
 from ..output import check_output_path, safe_text, write_text_atomic
 from ..pipeline import judge_path
+from ..process import spare
 
 
 def run(args) -> int:

@@ -8,12 +8,12 @@ import json
 import os
 import sys
 
-from ..cli import spare
 from ..judge.ranges import RangesError, load_ranges
 from ..judge.signals import BY_ID
 from ..lines.files import InputError
 from ..output import safe_text
 from ..pipeline import fmt_age, judge_path
+from ..process import spare
 from ..runs import RANK, alert_words, discover, judge_many, top_alert, unknown_json, worst
 
 EXIT = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
@@ -37,7 +37,7 @@ def run(args) -> int:
         ranges = load_ranges(args.ranges)
         label = args.ranges or "defaults"
         if getattr(args, "baseline", None):
-            from ..judge.baseline import load_baseline
+            from ..runs import load_baseline
 
             ranges, label = load_baseline(args.baseline, ranges if args.ranges else None).ranges, "baseline"
     except (RangesError, InputError) as exc:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import sys
 
-from ..cli import spare
 from ..export import render, render_to
 from ..lines.files import InputError
 from ..output import atomic_open, check_output_path, safe_text
 from ..pipeline import judge_path
+from ..process import spare
 
 
 def run(args) -> int:

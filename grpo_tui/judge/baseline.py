@@ -2,15 +2,12 @@
 
 It is the envelope `grpo-tui calibrate SEED... -o FILE` writes (grpo-health.md §3.3: step-aligned
 centre, pooled robust noise, leave-one-seed-out widening), computed on the fly from the seeds'
-stores and cached in memory by the seeds' file identity (path, size, mtime), so marking runs as
-baseline in the overview or `check RUN --baseline SEED...` never writes a ranges file.
+stores (runs.load_baseline reads the seed logs and caches the result by their file identity), so
+marking runs as baseline in the overview or `check RUN --baseline SEED...` never writes a ranges file.
 """
 
 from __future__ import annotations
 
-import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,7 +18,6 @@ from .ranges import RangeSet
 from .signals import SIGNALS, signal_series
 
 MIN_SEEDS = 2
-CACHE_SIZE = 8
 
 
 @dataclass
@@ -77,38 +73,4 @@ def from_stores(stores, names: list[str], base: RangeSet | None = None) -> Basel
     return Baseline(list(names), as_ranges(envelopes, base, names), notes, lines, series)
 
 
-_cache: OrderedDict = OrderedDict()
-_cache_lock = threading.Lock()
-
-
-def _identity(path: str) -> tuple:
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
-    return (os.path.realpath(path), st.st_size, st.st_mtime_ns)
-
-
-def load_baseline(paths: list[str], base: RangeSet | None = None) -> Baseline:
-    """The baseline of these seed logs, read through the one pipeline (cached while the
-    files do not change)."""
-    from ..pipeline import judge_path  # the pipeline imports judge/: import here
-
-    if len(paths) < MIN_SEEDS:
-        raise InputError(f"--baseline needs at least {MIN_SEEDS} seed runs of the same setup (got {len(paths)})")
-    key = (tuple(_identity(p) for p in paths), id(base), getattr(base, "path", None))
-    with _cache_lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            return hit
-    stores = [judge_path(p, judging=False).store for p in paths]
-    got = from_stores(stores, [os.path.basename(p) for p in paths], base)
-    with _cache_lock:
-        _cache[key] = got
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-    return got
-
-
-__all__ = ["Baseline", "seed_envelopes", "as_ranges", "from_stores", "load_baseline", "MIN_SEEDS"]
+__all__ = ["Baseline", "seed_envelopes", "as_ranges", "from_stores", "MIN_SEEDS"]

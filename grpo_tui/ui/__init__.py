@@ -1,1 +1,1 @@
-"""The Textual dashboard. Only this package (and commands/dashboard_cmd.py) imports Textual."""
+"""The Textual dashboard and the runs overview. Only this package imports Textual (launch.py lazily)."""

@@ -1,4 +1,4 @@
 """`grpo-tui serve`: the dashboard in a browser through textual-serve (extra `web`).
 
-Only grpo_tui.commands.serve_cmd imports this package, and only after the `web` extra is found.
+web.serve checks the flags with no third-party import; web.server loads only once the extra is found.
 """

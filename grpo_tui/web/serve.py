@@ -18,7 +18,7 @@ import socket
 import sys
 
 from ..lines.files import InputError
-from ..web.hosts import is_loopback, url_host
+from .hosts import is_loopback, url_host
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -88,7 +88,7 @@ def run(args) -> int:
         import textual_serve  # noqa: F401
     except ImportError:
         raise InputError(MISSING_EXTRA) from None
-    from ..web.server import GuardedServer
+    from .server import GuardedServer
 
     command = dashboard_command(
         paths, theme=args.theme, ranges=args.ranges, ended_after=getattr(args, "ended_after", None)

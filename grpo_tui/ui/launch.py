@@ -1,4 +1,4 @@
-"""`grpo-tui [PATH ...]`: start the Textual dashboard (Textual is imported only here, lazily).
+"""`grpo-tui [PATH ...]`: start the Textual dashboard (Textual is imported in run(), lazily).
 
 One file: its dashboard (`--baseline SEED...`: judged against the seeds' envelope). A folder or
 several paths: the runs overview."""
@@ -43,12 +43,12 @@ def run(args) -> int:
     alerting = dict(notify=not getattr(args, "no_notify", False), on_critical=getattr(args, "on_critical", None))
     baseline = None
     if seeds:
-        from ..judge.baseline import load_baseline
+        from ..runs import load_baseline
 
         print(f"grpo-tui: building the baseline from {len(seeds)} seeds…", file=sys.stderr)
         baseline = load_baseline(seeds, ranges if getattr(args, "ranges", None) else None)
     if many:
-        from ..ui.runs_app import RunsApp
+        from .runs_app import RunsApp
 
         app = RunsApp(
             paths,
@@ -61,13 +61,13 @@ def run(args) -> int:
             **alerting,
         )
     elif baseline is not None:
-        from ..ui.runs_app import BaselineApp
+        from .runs_app import BaselineApp
 
         app = BaselineApp(
             path, baseline=baseline, live=True, replay=replay, theme=getattr(args, "theme", None), **alerting
         )
     else:
-        from ..ui.app import GrpoApp
+        from .app import GrpoApp
 
         app = GrpoApp(
             path,
