@@ -1,0 +1,166 @@
+"""The vectorised gates of judge/bulk.py are necessary conditions of the rules (issue #11).
+
+`Answers` says, for every rollout of a history at once, which rules may fire (MAYBE), which
+surely cannot (NO) and which it leaves to the scalar gate (UNKNOWN); likewise which signals
+out-of-range must look at.  Here every rollout the bulk gates decide - from the first one they
+model (a settled baseline) on - is judged by the plain rules (no gate, no alert open), and a NO
+must mean the rule returns nothing there: on every scenario and setup, slow late breaks past
+the window, several seeds and K, and the sample logs.  A wrong NO would drop an alert; the
+alert comparisons of tests/equivalence/test_fast_judge.py only see it where it changes an alert.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpo_tui.judge import bulk, rules
+from grpo_tui.judge.ranges import defaults
+from grpo_tui.lines.files import iter_line_blocks
+from grpo_tui.simulate import SCENARIOS, SETUPS, generate
+from tests.equivalence.test_held import _store
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = sorted((ROOT / "sample_logs").glob("*.log")) + sorted((ROOT / "tests" / "fixtures").glob("*.log"))
+RULE_OF = {
+    "rule_gap": ("gap-rising", "gap-jump"),
+    "rule_grad_norm": ("grad-norm-rising",),
+    "rule_length_hacking": ("length-hacking",),
+    "rule_rollout_slowdown": ("rollout-slowdown",),
+    "rule_off_policy": ("off-policy",),
+    "rule_no_signal": ("no-signal",),
+    "rule_entropy_collapse": ("entropy-collapse",),
+}
+FUNCS = {f.__name__: f for f in rules.METRIC_RULES}
+CASES = [(scen, setup, 300 + i * 11 + j, None) for i, scen in enumerate(SCENARIOS) for j, setup in enumerate(SETUPS)]
+CASES += [(scen, "manual", 40 + i, (2, 4)[i % 2]) for i, scen in enumerate(SCENARIOS)]
+
+
+def _fired(fn, seg, upto: int) -> list:
+    ctx = rules.RuleContext(seg, defaults(), upto)
+    try:
+        return fn(ctx)
+    except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
+        return []
+
+
+def check_gates(seg) -> int:
+    """Every NO of the bulk gates is a rollout where the plain rule returns nothing; returns how
+    many (rollout, rule) answers were NO (the test must exercise the gates)."""
+    if not seg.ordered or len(seg.ids) == 0:
+        return 0
+    rows = np.arange(len(seg.ids))
+    ans = bulk.Answers(seg, defaults(), rows)
+    nos = 0
+    for k in np.flatnonzero(ans.full).tolist():
+        upto = int(seg.ids[k])
+        for j, name in enumerate(ans.names):
+            if ans.mat[k, j] != bulk.NO:
+                continue
+            nos += 1
+            got = [c for c in _fired(FUNCS[name], seg, upto) if c.rule in RULE_OF[name]]
+            assert not got, f"rollout {upto}: {name}'s gate says no, the rule says {got[0].message}"
+        quiet_sigs = {s for j, s in enumerate(ans.sig_ids) if ans.omat[k, j] == bulk.NO}
+        if quiet_sigs:
+            nos += len(quiet_sigs)
+            got = [c for c in _fired(rules.rule_out_of_range, seg, upto) if c.signal in quiet_sigs]
+            assert not got, f"rollout {upto}: out-of-range's gate says no, the rule says {got[0].message}"
+    return nos
+
+
+@pytest.mark.parametrize("scen,setup,seed,k", CASES, ids=[f"{s}-{u}-{seed}-k{k}" for s, u, seed, k in CASES])
+def test_bulk_gates_are_necessary_conditions(scen, setup, seed, k):
+    kw = {"setup": setup, "noise_per_rollout": 0}
+    if k is not None:
+        kw["steps_per_rollout"] = k
+    seg = _store([line for _, line in generate(scen, 72, seed, **kw)])
+    assert check_gates(seg) > 0 or len(seg.ids) < bulk.START + 1
+
+
+@pytest.mark.parametrize("scen", list(SCENARIOS))
+def test_bulk_gates_on_slow_late_breaks(scen):
+    lines = [line for _, line in generate(scen, 140, 9, setup="long", noise_per_rollout=0, pace=0.3, onset=90)]
+    check_gates(_store(lines))
+
+
+@pytest.mark.parametrize("path", LOGS, ids=[p.name for p in LOGS])
+def test_bulk_gates_on_sample_logs(path):
+    check_gates(_store([line for block in iter_line_blocks(str(path)) for line in block]))
+
+
+def test_window_head_min_is_the_rules_start_level_bound():
+    """rule_rollout_slowdown's start level is the median of its window's first
+    min(8, max(4, length // 4)) points: _window_head_min is their minimum, short windows too."""
+    rng = np.random.default_rng(3)
+    pt = rng.normal(size=120)
+    sel = np.arange(9, 120)
+    got = bulk._window_head_min(pt, sel)
+    for r, g in zip(sel.tolist(), got.tolist()):
+        lo = max(0, r - (rules.WINDOW - 1))
+        head = min(8, max(4, (r - lo + 1) // 4))
+        assert g == float(np.min(pt[lo : lo + head]))
+
+
+def test_touched_rows_found_by_search_are_the_stores_rows():
+    """_verify's binary search finds the rows row_of names; ids it cannot map exactly fall back."""
+    seg = _store([line for _, line in generate("healthy", 30, 2, noise_per_rollout=0)])
+    touch = {int(r): i + 1 for i, r in enumerate(seg.ids)}
+    touch.update({10_000: 7, -3: 2})  # not rows of the segment
+    rows, stamps = bulk._rows_of_ids(seg, touch)
+    want = sorted((seg.row_of[r], st) for r, st in touch.items() if r in seg.row_of)
+    assert sorted(zip(rows.tolist(), stamps.tolist())) == want
+    assert bulk._rows_of_ids(seg, {2**60: 1}) is None
+
+
+def _k_updates_log(
+    first_cf: float, other_cf: float, k: int = 2, n: int = 90, onset: int = 40, framework_line: str | None = None
+) -> list[str]:
+    """A healthy run with K updates per rollout whose step lines from rollout `onset` on say
+    clip fraction `first_cf` on each rollout's first update and `other_cf` on the others."""
+    import re
+
+    lines = [line for _, line in generate("healthy", n, 5, noise_per_rollout=0, steps_per_rollout=k)]
+    out = []
+    for line in lines:
+        m = re.search(r"\bstep (\d+): ", line)
+        if m and int(m.group(1)) // k >= onset:
+            cf = first_cf if int(m.group(1)) % k == 0 else other_cf
+            line = re.sub(r"'train/pg_clipfrac': [^,}]+", f"'train/pg_clipfrac': {cf!r}", line)
+            line = re.sub(r"'train/ppo_kl': [^,}]+", "'train/ppo_kl': 0.0", line)
+        out.append(line)
+    return out
+
+
+@pytest.mark.parametrize(
+    "first_cf,other_cf,k", [(0.0, 0.9, 2), (0.0, 0.5, 4), (0.02, 0.1, 2), (0.0, 0.1, 2), (0.0, 0.3, 2)]
+)
+def test_off_policy_gate_with_k_updates(first_cf, other_cf, k, monkeypatch):
+    """K updates per rollout: the gate's NOs hold where the first update's clip fraction is above
+    0 (fresh weights) and where 3 of 4 rollouts' clip fractions pass 0.3, each alone; and bulk
+    judging gives the alerts of judging rollout by rollout."""
+    from tests.equivalence.test_fast_judge import _bulk_equals_plain
+
+    lines = _k_updates_log(first_cf, other_cf, k)
+    seg = _store(lines)
+    assert check_gates(seg) > 0
+    ans = bulk.Answers(seg, defaults(), np.arange(len(seg.ids)))
+    col = ans.mat[:, ans.names.index("rule_off_policy")]
+    fires = first_cf > 0 or (other_cf * (k - 1) + first_cf) / k > 0.3
+    assert (col[60:] == bulk.MAYBE).all() if fires else (col[60:] == bulk.NO).all()
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert any(a.rule == "off-policy" for a in plain.engine.alerts) == fires
+
+
+def test_theil_sen_rises_in_chunks_are_those_of_one_batch(monkeypatch):
+    """_ts_rise takes its ops TS_CHUNK at a time (bounded memory: a run holding length-hacking
+    asks at nearly every op): the same numbers as one batch, on both of pair_slopes' paths."""
+    rng = np.random.default_rng(3)
+    s = np.arange(2000, dtype=float)
+    x = rng.normal(size=2000).cumsum()
+    rows = np.arange(40, 2000)
+    whole = {w: bulk._ts_rise(s, x, rows, w) for w in (8, 32)}
+    monkeypatch.setattr(bulk, "TS_CHUNK", 17)
+    for w, want in whole.items():
+        assert np.array_equal(bulk._ts_rise(s, x, rows, w), want)

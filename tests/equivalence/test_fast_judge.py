@@ -1,0 +1,555 @@
+"""Fast judging gives exactly the verdicts of plain judging (issue #11, "fast core").
+
+The gates (judge/gates.py) skip a rule only where it cannot fire.  Here every rollout of every
+simulated scenario (several seeds, every training setup, K = 1/2/4) and of every sample log is
+judged both ways - the rules with their gates and without - and the conditions must be the same,
+rule for rule: ids, severities, start rollouts, messages and evidence.  The alerts then follow.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpo_tui.judge import bulk as bulk_mod, engine as engine_mod, rules
+from grpo_tui.judge.bulk import BulkMismatch
+from grpo_tui.lines.files import iter_line_blocks
+from grpo_tui.pipeline import Pipeline
+from grpo_tui.simulate import SCENARIOS, SETUPS, generate
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = sorted((ROOT / "sample_logs").glob("*.log")) + sorted((ROOT / "tests" / "fixtures").glob("*.log"))
+SCEN = list(SCENARIOS)
+# every scenario on every setup (one seed each), and on the manual's setup with more seeds and K
+CASES = [(scen, setup, 101 + i * 7 + j, None) for i, scen in enumerate(SCEN) for j, setup in enumerate(SETUPS)]
+CASES += [(scen, "manual", 61 + i, (2, 4)[i % 2]) for i, scen in enumerate(SCEN)]
+
+
+def _key(conds) -> list:
+    return [(c.rule, c.severity, c.start, c.signal, c.message, repr(c.evidence)) for c in conds]
+
+
+class _Both:
+    """evaluate_metrics with and without gates at every judged rollout; they must agree."""
+
+    def __init__(self):
+        self.calls = 0
+        self.skipped = 0
+
+    def __call__(self, seg, ranges, upto, open_rules=frozenset()):
+        plain = _plain(seg, ranges, upto, open_rules)
+        fast = rules.evaluate_metrics(seg, ranges, upto, open_rules)
+        assert _key(fast) == _key(plain), f"rollout {upto}: gated {_key(fast)} != plain {_key(plain)}"
+        self.calls += 1
+        return fast
+
+
+def _plain(seg, ranges, upto, open_rules):
+    old = rules.USE_GATES
+    rules.USE_GATES = False
+    try:
+        return rules.evaluate_metrics(seg, ranges, upto, open_rules)
+    finally:
+        rules.USE_GATES = old
+
+
+NOW = 1.9e9  # judge time: a fixed clock, so the three judgements see the same ages
+
+
+def _run(lines, batch, defer=False) -> Pipeline:
+    pipe = Pipeline(clock=lambda: NOW)
+    if defer:
+        pipe.defer()
+    for i in range(0, len(lines), batch):
+        pipe.feed(lines[i : i + batch], written_at=NOW - 30)
+    pipe.finish(NOW)
+    return pipe
+
+
+def _alerts(pipe: Pipeline) -> list:
+    return [
+        (
+            a.rule,
+            a.signal,
+            a.severity,
+            a.rollout,
+            a.first_seen,
+            a.cleared_at,
+            a.active,
+            a.seq,
+            a.time,
+            a.message,
+            repr(a.evidence),
+        )
+        for a in pipe.engine.alerts
+    ]
+
+
+def _judge(lines, monkeypatch, batch=500) -> _Both:
+    """Rollout by rollout, the gated rules' conditions equal the plain rules' at every judged
+    rollout (so their alerts are the plain alerts); the bulk path gives the same alerts."""
+    monkeypatch.setattr(rules, "USE_GATES", True)
+    bulk = _run(lines, batch, defer=True)
+    both = _Both()
+    monkeypatch.setattr(engine_mod, "evaluate_metrics", both)
+    plain = _run(lines, batch)
+    assert _alerts(bulk) == _alerts(plain)
+    assert plain.report().status == bulk.report().status
+    return both
+
+
+@pytest.mark.parametrize("scen,setup,seed,k", CASES, ids=[f"{s}-{u}-{seed}-k{k}" for s, u, seed, k in CASES])
+def test_gated_rules_equal_plain_rules_on_simulated_runs(scen, setup, seed, k, monkeypatch):
+    kw = {"setup": setup, "noise_per_rollout": 0}
+    if k is not None:
+        kw["steps_per_rollout"] = k
+    n = 48 if setup == "manual" else 60
+    lines = [line for _, line in generate(scen, n, seed, **kw)]
+    both = _judge(lines, monkeypatch)
+    assert both.calls > 0 or scen == "no-steps"
+
+
+@pytest.mark.parametrize("path", LOGS, ids=[p.name for p in LOGS])
+def test_gated_rules_equal_plain_rules_on_sample_logs(path, monkeypatch):
+    lines = [line for block in iter_line_blocks(str(path)) for line in block]
+    _judge(lines, monkeypatch)
+
+
+@pytest.mark.parametrize("scen", SCEN)
+def test_long_runs_past_the_window(scen, monkeypatch):
+    """Past the 40-rollout window and the 10-rollout baseline (where the bulk gates take over),
+    breaks late and slow, every scenario; the bulk path must really be taken."""
+    lines = [line for _, line in generate(scen, 140, 9, setup="long", noise_per_rollout=0, pace=0.3, onset=90)]
+    replays = []
+    orig = bulk_mod.replay
+
+    def counting(eng, tape, *a):
+        replays.append(sum(1 for op in tape if op[0] != 0))
+        return orig(eng, tape, *a)
+
+    monkeypatch.setattr(bulk_mod, "replay", counting)
+    both = _judge(lines, monkeypatch, batch=97)
+    assert both.calls >= 80 or scen == "no-steps"
+    assert sum(replays) >= 80 or scen in ("no-steps",), "the bulk path was not taken"
+
+
+def rewritten_row_log(n: int = 60) -> list[str]:
+    """A healthy run whose `step 5` line comes late, after rollouts long judged: bulk declines."""
+    lines = [line for _, line in generate("healthy", n, 4, noise_per_rollout=0)]
+    late = next(i for i, line in enumerate(lines) if "step 5:" in line)
+    moved = lines[:late] + lines[late + 1 :]
+    moved.insert(len(moved) - 5, lines[late])
+    return moved
+
+
+def test_a_rewritten_row_falls_back_to_rollout_by_rollout(monkeypatch):
+    """A record for an already-judged rollout (a late step line) makes the bulk path decline."""
+    moved = rewritten_row_log()
+    pipe = Pipeline(clock=lambda: NOW).defer()
+    with pytest.raises(BulkMismatch):
+        for i in range(0, len(moved), 50):
+            pipe.feed(moved[i : i + 50], written_at=NOW - 30)
+        pipe.finish(NOW)
+
+
+def _repeated(scen, block, times, seed, **kw):
+    from tests.equivalence.test_held import repeated
+
+    return repeated(scen, block, times, seed, **kw)
+
+
+LONG = {
+    # at every seam of a repeated block reward drops and length jumps: length-hacking opens and
+    # clears again and again (benchmarks/make_big_log's shape)
+    "open-close-cycles": lambda: _repeated("healthy", 200, 4, 1),
+    "open-close-cycles-k2": lambda: _repeated("healthy", 120, 4, 3, steps_per_rollout=2),
+    # the alert opens at the onset and holds for the rest of the run
+    "stays-open": lambda: [line for _, line in generate("length-hacking", 700, 5, noise_per_rollout=0, onset=100)],
+}
+
+
+def _bulk_equals_plain(lines, monkeypatch) -> Pipeline:
+    """Bulk judging with the gates against rollout by rollout without any: the same alerts,
+    every field, and the same verdict; returns the plain pipeline."""
+    monkeypatch.setattr(rules, "USE_GATES", True)
+    bulk = _run(lines, 500, defer=True)
+    monkeypatch.setattr(rules, "USE_GATES", False)
+    plain = _run(lines, 500)
+    assert _alerts(bulk) == _alerts(plain)
+    assert [a.to_json() for a in bulk.engine.alerts] == [a.to_json() for a in plain.engine.alerts]
+    assert bulk.report().status == plain.report().status
+    return plain
+
+
+@pytest.mark.parametrize("case", list(LONG))
+def test_bulk_equals_plain_rollout_by_rollout_on_long_runs(case, monkeypatch):
+    """Bulk judging (gates, an open alert's rule asked only whether it holds) against rollout by
+    rollout without any gate: the same alerts, every field."""
+    from grpo_tui.judge import held
+
+    lines = LONG[case]()
+    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: steady stretches are tested below)
+    asked = []
+    orig = held.HackingHeld.present
+
+    def counting(self, k):
+        asked.append(k)
+        return orig(self, k)
+
+    monkeypatch.setattr(held.HackingHeld, "present", counting)
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert any(a.rule == "length-hacking" for a in plain.engine.alerts)
+    assert len(asked) >= 20, "the held path was not taken"
+
+
+DRIFT_HELD = {
+    # a jump in the gap and KL at the onset, held for the rest of the run
+    "gap-jump-held": lambda: [line for _, line in generate("gap-jump", 500, 7, noise_per_rollout=0, onset=60)],
+    "gap-jump-held-k2": lambda: [
+        line for _, line in generate("gap-jump", 300, 8, noise_per_rollout=0, onset=40, steps_per_rollout=2)
+    ],
+    # a steady rise: gap-rising opens and stays
+    "gap-rising-held": lambda: [line for _, line in generate("gap-rising", 300, 9, noise_per_rollout=0, onset=60)],
+    "grad-norm-rising-held": lambda: [
+        line for _, line in generate("grad-norm-rising", 300, 10, noise_per_rollout=0, onset=60)
+    ],
+}
+
+
+@pytest.mark.parametrize("case", list(DRIFT_HELD))
+def test_drift_windows_leave_the_alerts_as_rollout_by_rollout(case, monkeypatch):
+    """An alert of rule_gap or rule_grad_norm held open for hundreds of rollouts, its rule run
+    at every rollout (the stand-ins of held_rules turned off here): bulk judging tells drift_up
+    which windows surely fail (Answers.drift_windows) - the same alerts, every field, as rollout
+    by rollout without any gate; and windows were left out."""
+    lines = DRIFT_HELD[case]()
+    monkeypatch.setattr(bulk_mod.Answers, "held_rules", lambda self, k, *a: None)
+    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: every rollout asks)
+    left_out = []
+    orig = bulk_mod._DriftMay.windows
+
+    def counting(self, sig_id, k):
+        got = orig(self, sig_id, k)
+        if got is not None:
+            left_out.append(len(bulk_mod.TREND_WINDOWS) - len(got))
+        return got
+
+    monkeypatch.setattr(bulk_mod._DriftMay, "windows", counting)
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert plain.report().status == "critical"
+    # (asked, left out) at least: a held jump is flat after it, most windows surely fail; a
+    # true rise passes most of them; a grad norm x1.25 a rollout soon explodes (no drift_up)
+    asked, left = {"gap-rising-held": (100, 5), "grad-norm-rising-held": (10, 5)}.get(case, (100, 100))
+    assert len(left_out) >= asked, "drift_up never asked for its windows"
+    assert sum(left_out) >= left, "no window was left out"
+
+
+LATCHED_CYCLES = {
+    # the gap jumps at every block's onset and falls back at every seam: gap-jump (and the gap's
+    # and KL's out-of-range warnings) open, hold for 60 rollouts and clear, again and again
+    "gap-jump-cycles": lambda: _repeated("gap-jump", 120, 4, 11, onset=60),
+    "gap-jump-cycles-k2": lambda: _repeated("gap-jump", 100, 3, 12, onset=50, steps_per_rollout=2),
+    "grad-norm-cycles": lambda: _repeated("grad-norm-rising", 120, 4, 13, onset=50),
+    "no-signal-cycles": lambda: _repeated("no-signal", 120, 4, 16, onset=60),
+    "off-policy-cycles": lambda: _repeated("off-policy", 120, 4, 17, onset=60),
+    "off-policy-cycles-k2": lambda: _repeated("off-policy", 120, 4, 20, onset=60, steps_per_rollout=2),
+}
+NO_SIGNAL_HELD = {
+    # most groups score the same from the onset on: no-signal opens and holds
+    "no-signal-held": lambda: [line for _, line in generate("no-signal", 300, 14, noise_per_rollout=0, onset=60)],
+    # length-hacking's falling reward drives the all-wrong groups up: no-signal opens beside it
+    "no-signal-beside-length-hacking": lambda: [
+        line for _, line in generate("length-hacking", 400, 15, noise_per_rollout=0, onset=60)
+    ],
+}
+OFF_POLICY_HELD = {
+    "off-policy-held": lambda: [line for _, line in generate("off-policy", 300, 18, noise_per_rollout=0, onset=60)],
+    # K updates per rollout: the first update clips (not on fresh weights)
+    "off-policy-held-k4": lambda: [
+        line for _, line in generate("off-policy", 300, 19, setup="k4", noise_per_rollout=0, onset=60)
+    ],
+}
+HELD_CASES = {**DRIFT_HELD, **LATCHED_CYCLES, **NO_SIGNAL_HELD, **OFF_POLICY_HELD}
+
+
+def _count_held(monkeypatch) -> dict:
+    """How often bulk judging kept an alert open without running its rule (held_rules) or
+    out-of-range's test of a signal (oor_held)."""
+    used = {"latched": 0, "oor": 0}
+    for name, key in (("held_rules", "latched"), ("oor_held", "oor")):
+        orig = getattr(bulk_mod.Answers, name)
+
+        def counting(self, k, *a, orig=orig, key=key):
+            got = orig(self, k, *a)
+            used[key] += bool(got)
+            return got
+
+        monkeypatch.setattr(bulk_mod.Answers, name, counting)
+    return used
+
+
+@pytest.mark.parametrize("case", list(HELD_CASES))
+def test_held_alerts_kept_open_without_their_rules_as_rollout_by_rollout(case, monkeypatch):
+    """gap-jump, gap-rising, grad-norm-rising, no-signal, off-policy and out-of-range warnings
+    held open for hundreds of rollouts (and opened and cleared again): bulk judging keeps them
+    open with a stand-in where
+    their sign surely holds (Answers.held_rules, .oor_held) instead of running the rule - the
+    same alerts, every field, as rollout by rollout without any gate; and the stand-ins were used."""
+    lines = HELD_CASES[case]()
+    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: steady stretches are tested below)
+    used = _count_held(monkeypatch)
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert plain.report().status == "critical"
+    assert used["latched"] >= 50, "no rule was left out for an alert it holds"
+    if case.startswith("gap"):
+        assert used["oor"] >= 50, "no out-of-range warning was kept by a stand-in"
+    if case in LATCHED_CYCLES:
+        cleared = [a for a in plain.engine.alerts if a.rule != "out-of-range" and a.cleared_at is not None]
+        assert len(cleared) >= 2, "the case does not open and clear its alert"
+
+
+WRONG = {  # a "surely holds" that says so whatever the values, and a case where it shows
+    "_still_sure": ("gap-jump-cycles", lambda seg, rs, ids, rows, sig_id, ctx: np.ones(len(rows), bool)),
+    "_no_signal_sure": ("no-signal-cycles", lambda seg, ids, rows, memo: np.ones(len(rows), bool)),
+    "_off_policy_sure": ("off-policy-cycles", lambda seg, rows, end: np.ones(len(rows), bool)),
+    # K updates: the first update's clip fraction says whether off-policy holds
+    "_first_steps": ("off-policy-cycles-k2", lambda seg, end: (np.ones(end), np.ones(end))),
+}
+
+
+@pytest.mark.parametrize("name", list(WRONG))
+def test_a_wrong_stand_in_would_be_caught(name, monkeypatch):
+    """The comparison above has teeth: a stand-in that says "holds" whatever the values keeps
+    an alert open where rollout by rollout clears it, and the alerts differ.  (A wrong oor_held
+    is not shown this way: out-of-range's gate already skips a signal whose mean is inside.)"""
+    case, wrong = WRONG[name]
+    lines = LATCHED_CYCLES[case]()
+    monkeypatch.setattr(bulk_mod, name, wrong)
+    with pytest.raises(AssertionError):
+        _bulk_equals_plain(lines, monkeypatch)
+
+
+def test_a_slowdown_that_stopped_growing_is_judged_without_its_rule(monkeypatch):
+    """rollout-slowdown needs per-token time still drifting up (drift_up): where every window's
+    test surely fails - the slowdown plateaued - its gate says no and the rule does not run;
+    the alerts are those of judging rollout by rollout."""
+    lines = [line for _, line in generate("rollout-slowdown", 400, 21, noise_per_rollout=0, onset=60)]
+    calls = []
+    orig = rules.rule_rollout_slowdown
+
+    def counting(ctx):
+        calls.append(ctx.upto)
+        return orig(ctx)
+
+    monkeypatch.setattr(rules, "rule_rollout_slowdown", counting)
+    monkeypatch.setattr(rules, "METRIC_RULES", tuple(counting if f is orig else f for f in rules.METRIC_RULES))
+    monkeypatch.setattr(rules, "USE_GATES", True)
+    _run(lines, 500, defer=True)
+    ran = len(calls)
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert any(a.rule == "rollout-slowdown" for a in plain.engine.alerts)
+    assert ran < 100, f"the rule ran at {ran} of 400 rollouts"
+
+
+SATURATED = {
+    # K=4: most groups all-right (saturated data) from the onset: a no-signal warning held open
+    "no-signal-saturated-held": lambda: [
+        line for _, line in generate("no-signal", 300, 22, setup="k4", noise_per_rollout=0, onset=60)
+    ],
+    # ... cleared where groups learn again, escalated where reward is exactly 0 for a while
+    "no-signal-saturated-cycles": lambda: _groups_learn_again(
+        [line for _, line in generate("no-signal", 330, 22, setup="k4", noise_per_rollout=0, onset=60)],
+        ((140, 170), (230, 260)),
+        (300, 304),
+    ),
+}
+
+
+def _groups_learn_again(lines: list[str], spans, zero_reward: tuple[int, int]) -> list[str]:
+    """The zero-std group counts of the rollouts in `spans` set low (groups learn again there):
+    an open no-signal alert clears in each span and opens again after it; reward exactly 0 on
+    the rollouts of `zero_reward` (every answer wrong: no-signal turns critical)."""
+    out = []
+    for line in lines:
+        m = re.search(r"\b(perf|rollout) (\d+): ", line)
+        n = int(m.group(2)) if m else -1
+        if m and m.group(1) == "perf" and any(a <= n < b for a, b in spans):
+            line = re.sub(r"'rollout/zero_std/count_0': [^,}]+", "'rollout/zero_std/count_0': 2", line)
+            line = re.sub(r"'rollout/zero_std/count_1': [^,}]+", "'rollout/zero_std/count_1': 3", line)
+        if m and zero_reward[0] <= n < zero_reward[1]:
+            line = re.sub(r"'rollout/raw_reward': [^,}]+", "'rollout/raw_reward': 0.0", line)
+        out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("case", list(SATURATED))
+def test_a_held_no_signal_warning_is_kept_by_a_stand_in(case, monkeypatch):
+    """An open no-signal warning (mostly all-right groups) is kept by a warning stand-in where
+    the rule surely returns that warning again: the same alerts as rollout by rollout."""
+    lines = SATURATED[case]()
+    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: steady stretches are tested below)
+    used = _count_held(monkeypatch)
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert any(a.rule == "no-signal" and a.severity == "warning" for a in plain.engine.alerts)
+    assert used["latched"] >= 50, "the warning's rule ran at every rollout"
+
+
+def test_a_wrong_warning_stand_in_would_be_caught(monkeypatch):
+    """... and the comparison has teeth there: a "surely a warning again" that always says so
+    keeps the warning a warning where rollout by rollout escalates it (reward exactly 0)."""
+    lines = SATURATED["no-signal-saturated-cycles"]()
+    monkeypatch.setattr(bulk_mod, "_no_signal_warning_sure", lambda seg, ids, rows, memo: np.ones(len(rows), bool))
+    with pytest.raises(AssertionError):
+        _bulk_equals_plain(lines, monkeypatch)
+
+
+def test_rows_of_ids_takes_only_exact_int_ids():
+    """_rows_of_ids finds touched rollouts by binary search only where every id is a plain int
+    below 2**53 (a bool, a float or a bigger int: None, the caller loops), and then finds
+    exactly the rows the segment's own row_of gives."""
+    pipe = _run([line for _, line in generate("healthy", 30, 5, noise_per_rollout=0)], 500)
+    seg = pipe.store.current
+    ids = list(seg.row_of)
+    touch = {rid: i for i, rid in enumerate(ids[::3])}
+    rows, stamps = bulk_mod._rows_of_ids(seg, touch)
+    assert rows.tolist() == [seg.row_of[r] for r in touch]
+    assert stamps.tolist() == list(touch.values())
+    for odd in (True, 2**53, -(2**53), 3.5):
+        assert bulk_mod._rows_of_ids(seg, {**touch, odd: 1}) is None, odd
+    assert bulk_mod._rows_of_ids(seg, {**touch, 2**53 - 1: 1}) is not None
+
+
+def _with_engine_events(lines: list[str], at: dict[int, str]) -> list[str]:
+    """A RolloutManager line with this text after the `step N:` line of each rollout N in
+    `at`, at that line's time: events the engine acts on while alerts are open."""
+    out = []
+    for line in lines:
+        out.append(line)
+        m = re.search(r"\[(\d{4}-\d\d-\d\d [\d:.]+) [^\]]*\] \S+ - step (\d+): ", line)
+        if m and int(m.group(2)) in at:
+            out.append(
+                f"(RolloutManager pid=55433) [{m.group(1)} rollout_manager] health_monitor.py:154 - "
+                + at.pop(int(m.group(2)))
+            )
+    return out
+
+
+_ENGINE_EVENTS = {
+    150: "Health check failed for rollout engine 1 (ray timeout or error). Killing actor.",
+    190: "Recovered 1 dead rollout engines",
+    230: "Error: retrying... (attempt 1/60, url=http://10.0.0.5:30000/generate)",
+}
+STEADY_CASES = {
+    **LONG,
+    **HELD_CASES,
+    **SATURATED,
+    # engine-down warnings open and clear while gap-jump and its warnings are held
+    "gap-jump-held-engine-events": lambda: _with_engine_events(DRIFT_HELD["gap-jump-held"](), dict(_ENGINE_EVENTS)),
+}
+
+
+def _count_steady(monkeypatch) -> list:
+    """The ops replay stepped over while alerts were open (judge/steady.py), per stretch."""
+    from grpo_tui.judge import steady as steady_mod
+
+    stepped = []
+    orig = steady_mod.Steady.next_busy
+
+    def counting(self, t, open_alerts):
+        to = orig(self, t, open_alerts)
+        stepped.append((self.k_of[to] if to < self.n else self.n_ops) - self.k_of[t])
+        return to
+
+    monkeypatch.setattr(steady_mod.Steady, "next_busy", counting)
+    return stepped
+
+
+@pytest.mark.parametrize("case", list(STEADY_CASES))
+def test_steady_stretches_leave_the_alerts_as_rollout_by_rollout(case, monkeypatch):
+    """Where the open alerts surely hold and nothing else may fire, replay steps over the
+    rollouts at once (judge/steady.py) instead of keeping each alert open with its stand-in:
+    the same alerts, every field, as rollout by rollout without any gate, on every case above
+    (alerts held for hundreds of rollouts, opened and cleared again and again, warnings that
+    hold or escalate, length-hacking beside no-signal); and stretches were stepped over."""
+    lines = STEADY_CASES[case]()
+    stepped = _count_steady(monkeypatch)
+    plain = _bulk_equals_plain(lines, monkeypatch)
+    assert plain.report().status != "ok"
+    if case.endswith("engine-events"):
+        assert any(a.rule == "engine-down" for a in plain.engine.alerts), "no engine event was judged"
+    # (length-hacking's short episodes: a few rollouts each between its raise and its clear)
+    least = 10 if case.startswith("open-close-cycles") else 50
+    assert sum(stepped) >= least, f"no steady stretch was stepped over ({sum(stepped)} ops)"
+
+
+STEADY_WRONG = {  # a wrong answer inside Steady's mask, and a case where it shows
+    # every op steady whatever the values: an alert that rollout by rollout clears stays open
+    "always steady": ("gap-jump-cycles", lambda self, opened, lo, hi, none: self.clean[lo:hi].copy()),
+    # gap-jump held without its test (still_gap): it holds where its values fell back
+    "no still_gap": ("gap-jump-cycles", "still_gap"),
+    # length-hacking held without asking HackingHeld whether it holds
+    "no presence": ("open-close-cycles", "presence"),
+}
+
+
+@pytest.mark.parametrize("name", list(STEADY_WRONG))
+def test_a_wrong_steady_stretch_would_be_caught(name, monkeypatch):
+    """The comparison has teeth for steady stretches too: a mask that steps over rollouts where
+    an alert would clear (or escalate) gives other alerts than rollout by rollout."""
+    from grpo_tui.judge import steady as steady_mod
+
+    case, wrong = STEADY_WRONG[name]
+    if wrong == "still_gap":
+        orig = bulk_mod.Answers.held_arrays
+
+        def no_still_gap(self):
+            got = orig(self)
+            return (np.ones_like(got[0]), np.ones_like(got[1])) + tuple(got[2:])
+
+        monkeypatch.setattr(bulk_mod.Answers, "held_arrays", no_still_gap)
+        monkeypatch.setattr(bulk_mod.Answers, "held_rules", lambda self, k, *a: None)  # (only steady uses it)
+    elif wrong == "presence":
+        monkeypatch.setattr(bulk_mod.HackingHeld, "known_present", lambda self, ks: np.ones(len(ks), np.int8))
+    else:
+        monkeypatch.setattr(steady_mod.Steady, "_mask_decided", wrong)
+    with pytest.raises(AssertionError):
+        _bulk_equals_plain(STEADY_CASES[case](), monkeypatch)
+
+
+_METRIC_SCEN = [
+    "healthy",
+    "gap-rising",
+    "gap-jump",
+    "grad-norm-rising",
+    "length-hacking",
+    "off-policy",
+    "rollout-slowdown",
+    "no-signal",
+    "non-finite",
+]
+_ONE_STEP = [name for name, s in SETUPS.items() if s.steps_per_rollout == 1]  # (repeated K > 1: out of order)
+REPEATED_BROKEN = [
+    (scen, _ONE_STEP[i % len(_ONE_STEP)], (97, 500, 5000)[i % 3], 300 + i) for i, scen in enumerate(_METRIC_SCEN)
+]
+
+
+@pytest.mark.parametrize(
+    "scen,setup,batch,seed", REPEATED_BROKEN, ids=[f"{s}-{u}-{b}" for s, u, b, _ in REPEATED_BROKEN]
+)
+def test_steady_stretches_on_repeated_broken_runs(scen, setup, batch, seed, monkeypatch):
+    """Every metric scenario broken again in each of three repeated blocks (alerts opened,
+    held and cleared at each seam), on every setup, read in blocks of 97 to 5000 lines: bulk
+    judging with steady stretches gives the alerts of rollout by rollout without any gate, read
+    the same way.  (An ad-hoc run of 1,649 such random runs found no difference.)"""
+    from tests.equivalence.test_held import repeated
+
+    lines = repeated(scen, 120, 3, seed, onset=70, setup=setup)
+    monkeypatch.setattr(rules, "USE_GATES", True)
+    bulk = _run(lines, batch, defer=True)
+    monkeypatch.setattr(rules, "USE_GATES", False)
+    plain = _run(lines, batch)
+    assert [a.to_json() for a in bulk.engine.alerts] == [a.to_json() for a in plain.engine.alerts]
+    assert _alerts(bulk) == _alerts(plain)

@@ -1,0 +1,360 @@
+"""Packed record values (_scan.c: Packed; LineParser.packed) change nothing but the speed.
+
+A whole-file read (judge_path, feed_file) lets the scanner hand the common rollout, perf and
+step records over with their values packed instead of in a dict; the store writes them into its
+columns and Python makes the dict only where it reads a record.  Everything a reader can see
+must be what the dict path gives: the store in every field, the parser's books, the verdict,
+the exported rows, on every sample log, simulated run and fuzzed mix.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from grpo_tui import export, pipeline
+from grpo_tui.judge import bulk
+from grpo_tui.lines import parse as parse_mod
+from grpo_tui.lines.parse import LineParser
+from grpo_tui.lines.records import MetricRecord
+from grpo_tui.simulate import SCENARIOS, SETUPS, generate
+from grpo_tui.store import metric_store
+from grpo_tui.store.metric_store import MetricStore
+from tests.equivalence.test_scan_equivalence import FUZZ, LOGS, MIX, _cut, _fold_lines, _scan
+from tests.equivalence.test_store_run import _feed, _item, _state as store_state
+
+_REPLAY = bulk.replay  # (each _judged call records through its own wrapper of this)
+
+pytestmark = [
+    pytest.mark.accel,
+    pytest.mark.skipif(_scan is None or not hasattr(_scan, "Packed"), reason="the C accelerator is not built"),
+]
+
+
+@pytest.fixture
+def _this_scanner(monkeypatch):
+    """The Packed of the scanner under test (CI's sanitized build is another module; the
+    pipeline tests run parse.SCAN, whose Packed is the parser's own)."""
+    monkeypatch.setattr(parse_mod, "PACKED", _scan.Packed)
+    monkeypatch.setattr(metric_store, "PACKED", _scan.Packed)
+
+
+def _plain_items(items) -> str:
+    out = []
+    for x in items:
+        if isinstance(x, MetricRecord) and hasattr(x.metrics, "dict"):
+            x = dataclasses.replace(x, metrics=x.metrics.dict())
+        out.append((type(x).__name__, dataclasses.asdict(x)))
+    return repr(out)
+
+
+# -- the object itself ------------------------------------------------------------------------
+
+
+@given(
+    st.dictionaries(
+        st.text(max_size=12),
+        st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-(2**63), 2**63 - 1)),
+        max_size=70,
+    )
+)
+def test_pack_keeps_names_order_and_types(d):
+    p = _scan.pack(d)
+    if not d or len(d) > 64:
+        assert p is None
+        return
+    got = p.dict()
+    assert list(got) == list(d) == list(p.shape) and len(p) == len(d)
+    assert [type(v) for v in got.values()] == [type(v) for v in d.values()]
+    assert repr(got) == repr(d)  # floats to the bit (-0.0 too)
+
+
+def test_pack_refuses_what_is_not_plain():
+    for d in (
+        {},
+        {"a": True},
+        {"a": None},
+        {"a": "x"},
+        {"a": float("nan")},
+        {"a": float("inf")},
+        {"a": 2**63},
+        {1: 1.0},
+        {"a": 1.0, **{f"k{i}": 1.0 for i in range(64)}},
+    ):
+        assert _scan.pack(d) is None, d
+    assert _scan.pack({"a": 1.0, "b": 2}).shape is _scan.pack({"a": 3.0, "b": 4}).shape  # one tuple per shape
+
+
+_LINES = [
+    "[2026-08-21 10:00:00.000 a] l.py:2 - rollout 3: {'rollout/raw_reward': 0.5, 'n': 7, 'x': -1.5e-09}",
+    "[2026-08-21 10:00:00.000 a] l.py:2 - perf 3: {'perf/rollout_time': 98.46265744066338, 'c': 123456789012345678}",
+    "[2026-08-21 10:00:00.000 a] l.py:2 - step 3: {'train/grad_norm': 0.755, 'train/step': 3}",
+    "[2026-08-21 10:00:00.000 a] l.py:2 - critic-step 3: {'train/grad_norm': 0.755}",
+    "[2026-08-21 10:00:00.000 a] l.py:2 - eval 3: {'eval/acc': 0.5}",  # not a store kind: a dict
+    "[2026-08-21 10:00:00.000 a] l.py:2 - rollout 4: {'a': 1, 'a': 2.0}",  # a name twice: a dict
+    "[2026-08-21 10:00:00.000 a] l.py:2 - rollout 5: {'\u00e9': 1.0}",  # not ASCII: a dict
+    "[2026-08-21 10:00:00.000 a] l.py:2 - rollout 6: {'a': 1.00000000000000000000001}",
+]
+
+
+@pytest.mark.parametrize("line", _LINES)
+def test_packed_heads_hold_the_dicts_values(line):
+    data = line.encode()
+    packed = _scan.scan_folded(data, True)[4][0]
+    plain = _scan.scan_folded(data, False)[4][0]
+    assert isinstance(plain[-1].metrics, dict)
+    got = packed[-1].metrics
+    if " eval " in line or "'a': 1, 'a'" in line or "\u00e9" in line:
+        assert type(got) is dict
+    else:
+        assert type(got) is _scan.Packed
+        got = got.dict()
+    assert repr(got) == repr(plain[-1].metrics) and list(map(type, got.values())) == list(
+        map(type, plain[-1].metrics.values())
+    )
+    walk = _scan.scan_raw(data)
+    assert repr(_scan.fold_raw(data, walk, True)[4][0][-1].metrics) == repr(packed[-1].metrics)
+
+
+# -- the parser's books and items: block by block, packed or not ------------------------------
+
+
+def _parse_blocks(blocks, packed: bool) -> tuple:
+    p = LineParser()
+    p._scan, p._ready_run = _scan, True
+    p.packed = packed
+    items = []
+    for b in blocks:
+        items.extend(p.feed_block(b))
+    items.extend(p.flush())
+    return (
+        _plain_items(items),
+        p.counts.as_dict(),
+        p.first_ts,
+        p.last_ts,
+        p._last_stamped,
+        {k: list(v) for k, v in p._skipped.items()},
+        list(p._noise_run),
+        p._last_time,
+        p._last_error,
+        p._cur_key,
+        p._line_cut,
+        sorted(p._names),
+    ), items
+
+
+def _blocks(lines, sizes) -> list[bytes]:
+    return ["\n".join(b).encode("utf-8", "surrogatepass") for b in _cut(lines, sizes)]
+
+
+def _assert_parse_same(lines, sizes) -> None:
+    lines = [ln.replace("\n", " ") for ln in lines]
+    blocks = _blocks(lines, sizes)
+    (a, items_a), (b, items_b) = _parse_blocks(blocks, True), _parse_blocks(blocks, False)
+    assert a == b
+    # and the stores they fill
+    sa, sb = MetricStore(), MetricStore()
+    sa.add(items_a)
+    sb.add(items_b)
+    assert store_state(sa) == store_state(sb)
+
+
+@pytest.mark.usefixtures("_this_scanner")
+@FUZZ
+@given(
+    st.lists(st.one_of(_fold_lines(), MIX, st.sampled_from(_LINES)), max_size=50),
+    st.lists(st.integers(1, 15), max_size=4),
+)
+def test_fuzzed_mixes_agree_packed(lines, sizes):
+    _assert_parse_same(lines, sizes)
+
+
+@pytest.mark.usefixtures("_this_scanner")
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_simulated_runs_parse_the_same_packed(scenario):
+    lines = [ln for _, ln in generate(scenario, 24, 3, noise_per_rollout=40)]
+    _assert_parse_same(lines, [len(lines)])
+    _assert_parse_same(lines, [1, 7, 50, 300])
+
+
+@pytest.mark.usefixtures("_this_scanner")
+def test_names_past_the_cap_agree_packed():
+    """A record whose names would pass MAX_NAMES: capped exactly as its dict would be."""
+    lines = [
+        f"[2026-08-21 10:00:00.000 a] l.py:2 - rollout {i}: {{"
+        + ", ".join(f"'k{i}_{j}': {j}.5" for j in range(40))
+        + "}"
+        for i in range(30)
+    ]
+    lines += [f"[2026-08-21 10:00:00.000 a] l.py:2 - rollout {30 + i}: {{'k0_1': 1.0, 'k0_2': 2}}" for i in range(3)]
+    _assert_parse_same(lines, [len(lines)])
+    _assert_parse_same(lines, [7])
+
+
+# -- store_run: packed records filed as their dicts are -----------------------------------------
+
+
+@pytest.mark.usefixtures("_this_scanner")
+@settings(max_examples=int(os.environ.get("GRPO_TUI_SCAN_EXAMPLES", "300")), deadline=None)
+@given(st.lists(_item(), max_size=60), st.lists(st.integers(0, 60), max_size=4), st.randoms())
+def test_store_run_files_packed_records_like_their_dicts(items, cuts, rnd):
+    py_items = copy.deepcopy(items)
+    for it in items:
+        if isinstance(it, MetricRecord) and rnd.random() < 0.8:
+            p = _scan.pack(it.metrics)
+            if p is not None:
+                it.metrics = p
+    got_c = _feed(items, cuts, _scan.store_run)
+    got_py = _feed(py_items, cuts, None)
+    assert got_c[0] == got_py[0]
+
+
+# -- the whole pipeline ---------------------------------------------------------------------------
+
+
+def _judged(path: str, pack: bool, judging: bool, monkeypatch) -> tuple:
+    """Everything a whole-file read leaves, and the engine's tape (packed: each rollout's round
+    through _scan.c's file_chunk; else Pipeline._store's Python)."""
+    monkeypatch.setattr(pipeline, "PACK_RECORDS", pack)
+    tapes = []
+
+    def record(eng, tape, seg, touch, stamp):
+        tapes.append((repr(tape), sorted(touch.items()), stamp))
+        return _REPLAY(eng, tape, seg, touch, stamp)
+
+    monkeypatch.setattr(bulk, "replay", record)
+    now = os.path.getmtime(path) + 30.0
+    pipe = pipeline.judge_path(path, now=now, judging=judging)
+    assert pipe.parser.packed is False  # only while the file is read
+    pr = pipe.parser
+    return (
+        tapes,
+        pipe.finished_by,
+        pipe._fatal,
+        pipe._final_done,
+        sorted(pipe._seen_steps, key=repr),
+        store_state(pipe.store),
+        repr(pipe.report(now).to_json(path)) if judging else None,
+        pr.counts.as_dict(),
+        sorted(pr._names),
+        pr._last_time,
+        pr._cur_key,
+        pr.first_ts,
+        pr.last_ts,
+        repr(export.rows(pipe.store)),
+        repr(export.rows(pipe.store, "step")),
+        export.render(pipe.store),
+    )
+
+
+@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+@pytest.mark.parametrize("judging", [True, False])
+def test_judged_logs_agree_packed(path, judging, monkeypatch):
+    assert _judged(path, True, judging, monkeypatch) == _judged(path, False, judging, monkeypatch)
+
+
+@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+@pytest.mark.parametrize("setup", sorted(SETUPS))
+def test_simulated_setups_agree_packed(setup, tmp_path, monkeypatch):
+    for scenario, k in (("healthy", 1), ("gap-rising", 2), ("off-policy", 4), ("crashed", 1), ("engine-down", 1)):
+        path = tmp_path / f"{setup}-{scenario}.log"
+        path.write_text(
+            "\n".join(ln for _, ln in generate(scenario, 40, 2, steps_per_rollout=k, setup=setup, noise_per_rollout=30))
+        )
+        assert _judged(str(path), True, True, monkeypatch) == _judged(str(path), False, True, monkeypatch)
+
+
+def _runs_in_one_file(tmp_path) -> list[str]:
+    """Two runs in one file (a restart: a new segment), a job appended after one finished, a
+    crash, and a log without launch flags (no groups: the shape is not remembered)."""
+    a = [ln for _, ln in generate("healthy", 30, 1, noise_per_rollout=10)]
+    b = [ln for _, ln in generate("gap-jump", 30, 2, noise_per_rollout=10)]
+    c = [ln for _, ln in generate("crashed", 30, 3, noise_per_rollout=10)]
+    bare = [ln for ln in a if "EXEC:" not in ln and "rollout_batch_size" not in ln]
+    paths = []
+    for name, lines in (("restart", a + b), ("appended", a + a), ("crash-appended", c + a), ("bare", bare)):
+        path = tmp_path / f"{name}.log"
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(str(path))
+    return paths
+
+
+@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+@pytest.mark.parametrize("judging", [True, False])
+def test_restarts_and_appended_runs_agree_packed(tmp_path, monkeypatch, judging):
+    for path in _runs_in_one_file(tmp_path):
+        assert _judged(path, True, judging, monkeypatch) == _judged(path, False, judging, monkeypatch), path
+
+
+@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+def test_a_read_not_judged_files_each_block_as_one_round(tmp_path, monkeypatch):
+    """Not judging (export), a block is one round unless an event in it ends the run: the same
+    store, books and export as a round per rollout, with a block that holds a job's end and
+    the records of the job appended after it, and blocks of a few lines each."""
+    rounds = []
+    chunks = pipeline._FILE_CHUNKS
+
+    def count(items, bounds, r, *rest):
+        rounds.append(len(bounds))
+        return chunks(items, bounds, r, *rest)
+
+    monkeypatch.setattr(pipeline, "_FILE_CHUNKS", count)
+    paths = _runs_in_one_file(tmp_path) + [p for p in LOGS if "crashed" in p or "healthy-seed1" in p]
+    for path in paths:
+        for chunk in (pipeline.BULK_CHUNK, 2048):
+            monkeypatch.setattr(pipeline, "BULK_CHUNK", chunk)
+            rounds.clear()
+            one = _judged(path, True, False, monkeypatch)
+            assert chunk > 2048 or 1 in rounds, path  # (a small file's one block ends its job)
+            monkeypatch.setattr(pipeline, "_ends_run", lambda items: True)  # a round per rollout
+            rounds.clear()
+            each = _judged(path, True, False, monkeypatch)
+            assert chunk == 2048 or max(rounds) > 1
+            monkeypatch.undo()
+            monkeypatch.setattr(pipeline, "_FILE_CHUNKS", count)
+            assert one == each, (path, chunk)
+    items = pipeline.LineParser().feed_lines(["Job 'raysubmit_1' succeeded"])
+    assert pipeline._ends_run(items) and not pipeline._ends_run([])
+
+
+@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+def test_feed_file_agrees_packed_and_live_feeds_make_dicts(tmp_path, monkeypatch):
+    path = tmp_path / "run.log"
+    lines = [ln for _, ln in generate("healthy", 30, 1, noise_per_rollout=20)]
+    path.write_text("\n".join(lines[: len(lines) // 2]) + "\n")
+    states = []
+    for pack in (True, False):
+        monkeypatch.setattr(pipeline, "PACK_RECORDS", pack)
+        pipe = pipeline.Pipeline()
+        assert pipeline.feed_file(pipe, str(path), chunk=4096)
+        assert pipe.parser.packed is False
+        states.append(store_state(pipe.store))
+        # the live feed that follows: records with dicts, as views read them
+        up = pipe.feed("\n".join(lines[len(lines) // 2 :]).encode())
+        assert up.records and all(type(r.metrics) is dict for r in up.records)
+        states.append(store_state(pipe.store))
+    assert states[0] == states[2] and states[1] == states[3]
+
+
+@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+def test_rounds_go_through_file_chunk(monkeypatch):
+    """The common rounds of a whole-file read are filed, booked and taped in C (the comparison
+    above would pass if Python did them all)."""
+    calls = {"done": 0, "python": 0}
+    chunks = pipeline._FILE_CHUNKS
+
+    def count(items, bounds, r, *rest):
+        got = chunks(items, bounds, r, *rest)
+        calls["done"] += (len(bounds) if got is None else got[0]) - r
+        calls["python"] += got is not None
+        return got
+
+    monkeypatch.setattr(pipeline, "_FILE_CHUNKS", count)
+    path = os.path.join(os.path.dirname(LOGS[0]), "healthy-seed1.log")
+    pipeline.judge_path(path)
+    assert calls["done"] > 10 * calls["python"] > 0
