@@ -29,7 +29,7 @@ def _rollout_rows(seg: Segment) -> list[dict[str, Any]]:
     nonfinite = seg.nonfinite
     rows = []
     for i, (rid, r) in enumerate(zip(table.ids, table.rows)):
-        row = {"rollout": rid}
+        row: dict[str, Any] = {"rollout": rid}
         for name, cells in cols:
             v = cells[i]
             if v is not None:
@@ -124,11 +124,12 @@ def _json_value(value: Any) -> tuple[Any, float | None]:
                 box[i] = None
                 first = v if first is None else first
         elif isinstance(v, (list, tuple)):
-            box[i] = copy = list(v)
-            todo.extend((copy, j) for j in reversed(range(len(copy))))
+            items = list(v)
+            box[i] = items
+            todo.extend((items, j) for j in reversed(range(len(items))))
         elif isinstance(v, dict):
-            box[i] = copy = dict(v)
-            todo.extend((copy, j) for j in reversed(list(copy)))
+            box[i] = pairs = dict(v)
+            todo.extend((pairs, j) for j in reversed(list(pairs)))
     return top[0], first
 
 
@@ -262,6 +263,7 @@ def _formatted(jobs: list):
 
     def helper() -> None:
         for k in range(1, len(jobs), 2):
+            out: tuple[Any, BaseException | None]
             try:
                 out = (text(k), None)
             except BaseException as exc:  # (raised in the caller's thread)

@@ -266,7 +266,7 @@ class Pipeline:
             # export spent ~25 % of its filing on 11,800 rounds' updates.
             bounds = [len(items)]
         else:
-            cuts = _ROLLOUT_CUTS(items) if _FILE_CHUNK is not None else None
+            cuts = _ROLLOUT_CUTS(items) if _ROLLOUT_CUTS is not None else None
             if cuts is None:
                 cuts = _rollout_cuts(items)
             bounds = cuts + [len(items)]
@@ -285,6 +285,7 @@ class Pipeline:
         Python taking a round where it says."""
         # (the engine's books and its run's shape only where it judges: C reads them only then)
         engine_d, shape = (self.engine.__dict__, _judge()._shape) if self.judging else ({}, None)
+        assert _FILE_CHUNKS is not None  # (_add takes this path only with the scanner's file_chunks)
         r = 0
         while r < len(bounds):
             got = _FILE_CHUNKS(
@@ -552,7 +553,8 @@ def _judge_stdin(ranges: RangeSet | None, ranges_label: str | None, now: float |
         return pipe
 
     pipe = fresh().defer()
-    spool, kept = _open_spool(), []  # kept: (size, arrival time) of each block spooled
+    spool = _open_spool()
+    kept: list[tuple[int, float]] = []  # (size, arrival time) of each block spooled
     if spool is None:
         pipe.settle()
     try:

@@ -413,7 +413,7 @@ def _rollout_series(scenario: str, n: int, seed: int, onset: int | None, pace: f
     length = np.clip(lc + 18.0 * _ar1(z[:, 1], 0.5), np.where(early, 632, 402), 781)
     keep = ~hit
     if scenario == "length-hacking":
-        o = int(onset)
+        o = int(onset)  # type: ignore[arg-type]  # (a broken scenario has its onset)
         reward = np.where(
             hit, np.clip(_reward_curve(np.array([o]))[0] - 0.01 * pace * d + 0.03 * rn, 0.02, 0.98), reward
         )
@@ -421,7 +421,7 @@ def _rollout_series(scenario: str, n: int, seed: int, onset: int | None, pace: f
             hit, np.minimum(_length_curve(np.array([o]))[0] * 1.03 ** (pace * d) + 18 * z[:, 1], 990), length
         )
     elif scenario == "rollout-slowdown":
-        length = np.where(hit, _length_curve(np.array([float(onset)]))[0] + 12 * z[:, 1], length)
+        length = np.where(hit, _length_curve(np.array([float(onset)]))[0] + 12 * z[:, 1], length)  # type: ignore[arg-type]
     elif scenario == "no-signal":
         reward = np.where(hit, 0.5 + 0.004 * z[:, 0], reward)
     else:
@@ -521,6 +521,7 @@ def _step_series(scenario: str, n: int, K: int, seed: int, onset: int | None, pa
 
 def _break_finite(out: dict, u: np.ndarray, hit: np.ndarray, onset: int | None, K: int) -> None:
     """nan at the onset step, then nan/inf grad norms or nan losses on about 45% of steps."""
+    assert onset is not None  # (a broken scenario has its onset)
     for i in np.flatnonzero(hit):
         if i == onset * K or u[i] < 0.25:
             out["grad"][i] = math.nan
@@ -994,7 +995,7 @@ def _filler(L: _Log, ch: _Chunk, rng: np.random.Generator, lo: float, hi: float,
 class _Run:
     """Walks the timeline of one simulated run and yields it chunk by chunk."""
 
-    def __init__(self, scenario, rollouts, seed, K, fmt, noise, onset, start, su: Setup = None, pace=1.0):
+    def __init__(self, scenario, rollouts, seed, K, fmt, noise, onset, start, su: Setup | None = None, pace=1.0):
         _check_scenario(scenario)
         if K < 1 or rollouts < 0 or noise < 0:
             raise ValueError("steps_per_rollout >= 1, rollouts >= 0 and noise_per_rollout >= 0 required")
@@ -1010,7 +1011,7 @@ class _Run:
         else:
             self.v = _setup_rollout_series(su, scenario, rollouts, seed, self.onset, pace)
             self.st = _setup_step_series(su, scenario, rollouts, K, seed, self.onset, pace)
-        self.v["su"] = su
+        self.v["su"] = su  # type: ignore[assignment]  # (the series' dict also carries its setup)
         self.t = 0.0
         self.prev = {"sleep": 2.1, "update": 3.4}
         self.train_end = 140.0  # the trainer is ready after the initial weight sync

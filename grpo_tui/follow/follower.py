@@ -192,7 +192,7 @@ class Follower:
     def stop(self) -> None:
         """Ask the iteration to end (call from the event loop thread)."""
         self._stopped = True
-        if self._stop is not None:
+        if self._stop is not None and self._wake is not None:
             self._stop.set()
             self._wake.set()
 
@@ -258,6 +258,7 @@ class Follower:
         off from poll_interval to MAX_BACKOFF x poll_interval (an idle follower wakes rarely),
         and any change brings it back at once."""
         woke = False
+        assert self._wake is not None  # (made when the iteration began)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), self.poll_interval * self._backoff)
             woke = True
@@ -285,6 +286,7 @@ class Follower:
 
     async def _watch(self) -> None:
         """Run awatch on the parent folder(s), restarting when they vanish."""
+        assert self._stop is not None  # (made when the iteration began)
         while not self._stop.is_set():
             dirs = self._watch_dirs()
             if not dirs:
@@ -297,6 +299,7 @@ class Follower:
 
     async def _watch_once(self, dirs: list[str]) -> None:
         """Wake the reader on each change; return when the folders change."""
+        assert self._wake is not None  # (made when the iteration began)
         idents = [_ident(d) for d in dirs]
         async for changes in watchfiles.awatch(
             *dirs,
@@ -315,6 +318,7 @@ class Follower:
                 return  # a watched folder was replaced: watch the new one
 
     async def _sleep_or_stop(self, seconds: float) -> None:
+        assert self._stop is not None  # (made when the iteration began)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), seconds)
 
@@ -351,12 +355,14 @@ class Follower:
             self._emit(out, "replaced")
             self._close()
             return
-        size = os.fstat(self._fd).st_size
+        fd = self._fd
+        assert fd is not None  # (called with the file open)
+        size = os.fstat(fd).st_size
         if size < self._pos:
             self._restart(out, f"size {size} < offset {self._pos}")
-        elif self._head and os.pread(self._fd, len(self._head), 0) != self._head:
+        elif self._head and os.pread(fd, len(self._head), 0) != self._head:
             self._restart(out, "head changed")
-        elif self._tail and os.pread(self._fd, len(self._tail), self._pos - len(self._tail)) != self._tail:
+        elif self._tail and os.pread(fd, len(self._tail), self._pos - len(self._tail)) != self._tail:
             self._restart(out, "rewritten (bytes before the read offset changed)")
 
     def _restart(self, out: list[Item], why: str) -> None:
@@ -403,6 +409,7 @@ class Follower:
 
     def _read_chunk(self, out: list[Item]) -> int:
         """Read up to chunk_bytes of new data; emit one Lines batch for it."""
+        assert self._fd is not None  # (called with the file open)
         data = os.pread(self._fd, self.chunk_bytes, self._pos)
         if not data:
             return 0

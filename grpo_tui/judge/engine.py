@@ -200,8 +200,8 @@ class HealthEngine:
                 if last is None or ts > last:
                     last = ts
         self._first_ts, self._last_ts = first, last
-        if seg.ids:
-            latest = seg.last_rollout
+        latest = seg.last_rollout
+        if seg.ids and latest is not None:
             # A rollout is complete once a later one has begun, or its trainer perf is in.
             for r in self._complete_rollouts(seg, latest):
                 changes.extend(self._judge(seg, r))
@@ -211,8 +211,8 @@ class HealthEngine:
         """The final pass (end of a finished or silent log): judge every rollout not yet judged."""
         seg = self.store.current
         changes: list[AlertChange] = []
-        if seg.ids:
-            last = seg.last_rollout
+        last = seg.last_rollout
+        if seg.ids and last is not None:
             if self._evaluated is None or last > self._evaluated:
                 if self._tape is not None:
                     # a pass before the input ended (the run said it finished, more came): it may
@@ -260,7 +260,7 @@ class HealthEngine:
 
         tape, seg, touch = self._tape, self._tape_seg, self._touch
         self._tape = []
-        if not tape:
+        if not tape or seg is None:
             return []
         live = (self._first_ts, self._last_ts)
         try:
@@ -410,6 +410,7 @@ class HealthEngine:
 
     def _crash_condition(self) -> Condition:
         ev = self._crash
+        assert ev is not None  # (asked only while a crash is held)
         cause = self._crash_cause
         exc = ev.data.get("exception") or ev.text
         if cause is not None:
@@ -483,7 +484,7 @@ class HealthEngine:
                     )
                     changes += self._apply_now([self._engine_trouble], r)
         elif ev.kind == "max_retries":
-            evidence = {"line": ev.line_no, "time": ev.time}
+            evidence: dict[str, Any] = {"line": ev.line_no, "time": ev.time}
             b = self._retry_burst
             if b is not None:
                 evidence.update(
@@ -702,17 +703,17 @@ def _shape(seg: Segment) -> tuple:
     name that first appears later changes none of these unless it becomes a signal's metric:
     earlier rows hold no value for it."""
     names = (len(seg.names), len(seg.columns), len(seg.train_sum))
-    memo = getattr(seg, "_shape_memo", None)
+    memo = seg.judge_memo.get("shape")
     if memo is not None and memo[0] == names:
         metrics = memo[1]
     else:
         metrics = tuple(metric_for(seg, s) for s in (*SIGNALS, ENTROPY)) + ("rollout/response_len/max" in seg.columns,)
-        seg._shape_memo = (names, metrics)
+        seg.judge_memo["shape"] = (names, metrics)
     shape = (metrics, seg.framework, len(seg.flags), seg.steps_per_rollout, groups_of(seg), seg.ordered)
-    last = getattr(seg, "_shape_last", None)
+    last = seg.judge_memo.get("shape_last")
     if last == shape:
         return last  # one object for a run's many equal shapes (the tape keeps one per rollout)
-    seg._shape_last = shape
+    seg.judge_memo["shape_last"] = shape
     return shape
 
 

@@ -64,6 +64,8 @@ class RangeSet:
         # bounds() of each rollout, by array: a constant band, else the manual's early set for
         # the first rollouts and its whole-run set after (a held alert's rule asks this at every
         # rollout, for every rollout of its window: a Python call each cost ~2 ms a rollout)
+        early_b: tuple[float, float] | None
+        whole_b: tuple[float, float] | None
         if sig_id in self.constant:
             early_b = whole_b = self.constant[sig_id]
         elif self.use_defaults:
@@ -162,7 +164,7 @@ def _read(path: str) -> bytes:
 
 def _too_deep(doc: dict) -> bool:
     """More nested tables/lists than MAX_DEPTH, checked without recursion."""
-    todo = [(doc, 1)]
+    todo: list[tuple[dict | list, int]] = [(doc, 1)]
     while todo:
         node, depth = todo.pop()
         if depth > MAX_DEPTH:
@@ -289,10 +291,10 @@ def _load_signal(out: RangeSet, sig_id: str, t: dict) -> None:
             raise _Bad(
                 "steps" if "steps" in t else "centre", "`steps`/`centre` need `lo` and `hi` lists (one value per step)"
             )
-        lo, hi = _num(t, "lo"), _num(t, "hi")
-        if lo > hi:
-            raise _Bad("lo", f"lo {lo:g} is above hi {hi:g}")
-        out.constant[sig_id] = (lo, hi)
+        lo1, hi1 = _num(t, "lo"), _num(t, "hi")
+        if lo1 > hi1:
+            raise _Bad("lo", f"lo {lo1:g} is above hi {hi1:g}")
+        out.constant[sig_id] = (lo1, hi1)
         if sigma0 is not None:
             out.sigmas[sig_id] = sigma0
         return

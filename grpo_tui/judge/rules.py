@@ -186,7 +186,7 @@ def ranges_for(seg: Segment, ranges: RangeSet, upto: int | None = None) -> Range
     if not rs.use_defaults:
         return rs
     fit, _, narrowed = _fit_memo(seg, rs, upto)
-    return rs if fit else narrowed
+    return rs if fit or narrowed is None else narrowed
 
 
 def defaults_fit_memo(seg: Segment, ranges: RangeSet, upto: int | None = None) -> tuple[bool, str]:
@@ -197,12 +197,12 @@ def defaults_fit_memo(seg: Segment, ranges: RangeSet, upto: int | None = None) -
 
 def _fit_memo(seg: Segment, rs: RangeSet, upto: int | None) -> tuple[bool, str, RangeSet | None]:
     key = _fit_key(seg, rs, upto)
-    memo = getattr(seg, "_fit_memo", None)  # (one per segment: a thread owns its store)
+    memo = seg.judge_memo.get("fit")  # (one per segment: a thread owns its store)
     if memo is not None and memo[0] == key and memo[1] is rs:
         return memo[2], memo[3], memo[4]
     fit, why = defaults_fit(seg, rs, upto)
     narrowed = None if fit else RangeSet(rs.envelopes, rs.constant, rs.sigmas, rs.path, rs.meta, use_defaults=False)
-    seg._fit_memo = (key, rs, fit, why, narrowed)
+    seg.judge_memo["fit"] = (key, rs, fit, why, narrowed)
     return fit, why, narrowed
 
 
@@ -510,7 +510,7 @@ def _explosion(ctx: RuleContext, sig_id: str, ids: np.ndarray, lv: np.ndarray, b
 # -- rules -----------------------------------------------------------------------------------
 def rule_non_finite(ctx: RuleContext) -> list[Condition]:
     seg = ctx.seg
-    out = []
+    out: list[Condition] = []
     row = seg.row_of.get(ctx.upto)
     if row is None:
         return out
@@ -1430,10 +1430,10 @@ def evaluate_metrics(
     if ("no-signal" in fired or "no-signal" in open_rules) and "length-hacking" not in open_rules:
         # reward collapsed with the groups: that explains a falling reward, not longer answers
         out = [c for c in out if c.rule != "length-hacking"]
-    for rule, sig_ids in _LATCHED.items():
-        if rule in open_rules and rule not in fired:
+    for rule_id, sig_ids in _LATCHED.items():
+        if rule_id in open_rules and rule_id not in fired:
             for sig_id in sig_ids:
-                c = _still_outside(ctx, rule, sig_id)
+                c = _still_outside(ctx, rule_id, sig_id)
                 if c is not None:
                     out.append(c)
                     break

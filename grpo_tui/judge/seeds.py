@@ -51,7 +51,7 @@ class Calibrated:
 
 def _flag_int(flags: dict, name: str) -> int | None:
     try:
-        v = int(float(flags.get(name)))
+        v = int(float(flags.get(name)))  # type: ignore[arg-type]  # (None: TypeError)
     except (TypeError, ValueError):
         return None
     return v if v > 0 else None
@@ -74,8 +74,8 @@ def _floor(sig: Signal, series: list[tuple[np.ndarray, np.ndarray]], stores: lis
         p = min(max(abs(med), 1.0 / b), 1.0 - 1.0 / b) if 0.0 <= med <= 1.0 else 0.5
         return max(math.sqrt(p * (1 - p) / b), 1.0 / b)
     if sig.id == "zero_std":
-        gs = [groups_of(st.current) for st in stores]
-        return 1.0 / max(gs) if all(g and g > 1 for g in gs) else (0.02 if all(gs) else 1.0)
+        gs = [groups_of(st.current) or 0 for st in stores]
+        return 1.0 / max(gs) if all(g > 1 for g in gs) else (0.02 if all(gs) else 1.0)
     if sig.id == "length":
         return max(0.5 * abs(med) / math.sqrt(b), 1.0)
     return 1e-4

@@ -6,14 +6,15 @@ The pipeline (grpo_tui/pipeline.py) feeds these blocks to the parser for `check`
 
 from __future__ import annotations
 
+import io
 import mmap
 import os
 import stat
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
-from typing import Any, BinaryIO
+from collections.abc import Callable, Generator, Iterator
+from typing import Any, BinaryIO, cast
 
 from ..shared_override import SharedOverride
 
@@ -77,7 +78,7 @@ def check_readable(path: str) -> None:
         raise InputError(f"{path}: permission denied")
 
 
-def open_regular(path: str) -> BinaryIO:
+def open_regular(path: str) -> io.BufferedReader:
     """Open a regular file for reading in binary, or raise InputError; `-` is stdin.
 
     check_readable first (stat), then open with O_NONBLOCK so that a file swapped for a FIFO
@@ -165,7 +166,7 @@ def iter_block_views(
     buffers: int = 1,
     taken: Callable[[], int] | None = None,
     walk: Callable[..., tuple] | None = None,
-) -> Iterator[Any]:
+) -> Generator[Any, None, None]:
     """The lines of a file as iter_byte_blocks gives them (each cut to `max_line` bytes; with
     `end`, those of bytes [0, end), a last line without its newline left out),
     in blocks read into one reused buffer: no new 4 MiB object and no copy per block, which
@@ -204,7 +205,8 @@ def iter_block_views(
     given = [-1] * len(mvs)  # (with `taken`) the number of the block each buffer gave out
     blocks = 0  # blocks given out so far
     cur = 0
-    mv, buf = mvs[0], mvs[0].obj
+    mv = mvs[0]
+    buf = cast(mmap.mmap, mv.obj)
     fd = f.fileno() if walk is not None else -1  # (read there directly: f's buffer stays unused)
     walked, mid = None, -1
     with f:
@@ -246,14 +248,14 @@ def iter_block_views(
                     yield block if walk is None else (block, None)
                 elif mid >= 0:  # (set only by a walk that split the block)
                     blocks += 1  # (two blocks: the buffer is kept until the second is done)
-                    views[cur] = [mv[:mid], mv[mid + 1 : cut]]
+                    pair = views[cur] = [mv[:mid], mv[mid + 1 : cut]]
                     given[cur] = blocks - 1
-                    yield views[cur][0], walked
-                    yield views[cur][1], LEFT
+                    yield pair[0], walked
+                    yield pair[1], LEFT
                 else:
-                    views[cur] = [mv[:cut]]
+                    one = views[cur] = [mv[:cut]]
                     given[cur] = blocks - 1
-                    yield views[cur][0] if walk is None else (views[cur][0], walked)
+                    yield one[0] if walk is None else (one[0], walked)
                 walked, mid = None, -1
             rest = stop - cut - 1
             if rest > max_line:
@@ -268,12 +270,12 @@ def iter_block_views(
                     # once its last block is dropped (a freed bytearray this big stays in the heap)
                     mvs[nxt] = memoryview(_buffer(cap, fill))
                 else:
-                    for view in views[nxt]:
+                    for view in views[nxt] or ():
                         view.release()
                 views[nxt] = None
             mvs[nxt][:rest] = mv[cut + 1 : cut + 1 + rest]
             cur, mv = nxt, mvs[nxt]
-            buf = mv.obj
+            buf = cast(mmap.mmap, mv.obj)
             have = rest
         if have and end is None:
             yield bytes(mv[:have]) if walk is None else (bytes(mv[:have]), None)
@@ -451,6 +453,7 @@ class ScannedReader:
             blocks.close()
 
     def _walk(self, fd: int, mv: memoryview, have: int, want: int, max_line: int) -> tuple:
+        assert self.read_scan is not None  # (the reader walks only with read_scan)
         spare = not self._waiting and self._share == 0  # (a share given away: the reader is the slower)
         if self._share > 0:
             got = self.read_scan(
@@ -502,7 +505,7 @@ SHARE_STEP = 1 / 32  # ScannedReader._steer
 SHARE_MAX = 0.5
 
 
-def _has_long_line(b: bytes | bytearray, max_line: int | None = None, end: int | None = None) -> bool:
+def _has_long_line(b: bytes | bytearray | mmap.mmap, max_line: int | None = None, end: int | None = None) -> bool:
     """Whether some line of b[:end] is longer than max_line (default MAX_LINE), in a few rfind
     calls per block."""
     max_line = MAX_LINE if max_line is None else max_line

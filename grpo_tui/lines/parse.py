@@ -42,10 +42,11 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date as _date
 from functools import partial
+from typing import Any
 
 from . import pure_asked
 from .formats import parse_trl, parse_verl
@@ -228,7 +229,7 @@ PACKED = getattr(SCAN, "Packed", None)  # a record's values without a dict (Line
 def unpack(rec: MetricRecord) -> dict:
     """The record's values as a dict, made and set on it when they came packed (see
     LineParser.packed): for Python code that reads a record the whole-file path made."""
-    values = rec.metrics
+    values: Any = rec.metrics
     if type(values) is PACKED:
         values = rec.metrics = values.dict()
     return values
@@ -237,7 +238,7 @@ def unpack(rec: MetricRecord) -> dict:
 # A source's deque of skipped lines (the newest _SKIPPED_PER_SOURCE).  A partial, not a def:
 # Fold.run makes one for each source a quiet line or a header emptied (tens of thousands in a
 # noisy log), and calling a partial of a C type from C runs no Python frame.
-_new_skipped = partial(deque, maxlen=_SKIPPED_PER_SOURCE)
+_new_skipped: Callable[[], deque[str]] = partial(deque, maxlen=_SKIPPED_PER_SOURCE)
 
 
 def _source_key(raw: str) -> str:
@@ -385,12 +386,14 @@ def _pid_of(span: str) -> str:
 
 
 def _fast_ts(date: str, time: str, ms: str | None) -> float | None:
-    secs = _sec_cache.get((date, time), _MISSING)
-    if secs is _MISSING:
+    got = _sec_cache.get((date, time), _MISSING)
+    if got is _MISSING:
         secs = _whole_seconds(date, time)
         if len(_sec_cache) >= 4096:
             _sec_cache.clear()
         _sec_cache[(date, time)] = secs
+    else:
+        secs = got  # type: ignore[assignment]
     if secs is None:
         return None
     try:
@@ -733,6 +736,7 @@ class LineParser:
         """feed_lines with the C scanner.  None when the batch can't be scanned as is (a line
         holding a newline)."""
         data = "\n".join(lines).encode("utf-8", "surrogatepass")
+        assert self._scan is not None  # (feed_lines calls this only with the scanner)
         fo = self._scan.scan_fold(data, False, not self.noise_times)
         if fo.n != len(lines):
             return None
@@ -988,9 +992,9 @@ class LineParser:
         taken here, in the few steps _header_fields would come to; anything else goes through
         _header_fields.  A ready head (the scanner read the message too) goes to _feed_ready."""
         if len(h) != _H_COUNT:
-            out: list[Item] = []
-            self._feed_ready(h, out)
-            return out
+            ready: list[Item] = []
+            self._feed_ready(h, ready)
+            return ready
         (
             key,
             a0,
@@ -1276,6 +1280,7 @@ class LineParser:
             # The open dict was cut (a truncated line) and this line is something else:
             # the record keeps its complete pairs and the line is read on its own.
             return False
+        assert pend.parsed is not None and pend.record is not None  # (a record's pending state)
         pend.parsed.extend(more)
         pend.rescanned += len(pend.tail)
         pend.size += len(text) - len(pend.tail)
@@ -1327,7 +1332,7 @@ class LineParser:
     def _close_pending(self, out: list[Item]) -> None:
         pend = self._pending
         self._pending = None
-        if pend is None or pend.record is None:
+        if pend is None or pend.record is None or pend.parsed is None:
             return
         if pend.elided and pend.tail.strip():
             # A pasted fragment ends without its `}`: its last pair (`'k': -0.3` with no comma) is
@@ -1586,7 +1591,7 @@ class LineParser:
                 if ("503" in msg or (not header and "503" in prev))
                 else ("conn" if "connection" in msg.lower() else "error")
             )
-            data = {"status": status}
+            data: dict[str, Any] = {"status": status}
             if m:
                 data.update(attempt=bounded_int(m.group("k")), max=bounded_int(m.group("max")), url=m.group("url"))
             return ev("engine_retry", **data)

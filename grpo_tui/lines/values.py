@@ -23,6 +23,7 @@ _FAST_PAIR = re.compile(r"'([^'\\]*)': (" + _FAST_VALUE + r")")
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
 _NUMBER_RUN = re.compile(r"(?:\s*" + _NUMBER.pattern + r"\s*,)+")  # list items up to a comma
 _WORD = re.compile(r"[-+]?[A-Za-z_][\w.]*")
+# (the `*` patterns below match at any position, possibly empty: their match is never None)
 _WS = re.compile(r"\s*")
 _EXP_TAIL = re.compile(r"[eE][-+]?")
 _STRING_RUN = {"'": re.compile(r"[^'\\]*"), '"': re.compile(r'[^"\\]*')}
@@ -208,7 +209,7 @@ class _SlowParser:
         return self.text[self.pos]
 
     def _skip_ws(self) -> None:
-        self.pos = _WS.match(self.text, self.pos).end()
+        self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
 
     def _expect(self, ch: str) -> None:
         if self._peek() != ch:
@@ -226,8 +227,8 @@ class _SlowParser:
         buf: list[str] = []
         while True:
             m = plain.match(text, i)
-            buf.append(m.group())
-            i = m.end()
+            buf.append(m.group())  # type: ignore[union-attr]
+            i = m.end()  # type: ignore[union-attr]
             if i >= len(text):
                 raise _Incomplete()
             if text[i] == quote:
@@ -314,7 +315,7 @@ class _SlowParser:
             self.pos = w.end()
         want: list[str] = []  # the closers of the brackets open
         while True:
-            self.pos = _BRACKETS_RUN.match(text, self.pos).end()
+            self.pos = _BRACKETS_RUN.match(text, self.pos).end()  # type: ignore[union-attr]
             if self.pos >= len(text):
                 raise _Bad("nesting")
             ch = text[self.pos]
@@ -337,7 +338,7 @@ class _SlowParser:
         text = self.text
         plain = _BALANCED_RUN[open_ch]
         while depth:
-            self.pos = plain.match(text, self.pos).end()
+            self.pos = plain.match(text, self.pos).end()  # type: ignore[union-attr]
             if self.pos >= len(text):
                 raise _Incomplete()
             ch = text[self.pos]
@@ -353,7 +354,7 @@ class _SlowParser:
         plain = _STRING_RUN[quote]
         i = self.pos + 1
         while True:
-            i = plain.match(text, i).end()
+            i = plain.match(text, i).end()  # type: ignore[union-attr]
             if i >= len(text):
                 raise _Incomplete()
             if text[i] == quote:

@@ -14,14 +14,17 @@ import math
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..lazy_numpy import LazyNumpy
 from ..lines.launch import FlagsMemo, arg_dump_to_flag
 from ..lines.parse import PACKED, SCAN
 from ..lines.records import Event, Item, MetricRecord
 
-np = LazyNumpy(globals())  # (imported where a method first needs it: see lazy_numpy.py)
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = LazyNumpy(globals())  # (imported where a method first needs it: see lazy_numpy.py)
 
 _NAN = math.nan
 _NAN_CELL = array("d", [_NAN])
@@ -42,7 +45,7 @@ class _Column:
     def __init__(self, capacity: int) -> None:
         self.cells = _NAN_CELL * capacity
         self.view = memoryview(self.cells)
-        self._data = None
+        self._data: np.ndarray | None = None
 
     @property
     def data(self) -> np.ndarray:
@@ -195,6 +198,8 @@ class Segment:
         self.rollout_steps: dict[int, list[tuple[str, int]]] = {}
         self.duplicate_steps = 0
         self.events: list[Event] = []
+        # what the judge derives from this run's shape, kept with the run (judge/rules.py, engine.py)
+        self.judge_memo: dict[str, Any] = {}
         self.records = 0
         self.framework = "miles"  # verl / trl console lines switch it
         self.first_record_ts: float | None = None
@@ -365,11 +370,12 @@ class Segment:
         if ts is None:
             return
         if type(ts) is float:  # (the parser's): through the views
-            first = self.first_ts.view
+            first: Any = self.first_ts.view  # (a memoryview of doubles)
             old = first[row]
             if old != old:
                 first[row] = ts
-            self.last_ts.view[row] = ts
+            last: Any = self.last_ts.view
+            last[row] = ts
             return
         if math.isnan(self.first_ts.cells[row]):
             self.first_ts.cells[row] = ts
@@ -454,6 +460,7 @@ class Segment:
     def is_restart(self, rec: MetricRecord) -> bool:
         """Rollout ids going back (or repeating) within one stream means the run restarted."""
         kind = rec.kind
+        stream: tuple[str | None, ...]
         if kind == "rollout":
             stream = ("rollout", rec.proc, rec.role)
         elif kind == "perf" and _rm_perf(rec):
@@ -666,7 +673,7 @@ class MetricStore:
             i += 1
             if isinstance(item, MetricRecord):
                 if type(item.metrics) is PACKED:  # (a whole-file read's: see LineParser.packed)
-                    item.metrics = item.metrics.dict()
+                    item.metrics = item.metrics.dict()  # type: ignore[attr-defined]
                 kind = item.kind  # (only rollout and perf ids can go back: see is_restart)
                 if (kind == "rollout" or kind == "perf") and (seg.ids or seg.steps) and seg.is_restart(item):
                     self._new_segment(item.line_no, seg.flags)

@@ -16,13 +16,16 @@ start); a segment out of order, and the other tables, import it where they first
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..lazy_numpy import LazyNumpy
 from ..lines.parse import SCAN
 from .metric_store import _NAN_CELL, Segment, _is_number
 
-np = LazyNumpy(globals())  # (imported where a column first needs it: see the docstring)
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = LazyNumpy(globals())  # (imported where a column first needs it: see the docstring)
 
 _COL_MEANS = getattr(SCAN, "col_means", None)
 _COUNTED_NAN = getattr(SCAN, "counted_nan", None)
@@ -164,6 +167,7 @@ def _quick_values(seg: Segment, name: str, n: int):
     means of a train metric's steps (the same division, in C)."""
     total = seg.train_sum.get(name)
     if total is not None:
+        assert _COL_MEANS is not None  # (rollout_table takes this path only with col_means)
         return memoryview(_COL_MEANS(total.cells, seg.train_cnt[name].cells, n)).cast("d")
     col = seg.columns.get(name)
     return _NAN_CELL * n if col is None else col.cells[:n]
@@ -183,7 +187,7 @@ def _logged_ints(seg: Segment, name: str, rows: list[int], values: list[float], 
     if not rows:
         return True
     # (each test over all rows at once, in C: a row at a time in Python cost ~7 ms on 12,800)
-    got = list(map(logged.get, rows))
+    got: list[Any] = list(map(logged.get, rows))
     return (
         set(map(type, got)) == {int}
         and set(map(seg.train_cnt[name].cells.__getitem__, rows)) == {1.0}
