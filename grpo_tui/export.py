@@ -1,4 +1,4 @@
-"""`grpo-tui export`: the store as CSV or JSON rows (design.md §6).
+"""`grpo-tui export`: the store as CSV or JSON rows (docs/contracts.md §6.5).
 
 Numbers keep full precision; nan/inf become JSON null with the raw token in `_nonfinite`;
 strings and bools are kept.  Columns are the union of metric names in first-seen order.
@@ -68,7 +68,7 @@ def rows(store: MetricStore, axis: str = "rollout") -> list[dict[str, Any]]:
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    """A row JSON accepts (design.md §6): every nan/inf, also inside a list, becomes null and the
+    """A row JSON accepts (docs/contracts.md §6.5): every nan/inf, also inside a list, becomes null and the
     metric's raw token (for a list, its text as logged) goes to the `_nonfinite` map."""
     if _RAW not in row and _plain(row):
         return row

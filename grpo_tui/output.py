@@ -1,6 +1,6 @@
 """Everything grpo-tui writes for a person or another program: files, CSV cells, text lines.
 
-Why one module: design.md §7 says log text must never reach a terminal as escapes, a
+Why one module: docs/contracts.md §7 says log text must never reach a terminal as escapes, a
 spreadsheet as a formula, or the log's own folder as a file.  The commands share these
 few helpers so each rule is enforced in one place.
 """
@@ -64,7 +64,7 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def check_output_path(output: str, inputs: Iterable[str], force: bool = False) -> None:
-    """Refuse to write onto an input log, or next to one (design.md §7) unless `force`.
+    """Refuse to write onto an input log, or next to one (docs/contracts.md §6.6) unless `force`.
 
     "The same file" is the same inode or the same real path (hard and symbolic links
     included); that is refused even with `force`, since the write would replace the log.

@@ -1,9 +1,9 @@
 """Synthetic Miles/slime GRPO training logs for demos and tests.
 
-The numbers follow the healthy baseline in design.md §4 (Qwen3-0.6B on GSM8K, 32 prompts x 8
+The numbers follow the healthy baseline in docs/contracts.md §4 (Qwen3-0.6B on GSM8K, 32 prompts x 8
 answers, 1024-token cap). Each broken scenario changes only the signals its rule watches, from
 `onset` on, so a detector that fires on the wrong signal shows up in tests. The text follows
-miles-log-format.md byte for byte: Ray prefixes with real escapes, doubled Megatron step
+docs/log-format.md byte for byte: Ray prefixes with real escapes, doubled Megatron step
 lines, two `perf N:` lines per rollout, `\\r`-joined tqdm bars, dedup suffixes, tracebacks.
 
 Randomness comes from one generator per rollout and one per train step, all derived from
@@ -50,7 +50,7 @@ DEDUP_NOTE = (
     "https://docs.ray.io/en/master/ray-observability/user-guides/configure-logging.html"
     "#log-deduplication for more options.)"
 )
-# slime prints the same messages from other call sites (miles-log-format.md §0, §7).
+# slime prints the same messages from other call sites (docs/log-format.md §1, §9).
 _SLIME_SITES = {
     ("log_utils.py", 542): ("log_utils.py", 460),
     ("model.py", 854): ("model.py", 649),
@@ -64,7 +64,7 @@ _ENDLESS = {"crashed", "engine-down", "stalled", "no-steps"}  # no clean end of 
 class Setup:
     """One training setup: model, data, batch shape, cap, and how its healthy curves move.
 
-    `manual` is the manual's own setup (design.md §4) and keeps the original generator byte
+    `manual` is the manual's own setup (docs/contracts.md §4) and keeps the original generator byte
     for byte; every other setup draws its metrics from a small model of a GRPO rollout
     (per-group accuracy ~ Beta, answers ~ Binomial, lengths ~ log-normal under the cap), so
     reward noise, zero-std groups and the cut share hang together the way they do in real runs.
@@ -449,7 +449,7 @@ def _rollout_series(scenario: str, n: int, seed: int, onset: int | None, pace: f
 
 
 def _limit_swings(x: np.ndarray, most: float) -> np.ndarray:
-    """Healthy reward never moves more than `most` between rollouts (design.md §4: <= 0.21)."""
+    """Healthy reward never moves more than `most` between rollouts (docs/contracts.md §4: <= 0.21)."""
     out = x.copy()
     for i in range(1, len(out)):
         out[i] = min(max(out[i], out[i - 1] - most), out[i - 1] + most)

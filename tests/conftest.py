@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-# A byte-exact copy of shared/docs/miles-log-sample.log ships with the tests, so a clean clone
+# A byte-exact copy of a real Miles log excerpt ships with the tests (docs/log-format.md §9), so a clean clone
 # needs nothing beside it.
 SAMPLE_LOG = Path(os.environ.get("GRPO_TUI_SAMPLE_LOG", str(FIXTURES / "miles-log-sample.log")))
 

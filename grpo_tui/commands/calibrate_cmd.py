@@ -1,6 +1,6 @@
 """`grpo-tui calibrate A B [C ...] -o ranges.toml [--force]`: healthy ranges from the user's own seeds.
 
-grpo-health.md §3.3: step-aligned centre, pooled robust noise, widened envelope, and a
+docs/health-signs.md §6: step-aligned centre, pooled robust noise, widened envelope, and a
 leave-one-seed-out check that widens (and says so) any margin a held-out seed would break.
 A seed with a broken-run sign, or one that lies mostly outside the others, is named and
 nothing is written (exit 1) unless --force (judge/seeds.py).

@@ -1,5 +1,5 @@
 """`grpo-tui check PATH [PATH ...] [--ranges FILE] [--baseline SEED ...] [--json]`: a verdict with
-Nagios exit codes. One file: the run's full report (design.md §6). Several paths or a folder:
+Nagios exit codes. One file: the run's full report (docs/contracts.md §6.2-§6.3). Several paths or a folder:
 one line per run (JSON `{"runs": [...]}`), exit code = the worst status."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A baseline from reference runs: the seeds' envelope per rollout, used as a run's ranges.
 
-It is the envelope `grpo-tui calibrate SEED... -o FILE` writes (grpo-health.md §3.3: step-aligned
+It is the envelope `grpo-tui calibrate SEED... -o FILE` writes (docs/health-signs.md §6: step-aligned
 centre, pooled robust noise, leave-one-seed-out widening), computed on the fly from the seeds'
 stores (runs.load_baseline reads the seed logs and caches the result by their file identity), so
 marking runs as baseline in the overview or `check RUN --baseline SEED...` never writes a ranges file.

@@ -1,4 +1,4 @@
-"""Healthy ranges from 2-3 baseline seed runs (grpo-health.md section 3.3).
+"""Healthy ranges from 2-3 baseline seed runs (docs/health-signs.md §6).
 
 Per-step std from 2-3 seeds is useless and raw min/max of the seeds is far
 too tight, so the noise scale is pooled over all seeds and steps and the

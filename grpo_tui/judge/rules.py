@@ -1,4 +1,4 @@
-"""Broken-run rules (ids are a contract, design.md §5): each looks at a short window of the
+"""Broken-run rules (ids are a contract, docs/contracts.md §5): each looks at a short window of the
 current segment and says whether its sign is there now, with evidence.
 
 Judging that transfers across setups (issue #10):
@@ -1223,7 +1223,7 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
 
 # Policy entropy, when the log has it (Miles logs 0.0 unless --observe-training-entropy).
 ENTROPY = Signal("entropy", "entropy", ("train/entropy_loss", "actor/entropy", "entropy"), "", "", "", None, None)
-ENTROPY_SHARE = 0.15  # grpo-health.md 1.1: below 15 % of its own first-3 median
+ENTROPY_SHARE = 0.15  # docs/health-signs.md §3.1: below 15 % of its own first-3 median
 
 
 def rule_entropy_collapse(ctx: RuleContext) -> list[Condition]:

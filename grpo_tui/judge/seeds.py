@@ -93,7 +93,7 @@ def _domain(sig: Signal, series) -> tuple[float | None, float | None]:
 
 
 def seed_envelopes(stores: list[MetricStore]) -> Calibrated:
-    """Envelopes for every signal at least 2 seeds log (grpo-health.md §3.3)."""
+    """Envelopes for every signal at least 2 seeds log (docs/health-signs.md §6)."""
     out = Calibrated()
     for sig in SIGNALS:
         series = []

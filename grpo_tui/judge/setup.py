@@ -1,7 +1,7 @@
 """Do the manual's default ranges fit this run? (pure; issue #10, "setup awareness")
 
 The defaults come from one setup: Qwen3-0.6B on GSM8K, 32 prompts x 8 answers, a 1,024-token
-cap (design.md §4).  On any other setup several signals sit outside them from the first
+cap (docs/contracts.md §4).  On any other setup several signals sit outside them from the first
 rollout on, and range warnings then say nothing about health.  `defaults_fit` decides from
 what the run itself shows:
 

@@ -1,4 +1,4 @@
-"""The nine signals (ids are a contract, design.md §4): what each reads and what healthy is.
+"""The nine signals (ids are a contract, docs/contracts.md §4): what each reads and what healthy is.
 
 Default ranges come from three seeds of Qwen3-0.6B on GSM8K (32 prompts x 8 answers,
 1,024-token cap): one set for rollouts 0-9 and one for the whole 48-rollout run.  They are

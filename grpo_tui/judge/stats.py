@@ -1,6 +1,6 @@
 """Statistics for short, noisy, gappy metric series (5-50 points).
 
-Method and defaults: grpo-health.md section 3. Every function skips
+Method and defaults: docs/health-signs.md §4-§5. Every function skips
 non-finite points, and functions that care about time take explicit step
 arrays, because rollouts can be missing from a log. Windows are small
 (W <= 16), so the O(W^2) pairwise statistics are cheap.
@@ -370,7 +370,7 @@ def _trend(steps, x, *, direction: int, delta: float, edge, windows, alpha) -> d
 
 
 def grows(steps, x, *, delta: float, hi=None, windows=(8, 16), alpha: float = 0.05) -> dict | None:
-    """One "grows step after step" evaluation at the last point (section 3.2).
+    """One "grows step after step" evaluation at the last point (docs/health-signs.md §5).
 
     MK alone false-alarms in most healthy runs, hence the mandatory rise > delta
     gate, plus median(last 3) > hi when an envelope exists. ``hi`` is a scalar

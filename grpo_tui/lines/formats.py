@@ -1,4 +1,4 @@
-"""Two more console formats read into the same records: verl and TRL (grpo-health.md §4).
+"""Two more console formats read into the same records: verl and TRL (docs/log-format.md §8).
 
 verl prints `step:N - key:value - key:value ...` (possibly glued to a tqdm bar, values may be
 `np.float64(...)`); TRL prints one Python dict per logging step with no step in it.  Both

@@ -1,6 +1,6 @@
 """Physical log lines -> metric records and events (pure, incremental, never raises).
 
-The pipeline per line follows miles-log-format.md §8: paste prefixes (``grep -n``, ``> ``),
+The pipeline per line follows docs/log-format.md §2, §10: paste prefixes (``grep -n``, ``> ``),
 ANSI, the Ray prefix, ``\\r``-joined progress bars, the Ray dedup suffix, then one of the
 known headers (Miles new/old, SGLang, Ray driver).  A header-less line continues the
 previous record of the same source: a wrapped dict, a traceback, the httpx second line.

@@ -1,6 +1,6 @@
 """MetricStore: records and events -> float64 columns keyed by rollout id, per run segment.
 
-Facts it must get right (design.md §3): the x-axis is the rollout id; `step N:` lines are
+Facts it must get right (docs/contracts.md §3): the x-axis is the rollout id; `step N:` lines are
 optimizer steps (K per rollout) whose per-rollout value is the mean of its K steps; Megatron
 prints each step twice (dedup on (role, N)); one rollout has two `perf N:` records (merged);
 a new launch or rollout ids going back start a new segment, the latest being current.

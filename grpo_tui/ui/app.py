@@ -1,5 +1,5 @@
-"""GrpoApp: the live dashboard. Workers feed lines into one parser -> store -> engine chain
-(ui.model.Feed) on the event loop and post DataChanged; the UI repaints at most ~4x/s.
+"""GrpoApp: the live dashboard. Workers feed lines into the one pipeline (pipeline.Pipeline:
+parser -> store -> engine) on the event loop and post DataChanged; the UI repaints at most ~4x/s.
 
 Modes: follow a file live (Follower + 1 s health tick), --replay a finished file by its own
 log timestamps, no path = a demo run simulated into a temp file, live=False = load the whole

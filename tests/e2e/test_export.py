@@ -1,4 +1,4 @@
-"""`grpo-tui export` end to end on the sample log, plus bad input (design.md §6, §7)."""
+"""`grpo-tui export` end to end on the sample log, plus bad input (docs/contracts.md §6.5, §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile input files, outputs and the top-level guard (issue #9; design.md §6, §7).
+"""Hostile input files, outputs and the top-level guard (issue #9; docs/contracts.md §6, §7).
 
 Every failure is one line on stderr and a documented exit code, never a traceback; nothing
 blocks on a FIFO or reads a device forever; no write is half-done, lands on the input log,

@@ -1,4 +1,4 @@
-"""The core never imports Textual (design.md §2): checked in a fresh interpreter."""
+"""The core never imports Textual (docs/contracts.md §2): checked in a fresh interpreter."""
 
 from __future__ import annotations
 

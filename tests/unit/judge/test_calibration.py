@@ -1,4 +1,4 @@
-"""Tests for grpo_tui.judge.calibration (grpo-health.md section 3.3)."""
+"""Tests for grpo_tui.judge.calibration (docs/health-signs.md §6)."""
 
 import json
 import math

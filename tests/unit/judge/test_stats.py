@@ -1,4 +1,4 @@
-"""Tests for grpo_tui.judge.stats: hand-computed values and the grpo-health.md section 3.1 table."""
+"""Tests for grpo_tui.judge.stats: hand-computed values and the table of docs/health-signs.md §4.2."""
 
 import math
 
@@ -87,7 +87,7 @@ def test_mk_s_hand():
     assert mk_s([1, 1, 1]) == 0
 
 
-# (n, S, exact p) from grpo-health.md section 3.1, both alpha columns.
+# (n, S, exact p) from docs/health-signs.md §4.2, both alpha columns.
 TABLE = [
     (4, 6, 0.042),
     (5, 8, 0.042),

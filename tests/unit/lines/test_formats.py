@@ -1,4 +1,4 @@
-"""verl and TRL console lines (grpo-health.md §4) read into the same records and rules."""
+"""verl and TRL console lines (docs/log-format.md §8) read into the same records and rules."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from grpo_tui.lines.records import MetricRecord
 def _export(tmp_path, text: str, *args: str) -> list[dict]:
     p = tmp_path / "frag.log"
     p.write_bytes(text.encode())
-    out = tmp_path / "out" / "out.json"  # never next to the log (design.md §7)
+    out = tmp_path / "out" / "out.json"  # never next to the log (docs/contracts.md §6.6)
     out.parent.mkdir()
     assert main(["export", str(p), "--format", "json", "-o", str(out), *args]) == 0
     return json.loads(out.read_text())

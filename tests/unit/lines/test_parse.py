@@ -1,4 +1,4 @@
-"""parse.LineParser on every example line of miles-log-format.md (expected values by hand)."""
+"""parse.LineParser on every example line of docs/log-format.md (expected values by hand)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def utc(y, mo, d, h, mi, s, ms=0) -> float:
 
 
 # --------------------------------------------------------------------------------------------
-# §1.1 / §1.2 headers
+# headers (docs/log-format.md §2.5)
 # --------------------------------------------------------------------------------------------
 
 
@@ -125,7 +125,7 @@ def test_pp_rank_proc_name_kept():
 
 
 # --------------------------------------------------------------------------------------------
-# §1.3 ft lines
+# ft lines (docs/log-format.md §2.7)
 # --------------------------------------------------------------------------------------------
 
 
@@ -216,7 +216,7 @@ def test_ft_driver_update_weights_start_with_and_without_rollout():
 
 
 # --------------------------------------------------------------------------------------------
-# §1.4 SGLang, §2 Ray driver / raylet / prefixes
+# SGLang, Ray driver / raylet / prefixes (docs/log-format.md §2.3-§2.6)
 # --------------------------------------------------------------------------------------------
 
 
@@ -424,7 +424,7 @@ def test_trailing_carriage_return_of_crlf_file():
 
 
 # --------------------------------------------------------------------------------------------
-# §3 metric lines
+# metric lines (docs/log-format.md §3)
 # --------------------------------------------------------------------------------------------
 
 
@@ -611,7 +611,7 @@ def test_other_metric_ish_lines_are_not_records(line):
 
 
 # --------------------------------------------------------------------------------------------
-# §6.5 the 503 burst, connection errors, max retries
+# the 503 burst, connection errors, max retries (docs/log-format.md §6)
 # --------------------------------------------------------------------------------------------
 
 
@@ -675,7 +675,7 @@ def test_retry_utils_line_is_not_an_engine_retry():
 
 
 # --------------------------------------------------------------------------------------------
-# §6.6 health, §6.7 crashes / tracebacks / OOM
+# health, crashes / tracebacks / OOM (docs/log-format.md §6)
 # --------------------------------------------------------------------------------------------
 
 
@@ -844,7 +844,7 @@ def test_fatal_async_misuse():
 
 
 # --------------------------------------------------------------------------------------------
-# §6.8 checkpoints, §6.2 W&B / TensorBoard, §6.1 launch
+# checkpoints, W&B / TensorBoard, launch (docs/log-format.md §6)
 # --------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""values.parse_dict: the Python-repr dicts of metric lines (miles-log-format.md §3.7)."""
+"""values.parse_dict: the Python-repr dicts of metric lines (docs/log-format.md §4)."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def test_abridged_keeps_every_key_before_ellipsis():
 
 @pytest.mark.parametrize("dots", ["...", "\u2026"])
 def test_abridged_in_the_middle_of_doc_example(dots):
-    # miles-log-format.md §7: {'train/loss': -6.05e-09, …, 'train/lr-pg_0': 1e-06, …, 'train/step': 11}
+    # docs/log-format.md §9: {'train/loss': -6.05e-09, …, 'train/lr-pg_0': 1e-06, …, 'train/step': 11}
     d = parse_dict("{'train/loss': -6.05e-09, " + dots + ", 'train/lr-pg_0': 1e-06, " + dots + ", 'train/step': 11}")
     assert d.values == {"train/loss": -6.05e-09, "train/lr-pg_0": 1e-06, "train/step": 11}
     assert d.abridged and d.complete and not d.error

@@ -1,4 +1,4 @@
-"""MetricStore: rollout axis, K steps per rollout, dedup, perf merge, segments (design.md §3)."""
+"""MetricStore: rollout axis, K steps per rollout, dedup, perf merge, segments (docs/contracts.md §3)."""
 
 from __future__ import annotations
 
