@@ -104,6 +104,7 @@ def _check_parser() -> argparse.ArgumentParser:
     _add_ranges(p)
     _add_baseline(p)
     _add_horizon(p)
+    p.add_argument("--all", action="store_true", help="list every alert raised, not each sign once with its count")
     p.add_argument("--json", action="store_true", help="print one JSON object (docs/contracts.md §6.3)")
     return p
 

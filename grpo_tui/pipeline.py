@@ -482,8 +482,8 @@ class RunReport:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.report, name)
 
-    def to_json(self, path: str) -> dict[str, Any]:
-        obj = self.report.to_json(path)
+    def to_json(self, path: str, every: bool = False) -> dict[str, Any]:
+        obj = self.report.to_json(path, every)
         obj["state"] = self.run_state.name
         obj["ranges"] = self.ranges
         obj["ranges_note"] = self.ranges_note

@@ -405,7 +405,7 @@ class RunSet:
             finished_by=st.finished_by,
             top=alert_words(top),
             top_severity=top.severity if top else None,
-            alerts=len(rep.alerts),
+            alerts=len(rep.groups),
             reward=tuple(float(v) for v in np.asarray(vals, float)),
             error=run.error,
             ranges=pipe.ranges_label,

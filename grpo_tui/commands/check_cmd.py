@@ -8,6 +8,7 @@ import json
 import os
 import sys
 
+from ..judge.engine import AlertGroup
 from ..judge.ranges import RangesError, load_ranges
 from ..judge.signals import BY_ID
 from ..lines.files import InputError
@@ -51,10 +52,11 @@ def run(args) -> int:
         return _unknown(args, str(exc))
     spare(pipe)
     report = pipe.report()
+    every = getattr(args, "all", False)
     if args.json:
-        print(json.dumps(report.to_json(path), allow_nan=False, default=str))
+        print(json.dumps(report.to_json(path, every), allow_nan=False, default=str))
     else:
-        _print_human(path, report, pipe.parser.counts)
+        _print_human(path, report, pipe.parser.counts, every)
     return EXIT[report.status]
 
 
@@ -103,8 +105,9 @@ def _print_many(results, status: str) -> None:
         age = "-" if st.data_age is None else fmt_age(st.data_age) + " ago"
         top = top_alert(rep.alerts)
         words = safe(alert_words(top)) if top else "-"
-        if top and len(rep.alerts) > 1:
-            words += f" (+{len(rep.alerts) - 1} more)"
+        more = len(rep.groups) - 1
+        if top and more > 0:
+            words += f" (+{more} more)"
         w(f"{BADGE[rep.status]:<10}  {name:<{name_w}}  {st.label:<16} {rep.rollouts:>8}  {age:>10}  {words}\n")
     counts: dict[str, int] = {}
     for r in results:
@@ -127,7 +130,7 @@ def state_text(st) -> str:
     return out
 
 
-def _print_human(path: str, report, counts) -> None:
+def _print_human(path: str, report, counts, every: bool = False) -> None:
     w = sys.stdout.write
     w(
         f"{safe(path)}: {report.status.upper()}  ({report.rollouts} rollouts, last {report.last_rollout}, "
@@ -142,11 +145,22 @@ def _print_human(path: str, report, counts) -> None:
     for sid, s in report.signals.items():
         rng = f"{_fmt(sid, s.range[0])}-{_fmt(sid, s.range[1])}" if s.range else "-"
         w(f"{s.label:<16} {_fmt(sid, s.last):>10} {_fmt(sid, s.mean5):>10} {rng:>21}  {BADGE[s.status]}\n")
+    groups = report.groups
     if report.alerts:
-        w("\nalerts (criticals first, newest first):\n")
-        for a in report.alerts:
-            state = "" if a.active else f" (cleared at rollout {a.cleared_at})"
-            w(f"  [{a.severity.upper()}] {a.rule} from rollout {a.rollout}{state}: {safe(a.message)}\n")
+        folded = (
+            "" if every or len(groups) == len(report.alerts) else f"; {len(report.alerts)} in all, --all lists each"
+        )
+        w(f"\nalerts (criticals first, newest first{folded}):\n")
+        for g in [AlertGroup([a]) for a in report.alerts] if every else groups:
+            a = g.latest
+            if g.count > 1:
+                on = f" ({BY_ID[a.signal].label})" if a.signal in BY_ID else ""
+                head = f"{a.rule}{on} {g.words()}"
+            else:
+                head = f"{a.rule} from rollout {a.rollout}" + (
+                    "" if a.active else f" (cleared at rollout {a.cleared_at})"
+                )
+            w(f"  [{a.severity.upper()}] {head}: {safe(a.message)}\n")
             w(f"      means: {a.meaning}; check first: {a.check}\n")
             ev = safe(json.dumps(a.evidence, default=str))
             if len(ev) > 300:

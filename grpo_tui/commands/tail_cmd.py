@@ -16,12 +16,14 @@ import time
 from ..export import _jsonable
 from ..follow.follower import FileEvent, Follower, Lines, follow_stdin
 from ..follow.replay import replay_lines
+from ..judge.engine import group_alerts
 from ..judge.ranges import RangesError, load_ranges
 from ..lines.files import InputError, check_readable
 from ..notify import Hook, alert_payload, new_criticals
 from ..pipeline import Pipeline, Update
 
 PRINTED_FILE_EVENTS = ("created", "truncated", "replaced", "deleted", "eof")
+FLAP_AFTER = 3  # a warning raised this often on one rule and signal is folded into `flapping` objects
 TICK = 1.0
 
 
@@ -32,6 +34,8 @@ class _Out:
         self.state: str | None = None
         self.hook = hook  # --on-critical CMD: new criticals only, not the history's
         self.path = path
+        # (rule, signal, severity) -> the rollouts where each of its raises began
+        self.raised: dict[tuple, list[int | None]] = {}
 
     def emit(self, obj: dict) -> None:
         if self.quiet:
@@ -58,6 +62,8 @@ class _Out:
                 self.hook(alert_payload(alert, self.path))
         for ch in changes:
             a = ch.alert
+            if a.severity == "warning" and self._fold(ch):
+                continue
             if ch.kind in ("raised", "escalated"):
                 obj = {
                     "type": "alert",
@@ -77,6 +83,35 @@ class _Out:
             if a.signal:
                 obj["signal"] = a.signal
             self.emit(obj)
+
+    def _fold(self, ch) -> bool:
+        """A warning raised for the FLAP_AFTER-th time or more on the same rule and signal (it keeps
+        opening and clearing): its raises and clears are not printed one by one; a `flapping`
+        object with the count says so at the FLAP_AFTER-th raise and at each power of two after.
+        Criticals are always printed."""
+        a = ch.alert
+        key = (a.rule, a.signal, a.severity)
+        starts = self.raised.setdefault(key, [])
+        if ch.kind == "raised":
+            starts.append(a.rollout)
+        if len(starts) < FLAP_AFTER:
+            return False
+        n = len(starts)
+        if ch.kind == "raised" and (n == FLAP_AFTER or n & (n - 1) == 0):
+            known = [r for r in starts if r is not None]
+            obj = {
+                "type": "flapping",
+                "rule": a.rule,
+                "severity": a.severity,
+                "count": n,
+                "first_rollout": min(known) if known else None,
+                "rollout": a.rollout,
+                "open": True,
+            }
+            if a.signal:
+                obj["signal"] = a.signal
+            self.emit(obj)
+        return True
 
     def run_state(self, pipe: Pipeline) -> None:
         """Print the run's state when it changes (live -> quiet -> finished)."""
@@ -202,7 +237,10 @@ async def _replay(path: str, speed: float, ranges, ranges_label, out: _Out) -> i
             "state": pipe.state().name,
             "first_alert": _when(first),
             "first_critical": _when(crit),
-            "alerts": [_when(a) for a in sorted(alerts, key=lambda a: a.seq)],
+            "alerts": [
+                {**(_when(g.alerts[0]) or {}), "count": g.count, "last_rollout": g.latest.rollout}
+                for g in sorted(group_alerts(alerts), key=lambda g: g.alerts[0].seq)
+            ],
         }
     )
     return 0

@@ -79,6 +79,65 @@ class Alert:
 
 
 @dataclass(slots=True)
+class AlertGroup:
+    """One rule's sign on one signal at one severity, however often it opened and cleared: what
+    every surface lists, so that a warning flapping 600 times is one entry with its count."""
+
+    alerts: list[Alert]  # oldest first
+
+    @property
+    def latest(self) -> Alert:
+        return self.alerts[-1]
+
+    @property
+    def count(self) -> int:
+        return len(self.alerts)
+
+    @property
+    def severity(self) -> str:
+        return self.latest.severity
+
+    @property
+    def active(self) -> bool:
+        return self.latest.active
+
+    @property
+    def spans(self) -> list[tuple[int | None, int | None]]:
+        """(from rollout, cleared at rollout or None while open) of each time it was raised."""
+        return [(a.rollout, a.cleared_at) for a in self.alerts]
+
+    def words(self) -> str:
+        """`612× between rollouts 48 and 16012, open now` (empty for an alert raised once)."""
+        if self.count == 1:
+            return ""
+        starts = [a.rollout for a in self.alerts if a.rollout is not None]
+        ends = [a.cleared_at if a.cleared_at is not None else a.rollout for a in self.alerts]
+        last = max((e for e in ends if e is not None), default=None)
+        where = f" between rollouts {min(starts)} and {last}" if starts and last is not None else ""
+        state = "open now" if self.active else f"last cleared at rollout {self.latest.cleared_at}"
+        return f"{self.count}×{where}, {state}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The latest alert's object with the count and every span."""
+        return {**self.latest.to_json(), "count": self.count, "spans": [list(s) for s in self.spans]}
+
+
+def group_alerts(alerts: list[Alert]) -> list[AlertGroup]:
+    """The alerts by (rule, signal, severity), each group where its latest alert stands in
+    `alerts`' order (the report's: open first, criticals first, newest first)."""
+    groups: dict[tuple, AlertGroup] = {}
+    for a in sorted(alerts, key=lambda a: a.seq):
+        key = (a.rule, a.signal, a.severity)
+        g = groups.get(key)
+        if g is None:
+            groups[key] = AlertGroup([a])
+        else:
+            g.alerts.append(a)
+    place = {a.seq: i for i, a in enumerate(alerts)}
+    return sorted(groups.values(), key=lambda g: place[g.latest.seq])
+
+
+@dataclass(slots=True)
 class AlertChange:
     kind: str  # "raised" | "escalated" (now critical) | "cleared"
     alert: Alert
@@ -118,7 +177,12 @@ class Report:
     segments: int = 1
     counts: dict[str, int] = field(default_factory=dict)
 
-    def to_json(self, path: str) -> dict[str, Any]:
+    @property
+    def groups(self) -> list[AlertGroup]:
+        return group_alerts(self.alerts)
+
+    def to_json(self, path: str, every: bool = False) -> dict[str, Any]:
+        """`alerts`: one object per group (with its count and spans); `every`: each alert raised."""
         return {
             "path": path,
             "status": self.status,
@@ -126,7 +190,7 @@ class Report:
             "last_rollout": self.last_rollout,
             "steps_per_rollout": self.steps_per_rollout,
             "signals": {k: v.to_json() for k, v in self.signals.items()},
-            "alerts": [a.to_json() for a in self.alerts],
+            "alerts": [a.to_json() for a in self.alerts] if every else [g.to_json() for g in self.groups],
         }
 
 

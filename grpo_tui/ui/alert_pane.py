@@ -1,4 +1,5 @@
-"""Every alert, newest first, with the selected one's check and evidence under the table.
+"""Every alert, newest first, with the selected one's check and evidence under the table; a sign
+raised again and again on one rule and signal is one row with its count (judge.engine.group_alerts).
 
 All log-derived text goes in as rich Text objects, so "[bold]" in a message stays literal.
 """
@@ -10,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from ..judge.engine import Alert
+from ..judge.engine import Alert, AlertGroup, group_alerts
 from .model import clean
 
 SEV = {"critical": ("✗ crit", "x crit"), "warning": ("! warn", "! warn")}
@@ -40,7 +41,8 @@ class AlertPane(Vertical):
 
     def __init__(self, **kw) -> None:
         super().__init__(id="alerts", **kw)
-        self.alerts: list[Alert] = []
+        self.alerts: list[Alert] = []  # each row's alert: its group's latest
+        self.groups: list[AlertGroup] = []
         self._sig: tuple = ()
 
     def compose(self) -> ComposeResult:
@@ -55,10 +57,15 @@ class AlertPane(Vertical):
 
     @property
     def selected(self) -> Alert | None:
+        g = self.selected_group
+        return None if g is None else g.latest
+
+    @property
+    def selected_group(self) -> AlertGroup | None:
         t = self.table
-        if not self.alerts or t.cursor_row is None or not (0 <= t.cursor_row < len(self.alerts)):
+        if not self.groups or t.cursor_row is None or not (0 <= t.cursor_row < len(self.groups)):
             return None
-        return self.alerts[t.cursor_row]
+        return self.groups[t.cursor_row]
 
     def set_alerts(self, alerts: list[Alert], ascii: bool = False, force: bool = False) -> None:
         # Criticals first (a small terminal must show the broken-run sign), see _order.
@@ -66,13 +73,15 @@ class AlertPane(Vertical):
         sig = tuple((a.seq, a.active, a.acknowledged, a.severity, a.message) for a in alerts)
         if sig == self._sig and not force:
             return
-        keep = self.selected.seq if self.selected else None
+        keep = self.selected.key if self.selected else None
         self._sig = sig
-        self.alerts = alerts
+        self.groups = sorted(group_alerts(alerts), key=lambda g: _order(g.latest))
+        self.alerts = [g.latest for g in self.groups]
         t = self.table
         t.clear()
         theme = self.app.current_theme
-        for a in alerts:
+        for g in self.groups:
+            a = g.latest
             dim = a.acknowledged or not a.active
             col = theme.error if a.severity == "critical" else theme.warning
             label = SEV.get(a.severity, ("? " + a.severity, "? " + a.severity))[1 if ascii else 0]
@@ -81,16 +90,17 @@ class AlertPane(Vertical):
             state = "" if a.active else " (cleared)"
             state += " (ack)" if a.acknowledged else ""
             rule = ("ack " if a.acknowledged else "") + clean(a.rule)  # a text marker, not only dim
+            times = f"{g.count}× " if g.count > 1 else ""
             t.add_row(
                 sev,
                 Text(rule, style=rest),
                 Text("-" if a.rollout is None else str(a.rollout), style=rest),
-                Text(clean(a.message) + state, style=rest),
+                Text(times + clean(a.message) + state, style=rest),
                 key=str(a.seq),
             )
         if keep is not None and t.user_moved:
-            for i, a in enumerate(alerts):
-                if a.seq == keep:
+            for i, a in enumerate(self.alerts):
+                if a.key == keep:
                     t.move_cursor(row=i)
         elif alerts:
             t.move_cursor(row=0)  # the top item: an open critical when there is one
@@ -103,6 +113,9 @@ class AlertPane(Vertical):
             ev.update(Text("no alerts" if not self.alerts else ""))
             return
         t = Text(no_wrap=False)
+        g = self.selected_group
+        if g is not None and g.count > 1:
+            t.append(g.words() + ": ", style="bold")
         t.append(clean(a.message) + "\n")
         t.append("check: ", style="bold")
         t.append(clean(a.check))

@@ -780,11 +780,12 @@ class GrpoApp(App):
 
     def action_ack(self) -> None:
         pane = self.query_one(AlertPane)
-        a = pane.selected
-        if a is None:
+        g = pane.selected_group
+        if g is None:
             self.notify("no alert selected")
             return
-        a.acknowledged = True
+        for a in g.alerts:  # the row is the sign, however often it was raised
+            a.acknowledged = True
         pane.set_alerts(self.feed.engine.report().alerts, force=True)
 
     def action_switch_pane(self) -> None:

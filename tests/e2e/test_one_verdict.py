@@ -60,7 +60,7 @@ def _run_cli(argv: list[str]) -> tuple[int, str]:
 
 
 def alerts_of_check(path: Path) -> tuple[str, set]:
-    rc, out = _run_cli(["check", "--json", str(path)])
+    rc, out = _run_cli(["check", "--json", "--all", str(path)])
     obj = json.loads(out)
     assert rc == {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[obj["status"]]
     return obj["status"], {
