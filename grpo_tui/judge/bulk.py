@@ -1153,9 +1153,27 @@ def _oor_sure(seg, rs, ids, rows, sig_id: str, memo: dict | None = None) -> np.n
     if got is None or (sig_id == "clipfrac" and seg.steps_per_rollout > 1):
         return np.zeros(len(rows), bool)  # (the rule skips clipfrac at K > 1)
     m, lo, hi, tol, slack, dense, last_missing = got
+    healthy = BY_ID[sig_id].healthy_beyond  # (signals.beyond_is_healthy: a side the rule may let pass)
     with np.errstate(invalid="ignore"):
-        outside = (m > hi + tol + slack) | (m < lo - tol - slack)
-    return dense & ~last_missing & np.isfinite(lo) & np.isfinite(hi) & outside
+        above = m > hi + tol + slack
+        below = m < lo - tol - slack
+    if healthy == "above":
+        above = np.zeros(len(m), bool)
+    elif healthy == "below while reward holds":
+        below &= _reward_fails(seg, rs, ids, rows, memo)
+    return dense & ~last_missing & np.isfinite(lo) & np.isfinite(hi) & (above | below)
+
+
+def _reward_fails(seg, rs, ids, rows, memo: dict | None) -> np.ndarray:
+    """Per op: signals.reward_holds is surely False there: no reward band or value at the op, or
+    its five-step mean surely below its band."""
+    got = _mean5_band(seg, rs, ids, rows, "reward", memo)
+    if got is None:
+        return np.ones(len(rows), bool)
+    m, lo, _hi, tol, slack, dense, last_missing = got
+    with np.errstate(invalid="ignore"):
+        low = dense & (m < lo - tol - slack)
+    return last_missing | ~np.isfinite(lo) | low
 
 
 def _mean5_band(seg, rs, ids, rows, sig_id: str, memo: dict | None):

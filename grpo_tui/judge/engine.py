@@ -24,7 +24,16 @@ from ..store.metric_store import MetricStore, Segment, StoreUpdate
 from . import stats
 from .ranges import RangeSet, defaults
 from .rules import ENTROPY, RULES, Condition, evaluate_metrics, ranges_for
-from .signals import BY_ID, SIGNALS, groups_of, metric_for, signal_series
+from .signals import (
+    BY_ID,
+    MEAN_WINDOW,
+    SIGNALS,
+    beyond_is_healthy,
+    groups_of,
+    metric_for,
+    reward_holds,
+    signal_series,
+)
 
 CLEAR_AFTER = 3  # rollouts without the condition before an alert clears
 NO_STEPS_AFTER = 600.0  # s after the log starts with no metric line
@@ -681,13 +690,18 @@ class HealthEngine:
         ok only where a range judged it; without one (rollout time, verl/TRL signals) it is
         unknown (shown `? n/a`) unless an alert names it."""
         seg = self.store.current
-        rng = (
-            ranges_for(seg, self.ranges).bounds(sig_id, r) if self.range_applies(sig_id) else None
-        )  # no defaults where they don't fit
+        resolved = ranges_for(seg, self.ranges)
+        rng = resolved.bounds(sig_id, r) if self.range_applies(sig_id) else None  # no defaults where they don't fit
         status = "unknown"
         if rng is not None and mean5 is not None:
             tol = 1e-6 * (rng[0] == rng[1])
             status = "ok" if rng[0] - tol <= mean5 <= rng[1] + tol else "warning"
+            sig = BY_ID[sig_id]
+            if status == "warning" and sig.healthy_beyond:  # the way a healthy run goes: no warning
+                side = "above" if mean5 > rng[1] else "below"
+                ids, vals = signal_series(seg, BY_ID["reward"], last=MEAN_WINDOW, upto=r)
+                if beyond_is_healthy(sig, side, reward_holds(ids, vals, r, resolved.bounds("reward", r))):
+                    status = "ok"
         if value is not None and not math.isfinite(value):
             status = "critical"
         alerts = self._open.values() if open_only else self.alerts

@@ -37,17 +37,19 @@ from .setup import FIRST as FIT_FIRST, FIT_FLAGS, FIT_SIGNALS, defaults_fit
 from .signals import (
     BY_ID,
     EARLY_ROLLOUTS,
+    MEAN_WINDOW,
     Signal,
+    beyond_is_healthy,
     first_rows,
     groups_of,
     metric_for,
+    reward_holds,
     signal_at_rows,
     signal_series,
     zero_std_parts,
 )
 
 WINDOW = 40  # rollouts a rule may look back
-MEAN_WINDOW = 5
 TREND_WINDOWS = (8, 16, 32)  # a trend must show on one of these (the longer, the slower the drift)
 BASELINE_ROWS = 10  # the run's own baseline: its first rollouts
 EXPLOSION = math.log(10.0)  # x10 beyond both the band and the own baseline: critical at once
@@ -567,6 +569,8 @@ def rule_out_of_range(ctx: RuleContext) -> list[Condition]:
         if mean5 > hi + tol or mean5 < lo - tol:
             side = "above" if mean5 > hi else "below"
             sig = BY_ID[sig_id]
+            if sig.healthy_beyond and beyond_is_healthy(sig, side, _reward_holds(ctx)):
+                continue  # the way a healthy run goes (reward up; shorter answers while reward holds)
             out.append(
                 Condition(
                     "out-of-range",
@@ -584,6 +588,11 @@ def rule_out_of_range(ctx: RuleContext) -> list[Condition]:
                 )
             )
     return out
+
+
+def _reward_holds(ctx: RuleContext) -> bool:
+    ids, vals = ctx.series("reward")
+    return reward_holds(ids, vals, ctx.upto, ctx.ranges.bounds("reward", ctx.upto))
 
 
 def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Condition | None]:

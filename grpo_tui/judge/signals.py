@@ -16,6 +16,7 @@ import numpy as np
 from ..store.metric_store import Segment
 
 EARLY_ROLLOUTS = 10  # rollouts 0-9 use the first range set
+MEAN_WINDOW = 5  # a signal is judged against its band as the mean of its last five values
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,9 @@ class Signal:
     sigma0: float = 0.0  # default noise scale (log units when log=True)
     fmt: str = "{:.3g}"
     domain: tuple[float | None, float | None] = (None, None)  # values a healthy band may take
+    # the side of its band a run may leave without a warning: "above" (reward better than the
+    # seeds'), "below while reward holds" (shorter answers, fewer cut: what a healthy run does)
+    healthy_beyond: str | None = None
 
 
 SIGNALS: tuple[Signal, ...] = (
@@ -47,6 +51,7 @@ SIGNALS: tuple[Signal, ...] = (
         (0.53, 0.87),
         sigma0=0.05,
         fmt="{:.3f}",
+        healthy_beyond="above",
     ),
     Signal(
         "length",
@@ -60,6 +65,7 @@ SIGNALS: tuple[Signal, ...] = (
         sigma0=30.0,
         fmt="{:.0f}",
         domain=(0.0, None),
+        healthy_beyond="below while reward holds",
     ),
     Signal(
         "truncated",
@@ -73,6 +79,7 @@ SIGNALS: tuple[Signal, ...] = (
         sigma0=0.04,
         fmt="{:.3f}",
         domain=(0.0, 1.0),
+        healthy_beyond="below while reward holds",
     ),
     Signal(
         "gap",
@@ -281,6 +288,27 @@ def _groups_from_exact_reward(seg: Segment) -> int | None:
                 if ok.any():
                     return int(round(cv[int(np.flatnonzero(ok)[-1])]))
     return None
+
+
+def beyond_is_healthy(sig: Signal, side: str, reward_holds: bool) -> bool:
+    """Whether a five-step mean `side` ("above" / "below") of its band is the direction a healthy
+    run goes (no warning): reward above; answer length or cut share below while reward holds."""
+    want = sig.healthy_beyond
+    if want == "above":
+        return side == "above"
+    if want == "below while reward holds":
+        return side == "below" and reward_holds
+    return False
+
+
+def reward_holds(ids: np.ndarray, vals: np.ndarray, upto: int, band: tuple[float, float] | None) -> bool:
+    """Whether reward holds at rollout `upto`: its five-step mean (finite values, the last one at
+    `upto`) is not below its band.  Without a band or a value there it does not (the warning stays)."""
+    fin = np.isfinite(vals)
+    ids, vals = ids[fin], vals[fin]
+    if band is None or len(vals) == 0 or ids[-1] != upto:
+        return False
+    return float(np.mean(vals[-MEAN_WINDOW:])) >= band[0] - (1e-6 if band[0] == band[1] else 0.0)
 
 
 def signal_series(

@@ -553,3 +553,46 @@ def test_steady_stretches_on_repeated_broken_runs(scen, setup, batch, seed, monk
     plain = _run(lines, batch)
     assert [a.to_json() for a in bulk.engine.alerts] == [a.to_json() for a in plain.engine.alerts]
     assert _alerts(bulk) == _alerts(plain)
+
+
+def _set_from(lines: list[str], metric: str, value_at, start: int) -> list[str]:
+    rx = re.compile(r"((?:rollout|perf) (\d+): \{.*?'" + re.escape(metric) + r"': )([-0-9.e]+)")
+    out = []
+    for line in lines:
+        m = rx.search(line)
+        if m and int(m.group(2)) >= start:
+            line = line[: m.start(3)] + repr(value_at(int(m.group(2)))) + line[m.end(3) :]
+        out.append(line)
+    return out
+
+
+DIRECTION_CASES = {
+    # length below its band throughout; reward drops below its band at 150 and recovers at 220
+    "length-low-reward-dips": lambda: _set_from(
+        _set_from([x for _, x in generate("healthy", 300, 11)], "rollout/response_lengths", lambda n: 300.0, 20),
+        "rollout/raw_reward",
+        lambda n: 0.40 if 150 <= n < 220 else 0.62,
+        20,
+    ),
+    # reward far above its band, cut share below its band, both held for hundreds of rollouts
+    "reward-high-cut-low": lambda: _set_from(
+        _set_from([x for _, x in generate("healthy", 300, 12)], "rollout/raw_reward", lambda n: 0.95, 20),
+        "rollout/truncated",
+        lambda n: 0.005,
+        20,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DIRECTION_CASES))
+def test_bulk_equals_plain_where_a_band_is_left_the_healthy_way(case, monkeypatch):
+    """Signals beyond their band on the healthy side (signals.beyond_is_healthy), held for
+    hundreds of rollouts: bulk judging (its out-of-range stand-in never sure there unless reward
+    surely fails) gives the alerts rollout by rollout gives."""
+    plain = _bulk_equals_plain(DIRECTION_CASES[case](), monkeypatch)
+    oor = {(a.signal, a.rollout) for a in plain.engine.alerts if a.rule == "out-of-range"}
+    if case == "length-low-reward-dips":
+        assert {s for s, _ in oor} >= {"length", "reward"}  # while reward is down, length warns too
+        assert all(150 <= r < 230 for s, r in oor if s == "length")
+    else:
+        assert not {s for s, _ in oor} & {"reward", "truncated"}
