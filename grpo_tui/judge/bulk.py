@@ -442,6 +442,8 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     res["rule_off_policy"] = _off_policy_vec(seg, rows, ctxk)
     res["rule_no_signal"] = _no_signal_vec(seg, ids, rows, memo)
     res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
+    res["rule_kl_ref"] = _kl_ref_vec(seg, rows)
+    res["rule_no_update"] = _no_update_vec(seg, rows)
     oor = {sig_id: _oor_vec(seg, rs, ids, rows, sig_id, memo) for sig_id in BY_ID}
     return res, oor, rs
 
@@ -1080,6 +1082,33 @@ def _entropy_vec(seg, rows) -> np.ndarray:
         hit = (_last4(v, rows) < ENTROPY_SHARE * float(np.max(start)) + EPS).sum(axis=1) >= 3
     out = np.where(dense, np.where(hit, MAYBE, NO), UNKNOWN)
     return np.where(fin[rows], out, NO).astype(np.int8)
+
+
+def _kl_ref_vec(seg, rows) -> np.ndarray:
+    """rule_kl_ref may fire only where one of its last four values reaches KL_REF_FLOOR (every
+    branch needs one: above 10, a jump to at least 0.05, or three at or above 0.1)."""
+    from .rules import KL_REF, KL_REF_FLOOR
+
+    name = metric_for(seg, KL_REF)
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    v = _vals(seg, name, int(rows.max()) + 1)
+    fin = np.isfinite(v)
+    with np.errstate(invalid="ignore"):
+        hit = (
+            np.where(fin, v, -np.inf)[np.maximum(rows[:, None] - np.arange(4)[None, :], 0)] >= KL_REF_FLOOR - EPS
+        ).any(axis=1)
+    out = np.where(_dense(fin, rows, 4), np.where(hit, MAYBE, NO), UNKNOWN)
+    return np.where(fin[rows], out, NO).astype(np.int8)
+
+
+def _no_update_vec(seg, rows) -> np.ndarray:
+    """rule_no_update may fire only where the gradient norm is exactly 0 at the op's rollout."""
+    name = metric_for(seg, BY_ID["grad_norm"])
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    v = _vals(seg, name, int(rows.max()) + 1)
+    return np.where(v[rows] == 0.0, MAYBE, NO).astype(np.int8)
 
 
 def _zero_std_rows(seg, end: int, memo: dict | None = None, part: str = "total") -> np.ndarray | None:

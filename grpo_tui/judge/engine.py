@@ -23,7 +23,7 @@ from ..lines.records import Event
 from ..store.metric_store import MetricStore, Segment, StoreUpdate
 from . import stats
 from .ranges import RangeSet, defaults
-from .rules import ENTROPY, RULES, Condition, evaluate_metrics, ranges_for
+from .rules import ENTROPY, KL_REF, REWARD_STD, RULES, Condition, evaluate_metrics, ranges_for
 from .signals import (
     BY_ID,
     MEAN_WINDOW,
@@ -785,7 +785,9 @@ def _shape(seg: Segment) -> tuple:
     if memo is not None and memo[0] == names:
         metrics = memo[1]
     else:
-        metrics = tuple(metric_for(seg, s) for s in (*SIGNALS, ENTROPY)) + ("rollout/response_len/max" in seg.columns,)
+        metrics = tuple(metric_for(seg, s) for s in (*SIGNALS, ENTROPY, KL_REF, REWARD_STD)) + (
+            "rollout/response_len/max" in seg.columns,
+        )
         seg.judge_memo["shape"] = (names, metrics)
     shape = (metrics, seg.framework, len(seg.flags), seg.steps_per_rollout, groups_of(seg), seg.ordered)
     last = seg.judge_memo.get("shape_last")

@@ -133,10 +133,25 @@ RULES: dict[str, RuleInfo] = {
             "rollout temperature, clip_ratio_high (Clip-Higher), LR",
             (),
         ),
+        RuleInfo(
+            "kl-ref",
+            "critical",
+            "the policy runs away from the reference model",
+            "LR, KL coefficient (beta), reward hacking in the samples",
+            (),
+        ),
+        RuleInfo(
+            "no-update",
+            "critical",
+            "the weights do not change although groups still disagree",
+            "optimizer step, gradient sync across nodes, loss scaling",
+            ("grad_norm",),
+        ),
     )
 }
 
 WATCHED_NONFINITE = (
+    "kl",  # (TRL's KL to the reference: a nan there is a broken step too)
     "rollout/raw_reward",
     "rollout/rewards",
     "train/loss",
@@ -1274,6 +1289,103 @@ def rule_entropy_collapse(ctx: RuleContext) -> list[Condition]:
     ]
 
 
+# KL to the reference policy, where the run logs it (Miles with --use-kl-loss, verl, TRL with beta > 0).
+KL_REF = Signal("kl_ref", "KL to reference", ("train/kl_loss", "actor/kl_loss", "kl"), "", "", "", None, None)
+KL_REF_ABSURD = 10.0  # nats a token: far beyond any run still learning, whatever its start
+KL_REF_JUMP = 100.0  # a one-step jump this large ...
+KL_REF_FLOOR = 0.05  # ... to at least this (KL starts at ~0: small values jump by ratios)
+KL_REF_RISE = 10.0  # a sustained rise over the run's own early level (3 of the last 4) ...
+KL_REF_WARN, KL_REF_CRIT = 0.1, 1.0  # ... to at least these levels: a warning, a critical
+
+
+def kl_ref_base(ids: np.ndarray, vals: np.ndarray) -> float | None:
+    """The run's own early KL level: the median of its rollouts 2-11 (the first two sit at ~0:
+    the policy starts as the reference), when it has five of them and they are above 0."""
+    early = vals[(ids >= 2) & (ids < 12)]
+    if len(early) < 5:
+        return None
+    base = float(stats.median(early))
+    return base if base > 0 else None
+
+
+def rule_kl_ref(ctx: RuleContext) -> list[Condition]:
+    """KL to the reference explodes (above 10, or x100 in one step to at least 0.05: critical at
+    once) or runs away (3 of the last 4 at 10x its own early level and above 0.1: a warning;
+    above 1.0 too: critical).  Non-finite values are rule_non_finite's."""
+    seg = ctx.seg
+    if metric_for(seg, KL_REF) is None:
+        return []
+    ids, vals = _finite(*signal_at_rows(seg, KL_REF, seg.rows_upto(WINDOW, ctx.upto)))
+    if len(vals) == 0 or ids[-1] != ctx.upto:
+        return []
+    last = float(vals[-1])
+    prev = float(vals[-2]) if len(vals) >= 2 else None
+    base = kl_ref_base(*_finite(*signal_at_rows(seg, KL_REF, first_rows(seg, 12, ctx.upto))))
+    ev = {"kl_last4": [_r(v) for v in vals[-4:]], "early_level": _r(base) if base else None}
+    if last > KL_REF_ABSURD:
+        msg = f"KL to the reference {last:.3g} at rollout {ctx.upto} (above {KL_REF_ABSURD:g})"
+        return [Condition("kl-ref", "critical", ctx.upto, msg, ev)]
+    if prev is not None and prev > 0 and last >= KL_REF_JUMP * prev and last >= KL_REF_FLOOR:
+        msg = f"KL to the reference jumped x{last / prev:.0f} in one step ({prev:.3g} -> {last:.3g})"
+        return [Condition("kl-ref", "critical", ctx.upto, msg, ev)]
+    if base is None or len(vals) < 4:
+        return []
+    edge = max(KL_REF_RISE * base, KL_REF_WARN)
+    if not stats.persistent_above(vals, edge, 3, 4):
+        return []
+    sev = "critical" if stats.persistent_above(vals, max(edge, KL_REF_CRIT), 3, 4) else "warning"
+    msg = (
+        f"KL to the reference x{float(np.median(vals[-4:])) / base:.0f} its early level "
+        f"({base:.3g} -> {float(np.median(vals[-4:])):.3g}) in 3 of the last 4 rollouts"
+    )
+    return [Condition("kl-ref", sev, ctx.upto, msg, ev)]
+
+
+# Signs that groups still disagree on reward (so the gradient should not be exactly 0).
+REWARD_STD = Signal("reward_std", "reward std", ("reward_std", "rollout/raw_reward_std"), "", "", "", None, None)
+
+
+def _groups_disagree(ctx: RuleContext) -> bool | None:
+    """Whether the rollout's groups have reward variance: not every group zero-std, or a reward
+    std above 0, or a best score above the worst; None when the log says neither way."""
+    seg, r = ctx.seg, ctx.upto
+    if groups_of(seg) is not None:
+        ids, vals = ctx.series("zero_std")
+        if len(vals) and ids[-1] == r and math.isfinite(float(vals[-1])):
+            return float(vals[-1]) < 1.0
+    if metric_for(seg, REWARD_STD) is not None:
+        ids, vals = signal_at_rows(seg, REWARD_STD, seg.rows_upto(1, r))
+        if len(vals) and ids[-1] == r and math.isfinite(float(vals[-1])):
+            return float(vals[-1]) > 0.0
+    return None
+
+
+def rule_no_update(ctx: RuleContext) -> list[Condition]:
+    """The gradient norm exactly 0 on the last 2 rollouts while the groups still disagree on
+    reward (critical), or with nothing to say they do not (a warning).  All groups scoring the
+    same gives no gradient by design: that is no-signal's."""
+    ids, vals = _finite(*ctx.series("grad_norm"))
+    if len(vals) < 2 or ids[-1] != ctx.upto or vals[-1] != 0.0 or vals[-2] != 0.0:
+        return []
+    disagree = _groups_disagree(ctx)
+    if disagree is False:
+        return []
+    moved = np.flatnonzero(vals != 0.0)
+    run = len(vals) - 1 - int(moved[-1]) if len(moved) else len(vals)  # the zeros at the end
+    why = "while the groups still disagree on reward" if disagree else "(the log does not say whether groups disagree)"
+    msg = f"gradient norm exactly 0 for {run} rollouts in a row {why}"
+    return [
+        Condition(
+            "no-update",
+            "critical" if disagree else "warning",
+            int(ids[-run]),
+            msg,
+            {"zero_rollouts": run, "groups_disagree": disagree},
+            signal="grad_norm",
+        )
+    ]
+
+
 METRIC_RULES = (
     rule_non_finite,
     rule_gap,
@@ -1283,6 +1395,8 @@ METRIC_RULES = (
     rule_rollout_slowdown,
     rule_no_signal,
     rule_entropy_collapse,
+    rule_kl_ref,
+    rule_no_update,
     rule_out_of_range,
 )
 

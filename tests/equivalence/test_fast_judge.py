@@ -596,3 +596,35 @@ def test_bulk_equals_plain_where_a_band_is_left_the_healthy_way(case, monkeypatc
         assert all(150 <= r < 230 for s, r in oor if s == "length")
     else:
         assert not {s for s, _ in oor} & {"reward", "truncated"}
+
+
+def _new_rule_cases() -> dict:
+    from tests.unit.judge.test_kl_ref_no_update import trl_log
+
+    ramp = [0.002] * 20 + [0.01, 0.05, 0.2, 0.5, 0.8] + [2.0, 2.5, 3.0, 2.2, 2.8] * 40
+    grad_rx = re.compile(r"(step (\d+): \{.*?'train/grad_norm': )([-0-9.e]+)")
+
+    def miles_zero_grad() -> list[str]:
+        out = []
+        for _, line in generate("healthy", 300, 6):
+            m = grad_rx.search(line)
+            if m and (100 <= int(m.group(2)) < 160 or int(m.group(2)) >= 250):
+                line = line[: m.start(3)] + "0.0" + line[m.end(3) :]
+            out.append(line)
+        return out
+
+    return {
+        "kl-ref-runs-away": lambda: trl_log(len(ramp), kl=lambda i: ramp[i]),
+        "kl-ref-spikes": lambda: trl_log(400, kl=lambda i: 0.5 if i % 97 == 50 else 0.001 + 0.00001 * i),
+        "no-update-cycles": lambda: trl_log(400, grad=lambda i: 0.0 if (i // 25) % 3 == 1 else 0.4),
+        "miles-no-update-held": miles_zero_grad,
+    }
+
+
+@pytest.mark.parametrize("case", list(_new_rule_cases()))
+def test_bulk_equals_plain_on_the_kl_ref_and_no_update_rules(case, monkeypatch):
+    """kl-ref and no-update through their vectorised gates (bulk._kl_ref_vec, _no_update_vec:
+    necessary conditions) give the alerts rollout by rollout gives, held and cycling."""
+    plain = _bulk_equals_plain(_new_rule_cases()[case](), monkeypatch)
+    rule = "kl-ref" if case.startswith("kl-ref") else "no-update"
+    assert any(a.rule == rule for a in plain.engine.alerts)

@@ -1,0 +1,88 @@
+"""Signs beyond the nine (issue #40, item 2): KL to the reference running away (`kl-ref`), updates
+that do nothing (`no-update`), and a non-finite KL (`non-finite`), on TRL-style logs and a Miles run."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from grpo_tui.pipeline import Pipeline
+from grpo_tui.simulate import generate
+
+
+def trl_log(n: int = 60, kl=lambda i: 0.0005 + 0.0001 * i, grad=lambda i: 0.4, std=lambda i: 0.13) -> list[str]:
+    """TRL's console dicts, one per logging step."""
+    out = []
+    for i in range(n):
+        k = kl(i)
+        ktext = "nan" if isinstance(k, float) and math.isnan(k) else repr(k)
+        out.append(
+            f"{{'loss': 0.01, 'grad_norm': {grad(i)!r}, 'learning_rate': 1e-06, 'reward': {0.5 + 0.001 * i!r}, "
+            f"'reward_std': {std(i)!r}, 'kl': {ktext}, 'epoch': {i / 100!r}}}"
+        )
+    return out
+
+
+def judge(lines: list[str]):
+    pipe = Pipeline()
+    pipe.feed(lines, written_at=1_000_000.0)
+    pipe.finish(1_000_000.0)
+    return pipe.report(1_000_000.0)
+
+
+def rules_of(rep) -> dict[str, str]:
+    return {a.rule: a.severity for a in rep.alerts}
+
+
+def test_a_healthy_kl_that_grows_slowly_raises_nothing():
+    rep = judge(trl_log(300, kl=lambda i: 0.0005 + 0.00015 * i))  # 0.0005 -> 0.045
+    assert rep.status == "ok", rep.alerts
+
+
+def test_kl_that_climbs_to_two_is_critical_within_a_few_logs():
+    """The real TRL run's shape: 0.002 for 20 logs, then up to 0.8 within five and 2-3 after."""
+    ramp = [0.002] * 20 + [0.01, 0.05, 0.2, 0.5, 0.8] + [2.0, 2.5, 3.0, 2.2, 2.8] * 4
+    rep = judge(trl_log(len(ramp), kl=lambda i: ramp[i]))
+    (a,) = [a for a in rep.alerts if a.rule == "kl-ref"]
+    assert a.severity == "critical" and a.first_seen <= 27
+    assert "early level" in a.message or "jumped" in a.message
+
+
+def test_a_one_step_spike_x500_is_critical():
+    rep = judge(trl_log(40, kl=lambda i: 0.5 if i == 30 else 0.001))
+    (a,) = [a for a in rep.alerts if a.rule == "kl-ref"]
+    assert a.severity == "critical" and a.rollout == 30 and "x500" in a.message
+
+
+def test_kl_above_ten_is_critical_at_once_and_a_slow_rise_to_a_tenth_warns():
+    rep = judge(trl_log(30, kl=lambda i: 12.0 if i == 25 else 0.002 * (1 + i)))
+    assert rules_of(rep).get("kl-ref") == "critical"
+    rep = judge(trl_log(40, kl=lambda i: 0.002 if i < 20 else 0.15))  # x75 its early level, at 0.15
+    assert rules_of(rep).get("kl-ref") == "warning"
+
+
+def test_a_nan_kl_on_every_step_is_non_finite():
+    rep = judge(trl_log(20, kl=lambda i: math.nan))
+    assert rules_of(rep).get("non-finite") == "critical"
+
+
+def test_zero_gradient_while_groups_disagree_is_critical_and_without_variance_nothing():
+    rep = judge(trl_log(40, grad=lambda i: 0.0 if i >= 20 else 0.4))
+    (a,) = [a for a in rep.alerts if a.rule == "no-update"]
+    assert a.severity == "critical" and a.rollout == 20 and a.first_seen == 21
+    rep = judge(trl_log(40, grad=lambda i: 0.0 if i >= 20 else 0.4, std=lambda i: 0.0 if i >= 20 else 0.13))
+    assert "no-update" not in rules_of(rep)  # all groups alike: no gradient by design (no-signal's)
+    rep = judge(trl_log(40, grad=lambda i: 0.0 if i == 20 else 0.4))
+    assert "no-update" not in rules_of(rep)  # one step is not a sign
+
+
+def test_zero_gradient_in_a_miles_run_is_critical():
+    rx = re.compile(r"(step (\d+): \{.*?'train/grad_norm': )([-0-9.e]+)")
+    lines = []
+    for _, line in generate("healthy", 48, 5):
+        m = rx.search(line)
+        if m and int(m.group(2)) >= 30:
+            line = line[: m.start(3)] + "0.0" + line[m.end(3) :]
+        lines.append(line)
+    rep = judge(lines)
+    assert rules_of(rep).get("no-update") == "critical"
