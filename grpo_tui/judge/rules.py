@@ -38,6 +38,7 @@ from .signals import (
     BY_ID,
     EARLY_ROLLOUTS,
     MEAN_WINDOW,
+    ZERO_STD_FRACTION,
     Signal,
     beyond_is_healthy,
     first_rows,
@@ -1216,11 +1217,14 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
         return []
     _, wrong = _finite(*ctx.series("zero_std", "wrong"))
     _, right = _finite(*ctx.series("zero_std", "right"))
-    share = "groups" if g == 1 else f"of {g} groups"
+    share = "of groups" if g == 1 else f"of {g} groups"
     n = f"{frac[-1]:.0%}" if g == 1 else f"{frac[-1] * g:.0f}"
     msg = f"{n} {share} score the same (no learning signal)"
     severity = "critical"
-    if len(wrong) and len(right):
+    if metric_for(ctx.seg, BY_ID["zero_std"]) == ZERO_STD_FRACTION:
+        # (a logged share, as TRL's frac_reward_zero_std: it does not say which way they scored)
+        msg += "; the log gives only the share, not whether those groups were all right or all wrong"
+    elif len(wrong) and len(right):
         w_, r_ = float(wrong[-1]), float(right[-1])
         msg += (
             f": {w_ * g:.0f} all wrong, {r_ * g:.0f} all right"

@@ -86,3 +86,15 @@ def test_zero_gradient_in_a_miles_run_is_critical():
         lines.append(line)
     rep = judge(lines)
     assert rules_of(rep).get("no-update") == "critical"
+
+
+def test_a_logged_zero_std_share_does_not_claim_which_way_the_groups_scored():
+    """TRL's frac_reward_zero_std is a share: the message said "100% all wrong, 100% all right"."""
+    lines = [
+        f"{{'loss': 0.0, 'grad_norm': 0.3, 'reward': 0.5, 'reward_std': 0.0, 'frac_reward_zero_std': 1.0, "
+        f"'epoch': {i / 100!r}}}"
+        for i in range(30)
+    ]
+    (a,) = [a for a in judge(lines).alerts if a.rule == "no-signal"]
+    assert a.message.startswith("100% of groups score the same")
+    assert "all wrong," not in a.message and "not whether those groups were all right or all wrong" in a.message
