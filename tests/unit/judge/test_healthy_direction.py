@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from grpo_tui.judge.signals import BY_ID, beyond_is_healthy, reward_holds
-from grpo_tui.pipeline import Pipeline
 from grpo_tui.simulate import generate
+from tests.unit.judge.test_kl_ref_no_update import judge
 
 
 def _set(lines: list[str], metric: str, value: float, start: int = 20) -> list[str]:
@@ -26,13 +26,6 @@ def _set(lines: list[str], metric: str, value: float, start: int = 20) -> list[s
     return out
 
 
-def _judge(lines: list[str]):
-    pipe = Pipeline()
-    pipe.feed(lines, written_at=1_000_000.0)
-    pipe.finish(1_000_000.0)
-    return pipe.report(1_000_000.0)
-
-
 @pytest.fixture(scope="module")
 def healthy() -> list[str]:
     return [line for _, line in generate("healthy", 60, 7)]
@@ -43,10 +36,10 @@ def _oor(rep, sig_id: str) -> list:
 
 
 def test_reward_above_its_band_is_no_warning(healthy):
-    rep = _judge(_set(healthy, "rollout/raw_reward", 0.95))
+    rep = judge(_set(healthy, "rollout/raw_reward", 0.95))
     assert not _oor(rep, "reward") and rep.signals["reward"].status == "ok"
     assert rep.signals["reward"].mean5 > rep.signals["reward"].range[1]
-    rep = _judge(_set(healthy, "rollout/raw_reward", 0.40))  # below it still is
+    rep = judge(_set(healthy, "rollout/raw_reward", 0.40))  # below it still is
     assert _oor(rep, "reward") and rep.signals["reward"].status == "warning"
 
 
@@ -55,16 +48,16 @@ def test_reward_above_its_band_is_no_warning(healthy):
     [("length", "rollout/response_lengths", 300.0), ("truncated", "rollout/truncated", 0.005)],
 )
 def test_length_or_cut_share_below_while_reward_holds_is_no_warning(healthy, sig_id, metric, low):
-    rep = _judge(_set(healthy, metric, low))
+    rep = judge(_set(healthy, metric, low))
     assert not _oor(rep, sig_id) and rep.signals[sig_id].status == "ok"
     assert rep.signals[sig_id].mean5 < rep.signals[sig_id].range[0]
     # ... and a warning where reward falls below its own band with it
-    rep = _judge(_set(_set(healthy, metric, low), "rollout/raw_reward", 0.40))
+    rep = judge(_set(_set(healthy, metric, low), "rollout/raw_reward", 0.40))
     assert _oor(rep, sig_id) and rep.signals[sig_id].status == "warning"
 
 
 def test_above_the_band_is_still_a_warning_for_length(healthy):
-    rep = _judge(_set(healthy, "rollout/response_lengths", 950.0))
+    rep = judge(_set(healthy, "rollout/response_lengths", 950.0))
     assert _oor(rep, "length")
 
 
