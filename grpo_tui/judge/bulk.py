@@ -443,6 +443,8 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     res["rule_no_signal"] = _no_signal_vec(seg, ids, rows, memo)
     res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
     res["rule_kl_ref"] = _kl_ref_vec(seg, rows)
+    res["rule_entropy_high"] = _entropy_high_vec(seg, rows)
+    res["rule_reward_variance"] = _reward_variance_vec(seg, rows)
     res["rule_no_update"] = _no_update_vec(seg, rows)
     oor = {sig_id: _oor_vec(seg, rs, ids, rows, sig_id, memo) for sig_id in BY_ID}
     return res, oor, rs
@@ -1098,6 +1100,34 @@ def _kl_ref_vec(seg, rows) -> np.ndarray:
         hit = (
             np.where(fin, v, -np.inf)[np.maximum(rows[:, None] - np.arange(4)[None, :], 0)] >= KL_REF_FLOOR - EPS
         ).any(axis=1)
+    out = np.where(_dense(fin, rows, 4), np.where(hit, MAYBE, NO), UNKNOWN)
+    return np.where(fin[rows], out, NO).astype(np.int8)
+
+
+def _entropy_high_vec(seg, rows) -> np.ndarray:
+    """rule_entropy_high may fire only where entropy is at the ceiling at the op's rollout."""
+    from .rules import ENTROPY_CEILING
+
+    name = metric_for(seg, ENTROPY)
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    v = _vals(seg, name, int(rows.max()) + 1)
+    with np.errstate(invalid="ignore"):
+        return np.where(v[rows] >= ENTROPY_CEILING - EPS, MAYBE, NO).astype(np.int8)
+
+
+def _reward_variance_vec(seg, rows) -> np.ndarray:
+    """rule_reward_variance may fire only where the reward std logged at the op's rollout is
+    finite and one of its last four values is above 0 (x10 of a positive level)."""
+    from .rules import REWARD_STD
+
+    name = metric_for(seg, REWARD_STD)
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    v = _vals(seg, name, int(rows.max()) + 1)
+    fin = np.isfinite(v)
+    with np.errstate(invalid="ignore"):
+        hit = (np.where(fin, v, 0.0)[np.maximum(rows[:, None] - np.arange(4)[None, :], 0)] > 0).any(axis=1)
     out = np.where(_dense(fin, rows, 4), np.where(hit, MAYBE, NO), UNKNOWN)
     return np.where(fin[rows], out, NO).astype(np.int8)
 

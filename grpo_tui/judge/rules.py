@@ -142,6 +142,20 @@ RULES: dict[str, RuleInfo] = {
             (),
         ),
         RuleInfo(
+            "entropy-high",
+            "critical",
+            "near-random output: the policy no longer prefers any token",
+            "sample outputs, LR, mismatch (gap), grad norm",
+            (),
+        ),
+        RuleInfo(
+            "reward-variance",
+            "critical",
+            "rewards scatter far more than the run's own start: a reward bug or an unstable policy",
+            "reward function on sample outputs, reward scale",
+            (),
+        ),
+        RuleInfo(
             "no-update",
             "critical",
             "the weights do not change although groups still disagree",
@@ -1303,8 +1317,9 @@ KL_REF_WARN, KL_REF_CRIT = 0.1, 1.0  # ... to at least these levels: a warning, 
 
 
 def kl_ref_base(ids: np.ndarray, vals: np.ndarray) -> float | None:
-    """The run's own early KL level: the median of its rollouts 2-11 (the first two sit at ~0:
-    the policy starts as the reference), when it has five of them and they are above 0."""
+    """A run's own early level of a series (KL to the reference, reward std): the median of its
+    rollouts 2-11 (KL's first two sit at ~0: the policy starts as the reference), when it has five
+    of them and it is above 0."""
     early = vals[(ids >= 2) & (ids < 12)]
     if len(early) < 5:
         return None
@@ -1347,6 +1362,48 @@ def rule_kl_ref(ctx: RuleContext) -> list[Condition]:
 
 # Signs that groups still disagree on reward (so the gradient should not be exactly 0).
 REWARD_STD = Signal("reward_std", "reward std", ("reward_std", "rollout/raw_reward_std"), "", "", "", None, None)
+ENTROPY_CEILING = 4.0  # nats a token: twice what a run that was declining reached (docs/health-signs.md §7)
+REWARD_STD_RISE = 10.0  # x the run's own early reward std, in 3 of the last 4 rollouts
+
+
+def rule_entropy_high(ctx: RuleContext) -> list[Condition]:
+    """Entropy at or above ENTROPY_CEILING on the last 2 rollouts: near-random output (a healthy
+    LLM policy stays far below; gibberish and uniform sampling sit far above)."""
+    seg = ctx.seg
+    if metric_for(seg, ENTROPY) is None:
+        return []
+    ids, vals = _finite(*signal_at_rows(seg, ENTROPY, seg.rows_upto(WINDOW, ctx.upto)))
+    if len(vals) < 2 or ids[-1] != ctx.upto or not (vals[-1] >= ENTROPY_CEILING and vals[-2] >= ENTROPY_CEILING):
+        return []
+    msg = (
+        f"entropy {vals[-1]:.2f} nats a token on the last 2 rollouts (ceiling {ENTROPY_CEILING:g}): near-random output"
+    )
+    return [Condition("entropy-high", "critical", int(ids[-2]), msg, {"entropy_last4": [_r(v) for v in vals[-4:]]})]
+
+
+def rule_reward_variance(ctx: RuleContext) -> list[Condition]:
+    """The reward std x10 its own early level (the median of rollouts 2-11) in 3 of the last 4
+    rollouts.  Its collapse to 0 is no-signal's."""
+    seg = ctx.seg
+    if metric_for(seg, REWARD_STD) is None:
+        return []
+    ids, vals = _finite(*signal_at_rows(seg, REWARD_STD, seg.rows_upto(WINDOW, ctx.upto)))
+    if len(vals) < 4 or ids[-1] != ctx.upto:
+        return []
+    base = kl_ref_base(*_finite(*signal_at_rows(seg, REWARD_STD, first_rows(seg, 12, ctx.upto))))
+    if base is None or not stats.persistent_above(vals, REWARD_STD_RISE * base, 3, 4):
+        return []
+    now = float(np.median(vals[-4:]))
+    msg = f"reward std x{now / base:.0f} its early level ({base:.3g} -> {now:.3g}) in 3 of the last 4 rollouts"
+    return [
+        Condition(
+            "reward-variance",
+            "critical",
+            int(ids[-4]),
+            msg,
+            {"reward_std_last4": [_r(v) for v in vals[-4:]], "early_level": _r(base)},
+        )
+    ]
 
 
 def _groups_disagree(ctx: RuleContext) -> bool | None:
@@ -1400,6 +1457,8 @@ METRIC_RULES = (
     rule_no_signal,
     rule_entropy_collapse,
     rule_kl_ref,
+    rule_entropy_high,
+    rule_reward_variance,
     rule_no_update,
     rule_out_of_range,
 )

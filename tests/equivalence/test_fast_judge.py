@@ -599,7 +599,7 @@ def test_bulk_equals_plain_where_a_band_is_left_the_healthy_way(case, monkeypatc
 
 
 def _new_rule_cases() -> dict:
-    from tests.unit.judge.test_kl_ref_no_update import trl_log
+    from tests.unit.judge.test_kl_ref_no_update import trl_log, verl_log
 
     ramp = [0.002] * 20 + [0.01, 0.05, 0.2, 0.5, 0.8] + [2.0, 2.5, 3.0, 2.2, 2.8] * 40
     grad_rx = re.compile(r"(step (\d+): \{.*?'train/grad_norm': )([-0-9.e]+)")
@@ -618,13 +618,16 @@ def _new_rule_cases() -> dict:
         "kl-ref-spikes": lambda: trl_log(400, kl=lambda i: 0.5 if i % 97 == 50 else 0.001 + 0.00001 * i),
         "no-update-cycles": lambda: trl_log(400, grad=lambda i: 0.0 if (i // 25) % 3 == 1 else 0.4),
         "miles-no-update-held": miles_zero_grad,
+        "entropy-high-cycles": lambda: verl_log(300, lambda i: 9.49 if (i // 20) % 2 else 0.6),
+        "reward-variance-held": lambda: trl_log(300, std=lambda i: 0.9 if 100 <= i < 250 else 0.05),
     }
 
 
 @pytest.mark.parametrize("case", list(_new_rule_cases()))
 def test_bulk_equals_plain_on_the_kl_ref_and_no_update_rules(case, monkeypatch):
-    """kl-ref and no-update through their vectorised gates (bulk._kl_ref_vec, _no_update_vec:
-    necessary conditions) give the alerts rollout by rollout gives, held and cycling."""
+    """kl-ref, entropy-high, reward-variance and no-update through their vectorised gates
+    (bulk._kl_ref_vec, _entropy_high_vec, _reward_variance_vec, _no_update_vec: necessary
+    conditions) give the alerts rollout by rollout gives, held and cycling."""
     plain = _bulk_equals_plain(_new_rule_cases()[case](), monkeypatch)
-    rule = "kl-ref" if case.startswith("kl-ref") else "no-update"
+    rule = next(r for r in ("kl-ref", "entropy-high", "reward-variance", "no-update") if r in case)
     assert any(a.rule == rule for a in plain.engine.alerts)

@@ -98,3 +98,27 @@ def test_a_logged_zero_std_share_does_not_claim_which_way_the_groups_scored():
     (a,) = [a for a in judge(lines).alerts if a.rule == "no-signal"]
     assert a.message.startswith("100% of groups score the same")
     assert "all wrong," not in a.message and "not whether those groups were all right or all wrong" in a.message
+
+
+def verl_log(n: int, entropy) -> list[str]:
+    return [
+        f"step:{i} - actor/entropy:{entropy(i)!r} - actor/grad_norm:0.5 - critic/score/mean:{0.3 + 0.001 * i!r} - "
+        f"response_length/mean:{400 + i}"
+        for i in range(1, n + 1)
+    ]
+
+
+def test_near_random_entropy_is_critical_and_a_healthy_entropy_is_not():
+    """The real verl LoRA run logs actor/entropy 9.49; healthy runs sit far below 1-2 nats."""
+    rep = judge(verl_log(30, lambda i: 9.49 if i >= 20 else 0.6))
+    (a,) = [a for a in rep.alerts if a.rule == "entropy-high"]
+    assert a.severity == "critical" and a.rollout == 20 and "near-random" in a.message
+    assert "entropy-high" not in rules_of(judge(verl_log(60, lambda i: 0.4 + 0.02 * i)))  # rises to 1.6
+    assert "entropy-high" not in rules_of(judge(verl_log(30, lambda i: 9.49 if i == 20 else 0.6)))  # one step
+
+
+def test_reward_std_x10_its_start_is_critical():
+    rep = judge(trl_log(40, std=lambda i: 0.8 if i >= 25 else 0.05))
+    (a,) = [a for a in rep.alerts if a.rule == "reward-variance"]
+    assert a.severity == "critical" and "x16" in a.message
+    assert "reward-variance" not in rules_of(judge(trl_log(40, std=lambda i: 0.05 + 0.004 * i)))  # x4 over the run
