@@ -1091,15 +1091,20 @@ def _kl_ref_vec(seg, rows) -> np.ndarray:
     branch needs one: above 10, a jump to at least 0.05, or three at or above 0.1)."""
     from .rules import KL_REF, KL_REF_FLOOR
 
-    name = metric_for(seg, KL_REF)
+    return _any_of_last4(seg, KL_REF, rows, lambda w: w >= KL_REF_FLOOR - EPS)
+
+
+def _any_of_last4(seg, sig, rows, test) -> np.ndarray:
+    """MAYBE where `test` holds for one of the op's last four values, NO where for none or where
+    the op has no value (such a rule needs one); UNKNOWN where one of the four is not finite
+    (the rule then reads further back)."""
+    name = metric_for(seg, sig)
     if name is None:
         return np.full(len(rows), NO, np.int8)
     v = _vals(seg, name, int(rows.max()) + 1)
     fin = np.isfinite(v)
     with np.errstate(invalid="ignore"):
-        hit = (
-            np.where(fin, v, -np.inf)[np.maximum(rows[:, None] - np.arange(4)[None, :], 0)] >= KL_REF_FLOOR - EPS
-        ).any(axis=1)
+        hit = test(np.where(fin, v, np.nan)[np.maximum(rows[:, None] - np.arange(4)[None, :], 0)]).any(axis=1)
     out = np.where(_dense(fin, rows, 4), np.where(hit, MAYBE, NO), UNKNOWN)
     return np.where(fin[rows], out, NO).astype(np.int8)
 
@@ -1117,19 +1122,11 @@ def _entropy_high_vec(seg, rows) -> np.ndarray:
 
 
 def _reward_variance_vec(seg, rows) -> np.ndarray:
-    """rule_reward_variance may fire only where the reward std logged at the op's rollout is
-    finite and one of its last four values is above 0 (x10 of a positive level)."""
+    """rule_reward_variance may fire only where one of the last four reward stds is above 0
+    (x10 of a positive level)."""
     from .rules import REWARD_STD
 
-    name = metric_for(seg, REWARD_STD)
-    if name is None:
-        return np.full(len(rows), NO, np.int8)
-    v = _vals(seg, name, int(rows.max()) + 1)
-    fin = np.isfinite(v)
-    with np.errstate(invalid="ignore"):
-        hit = (np.where(fin, v, 0.0)[np.maximum(rows[:, None] - np.arange(4)[None, :], 0)] > 0).any(axis=1)
-    out = np.where(_dense(fin, rows, 4), np.where(hit, MAYBE, NO), UNKNOWN)
-    return np.where(fin[rows], out, NO).astype(np.int8)
+    return _any_of_last4(seg, REWARD_STD, rows, lambda w: w > 0)
 
 
 def _no_update_vec(seg, rows) -> np.ndarray:
