@@ -23,10 +23,9 @@ from ..lines.records import Event
 from ..store.metric_store import MetricStore, Segment, StoreUpdate
 from . import stats
 from .ranges import RangeSet, defaults
-from .rules import ENTROPY, KL_REF, REWARD_STD, RULES, Condition, evaluate_metrics, ranges_for
+from .rules import ENTROPY, KL_REF, REWARD_STD, RULES, WINDOW, Condition, evaluate_metrics, ranges_for
 from .signals import (
     BY_ID,
-    MEAN_WINDOW,
     SIGNALS,
     beyond_is_healthy,
     groups_of,
@@ -699,7 +698,7 @@ class HealthEngine:
             sig = BY_ID[sig_id]
             if status == "warning" and sig.healthy_beyond:  # the way a healthy run goes: no warning
                 side = "above" if mean5 > rng[1] else "below"
-                ids, vals = signal_series(seg, BY_ID["reward"], last=MEAN_WINDOW, upto=r)
+                ids, vals = signal_series(seg, BY_ID["reward"], last=WINDOW, upto=r)  # (the rule's window)
                 if beyond_is_healthy(sig, side, reward_holds(ids, vals, r, resolved.bounds("reward", r))):
                     status = "ok"
         if value is not None and not math.isfinite(value):
