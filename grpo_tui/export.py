@@ -354,11 +354,83 @@ def render(store: MetricStore, fmt: str = "csv", axis: str = "rollout") -> str:
     return buf.getvalue()
 
 
+def write_rollout_json(store: MetricStore, fh: TextIO) -> None:
+    """`write_json(rows(store))`, column by column: the same text, without a dict per row.
+
+    A stretch of rows whose cells are all numbers or blank gets its cells' text as the CSV
+    writer makes it (csv_rows, or its Python twin _plain_column: repr for floats, str for ints,
+    exactly what json writes) and each row is its keys' prefixes joined with the cells it has.
+    A row with a nan/inf token, or a stretch with another kind of cell, is the dict row."""
+    import json
+
+    segs = [s for s in store.segments if s.has_data]
+    fh.write("[")
+    sep = ""
+    for seg in segs:
+        table = rollout_table(seg, numbers=True)
+        lead_keys = ["segment", "rollout"] if len(segs) > 1 else ["rollout"]
+        names = list(table.cells)
+        prefixes = [json.dumps(k) + ": " for k in lead_keys + names]
+        whole = "{{" + ", ".join(p.replace("{", "{{").replace("}", "}}") + "{}" for p in prefixes) + "}}"
+        ids = _id_column(table.ids)
+        nonfinite = seg.nonfinite
+        for lo in range(0, len(table.ids), _CSV_ROWS):
+            hi = min(lo + _CSV_ROWS, len(table.ids))
+            lead_cols = ([_id_column([seg.index] * (hi - lo))] if len(segs) > 1 else []) + [_slice(ids, lo, hi)]
+            cols = lead_cols + [_slice(table.cells[name], lo, hi) for name in names]
+            texts = _cell_texts(cols, hi - lo)
+            out = []
+            for i in range(hi - lo):
+                r = table.rows[lo + i]
+                # ("n": a number's text has none but nan and inf's, which JSON writes as null)
+                if texts is not None and "n" not in (line := texts[i]) and not nonfinite.get(r):
+                    if ",," in line or line[-1] == ",":  # (a blank cell; never the first, the id)
+                        out.append("{" + ", ".join([p + c for p, c in zip(prefixes, line.split(",")) if c]) + "}")
+                    else:  # every cell there (nearly every row): one format() call
+                        out.append(whole.format(*line.split(",")))
+                    continue
+                row: dict[str, Any] = {"segment": seg.index} if len(segs) > 1 else {}
+                row["rollout"] = table.ids[lo + i]
+                for name in names:
+                    v = _cell(table.cells[name], lo + i)
+                    if v is not None:
+                        row[name] = v
+                if nonfinite.get(r):
+                    row[_RAW] = nonfinite[r]
+                out.append(json.dumps(_jsonable(row), allow_nan=False))
+            if out:
+                fh.write(sep + ", ".join(out))
+                sep = ", "
+    fh.write("]\n")
+
+
+def _cell(col, i: int) -> Any:
+    """Cell i of a table column (a list, or a (values, kind) number column) as the list has it."""
+    if type(col) is not tuple:
+        return col[i]
+    v = col[0][i]
+    if v != v:  # (NaN: blank)
+        return None
+    return int(v) if col[1] == "i" else v
+
+
+def _cell_texts(cols: list, n: int) -> list[str] | None:
+    """Per row, its cells as CSV text joined by commas (a blank cell: nothing), or None when a
+    column holds a cell other than a float, an int or a blank (the caller writes dict rows)."""
+    if _csv_rows is not None:
+        text = _csv_rows(cols, n)
+        return None if text is None else text[:-1].split("\n") if n else []
+    plain = [_plain_column(number_cells(c) if type(c) is tuple else c) for c in cols]
+    if None in plain:
+        return None
+    return list(map(",".join, zip(*plain)))
+
+
 def render_to(fh: TextIO, store: MetricStore, fmt: str = "csv", axis: str = "rollout") -> None:
     """`render`'s text written to fh as it is made (export -o: into the atomic file, without
     the whole text held first: ~10 ms of a 540 MB log's export)."""
-    if fmt != "json" and axis == "rollout":
-        write_rollout_csv(store, fh)
+    if axis == "rollout":
+        (write_rollout_json if fmt == "json" else write_rollout_csv)(store, fh)
         return
     data = rows(store, axis)
     (write_json if fmt == "json" else write_csv)(data, fh)

@@ -63,6 +63,10 @@ def assert_table_matches(store: MetricStore) -> None:
     buf = io.StringIO()
     export.write_csv(want_rows, buf)
     assert export.render(store, "csv") == buf.getvalue()
+    # the column-wise JSON writer: the text json.dumps gives the row-wise rows
+    buf = io.StringIO()
+    export.write_json(want_rows, buf)
+    assert export.render(store, "json") == buf.getvalue()
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name)
