@@ -35,10 +35,10 @@ from .lines.files import (
     iter_scanned_blocks,
     quick_handoff as _quick_handoff,
 )
-from .lines.parse import SCAN, LineParser
+from .lines.parse import LineParser
 from .lines.records import Event, MetricRecord
 from .shared_override import SharedOverride
-from .store.metric_store import _RM_KEYS, MetricStore, StoreUpdate
+from .store.metric_store import MetricStore, StoreUpdate
 
 if TYPE_CHECKING:
     from .judge.engine import AlertChange, HealthEngine, Report
@@ -256,63 +256,22 @@ class Pipeline:
         up = Update()
         if not items:
             return up
-        # a whole-file read (its records packed) whose engine records a tape, or does not judge:
-        # each round in C (_scan.c: file_chunk), the same steps as _store's
-        fast = _FILE_CHUNKS is not None and self.parser.packed and (not self.judging or self.engine.deferred)
-        if fast and not self.judging and not _ends_run(items):
-            # Nothing judged (export): the whole batch is one round.  Why: the store files items
-            # in order whatever the rounds, and a round's books (the steps seen, the run not
-            # finished once records come) end the same when no event in it ends the run; a 540 MB
-            # export spent ~25 % of its filing on 11,800 rounds' updates.
+        if self.parser.packed and not self.judging and not _ends_run(items):
+            # A whole-file read, nothing judged (export): the whole batch is one round.  Why: the
+            # store files items in order whatever the rounds, and a round's books (the steps seen,
+            # the run not finished once records come) end the same when no event in it ends the run.
             bounds = [len(items)]
         else:
-            cuts = _ROLLOUT_CUTS(items) if _ROLLOUT_CUTS is not None else None
-            if cuts is None:
-                cuts = _rollout_cuts(items)
-            bounds = cuts + [len(items)]
-        if fast:
-            self._store_fast(items, bounds, up)
-        else:
-            start = 0
-            for end in bounds:
-                self._store(items[start:end], up)
-                start = end
+            bounds = _rollout_cuts(items) + [len(items)]
+        start = 0
+        for end in bounds:
+            self._store(items[start:end], up)
+            start = end
         self.changes += len(up.changes)
         return up
 
-    def _store_fast(self, items: list, bounds: list[int], up: Update) -> None:
-        """_store of each round items[bounds[r-1]:bounds[r]] through file_chunks (the rounds in C),
-        Python taking a round where it says."""
-        # (the engine's books and its run's shape only where it judges: C reads them only then)
-        engine_d, shape = (self.engine.__dict__, _judge()._shape) if self.judging else ({}, None)
-        assert _FILE_CHUNKS is not None  # (_add takes this path only with the scanner's file_chunks)
-        r = 0
-        while r < len(bounds):
-            got = _FILE_CHUNKS(
-                items,
-                bounds,
-                r,
-                self.__dict__,
-                self.store.events,
-                self.store.current,
-                engine_d,
-                _RM_KEYS,
-                self._seen_steps,
-                shape,
-                self.judging,
-                up,
-            )
-            if got is None:
-                return
-            r, st, k = got
-            if k < 0:  # filed and booked: the engine's update is Python's
-                self._judge_round(st, up)
-            else:
-                self._store(items[k : bounds[r]], up, st)
-            r += 1
-
-    def _store(self, items: list, up: Update, st: StoreUpdate | None = None) -> None:
-        st = self.store.add(items, st)
+    def _store(self, items: list, up: Update) -> None:
+        st = self.store.add(items)
         seg = self.store.current.index
         seen, records = self._seen_steps, up.records
         packed = self.parser.packed  # a whole-file read: its records go to the store only
@@ -338,10 +297,7 @@ class Pipeline:
                 self.finished_by = ev.text.strip()[:200]
             elif ev.kind in FATAL_EVENTS and self._fatal is None:
                 self._fatal = (ev.data.get("exception") or ev.text).strip()[:200]
-        self._judge_round(st, up)
-
-    def _judge_round(self, st: StoreUpdate, up: Update) -> None:
-        """The end of a round of _store: its events and store update on `up`, the engine's verdict."""
+        # the round's events and store update on `up`, the engine's verdict
         up.store = st
         up.events.extend(st.events)
         if not self.judging:
@@ -712,7 +668,7 @@ def _ends_run(items: list) -> bool:
 
 def _rollout_cuts(items: list) -> list[int]:
     """Where _add cuts items into rounds: at each rollout record whose id is not the last one's
-    (the first one aside).  _scan.c's rollout_cuts gives the same, or None where it can't tell."""
+    (the first one aside)."""
     cuts: list[int] = []
     start = 0
     last_n = None
@@ -725,11 +681,6 @@ def _rollout_cuts(items: list) -> list[int]:
             seen = True
             last_n = it.n
     return cuts
-
-
-_ROLLOUT_CUTS = getattr(SCAN, "rollout_cuts", None)
-_FILE_CHUNK = getattr(SCAN, "file_chunk", None)
-_FILE_CHUNKS = getattr(SCAN, "file_chunks", None)
 
 
 def _mtime(path: str) -> float | None:

@@ -22,29 +22,17 @@ CHUNK = 4 << 20
 MAX_LINE = 1 << 20  # bytes kept of one line; the reader never holds more of it
 
 # judge_path's blocks: twice CHUNK.  Why: the reader thread takes the GIL back a few times per
-# block (after its read, after its walk, for the queue), each time waiting for the parsing
-# thread to let go of it (at the switch interval, or when a long C call returns); with the
-# parsing thread now nearly as fast as the walk, that made the parser wait for blocks: a 540 MB
-# log's parse waited 0.06-0.18 s at 4 MiB, 0.03 s at 8 MiB (0.4 s at 1 MiB), for 24 MiB more
-# buffers.  The dashboard's fill keeps CHUNK (its progress and `q` are per block).
+# block, and smaller blocks left the parser waiting for them (benchmarks/README.md).  The
+# dashboard's fill keeps CHUNK (its progress and `q` are per block).
 BULK_CHUNK = 2 * CHUNK
 
 
 HANDOFF_S = 0.00025  # the GIL switch interval while a whole file is read (Python's default: 0.005)
 
 # A shorter GIL switch interval while judge_path reads a file (and while lines/prefetch.py reads
-# ahead).  Why: its reader thread (ScannedReader) holds the GIL only for a moment per block (its
-# read and its walk let go of it), but each time it wants it back the parsing thread keeps it
-# until the interval ends; at 5 ms the reader lagged and the parser waited for blocks.  A 540 MB
-# log: the parsing thread waited 0.05-0.09 s for blocks in `check` (0.023-0.028 s with this, 8
-# interleaved runs each; the whole check gains about that, within this VM's noise), 0.4 s when it
-# only parses (parse alone 1.38 s -> 0.98 s, medians of 6).  Since the parsing thread got about as
-# fast as the walk (the Fold, packed records, file_chunks), 1 ms left it waiting 0.16-0.24 s for
-# blocks again; at 0.2-0.25 ms a 540 MB parse took 0.59-0.62 s instead of 0.66 s, check 0.80 s
-# instead of 0.84-0.86 s (medians of 8-10 interleaved runs; 0.1 and 0.05 ms: no better).  Letting
-# the GIL go inside the long C walks (Fold.run, file_chunks) was tried too: slower, the parser then
-# waited for the reader to give it back.  Not in the dashboard's fill (pipeline.feed_file), where
-# a third thread, the UI's, shares the GIL: there the 1 GB fill took ~8 % longer with it.
+# ahead).  Why: the reader thread holds the GIL only a moment per block, but waits up to the interval
+# each time it wants it back, and the parser then waits for blocks (benchmarks/README.md).  Not in
+# the dashboard's fill, where the UI's thread shares the GIL and the fill got slower with it.
 quick_handoff = SharedOverride(
     sys.getswitchinterval, sys.setswitchinterval, lambda saved: HANDOFF_S if saved > HANDOFF_S else None
 )

@@ -624,10 +624,6 @@ class StoreUpdate:
         return bool(self.rollouts or self.events or self.records or self.new_segment)
 
 
-if SCAN is not None and hasattr(SCAN, "set_update_type"):
-    SCAN.set_update_type(StoreUpdate)  # file_chunk makes its rounds' updates as this class
-
-
 class MetricStore:
     """All segments of one log; the last is current."""
 
@@ -653,7 +649,7 @@ class MetricStore:
         return True
 
     def add(self, items: Iterable[Item], up: StoreUpdate | None = None) -> StoreUpdate:
-        """Store items in order; what changed (into `up` when given: a round file_chunk began)."""
+        """Store items in order; what changed (into `up` when given)."""
         if up is None:
             up = StoreUpdate()
         rollouts, records = up.rollouts, up.records

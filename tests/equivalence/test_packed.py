@@ -217,8 +217,8 @@ def test_store_run_files_packed_records_like_their_dicts(items, cuts, rnd):
 
 
 def _judged(path: str, pack: bool, judging: bool, monkeypatch) -> tuple:
-    """Everything a whole-file read leaves, and the engine's tape (packed: each rollout's round
-    through _scan.c's file_chunk; else Pipeline._store's Python)."""
+    """Everything a whole-file read leaves, and the engine's tape (packed: the records' values as
+    _scan.c's Packed, made dicts when the store files them; else dicts from the start)."""
     monkeypatch.setattr(pipeline, "PACK_RECORDS", pack)
     tapes = []
 
@@ -297,13 +297,25 @@ def test_a_read_not_judged_files_each_block_as_one_round(tmp_path, monkeypatch):
     store, books and export as a round per rollout, with a block that holds a job's end and
     the records of the job appended after it, and blocks of a few lines each."""
     rounds = []
-    chunks = pipeline._FILE_CHUNKS
+    add, store = pipeline.Pipeline._add, pipeline.Pipeline._store
+    calls = [0]
 
-    def count(items, bounds, r, *rest):
-        rounds.append(len(bounds))
-        return chunks(items, bounds, r, *rest)
+    def count_add(self, items):
+        calls[0] = 0
+        up = add(self, items)
+        if items:
+            rounds.append(calls[0])
+        return up
 
-    monkeypatch.setattr(pipeline, "_FILE_CHUNKS", count)
+    def count_store(self, items, up):
+        calls[0] += 1
+        return store(self, items, up)
+
+    def count(monkeypatch):
+        monkeypatch.setattr(pipeline.Pipeline, "_add", count_add)
+        monkeypatch.setattr(pipeline.Pipeline, "_store", count_store)
+
+    count(monkeypatch)
     paths = _runs_in_one_file(tmp_path) + [p for p in LOGS if "crashed" in p or "healthy-seed1" in p]
     for path in paths:
         for chunk in (pipeline.BULK_CHUNK, 2048):
@@ -316,7 +328,7 @@ def test_a_read_not_judged_files_each_block_as_one_round(tmp_path, monkeypatch):
             each = _judged(path, True, False, monkeypatch)
             assert chunk == 2048 or max(rounds) > 1
             monkeypatch.undo()
-            monkeypatch.setattr(pipeline, "_FILE_CHUNKS", count)
+            count(monkeypatch)
             assert one == each, (path, chunk)
     items = pipeline.LineParser().feed_lines(["Job 'raysubmit_1' succeeded"])
     assert pipeline._ends_run(items) and not pipeline._ends_run([])
@@ -339,22 +351,3 @@ def test_feed_file_agrees_packed_and_live_feeds_make_dicts(tmp_path, monkeypatch
         assert up.records and all(type(r.metrics) is dict for r in up.records)
         states.append(store_state(pipe.store))
     assert states[0] == states[2] and states[1] == states[3]
-
-
-@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
-def test_rounds_go_through_file_chunk(monkeypatch):
-    """The common rounds of a whole-file read are filed, booked and taped in C (the comparison
-    above would pass if Python did them all)."""
-    calls = {"done": 0, "python": 0}
-    chunks = pipeline._FILE_CHUNKS
-
-    def count(items, bounds, r, *rest):
-        got = chunks(items, bounds, r, *rest)
-        calls["done"] += (len(bounds) if got is None else got[0]) - r
-        calls["python"] += got is not None
-        return got
-
-    monkeypatch.setattr(pipeline, "_FILE_CHUNKS", count)
-    path = os.path.join(os.path.dirname(LOGS[0]), "healthy-seed1.log")
-    pipeline.judge_path(path)
-    assert calls["done"] > 10 * calls["python"] > 0
