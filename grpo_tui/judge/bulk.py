@@ -29,7 +29,6 @@ nothing).  The first START rollouts take the scalar gates.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from itertools import repeat
 from operator import attrgetter, contains, eq, itemgetter
 
@@ -38,7 +37,7 @@ from numpy.lib.stride_tricks import sliding_window_view as _sw
 
 from ..store.metric_store import Segment
 from . import gates, rules, stats
-from .held import HackingHeld, ge as _ge, lt as _lt, median as _row_median, mk_p_from_s, pair_slopes as _pair_slopes
+from .held import HackingHeld, ge as _ge, lt as _lt
 from .mismatch import BulkMismatch
 from .rules import (
     ABSURD,
@@ -772,11 +771,11 @@ def _window_fails(
     s, ties = mk[w]
     alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
     sure = (rows >= w - 1) & _dense(ok, rows, w)
-    fails = sure & ~ties[rows] & (s[rows] < _s_needed(w, alpha) - 1)
+    fails = sure & ~ties[rows] & (s[rows] < stats.s_needed(w, alpha) - 1)
     tied_ops = sure & ties[rows]
     tied = rows[tied_ops]
     if len(tied):
-        p = mk_p_from_s(s[tied], np.ones(len(tied), bool), lambda idx: _windows(lv, tied[idx], w), w)
+        p = stats.rows_mk_p_from_s(s[tied], np.ones(len(tied), bool), lambda idx: _windows(lv, tied[idx], w), w)
         fails[tied_ops] = p >= alpha * (1.0 + 1e-9)
     left = np.flatnonzero(sure & ~fails)
     if len(left):
@@ -806,50 +805,13 @@ def _windows(x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
     return x[(rows[:, None] - (w - 1)) + np.arange(w)[None, :]]
 
 
-def _mk_rows(x: np.ndarray, windows) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """{w: (Mann-Kendall S, window has ties)} of x[r-w+1 .. r] for every row r >= w-1 (rows
-    before are 0 / False): per lag k the signs of x[t] - x[t-k], summed over each window by
-    prefix sums - O(rows x w) integer work, no pair matrix."""
-    n = len(x)
-    top = max(windows)
-    # cs[k, t] = sum over u < t of sign(x[u] - x[u-k]) (0 for u < k); the same for ties in ct
-    cs = np.zeros((top, n + 1), np.int32)
-    ct = np.zeros((top, n + 1), np.int32)
-    for k in range(1, min(top, n)):
-        a, b = x[k:], x[:-k]
-        np.cumsum((a > b).astype(np.int32) - (a < b), out=cs[k, k + 1 :])
-        np.cumsum(a == b, out=ct[k, k + 1 :], dtype=np.int32)
-    lag_s, lag_t = {}, {}  # lag_s[w][t] = cs[1..w-1, t] summed
-    acc_s, acc_t = np.zeros(n + 1, np.int64), np.zeros(n + 1, np.int64)
-    for k in range(1, top):
-        acc_s += cs[k]
-        acc_t += ct[k]
-        if k + 1 in windows:
-            lag_s[k + 1], lag_t[k + 1] = acc_s.copy(), acc_t.copy()
-    out = {}
-    for w in windows:
-        s = np.zeros(n, np.int64)
-        t = np.zeros(n, bool)
-        if n >= w:
-            m = n - w + 1  # windows r = w-1 .. n-1
-            head_s = np.zeros(m, np.int64)
-            head_t = np.zeros(m, np.int64)
-            for k in range(1, w):  # lag k's pairs before the window start
-                head_s += cs[k, k : k + m]
-                head_t += ct[k, k : k + m]
-            s[w - 1 :] = lag_s[w][w:] - head_s
-            t[w - 1 :] = (lag_t[w][w:] - head_t) > 0
-        out[w] = (s, t)
-    return out
-
-
 def _mk_memo(memo: dict, name: str | tuple | None, x: np.ndarray, windows: tuple) -> dict:
     """_mk_rows of a metric's column (non-finite values as 0), once per name, length and windows
     (the gates and judge/held.py read the same ones)."""
     key = (name, len(x), windows)
     got = memo.get(key) if name is not None else None
     if got is None:
-        got = _mk_rows(np.where(np.isfinite(x), x, 0.0), windows)
+        got = stats.windowed_mk_s(np.where(np.isfinite(x), x, 0.0), windows)
         if name is not None:
             memo[key] = got
     return got
@@ -870,23 +832,8 @@ def _rising(mk: dict, rows: np.ndarray) -> np.ndarray:
     for w in TREND_WINDOWS:
         s, ties = mk[w]
         alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
-        out |= (rows >= w - 1) & (ties[rows] | (s[rows] >= _s_needed(w, alpha) - 1))
+        out |= (rows >= w - 1) & (ties[rows] | (s[rows] >= stats.s_needed(w, alpha) - 1))
     return out
-
-
-@lru_cache(maxsize=64)
-def _s_needed(w: int, alpha: float) -> int:
-    """Smallest S whose one-sided Mann-Kendall p (stats._p_up_finite, no ties) is < alpha."""
-    pairs = w * (w - 1) // 2
-    for s in range(pairs + 1):
-        if w <= stats.EXACT_MAX_N:
-            p = stats._mahonian_cdf(w)[(pairs - s) // 2]
-        else:
-            var = w * (w - 1) * (2 * w + 5) / 18.0
-            p = stats._norm_sf((s - (1 if s > 0 else 0)) / math.sqrt(var))
-        if p < alpha:
-            return s
-    return pairs + 1
 
 
 TS_CHUNK = 2048  # ops a batch: bounded memory (a run that holds length-hacking asks at
@@ -898,12 +845,12 @@ def _ts_rise(s: np.ndarray, x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarr
     if len(rows) > TS_CHUNK:
         return np.concatenate([_ts_rise(s, x, rows[a : a + TS_CHUNK], w) for a in range(0, len(rows), TS_CHUNK)])
     ws, wx = _windows(s, rows, w), _windows(x, rows, w)
-    slope = _row_median(_pair_slopes(ws, wx))
+    slope = stats.rows_median(stats.pair_slopes(ws, wx))
     return slope * (ws[:, -1] - ws[:, 0])
 
 
 def _med4(a: np.ndarray) -> np.ndarray:
-    return _row_median(a)
+    return stats.rows_median(a)
 
 
 def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
@@ -937,8 +884,8 @@ def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
     for w in (8, 12, 16, 24, 32):
         sl, tl = mk_l[w][0][sel], mk_l[w][1][sel]
         sr, tr = mk_r[w][0][sel], mk_r[w][1][sel]
-        up = tl | (sl >= _s_needed(w, 0.05) - 1)
-        down = tr | (-sr >= _s_needed(w, 0.10) - 1)
+        up = tl | (sl >= stats.s_needed(w, 0.05) - 1)
+        down = tr | (-sr >= stats.s_needed(w, 0.10) - 1)
         whole = sel >= w - 1  # (a row before has no window of w)
         first4 = np.full(len(sel), np.nan)
         first4[whole] = _med4(_windows(R0, sel[whole] - (w - 4), 4))
@@ -950,7 +897,7 @@ def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
         if len(k):
             rl = _ts_rise(idf, L0, sel[k], w)
             wl = _windows(L0, sel[k], w)
-            big = rl >= 0.15 * np.abs(_row_median(wl)) - EPS * np.maximum(1.0, np.abs(rl))
+            big = rl >= 0.15 * np.abs(stats.rows_median(wl)) - EPS * np.maximum(1.0, np.abs(rl))
             if up8 is not None:
                 up8[k] &= big
             kk = k[cand[k] & big]  # reward's fall: only where length's rise is big

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from ..store.metric_store import Segment
+from . import stats
 from .signals import BY_ID, first_rows, groups_of, metric_for, signal_at_rows
 
 EPS = 1e-9
@@ -184,15 +185,6 @@ def gate_grad_norm(ctx, win: Window) -> bool:
     return _drift_or_boom(ctx, win, "grad_norm", RHO["grad_norm"], jump=False, absurd=ABSURD.get("grad_norm"))
 
 
-def _mk_signs(v: np.ndarray, windows) -> dict[int, int]:
-    """Mann-Kendall S of the last w values for each window w (one sign matrix)."""
-    n = len(v)
-    m = min(n, max(windows))
-    t = v[n - m :]
-    sg = np.triu(np.sign(t[None, :] - t[:, None]), 1)
-    return {w: int(sg[m - w :, m - w :].sum()) for w in windows if w <= n}
-
-
 def gate_length_hacking(ctx, win: Window) -> bool:
     """Every firing path needs, on one window, length's Mann-Kendall S > 0 (p_up < 0.05) and
     reward's S < 0 (p_down < 0.10) - or reward below its band with length's S > 0 on 8."""
@@ -210,8 +202,8 @@ def gate_length_hacking(ctx, win: Window) -> bool:
     if both.sum() < HACK_MIN:
         return False
     L, R = L[both], R[both]
-    sl = _mk_signs(L, (8, 12, 16, 24, 32))
-    sr = _mk_signs(R, (8, 12, 16, 24, 32))
+    sl = stats.mk_s_last(L, (8, 12, 16, 24, 32))
+    sr = stats.mk_s_last(R, (8, 12, 16, 24, 32))
     if any(sl[w] > 0 and sr[w] < 0 for w in sl):
         return True
     if sl.get(8, 0) > 0:

@@ -20,7 +20,6 @@ rule's (tests/test_fast_judge.py compares the alerts on long runs with many open
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 
@@ -96,100 +95,15 @@ def lt(a: np.ndarray, b: np.ndarray) -> Tri:
         return Tri(~nan & (a < b - t), nan | (a < b + t))
 
 
-# -- the window statistics of judge/stats.py, one row per window --------------------------------
-def median(m: np.ndarray) -> np.ndarray:
-    """np.median of each row (the same two middle values, the same mean), NaN for a NaN row."""
-    n = m.shape[1]
-    h = n // 2
-    if n % 2:
-        out = np.partition(m, h, axis=1)[:, h]
-    else:
-        # The lower middle value is the largest of the h below the upper one: one kth instead of
-        # two (a partition with two costs ~2.5x one on rows of 496).  Only where both middle
-        # values are zeros can the two ways differ (which of -0.0 and 0.0 each picks, so the
-        # mean's sign): those rows are partitioned for both middle values, as before.
-        part = np.partition(m, h, axis=1)
-        out = (part[:, :h].max(axis=1) + part[:, h]) / 2
-        zero = np.flatnonzero(out == 0)
-        if len(zero):
-            both = np.partition(m[zero], (h - 1, h), axis=1)
-            out[zero] = (both[:, h - 1] + both[:, h]) / 2
-    return np.where(np.isnan(m).any(axis=1), np.nan, out)
-
-
-def ts_slope(s: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """stats.theil_sen_slope of each row (distinct, increasing steps)."""
-    return median(pair_slopes(s, v))
-
-
-LAG_MIN_CELLS = 1 << 18  # fewer pairs in a batch, or windows shorter than LAG_MIN_N: two gathers
-LAG_MIN_N = 32  # cost less than a slice per lag (measured: 1057 rows of 24 or 200 of 40)
-
-
-def pair_slopes(s: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """(v[:, j] - v[:, i]) / (s[:, j] - s[:, i]) for every pair i < j of each row: the same
-    numbers as with _upper_pairs' index arrays, grouped by lag j - i on a big batch (a median
-    does not see the order).  Why: on a thousand rows of 32 or 40, two gathers through index
-    arrays cost 1.3-2x what one slice per lag does (bulk._ts_rise, the held length-hacking
-    tests); on smaller batches the gathers are cheaper."""
-    rows, n = v.shape
-    i, j = stats._upper_pairs(n)
-    if n < LAG_MIN_N or rows * len(i) < LAG_MIN_CELLS:
-        return (v[:, j] - v[:, i]) / pair_gaps(s, i, j)
-    steady = consecutive(s)
-    out = np.empty((rows, len(i)))
-    at = 0
-    for lag in range(1, n):
-        part = out[:, at : at + n - lag]
-        np.subtract(v[:, lag:], v[:, :-lag], out=part)
-        if steady:  # consecutive steps: every gap of this lag is the lag
-            np.divide(part, float(lag), out=part)
-        else:
-            np.divide(part, s[:, lag:] - s[:, :-lag], out=part)
-        at += n - lag
-    return out
-
-
-def pair_gaps(s: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """s[:, j] - s[:, i]; one shared row when every row's steps are consecutive integers (the
-    usual run: the same numbers, without a matrix of them)."""
-    if consecutive(s):
-        return (j - i).astype(float)[None, :]  # increasing integers n-1 apart: consecutive
-    return s[:, j] - s[:, i]
-
-
-def consecutive(s: np.ndarray) -> bool:
-    """Every row's steps are consecutive integers (a gap of k steps is k)."""
-    n = s.shape[1]
-    return bool(
-        len(s)
-        and n > 1
-        and bool(((s[:, -1] - s[:, 0]) == n - 1).all())
-        and _whole(s)
-        and bool((s[:, 1:] > s[:, :-1]).all())
-    )
-
-
-def _whole(a: np.ndarray) -> bool:
-    return bool((np.abs(a) < 2.0**52).all() and (a == np.floor(a)).all())
-
-
-def ts_rise(s: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return ts_slope(s, v) * (s[:, -1] - s[:, 0])
-
-
-def robust_sigma(r: np.ndarray) -> np.ndarray:
-    return stats.MAD_TO_SIGMA * median(np.abs(r - median(r)[:, None]))
-
-
+# -- the rules' spreads (rules._resid_sigma, rules._noise), one row per window -----------------
 def resid_sigma(s: np.ndarray, v: np.ndarray) -> np.ndarray:
     """rules._resid_sigma: the robust spread around the Theil-Sen line."""
-    r = v - ts_slope(s, v)[:, None] * s
-    return robust_sigma(r - median(r)[:, None])
+    r = v - stats.rows_ts_slope(s, v)[:, None] * s
+    return stats.rows_robust_sigma(r - stats.rows_median(r)[:, None])
 
 
 def diff_sigma(v: np.ndarray) -> np.ndarray:
-    return robust_sigma(np.diff(v, axis=1)) / math.sqrt(2.0)
+    return stats.rows_robust_sigma(np.diff(v, axis=1)) / math.sqrt(2.0)
 
 
 def noise(s: np.ndarray, v: np.ndarray, floor: np.ndarray | float) -> np.ndarray:
@@ -199,76 +113,6 @@ def noise(s: np.ndarray, v: np.ndarray, floor: np.ndarray | float) -> np.ndarray
     return np.maximum(out, np.where(np.isfinite(b), b, -np.inf))
 
 
-def mk_p_from_s(s: np.ndarray, ties: np.ndarray, windows, n: int) -> np.ndarray:
-    """stats.mk_p_up of windows of n finite values, from their Mann-Kendall S and tie flags
-    (`windows(rows)`: the values of those rows' windows, read only where there are ties): the
-    exact null without ties for n <= 10, else the normal approximation with the tie
-    correction - the same operations, so the same numbers."""
-    p = _p_table(n)[s + n * (n - 1) // 2]
-    tied = np.flatnonzero(ties)
-    if len(tied):
-        srt = np.sort(windows(tied), axis=1)
-        tsum = _tie_sums(srt[:, 1:] == srt[:, :-1])
-        span = 2 * (n * (n - 1) // 2) + 1  # one integer key per (S, tie sum)
-        keys, inv = stats.unique_inverse(tsum * span + (s[tied] + n * (n - 1) // 2))
-        vals = np.array([_p_normal(n, int(key % span) - n * (n - 1) // 2, int(key // span)) for key in keys.tolist()])
-        p[tied] = vals[np.ravel(inv)]
-    return p
-
-
-def mk_p_up(v: np.ndarray) -> np.ndarray:
-    """stats.mk_p_up of each row (finite values)."""
-    n = v.shape[1]
-    i, j = stats._upper_pairs(n)
-    d = v[:, j] - v[:, i]
-    s = (d > 0).sum(axis=1) - (d < 0).sum(axis=1)
-    srt = np.sort(v, axis=1)
-    ties = (srt[:, 1:] == srt[:, :-1]).any(axis=1)
-    return mk_p_from_s(s, ties, lambda rows: v[rows], n)
-
-
-@lru_cache(maxsize=64)
-def _p_table(n: int) -> np.ndarray:
-    """p of S = -pairs .. pairs without ties (read-only)."""
-    pairs = n * (n - 1) // 2
-    if n <= stats.EXACT_MAX_N:
-        cdf = stats._mahonian_cdf(n)
-        out = np.array([float(min(1.0, cdf[(pairs - s) // 2])) for s in range(-pairs, pairs + 1)])
-    else:
-        out = np.array([_p_normal(n, s, 0) for s in range(-pairs, pairs + 1)])
-    out.flags.writeable = False
-    return out
-
-
-@lru_cache(maxsize=4096)
-def _p_normal(n: int, s: int, tsum: int) -> float:
-    """stats._p_up_finite's normal branch for S = s and tie sum `tsum` (same operations)."""
-    var = (n * (n - 1) * (2 * n + 5) - float(tsum)) / 18.0
-    if var <= 0:
-        return 1.0
-    z = (s - (1 if s > 0 else -1 if s < 0 else 0)) / math.sqrt(var)
-    return float(min(1.0, max(0.0, stats._norm_sf(z))))
-
-
-def _tie_sums(eq: np.ndarray) -> np.ndarray:
-    """sum of t(t-1)(2t+5) over each row's tie groups (eq: sorted neighbours equal), as ints."""
-    rows, m = eq.shape
-    start = np.concatenate([np.ones((rows, 1), bool), ~eq], axis=1)  # a group starts here
-    group = np.cumsum(start, axis=1) - 1 + (np.arange(rows) * (m + 1))[:, None]
-    t = np.bincount(group.ravel(), minlength=rows * (m + 1)).reshape(rows, m + 1).astype(np.int64)
-    return (t * (t - 1) * (2 * t + 5)).sum(axis=1)
-
-
-def trailing_best(r: np.ndarray, window: int = MEAN_WINDOW) -> np.ndarray:
-    """max of stats.trailing_mean(row, window) (rows of finite values)."""
-    head = min(window - 1, r.shape[1])
-    best = (np.cumsum(r[:, :head], axis=1) / np.arange(1, head + 1)).max(axis=1)
-    if r.shape[1] >= window:
-        best = np.maximum(best, np.lib.stride_tricks.sliding_window_view(r, window, axis=1).mean(axis=-1).max(axis=1))
-    return best
-
-
-# -- the rule's tests ------------------------------------------------------------------------
 class Inputs:
     """What the tests read for a batch of rollouts: rows of the run whose 40-row windows are
     all finite (length, reward, and the cut share when `cut`), the run's columns, and each
@@ -301,7 +145,9 @@ class Inputs:
         s, ties = self.cols["mk"][name][b - a]
         end = self.rows - (WINDOW - b)
         got = s[end]
-        return mk_p_from_s(-got if down else got, ties[end], lambda idx: self.take(idx).win(name, a, b), b - a)
+        return stats.rows_mk_p_from_s(
+            -got if down else got, ties[end], lambda idx: self.take(idx).win(name, a, b), b - a
+        )
 
     def value(self, key: tuple, compute) -> np.ndarray:
         """compute(rows) for these rows, each row computed once per batch (shared by `take`)."""
@@ -337,7 +183,7 @@ class Inputs:
             )
         if name == "n_len":
             L = self.win("L", 0, WINDOW)
-            return noise(s, L, FLOOR["length"] * np.abs(median(L)))
+            return noise(s, L, FLOOR["length"] * np.abs(stats.rows_median(L)))
         return noise(s, self.win("T", 0, WINDOW), 0.005)
 
     rs_rew = property(lambda self: self._noise("rs_rew"))
@@ -440,15 +286,15 @@ def _cut_mk(x: Inputs, a: int, n: int) -> Tri:
 def _cut_sizes(x: Inputs, a: int, n: int) -> Tri:
     ws, wl, wr, wt = x.win("s", a, n), x.win("L", a, n), x.win("R", a, n), x.win("T", a, n)
     scale = math.sqrt(12.0 / (n - a))
-    ok = Tri.exact(median(wr[:, -4:]) < median(wr[:, :4]))
-    ok = ok & ge(ts_rise(ws, wl), np.maximum(0.15 * np.abs(median(wl)), K_RISE * x.n_len * scale))
-    ok = ok & ge(-ts_rise(ws, wr), np.maximum(0.03, 1.5 * x.n_rew * scale))
-    return ok & ge(ts_rise(ws, wt), np.maximum(0.10, K_RISE * x.n_cut * scale))
+    ok = Tri.exact(stats.rows_median(wr[:, -4:]) < stats.rows_median(wr[:, :4]))
+    ok = ok & ge(stats.rows_ts_rise(ws, wl), np.maximum(0.15 * np.abs(stats.rows_median(wl)), K_RISE * x.n_len * scale))
+    ok = ok & ge(-stats.rows_ts_rise(ws, wr), np.maximum(0.03, 1.5 * x.n_rew * scale))
+    return ok & ge(stats.rows_ts_rise(ws, wt), np.maximum(0.10, K_RISE * x.n_cut * scale))
 
 
 def _joint_mk(x: Inputs, a: int, n: int) -> Tri:
     ok = (x.mk_p("R", a, n, down=True) < ALPHA_FALL) & (x.mk_p("L", a, n) < 0.05)
-    return Tri.exact(ok & (median(x.win("R", n - 4, n)) < median(x.win("R", a, a + 4))))
+    return Tri.exact(ok & (stats.rows_median(x.win("R", n - 4, n)) < stats.rows_median(x.win("R", a, a + 4))))
 
 
 def _joint_sizes(x: Inputs, a: int, n: int) -> Tri:
@@ -457,13 +303,13 @@ def _joint_sizes(x: Inputs, a: int, n: int) -> Tri:
     scale = math.sqrt(12.0 / (n - a))
 
     def r_fall(y: Inputs) -> np.ndarray:
-        return y.value(("r_fall", a, n), lambda z: -ts_rise(z.win("s", a, n), z.win("R", a, n)))
+        return y.value(("r_fall", a, n), lambda z: -stats.rows_ts_rise(z.win("s", a, n), z.win("R", a, n)))
 
     def l_rise(y: Inputs) -> np.ndarray:
-        return y.value(("l_rise", a, n), lambda z: ts_rise(z.win("s", a, n), z.win("L", a, n)))
+        return y.value(("l_rise", a, n), lambda z: stats.rows_ts_rise(z.win("s", a, n), z.win("L", a, n)))
 
     def med(y: Inputs) -> np.ndarray:
-        return y.value(("l_med", a, n), lambda z: 0.15 * np.abs(median(z.win("L", a, n))))
+        return y.value(("l_med", a, n), lambda z: 0.15 * np.abs(stats.rows_median(z.win("L", a, n))))
 
     def s_len(y: Inputs) -> np.ndarray:
         return np.maximum(resid_sigma(y.win("s", a, n), y.win("L", a, n)), y.n_len)
@@ -489,15 +335,15 @@ def _band_level(x: Inputs, n: int) -> Tri:
         return Tri.const(len(x.rows), False)
     lo, R = x.win("lo", n - 4, n), x.win("R", n - 4, n)
     below = lt(R, np.where(np.isfinite(lo), lo, -np.inf))
-    out = Tri.exact(np.isfinite(lo).all(axis=1) & (median(R) < median(x.win("R", n - 8, n - 4))))
+    out = Tri.exact(np.isfinite(lo).all(axis=1) & (stats.rows_median(R) < stats.rows_median(x.win("R", n - 8, n - 4))))
     return out & Tri(below.sure.sum(axis=1) >= 3, below.maybe.sum(axis=1) >= 3)
 
 
 def _band_trend(x: Inputs, n: int) -> Tri:
     ws, wl = x.win("s", n - 8, n), x.win("L", n - 8, n)
     out = Tri.exact(x.mk_p("L", n - 8, n) < 0.05)
-    need = np.maximum(0.20 * np.abs(median(wl)), K_RISE * resid_sigma(ws, wl) * math.sqrt(12.0 / 8))
-    return out & ge(ts_rise(ws, wl), need)
+    need = np.maximum(0.20 * np.abs(stats.rows_median(wl)), K_RISE * resid_sigma(ws, wl) * math.sqrt(12.0 / 8))
+    return out & ge(stats.rows_ts_rise(ws, wl), need)
 
 
 def _hit(n: int, cut: bool):
@@ -515,7 +361,7 @@ def _holds(x: Inputs) -> Tri:
         at_cap = Tri.exact((x.win("T", WINDOW - 4, WINDOW) > 0.5).sum(axis=1) >= 3)
     else:
         at_cap = Tri.const(rows, False)
-    high = at_cap | ge(median(x.win("L", WINDOW - 4, WINDOW)), 1.15 * base_len)
+    high = at_cap | ge(stats.rows_median(x.win("L", WINDOW - 4, WINDOW)), 1.15 * base_len)
     return high & _all(x, (lambda y: _down(y, 0.03), lambda y: _down(y, None)))
 
 
@@ -523,7 +369,7 @@ def _down(x: Inputs, least: float | None) -> Tri:
     """_hacking_holds' "reward down": the last four's mean below the best by max(0.03, 2 x the
     reward's spread); with `least`, the spread replaced by its floor-free lower bound 0.03
     (a cheap first pass: only rows it leaves possible need the spread)."""
-    best = np.maximum(x.cols["base_rew"], trailing_best(x.win("R", 0, WINDOW)))
+    best = np.maximum(x.cols["base_rew"], stats.rows_trailing_best(x.win("R", 0, WINDOW), MEAN_WINDOW))
     gap = least if least is not None else np.maximum(0.03, 2 * np.maximum(x.rs_rew, FLOOR["reward"]))
     return lt(x.win("R", WINDOW - 4, WINDOW).mean(axis=1), best - gap)
 
@@ -718,7 +564,7 @@ def _mk_windows(cols: dict, end: int, n: int, cut: bool) -> frozenset:
         s, ties = cols["mk"][name][w]
         if ties[end]:
             return 0.0  # (ties: left to the rule)
-        return float(_p_table(w)[(-1 if down else 1) * int(s[end]) + w * (w - 1) // 2])
+        return float(stats._p_table(w)[(-1 if down else 1) * int(s[end]) + w * (w - 1) // 2])
 
     out = set()
     if cut:

@@ -156,7 +156,12 @@ def test_window_statistics_equal_the_scalar_ones():
         v = np.round(rng.normal(size=(64, n)), 1)
         v[::9] = 0.0
         s = np.sort(rng.choice(500, (64, n), replace=True), axis=1).astype(float) + np.arange(n)
-        p_up, p_down, med, slope = held.mk_p_up(v), held.mk_p_up(-v), held.median(v), held.ts_slope(s, v)
+        p_up, p_down, med, slope = (
+            stats.rows_mk_p_up(v),
+            stats.rows_mk_p_up(-v),
+            stats.rows_median(v),
+            stats.rows_ts_slope(s, v),
+        )
         rs = held.resid_sigma(s, v)
         for i in range(len(v)):
             assert stats.median(v[i]) == np.median(v[i])
@@ -191,14 +196,16 @@ def test_pair_gaps_shortcut_gives_the_same_slopes():
         v = np.round(rng.normal(size=(16, n)), 2)
         starts = rng.integers(0, 10_000, 16).astype(float)
         s = starts[:, None] + np.arange(n)[None, :]
-        assert held.pair_gaps(s, i, j).shape == (1, len(i))
-        assert np.array_equal(held.ts_slope(s, v), np.array([stats.theil_sen_slope(s[r], v[r]) for r in range(16)]))
+        assert stats.pair_gaps(s, i, j).shape == (1, len(i))
+        assert np.array_equal(
+            stats.rows_ts_slope(s, v), np.array([stats.theil_sen_slope(s[r], v[r]) for r in range(16)])
+        )
         for bad in (s + np.r_[np.zeros(n - 1), 0.5], s[:, ::-1], np.c_[s[:, :-2], s[:, -1:] - 0.5, s[:, -1:]]):
-            assert np.array_equal(np.broadcast_to(held.pair_gaps(bad, i, j), (16, len(i))), bad[:, j] - bad[:, i])
+            assert np.array_equal(np.broadcast_to(stats.pair_gaps(bad, i, j), (16, len(i))), bad[:, j] - bad[:, i])
 
 
 def _two_kth_median(m: np.ndarray) -> np.ndarray:
-    """held.median as it was: both middle values from one partition with two kth."""
+    """stats.rows_median as it was: both middle values from one partition with two kth."""
     n = m.shape[1]
     h = n // 2
     if n % 2:
@@ -210,7 +217,7 @@ def _two_kth_median(m: np.ndarray) -> np.ndarray:
 
 
 def test_row_median_with_one_kth_is_the_two_kth_one_bit_for_bit():
-    """held.median (one partition, the lower middle value the largest below the upper one) gives
+    """stats.rows_median (one partition, the lower middle value the largest below the upper one) gives
     the numbers of the two-kth partition it replaced, the sign of a zero included, and the
     scalar rules' stats.median's numbers: rows of signed zeros, ties, NaN, inf."""
     from grpo_tui.judge import stats
@@ -224,7 +231,7 @@ def test_row_median_with_one_kth_is_the_two_kth_one_bit_for_bit():
         else:
             m = rng.choice(pools[t % 4], size=(rows, n))
         with np.errstate(invalid="ignore"):  # (inf + -inf in a middle pair)
-            got, want = held.median(m), _two_kth_median(m)
+            got, want = stats.rows_median(m), _two_kth_median(m)
             scalar = np.array([stats.median(row) for row in m])
         assert np.array_equal(got, want, equal_nan=True), (rows, n)
         assert np.array_equal(np.signbit(got), np.signbit(want)), (rows, n)
@@ -236,8 +243,8 @@ def test_pair_slopes_by_lag_are_the_gathered_ones(monkeypatch):
     _upper_pairs' index arrays (so the same median), steps consecutive or not."""
     from grpo_tui.judge import stats
 
-    monkeypatch.setattr(held, "LAG_MIN_N", 2)  # every window by lag, 40 rows and up
-    monkeypatch.setattr(held, "LAG_MIN_CELLS", 1)
+    monkeypatch.setattr(stats, "LAG_MIN_N", 2)  # every window by lag, 40 rows and up
+    monkeypatch.setattr(stats, "LAG_MIN_CELLS", 1)
     rng = np.random.default_rng(12)
     for n in (2, 3, 8, 16, 24, 32, 40):
         i, j = stats._upper_pairs(n)
@@ -245,7 +252,7 @@ def test_pair_slopes_by_lag_are_the_gathered_ones(monkeypatch):
         v = np.round(rng.normal(size=(rows, n)), 2)
         s = rng.integers(0, 10_000, rows).astype(float)[:, None] + np.arange(n)[None, :]
         for steps in (s, s + np.r_[np.zeros(n // 2), np.full(n - n // 2, 3.0)]):
-            got, want = held.pair_slopes(steps, v), (v[:, j] - v[:, i]) / (steps[:, j] - steps[:, i])
+            got, want = stats.pair_slopes(steps, v), (v[:, j] - v[:, i]) / (steps[:, j] - steps[:, i])
             assert got.shape == want.shape
             assert np.array_equal(np.sort(got, axis=1), np.sort(want, axis=1))
-            assert np.array_equal(held.ts_slope(steps, v), held.median(want))
+            assert np.array_equal(stats.rows_ts_slope(steps, v), stats.rows_median(want))
