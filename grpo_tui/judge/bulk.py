@@ -92,16 +92,15 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
     n = len(tape)
     t = 0
     while t < n:
-        if eng._crash is None and eng._engine_trouble is None:
-            if not eng._open:
+        if not eng.troubled:
+            if not eng.book.open:
                 t = calm_next[t]  # nothing open: jump over the ops that cannot change anything
             elif steady is not None:
                 # the open alerts surely hold and nothing else fires: each op would only reset
                 # their misses (judge/steady.py)
-                to = steady.next_busy(t, eng._open)
+                to = steady.next_busy(t, eng.book.open)
                 if to > t and steady.steps_over_ops(t, to):
-                    for a in eng._open.values():
-                        a._misses = 0
+                    eng.book.hold_all()
                 t = to
             if t >= n:
                 break
@@ -109,22 +108,15 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         k = k_of[t]
         t += 1
         if op[0] == _EV:
-            eng._last_ts = op[3]
+            eng.set_log_time(op[3])
             if op[1].kind in JUDGED_EVENTS:
-                changes.extend(eng._on_event(op[1], op[2], replayed=True))
+                changes.extend(eng.on_event(op[1], op[2], replayed=True))
             continue
         r = op[1]
-        eng._last_ts = op[2]
-        if (
-            quiet is not None
-            and quiet[k]
-            and not eng._open
-            and eng._crash is None
-            and eng._engine_trouble is None
-            and not nonfinite.get(op_rows[k])
-        ):
+        eng.set_log_time(op[2])
+        if quiet is not None and quiet[k] and not eng.book.open and not eng.troubled and not nonfinite.get(op_rows[k]):
             continue  # no rule can fire, no alert is open, no event condition: nothing to do
-        open_rules = frozenset(key[0] for key in eng._open) if eng._open else none
+        open_rules = frozenset(key[0] for key in eng.book.open) if eng.book.open else none
         held_open = open_rules & rules._HELD
         if skip_quiet and quiet[k] and not held_open and not nonfinite.get(op_rows[k]):
             conds = []  # no rule can fire here (the gates say)
@@ -169,13 +161,13 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
                         k, open_rules, frozenset(a for a in open_rules & _STANDS_IN if _critical(eng, a))
                     )
                 if "out-of-range" in open_rules and _oor_warnings(eng):
-                    pre[rules.OOR_HELD] = ans.oor_held(k, eng._open)
+                    pre[rules.OOR_HELD] = ans.oor_held(k, eng.book.open)
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
-        conds.extend(eng._event_conditions(seg, r))
-        if conds or eng._open:
-            changes.extend(eng._apply(conds, r, seg))
+        conds.extend(eng.event_conditions(seg, r))
+        if conds or eng.book.open:
+            changes.extend(eng.judged(conds, r))
     if tape:  # (the time the loop would have left, had it stepped through every op)
-        eng._last_ts = tape[-1][3] if tape[-1][0] == _EV else tape[-1][2]
+        eng.set_log_time(tape[-1][3] if tape[-1][0] == _EV else tape[-1][2])
     return changes
 
 
@@ -222,14 +214,14 @@ _STANDS_IN = frozenset(rules._LATCHED) | {"no-signal", "off-policy"}  # the aler
 
 def _critical(eng, rule: str) -> bool:
     """The open alert of `rule` is critical: a condition can only keep it open, never change it."""
-    a = eng._open.get((rule, None))
+    a = eng.book.open.get((rule, None))
     return a is not None and a.severity == "critical"
 
 
 def _oor_warnings(eng) -> bool:
     """Every open out-of-range alert is a warning (it always is: its condition can only keep it
     open, never escalate it)."""
-    return all(a.severity == "warning" for key, a in eng._open.items() if key[0] == "out-of-range")
+    return all(a.severity == "warning" for key, a in eng.book.open.items() if key[0] == "out-of-range")
 
 
 def _verify(seg: Segment, touch: dict[int, int], rows: np.ndarray, stamps: np.ndarray) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from ..lines.records import Event
 from ..store.metric_store import MetricStore, Segment, StoreUpdate
 from . import stats
+from .alerts import CLEAR_AFTER, SEVERITY_ORDER, Alert, AlertBook, AlertChange, AlertGroup, group_alerts
 from .ranges import RangeSet, defaults
 from .rules import ENTROPY, KL_REF, REWARD_STD, RULES, WINDOW, Condition, evaluate_metrics, ranges_for
 from .signals import (
@@ -34,7 +35,6 @@ from .signals import (
     signal_series,
 )
 
-CLEAR_AFTER = 3  # rollouts without the condition before an alert clears
 NO_STEPS_AFTER = 600.0  # s after the log starts with no metric line
 ENGINE_DOWN_AFTER = 120.0  # s of uninterrupted engine retries
 RETRY_BURST_GAP = 60.0  # retries closer than this belong to one burst
@@ -45,110 +45,6 @@ CRASH_EVENTS = ("traceback", "ft_fail", "oom", "nccl_timeout", "job_failed", "fa
 JUDGED_EVENTS = frozenset(
     CRASH_EVENTS + ("train_retry", "engine_retry", "max_retries", "health_check_failed", "engines_recovered")
 )
-SEVERITY_ORDER = {"ok": 0, "unknown": 0, "warning": 1, "critical": 2}
-
-
-@dataclass(slots=True)
-class Alert:
-    rule: str
-    severity: str
-    rollout: int | None  # where it started
-    message: str
-    check: str
-    meaning: str
-    evidence: dict[str, Any]
-    signal: str | None = None
-    first_seen: int | None = None  # rollout at which it was raised
-    time: str | None = None  # log time when raised
-    active: bool = True
-    cleared_at: int | None = None
-    acknowledged: bool = False
-    seq: int = 0  # raise order (newest first in views)
-    _misses: int = 0
-
-    @property
-    def key(self) -> tuple[str, str | None]:
-        return (self.rule, self.signal if self.rule == "out-of-range" else None)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "severity": self.severity,
-            "rollout": self.rollout,
-            "signal": self.signal,
-            "message": self.message,
-            "meaning": self.meaning,
-            "first_check": self.check,
-            "raised_at": self.first_seen,
-            "log_time": self.time,
-            "cleared_at": self.cleared_at,
-            "evidence": self.evidence,
-        }
-
-
-@dataclass(slots=True)
-class AlertGroup:
-    """One rule's sign on one signal at one severity, however often it opened and cleared: what
-    every surface lists, so that a warning flapping 600 times is one entry with its count."""
-
-    alerts: list[Alert]  # oldest first
-
-    @property
-    def latest(self) -> Alert:
-        return self.alerts[-1]
-
-    @property
-    def count(self) -> int:
-        return len(self.alerts)
-
-    @property
-    def severity(self) -> str:
-        return self.latest.severity
-
-    @property
-    def active(self) -> bool:
-        return self.latest.active
-
-    @property
-    def spans(self) -> list[tuple[int | None, int | None]]:
-        """(from rollout, cleared at rollout or None while open) of each time it was raised."""
-        return [(a.rollout, a.cleared_at) for a in self.alerts]
-
-    def words(self) -> str:
-        """`612× between rollouts 48 and 16012, open now` (empty for an alert raised once)."""
-        if self.count == 1:
-            return ""
-        starts = [a.rollout for a in self.alerts if a.rollout is not None]
-        ends = [a.cleared_at if a.cleared_at is not None else a.rollout for a in self.alerts]
-        last = max((e for e in ends if e is not None), default=None)
-        where = f" between rollouts {min(starts)} and {last}" if starts and last is not None else ""
-        state = "open now" if self.active else f"last cleared at rollout {self.latest.cleared_at}"
-        return f"{self.count}×{where}, {state}"
-
-    def to_json(self) -> dict[str, Any]:
-        """The latest alert's object with the count and every span."""
-        return {**self.latest.to_json(), "count": self.count, "spans": [list(s) for s in self.spans]}
-
-
-def group_alerts(alerts: list[Alert]) -> list[AlertGroup]:
-    """The alerts by (rule, signal, severity), each group where its latest alert stands in
-    `alerts`' order (the report's: open first, criticals first, newest first)."""
-    groups: dict[tuple, AlertGroup] = {}
-    for a in sorted(alerts, key=lambda a: a.seq):
-        key = (a.rule, a.signal, a.severity)
-        g = groups.get(key)
-        if g is None:
-            groups[key] = AlertGroup([a])
-        else:
-            g.alerts.append(a)
-    place = {a.seq: i for i, a in enumerate(alerts)}
-    return sorted(groups.values(), key=lambda g: place[g.latest.seq])
-
-
-@dataclass(slots=True)
-class AlertChange:
-    kind: str  # "raised" | "escalated" (now critical) | "cleared"
-    alert: Alert
 
 
 @dataclass(slots=True)
@@ -214,9 +110,7 @@ class HealthEngine:
     def __init__(self, store: MetricStore, ranges: RangeSet | None = None) -> None:
         self.store = store
         self.ranges = ranges or defaults()
-        self.alerts: list[Alert] = []  # every alert of the current segment
-        self._open: dict[tuple, Alert] = {}
-        self._seq = 0
+        self.book = AlertBook()  # the current segment's alerts and their state
         self._evaluated: int | None = None  # last rollout judged
         self._segment_index = store.current.index
         self._event_pos = 0
@@ -262,7 +156,7 @@ class HealthEngine:
                     self._see_time(ev.ts)
                 self._tape.append((_EV, ev, seg.last_rollout, self._last_ts))
                 continue
-            changes.extend(self._on_event(ev))
+            changes.extend(self.on_event(ev))
         first, last = self._first_ts, self._last_ts  # _see_time of every record, inline
         for rec in up.records:
             ts = rec.ts
@@ -397,23 +291,18 @@ class HealthEngine:
                         },
                     )
                 )
+        out.extend(self.book.raise_new(conds, seg.last_rollout, _fmt_ts(self._last_ts)))
         keys = {c.key for c in conds}
-        for c in conds:
-            if c.key not in self._open:
-                out.append(AlertChange("raised", self._raise(c, seg.last_rollout)))
         for key in [("stalled", None), ("no-steps", None)]:
-            if key not in keys and key in self._open:
-                a = self._open.pop(key)
-                a.active = False
-                a.cleared_at = seg.last_rollout
-                if ended and key[0] == "stalled":
-                    self.alerts.remove(a)  # withdrawn: the run ended; its log shows no stall
-                out.append(AlertChange("cleared", a))
+            if key not in keys:
+                # withdrawn when the run ended: its log shows no stall
+                change = self.book.clear(key, seg.last_rollout, withdraw=ended and key[0] == "stalled")
+                if change is not None:
+                    out.append(change)
         return out
 
     def _reset_for_segment(self) -> None:
-        self.alerts = []
-        self._open = {}
+        self.book.reset()
         self._evaluated = None
         self._segment_index = self.store.current.index
         self._retry_burst = None
@@ -460,11 +349,11 @@ class HealthEngine:
         if self._tape is not None:
             self._tape.append((_JUDGE, r, self._last_ts, self._stamp, _shape(seg)))
             return []
-        conds = evaluate_metrics(seg, self.ranges, r, frozenset(k[0] for k in self._open))
-        conds.extend(self._event_conditions(seg, r))
-        return self._apply(conds, r, seg)
+        conds = evaluate_metrics(seg, self.ranges, r, frozenset(k[0] for k in self.book.open))
+        conds.extend(self.event_conditions(seg, r))
+        return self.judged(conds, r)
 
-    def _event_conditions(self, seg: Segment, r: int) -> list[Condition]:
+    def event_conditions(self, seg: Segment, r: int) -> list[Condition]:
         out = []
         if self._crash is not None:
             if self._crash_rollout is not None and r >= self._crash_rollout + CLEAR_AFTER:
@@ -517,7 +406,7 @@ class HealthEngine:
                 return name
         return _cut_words(_strip_prefixes(texts[0]), 160)
 
-    def _on_event(self, ev: Event, r: int | None = None, replayed: bool = False) -> list[AlertChange]:
+    def on_event(self, ev: Event, r: int | None = None, replayed: bool = False) -> list[AlertChange]:
         if not replayed:
             if ev.ts is not None:
                 self._see_time(ev.ts)
@@ -580,70 +469,25 @@ class HealthEngine:
 
     def _apply_now(self, conds: list[Condition], r: int | None) -> list[AlertChange]:
         """Raise event alerts at once (they don't wait for a rollout to complete)."""
-        out = []
-        for c in conds:
-            a = self._open.get(c.key)
-            if a is None:
-                out.append(AlertChange("raised", self._raise(c, r)))
-            elif self._refresh(a, c):
-                out.append(AlertChange("escalated", a))
-        return out
+        return self.book.at_once(conds, r, _fmt_ts(self._last_ts))
 
-    def _apply(self, conds: list[Condition], r: int, seg: Segment) -> list[AlertChange]:
-        out: list[AlertChange] = []
-        seen = set()
-        for c in conds:
-            if c.key in seen:
-                continue
-            seen.add(c.key)
-            a = self._open.get(c.key)
-            if a is None:
-                out.append(AlertChange("raised", self._raise(c, r)))
-            elif self._refresh(a, c):
-                out.append(AlertChange("escalated", a))
-        for key, a in list(self._open.items()):
-            if key in seen or key[0] in ("stalled", "no-steps"):
-                continue
-            a._misses += 1
-            if a._misses >= CLEAR_AFTER:
-                a.active = False
-                a.cleared_at = r
-                del self._open[key]
-                out.append(AlertChange("cleared", a))
-        return out
+    def judged(self, conds: list[Condition], r: int) -> list[AlertChange]:
+        """Rollout r judged with these conditions (the alert state machine: judge/alerts.py)."""
+        return self.book.judged(conds, r, _fmt_ts(self._last_ts))
 
-    def _raise(self, c: Condition, r: int | None) -> Alert:
-        info = RULES[c.rule]
-        self._seq += 1
-        a = Alert(
-            c.rule,
-            c.severity,
-            c.start if c.start is not None else r,
-            c.message,
-            info.check,
-            info.meaning,
-            c.evidence,
-            signal=c.signal,
-            first_seen=r,
-            seq=self._seq,
-            time=_fmt_ts(self._last_ts),
-        )
-        self.alerts.append(a)
-        self._open[c.key] = a
-        return a
+    @property
+    def alerts(self) -> list[Alert]:
+        """Every alert of the current segment, oldest first."""
+        return self.book.alerts
 
-    @staticmethod
-    def _refresh(a: Alert, c: Condition) -> bool:
-        """The sign still holds. The message keeps the values of the rollout where the alert
-        fired; it changes only when the alert escalates, or a crash learns its cause."""
-        a._misses = 0
-        escalates = SEVERITY_ORDER[c.severity] > SEVERITY_ORDER[a.severity]
-        if escalates or (a.rule == "crashed" and c.message != a.message):
-            a.message = c.message
-            a.evidence = c.evidence
-        if escalates:
-            a.severity = c.severity
-        return escalates
+    @property
+    def troubled(self) -> bool:
+        """A crash or engine trouble was seen: every judged rollout adds its condition."""
+        return self._crash is not None or self._engine_trouble is not None
+
+    def set_log_time(self, ts: float | None) -> None:
+        """The log's time now (a replayed op's): the time a raised alert carries."""
+        self._last_ts = ts
 
     def median_interval(self) -> float | None:
         """Median seconds between rollouts of this run (by their log time)."""
@@ -703,7 +547,7 @@ class HealthEngine:
                     status = "ok"
         if value is not None and not math.isfinite(value):
             status = "critical"
-        alerts = self._open.values() if open_only else self.alerts
+        alerts = self.book.open.values() if open_only else self.alerts
         for a in alerts:
             if a.signal != sig_id and sig_id not in RULES[a.rule].signals:
                 continue
@@ -767,7 +611,7 @@ class HealthEngine:
 
     @property
     def open_alerts(self) -> list[Alert]:
-        return sorted(self._open.values(), key=lambda a: -a.seq)
+        return sorted(self.book.open.values(), key=lambda a: -a.seq)
 
 
 _EV, _JUDGE = 0, 1
