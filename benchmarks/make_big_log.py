@@ -2,6 +2,12 @@
 
 A block is simulated once (grpo_tui.simulate, healthy run, many noise lines per rollout) and
 written again and again with the rollout/step ids shifted, so the result reads as one long run.
+
+`--cluster` writes the traits of a big multi-node run's log that make `check` and `export` work
+hardest: Ray's `[repeated Nx across cluster]` suffix (after its colour code) on most noise lines,
+a `Memory-Usage ...: {...}` dict from every rank at every rollout, fewer noise lines per rollout
+(a 512 MB log holds ~16,000 rollouts), and a cut share that leaves its band for 4 rollouts in
+every 11, so its range warning opens and clears ~1,450 times.
 """
 
 from __future__ import annotations
@@ -33,6 +39,43 @@ _ANCHORED = [
     "{miles} engine.py:41 - Error budget ok: {{'errors': 0, 'step': {i}}}",
     "{ray}Loading checkpoint shards: 100%|##########| 4/4 [00:0{d}<00:00, 1.2it/s]",
 ]
+_DEDUP = "\x1b[32m [repeated 7x across cluster]\x1b[0m"
+_TRAIN_ROLLOUT = re.compile(r"^(.*?)\[([^\]]+) actor_cell0_rank0\] log_utils\.py:\d+ - rollout \d+: ")
+_CUT = re.compile(r"(\brollout (\d+): \{[^\n]*?'rollout/truncated': )([-0-9.e+]+)")
+FLAP_PERIOD, FLAP_WIDTH, FLAP_CUT = 11, 4, 0.6  # rollouts n with n % 11 in 4..7: cut share 0.6
+
+
+def _cluster(body: list[str]) -> list[str]:
+    """The block as a multi-node run prints it: every rank's Memory-Usage dict after each trainer
+    rollout line, and Ray's dedup suffix on 3 in 5 of the other noise lines."""
+    out = []
+    for i, line in enumerate(body):
+        if _ID.search(line) is None and not line.startswith("Job '") and i % 5 < 3:
+            line += _DEDUP
+        out.append(line)
+        m = _TRAIN_ROLLOUT.match(line)
+        if m is not None:
+            pre, stamp = m.group(1), m.group(2)
+            for r in range(8):
+                free = 70.3 + r * 0.013
+                stats = {"gpu": str(r), "total_GB": 79.19, "free_GB": round(free, 2), "used_GB": round(79.19 - free, 2)}
+                out.append(
+                    f"{pre}[{stamp} actor_cell0_rank{r}] memory_utils.py:41 - [Rank {r}] Memory-Usage "
+                    f"after train step: {stats}" + (_DEDUP if r else "")
+                )
+    return out
+
+
+def _flap(text: str) -> str:
+    """The cut share of rollouts n with n % FLAP_PERIOD in [FLAP_WIDTH, 2 * FLAP_WIDTH) set to FLAP_CUT."""
+
+    def put(m: re.Match) -> str:
+        n = int(m.group(2))
+        return m.group(1) + (repr(FLAP_CUT) if FLAP_WIDTH <= n % FLAP_PERIOD < 2 * FLAP_WIDTH else m.group(3))
+
+    return _CUT.sub(put, text)
+
+
 _SGLANG_HEAD = re.compile(r"^((?:\x1b\[36m)?\((?:SGLangEngine|sglang)[^)]*\)(?:\x1b\[0m)? )\[([^\]]+)\] Decode batch")
 
 
@@ -57,13 +100,19 @@ def _anchor_noise(body: list[str], share: float) -> list[str]:
 
 
 def make(
-    path: str, size: int, noise: int = 250, block_rollouts: int = 200, scenario: str = "healthy", anchored: float = 0.0
+    path: str,
+    size: int,
+    noise: int = 250,
+    block_rollouts: int = 200,
+    scenario: str = "healthy",
+    anchored: float = 0.0,
+    cluster: bool = False,
 ) -> int:
     """`scenario` other than healthy: a broken run whose sign stays for the rest of the file
     (the first block breaks halfway, every later block is the same run broken from its start),
     so its alert is held open over nearly every rollout - `check`'s costliest case.  `anchored`:
     the share of SGLang noise lines that carry an anchor (_ANCHORED): a log whose noise makes the
-    scanner look closer at many lines, as real ones can."""
+    scanner look closer at many lines, as real ones can.  `cluster`: see the module's docstring."""
     first = None
     onset = None
     if scenario != "healthy":
@@ -75,6 +124,9 @@ def make(
     if anchored:
         body = _anchor_noise(body, anchored)
         first = None if first is None else _anchor_noise(first, anchored)
+    if cluster:
+        body = _cluster(body)
+        first = None if first is None else _cluster(first)
     first_block = None if first is None else "\n".join(first) + "\n"
     block = "\n".join(body) + "\n"
     written = 0
@@ -88,6 +140,8 @@ def make(
                 text = first_block or block
             else:
                 text = _ID.sub(lambda m: f"{m.group(1)} {int(m.group(2)) + shift}: ", block)
+            if cluster:
+                text = _flap(text)
             data = text.encode()
             fh.write(text)
             written += len(data)
@@ -117,7 +171,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("path")
     ap.add_argument("--size-mb", type=int, default=1000)
-    ap.add_argument("--noise", type=int, default=250, help="noise lines per rollout")
+    ap.add_argument("--noise", type=int, default=None, help="noise lines per rollout (250; --cluster: 150)")
     ap.add_argument("--scenario", default="healthy", help="a broken run held to the end, e.g. gap-jump")
     ap.add_argument(
         "--anchored",
@@ -125,6 +179,8 @@ if __name__ == "__main__":
         default=0.0,
         help="share of the SGLang noise lines that carry an anchor (0-1), e.g. 0.3",
     )
+    ap.add_argument("--cluster", action="store_true", help="a multi-node run's traits (see the docstring)")
     a = ap.parse_args()
-    n = make(a.path, a.size_mb * 1_000_000, a.noise, scenario=a.scenario, anchored=a.anchored)
+    noise = a.noise if a.noise is not None else 150 if a.cluster else 250
+    n = make(a.path, a.size_mb * 1_000_000, noise, scenario=a.scenario, anchored=a.anchored, cluster=a.cluster)
     print(f"wrote {a.path}: {n / 1e6:.0f} MB")
