@@ -2080,15 +2080,21 @@ static int quiet_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
     uchar *t = prefix_end(s, e, key);
     if (t == NULL || t >= e)
         return 0;
+    long rep;
+    e = dedup_end(t, e, &rep);  /* the message's end: where _strip_dedup cuts Ray's mark */
+    if (e == NULL || e <= t)
+        return 0;
     uchar c = *t;
     int blank = BLANK(c);       /* after a Ray prefix _peel leaves the blanks (a checkpoint line's) */
     if ((blank && key == 0) || c >= 0x80 || DIGIT(c) || c == '('
         || (c == '[' && (e - t < 2 || DIGIT(t[1]) || t[1] >= 0x80)))
         return 0;
+    Py_ssize_t extra = 0;   /* bytes past the first of each character: str offsets are that less */
     for (uchar *q = printable_end(t, e); q < e; q = printable_end(q, e)) {   /* (why == 1 says nothing */
         int len = *q >= 0x80 ? utf8_len(q, e) : 0;                        /* past its anchor) */
         if (len == 0 || (len == 3 && q[0] == 0xEF && q[1] == 0xBF && q[2] == 0xBD))
             return 0;   /* a control byte, ESC, tab, '\r', U+FFFD or bad UTF-8: not as it is */
+        extra += len - 1;
         q += len;
     }
     if (has_lit(t, e, &L_ACROSS) || has_lit(t, e, &L_RAY_NOTE) || metric_any_may(t, e))
@@ -2123,8 +2129,9 @@ static int quiet_head(uchar *s, uchar *e, int why, Py_ssize_t key, long *h)
     }
     h[H_ID] = 0;     /* (classify: 1 when _rejoin certainly stops at the line before) */
     h[H_MSG] = (long)(t - s);
+    h[H_MSG_END] = (long)(e - s - extra);
     h[H_END_B] = (long)(e - s);
-    h[H_REPEATED] = 0;
+    h[H_REPEATED] = rep;
     h[H_CLASS] = cls;
     return 1;
 }
@@ -5343,8 +5350,9 @@ static int rejoin_fails(FoldObject *f, Py_ssize_t i, uchar *ls, uchar *le, const
         if (h[H_KEY] > 0 && pid_differs(s, e, ls, le, h[H_KEY]))
             return 1;           /* another source's line: the walk stops there */
         uchar *t = prefix_end(s, e, key);
-        if (t == NULL || has_lit(t, e, &L_ACROSS) || has_lit(t, e, &L_RAY_NOTE))
-            return 0;
+        long rep;
+        if (t == NULL || (e = dedup_end(t, e, &rep)) == NULL)   /* (_rejoin peels it: the text */
+            return 0;                                             /* without Ray's mark) */
         for (uchar *q = t; q < e; q++) {
             if ((*q < 0x20 && *q != '\t') || *q == 0x7f)
                 return 0;

@@ -1025,7 +1025,13 @@ class LineParser:
             return self.feed(raw)
         if cls == _HEAD_QUIET:
             return self._feed_quiet(
-                raw, key, _pid_of(raw[p0:p1]) if p0 >= 0 else None, raw[a0:a1] if a0 >= 0 else None, m0, n == 1
+                raw,
+                key,
+                _pid_of(raw[p0:p1]) if p0 >= 0 else None,
+                raw[a0:a1] if a0 >= 0 else None,
+                raw[m0:end],
+                repeated,
+                n == 1,
             )
         line_no, cur_key = self._head_line(raw, key)
         c = self.counts
@@ -1102,11 +1108,11 @@ class LineParser:
         return out
 
     def _feed_quiet(
-        self, raw: str, key: int, pid: str | None, actor: str | None, m0: int, alone: bool = False
+        self, raw: str, key: int, pid: str | None, actor: str | None, msg: str, repeated: int, alone: bool = False
     ) -> list[Item]:
         """feed() for a header-less candidate the scanner found noise for sure (_scan.c: quiet_head
-        vouches that _peel leaves raw[m0:] with this pid and actor, that no header regex matches
-        it, and that _headerless finds no record, event or other format in it): the same steps,
+        vouches that _peel leaves the text msg with this pid, actor and dedup count, that no header
+        regex matches it, and that _headerless finds no record, event or other format in it): the same steps,
         without the peel, the regexes and the tests that find nothing.  `alone`: the scanner
         also saw that _rejoin would give up at once (the line before is another source's).  An
         open record (its continuation may be this line) takes feed's own path."""
@@ -1114,7 +1120,7 @@ class LineParser:
             return self.feed(raw)
         line_no, cur_key = self._head_line(raw, key)
         out: list[Item] = []
-        if not alone and self._has_noise() and self._rejoin(_Line(raw[m0:], pid, actor, 0, key > 0), out):
+        if not alone and self._has_noise() and self._rejoin(_Line(msg, pid, actor, repeated, key > 0), out):
             self._noise_clear()
             return out
         self._catch_up(cur_key)

@@ -2823,7 +2823,16 @@ def test_scanner_read_scan_refuses_bad_arguments_and_passes_read_errors(tmp_path
         ("(A pid=1) checkpoint \x1b[1mx", False),  # _peel changes it
         ("(A pid=1, ip=1.2.3.4) checkpoint", True),  # a worker on another node: pid 1@1.2.3.4
         ("(A pid=1, node=2) checkpoint", False),  # not a prefix _RAY reads
-        ("checkpoint x [repeated 2x across cluster]", False),
+        ("checkpoint x [repeated 2x across cluster]", True),  # Ray's mark: _peel cuts it off
+        (
+            "\x1b[36m(SGLangEngine pid=48099)\x1b[0m Loading checkpoint shards: 100%|##| 4/4 [00:08<00:00]"
+            "\x1b[32m [repeated 7x across cluster]\x1b[0m",
+            True,
+        ),
+        ("(A pid=1) Loading checkpoint shards \u2026 3/4 [repeated 7x across cluster]", True),
+        ("(A pid=1) saving checkpoint at iteration 3 [repeated 7x across cluster]", False),  # an event
+        ("(A pid=1) checkpoint x [repeated 7x across cluster] (Ray deduplicates logs by default.)", False),
+        ("(A pid=1) checkpoint \x1b[1mx [repeated 7x across cluster]", False),  # _peel changes it
         ("checkpoint\x00", False),
         ("(A pid=1) engine config: {'tp': 2, 'mem_fraction': 0.8}", True),  # a dict no record is read from
         ("(A pid=1) UserWarning: step 3 of {'a': 1}", True),
@@ -3195,7 +3204,11 @@ def test_walk_reads_quiet_lines_only_where_rejoin_gives_up(pieces, prefix, tail,
         ("(A pid=1) see train.py --x saving checkpoint at iteration 3", False),  # the launch line's
         ("  saving checkpoint at iteration 3", False),  # no prefix: _peel_any's indent
         ("(A pid=1) [2026-08-21 10:00:00] saving checkpoint at iteration 3", False),  # a header: not quiet
-        ("(A pid=1) saving checkpoint at iteration 3 [repeated 2x across cluster]", False),
+        ("(A pid=1) saving checkpoint at iteration 3 [repeated 2x across cluster]", True),  # the mark cut off
+        (
+            "\x1b[36m(A pid=1)\x1b[0m saving checkpoint at iteration 3 to /c\x1b[32m [repeated 7x across cluster]\x1b[0m",
+            True,
+        ),
     ],
 )
 def test_scanner_header_less_checkpoints_come_as_events(line, ckpt):
