@@ -50,7 +50,7 @@ def _cluster(body: list[str]) -> list[str]:
     rollout line, and Ray's dedup suffix on 3 in 5 of the other noise lines."""
     out = []
     for i, line in enumerate(body):
-        if _ID.search(line) is None and not line.startswith("Job '") and i % 5 < 3:
+        if _ID.search(line) is None and not line.startswith("Job '") and "across cluster]" not in line and i % 5 < 3:
             line += _DEDUP
         out.append(line)
         m = _TRAIN_ROLLOUT.match(line)
@@ -76,6 +76,7 @@ def _flap(text: str) -> str:
     return _CUT.sub(put, text)
 
 
+WARM = 200  # rollouts a healthy block's run learns before its plateau (the simulator's: ~100)
 _SGLANG_HEAD = re.compile(r"^((?:\x1b\[36m)?\((?:SGLangEngine|sglang)[^)]*\)(?:\x1b\[0m)? )\[([^\]]+)\] Decode batch")
 
 
@@ -115,12 +116,21 @@ def make(
     scanner look closer at many lines, as real ones can.  `cluster`: see the module's docstring."""
     first = None
     onset = None
+    warm = 0
     if scenario != "healthy":
         first = _body(generate(scenario, block_rollouts, 1, noise_per_rollout=noise, onset=block_rollouts // 2))[1]
         onset = 0
-    lines = [line for _, line in generate(scenario, block_rollouts, 1, noise_per_rollout=noise, onset=onset)]
+    else:
+        # A healthy run learns, then holds a plateau: the block repeated is from the plateau, after
+        # WARM rollouts written once, so no seam between blocks looks like learning starting over
+        # (a jump in length and reward that judging would take for length-hacking).
+        warm = WARM
+    lines = [line for _, line in generate(scenario, warm + block_rollouts, 1, noise_per_rollout=noise, onset=onset)]
     head = [line for line in lines[:40] if line.startswith("EXEC:")]
     footer, body = _body((0.0, line) for line in lines)
+    if warm:
+        cut = next(i for i, line in enumerate(body) if (m := _ID.search(line)) and int(m.group(2)) >= warm)
+        first, body = body, body[cut:]  # the first block: the warm-up and the plateau once
     if anchored:
         body = _anchor_noise(body, anchored)
         first = None if first is None else _anchor_noise(first, anchored)
