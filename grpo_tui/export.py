@@ -25,20 +25,20 @@ _RAW = "\x00raw"  # internal: raw nan/inf tokens of a row, never a column
 
 def _rollout_rows(seg: Segment) -> list[dict[str, Any]]:
     table = rollout_table(seg)
-    cols = [(name, cells) for name, cells in table.cells.items()]
-    nonfinite = seg.nonfinite
-    rows = []
-    for i, (rid, r) in enumerate(zip(table.ids, table.rows)):
-        row: dict[str, Any] = {"rollout": rid}
-        for name, cells in cols:
-            v = cells[i]
-            if v is not None:
-                row[name] = v
-        raw = nonfinite.get(r)
-        if raw:
-            row[_RAW] = raw
-        rows.append(row)
-    return rows
+    return [_table_row(table, i, seg.nonfinite) for i in range(len(table.ids))]
+
+
+def _table_row(table, i: int, nonfinite: dict) -> dict[str, Any]:
+    """Row i of a rollout table as export's dict: the id, each cell with a value, the raw nan/inf tokens."""
+    row: dict[str, Any] = {"rollout": table.ids[i]}
+    for name, col in table.cells.items():
+        v = _cell(col, i)
+        if v is not None:
+            row[name] = v
+    raw = nonfinite.get(table.rows[i])
+    if raw:
+        row[_RAW] = raw
+    return row
 
 
 def _step_rows(seg: Segment) -> list[dict[str, Any]]:
@@ -389,14 +389,9 @@ def write_rollout_json(store: MetricStore, fh: TextIO) -> None:
                     else:  # every cell there (nearly every row): one format() call
                         out.append(whole.format(*line.split(",")))
                     continue
-                row: dict[str, Any] = {"segment": seg.index} if len(segs) > 1 else {}
-                row["rollout"] = table.ids[lo + i]
-                for name in names:
-                    v = _cell(table.cells[name], lo + i)
-                    if v is not None:
-                        row[name] = v
-                if nonfinite.get(r):
-                    row[_RAW] = nonfinite[r]
+                row = _table_row(table, lo + i, nonfinite)
+                if len(segs) > 1:
+                    row = {"segment": seg.index, **row}
                 out.append(json.dumps(_jsonable(row), allow_nan=False))
             if out:
                 fh.write(sep + ", ".join(out))
