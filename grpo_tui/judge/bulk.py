@@ -39,23 +39,23 @@ from ..store.metric_store import Segment
 from . import gates, rules, stats
 from .held import HackingHeld, ge as _ge, lt as _lt
 from .mismatch import BulkMismatch
-from .rules import (
+from .rules import evaluate_metrics
+from .rules.base import (
     ABSURD,
     ALPHA_LONG,
     ALPHA_SHORT,
-    ENTROPY,
     HACK_MIN,
-    MEAN_WINDOW,
     RHO,
     TREND_WINDOWS,
     WINDOW,
     RuleContext,
-    evaluate_metrics,
-    metric_for,
+    own_base,
     ranges_for,
 )
+from .rules.policy import ENTROPY
+from .rules.rollout import first_step
 from .setup import FIRST as FIT_FIRST
-from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, signal_at_rows, zero_std_parts
+from .signals import BY_ID, EARLY_ROLLOUTS, MEAN_WINDOW, groups_of, metric_for, signal_at_rows, zero_std_parts
 from .steady import Steady
 
 EPS = gates.EPS
@@ -117,7 +117,7 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         if quiet is not None and quiet[k] and not eng.book.open and not eng.troubled and not nonfinite.get(op_rows[k]):
             continue  # no rule can fire, no alert is open, no event condition: nothing to do
         open_rules = frozenset(key[0] for key in eng.book.open) if eng.book.open else none
-        held_open = open_rules & rules._HELD
+        held_open = open_rules & rules.HELD
         if skip_quiet and quiet[k] and not held_open and not nonfinite.get(op_rows[k]):
             conds = []  # no rule can fire here (the gates say)
         elif (
@@ -209,7 +209,7 @@ USE_STEADY = True  # (tests turn it off to exercise the op-by-op stand-ins)
 
 
 _LH = frozenset({"length-hacking"})
-_STANDS_IN = frozenset(rules._LATCHED) | {"no-signal", "off-policy"}  # the alerts held_rules may keep open
+_STANDS_IN = frozenset(rules.drift.LATCHED) | {"no-signal", "off-policy"}  # the alerts held_rules may keep open
 
 
 def _critical(eng, rule: str) -> bool:
@@ -326,7 +326,7 @@ class Answers:
 
         While such an alert is open its rule runs at every rollout, yet to the state machine only
         presence matters (a critical alert keeps the message of its raise).
-        - gap-rising, gap-jump, grad-norm-rising are present whenever rules._still_outside finds
+        - gap-rising, gap-jump, grad-norm-rising are present whenever rules.drift.still_outside finds
           them: 3 of the last 4 values above the band or the own baseline's edge (surely, with a
           margin; else the rule runs).  rule_grad_norm returns only grad-norm-rising; rule_gap
           only gap-rising while that is open, and otherwise also gap-jump (open) or a new
@@ -661,7 +661,7 @@ def _no_signal_warning_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, mem
 
 
 def _still_sure(seg: Segment, rs, ids: np.ndarray, rows: np.ndarray, sig_id: str, ctx) -> np.ndarray:
-    """rules._still_outside surely returns a condition for `sig_id` at each op: its last four
+    """rules.drift.still_outside surely returns a condition for `sig_id` at each op: its last four
     values (rows all finite and positive: the rule's own last four) with 3 above the band's top,
     or 3 above the own baseline's edge in log units, each by a margin."""
     out = np.zeros(len(rows), bool)
@@ -681,7 +681,7 @@ def _still_sure(seg: Segment, rs, ids: np.ndarray, rows: np.ndarray, sig_id: str
     if b is not None:
         h4 = _last4(np.asarray(b[1], float), sel)
         sure |= _surely_above(v4, h4).sum(axis=1) >= 3
-    base = rules._own_base(ctx, sig_id, log=True)
+    base = own_base(ctx, sig_id, log=True)
     if base is not None and sig_id in RHO:
         sure |= _surely_above(_log(v4), np.float64(base.centre + RHO[sig_id])).sum(axis=1) >= 3
     out[dense] = sure
@@ -994,19 +994,19 @@ def _off_policy_k_vec(seg, rows, cf: np.ndarray, end: int) -> np.ndarray:
 
 
 def _first_steps(seg, end: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, what rules._first_step reads of the rollout's first actor update: its clip
-    fraction (NaN where it has none or it is not a finite number: _first_step leaves the rollout
+    """Per row, what first_step reads of the rollout's first actor update: its clip
+    fraction (NaN where it has none or it is not a finite number: first_step leaves the rollout
     out) and its ppo_kl (0 where not a finite number)."""
     cf, kl = np.full(end, math.nan), np.zeros(end)
     row_of = seg.row_of
-    for r, v, k in rules._first_step(seg, np.asarray(seg.ids[:end])):
+    for r, v, k in first_step(seg, np.asarray(seg.ids[:end])):
         cf[row_of[r]], kl[row_of[r]] = v, k
     return cf, kl
 
 
 def _entropy_vec(seg, rows) -> np.ndarray:
     """3 of the last 4 below 15 % of the largest of the first three (its median is smaller)."""
-    from .rules import ENTROPY_SHARE
+    from .rules.policy import ENTROPY_SHARE
 
     name = metric_for(seg, ENTROPY)
     if name is None:
@@ -1028,7 +1028,7 @@ def _entropy_vec(seg, rows) -> np.ndarray:
 def _kl_ref_vec(seg, rows) -> np.ndarray:
     """rule_kl_ref may fire only where one of its last four values reaches KL_REF_FLOOR (every
     branch needs one: above 10, a jump to at least 0.05, or three at or above 0.1)."""
-    from .rules import KL_REF, KL_REF_FLOOR
+    from .rules.policy import KL_REF, KL_REF_FLOOR
 
     return _any_of_last4(seg, KL_REF, rows, lambda w: w >= KL_REF_FLOOR - EPS)
 
@@ -1050,7 +1050,7 @@ def _any_of_last4(seg, sig, rows, test) -> np.ndarray:
 
 def _entropy_high_vec(seg, rows) -> np.ndarray:
     """rule_entropy_high may fire only where entropy is at the ceiling at the op's rollout."""
-    from .rules import ENTROPY_CEILING
+    from .rules.policy import ENTROPY_CEILING
 
     name = metric_for(seg, ENTROPY)
     if name is None:
@@ -1063,7 +1063,7 @@ def _entropy_high_vec(seg, rows) -> np.ndarray:
 def _reward_variance_vec(seg, rows) -> np.ndarray:
     """rule_reward_variance may fire only where one of the last four reward stds is above 0
     (x10 of a positive level)."""
-    from .rules import REWARD_STD
+    from .rules.learning_signal import REWARD_STD
 
     return _any_of_last4(seg, REWARD_STD, rows, lambda w: w > 0)
 

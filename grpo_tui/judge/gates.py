@@ -84,7 +84,7 @@ class Window:
         return lv[np.isfinite(lv)]
 
     def base_log_min(self, sig_id: str) -> float | None:
-        """A lower bound of _own_base(log=True).centre (None when there is no baseline)."""
+        """A lower bound of own_base(log=True).centre (None when there is no baseline)."""
         if sig_id not in self._base:
             n = min(10, self.end)
             v = self.raw(metric_for(self.seg, BY_ID[sig_id]), 0, n)
@@ -172,7 +172,7 @@ def _drift_or_boom(ctx, win: Window, sig_id: str, rho: float, *, jump: bool, abs
 def gate_gap(ctx, win: Window) -> bool:
     if "gap-rising" in ctx.open_rules or "gap-jump" in ctx.open_rules:
         return True
-    from .rules import RHO
+    from .rules.base import RHO
 
     return any(_drift_or_boom(ctx, win, s, RHO[s], jump=True, absurd=None) for s in ("gap", "kl"))
 
@@ -180,7 +180,7 @@ def gate_gap(ctx, win: Window) -> bool:
 def gate_grad_norm(ctx, win: Window) -> bool:
     if "grad-norm-rising" in ctx.open_rules:
         return True
-    from .rules import ABSURD, RHO
+    from .rules.base import ABSURD, RHO
 
     return _drift_or_boom(ctx, win, "grad_norm", RHO["grad_norm"], jump=False, absurd=ABSURD.get("grad_norm"))
 
@@ -190,7 +190,7 @@ def gate_length_hacking(ctx, win: Window) -> bool:
     reward's S < 0 (p_down < 0.10) - or reward below its band with length's S > 0 on 8."""
     if "length-hacking" in ctx.open_rules:
         return True
-    from .rules import HACK_MIN
+    from .rules.base import HACK_MIN
 
     if not win.last_finite("length"):
         return False
@@ -247,7 +247,7 @@ def gate_rollout_slowdown(ctx, win: Window) -> bool:
     b_tok = b_tok[np.isfinite(b_tok)]
     if len(b_tok) >= 3:
         low = min(low, float(np.min(b_tok)))
-    from .rules import RHO
+    from .rules.base import RHO
 
     return float(np.mean(per_tok[-4:])) > low + RHO["rollout_time"] - EPS
 
@@ -291,7 +291,7 @@ def gate_no_signal(ctx, win: Window) -> bool:
 
 
 def gate_entropy(ctx, win: Window) -> bool:
-    from .rules import ENTROPY, ENTROPY_SHARE
+    from .rules.policy import ENTROPY, ENTROPY_SHARE
 
     name = metric_for(win.seg, ENTROPY)
     if name is None:
@@ -312,7 +312,7 @@ def gate_entropy(ctx, win: Window) -> bool:
 
 def oor_signals(ctx, win: Window) -> frozenset[str]:
     """The signals out-of-range must look at: a range and a five-step mean near or outside it."""
-    from .rules import MEAN_WINDOW
+    from .signals import MEAN_WINDOW
 
     need = set()
     for sig_id in BY_ID:

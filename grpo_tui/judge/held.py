@@ -24,20 +24,8 @@ import math
 import numpy as np
 
 from . import stats
-from .rules import (
-    ALPHA_FALL,
-    FLOOR,
-    HACK_MIN,
-    K_FALL,
-    K_RISE,
-    MEAN_WINDOW,
-    WINDOW,
-    RuleContext,
-    _own_base,
-    metric_for,
-    ranges_for,
-)
-from .signals import BY_ID
+from .rules.base import ALPHA_FALL, FLOOR, HACK_MIN, K_FALL, K_RISE, WINDOW, RuleContext, own_base, ranges_for
+from .signals import BY_ID, MEAN_WINDOW, metric_for
 
 TOL = 1e-9
 CHUNK = 1024  # rows per vectorised batch
@@ -536,7 +524,7 @@ def _columns(seg, ranges, rows: np.ndarray, memo: dict | None = None) -> dict | 
     rs = ranges_for(seg, ranges, first)
     b = _bounds(rs, "reward", ids)
     ctx = RuleContext(seg, ranges, first)
-    lb, rb = _own_base(ctx, "length", log=False), _own_base(ctx, "reward", log=False)
+    lb, rb = own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False)
     cols = {
         "s": ids.astype(float),
         "L": L,

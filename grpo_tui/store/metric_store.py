@@ -198,7 +198,7 @@ class Segment:
         self.rollout_steps: dict[int, list[tuple[str, int]]] = {}
         self.duplicate_steps = 0
         self.events: list[Event] = []
-        # what the judge derives from this run's shape, kept with the run (judge/rules.py, engine.py)
+        # what the judge derives from this run's shape, kept with the run (judge/rules/, engine.py)
         self.judge_memo: dict[str, Any] = {}
         self.records = 0
         self.framework = "miles"  # verl / trl console lines switch it

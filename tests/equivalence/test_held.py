@@ -168,7 +168,7 @@ def test_window_statistics_equal_the_scalar_ones():
             assert p_up[i] == stats.mk_p_up(v[i]) and p_down[i] == stats.mk_p_down(v[i])
             assert med[i] == float(np.median(v[i]))
             assert slope[i] == stats.theil_sen_slope(s[i], v[i])
-            assert rs[i] == rules._resid_sigma(s[i], v[i])
+            assert rs[i] == rules.base._resid_sigma(s[i], v[i])
 
 
 def test_scalar_median_is_numpys():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from grpo_tui.judge.rules import _r
+from grpo_tui.judge.rules.base import _r
 from grpo_tui.pipeline import judge_path
 
 

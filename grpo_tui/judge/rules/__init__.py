@@ -1,0 +1,232 @@
+"""Broken-run rules (ids are a contract, docs/contracts.md §5): each looks at a short window of the
+current segment and says whether its sign is there now, with evidence.
+
+Judging that transfers across setups (issue #10):
+
+- A drift is judged against the run's own early baseline (the median of its first rollouts,
+  on a log scale for heavy-tailed signals) as well as against a range when one applies.  The
+  noise scale comes from the run itself: the robust spread of the window around its
+  Theil-Sen line, floored per signal.
+- A trend needs statistical evidence (one-sided Mann-Kendall) AND a size that matters over
+  its window (Theil-Sen rise above both a minimum ratio and the rise's own noise, which
+  shrinks as the window grows to 32 rollouts) AND a level that stayed up (3 of the last 4
+  values beyond the baseline edge).  Slow drifts are caught on the long windows, fast ones
+  on the short, noisy setups later than quiet ones.
+- A value orders of magnitude beyond its band and its own baseline is an explosion: critical
+  at once.
+- When the manual's default ranges don't fit the run (judge/setup.py), their range warnings
+  and range gates are dropped; ranges from a file still apply.
+
+Each rule only reads the newest WINDOW rollouts plus the segment's first BASELINE_ROWS, so a
+live update costs the same at 100 and at 100,000 rollouts.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ...store.metric_store import Segment
+from .. import gates
+from ..ranges import RangeSet
+from . import drift, events, hacking, learning_signal, policy, rollout, values
+from .base import WINDOW, Condition, RuleContext, RuleInfo, defaults_fit_memo, ranges_for
+from .drift import LATCHED, rule_gap, rule_grad_norm, still_outside
+from .hacking import rule_length_hacking
+from .learning_signal import REWARD_STD, rule_no_signal, rule_no_update, rule_reward_variance
+from .policy import ENTROPY, KL_REF, rule_entropy_collapse, rule_entropy_high, rule_kl_ref
+from .rollout import rule_off_policy, rule_rollout_slowdown
+from .values import rule_non_finite, rule_out_of_range
+
+__all__ = [
+    "DRIFT_WINDOWS",
+    "ENTROPY",
+    "HACKING_CONFIRMED",
+    "HACKING_HELD",
+    "HACKING_WINDOWS",
+    "HELD",
+    "HELD_RULES",
+    "KL_REF",
+    "METRIC_RULES",
+    "OOR_HELD",
+    "RESOLVED",
+    "REWARD_STD",
+    "RULES",
+    "USE_GATES",
+    "WINDOW",
+    "Condition",
+    "RuleContext",
+    "RuleInfo",
+    "defaults_fit_memo",
+    "evaluate_metrics",
+    "held_standin",
+    "ranges_for",
+]
+
+
+# every rule's description, each kept beside its rule (the events' in events.py); the order is the
+# one docs/contracts.md lists
+_ORDER = [
+    "no-steps",
+    "engine-down",
+    "gap-rising",
+    "gap-jump",
+    "grad-norm-rising",
+    "length-hacking",
+    "off-policy",
+    "rollout-slowdown",
+    "no-signal",
+    "non-finite",
+    "crashed",
+    "stalled",
+    "out-of-range",
+    "entropy-collapse",
+    "kl-ref",
+    "entropy-high",
+    "reward-variance",
+    "no-update",
+]
+_INFOS = {i.id: i for fam in (values, drift, hacking, rollout, learning_signal, policy, events) for i in fam.INFO}
+RULES: dict[str, RuleInfo] = {rid: _INFOS[rid] for rid in _ORDER}
+
+USE_GATES = os.environ.get("GRPO_TUI_NO_GATES", "") in ("", "0")
+
+
+METRIC_RULES = (
+    rule_non_finite,
+    rule_gap,
+    rule_grad_norm,
+    rule_length_hacking,
+    rule_off_policy,
+    rule_rollout_slowdown,
+    rule_no_signal,
+    rule_entropy_collapse,
+    rule_kl_ref,
+    rule_entropy_high,
+    rule_reward_variance,
+    rule_no_update,
+    rule_out_of_range,
+)
+
+
+# the alerts whose rule holds on other tests while they are open (their gates must not skip)
+_HOLDS = {
+    "rule_gap": ("gap-rising", "gap-jump"),
+    "rule_grad_norm": ("grad-norm-rising",),
+    "rule_length_hacking": ("length-hacking",),
+}
+HELD = frozenset(a for v in _HOLDS.values() for a in v)
+
+
+def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
+    """A gate's answer (precomputed for the whole history by judge/bulk.py, else the scalar
+    gate); any doubt (a gate that fails on an odd window) runs the rule."""
+    try:
+        if rule is rule_out_of_range:
+            got = pre.get("oor") if pre else None
+            ctx.only_signals = got if got is not None else gates.oor_signals(ctx, win())
+            return bool(ctx.only_signals)
+        name = rule.__name__
+        got = pre.get(name) if pre else None
+        if got is not None:
+            return got or any(a in ctx.open_rules for a in _HOLDS.get(name, ()))
+        gate = gates.GATES.get(name)
+        return gate is None or bool(gate(ctx, win()))
+    except Exception:
+        ctx.only_signals = None
+        return True
+
+
+def held_standin(rule: str = "length-hacking", severity: str = "critical") -> Condition:
+    """A condition of an open alert where only its presence matters: it keeps the alert open,
+    and its message and evidence are never read (engine._refresh keeps those of the rollout
+    that raised it unless the alert escalates: a critical alert cannot, and a warning's stand-in
+    is used only where the rule surely returns a warning).  length-hacking's (judge/held.py), or
+    one kept open for its rule (HELD_RULES)."""
+    return Condition(rule, severity, None, f"{rule} holds", {}, signal=_STANDIN_SIGNAL[rule])
+
+
+_STANDIN_SIGNAL = {
+    "length-hacking": "length",
+    "gap-rising": "gap",
+    "gap-jump": "gap",
+    "grad-norm-rising": "grad_norm",
+    "no-signal": "zero_std",
+    "off-policy": "clipfrac",
+}
+
+
+HACKING_HELD = "length-hacking held"
+HELD_RULES = "held rules"
+OOR_HELD = "out-of-range held"
+HACKING_WINDOWS = "length-hacking windows"
+DRIFT_WINDOWS = "drift windows"
+HACKING_CONFIRMED = "length-hacking confirmed"
+RESOLVED = "ranges"
+
+
+def evaluate_metrics(
+    seg: Segment, ranges: RangeSet, upto: int, open_rules: frozenset[str] = frozenset(), pre: dict | None = None
+) -> list[Condition]:
+    """Every metric rule's condition at rollout `upto`.  `pre`: the gates' answers for this
+    rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire; HACKING_HELD: whether
+    rule_length_hacking returns a condition while its (always critical) alert is open, where
+    only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
+    OOR_HELD: RuleContext.oor_held;
+    HELD_RULES: {rule name: the open alerts it holds, (alert, severity) each}, for rule_gap,
+    rule_grad_norm, rule_no_signal and rule_off_policy where the bulk knows that every alert
+    they could return is open and critical (or a warning it surely returns as a warning) and
+    that each of those holds (judge/bulk.py, Answers.held_rules) - the rule is not run, a
+    stand-in condition keeps each alert open;
+    HACKING_WINDOWS, HACKING_CONFIRMED, DRIFT_WINDOWS: RuleContext.hacking_windows,
+    .hacking_confirmed, .drift_windows; RESOLVED: ranges_for's answer here."""
+    gated = USE_GATES and seg.ordered
+    if (
+        gated
+        and pre
+        and pre.get("quiet")
+        and not (open_rules & HELD)
+        and not seg.nonfinite.get(seg.row_of.get(upto, -1))
+    ):
+        return []
+    ctx = RuleContext(seg, ranges, upto, open_rules, pre.get(RESOLVED) if pre else None)
+    if pre:
+        ctx.hacking_windows = pre.get(HACKING_WINDOWS)
+        ctx.hacking_confirmed = bool(pre.get(HACKING_CONFIRMED))
+        ctx.drift_windows = pre.get(DRIFT_WINDOWS)
+        ctx.oor_held = pre.get(OOR_HELD) if gated else None
+    out: list[Condition] = []
+    box: list = []
+
+    def win():
+        if not box:
+            box.append(gates.Window(seg, upto, WINDOW))
+        return box[0]
+
+    held = pre.get(HACKING_HELD) if gated and pre and "length-hacking" in open_rules else None
+    held_rules = pre.get(HELD_RULES) if gated and pre else None
+    for rule in METRIC_RULES:
+        if held is not None and rule is rule_length_hacking:
+            if held:  # the open alert holds (judge/held.py); what it says is the raise's
+                out.append(held_standin())
+            continue
+        if held_rules and rule.__name__ in held_rules:
+            out.extend(held_standin(a, sev) for a, sev in held_rules[rule.__name__])  # they hold (judge/bulk.py)
+            continue
+        if gated and not _may_fire(rule, ctx, win, pre):
+            continue  # it cannot fire here (an exact necessary condition, judge/gates.py)
+        try:
+            out.extend(rule(ctx))
+        except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
+            continue  # a degenerate window is not a verdict
+    fired = {c.rule for c in out}
+    if ("no-signal" in fired or "no-signal" in open_rules) and "length-hacking" not in open_rules:
+        # reward collapsed with the groups: that explains a falling reward, not longer answers
+        out = [c for c in out if c.rule != "length-hacking"]
+    for rule_id, sig_ids in LATCHED.items():
+        if rule_id in open_rules and rule_id not in fired:
+            for sig_id in sig_ids:
+                c = still_outside(ctx, rule_id, sig_id)
+                if c is not None:
+                    out.append(c)
+                    break
+    return out

@@ -1,0 +1,422 @@
+"""What every rule shares: its window on the run (RuleContext), the condition it returns, the
+run's own baseline and noise, and the drift and explosion tests the trend rules are built on."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...store.metric_store import Segment
+from .. import stats
+from ..ranges import RangeSet
+from ..setup import FIRST as FIT_FIRST, FIT_FLAGS, FIT_SIGNALS, defaults_fit
+from ..signals import (
+    BY_ID,
+    EARLY_ROLLOUTS,
+    first_rows,
+    metric_for,
+    reward_holds,
+    signal_at_rows,
+    signal_series,
+    zero_std_parts,
+)
+
+WINDOW = 40  # rollouts a rule may look back
+TREND_WINDOWS = (8, 16, 32)  # a trend must show on one of these (the longer, the slower the drift)
+BASELINE_ROWS = 10  # the run's own baseline: its first rollouts
+EXPLOSION = math.log(10.0)  # x10 beyond both the band and the own baseline: critical at once
+K_LEVEL = 2.5  # level edge: baseline + max(rho, K_LEVEL x the noise of a 4-point mean)
+K_RISE = 4.0  # rise over W rollouts must beat K_RISE x its own noise, sigma sqrt(12 / W)
+ALPHA_SHORT, ALPHA_LONG = 0.01, 0.01  # one-sided Mann-Kendall level on 8 / on 16-32 rollouts
+K_FALL = 2.5  # length-hacking: reward's fall over W must beat K_FALL x its noise
+HACK_MIN = 16  # ... judged once 16 rollouts show the run's own reward noise
+ALPHA_FALL = 0.05  # ... and reward's one-sided Mann-Kendall p must be below this
+# noise floors in judging units (log units for log signals)
+FLOOR = {"gap": 0.02, "kl": 0.03, "grad_norm": 0.08, "rollout_time": 0.03, "length": 0.02, "reward": 0.01}
+# smallest drift that matters (log ratio): the gap can rise 10 % and plateau in a healthy run,
+# rollout time x1.3 with heat, grad norm drifts x1.4 over a long run
+RHO = {"gap": math.log(1.25), "kl": math.log(1.5), "grad_norm": math.log(2.5), "rollout_time": math.log(1.5)}
+ABSURD = {"grad_norm": 1e4}  # never healthy, whatever the setup (pre-clip norm)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleInfo:
+    id: str
+    severity: str  # default severity
+    meaning: str
+    check: str
+    signals: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Condition:
+    """A rule's sign seen at one evaluation."""
+
+    rule: str
+    severity: str
+    start: int | None  # rollout where it started
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    signal: str | None = None  # out-of-range: which signal; else the main signal
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        return (self.rule, self.signal if self.rule == "out-of-range" else None)
+
+
+def _r(x: float, nd: int = 4) -> float | None:
+    if x is None or not math.isfinite(x):
+        return None
+    r = float(f"{x:.{nd}g}")
+    return r if math.isfinite(r) else float(x)  # (1.79751e308 rounds up past the largest float)
+
+
+def ranges_for(seg: Segment, ranges: RangeSet, upto: int | None = None) -> RangeSet:
+    """The ranges that judge this run: without the manual's defaults when they don't fit it
+    (judge/setup.py `defaults_fit`); ranges from a file stay.  The engine's per-signal status
+    should read its bands from here too, so a run of another setup is not shown in warning.
+
+    `defaults_fit` reads only the launch flags and the first rollouts, so its answer is kept
+    per segment under a key made of exactly those inputs (recomputed whenever one changes)."""
+    rs = ranges.for_framework(seg.framework)
+    if not rs.use_defaults:
+        return rs
+    fit, _, narrowed = _fit_memo(seg, rs, upto)
+    return rs if fit or narrowed is None else narrowed
+
+
+def defaults_fit_memo(seg: Segment, ranges: RangeSet, upto: int | None = None) -> tuple[bool, str]:
+    """`defaults_fit` (fit, why) for a framework-adjusted RangeSet, from the segment's memo."""
+    fit, why, _ = _fit_memo(seg, ranges, upto)
+    return fit, why
+
+
+def _fit_memo(seg: Segment, rs: RangeSet, upto: int | None) -> tuple[bool, str, RangeSet | None]:
+    key = _fit_key(seg, rs, upto)
+    memo = seg.judge_memo.get("fit")  # (one per segment: a thread owns its store)
+    if memo is not None and memo[0] == key and memo[1] is rs:
+        return memo[2], memo[3], memo[4]
+    fit, why = defaults_fit(seg, rs, upto)
+    narrowed = None if fit else RangeSet(rs.envelopes, rs.constant, rs.sigmas, rs.path, rs.meta, use_defaults=False)
+    seg.judge_memo["fit"] = (key, rs, fit, why, narrowed)
+    return fit, why, narrowed
+
+
+def _fit_key(seg: Segment, rs: RangeSet, upto: int | None) -> tuple:
+    """Everything `defaults_fit` reads: framework, the launch flags it names, which signals
+    use a default range, and the raw values of its signals on the first rollouts."""
+    rows = first_rows(seg, FIT_FIRST, upto)
+    parts: list = [seg.framework, repr(tuple(seg.flags.get(k) for k in FIT_FLAGS)), rows.tobytes()]
+    for sig_id in FIT_SIGNALS:
+        if rs.source(sig_id) != "default":
+            parts.append(None)
+            continue
+        name = metric_for(seg, BY_ID[sig_id])
+        parts.append(name)
+        if name is not None and len(rows):
+            parts.append(seg.values_at_rows(name, rows).tobytes())
+    return tuple(parts)
+
+
+class RuleContext:
+    """The window every rule reads, built once per evaluation."""
+
+    def __init__(
+        self,
+        seg: Segment,
+        ranges: RangeSet,
+        upto: int,
+        open_rules: frozenset[str] = frozenset(),
+        resolved: RangeSet | None = None,
+    ) -> None:
+        self.seg = seg
+        self.ranges = resolved if resolved is not None else ranges_for(seg, ranges, upto)
+        self.upto = upto
+        self.open_rules = open_rules  # alerts already raised: they hold while their sign stays
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._base_rows: np.ndarray | None = None
+        self.only_signals: frozenset[str] | None = None  # out-of-range: the gate's short list
+        # length-hacking: the windows whose Mann-Kendall tests may pass, at this rollout and one
+        # back (judge/held.py); the others would be skipped by the rule's own loop anyway
+        self.hacking_windows: tuple[frozenset, frozenset] | None = None
+        # ... and its sign surely confirmed here (judge/held.py): the look one rollout back is known
+        self.hacking_confirmed = False
+        # gap, kl, grad_norm: per signal, the windows of drift_up whose Mann-Kendall test may pass
+        # here (judge/bulk.py; an alert held open runs its rule at every rollout)
+        self.drift_windows: dict[str, frozenset] | None = None
+        # out-of-range: the signals whose (warning) alert is open and surely holds here
+        # (judge/bulk.py, Answers.oor_held): a stand-in condition keeps it open
+        self.oor_held: frozenset[str] | None = None
+
+    def series(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
+        key = f"{sig_id}:{part}"
+        got = self._cache.get(key)
+        if got is None:
+            if sig_id == "zero_std":  # every part at once: one read of the counts
+                rows = self.seg.rows_upto(WINDOW, self.upto)
+                for p, series in zero_std_parts(self.seg, rows).items():
+                    self._cache[f"zero_std:{p}"] = series
+                return self._cache[key]
+            got = self._cache[key] = signal_series(self.seg, BY_ID[sig_id], last=WINDOW, part=part, upto=self.upto)
+        return got
+
+    def baseline(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
+        """(ids, values) of the segment's first BASELINE_ROWS rollouts (up to the judged one)."""
+        key = f"base:{sig_id}:{part}"
+        got = self._cache.get(key)
+        if got is None:
+            if self._base_rows is None:
+                self._base_rows = first_rows(self.seg, BASELINE_ROWS, self.upto)
+            got = self._cache[key] = signal_at_rows(self.seg, BY_ID[sig_id], self._base_rows, part)
+        return got
+
+    @property
+    def k(self) -> int:
+        return self.seg.steps_per_rollout
+
+
+# -- helpers --------------------------------------------------------------------------------
+def _finite(ids: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ok = np.isfinite(vals)
+    return ids[ok], vals[ok]
+
+
+def _log(vals: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(np.where(vals > 0, vals, np.nan))
+
+
+def _log_series(ids: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ids, log values, values) of the positive finite points."""
+    ids, vals = _finite(ids, vals)
+    lv = _log(vals)
+    ok = np.isfinite(lv)
+    return ids[ok], lv[ok], vals[ok]
+
+
+def _hi_edge(ctx: RuleContext, sig_id: str, ids: np.ndarray, log: bool) -> np.ndarray | None:
+    """The band's top at each id (log units with `log`), None without a band.  Past the first
+    rollouts a constant or default band is one value: that array is made once per range set,
+    length and unit, and handed out read-only (an alert held open asks at every rollout)."""
+    rs = ctx.ranges
+    late = len(ids) and sig_id not in rs.envelopes and float(ids.min()) >= EARLY_ROLLOUTS
+    if late:
+        memo = vars(rs).setdefault("_hi_edge_memo", {})
+        key = (sig_id, len(ids), log)
+        if key in memo:
+            return memo[key]
+    b = rs.bounds_many(sig_id, ids)
+    hi = None if b is None else (_log(b[1]) if log else b[1])
+    if late:
+        if hi is not None:
+            hi.flags.writeable = False
+        memo[key] = hi
+    return hi
+
+
+@dataclass(frozen=True, slots=True)
+class Base:
+    """The run's own early level of a signal, in judging units."""
+
+    centre: float
+    sigma: float
+    n: int
+
+
+_BASE_MEMO: dict[tuple, Base | None] = {}
+_BASE_MEMO_MAX = 4096
+
+
+def own_base(ctx: RuleContext, sig_id: str, log: bool) -> Base | None:
+    """Median and robust spread of the first rollouts (warm-up skipped when enough remain).
+    Remembered by the values it is computed from (the same at every rollout once the first
+    ones are in: a held alert's rule asks at each rollout)."""
+    ids, vals = ctx.baseline(sig_id)
+    key = (sig_id, log, FLOOR.get(sig_id, 0.0), ids.dtype.str, vals.dtype.str, ids.tobytes(), vals.tobytes())
+    if key in _BASE_MEMO:
+        return _BASE_MEMO[key]
+    if len(_BASE_MEMO) >= _BASE_MEMO_MAX:
+        _BASE_MEMO.clear()
+    got = _BASE_MEMO[key] = _compute_base(ids, vals, sig_id, log)
+    return got
+
+
+def _compute_base(ids: np.ndarray, vals: np.ndarray, sig_id: str, log: bool) -> Base | None:
+    if log:
+        _, v, _ = _log_series(ids, vals)
+    else:
+        _, v = _finite(ids, vals)
+    if len(v) < 3:
+        return None
+    if len(v) >= 8:
+        v = v[2:]
+    return Base(float(stats.median(v)), max(stats.robust_sigma(v), FLOOR.get(sig_id, 0.0)), len(v))
+
+
+def _resid_sigma(ids: np.ndarray, v: np.ndarray) -> float:
+    """Robust noise of a window around its Theil-Sen line (a trend is not noise)."""
+    if len(v) < 4:
+        return float("nan")
+    slope = stats.theil_sen_slope(ids, v)
+    if not math.isfinite(slope):
+        return float("nan")
+    r = v - slope * ids
+    return stats.robust_sigma(r - stats.median(r))
+
+
+def _diff_sigma(v: np.ndarray) -> float:
+    """Robust noise from step-to-step changes: blind to trends and level shifts."""
+    if len(v) < 5:
+        return float("nan")
+    return stats.robust_sigma(np.diff(v)) / math.sqrt(2.0)
+
+
+def _noise(ids: np.ndarray, v: np.ndarray, sig_id: str, floor: float | None = None) -> float:
+    """The run's own noise over the whole lookback: the larger of the spread around the
+    Theil-Sen line and the step-to-step spread (a short window's MAD runs low)."""
+    cands = [x for x in (_resid_sigma(ids, v), _diff_sigma(v)) if math.isfinite(x)]
+    f = FLOOR.get(sig_id, 0.0) if floor is None else floor
+    return max([f, *cands])
+
+
+def _lazy(f):
+    """f() computed once, on first call: the noise is only needed when a cheap gate passed."""
+    box: list = []
+
+    def get():
+        if not box:
+            box.append(f())
+        return box[0]
+
+    return get
+
+
+def _fitted_ends(ids: np.ndarray, v: np.ndarray) -> tuple[float, float]:
+    """Theil-Sen line at the window's first and last rollout: numbers that go the trend's way."""
+    slope = stats.theil_sen_slope(ids, v)
+    icpt = float(stats.median(v - slope * ids))
+    return icpt + slope * float(ids[0]), icpt + slope * float(ids[-1])
+
+
+def drift_up(
+    ids: np.ndarray,
+    v: np.ndarray,
+    base: float | None,
+    sigma,
+    rho: float,
+    band_hi: np.ndarray | None = None,
+    windows=None,
+) -> dict | None:
+    """ "Grows step after step" against the run's own baseline (and a band when there is one).
+
+    Fires when (1) the mean of the last 4 values sits above the own baseline by
+    max(rho, K_LEVEL x 0.6 sigma) and 3 of them by rho - or 3 of 4 sit above the band's top -
+    and (2) on one window of 8/16/32 rollouts the one-sided Mann-Kendall test is significant
+    (alpha 0.01) and the Theil-Sen rise beats both rho and K_RISE x its own noise
+    (sigma sqrt(12 / W)).  `windows`: those of TREND_WINDOWS whose test may pass (judge/bulk.py
+    knows the others fail it: they are skipped, the answer is the same); None: all.
+    """
+    n = len(v)
+    if n < min(TREND_WINDOWS) or (windows is not None and not any(w <= n for w in windows)):
+        return None  # (no window left whose test may pass: nothing can be found)
+    edge = None
+    level_ok = False
+    if not (base is not None and float(np.mean(v[-4:])) > base + rho) and band_hi is None:
+        return None  # cheap gate first: nothing above the size that matters
+    if callable(sigma):
+        sigma = sigma()  # the run's noise, computed only when a drift is possible
+    if base is not None:
+        # the mean of the last 4 (noise ~0.6 sigma with a slow drift's autocorrelation) above the
+        # own edge, and 3 of those 4 above the baseline by the size that matters
+        edge = base + max(rho, K_LEVEL * sigma * 0.6)
+        level_ok = float(np.mean(v[-4:])) > edge and stats.persistent_above(v, base + rho, 3, 4)
+    if not level_ok and band_hi is not None:
+        level_ok = stats.persistent_above(v, band_hi, 3, 4) and (
+            base is None or float(stats.median(v[-3:])) > base + rho
+        )
+    if not level_ok:
+        return None
+    for w in TREND_WINDOWS:
+        if w > n or (windows is not None and w not in windows):
+            continue  # (a window left out of `windows` fails the Mann-Kendall test below)
+        ws, wv = ids[-w:].astype(float), v[-w:]
+        p = stats.mk_p_up(wv)
+        if p >= (ALPHA_SHORT if w <= 10 else ALPHA_LONG):
+            continue
+        rise = stats.theil_sen_rise(ws, wv)
+        need = max(rho, K_RISE * sigma * math.sqrt(12.0 / w))
+        if rise > need:
+            return {
+                "window": int(w),
+                "p": p,
+                "rise": rise,
+                "need": need,
+                "edge": edge,
+                "base": base,
+                "sigma": sigma,
+                "first": float(wv[0]),
+                "last": float(wv[-1]),
+            }
+    return None
+
+
+def _jump_shaped(v: np.ndarray, rise: float | None = None) -> bool:
+    """Most of the change happened in one step (a jump), not spread over many (a trend)."""
+    if len(v) < 4:
+        return False
+    d = np.diff(v)
+    total = rise if rise is not None else float(stats.median(v[-3:]) - stats.percentile(v, 20))
+    if total <= 0:
+        return False
+    return float(np.max(d)) >= 0.5 * total
+
+
+def _onset(ids: np.ndarray, v: np.ndarray, s0: float) -> int:
+    """Where a rise began: just after the last point still at the window's early level."""
+    half = max(2, len(v) // 2)
+    level = float(stats.median(v[:half])) + 2 * s0
+    below = np.flatnonzero(v <= level)
+    if len(below) == 0:
+        return int(ids[0])
+    i = int(below[-1]) + 1
+    return int(ids[min(i, len(ids) - 1)])
+
+
+def _explosion(ctx: RuleContext, sig_id: str, ids: np.ndarray, lv: np.ndarray, base: Base | None) -> dict | None:
+    """Last value x10 beyond both its band's top and the own baseline's upper edge."""
+    if not len(lv) or ids[-1] != ctx.upto:
+        return None
+    tops = []
+    hi = _hi_edge(ctx, sig_id, ids[-1:], log=True)
+    if hi is not None and math.isfinite(float(hi[-1])):
+        tops.append(("range top", float(hi[-1])))
+    if base is not None:
+        # the baseline's own top: median x3 or 3 sigma up (isolated healthy spikes reach x10-20)
+        tops.append(("own baseline", base.centre + max(3 * base.sigma, math.log(3.0))))
+    absurd = ABSURD.get(sig_id)
+    last = float(lv[-1])
+    beyond_all = bool(tops) and last > max(t for _, t in tops) + EXPLOSION
+    if absurd is not None and last > math.log(absurd):
+        tops.append(("never-healthy bound", math.log(absurd)))
+    elif not beyond_all:
+        return None
+    return {"value": math.exp(last), "times": {name: _r(math.exp(last - t)) for name, t in tops}}
+
+
+def _reward_holds(ctx: RuleContext) -> bool:
+    ids, vals = ctx.series("reward")
+    return reward_holds(ids, vals, ctx.upto, ctx.ranges.bounds("reward", ctx.upto))
+
+
+def early_level(ids: np.ndarray, vals: np.ndarray) -> float | None:
+    """A run's own early level of a series that starts at ~0 (KL to the reference, reward std): the median of its
+    rollouts 2-11 (KL's first two sit at ~0: the policy starts as the reference), when it has five
+    of them and it is above 0."""
+    early = vals[(ids >= 2) & (ids < 12)]
+    if len(early) < 5:
+        return None
+    base = float(stats.median(early))
+    return base if base > 0 else None

@@ -1,0 +1,248 @@
+"""Length-hacking: answers grow while reward falls (or stalls below its band)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import stats
+from ..signals import (
+    MEAN_WINDOW,
+)
+from .base import (
+    ALPHA_FALL,
+    FLOOR,
+    HACK_MIN,
+    K_FALL,
+    K_RISE,
+    Condition,
+    RuleContext,
+    RuleInfo,
+    _finite,
+    _fitted_ends,
+    _lazy,
+    _noise,
+    _onset,
+    _r,
+    _resid_sigma,
+    own_base,
+)
+
+INFO = (
+    RuleInfo(
+        "length-hacking",
+        "critical",
+        "model talks longer instead of better",
+        "reward function, cut share",
+        ("length", "reward"),
+    ),
+)
+
+
+def _joint(ctx: RuleContext):
+    """(ids, length, reward, cut share or None) on the rollouts that log both length and reward."""
+    li, lv = _finite(*ctx.series("length"))
+    ri, rv = _finite(*ctx.series("reward"))
+    if len(lv) < HACK_MIN or len(rv) < HACK_MIN or li[-1] != ctx.upto:
+        return None
+    common = stats.intersect_sorted(li, ri)
+    if len(common) < HACK_MIN:
+        return None
+    ti, tv = _finite(*ctx.series("truncated"))
+    T = None
+    if len(tv) and stats.all_in_sorted(common, ti):
+        T = tv[np.searchsorted(ti, common)]
+    return common, lv[np.searchsorted(li, common)], rv[np.searchsorted(ri, common)], T
+
+
+def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
+    """Reward falls while length rises: both trends significant and large enough on one window.
+
+    Length must rise (Mann-Kendall p < 0.05, Theil-Sen rise >= 15 % of its level and beyond its
+    noise) while reward falls (p < 0.10, a fall >= 0.03 and beyond its noise, the window's last
+    four below its first four).  A joint trend - not a best-earlier comparison, which noise
+    alone beats - so answers that grow while reward rises slowly and noisily are healthy.
+    With a band for reward (defaults that fit, or a ranges file), length rising while reward
+    sits below its band also counts.
+    """
+    got = _joint(ctx)
+    if got is None:
+        return []
+    ids, L, R, T = got
+    # confirmed: the sign must show at this rollout and at the one before (noise makes one-offs)
+    noise = _hacking_noise(ids, L, R, T)
+    now, back = ctx.hacking_windows or (None, None)
+    hit = _hacking_trend(ids, L, R, T, noise, now) or _hacking_below_band(ctx, ids, L, R)
+    if (
+        hit is not None
+        and not ctx.hacking_confirmed
+        and not (
+            _hacking_trend(ids[:-1], L[:-1], R[:-1], None if T is None else T[:-1], noise, back)
+            or _hacking_below_band(ctx, ids[:-1], L[:-1], R[:-1])
+        )
+    ):
+        hit = None
+    if hit is None:
+        if "length-hacking" in ctx.open_rules:
+            held = _hacking_holds(ctx, ids, L, R)
+            return [held] if held else []
+        return []
+    w, ev = hit
+    wi, wl, wr = ids[-w:].astype(float), L[-w:], R[-w:]
+    r0, r1 = np.clip(_fitted_ends(wi, wr), wr.min(), wr.max())  # (a line may overshoot a reward of 0)
+    l0, l1 = np.clip(_fitted_ends(wi, wl), wl.min(), wl.max())
+    s_len = max(_resid_sigma(wi, wl), FLOOR["length"] * abs(float(stats.median(wl))))
+    return [
+        Condition(
+            "length-hacking",
+            "critical",
+            _onset(ids[-w:], wl, s_len),
+            f"reward falls ({r0:.3f} -> {r1:.3f}) while length rises ({l0:.0f} -> {l1:.0f}) over {w} rollouts",
+            {
+                "rollouts": [int(ids[-w]), int(ids[-1])],
+                "length": [_r(v) for v in wl],
+                "reward": [_r(v) for v in wr],
+                **ev,
+            },
+            signal="length",
+        )
+    ]
+
+
+def _hacking_noise(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray | None) -> dict:
+    """The run's own noise of length, reward and cut share over the lookback, computed on demand."""
+    fi = ids.astype(float)
+    out = {
+        "length": _lazy(lambda: _noise(fi, L, "length", FLOOR["length"] * abs(float(stats.median(L))))),
+        "reward": _lazy(lambda: _noise(fi, R, "reward")),
+    }
+    if T is not None:
+        out["truncated"] = _lazy(lambda: _noise(fi, T, "truncated", 0.005))
+    return out
+
+
+def _hacking_trend(
+    ids: np.ndarray,
+    L: np.ndarray,
+    R: np.ndarray,
+    T: np.ndarray | None = None,
+    noise: dict | None = None,
+    windows: frozenset | None = None,
+):
+    """(window, evidence) when length rises while reward falls on one window, else None.
+
+    With the cut share (T) rising hard as well - answers running into the cap, which zeroes
+    their reward - a smaller, still significant fall of reward is enough on 8-12 rollouts.
+    `windows`: the ("cut" | "joint", w) whose Mann-Kendall tests may pass (None: all).
+    """
+    noise = noise or _hacking_noise(ids, L, R, T)
+    if T is not None and len(T) == len(L):
+        for w in (8, 12):
+            if w > len(L):
+                break
+            if windows is not None and ("cut", w) not in windows:
+                continue
+            wi, wl, wr, wt = ids[-w:].astype(float), L[-w:], R[-w:], T[-w:]
+            if stats.mk_p_up(wl) >= 0.05 or stats.mk_p_down(wr) >= 0.10 or stats.mk_p_up(wt) >= 0.01:
+                continue
+            scale = math.sqrt(12.0 / w)
+            l_rise, t_rise = stats.theil_sen_rise(wi, wl), stats.theil_sen_rise(wi, wt)
+            r_fall = -stats.theil_sen_rise(wi, wr)
+            s_rew = noise["reward"]()
+            if (
+                l_rise >= max(0.15 * abs(float(stats.median(wl))), K_RISE * noise["length"]() * scale)
+                and t_rise >= max(0.10, K_RISE * noise["truncated"]() * scale)
+                and r_fall >= max(0.03, 1.5 * s_rew * scale)
+                and float(stats.median(wr[-4:])) < float(stats.median(wr[:4]))
+            ):
+                return w, {
+                    "test": "length and cut share rising, reward falling",
+                    "length_rise": _r(l_rise),
+                    "cut_share_rise": _r(t_rise),
+                    "reward_fall": _r(r_fall),
+                    "reward_noise": _r(s_rew),
+                }
+    for w in (8, 12, 16, 24, 32):
+        if w > len(L):
+            break
+        if windows is not None and ("joint", w) not in windows:
+            continue
+        wi, wl, wr = ids[-w:].astype(float), L[-w:], R[-w:]
+        p_rew = stats.mk_p_down(wr)
+        if p_rew >= ALPHA_FALL:
+            continue
+        p_len = stats.mk_p_up(wl)
+        if p_len >= 0.05:
+            continue
+        l_rise = stats.theil_sen_rise(wi, wl)
+        r_fall = -stats.theil_sen_rise(wi, wr)
+        if r_fall < 0.03 or l_rise < 0.15 * abs(float(stats.median(wl))):
+            continue
+        s_len = max(_resid_sigma(wi, wl), noise["length"]())
+        s_rew = noise["reward"]()
+        scale = math.sqrt(12.0 / w)
+        if l_rise < max(0.15 * abs(float(stats.median(wl))), K_RISE * s_len * scale):
+            continue
+        if r_fall < max(0.03, K_FALL * s_rew * scale):
+            continue
+        if float(stats.median(wr[-4:])) >= float(stats.median(wr[:4])):
+            continue
+        return w, {
+            "test": "joint trend",
+            "length_mk_p": _r(p_len),
+            "reward_mk_p_down": _r(p_rew),
+            "length_rise": _r(l_rise),
+            "reward_fall": _r(r_fall),
+            "reward_noise": _r(s_rew),
+        }
+    return None
+
+
+def _hacking_below_band(ctx: RuleContext, ids: np.ndarray, L: np.ndarray, R: np.ndarray):
+    b = ctx.ranges.bounds_many("reward", ids[-4:])
+    if b is None or not np.all(np.isfinite(b[0])):
+        return None
+    if not stats.persistent_below(R[-4:], b[0], 3, 4):
+        return None
+    w = 8
+    wi, wl = ids[-w:].astype(float), L[-w:]
+    if stats.mk_p_up(wl) >= 0.05:
+        return None
+    if stats.theil_sen_rise(wi, wl) < max(
+        0.20 * abs(float(stats.median(wl))), K_RISE * _resid_sigma(wi, wl) * math.sqrt(12.0 / w)
+    ):
+        return None
+    if float(stats.median(R[-4:])) >= float(stats.median(R[-w:][:4])):
+        return None
+    return w, {"test": "length rising, reward below its range", "reward_range_lo": _r(float(b[0][-1]))}
+
+
+def _hacking_holds(ctx: RuleContext, ids: np.ndarray, L: np.ndarray, R: np.ndarray) -> Condition | None:
+    """An open length-hacking alert holds while length stays up (or at the cap) and reward down."""
+    lb, rb = own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False)
+    if lb is None or rb is None:
+        return None
+    ti, tv = _finite(*ctx.series("truncated"))
+    at_cap = len(tv) >= 4 and stats.persistent_above(tv, 0.5, 3, 4)
+    high = at_cap or float(stats.median(L[-4:])) >= 1.15 * lb.centre
+    best = max(rb.centre, float(np.nanmax(stats.trailing_mean(R, MEAN_WINDOW))))
+    s_rew = max(_resid_sigma(ids.astype(float), R), FLOOR["reward"])
+    down = float(np.mean(R[-4:])) < best - max(0.03, 2 * s_rew)
+    if not (high and down):
+        return None
+    return Condition(
+        "length-hacking",
+        "critical",
+        None,
+        f"length still high ({float(stats.median(L[-4:])):.0f}"
+        + (f", cut share {float(tv[-1]):.2f}" if len(tv) else "")
+        + f") and reward still down ({float(np.mean(R[-4:])):.3f} < {best:.3f})",
+        {
+            "length_last4": [_r(v) for v in L[-4:]],
+            "reward_last4": [_r(v) for v in R[-4:]],
+            "reward_best": _r(best),
+            "cut_share_last4": [_r(v) for v in tv[-4:]],
+        },
+        signal="length",
+    )
