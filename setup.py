@@ -24,5 +24,10 @@ class BuildExtAndBytecode(build_ext):
             compileall.compile_dir(str(PACKAGE), quiet=1)
 
 
-setup(ext_modules=[Extension("grpo_tui.lines._scan", ["grpo_tui/lines/_scan.c"], optional=True)],
-      cmdclass={"build_ext": BuildExtAndBytecode})
+# _scan.c includes its parts (csrc/*.h): one translation unit; `depends` rebuilds it when a part changes
+PARTS = sorted(str(p.relative_to(PACKAGE.parent)) for p in (PACKAGE / "lines" / "csrc").glob("*.h"))
+
+setup(
+    ext_modules=[Extension("grpo_tui.lines._scan", ["grpo_tui/lines/_scan.c"], depends=PARTS, optional=True)],
+    cmdclass={"build_ext": BuildExtAndBytecode},
+)
