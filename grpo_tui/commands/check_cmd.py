@@ -133,7 +133,8 @@ def state_text(st) -> str:
 def _print_human(path: str, report, counts, every: bool = False) -> None:
     w = sys.stdout.write
     w(
-        f"{safe(path)}: {report.status.upper()}  ({report.rollouts} rollouts, last {report.last_rollout}, "
+        f"{safe(path)}: {report.status.upper()}  ({report.rollouts} rollout{'' if report.rollouts == 1 else 's'}, "
+        f"last {report.last_rollout}, "
         f"{report.steps_per_rollout} step(s)/rollout"
         + (f", {report.segments} run segments (latest judged)" if report.segments > 1 else "")
         + ")\n"

@@ -271,10 +271,13 @@ def gate_off_policy(ctx, win: Window) -> bool:
 
 
 def gate_no_signal(ctx, win: Window) -> bool:
-    """Reward exactly 0 or 1 on the last two, or 3 of the last 4 all-same shares >= 65 %."""
+    """Reward exactly 0 or 1 on the last two (or on the only one), 3 of the last 4 all-same shares
+    >= 65 %, or (fewer than 4 shares) every group all-same at the judged rollout."""
     r = win.finite("reward")
     if len(r) >= 2 and win.last_finite("reward") and (np.all(r[-2:] == 0.0) or np.all(r[-2:] == 1.0)):
         return True
+    if len(r) == 1 and r[-1] in (0.0, 1.0):
+        return True  # (the first rollout's reward: a warning)
     if groups_of(win.seg) is None:
         return False
     # the zero-std share is built from several keys: read it as the rule does, on the newest rows
@@ -285,8 +288,10 @@ def gate_no_signal(ctx, win: Window) -> bool:
         ids, frac = ctx.series("zero_std")
         fin = np.isfinite(frac)
     ids, frac = ids[fin], frac[fin]
-    if len(frac) < 4 or ids[-1] != win.upto:
+    if len(frac) == 0 or ids[-1] != win.upto:
         return False
+    if len(frac) < 4:
+        return bool(frac[-1] >= 1.0 - 1e-9 - EPS)  # every group all-same at the run's first rollouts
     return _count_above(frac, 0.65 - 1e-9 - EPS) >= 3
 
 

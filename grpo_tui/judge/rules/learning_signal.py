@@ -60,9 +60,24 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
       group is zero-std - whether or not the group count is known;
     - >= 80 % of groups all-same in 3 of the last 4 rollouts (Miles warns from 50 %, axolotl
       calls 1.0 a red flag), or >= 65 % with a flat reward;
-    - the all-same share jumped >= 0.3 above the run's own early level and stays >= 65 %.
+    - the all-same share jumped >= 0.3 above the run's own early level and stays >= 65 %;
+    - at the run's first rollouts, before those tests can speak: reward exactly 0 (or 1), or every
+      group all-same, is a warning at the first rollout and critical at the second.
     """
     ri, rv = _finite(*ctx.series("reward"))
+    if len(rv) == 1 and ri[-1] == ctx.upto and _first_rows(ctx) and rv[-1] in (0.0, 1.0):
+        word = "all wrong" if rv[-1] == 0.0 else "all right"
+        return [
+            Condition(
+                "no-signal",
+                "warning",
+                int(ri[-1]),
+                f"reward exactly {rv[-1]:.3f} at the first rollout: every answer {word}, every group zero-std "
+                "(no learning signal); critical if the next rollout shows it again",
+                {"signal": "zero_std", "reward_last": [_r(rv[-1])], "rollouts": 1, "groups": groups_of(ctx.seg)},
+                signal="zero_std",
+            )
+        ]
     if len(rv) >= 2 and ri[-1] == ctx.upto:
         for target, word, why in (
             (0.0, "all wrong", "reward parser, timeouts, truncation?"),
@@ -91,10 +106,18 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
     if g is None:
         return []
     ids, frac = _finite(*ctx.series("zero_std"))
-    if len(frac) < 4 or ids[-1] != ctx.upto:
+    if len(frac) == 0 or ids[-1] != ctx.upto:
         return []
     how = None
-    if stats.persistent_above(frac, 0.8 - 1e-9, 3, 4):
+    severity = "critical"
+    if len(frac) < 4:
+        # the run's first rollouts: every group all-same is an absolute sign (1: a warning, 2: critical)
+        if not _first_rows(ctx) or frac[-1] < 1.0 - 1e-9:
+            return []
+        run = len(frac) - int(np.flatnonzero(frac < 1.0 - 1e-9)[-1]) - 1 if np.any(frac < 1.0 - 1e-9) else len(frac)
+        how = "every group at the first rollout" if run == 1 else f"every group on {run} rollouts at the start"
+        severity = "critical" if run >= 2 else "warning"
+    elif stats.persistent_above(frac, 0.8 - 1e-9, 3, 4):
         how = ">= 80 % of groups"
     elif len(frac) >= 8 and stats.persistent_above(frac, 0.65 - 1e-9, 3, 4):
         _, wv_ = _finite(*ctx.series("zero_std", "wrong"))
@@ -117,7 +140,10 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
     share = "of groups" if g == 1 else f"of {g} groups"
     n = f"{frac[-1]:.0%}" if g == 1 else f"{frac[-1] * g:.0f}"
     msg = f"{n} {share} score the same (no learning signal)"
-    severity = "critical"
+    if len(frac) < 4:
+        msg = how.replace("every group", "every group scores the same") + " (no learning signal)"
+        if severity == "warning":
+            msg += "; critical if the next rollout shows it again"
     if metric_for(ctx.seg, BY_ID["zero_std"]) == ZERO_STD_FRACTION:
         # (a logged share, as TRL's frac_reward_zero_std: it does not say which way they scored)
         msg += "; the log gives only the share, not whether those groups were all right or all wrong"
@@ -138,7 +164,7 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
         Condition(
             "no-signal",
             severity,
-            int(ids[-4]),
+            int(ids[-min(4, len(ids))]),
             msg,
             {"signal": "zero_std", "fraction_last4": [_r(v) for v in frac[-4:]], "groups": g, "test": how},
             signal="zero_std",
@@ -215,3 +241,8 @@ def rule_no_update(ctx: RuleContext) -> list[Condition]:
             signal="grad_norm",
         )
     ]
+
+
+def _first_rows(ctx: RuleContext) -> bool:
+    """The judged rollout is among the run's first few (its window still holds the whole run)."""
+    return ctx.seg.row_of.get(ctx.upto, WINDOW) < 3

@@ -138,11 +138,18 @@ ENTROPY_CEILING = 4.0  # nats a token: twice what a run that was declining reach
 
 def rule_entropy_high(ctx: RuleContext) -> list[Condition]:
     """Entropy at or above ENTROPY_CEILING on the last 2 rollouts: near-random output (a healthy
-    LLM policy stays far below; gibberish and uniform sampling sit far above)."""
+    LLM policy stays far below; gibberish and uniform sampling sit far above).  At the run's first
+    rollout one such value is a warning."""
     seg = ctx.seg
     if metric_for(seg, ENTROPY) is None:
         return []
     ids, vals = _finite(*signal_at_rows(seg, ENTROPY, seg.rows_upto(WINDOW, ctx.upto)))
+    if len(vals) == 1 and ids[-1] == ctx.upto and vals[-1] >= ENTROPY_CEILING and seg.row_of.get(ctx.upto, 3) < 3:
+        msg = (
+            f"entropy {vals[-1]:.2f} nats a token at the first rollout (ceiling {ENTROPY_CEILING:g}): near-random "
+            "output; critical if the next rollout shows it again"
+        )
+        return [Condition("entropy-high", "warning", int(ids[-1]), msg, {"entropy_last4": [_r(vals[-1])]})]
     if len(vals) < 2 or ids[-1] != ctx.upto or not (vals[-1] >= ENTROPY_CEILING and vals[-2] >= ENTROPY_CEILING):
         return []
     msg = (
