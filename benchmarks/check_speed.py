@@ -72,7 +72,7 @@ else:
         pipe = pipeline.judge_path(sys.argv[1], judging=False)
         rc, rollouts = None, sum(len(s.ids) for s in pipe.store.segments)
 dt = time.perf_counter() - t0
-from grpo_tui.lines.parse import SCAN
+from grpo_tui.lines.native import SCAN
 ru = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"accel": SCAN is not None, "seconds": dt, "rc": rc, "rollouts": rollouts,
                   "peak_rss_mb": ru.ru_maxrss / 1024, "cpu_s": ru.ru_utime + ru.ru_stime}))

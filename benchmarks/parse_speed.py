@@ -31,7 +31,7 @@ from benchmarks.make_big_log import make  # noqa: E402
 _CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
-from grpo_tui.lines.parse import SCAN
+from grpo_tui.lines.native import SCAN
 from grpo_tui.pipeline import judge_path
 t, c0 = time.perf_counter(), time.process_time()
 loaded = judge_path(sys.argv[1], judging=False)

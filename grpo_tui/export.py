@@ -15,7 +15,7 @@ import threading
 from array import array
 from typing import Any, TextIO
 
-from .lines.parse import SCAN
+from .lines.native import SCAN
 from .output import csv_safe
 from .store.metric_store import MetricStore, Segment
 from .store.rollout_table import number_cells, rollout_table

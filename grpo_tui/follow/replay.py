@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator
 
 from ..lines.files import iter_lines
-from ..lines.parse import _fast_ts
+from ..lines.patterns import _fast_ts
 
 _TS = re.compile(r"\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:[.,](\d{3}))?")
 MAX_BATCH = 2000

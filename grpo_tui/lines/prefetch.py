@@ -23,20 +23,19 @@ _pending: ScannedReader | None = None
 
 
 def _module():
-    """The C scanner's module, where LineParser would use it (built, GRPO_TUI_PURE unset), or None."""
+    """The C scanner's module, where LineParser uses it (lines/native.py), or None (GRPO_TUI_PURE
+    is read again here: a command may set it after the import)."""
     if pure_asked():
         return None
-    try:
-        from . import _scan
-    except ImportError:
-        return None
-    return _scan
+    from .native import SCAN
+
+    return SCAN
 
 
 def scanner() -> Callable[[Any], tuple] | None:
     """The C scanner's block walk, where LineParser.block_scan would give it (its module built,
     GRPO_TUI_PURE unset); None otherwise (nothing to read ahead with).  A stale build the parser
-    refuses (parse._load_scan) is never claimed: the reader then only costs its blocks."""
+    refuses (native._load_scan) is never claimed: the reader then only costs its blocks."""
     return getattr(_module(), "scan_raw", None)
 
 

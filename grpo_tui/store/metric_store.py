@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..lazy_numpy import LazyNumpy
 from ..lines.launch import FlagsMemo, arg_dump_to_flag
-from ..lines.parse import PACKED, SCAN
+from ..lines.native import PACKED, SCAN
 from ..lines.records import Event, Item, MetricRecord
 
 if TYPE_CHECKING:

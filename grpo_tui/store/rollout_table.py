@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..lazy_numpy import LazyNumpy
-from ..lines.parse import SCAN
+from ..lines.native import SCAN
 from .metric_store import _NAN_CELL, Segment, _is_number
 
 if TYPE_CHECKING:

@@ -111,7 +111,7 @@ def test_csv_export_of_a_common_log_does_not_import_numpy(tmp_path):
     """With the C accelerator, `export` (CSV) of a run whose rows come in rollout order reads its
     table without numpy (store/rollout_table.py), nan and text cells too; rows out of order (an
     eval logged ahead) import it.  Each gives the CSV of the numpy table (test_export_table.py)."""
-    from grpo_tui.lines.parse import SCAN
+    from grpo_tui.lines.native import SCAN
 
     if getattr(SCAN, "col_means", None) is None:
         pytest.skip("the C accelerator is not built (or GRPO_TUI_PURE)")

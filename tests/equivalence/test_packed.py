@@ -18,7 +18,7 @@ from hypothesis import given, settings, strategies as st
 
 from grpo_tui import export, pipeline
 from grpo_tui.judge import bulk
-from grpo_tui.lines import parse as parse_mod
+from grpo_tui.lines import native
 from grpo_tui.lines.parse import LineParser
 from grpo_tui.lines.records import MetricRecord
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate
@@ -38,8 +38,7 @@ pytestmark = [
 @pytest.fixture
 def _this_scanner(monkeypatch):
     """The Packed of the scanner under test (CI's sanitized build is another module; the
-    pipeline tests run parse.SCAN, whose Packed is the parser's own)."""
-    monkeypatch.setattr(parse_mod, "PACKED", _scan.Packed)
+    pipeline tests run native.SCAN, whose Packed is the parser's own)."""
     monkeypatch.setattr(metric_store, "PACKED", _scan.Packed)
 
 
@@ -251,14 +250,14 @@ def _judged(path: str, pack: bool, judging: bool, monkeypatch) -> tuple:
     )
 
 
-@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+@pytest.mark.skipif(native.SCAN is None, reason="the pipeline runs the pure path")
 @pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
 @pytest.mark.parametrize("judging", [True, False])
 def test_judged_logs_agree_packed(path, judging, monkeypatch):
     assert _judged(path, True, judging, monkeypatch) == _judged(path, False, judging, monkeypatch)
 
 
-@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+@pytest.mark.skipif(native.SCAN is None, reason="the pipeline runs the pure path")
 @pytest.mark.parametrize("setup", sorted(SETUPS))
 def test_simulated_setups_agree_packed(setup, tmp_path, monkeypatch):
     for scenario, k in (("healthy", 1), ("gap-rising", 2), ("off-policy", 4), ("crashed", 1), ("engine-down", 1)):
@@ -284,14 +283,14 @@ def _runs_in_one_file(tmp_path) -> list[str]:
     return paths
 
 
-@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+@pytest.mark.skipif(native.SCAN is None, reason="the pipeline runs the pure path")
 @pytest.mark.parametrize("judging", [True, False])
 def test_restarts_and_appended_runs_agree_packed(tmp_path, monkeypatch, judging):
     for path in _runs_in_one_file(tmp_path):
         assert _judged(path, True, judging, monkeypatch) == _judged(path, False, judging, monkeypatch), path
 
 
-@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+@pytest.mark.skipif(native.SCAN is None, reason="the pipeline runs the pure path")
 def test_a_read_not_judged_files_each_block_as_one_round(tmp_path, monkeypatch):
     """Not judging (export), a block is one round unless an event in it ends the run: the same
     store, books and export as a round per rollout, with a block that holds a job's end and
@@ -334,7 +333,7 @@ def test_a_read_not_judged_files_each_block_as_one_round(tmp_path, monkeypatch):
     assert pipeline._ends_run(items) and not pipeline._ends_run([])
 
 
-@pytest.mark.skipif(parse_mod.SCAN is None, reason="the pipeline runs the pure path")
+@pytest.mark.skipif(native.SCAN is None, reason="the pipeline runs the pure path")
 def test_feed_file_agrees_packed_and_live_feeds_make_dicts(tmp_path, monkeypatch):
     path = tmp_path / "run.log"
     lines = [ln for _, ln in generate("healthy", 30, 1, noise_per_rollout=20)]

@@ -26,7 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from grpo_tui.lines.files import iter_line_blocks
-from grpo_tui.lines.parse import _CONTROL_NO_ESC, LineParser, _source_key, is_candidate
+from grpo_tui.lines.parse import LineParser
+from grpo_tui.lines.patterns import _CONTROL_NO_ESC, _source_key, is_candidate
 from grpo_tui.lines.records import STORE_EVENT_KINDS, Event
 from grpo_tui.lines.values import parse_dict
 from grpo_tui.simulate import SCENARIOS, generate
@@ -921,12 +922,12 @@ def test_judged_logs_agree(path, monkeypatch):
     """judge_path (byte blocks, store, rules, clocks) with the scanner and without it: the same
     report (status, signals, alerts with their evidence), state and exported rows."""
     from grpo_tui import export, pipeline
-    from grpo_tui.lines import parse as parse_mod
+    from grpo_tui.lines import anatomy
 
     now = os.path.getmtime(path) + 30.0
     out = []
     for scan in (_scan, None):
-        monkeypatch.setattr(parse_mod, "SCAN", scan)
+        monkeypatch.setattr(anatomy, "SCAN", scan)
         pipe = pipeline.judge_path(path, now=now)
         assert (pipe.parser._scan is None) == (scan is None)
         out.append(
@@ -1277,7 +1278,7 @@ def test_scanner_reused_buffer_blocks_agree(path):
 # record, or "read it in Python".  _feed_head takes the first two without _header_fields; these
 # compare it with feed() on messages built to sit on every edge of that decision.
 
-from grpo_tui.lines import parse as _parse_mod
+from grpo_tui.lines import native as _parse_mod, patterns as _patterns
 
 _FT_NAMES = ["ok", "phase", "op", "fn", "attempt", "rollout", "cls", "x", "ok2", "_", "a-ok", "Phase"]
 _FT_VALUES = [
@@ -1577,7 +1578,7 @@ def test_scanner_head_time_is_fast_ts(y, mo, d, hh, mi, ss, ms):
     mst = f".{ms:03d}" if ms >= 0 else ""
     h = _scan.scan(f"[{date} {time}{mst} main] a.py:1 - ft op=x".encode())[4][0]
     assert h is not None
-    want = _parse_mod._fast_ts(date, time, mst[1:] or None)
+    want = _patterns._fast_ts(date, time, mst[1:] or None)
     if want is None:
         assert h[_parse_mod._H_CLASS] == _parse_mod._HEAD_OTHER
     else:
@@ -2430,7 +2431,7 @@ def test_scanner_ready_run_is_the_loop_on_mixes(lines, sizes):
 
 def test_scanner_ready_run_leaves_the_names_cap_to_python():
     """Past MAX_NAMES the record is capped by Python (ready_run stops before it): the same."""
-    from grpo_tui.lines.parse import MAX_NAMES
+    from grpo_tui.lines.patterns import MAX_NAMES
 
     lines = ["[2026-08-21 10:00:00.000 main] log_utils.py:1 - start"]
     per = 300
@@ -2619,10 +2620,10 @@ def test_scanner_bad_bytes_split_by_colours_read_no_key(msg, prefix):
 
 
 def test_scanner_constants_are_the_parsers():
-    """_scan.c copies two of parse.py's constants; parse.py refuses a build that disagrees."""
-    from grpo_tui.lines import parse
+    """_scan.c copies two of native.py's constants; native.py refuses a build that disagrees."""
+    from grpo_tui.lines import native
 
-    assert (_scan.REJOIN_PARTS, _scan.PER_KEY) == (parse._REJOIN_PARTS, parse._SKIPPED_PER_SOURCE)
+    assert (_scan.REJOIN_PARTS, _scan.PER_KEY) == (native._REJOIN_PARTS, native._SKIPPED_PER_SOURCE)
 
 
 # -- the read and the walk in one call (_scan.c: read_scan; files.iter_block_views' `walk`) -------
@@ -3348,7 +3349,7 @@ def test_scanner_quiet_head_brings_its_own_lines_header():
         date, time = text[:10], text[11:19]
         assert text.startswith("2026-08-21 09:") and own[h[H_O_DATE] - 1] == "["
         assert (h[H_O_MS] < 0) == (len(text) == 19)
-        want = _parse_mod._fast_ts(date, time, text[20:] or None)
+        want = _patterns._fast_ts(date, time, text[20:] or None)
         assert h[H_O_DAYS] * 86400 + h[H_O_SOD] + h[H_O_MSV] / 1000 == pytest.approx(want, abs=1e-6)
 
 

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from grpo_tui.export import _json_value
-from grpo_tui.lines.parse import _PENDING_MAX, MAX_LINE, MAX_NAMES, LineParser
+from grpo_tui.lines.parse import LineParser
+from grpo_tui.lines.patterns import _PENDING_MAX, MAX_LINE, MAX_NAMES
 from grpo_tui.lines.records import MetricRecord
 from grpo_tui.lines.values import parse_dict
 

@@ -326,7 +326,7 @@ def _esc_joins_an_anchor(line: str) -> bool:
     anchor (`step 0: \\x1b{`); the quick paths take such a line as noise where the inline path
     reads it.  Other control bytes send the line to the full path (_CONTROL_NO_ESC); ESC can't
     (every Ray prefix has colours), so the two paths agree on everything else."""
-    from grpo_tui.lines.parse import _ANSI, _CONTROL, is_candidate
+    from grpo_tui.lines.patterns import _ANSI, _CONTROL, is_candidate
 
     return "\x1b" in line and not is_candidate(line) and is_candidate(_CONTROL.sub("", _ANSI.sub("", line)))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-from grpo_tui.lines import parse
+from grpo_tui.lines import patterns
 from grpo_tui.lines.files import iter_lines
 from grpo_tui.lines.parse import LineParser
 
@@ -61,13 +61,13 @@ def test_fast_path_matches_full_path_on_shuffled_and_cut_lines(picks):
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.lists(st.sampled_from(list(parse._QUICK_ANCHORS) + ["x", " ", "Job", "..", "ft", "Error"]), max_size=6).map(
+    st.lists(st.sampled_from(list(patterns._QUICK_ANCHORS) + ["x", " ", "Job", "..", "ft", "Error"]), max_size=6).map(
         "".join
     )
     | st.text(max_size=40)
 )
 def test_quick_anchor_is_any_of_the_anchors(msg):
-    assert parse._quick_anchor(msg) == any(a in msg for a in parse._QUICK_ANCHORS)
+    assert patterns._quick_anchor(msg) == any(a in msg for a in patterns._QUICK_ANCHORS)
 
 
 def _ts_reference(date, time, ms):
@@ -100,7 +100,7 @@ def _ts_reference(date, time, ms):
 )
 def test_fast_ts_cache_gives_the_uncached_time(date, time, ms):
     for _ in range(2):  # the second call reads the cache
-        assert parse._fast_ts(date, time, ms) == _ts_reference(date, time, ms)
+        assert patterns._fast_ts(date, time, ms) == _ts_reference(date, time, ms)
 
 
 @settings(max_examples=400, deadline=None)
@@ -109,15 +109,15 @@ def test_day_arithmetic_is_calendar_timegm(y, mo, d):
     """_whole_seconds' own day count (no calendar import) is timegm's, its errors too (month 0 or
     13+, year 0)."""
     date = f"{y:04d}-{mo:02d}-{d:02d}"
-    parse._day_cache.clear()
-    assert parse._whole_seconds(date, "01:02:03") == _ts_reference(date, "01:02:03", None)
+    patterns._day_cache.clear()
+    assert patterns._whole_seconds(date, "01:02:03") == _ts_reference(date, "01:02:03", None)
 
 
 class _OldEvents(LineParser):
     """_events before its ": {" shortcut: the reference it must agree with."""
 
     def _events(self, msg, pre, line_no, time_text, ts, out, header):
-        if not any(a in msg for a in parse._QUICK_ANCHORS) and not parse._ARG_DUMP.match(msg):
+        if not any(a in msg for a in patterns._QUICK_ANCHORS) and not patterns._ARG_DUMP.match(msg):
             return False
         ev = self._classify(msg, pre, line_no, time_text, ts, header)
         if ev is None:
@@ -127,7 +127,7 @@ class _OldEvents(LineParser):
         return True
 
 
-_PIECES = list(parse._QUICK_ANCHORS) + [
+_PIECES = list(patterns._QUICK_ANCHORS) + [
     "train_async.py",
     " --rollout-batch-size 8",
     "Traceback (most recent call last)",
@@ -164,6 +164,6 @@ def test_events_shortcut_agrees_with_classify(msg, header):
     for cls in (LineParser, _OldEvents):
         p = cls()
         out = []
-        pre = parse._Line(msg)
+        pre = patterns._Line(msg)
         got.append((p._events(msg, pre, 1, None, None, out, header), repr(out), p.counts.as_dict(), p._pending is None))
     assert got[0] == got[1]
