@@ -505,7 +505,7 @@ def _columns(seg, ranges, rows: np.ndarray, memo: dict | None = None) -> dict | 
     """The whole run's columns the tests read, once: None when the batch cannot model the run.
     `ok`: the row's 40-row window has every length and reward and the cut share at every row
     or at none (`cut` says which)."""
-    from .bulk import _bounds, _mk_memo, _vals
+    from .bulk_vec import _bounds, _mk_memo, _vals
 
     ln, rn = metric_for(seg, BY_ID["length"]), metric_for(seg, BY_ID["reward"])
     if ln is None or rn is None or WINDOW < HACK_MIN or not seg.ordered:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpo_tui.judge import bulk, rules
+from grpo_tui.judge import bulk, bulk_vec, rules
 from grpo_tui.judge.ranges import defaults
 from grpo_tui.lines.files import iter_line_blocks
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate
@@ -57,12 +57,12 @@ def check_gates(seg) -> int:
     for k in np.flatnonzero(ans.full).tolist():
         upto = int(seg.ids[k])
         for j, name in enumerate(ans.names):
-            if ans.mat[k, j] != bulk.NO:
+            if ans.mat[k, j] != bulk_vec.NO:
                 continue
             nos += 1
             got = [c for c in _fired(FUNCS[name], seg, upto) if c.rule in RULE_OF[name]]
             assert not got, f"rollout {upto}: {name}'s gate says no, the rule says {got[0].message}"
-        quiet_sigs = {s for j, s in enumerate(ans.sig_ids) if ans.omat[k, j] == bulk.NO}
+        quiet_sigs = {s for j, s in enumerate(ans.sig_ids) if ans.omat[k, j] == bulk_vec.NO}
         if quiet_sigs:
             nos += len(quiet_sigs)
             got = [c for c in _fired(rules.rule_out_of_range, seg, upto) if c.signal in quiet_sigs]
@@ -76,7 +76,7 @@ def test_bulk_gates_are_necessary_conditions(scen, setup, seed, k):
     if k is not None:
         kw["steps_per_rollout"] = k
     seg = _store([line for _, line in generate(scen, 72, seed, **kw)])
-    assert check_gates(seg) > 0 or len(seg.ids) < bulk.START + 1
+    assert check_gates(seg) > 0 or len(seg.ids) < bulk_vec.START + 1
 
 
 @pytest.mark.parametrize("scen", list(SCENARIOS))
@@ -96,7 +96,7 @@ def test_window_head_min_is_the_rules_start_level_bound():
     rng = np.random.default_rng(3)
     pt = rng.normal(size=120)
     sel = np.arange(9, 120)
-    got = bulk._window_head_min(pt, sel)
+    got = bulk_vec._window_head_min(pt, sel)
     for r, g in zip(sel.tolist(), got.tolist()):
         lo = max(0, r - (rules.WINDOW - 1))
         head = min(8, max(4, (r - lo + 1) // 4))
@@ -148,7 +148,7 @@ def test_off_policy_gate_with_k_updates(first_cf, other_cf, k, monkeypatch):
     ans = bulk.Answers(seg, defaults(), np.arange(len(seg.ids)))
     col = ans.mat[:, ans.names.index("rule_off_policy")]
     fires = first_cf > 0 or (other_cf * (k - 1) + first_cf) / k > 0.3
-    assert (col[60:] == bulk.MAYBE).all() if fires else (col[60:] == bulk.NO).all()
+    assert (col[60:] == bulk_vec.MAYBE).all() if fires else (col[60:] == bulk_vec.NO).all()
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert any(a.rule == "off-policy" for a in plain.engine.alerts) == fires
 
@@ -160,7 +160,7 @@ def test_theil_sen_rises_in_chunks_are_those_of_one_batch(monkeypatch):
     s = np.arange(2000, dtype=float)
     x = rng.normal(size=2000).cumsum()
     rows = np.arange(40, 2000)
-    whole = {w: bulk._ts_rise(s, x, rows, w) for w in (8, 32)}
-    monkeypatch.setattr(bulk, "TS_CHUNK", 17)
+    whole = {w: bulk_vec._ts_rise(s, x, rows, w) for w in (8, 32)}
+    monkeypatch.setattr(bulk_vec, "TS_CHUNK", 17)
     for w, want in whole.items():
-        assert np.array_equal(bulk._ts_rise(s, x, rows, w), want)
+        assert np.array_equal(bulk_vec._ts_rise(s, x, rows, w), want)

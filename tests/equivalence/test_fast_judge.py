@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpo_tui.judge import bulk as bulk_mod, engine as engine_mod, rules
+from grpo_tui.judge import bulk as bulk_mod, bulk_answers, bulk_vec, engine as engine_mod, rules
 from grpo_tui.judge.bulk import BulkMismatch
 from grpo_tui.lines.files import iter_line_blocks
 from grpo_tui.pipeline import Pipeline
@@ -229,15 +229,15 @@ def test_drift_windows_leave_the_alerts_as_rollout_by_rollout(case, monkeypatch)
     monkeypatch.setattr(bulk_mod.Answers, "held_rules", lambda self, k, *a: None)
     monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: every rollout asks)
     left_out = []
-    orig = bulk_mod._DriftMay.windows
+    orig = bulk_vec._DriftMay.windows
 
     def counting(self, sig_id, k):
         got = orig(self, sig_id, k)
         if got is not None:
-            left_out.append(len(bulk_mod.TREND_WINDOWS) - len(got))
+            left_out.append(len(bulk_vec.TREND_WINDOWS) - len(got))
         return got
 
-    monkeypatch.setattr(bulk_mod._DriftMay, "windows", counting)
+    monkeypatch.setattr(bulk_vec._DriftMay, "windows", counting)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert plain.report().status == "critical"
     # (asked, left out) at least: a held jump is flat after it, most windows surely fail; a
@@ -327,7 +327,7 @@ def test_a_wrong_stand_in_would_be_caught(name, monkeypatch):
     is not shown this way: out-of-range's gate already skips a signal whose mean is inside.)"""
     case, wrong = WRONG[name]
     lines = LATCHED_CYCLES[case]()
-    monkeypatch.setattr(bulk_mod, name, wrong)
+    monkeypatch.setattr(bulk_answers, name, wrong)
     with pytest.raises(AssertionError):
         _bulk_equals_plain(lines, monkeypatch)
 
@@ -401,7 +401,7 @@ def test_a_wrong_warning_stand_in_would_be_caught(monkeypatch):
     """... and the comparison has teeth there: a "surely a warning again" that always says so
     keeps the warning a warning where rollout by rollout escalates it (reward exactly 0)."""
     lines = SATURATED["no-signal-saturated-cycles"]()
-    monkeypatch.setattr(bulk_mod, "_no_signal_warning_sure", lambda seg, ids, rows, memo: np.ones(len(rows), bool))
+    monkeypatch.setattr(bulk_answers, "_no_signal_warning_sure", lambda seg, ids, rows, memo: np.ones(len(rows), bool))
     with pytest.raises(AssertionError):
         _bulk_equals_plain(lines, monkeypatch)
 
@@ -626,7 +626,7 @@ def _new_rule_cases() -> dict:
 @pytest.mark.parametrize("case", list(_new_rule_cases()))
 def test_bulk_equals_plain_on_the_kl_ref_and_no_update_rules(case, monkeypatch):
     """kl-ref, entropy-high, reward-variance and no-update through their vectorised gates
-    (bulk._kl_ref_vec, _entropy_high_vec, _reward_variance_vec, _no_update_vec: necessary
+    (bulk_vec._kl_ref_vec, _entropy_high_vec, _reward_variance_vec, _no_update_vec: necessary
     conditions) give the alerts rollout by rollout gives, held and cycling."""
     plain = _bulk_equals_plain(_new_rule_cases()[case](), monkeypatch)
     rule = next(r for r in ("kl-ref", "entropy-high", "reward-variance", "no-update") if r in case)

@@ -1,0 +1,340 @@
+"""What the bulk replay asks at each recorded rollout (Answers): the vectorised gates' answers,
+and which open alerts surely hold there, so judge/bulk.py runs a rule only where it may change
+something."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..store.metric_store import Segment
+from .bulk_vec import (
+    BASE_ROWS,
+    NO,
+    START,
+    UNKNOWN,
+    _base_min,
+    _boom_may,
+    _bounds,
+    _dense,
+    _drift_vec,
+    _DriftAt,
+    _DriftMay,
+    _entropy_high_vec,
+    _entropy_vec,
+    _first_steps,
+    _hacking_vec,
+    _kl_ref_vec,
+    _last4,
+    _log,
+    _no_signal_vec,
+    _no_update_vec,
+    _off_policy_vec,
+    _oor_sure,
+    _oor_vec,
+    _or,
+    _reward_variance_vec,
+    _slowdown_vec,
+    _surely_above,
+    _vals,
+    _zero_std_rows,
+)
+from .held import ge as _ge, lt as _lt
+from .rules.base import (
+    ABSURD,
+    RHO,
+    RuleContext,
+    own_base,
+    ranges_for,
+)
+from .signals import BY_ID, groups_of, metric_for
+
+
+class Answers:
+    """The gates' answers for every recorded rollout, as arrays (one entry per judged op):
+    per rule MAYBE / NO / UNKNOWN (scalar gate), the signals out-of-range must look at, and
+    `quiet` (no rule can fire).  `at(k)` is the per-rollout dict evaluate_metrics reads."""
+
+    def __init__(self, seg: Segment, ranges, rows: np.ndarray) -> None:
+        self.rows = rows
+        n_ops = len(rows)
+        self.full = full = rows >= START  # a settled baseline (the window may be short)
+        self.names: list[str] = []
+        self.mat = np.zeros((n_ops, 0), np.int8)
+        self.omat = np.zeros((n_ops, 0), np.int8)
+        self.sig_ids = list(BY_ID)
+        self.quiet = np.zeros(n_ops, bool)
+        self.quiet_but_hacking = self.quiet
+        self.resolved = None  # ranges_for on the full windows
+        self.mk: dict = {}  # _mk_memo's (shared with judge/held.py)
+        self.seg = seg
+        self._drift: _DriftMay | None = None  # drift_windows' arrays, made on first use
+        self._held: tuple | None = None  # held_rules' arrays, made on first use
+        self._oor: dict[str, np.ndarray] = {}  # oor_held's, per signal, made on first use
+        if not n_ops or not full.any():
+            return
+        res, oor, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
+        self.names = list(res)
+        unknown = np.int8(UNKNOWN)
+        self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
+        self.omat = np.where(full[:, None], np.stack([oor[s] for s in self.sig_ids], axis=1), unknown)
+        self.quiet = full & (self.mat == NO).all(axis=1) & (self.omat == NO).all(axis=1)
+        others = [j for j, nm in enumerate(self.names) if nm != "rule_length_hacking"]
+        self.quiet_but_hacking = full & (self.mat[:, others] == NO).all(axis=1) & (self.omat == NO).all(axis=1)
+
+    def drift_windows(self, k: int) -> _DriftAt:
+        """RuleContext.drift_windows at op k: per signal drift_up reads (gap, kl, grad_norm), the
+        windows of TREND_WINDOWS whose test may pass (_DriftMay says which surely fail; drift_up's
+        loop would skip those).  An alert held open runs its rule at every rollout; this saves
+        it the windows' tests.  Read lazily: only where a rule calls drift_up."""
+        return _DriftAt(self._drift_may(), k)
+
+    def _drift_may(self) -> _DriftMay:
+        if self._drift is None:
+            self._drift = _DriftMay(self.seg, self.rows, self.mk)
+        return self._drift
+
+    def held_rules(self, k: int, open_rules: frozenset, critical: frozenset) -> dict[str, tuple[str, ...]] | None:
+        """rules.HELD_RULES at op k: the rules (rule_gap, rule_grad_norm, rule_no_signal,
+        rule_off_policy) that
+        need not run because each alert they could return is open and critical (`critical`: of
+        `open_rules`, those) and holds anyway, with those alerts.
+
+        While such an alert is open its rule runs at every rollout, yet to the state machine only
+        presence matters (a critical alert keeps the message of its raise).
+        - gap-rising, gap-jump, grad-norm-rising are present whenever rules.drift.still_outside finds
+          them: 3 of the last 4 values above the band or the own baseline's edge (surely, with a
+          margin; else the rule runs).  rule_grad_norm returns only grad-norm-rising; rule_gap
+          only gap-rising while that is open, and otherwise also gap-jump (open) or a new
+          gap-rising, which needs an explosion (_drift_vec's test of it) or a drift_up window
+          whose test may pass (drift_windows): neither may happen where it is left out.
+        - rule_no_signal returns only no-signal, surely where reward is exactly 0 (or 1) on the
+          last 2 rollouts or >= 80 % of groups score the same in 3 of the last 4; an open
+          no-signal warning (mostly all-right groups: saturation) holds where the rule surely
+          returns that warning again (_no_signal_warning_sure), as a warning cannot change.
+        - rule_off_policy returns only off-policy, surely where the clip fraction is above 0 on
+          the last 2 rollouts with one update each (Miles), or above 0.3 in 3 of the last 4, or
+          the first of K updates of the last 2 rollouts clips or moves (Miles)."""
+        if not self.full[k] or not (critical or "no-signal" in open_rules):
+            return None
+        still_gap, calm_gap, still_grad, no_signal, no_signal_warn, off_policy = self.held_arrays()
+        out: dict[str, tuple[tuple[str, str], ...]] = {}
+        gap_open = tuple(a for a in ("gap-rising", "gap-jump") if a in open_rules)
+        if (
+            gap_open
+            and all(a in critical for a in gap_open)
+            and still_gap[k]
+            and ("gap-rising" in critical or (calm_gap[k] and self._no_drift(k, ("gap", "kl"))))
+        ):
+            out["rule_gap"] = tuple((a, "critical") for a in gap_open)
+        if "grad-norm-rising" in critical and still_grad[k]:
+            out["rule_grad_norm"] = (("grad-norm-rising", "critical"),)
+        if "no-signal" in critical and no_signal[k]:
+            out["rule_no_signal"] = (("no-signal", "critical"),)
+        elif "no-signal" in open_rules and no_signal_warn[k]:  # surely its warning: the open alert stays as it is
+            out["rule_no_signal"] = (("no-signal", "warning"),)
+        if "off-policy" in critical and off_policy[k]:
+            out["rule_off_policy"] = (("off-policy", "critical"),)
+        return out or None
+
+    def held_arrays(self) -> tuple[np.ndarray, ...]:
+        """_held_arrays' answers for every op, made on first use (held_rules, judge/steady.py)."""
+        if self._held is None:
+            self._held = _held_arrays(self.seg, self.resolved, self.rows, self.mk)
+        return self._held
+
+    def _no_drift(self, k: int, sig_ids: tuple[str, ...]) -> bool:
+        """drift_up surely finds no drift at op k for these signals: no window's test may pass."""
+        drift = self._drift_may()
+        return not any(drift.windows(sig_id, k) for sig_id in sig_ids)
+
+    def oor_held(self, k: int, open_keys) -> frozenset[str] | None:
+        """rules.OOR_HELD at op k: the signals whose out-of-range alert is open and whose
+        five-step mean is surely outside its range here (_oor_sure): the rule's condition for
+        them only keeps a warning open, which a stand-in does (RuleContext.oor_held)."""
+        if not self.full[k]:
+            return None
+        held = []
+        for rule, sig_id in open_keys:
+            if rule != "out-of-range" or sig_id not in BY_ID:
+                continue
+            if self.oor_sure(sig_id)[k]:
+                held.append(sig_id)
+        return frozenset(held) if held else None
+
+    def oor_sure(self, sig_id: str) -> np.ndarray:
+        """Per op: this signal's out-of-range condition surely holds (_oor_sure, full ops only),
+        made on first use."""
+        sure = self._oor.get(sig_id)
+        if sure is None:
+            end = int(self.rows.max()) + 1
+            sure = self._oor[sig_id] = (
+                _oor_sure(self.seg, self.resolved, self.seg.id_array()[:end], self.rows, sig_id, self.mk) & self.full
+            )
+        return sure
+
+    def may(self, rule: str) -> np.ndarray:
+        """Per op: the rule may fire there (its gate says maybe, or a scalar gate decides)."""
+        if rule not in self.names:
+            return np.ones(len(self.rows), bool)
+        return self.mat[:, self.names.index(rule)] != NO
+
+    def at(self, k: int) -> dict:
+        """{rule: True/False/None (None = scalar gate), "oor": set, "quiet": bool}."""
+        if not self.full[k]:
+            return {}
+        row = self.mat[k].tolist()
+        d: dict = {nm: (None if v == UNKNOWN else bool(v)) for nm, v in zip(self.names, row)}
+        orow = self.omat[k].tolist()
+        # a signal the vectorised gate could not decide (a non-finite value in its last five) is
+        # left to the rule: a superset of the scalar gate's answer, so the same conditions
+        d["oor"] = frozenset(s for s, v in zip(self.sig_ids, orow) if v != NO)
+        d["quiet"] = bool(self.quiet[k])
+        return d
+
+
+def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[dict, dict, object]:
+    full = rows >= START
+    end = int(rows.max()) + 1
+    ids = seg.id_array()[:end]
+    rs = ranges_for(seg, ranges, int(ids[rows[full][0]]))
+    ctxk = seg.steps_per_rollout
+    res: dict[str, np.ndarray] = {}
+    res["rule_gap"] = _or(
+        _drift_vec(seg, rs, ids, rows, "gap", True, None, memo), _drift_vec(seg, rs, ids, rows, "kl", True, None, memo)
+    )
+    res["rule_grad_norm"] = _drift_vec(seg, rs, ids, rows, "grad_norm", False, ABSURD.get("grad_norm"), memo)
+    res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
+    res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows, memo)
+    res["rule_off_policy"] = _off_policy_vec(seg, rows, ctxk)
+    res["rule_no_signal"] = _no_signal_vec(seg, ids, rows, memo)
+    res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
+    res["rule_kl_ref"] = _kl_ref_vec(seg, rows)
+    res["rule_entropy_high"] = _entropy_high_vec(seg, rows)
+    res["rule_reward_variance"] = _reward_variance_vec(seg, rows)
+    res["rule_no_update"] = _no_update_vec(seg, rows)
+    oor = {sig_id: _oor_vec(seg, rs, ids, rows, sig_id, memo) for sig_id in BY_ID}
+    return res, oor, rs
+
+
+def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.ndarray, ...]:
+    """Per op (Answers.held_rules): _still_outside surely finds gap or KL above; rule_gap
+    surely returns no new gap-rising by an explosion (for gap and KL); _still_outside surely
+    finds grad_norm above; rule_no_signal and rule_off_policy surely return their sign."""
+    end = int(rows.max()) + 1
+    ids = seg.id_array()[:end]
+    full = rows >= START
+    # the own baseline is the segment's first rollouts at every full op: the rule's, exactly
+    ctx = RuleContext(seg, rs, int(ids[rows[full][0]]), resolved=rs)
+    still = {sig_id: _still_sure(seg, rs, ids, rows, sig_id, ctx) for sig_id in ("gap", "kl", "grad_norm")}
+    calm = full.copy()  # (and no drift window may pass: Answers.held_rules asks _DriftMay)
+    for sig_id in ("gap", "kl"):
+        name = metric_for(seg, BY_ID[sig_id])
+        if name is None:
+            continue  # the rule's series is empty: it returns nothing for this signal
+        v = _vals(seg, name, end)
+        b = _bounds(rs, sig_id, ids)
+        calm &= ~_boom_may(_log(v), rows, _base_min(v[:BASE_ROWS]), None if b is None else _log(b[1]), None)
+    return (
+        full & (still["gap"] | still["kl"]),
+        calm,
+        full & still["grad_norm"],
+        full & _no_signal_sure(seg, ids, rows, memo),
+        full & _no_signal_warning_sure(seg, ids, rows, memo),
+        full & _off_policy_sure(seg, rows, end),
+    )
+
+
+def _off_policy_sure(seg: Segment, rows: np.ndarray, end: int) -> np.ndarray:
+    """rule_off_policy surely returns a condition: one update per rollout (Miles) and a clip
+    fraction above 0 on the last 2 rows; else 3 of the last 4 rows above 0.3, or (Miles) the
+    first update of the last 2 rollouts with a clip fraction or ppo_kl above 0 (finite on every
+    row read, by a margin)."""
+    name = metric_for(seg, BY_ID["clipfrac"])
+    if name is None:
+        return np.zeros(len(rows), bool)
+    cf = _vals(seg, name, end)
+    if seg.steps_per_rollout == 1 and seg.framework == "miles":
+        ok = (rows >= 1) & _dense(np.isfinite(cf), rows, 2)
+        hit = _surely_above(cf, np.float64(1e-6))
+        return ok & hit[rows] & hit[rows - 1]
+    out = np.zeros(len(rows), bool)
+    dense = (rows >= 3) & _dense(np.isfinite(cf), rows, 4)
+    out[dense] = _surely_above(_last4(cf, rows[dense]), np.float64(0.3)).sum(axis=1) >= 3
+    if seg.framework == "miles":  # K updates: the first update of both last two off fresh weights
+        first_cf, first_kl = _first_steps(seg, end)
+        hit = _surely_above(first_cf, np.float64(1e-6)) | _surely_above(np.abs(first_kl), np.float64(1e-6))
+        hit &= np.isfinite(first_cf)
+        out |= (rows >= 1) & _dense(np.isfinite(cf), rows, 2) & hit[rows] & hit[rows - 1]
+    return out
+
+
+def _no_signal_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, memo: dict) -> np.ndarray:
+    """rule_no_signal surely returns a condition: reward exactly 0 (or exactly 1) on the last 2
+    rows, both finite; or, with a group count, the zero-std share of the last 4 rows (all
+    finite) above 80 % by a margin in 3 of them."""
+    out = np.zeros(len(rows), bool)
+    rn = metric_for(seg, BY_ID["reward"])
+    if rn is not None:
+        R = _vals(seg, rn, len(ids))
+        a, b = R[rows - 1], R[rows]
+        out |= (rows >= 1) & (((a == 0.0) & (b == 0.0)) | ((a == 1.0) & (b == 1.0)))
+    if groups_of(seg) is not None:
+        frac = _zero_std_rows(seg, len(ids), memo)
+        dense = (rows >= 3) & _dense(np.isfinite(frac), rows, 4)
+        sel = rows[dense]
+        out[dense] |= _surely_above(_last4(frac, sel), np.float64(0.8 - 1e-9)).sum(axis=1) >= 3
+    return out
+
+
+def _no_signal_warning_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, memo: dict) -> np.ndarray:
+    """rule_no_signal surely returns its warning: reward on the last 2 rows finite and not
+    exactly 0 (nor 1) on both, >= 80 % of groups all-same on 3 of the last 4 (all finite), and
+    at the judged rollout the all-right groups >= 80 % of those, the all-wrong ones below (each
+    by a margin): the saturated case's severity."""
+    out = np.zeros(len(rows), bool)
+    rn = metric_for(seg, BY_ID["reward"])
+    if rn is None or groups_of(seg) is None:
+        return out
+    end = len(ids)
+    R = _vals(seg, rn, end)
+    a, b = R[rows - 1], R[rows]
+    out = (rows >= 3) & np.isfinite(a) & np.isfinite(b) & ~((a == 0.0) & (b == 0.0)) & ~((a == 1.0) & (b == 1.0))
+    frac = _zero_std_rows(seg, end, memo)
+    out &= _dense(np.isfinite(frac), rows, 4)
+    if not out.any():
+        return out
+    sel = rows[out]
+    out[out] = _surely_above(_last4(frac, sel), np.float64(0.8 - 1e-9)).sum(axis=1) >= 3
+    if not out.any():
+        return out
+    wrong, right = _zero_std_rows(seg, end, memo, "wrong"), _zero_std_rows(seg, end, memo, "right")
+    edge = 0.8 * frac[rows]
+    return out & _lt(wrong[rows], edge).sure & _ge(right[rows], edge).sure
+
+
+def _still_sure(seg: Segment, rs, ids: np.ndarray, rows: np.ndarray, sig_id: str, ctx) -> np.ndarray:
+    """rules.drift.still_outside surely returns a condition for `sig_id` at each op: its last four
+    values (rows all finite and positive: the rule's own last four) with 3 above the band's top,
+    or 3 above the own baseline's edge in log units, each by a margin."""
+    out = np.zeros(len(rows), bool)
+    name = metric_for(seg, BY_ID[sig_id])
+    if name is None:
+        return out
+    v = _vals(seg, name, len(ids))
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(v) & (v > 0)
+    dense = (rows >= 3) & _dense(ok, rows, 4)
+    if not dense.any():
+        return out
+    sel = rows[dense]
+    v4 = _last4(v, sel)
+    sure = np.zeros(len(sel), bool)
+    b = _bounds(rs, sig_id, ids)
+    if b is not None:
+        h4 = _last4(np.asarray(b[1], float), sel)
+        sure |= _surely_above(v4, h4).sum(axis=1) >= 3
+    base = own_base(ctx, sig_id, log=True)
+    if base is not None and sig_id in RHO:
+        sure |= _surely_above(_log(v4), np.float64(base.centre + RHO[sig_id])).sum(axis=1) >= 3
+    out[dense] = sure
+    return out

@@ -1,0 +1,664 @@
+"""The vectorised gates of judge/bulk.py: for every recorded rollout at once, whether each rule may
+fire there (MAYBE), surely cannot (NO) or must be asked (UNKNOWN), on sliding windows of the
+columns.  Each is a necessary condition of its rule (tests/equivalence/test_bulk_gates.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view as _sw
+
+from ..store.metric_store import Segment
+from . import gates, stats
+from .held import ge as _ge
+from .rules.base import (
+    ALPHA_LONG,
+    ALPHA_SHORT,
+    HACK_MIN,
+    RHO,
+    TREND_WINDOWS,
+    WINDOW,
+)
+from .rules.policy import ENTROPY
+from .rules.rollout import first_step
+from .setup import FIRST as FIT_FIRST
+from .signals import BY_ID, EARLY_ROLLOUTS, MEAN_WINDOW, groups_of, metric_for, signal_at_rows, zero_std_parts
+
+EPS = gates.EPS
+BASE_ROWS = 10
+START = max(BASE_ROWS, FIT_FIRST, 4) - 1  # first row with the final baseline, fit and a last-4
+UNKNOWN, NO, MAYBE = -1, 0, 1
+
+
+def _bounds(rs, sig_id: str, ids: np.ndarray):
+    """rs.bounds_many(sig_id, ids) without a Python loop over the rollouts for the defaults."""
+    if sig_id in rs.envelopes or sig_id in rs.constant or not rs.use_defaults:
+        return rs.bounds_many(sig_id, ids)
+    sig = BY_ID[sig_id]
+    early, whole = sig.early, sig.whole
+    if early is None and whole is None:
+        return None
+    if early is None or whole is None:
+        return rs.bounds_many(sig_id, ids)
+    is_early = ids < EARLY_ROLLOUTS
+    return (np.where(is_early, float(early[0]), float(whole[0])), np.where(is_early, float(early[1]), float(whole[1])))
+
+
+def _or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """MAYBE if either may fire, else UNKNOWN if either is unknown, else NO."""
+    out = np.where((a == UNKNOWN) | (b == UNKNOWN), UNKNOWN, NO).astype(np.int8)
+    return np.where((a == MAYBE) | (b == MAYBE), MAYBE, out).astype(np.int8)
+
+
+def _vals(seg: Segment, name: str | None, end: int) -> np.ndarray:
+    if name is None:
+        return np.full(end, math.nan)
+    return gates.Window.raw(_Raw(seg), name, 0, end)
+
+
+class _Raw:
+    """Just enough of a gates.Window for its `raw` (values_at_rows on a slice)."""
+
+    __slots__ = ("seg",)
+
+    def __init__(self, seg: Segment) -> None:
+        self.seg = seg
+
+
+def _dense(ok: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
+    """Whether ok holds on all w rows ending at each op's row."""
+    c = np.concatenate([[0], np.cumsum(~ok)])
+    lo = np.maximum(rows + 1 - w, 0)
+    return (c[rows + 1] - c[lo]) == 0
+
+
+def _last4(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Rows' last four values, shape (ops, 4): a[row-3 .. row]."""
+    return np.stack([a[rows - 3], a[rows - 2], a[rows - 1], a[rows]], axis=1)
+
+
+def _log(v: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(np.where(v > 0, v, np.nan))
+
+
+def _base_min(v_first: np.ndarray) -> float | None:
+    lv = _log(v_first)
+    lv = lv[np.isfinite(lv)]
+    return float(np.min(lv)) if len(lv) >= 3 else None
+
+
+def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None, memo: dict) -> np.ndarray:
+    end = len(ids)
+    name = metric_for(seg, BY_ID[sig_id])
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    v = _vals(seg, name, end)
+    lv = _log(v)
+    ok = np.isfinite(lv)
+    dense = _dense(ok, rows, WINDOW)
+    res = np.full(len(rows), UNKNOWN, np.int8)
+    if not dense.any():
+        return res
+    base = _base_min(v[:BASE_ROWS])
+    b = _bounds(rs, sig_id, ids)
+    hi = None if b is None else _log(b[1])
+    maybe = _boom_may(lv, rows, base, hi, absurd)
+    edge = np.full(end, np.inf)
+    if base is not None:
+        edge = np.minimum(edge, base + RHO[sig_id])
+    if hi is not None:
+        edge = np.minimum(edge, np.where(np.isfinite(hi), hi, np.inf))
+    with np.errstate(invalid="ignore"):
+        above = lv > edge - EPS
+    maybe |= (_last4(above, rows).sum(axis=1) >= 3) & _rising(_log_mk(memo, name, lv), rows)
+    if jump:
+        d = np.diff(lv)  # d[j] = lv[j+1] - lv[j]
+        dmax = _sw(np.concatenate([np.full(WINDOW - 2, -np.inf), d]), WINDOW - 1).max(axis=1)
+        # the window's diffs end at d[row-1]; its first 37 values end at row-3
+        mins = _sw(np.concatenate([np.full(WINDOW - 4, np.inf), lv]), WINDOW - 3).min(axis=1)
+        dm = dmax[rows - 1]
+        mn = mins[rows - 3]
+        with np.errstate(invalid="ignore"):
+            hit = (_last4(lv, rows) > (mn + math.log(1.5) - EPS)[:, None]).sum(axis=1) >= 3
+        maybe |= (dm >= math.log(1.5) - EPS) & hit
+    return np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN).astype(np.int8)
+
+
+def _boom_may(
+    lv: np.ndarray, rows: np.ndarray, base: float | None, hi: np.ndarray | None, absurd: float | None
+) -> np.ndarray:
+    """rules._explosion may fire at each op: its last log value x10 beyond every top (the band's,
+    the own baseline's, at least `base` (_base_min) + log 3), or beyond the absurd bound."""
+    last = lv[rows]
+    maybe = np.zeros(len(rows), bool)
+    if absurd is not None:
+        maybe |= last > math.log(absurd) - EPS
+    tops = np.full(len(rows), -np.inf)
+    has_top = np.zeros(len(rows), bool)
+    if hi is not None:
+        h = hi[rows]
+        fin = np.isfinite(h)
+        tops = np.where(fin, np.maximum(tops, h), tops)
+        has_top |= fin
+    if base is not None:
+        tops = np.maximum(tops, base + math.log(3.0))
+        has_top |= True
+    maybe |= has_top & (last > tops + math.log(10.0) - EPS)
+    return maybe
+
+
+def _surely_above(a: np.ndarray, edge) -> np.ndarray:
+    """a > edge for sure: held.ge's sure part (by a relative hair; never where either is NaN)."""
+    return _ge(a, edge).sure
+
+
+DRIFT_SIGNALS = ("gap", "kl", "grad_norm")  # the signals whose rules call drift_up on log values
+
+
+class _DriftMay:
+    """Per signal drift_up reads on log values (DRIFT_SIGNALS) and window w of TREND_WINDOWS,
+    per op: the window's test may pass (Answers.drift_windows).  Made in chunks of ops when
+    first read: a healthy run's rules seldom call drift_up, so most chunks are never made."""
+
+    CHUNK = 1024
+
+    def __init__(self, seg: Segment, rows: np.ndarray, memo: dict) -> None:
+        self.rows = rows
+        end = int(rows.max()) + 1
+        self.idf = seg.id_array()[:end].astype(float)
+        self.sig: dict[str, tuple] = {}  # a signal without a metric is left out (its rule reads nothing)
+        for sig_id in DRIFT_SIGNALS:
+            name = metric_for(seg, BY_ID[sig_id])
+            if name is not None:
+                lv = _log(_vals(seg, name, end))
+                self.sig[sig_id] = (
+                    lv,
+                    np.isfinite(lv),
+                    _log_mk(memo, name, lv),
+                    {w: np.ones(len(rows), bool) for w in TREND_WINDOWS},
+                    np.zeros((len(rows) + self.CHUNK - 1) // self.CHUNK, bool),
+                )
+
+    def windows(self, sig_id: str, k: int) -> frozenset | None:
+        """The windows of TREND_WINDOWS whose test may pass at op k (None: no such signal)."""
+        got = self.sig.get(sig_id)
+        if got is None:
+            return None
+        may, done = got[3], got[4]
+        if not done[k // self.CHUNK]:
+            self._make(sig_id, k // self.CHUNK)
+        return frozenset(w for w in TREND_WINDOWS if may[w][k])
+
+    def none_may(self, sig_ids: tuple[str, ...], lo: int, hi: int) -> np.ndarray:
+        """Per op lo..hi-1: no window of these signals may pass (not any(windows(s, k)), as
+        Answers._no_drift reads it; a signal without a metric has none)."""
+        out = np.ones(hi - lo, bool)
+        for sig_id in sig_ids:
+            got = self.sig.get(sig_id)
+            if got is None:
+                continue
+            may, done = got[3], got[4]
+            for chunk in range(lo // self.CHUNK, (hi - 1) // self.CHUNK + 1):
+                if not done[chunk]:
+                    self._make(sig_id, chunk)
+            for w in TREND_WINDOWS:
+                out &= ~may[w][lo:hi]
+        return out
+
+    def _make(self, sig_id: str, chunk: int) -> None:
+        """A window surely fails where the rule's last w values are surely the column's last w
+        rows (all finite and positive: the rule's own series drops the others) and its p is
+        surely >= alpha (no ties and an S below the smallest significant one less one, as the
+        gate's _rising; or with ties the p itself, as stats.mk_p_up computes it: held.mk_p_from_s)
+        or its Theil-Sen rise is below rho (drift_up's `need` is at least that): a hair's margin."""
+        lv, ok, mk, may, done = self.sig[sig_id]
+        lo, hi = chunk * self.CHUNK, min(len(self.rows), (chunk + 1) * self.CHUNK)
+        rows = self.rows[lo:hi]
+        for w in TREND_WINDOWS:
+            may[w][lo:hi] = ~_window_fails(self.idf, lv, ok, mk, rows, w, RHO[sig_id])
+        done[chunk] = True
+
+
+def _window_fails(
+    idf: np.ndarray, lv: np.ndarray, ok: np.ndarray, mk: dict, rows: np.ndarray, w: int, rho: float
+) -> np.ndarray:
+    """Per op: drift_up's test of window w surely fails on the series lv (ok: where its rule's
+    series has a point) - see _DriftMay._make."""
+    s, ties = mk[w]
+    alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
+    sure = (rows >= w - 1) & _dense(ok, rows, w)
+    fails = sure & ~ties[rows] & (s[rows] < stats.s_needed(w, alpha) - 1)
+    tied_ops = sure & ties[rows]
+    tied = rows[tied_ops]
+    if len(tied):
+        p = stats.rows_mk_p_from_s(s[tied], np.ones(len(tied), bool), lambda idx: _windows(lv, tied[idx], w), w)
+        fails[tied_ops] = p >= alpha * (1.0 + 1e-9)
+    left = np.flatnonzero(sure & ~fails)
+    if len(left):
+        rise = _ts_rise(idf, lv, rows[left], w)
+        with np.errstate(invalid="ignore"):
+            fails[left] = ~(rise > rho - 1e-9 * np.maximum(1.0, np.abs(rise)))
+    return fails
+
+
+class _DriftAt:
+    """RuleContext.drift_windows at one op: per signal, read (and made) only when a rule asks."""
+
+    __slots__ = ("drift", "k")
+
+    def __init__(self, drift: _DriftMay, k: int) -> None:
+        self.drift = drift
+        self.k = k
+
+    def get(self, sig_id: str) -> frozenset | None:
+        return self.drift.windows(sig_id, self.k)
+
+
+def _windows(x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
+    """x[row-w+1 .. row] for each op row, shape (ops, w)."""
+    if len(rows) and int(rows.min()) >= w - 1:
+        return _sw(x, w)[rows - (w - 1)]  # (rows of a strided view: no index matrix)
+    return x[(rows[:, None] - (w - 1)) + np.arange(w)[None, :]]
+
+
+def _mk_memo(memo: dict, name: str | tuple | None, x: np.ndarray, windows: tuple) -> dict:
+    """_mk_rows of a metric's column (non-finite values as 0), once per name, length and windows
+    (the gates and judge/held.py read the same ones)."""
+    key = (name, len(x), windows)
+    got = memo.get(key) if name is not None else None
+    if got is None:
+        got = stats.windowed_mk_s(np.where(np.isfinite(x), x, 0.0), windows)
+        if name is not None:
+            memo[key] = got
+    return got
+
+
+def _log_mk(memo: dict, name: str, lv: np.ndarray) -> dict:
+    """_mk_rows over TREND_WINDOWS of a metric's log values, once per bulk judging (the gate's
+    _rising and Answers.drift_windows read the same)."""
+    return _mk_memo(memo, ("log", name), lv, TREND_WINDOWS)
+
+
+def _rising(mk: dict, rows: np.ndarray) -> np.ndarray:
+    """drift_up's trend test, a necessary part: on some window w of TREND_WINDOWS, Mann-Kendall's
+    one-sided p_up below its alpha (S at its no-ties threshold, less one; a window with ties:
+    maybe), from the windows' S and ties (_log_mk).  Only rows with a whole finite window are
+    read (the others are UNKNOWN)."""
+    out = np.zeros(len(rows), bool)
+    for w in TREND_WINDOWS:
+        s, ties = mk[w]
+        alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
+        out |= (rows >= w - 1) & (ties[rows] | (s[rows] >= stats.s_needed(w, alpha) - 1))
+    return out
+
+
+TS_CHUNK = 2048  # ops a batch: bounded memory (a run that holds length-hacking asks at
+# nearly every op; 12,800 ops of 32 took 180 MB in one batch, 8 MB a chunk)
+
+
+def _ts_rise(s: np.ndarray, x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
+    """Theil-Sen rise (median pairwise slope x the id span) of each op's last w points."""
+    if len(rows) > TS_CHUNK:
+        return np.concatenate([_ts_rise(s, x, rows[a : a + TS_CHUNK], w) for a in range(0, len(rows), TS_CHUNK)])
+    ws, wx = _windows(s, rows, w), _windows(x, rows, w)
+    slope = stats.rows_median(stats.pair_slopes(ws, wx))
+    return slope * (ws[:, -1] - ws[:, 0])
+
+
+def _med4(a: np.ndarray) -> np.ndarray:
+    return stats.rows_median(a)
+
+
+def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
+    """Every firing path of rule_length_hacking needs, on one window w: length's Mann-Kendall
+    p_up < 0.05 and reward's p_down < 0.10 (S beyond the no-ties threshold; a window with
+    ties is a maybe) and the window's last-4 reward median below its first-4 - or reward below
+    its band in 3 of the last 4 with length's p_up < 0.05 on 8."""
+    end = len(ids)
+    ln, rn = metric_for(seg, BY_ID["length"]), metric_for(seg, BY_ID["reward"])
+    if ln is None or rn is None:
+        return np.full(len(rows), NO, np.int8)
+    L, R = _vals(seg, ln, end), _vals(seg, rn, end)
+    dense = _dense(np.isfinite(L) & np.isfinite(R), rows, WINDOW)
+    res = np.full(len(rows), UNKNOWN, np.int8)
+    if not dense.any() or WINDOW < HACK_MIN:
+        return res
+    sel = rows[dense]
+    L0, R0 = np.where(np.isfinite(L), L, 0.0), np.where(np.isfinite(R), R, 0.0)
+    maybe = np.zeros(len(sel), bool)
+    last4 = _med4(_windows(R0, sel, 4))
+    band = np.zeros(len(sel), bool)  # reward below its band in 3 of the last 4
+    b = _bounds(rs, "reward", ids)
+    if b is not None:
+        lo = b[0]
+        lo_fin = _last4(np.isfinite(lo), sel).all(axis=1)
+        with np.errstate(invalid="ignore"):
+            band = lo_fin & ((_last4(R0, sel) < _last4(lo, sel) + EPS).sum(axis=1) >= 3)
+    idf = ids.astype(float)
+    memo = {} if memo is None else memo
+    mk_l, mk_r = _mk_memo(memo, ln, L, (8, 12, 16, 24, 32)), _mk_memo(memo, rn, R, (8, 12, 16, 24, 32))
+    for w in (8, 12, 16, 24, 32):
+        sl, tl = mk_l[w][0][sel], mk_l[w][1][sel]
+        sr, tr = mk_r[w][0][sel], mk_r[w][1][sel]
+        up = tl | (sl >= stats.s_needed(w, 0.05) - 1)
+        down = tr | (-sr >= stats.s_needed(w, 0.10) - 1)
+        whole = sel >= w - 1  # (a row before has no window of w)
+        first4 = np.full(len(sel), np.nan)
+        first4[whole] = _med4(_windows(R0, sel[whole] - (w - 4), 4))
+        cand = whole & up & (last4 < first4 + EPS)
+        up8 = cand & band if w == 8 else None  # the band path (length up on 8, reward below)
+        cand &= down & ~maybe  # (a row already maybe needs no other window)
+        # sizes: length's Theil-Sen rise >= 15 % of its median, reward's fall >= 0.03
+        k = np.flatnonzero(cand | up8) if up8 is not None else np.flatnonzero(cand)
+        if len(k):
+            rl = _ts_rise(idf, L0, sel[k], w)
+            wl = _windows(L0, sel[k], w)
+            big = rl >= 0.15 * np.abs(stats.rows_median(wl)) - EPS * np.maximum(1.0, np.abs(rl))
+            if up8 is not None:
+                up8[k] &= big
+            kk = k[cand[k] & big]  # reward's fall: only where length's rise is big
+            cand[k] = False
+            if len(kk):
+                cand[kk] = -_ts_rise(idf, R0, sel[kk], w) >= 0.03 - EPS
+        maybe |= cand
+        if up8 is not None:
+            maybe |= up8
+    res[dense] = np.where(maybe, MAYBE, NO)
+    return res
+
+
+def _slowdown_vec(seg, rows, memo: dict) -> np.ndarray:
+    end = int(rows.max()) + 1
+    tname = metric_for(seg, BY_ID["rollout_time"])
+    if tname is None:
+        return np.full(len(rows), NO, np.int8)
+    if tname != "perf/rollout_time":
+        return np.full(len(rows), MAYBE, np.int8)
+    norm = "rollout/response_len/max" if "rollout/response_len/max" in seg.columns else metric_for(seg, BY_ID["length"])
+    if norm is None:
+        return np.full(len(rows), NO, np.int8)
+    T, N = _vals(seg, tname, end), _vals(seg, norm, end)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lt, per_tok = _log(T), np.log(T / N)
+    ok = np.isfinite(T) & np.isfinite(N) & (N > 0) & np.isfinite(lt) & np.isfinite(per_tok)
+    dense = _dense(ok, rows, WINDOW)
+    res = np.full(len(rows), UNKNOWN, np.int8)
+    if not dense.any():
+        return res
+    sel = rows[dense]
+    pt = np.where(ok, per_tok, 0.0)
+    low = _window_head_min(pt, sel)
+    bT, bN = _vals(seg, "perf/rollout_time", min(BASE_ROWS, end)), _vals(seg, norm, min(BASE_ROWS, end))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b_tok = np.log(bT / bN)
+    b_tok = b_tok[np.isfinite(b_tok)]
+    if len(b_tok) >= 3:
+        low = np.minimum(low, float(np.min(b_tok)))
+    mean4 = _last4(pt, sel).mean(axis=1)
+    maybe = mean4 > low + RHO["rollout_time"] - EPS
+    if maybe.any():
+        # and drift_up on per-token time needs a window whose test may pass (the rule's last 40
+        # points are these rows': all ok); a held slowdown that no longer grows has none
+        lv = np.where(ok, per_tok, math.nan)
+        mk = _mk_memo(memo, ("per token", tname, norm), lv, TREND_WINDOWS)
+        idf = seg.id_array()[:end].astype(float)
+        at = sel[maybe]
+        fails = np.ones(len(at), bool)
+        for w in TREND_WINDOWS:
+            fails &= _window_fails(idf, lv, ok, mk, at, w, RHO["rollout_time"])
+        maybe[np.flatnonzero(maybe)[fails]] = False
+    res[dense] = np.where(maybe, MAYBE, NO)
+    return res
+
+
+def _window_head_min(pt: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """The smallest of the first `head` values of each row's window (rows max(0, r-39)..r, all
+    finite), head = min(8, max(4, length // 4)) as rule_rollout_slowdown takes its start level."""
+    lo = np.maximum(sel - (WINDOW - 1), 0)
+    head = np.minimum(8, np.maximum(4, (sel - lo + 1) // 4))
+    firsts = _sw(np.concatenate([pt, np.full(7, np.inf)]), 8)[lo]  # pt[lo .. lo+7]
+    return np.where(np.arange(8)[None, :] < head[:, None], firsts, np.inf).min(axis=1)
+
+
+def _off_policy_vec(seg, rows, k: int) -> np.ndarray:
+    end = int(rows.max()) + 1
+    name = metric_for(seg, BY_ID["clipfrac"])
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    cf = _vals(seg, name, end)
+    if k != 1 or seg.framework != "miles":
+        return _off_policy_k_vec(seg, rows, cf, end)
+    dense = _dense(np.isfinite(cf), rows, 2)
+    kl = _vals(seg, "train/ppo_kl", end)
+    kl = np.where(np.isfinite(kl), kl, 0.0)
+    with np.errstate(invalid="ignore"):
+        bad = (cf > 1e-6 - EPS) | (np.abs(kl) > 1e-6 - EPS)
+    maybe = bad[rows] | bad[rows - 1]
+    return np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN).astype(np.int8)
+
+
+def _off_policy_k_vec(seg, rows, cf: np.ndarray, end: int) -> np.ndarray:
+    """rule_off_policy with K updates per rollout (or verl/TRL): it may fire only where the
+    first update of both last two rollouts has a clip fraction or ppo_kl above 1e-6 (Miles), or
+    3 of the last 4 clip fractions are above 0.3.  Read where the last four rows are all finite
+    (the rule's last values are then theirs); elsewhere the rule decides."""
+    fin = np.isfinite(cf)
+    dense = _dense(fin, rows, 4)
+    with np.errstate(invalid="ignore"):
+        high = np.concatenate([np.zeros(3, np.int8), (cf > 0.3 - EPS).astype(np.int8)])  # 3 rows before row 0
+    hits = high[rows] + high[rows + 1] + high[rows + 2] + high[rows + 3]  # rows r-3 .. r
+    maybe = (rows >= 3) & (hits >= 3)
+    if seg.framework == "miles":
+        first_cf, first_kl = _first_steps(seg, end)
+        with np.errstate(invalid="ignore"):
+            bad = np.isfinite(first_cf) & ((first_cf > 1e-6 - EPS) | (np.abs(first_kl) > 1e-6 - EPS))
+        maybe |= (rows >= 1) & bad[rows] & bad[np.maximum(rows - 1, 0)]
+    out = np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN)
+    return np.where(fin[rows], out, NO).astype(np.int8)  # the rule needs the judged one's value
+
+
+def _first_steps(seg, end: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, what first_step reads of the rollout's first actor update: its clip
+    fraction (NaN where it has none or it is not a finite number: first_step leaves the rollout
+    out) and its ppo_kl (0 where not a finite number)."""
+    cf, kl = np.full(end, math.nan), np.zeros(end)
+    row_of = seg.row_of
+    for r, v, k in first_step(seg, np.asarray(seg.ids[:end])):
+        cf[row_of[r]], kl[row_of[r]] = v, k
+    return cf, kl
+
+
+def _entropy_vec(seg, rows) -> np.ndarray:
+    """3 of the last 4 below 15 % of the largest of the first three (its median is smaller)."""
+    from .rules.policy import ENTROPY_SHARE
+
+    name = metric_for(seg, ENTROPY)
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    end = int(rows.max()) + 1
+    start = _vals(seg, name, min(3, end))
+    start = start[np.isfinite(start)]
+    if len(start) < 3 or not float(np.max(start)) > 1e-9 - EPS:
+        return np.full(len(rows), NO, np.int8)  # not observed (Miles logs 0.0): never fires
+    v = _vals(seg, name, end)
+    fin = np.isfinite(v)
+    dense = _dense(fin, rows, 4)
+    with np.errstate(invalid="ignore"):
+        hit = (_last4(v, rows) < ENTROPY_SHARE * float(np.max(start)) + EPS).sum(axis=1) >= 3
+    out = np.where(dense, np.where(hit, MAYBE, NO), UNKNOWN)
+    return np.where(fin[rows], out, NO).astype(np.int8)
+
+
+def _kl_ref_vec(seg, rows) -> np.ndarray:
+    """rule_kl_ref may fire only where one of its last four values reaches KL_REF_FLOOR (every
+    branch needs one: above 10, a jump to at least 0.05, or three at or above 0.1)."""
+    from .rules.policy import KL_REF, KL_REF_FLOOR
+
+    return _any_of_last4(seg, KL_REF, rows, lambda w: w >= KL_REF_FLOOR - EPS)
+
+
+def _any_of_last4(seg, sig, rows, test) -> np.ndarray:
+    """MAYBE where `test` holds for one of the op's last four values, NO where for none or where
+    the op has no value (such a rule needs one); UNKNOWN where one of the four is not finite
+    (the rule then reads further back)."""
+    name = metric_for(seg, sig)
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    v = _vals(seg, name, int(rows.max()) + 1)
+    fin = np.isfinite(v)
+    with np.errstate(invalid="ignore"):
+        hit = test(np.where(fin, v, np.nan)[np.maximum(rows[:, None] - np.arange(4)[None, :], 0)]).any(axis=1)
+    out = np.where(_dense(fin, rows, 4), np.where(hit, MAYBE, NO), UNKNOWN)
+    return np.where(fin[rows], out, NO).astype(np.int8)
+
+
+def _entropy_high_vec(seg, rows) -> np.ndarray:
+    """rule_entropy_high may fire only where entropy is at the ceiling at the op's rollout."""
+    from .rules.policy import ENTROPY_CEILING
+
+    name = metric_for(seg, ENTROPY)
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    v = _vals(seg, name, int(rows.max()) + 1)
+    with np.errstate(invalid="ignore"):
+        return np.where(v[rows] >= ENTROPY_CEILING - EPS, MAYBE, NO).astype(np.int8)
+
+
+def _reward_variance_vec(seg, rows) -> np.ndarray:
+    """rule_reward_variance may fire only where one of the last four reward stds is above 0
+    (x10 of a positive level)."""
+    from .rules.learning_signal import REWARD_STD
+
+    return _any_of_last4(seg, REWARD_STD, rows, lambda w: w > 0)
+
+
+def _no_update_vec(seg, rows) -> np.ndarray:
+    """rule_no_update may fire only where the gradient norm is exactly 0 at the op's rollout."""
+    name = metric_for(seg, BY_ID["grad_norm"])
+    if name is None:
+        return np.full(len(rows), NO, np.int8)
+    v = _vals(seg, name, int(rows.max()) + 1)
+    return np.where(v[rows] == 0.0, MAYBE, NO).astype(np.int8)
+
+
+def _zero_std_rows(seg, end: int, memo: dict | None = None, part: str = "total") -> np.ndarray | None:
+    """The zero-std share per row (NaN where the rule's series has no point); `part`: of all
+    groups (total), or of the all-wrong or all-right ones (signals.zero_std_parts)."""
+    key = ("zero_std rows", end, part)
+    if memo is not None and key in memo:
+        return memo[key]
+    rows = np.arange(end)
+    got_ids, vals = signal_at_rows(seg, BY_ID["zero_std"], rows) if part == "total" else zero_std_parts(seg, rows)[part]
+    out = np.full(end, math.nan)
+    if len(got_ids):
+        out[_rows_of(seg, got_ids, end)] = vals
+    if memo is not None:
+        memo[key] = out
+    return out
+
+
+def _rows_of(seg, got_ids, end: int):
+    """The rows of these rollout ids: by binary search in the ordered id column (checked)."""
+    ids = seg.id_array()[:end]
+    want = np.asarray(got_ids)
+    if want.dtype.kind in "iu" and ids.dtype.kind in "iu" and len(ids):
+        pos = np.minimum(np.searchsorted(ids, want), len(ids) - 1)
+        if np.array_equal(ids[pos], want):
+            return pos
+    return [seg.row_of[int(r)] for r in got_ids]
+
+
+def _no_signal_vec(seg, ids, rows, memo: dict | None = None) -> np.ndarray:
+    end = len(ids)
+    rn = metric_for(seg, BY_ID["reward"])
+    res = np.zeros(len(rows), np.int8)
+    unknown = np.zeros(len(rows), bool)
+    if rn is not None:
+        R = _vals(seg, rn, end)
+        dense = _dense(np.isfinite(R), rows, 2)
+        a, b = R[rows - 1], R[rows]
+        hit = ((a == 0.0) & (b == 0.0)) | ((a == 1.0) & (b == 1.0))
+        res |= (dense & hit).astype(np.int8)
+        unknown |= ~dense & np.isfinite(b)
+    if groups_of(seg) is not None:
+        frac = _zero_std_rows(seg, end, memo)
+        dense = _dense(np.isfinite(frac), rows, 4)
+        with np.errstate(invalid="ignore"):
+            hit = _last4(frac, rows) > 0.65 - 1e-9 - EPS
+        res |= (dense & (hit.sum(axis=1) >= 3)).astype(np.int8)
+        unknown |= ~dense & np.isfinite(frac[rows])
+    return np.where(res > 0, MAYBE, np.where(unknown, UNKNOWN, NO)).astype(np.int8)
+
+
+def _oor_vec(seg, rs, ids, rows, sig_id: str, memo: dict | None = None) -> np.ndarray:
+    """Whether out-of-range must look at this signal: its five-step mean near or outside
+    its range (UNKNOWN where the last five rows are not all finite)."""
+    got = _mean5_band(seg, rs, ids, rows, sig_id, memo)
+    if got is None:
+        return np.full(len(rows), NO, np.int8)
+    m, lo, hi, tol, slack, dense, last_missing = got
+    with np.errstate(invalid="ignore"):
+        inside = (lo - tol + slack < m) & (m < hi + tol - slack)
+    no_band = ~(np.isfinite(lo) & np.isfinite(hi))
+    out = np.where(dense, np.where(inside, NO, MAYBE), UNKNOWN)
+    out = np.where(no_band, UNKNOWN, out)
+    return np.where(last_missing, NO, out).astype(np.int8)
+
+
+def _oor_sure(seg, rs, ids, rows, sig_id: str, memo: dict | None = None) -> np.ndarray:
+    """Whether rule_out_of_range surely returns this signal's condition at each op: its
+    five-step mean (the last five rows, all finite) outside its finite range by a margin."""
+    got = _mean5_band(seg, rs, ids, rows, sig_id, memo)
+    if got is None or (sig_id == "clipfrac" and seg.steps_per_rollout > 1):
+        return np.zeros(len(rows), bool)  # (the rule skips clipfrac at K > 1)
+    m, lo, hi, tol, slack, dense, last_missing = got
+    healthy = BY_ID[sig_id].healthy_beyond  # (signals.beyond_is_healthy: a side the rule may let pass)
+    with np.errstate(invalid="ignore"):
+        above = m > hi + tol + slack
+        below = m < lo - tol - slack
+    if healthy == "above":
+        above = np.zeros(len(m), bool)
+    elif healthy == "below while reward holds":
+        below &= _reward_fails(seg, rs, ids, rows, memo)
+    return dense & ~last_missing & np.isfinite(lo) & np.isfinite(hi) & (above | below)
+
+
+def _reward_fails(seg, rs, ids, rows, memo: dict | None) -> np.ndarray:
+    """Per op: signals.reward_holds is surely False there: no reward band or value at the op, or
+    its five-step mean surely below its band."""
+    got = _mean5_band(seg, rs, ids, rows, "reward", memo)
+    if got is None:
+        return np.ones(len(rows), bool)
+    m, lo, _hi, tol, slack, dense, last_missing = got
+    with np.errstate(invalid="ignore"):
+        low = dense & (m < lo - tol - slack)
+    return last_missing | ~np.isfinite(lo) | low
+
+
+def _mean5_band(seg, rs, ids, rows, sig_id: str, memo: dict | None):
+    """(five-step mean, lo, hi, tol, slack, dense, last missing) per op, as rule_out_of_range
+    reads them (None: the rule reads no band or no metric for this signal)."""
+    end = len(ids)
+    if sig_id == "zero_std":
+        if groups_of(seg) is None:
+            return None
+        v = _zero_std_rows(seg, end, memo)
+    else:
+        name = metric_for(seg, BY_ID[sig_id])
+        if name is None:
+            return None
+        v = _vals(seg, name, end)
+    b = _bounds(rs, sig_id, ids)
+    if b is None:
+        return None
+    fin = np.isfinite(v)
+    dense = _dense(fin, rows, MEAN_WINDOW)
+    last_missing = ~fin[rows]  # no point at this rollout: the rule skips it
+    v0 = np.where(fin, v, 0.0)
+    m = _sw(np.concatenate([np.zeros(MEAN_WINDOW - 1), v0]), MEAN_WINDOW).mean(axis=1)[rows]
+    lo, hi = b[0][rows], b[1][rows]
+    tol = np.where(lo == hi, 1e-6, 0.0)
+    slack = EPS * np.maximum(1.0, np.maximum(np.abs(lo), np.abs(hi)))
+    return m, lo, hi, tol, slack, dense, last_missing
