@@ -62,6 +62,10 @@ def parse_verl(text: str) -> tuple[int | None, dict[str, Any], dict[str, str]] |
     return bounded_int(m.group("n")), metrics, raw
 
 
+# verl's RayPPOTrainer.fit, after its last step: pprint(f"Final validation metrics: {last_val_metrics}")
+VERL_END = "Final validation metrics:"
+
+
 def parse_trl(text: str) -> tuple[str, dict[str, Any], dict[str, str]] | None:
     """(kind, metrics, raw non-finite tokens) from a TRL log dict line, else None.
 

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from .anatomy import ParserBase
-from .formats import parse_trl, parse_verl
+from .formats import VERL_END, parse_trl, parse_verl
 from .launch import ARG_DUMP_NAMES, parse_launch_flags
 from .patterns import (
     _ARG_DUMP,
@@ -240,6 +240,13 @@ class MessageReader(ParserBase):
     def _other_format(self, pre: _Line, line_no: int, last, out: list[Item]) -> bool:
         """verl and TRL console lines (no Miles header): same records, source names the format."""
         text = pre.text
+        if VERL_END in text:  # verl's trainer prints it once, after its last step
+            self.counts.event_lines += 1
+            self._hand_out(
+                Event("train_done", last[0], last[1], line_no, text.strip().lstrip("('")[:200], {"framework": "verl"}),
+                out,
+            )
+            return True
         got = parse_verl(text)
         if got is not None:
             n, metrics, raw = got

@@ -103,6 +103,7 @@ def is_candidate(line: str) -> bool:
         or "Watchdog caught" in line
         or "Job '" in line
         or "Fatal async" in line
+        or "Final validation" in line  # verl's last line of training (messages._other_format)
         or "checkpoint" in line
         or "W&B" in line
         or "wandb" in line

@@ -2814,6 +2814,9 @@ def test_scanner_read_scan_refuses_bad_arguments_and_passes_read_errors(tmp_path
         ("[miles-pp_0] Update weights: 291it [00:08, 34.61it/s] checkpoint", True),
         ("(A pid=1) step:3 - loss:0.5", False),  # verl
         ("{'loss': 0.5, 'epoch': 1}", False),  # TRL
+        ("(A pid=1) ('Final validation metrics: {'val-core/gsm8k/reward/mean@1': '", False),  # verl's end
+        ("(A pid=1) 'Final validation metrics: None'", False),  # (no ': {': its own anchor)
+        ("(A pid=1) Final validation of {'a': 1}", True),  # not the end line
         ("(A pid=1) rollout 3: {'a': 1}", False),  # a record
         ("(A pid=1) saving checkpoint at iteration 3", False),  # an event
         ("EXEC: python train.py --x 1", False),

@@ -1227,9 +1227,11 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, const Seen *s
 
 /* Whether parse_verl or parse_trl (LineParser._other_format) may read the text [t, e) as a
  * record: _VERL's `step:` followed by a digit or '-' (or non-ASCII: \d is Unicode), or a `{'`
- * with one of parse_trl's quoted keys in the text; 0 when neither can. */
+ * with one of parse_trl's quoted keys in the text, or verl's end line; 0 when none can. */
 static int other_format_may(uchar *t, uchar *e)
 {
+    if (has(t, e, "Final validation metrics:", 25))   /* verl's end of training (formats.VERL_END) */
+        return 1;
     for (uchar *q = t; e - q >= 5 && (q = memchr(q, 's', (size_t)(e - q - 4))) != NULL; q++)
         if (memcmp(q, "step:", 5) == 0 && q + 5 < e && (DIGIT(q[5]) || q[5] == '-' || q[5] >= 0x80))
             return 1;

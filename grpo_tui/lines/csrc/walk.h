@@ -43,7 +43,7 @@ static int utf8_len(uchar *p, uchar *e)
 static const char *const ANCHORS[] = {
     ": {", "Error", "EXEC:", "retrying", "ft ", "f memory", "Traceback", "Max retries", "OfMemory",
     "memory pressure", "Health check failed", "Recovered ", "Watchdog caught", "W&B", "Job '",
-    "Fatal async", "checkpoint", "wandb", "tensorboard", "train.py", "train_async.py",
+    "Fatal async", "Final validation", "checkpoint", "wandb", "tensorboard", "train.py", "train_async.py",
     "+ ray job submit", " skipped: ", " ...", ") {", "step:", "{'",
 };
 /* A control byte _peel drops (parse._CONTROL_NO_ESC; NUL included, ESC aside): a line holding
@@ -80,7 +80,7 @@ static int anchor_at(uchar *p, uchar *e)
     case 'R': return LIT("Recovered ");
     case 'W': return LIT("Watchdog caught") || LIT("W&B");
     case 'J': return LIT("Job '");
-    case 'F': return LIT("Fatal async");
+    case 'F': return LIT("Fatal async") || LIT("Final validation");
     case 'c': return LIT("checkpoint");
     case 'w': return LIT("wandb");
     case 't': return LIT("tensorboard") || LIT("train.py") || LIT("train_async.py");
@@ -138,7 +138,7 @@ static int walk_scalar(uchar *p, uchar *e)
  * flag few bytes that start no anchor on noisy Miles logs (about 1 % of all bytes flagged,
  * nearly all of them starting a real fingerprint like "tra" or "ste"); any choice is exact. */
 static const struct { const char *fp; int bucket; } FINGERPRINTS[] = {
-    {"Err", 0}, {"EXE", 0}, {"Wat", 0}, {"Fat", 0}, {"+ r", 0}, {") {", 0},
+    {"Err", 0}, {"EXE", 0}, {"Wat", 0}, {"Fat", 0}, {"Fin", 0}, {"+ r", 0}, {") {", 0},
     {": {", 1}, {": \xe2", 1}, {"Max", 1}, {"OfM", 1},
     {"mem", 2}, {"che", 2}, {" sk", 2},
     {"wan", 3}, {"ste", 3},

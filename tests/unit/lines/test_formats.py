@@ -80,3 +80,18 @@ def test_check_on_verl_and_trl_gives_json_and_matching_exit_codes(tmp_path, caps
         assert obj["status"] == "ok" and obj["alerts"] == [], obj["alerts"]
         assert all(s["status"] == "unknown" for s in obj["signals"].values())
         assert obj["signals"]["reward"]["last"] is not None
+
+
+def test_verl_end_of_training_is_a_finish_line():
+    """verl's trainer prints `Final validation metrics: {...}` (through pprint: quoted, often
+    wrapped) once after its last step; with validation off the dict is None."""
+    from grpo_tui.lines.records import Event
+
+    for line in (
+        "(TaskRunner pid=42) ('Final validation metrics: {'val-core/openai/gsm8k/reward/mean@1': '",
+        "(TaskRunner pid=42) 'Final validation metrics: None'",
+    ):
+        items, counts = parse_lines(["(TaskRunner pid=42) step:1 - actor/grad_norm:0.5 - critic/score/mean:0.3", line])
+        (ev,) = [x for x in items if isinstance(x, Event)]
+        assert ev.kind == "train_done" and ev.data["framework"] == "verl"
+        assert ev.text.startswith("Final validation metrics:") and counts.event_lines == 1
