@@ -84,7 +84,11 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "gap",
         "log-prob gap",
-        ("train/train_rollout_logprob_abs_diff", "sampling/sampling_logp_difference/mean"),
+        (
+            "train/train_rollout_logprob_abs_diff",
+            "sampling/sampling_logp_difference/mean",
+            "rollout_corr/log_ppl_abs_diff",
+        ),
         "",
         "mean |trainer - engine| log-prob: grows when trainer and engine hold different weights",
         "flat",
