@@ -54,6 +54,8 @@ class _Run:
         batch = su.groups * su.per_group
         gbs = batch // self.K
         extra = f" --num-steps-per-rollout {self.K}" if batch % self.K else ""
+        if su.kl_ref is not None:
+            extra += " --use-kl-loss --kl-loss-coef 0.001"
         nl, hid, ffn, heads, kv = su.layers
         env = (
             '{"env_vars": {"PYTHONUNBUFFERED": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1", "NCCL_NVLS_ENABLE": "1", '

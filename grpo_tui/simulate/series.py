@@ -370,6 +370,13 @@ def _setup_step_series(
         "ess": ess.tolist(),
         "loss": loss.tolist(),
     }
+    if su.kl_ref is not None:
+        # 0 at the first step (the policy starts as the reference), then a slowing climb; its own
+        # generator, so the other series stay those of the same seed without it
+        kz = np.array([_rng(seed, 20, i).normal() for i in range(m)])
+        out["kl_ref"] = (
+            su.kl_ref * math.exp(0.3 * z[0, 4]) * np.minimum(r / su.horizon, 1.5) ** 0.8 * np.exp(0.15 * kz)
+        ).tolist()
     if su.entropy is not None:
         e0 = su.entropy * lv["ent"]
         ent = e0 * (0.6 + 0.4 * np.exp(-r / max(su.horizon / 3, 1.0))) * np.exp(0.03 * z[:, 5])

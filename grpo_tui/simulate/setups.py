@@ -84,6 +84,8 @@ class Setup:
     gap_bump: float = 0.0  # healthy gap step-up (fraction) at a random rollout, then a plateau
     heat: float = 1.0  # healthy rollout-time ramp (factor over 16 rollouts), then a plateau
     entropy: float | None = None  # logged policy entropy at rollout 0 (None: not observed, logged as 0.0)
+    # KL to the reference model reached at `horizon` with --use-kl-loss (train/kl_loss; None: not logged)
+    kl_ref: float | None = None
     prompt_len: float = PROMPT_LEN
 
 
@@ -94,6 +96,7 @@ SETUPS: dict[str, Setup] = {
         Setup(
             "math-7b",
             "7B on MATH: low, slow reward (0.32->0.52), 64x8, 4,096 cap, K=2, small grad norm",
+            kl_ref=0.012,
             model="Qwen2.5-7B",
             params=7.6e9,
             data="math/train.parquet",
@@ -121,6 +124,7 @@ SETUPS: dict[str, Setup] = {
         Setup(
             "reasoning-4b",
             "4B on DAPO-style data: long reasoning, length grows 400->1,400 with reward 0.30->0.60",
+            kl_ref=0.03,
             model="Qwen3-4B",
             params=4.0e9,
             data="dapo-math-17k/train.parquet",
@@ -218,6 +222,7 @@ SETUPS: dict[str, Setup] = {
         Setup(
             "long",
             "0.6B on GSM8K for 240 rollouts, 1,536 cap: slow healthy drifts (gap +10 %, heat x1.3)",
+            kl_ref=0.02,
             rollouts=240,
             cap=1536,
             reward=(0.55, 0.85),

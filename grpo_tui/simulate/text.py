@@ -88,7 +88,7 @@ def _step_dict(st: dict, s: int) -> dict:
         "train/grad_norm": st["grad"][s],
         "train/lr-pg_0": 1e-06,
         "train/step": s,
-    }
+    } | ({"train/kl_loss": st["kl_ref"][s]} if "kl_ref" in st else {})
 
 
 def _train_perf(tm: dict, train_wait: float, tokens: float, params: float = 0.6e9) -> dict:

@@ -173,7 +173,9 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
 
 
 # Signs that groups still disagree on reward (so the gradient should not be exactly 0).
-REWARD_STD = Signal("reward_std", "reward std", ("reward_std", "rollout/raw_reward_std"), "", "", "", None, None)
+REWARD_STD = Signal(
+    "reward_std", "reward std", ("reward_std",), "", "", "", None, None
+)  # (TRL; Miles and verl log none)
 REWARD_STD_RISE = 10.0  # x the run's own early reward std, in 3 of the last 4 rollouts
 
 

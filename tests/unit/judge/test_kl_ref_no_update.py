@@ -123,3 +123,19 @@ def test_reward_std_x10_its_start_is_critical():
     (a,) = [a for a in rep.alerts if a.rule == "reward-variance"]
     assert a.severity == "critical" and "x16" in a.message
     assert "reward-variance" not in rules_of(judge(trl_log(40, std=lambda i: 0.05 + 0.004 * i)))  # x4 over the run
+
+
+def test_kl_to_the_reference_in_a_simulated_miles_run():
+    """math-7b logs train/kl_loss (--use-kl-loss, K = 2): its healthy slow climb raises nothing;
+    the same run with the KL x100 from rollout 30 on is critical kl-ref."""
+    lines = [line for _, line in generate("healthy", 48, 5, setup="math-7b", steps_per_rollout=2)]
+    assert sum("'train/kl_loss'" in line for line in lines) > 100
+    assert "kl-ref" not in rules_of(judge(lines))
+
+    def run_away(line: str) -> str:
+        m = re.search(r"step (\d+): .*'train/kl_loss': ([0-9.e-]+)", line)
+        if not m or int(m.group(1)) < 60:  # (step 60 = rollout 30 with K = 2)
+            return line
+        return line.replace(f"'train/kl_loss': {m.group(2)}", f"'train/kl_loss': {float(m.group(2)) * 100!r}")
+
+    assert rules_of(judge([run_away(line) for line in lines])).get("kl-ref") == "critical"
