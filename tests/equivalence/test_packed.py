@@ -39,6 +39,7 @@ pytestmark = [
 def _this_scanner(monkeypatch):
     """The Packed of the scanner under test (CI's sanitized build is another module; the
     pipeline tests run native.SCAN, whose Packed is the parser's own)."""
+    monkeypatch.setattr(native, "PACKED", _scan.Packed)  # (native.unpack's)
     monkeypatch.setattr(metric_store, "PACKED", _scan.Packed)
 
 
