@@ -60,8 +60,12 @@ class _Out:
         if self.hook is not None and not self.quiet:
             for alert in new_criticals(changes):
                 self.hook(alert_payload(alert, self.path))
+        # an alert raised and escalated in one batch is printed once, as it is now (critical)
+        raised_now = {id(ch.alert) for ch in changes if ch.kind == "raised"}
         for ch in changes:
             a = ch.alert
+            if ch.kind == "escalated" and id(a) in raised_now:
+                continue
             if a.severity == "warning" and self._fold(ch):
                 continue
             if ch.kind in ("raised", "escalated"):

@@ -337,7 +337,7 @@ class HealthEngine:
                 and "rollout" in kinds
                 and seg.steps_of_rollout.get(r, 0) >= seg.steps_per_rollout
                 and _has_train_perf(seg, row)
-            )
+            ) or (seg.framework != "miles" and "rollout" in kinds)  # (verl, TRL: one line holds the whole step)
             if complete:
                 done.append(r)
             else:

@@ -177,3 +177,22 @@ def test_tail_doubled_step_line_is_one_record_and_alerts_are_printed(tmp_path):
 def test_tail_on_a_directory_is_a_clear_error(tmp_path):
     r = subprocess.run([PY, "-m", "grpo_tui", "tail", str(tmp_path)], capture_output=True, text=True, timeout=30)
     assert r.returncode != 0 and "directory" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_tail_prints_an_alert_raised_and_escalated_in_one_read_once(tmp_path):
+    """Two TRL dicts with reward exactly 0 read at once: no-signal is raised at the first (a
+    warning) and escalated at the second; tail prints it once, as it is (critical), and judges the
+    newest TRL line without waiting for another."""
+    line = (
+        "{{'loss': 0.0, 'grad_norm': 0.0, 'reward': 0.0, 'reward_std': 0.0, 'frac_reward_zero_std': 1.0, "
+        "'epoch': {:.2f}}}"
+    )
+    log = tmp_path / "trl.log"
+    log.write_text(line.format(0.01) + "\n" + line.format(0.02) + "\n")
+    proc = _start_tail(log)
+    try:
+        objs = _read_until(proc, lambda o: any(x["type"] == "state" for x in o))
+    finally:
+        proc.kill()
+    alerts = [o for o in objs if o["type"] == "alert"]
+    assert [(a["rule"], a["severity"]) for a in alerts] == [("no-signal", "critical")]

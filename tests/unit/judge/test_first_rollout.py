@@ -64,3 +64,12 @@ def test_such_a_value_later_in_a_run_is_not_a_first_rollout_sign():
     lines = [trl_line(i, reward=0.4 + 0.001 * i, zero_std=0.2) for i in range(1, 30)]
     lines.append(trl_line(30, reward=0.0, zero_std=1.0))
     assert "no-signal" not in alerts(lines)
+
+
+def test_a_live_trl_or_verl_line_is_judged_when_it_is_read():
+    """One TRL dict (or verl step line) holds the whole step: the newest is judged at once, not when
+    the next line comes, so a live surface says what `check` says of the same bytes."""
+    pipe = Pipeline()
+    pipe.feed([trl_line(1), trl_line(2)], written_at=1_000_000.0)  # (live: no finish)
+    (a,) = pipe.report(1_000_000.0).alerts
+    assert (a.rule, a.severity) == ("no-signal", "critical")
