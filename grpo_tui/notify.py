@@ -59,5 +59,6 @@ class Hook:
 
 
 def new_criticals(changes) -> list:
-    """Alerts that just became critical (raised critical, or escalated to critical)."""
-    return [ch.alert for ch in changes if ch.kind in ("raised", "escalated") and ch.alert.severity == "critical"]
+    """Alerts that just became critical (raised critical, or escalated to critical): each once,
+    also when it was raised as a warning and escalated in the same batch."""
+    return [ch.alert for ch in changes if ch.kind in ("raised", "escalated") and ch.severity == "critical"]

@@ -60,21 +60,17 @@ class _Out:
         if self.hook is not None and not self.quiet:
             for alert in new_criticals(changes):
                 self.hook(alert_payload(alert, self.path))
-        # an alert raised and escalated in one batch is printed once, as it is now (critical)
-        raised_now = {id(ch.alert) for ch in changes if ch.kind == "raised"}
         for ch in changes:
             a = ch.alert
-            if ch.kind == "escalated" and id(a) in raised_now:
-                continue
-            if a.severity == "warning" and self._fold(ch):
+            if ch.severity == "warning" and self._fold(ch):
                 continue
             if ch.kind in ("raised", "escalated"):
                 obj = {
                     "type": "alert",
                     "rule": a.rule,
-                    "severity": a.severity,
+                    "severity": ch.severity,  # (as it was then: a later change may have escalated it)
                     "rollout": a.rollout,
-                    "message": a.message,
+                    "message": ch.message,
                     "meaning": a.meaning,
                     "first_check": a.check,
                     "raised_at": a.first_seen,
@@ -94,7 +90,7 @@ class _Out:
         object with the count says so at the FLAP_AFTER-th raise and at each power of two after.
         Criticals are always printed."""
         a = ch.alert
-        key = (a.rule, a.signal, a.severity)
+        key = (a.rule, a.signal, ch.severity)
         starts = self.raised.setdefault(key, [])
         if ch.kind == "raised":
             starts.append(a.rollout)
@@ -106,7 +102,7 @@ class _Out:
             obj = {
                 "type": "flapping",
                 "rule": a.rule,
-                "severity": a.severity,
+                "severity": ch.severity,
                 "count": n,
                 "first_rollout": min(known) if known else None,
                 "rollout": a.rollout,

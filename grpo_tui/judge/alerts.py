@@ -116,8 +116,17 @@ def group_alerts(alerts: list[Alert]) -> list[AlertGroup]:
 
 @dataclass(slots=True)
 class AlertChange:
+    """One change of an alert, with its severity and message as they were then: `alert` is the
+    live object, which a later change in the same batch (an escalation) has already changed."""
+
     kind: str  # "raised" | "escalated" (now critical) | "cleared"
     alert: Alert
+    severity: str = ""
+    message: str = ""
+
+    def __post_init__(self) -> None:
+        self.severity = self.severity or self.alert.severity
+        self.message = self.message or self.alert.message
 
 
 class AlertBook:

@@ -179,10 +179,10 @@ def test_tail_on_a_directory_is_a_clear_error(tmp_path):
     assert r.returncode != 0 and "directory" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_tail_prints_an_alert_raised_and_escalated_in_one_read_once(tmp_path):
+def test_tail_prints_an_alert_raised_and_escalated_in_one_read_as_each_was(tmp_path):
     """Two TRL dicts with reward exactly 0 read at once: no-signal is raised at the first (a
-    warning) and escalated at the second; tail prints it once, as it is (critical), and judges the
-    newest TRL line without waiting for another."""
+    warning) and escalated at the second; tail prints the raise as the warning it was and the
+    escalation as critical (not the live alert twice), and judges the newest TRL line at once."""
     line = (
         "{{'loss': 0.0, 'grad_norm': 0.0, 'reward': 0.0, 'reward_std': 0.0, 'frac_reward_zero_std': 1.0, "
         "'epoch': {:.2f}}}"
@@ -195,4 +195,8 @@ def test_tail_prints_an_alert_raised_and_escalated_in_one_read_once(tmp_path):
     finally:
         proc.kill()
     alerts = [o for o in objs if o["type"] == "alert"]
-    assert [(a["rule"], a["severity"]) for a in alerts] == [("no-signal", "critical")]
+    assert [(a["rule"], a["severity"], a.get("escalated", False)) for a in alerts] == [
+        ("no-signal", "warning", False),
+        ("no-signal", "critical", True),
+    ]
+    assert "first rollout" in alerts[0]["message"] and "for 2 rollouts" in alerts[1]["message"]

@@ -116,3 +116,16 @@ async def test_an_old_hung_log_is_critical_but_not_announced(tmp_path):
         await pilot.pause(1.5)
         assert any(a.rule == "stalled" for a in app.feed.engine.alerts)
     assert not out.exists()
+
+
+def test_an_alert_raised_and_escalated_in_one_batch_is_one_new_critical():
+    """A warning raised at one rollout and escalated at the next, both in one read: one hook call,
+    one toast, one bell (the live alert is critical at both changes; the raise was a warning)."""
+    from grpo_tui.notify import new_criticals
+    from grpo_tui.pipeline import Pipeline
+
+    line = "{{'loss': 0.0, 'grad_norm': 0.0, 'reward': 0.0, 'reward_std': 0.0, 'epoch': {:.2f}}}"
+    pipe = Pipeline()
+    up = pipe.feed([line.format(0.01), line.format(0.02)], written_at=1_000_000.0)
+    assert [(ch.kind, ch.severity) for ch in up.changes] == [("raised", "warning"), ("escalated", "critical")]
+    assert [a.rule for a in new_criticals(up.changes)] == ["no-signal"]
