@@ -6,6 +6,8 @@ All log-derived text goes in as rich Text objects, so "[bold]" in a message stay
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -21,6 +23,11 @@ class AlertTable(DataTable):
     """DataTable of alerts; enter moves the app cursor to the alert's rollout."""
 
     user_moved = False  # the selection follows the top alert until the user moves it
+    # the keys it adds to DataTable's, as the help screen lists them
+    HELP_BINDINGS: ClassVar[list[tuple[str, str, str]]] = [
+        ("enter", "select", "move cursor to the alert's rollout"),
+        ("up,down", "move", "select alert"),
+    ]
 
     def action_cursor_up(self) -> None:
         self.user_moved = True
@@ -127,12 +134,6 @@ class AlertPane(Vertical):
 
     def on_data_table_row_highlighted(self, _event) -> None:
         self.show_evidence()
-
-
-AlertTable.HELP_BINDINGS = [
-    ("enter", "select", "move cursor to the alert's rollout"),
-    ("up,down", "move", "select alert"),
-]
 
 
 def _order(a: Alert) -> tuple[int, int, int]:

@@ -34,7 +34,7 @@ from ..follow.replay import replay_lines
 from ..judge.ranges import RangeSet
 from ..judge.signals import SIGNALS, signal_series
 from ..notify import Hook, alert_payload, new_criticals, osc_notification
-from ..pipeline import BulkMismatch, Pipeline, feed_file, fmt_age, judge_path
+from ..pipeline import BulkMismatch, Pipeline, RunReport, feed_file, fmt_age, judge_path
 from .alert_pane import AlertPane
 from .app_keys import KEYS, KeyActions
 from .chart_screen import Sketch, draw
@@ -107,7 +107,7 @@ class GrpoApp(KeyActions, App):
         self._generation = 0  # bumped when the file restarts: stale history is dropped
         self._quitting = False  # background loading stops when this is set
         self._demo_folder: str | None = None  # the demo's temporary folder (removed on exit)
-        self._report = None  # the verdict of the last repaint (header reuses it)
+        self._report: RunReport | None = None  # the verdict of the last repaint (header reuses it)
         self._report_of: dict = {}
         self._painted = threading.Event()  # the history thread waits for the tail's paint
         self._dirty = True
@@ -221,6 +221,7 @@ class GrpoApp(KeyActions, App):
             else:
                 if self.demo:
                     self.path = self._start_demo()
+                assert self.path is not None  # (a file, or the demo's)
                 self.set_interval(1.0, self._health_tick)
                 big = file_size(self.path) > BIG_FILE
                 if big:

@@ -5,8 +5,9 @@ and change only the app's view state and push its screens."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Footer
 
 from ..judge.signals import SIGNALS
@@ -42,7 +43,7 @@ MAIN_ONLY = {
 
 
 # the dashboard's bindings (GrpoApp.BINDINGS: Textual reads bindings from DOMNode classes only)
-KEYS = [
+KEYS: list[BindingType] = [
     Binding("q", "quit", "quit"),
     Binding("question_mark", "help", "help"),
     Binding("left,h", "cursor(-1)", "cursor back one rollout", show=False),
@@ -67,8 +68,38 @@ KEYS = [
 ]
 
 
-class KeyActions:
-    """GrpoApp's bindings and actions (a mixin: `self` is the app)."""
+if TYPE_CHECKING:  # (mypy reads the mixin as the app it is mixed into)
+    from textual.app import App
+
+    from ..pipeline import Pipeline
+
+    _AppBase = App
+else:
+    _AppBase = object
+
+
+class KeyActions(_AppBase):
+    """GrpoApp's actions (a mixin: `self` is the app)."""
+
+    if TYPE_CHECKING:  # the app's state these read and change (GrpoApp.__init__ sets it)
+        feed: Pipeline
+        path: str | None
+        live: bool
+        cursor: int | None
+        following: bool
+        pause_last: int | None
+        focus_index: int
+        log_scale: bool
+        whole_run: bool
+        _last: int | None
+        _side_key: tuple
+        _dirty: bool
+
+        @property
+        def rows(self) -> list[SignalRow]: ...
+        def refresh_view(self) -> None: ...
+        def _sync_ascii(self) -> None: ...
+        def _ascii(self) -> bool: ...
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action in MAIN_ONLY and len(self.screen_stack) > 1:
@@ -226,8 +257,8 @@ class KeyActions:
 
     def action_help(self) -> None:
         """Every key of every view (the bindings themselves, never a hand-written list)."""
-        sections = [
-            ("dashboard", self.BINDINGS),
+        sections: list[tuple[str, list[Any]]] = [
+            ("dashboard", list(self.BINDINGS)),
             ("alert list (tab)", AlertTable.HELP_BINDINGS),
             ("detail view (enter)", DetailScreen.BINDINGS),
             ("chart view (c)", ChartScreen.BINDINGS),

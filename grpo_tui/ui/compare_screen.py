@@ -102,7 +102,8 @@ class CompareScreen(Screen):
         xs_all = []
         for i, path in enumerate(self.paths):
             colour, term = COLOURS[i % len(COLOURS)]
-            x, y = _finite(*self.runs.series(path, self.sig_id), self.log_y)
+            ids, vals = self.runs.series(path, self.sig_id)
+            x, y = _finite(ids, vals, self.log_y)
             name = clean(self.names.get(path, path))
             legend.append(" ━━ ", style=f"bold {term}")
             legend.append(name + (f" ({len(x)})" if len(x) else " (no data)"))
@@ -159,7 +160,8 @@ class BaselineChartScreen(ChartScreen):
             if len(x):
                 xd, yd = downsample(x, y, limit)
                 plt.plot(xd.tolist(), yd.tolist(), color=SEED_COLOUR, marker="dot")
-        plt.clear_data = plt.clear_figure = lambda *a, **k: None
+        for name in ("clear_data", "clear_figure"):  # (the chart's redraw keeps the seeds drawn above)
+            setattr(plt, name, lambda *a, **k: None)
         try:
             super().redraw()
         finally:

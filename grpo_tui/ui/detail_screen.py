@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from ..judge.signals import SIGNALS, metric_for
+from ..judge.signals import SIGNALS, Signal, metric_for
 from .model import clean, fmt_range, fmt_value, id_position
 
 LOOKBACK = 32  # rows read before the rollout for its five-step mean (not the whole history)
@@ -59,7 +59,7 @@ class DetailScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-title")
-        t = DataTable(id="detail-table", cursor_type="row")
+        t: DataTable = DataTable(id="detail-table", cursor_type="row")
         t.add_columns("metric", "value", "healthy", "mean5", "dev")
         yield t
         yield Input(placeholder="regex on metric names (enter keeps it, escape clears)", id="detail-filter")
@@ -73,11 +73,11 @@ class DetailScreen(Screen):
         seg = self.feed.store.current
         r = self.rollout
         ranges = self.feed.engine.ranges.for_framework(seg.framework)
-        sig_of = {}
-        for sig in SIGNALS:
-            m = metric_for(seg, sig)
+        sig_of: dict[str, Signal] = {}
+        for s in SIGNALS:
+            m = metric_for(seg, s)
             if m:
-                sig_of[m] = sig
+                sig_of[m] = s
         rows = []
         before = _rows_before(seg, r)
         for name, v in seg.rollout_dict(r).items():

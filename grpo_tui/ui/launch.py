@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ..lines.files import InputError
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 
 def run(args) -> int:
@@ -40,13 +44,16 @@ def run(args) -> int:
             "the dashboard needs a terminal (stdin and stdout); for scripts use "
             "`grpo-tui check PATH` or `grpo-tui tail PATH`"
         )
-    alerting = dict(notify=not getattr(args, "no_notify", False), on_critical=getattr(args, "on_critical", None))
+    alerting: dict[str, Any] = dict(
+        notify=not getattr(args, "no_notify", False), on_critical=getattr(args, "on_critical", None)
+    )
     baseline = None
     if seeds:
         from ..runs import load_baseline
 
         print(f"grpo-tui: building the baseline from {len(seeds)} seeds…", file=sys.stderr)
         baseline = load_baseline(seeds, ranges if getattr(args, "ranges", None) else None)
+    app: App
     if many:
         from .runs_app import RunsApp
 

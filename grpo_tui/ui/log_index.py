@@ -31,7 +31,7 @@ class LineIndex:
     def __init__(self, path: str) -> None:
         self.path = path
         self._parts: list[np.ndarray] = [np.zeros(1, np.int64)]
-        self._starts = self._parts[0]
+        self._starts: np.ndarray | None = self._parts[0]
         self.size = 0  # bytes indexed
         self.done = False
         self.error: str | None = None
@@ -127,7 +127,7 @@ class LineIndex:
                     while pos > 0:
                         start = max(0, pos - BLOCK)
                         data = os.pread(fh.fileno(), pos - start, start)
-                        last = None
+                        last: re.Match[bytes] | None = None
                         for m in pattern.finditer(data):
                             last = m
                         if last is not None:
@@ -139,9 +139,9 @@ class LineIndex:
                     data = os.pread(fh.fileno(), BLOCK + 4096, pos)
                     if not data:
                         break
-                    m = pattern.search(data)
-                    if m is not None:
-                        return self.line_at(pos + m.start())
+                    hit = pattern.search(data)
+                    if hit is not None:
+                        return self.line_at(pos + hit.start())
                     pos += BLOCK
         except OSError:
             return None

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
+
+if TYPE_CHECKING:
+    from ..pipeline import Pipeline
 
 
 @dataclass
@@ -27,6 +31,6 @@ class LoadProgress(Message):
     """History fill of a huge file: fraction done (0..1), or done=True with the full feed."""
 
     fraction: float
-    feed: object | None = None
+    feed: Pipeline | None = None
     done: bool = False
     generation: int = 0  # the file restarted since: the app drops this history

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -19,11 +20,15 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from ..judge.baseline import Baseline
 from ..pipeline import fmt_age
 from ..runs import RunRow
 from .model import clean
 from .text_line import TextLine
 from .themes import uses_ascii
+
+if TYPE_CHECKING:
+    from .runs_app import RunsApp
 
 BADGE = {
     "ok": ("✓ ok", "+ ok"),
@@ -48,7 +53,7 @@ class RunsChanged(Message):
 class BaselineChanged(Message):
     """A baseline was built from the marked runs (or dropped); error: why not."""
 
-    baseline: object | None
+    baseline: Baseline | None
     error: str | None = None
 
 
@@ -143,6 +148,11 @@ class OverviewScreen(Screen):
         Binding("j", "cursor(1)", "next run", show=False),
         Binding("k", "cursor(-1)", "previous run", show=False),
     ]
+
+    @property
+    def _runs(self) -> RunsApp:
+        """The runs overview app this screen belongs to (it opens runs, comparisons, baselines)."""
+        return cast("RunsApp", self.app)
 
     def __init__(self, title: str = "") -> None:
         super().__init__(id="overview")
@@ -364,7 +374,7 @@ class OverviewScreen(Screen):
     def action_open(self) -> None:
         path = self.cursor_path
         if path is not None:
-            self.app.open_run(path)
+            self._runs.open_run(path)
 
     def action_cursor(self, step: int) -> None:
         t = self.table
@@ -395,7 +405,7 @@ class OverviewScreen(Screen):
         if len(paths) < 2:
             self.say("select 2-4 runs with space first, then c")
             return
-        self.app.open_compare(paths)
+        self._runs.open_compare(paths)
 
     def action_baseline(self) -> None:
         path = self.cursor_path
@@ -406,4 +416,4 @@ class OverviewScreen(Screen):
         self.baseline_marks = marks
         self.message = ""
         self._paint()
-        self.app.set_baseline(marks)
+        self._runs.set_baseline(marks)

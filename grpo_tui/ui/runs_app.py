@@ -17,11 +17,12 @@ import os
 import queue
 import threading
 import time
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import App
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from ..judge.baseline import Baseline, from_stores
 from ..judge.ranges import RangeSet
@@ -77,7 +78,7 @@ class BaselineApp(GrpoApp):
 
 
 class RunsApp(BaselineApp, inherit_bindings=False):
-    BINDINGS = [*GrpoApp.BINDINGS, Binding("escape", "overview", "runs overview")]
+    BINDINGS: ClassVar[list[BindingType]] = [*GrpoApp.BINDINGS, Binding("escape", "overview", "runs overview")]
 
     def __init__(
         self,
@@ -95,7 +96,7 @@ class RunsApp(BaselineApp, inherit_bindings=False):
         notify: bool = True,
         on_critical: str | None = None,
     ) -> None:
-        self._alerting = dict(notify=notify, on_critical=on_critical)  # each opened run's
+        self._alerting: dict[str, Any] = dict(notify=notify, on_critical=on_critical)  # each opened run's
         super().__init__(
             None,
             live=False,

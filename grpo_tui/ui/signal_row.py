@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from rich.text import Text
 from textual.widget import Widget
@@ -79,7 +81,7 @@ class SignalRow(Widget, can_focus=True):
         self.refresh()
 
     def render(self) -> Text:
-        app = self.app
+        app: Any = self.app  # (the dashboard: read duck-typed, a test may mount the row alone)
         width = self.size.width or 80
         spark_w, show_range = layout(width)
         theme = app.current_theme

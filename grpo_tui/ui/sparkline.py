@@ -50,13 +50,14 @@ def spark_text(
     glyphs = ASCII[1:] if ascii else BLOCKS
     vals, present = values_at(win_ids, sig_ids, sig_vals)
     fin = present & np.isfinite(vals)
-    lo_b = hi_b = None
+    lo_b: np.ndarray | None = None
+    hi_b: np.ndarray | None = None
     if band is not None:
         lo_b, hi_b = (np.asarray(b, dtype=float) for b in band)
     use_log = log and fin.any() and bool(np.all(vals[fin] > 0))
     scaled = _scale(vals, use_log)
     pool = [scaled[fin]]
-    if lo_b is not None:
+    if lo_b is not None and hi_b is not None:
         for edge in (lo_b, hi_b):
             e = _scale(edge, use_log)
             pool.append(e[np.isfinite(e)])

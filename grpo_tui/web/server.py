@@ -123,7 +123,7 @@ class GuardedServer(Server):
         )
         return app
 
-    async def handle_index(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
         if self.active >= self.max_sessions:
             self._refused(request, f"{self.active} sessions open (--max-sessions {self.max_sessions})")
             raise web.HTTPServiceUnavailable(text=f"grpo-tui serve: {self._full_message()}\n")
@@ -142,7 +142,7 @@ class GuardedServer(Server):
             resp.set_cookie(self.cookie_name, self.token, httponly=True, samesite="Strict", path="/")
         return resp
 
-    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:  # type: ignore[override]
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         origin = request.headers.get("Origin")
         if origin is not None and urlsplit(origin).netloc != request.host:
             self._refused(request, f"websocket from another origin ({origin})")
@@ -160,13 +160,17 @@ class GuardedServer(Server):
         reader: asyncio.Task | None = None
         try:
             await websocket.prepare(request)
+
             # `exec`: the shell textual-serve starts becomes the dashboard, so the process it
             # stops (quit, then kill) is the dashboard itself, never a shell left above it.
+            async def close() -> None:  # (AppService awaits None; aiohttp's close gives a bool)
+                await websocket.close()
+
             service = AppService(
                 "exec " + self.command,
                 write_bytes=websocket.send_bytes,
                 write_str=websocket.send_str,
-                close=websocket.close,
+                close=close,
                 download_manager=self.download_manager,
                 debug=False,
             )
@@ -254,5 +258,5 @@ class GuardedServer(Server):
             await asyncio.gather(*(self._stop_service(s) for s in list(self.services)), return_exceptions=True)
             await runner.cleanup()
 
-    def serve(self, debug: bool = False) -> None:  # type: ignore[override]
+    def serve(self, debug: bool = False) -> None:
         asyncio.run(self.run_async())
