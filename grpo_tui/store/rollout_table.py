@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..lazy_numpy import LazyNumpy
 from ..lines.native import SCAN
-from .metric_store import _NAN_CELL, Segment, _is_number
+from .columns import _NAN_CELL
+from .metric_store import Segment, _is_number
 
 if TYPE_CHECKING:
     import numpy as np

@@ -2086,7 +2086,7 @@ _ROW_VALUE = st.one_of(
 def test_scanner_store_row_writers_agree_with_the_pure_ones(values, row, retype, counts, start):
     """put_row / add_row write exactly what the pure writers write (bit for bit, -0.0 and int
     rounding included) and refuse (False, nothing written) exactly when they do."""
-    from grpo_tui.store import metric_store as ms
+    from grpo_tui.store import columns as ms
 
     n = len(values)
     metrics = {f"k{i}": v for i, v in enumerate(values)}

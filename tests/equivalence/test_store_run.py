@@ -17,7 +17,8 @@ from hypothesis import given, settings, strategies as st
 
 from grpo_tui.lines.records import Event, MetricRecord
 from grpo_tui.store import metric_store
-from grpo_tui.store.metric_store import MetricStore, StepRow, StoreUpdate, _Column
+from grpo_tui.store.columns import _Column
+from grpo_tui.store.metric_store import MetricStore, StepRow, StoreUpdate
 
 # the built scanner, or CI's ASan/UBSan build of it (GRPO_TUI_SCAN_SO), as the scanner tests load it
 from tests.equivalence.test_scan_equivalence import _scan
