@@ -54,7 +54,7 @@ class _Run:
         batch = su.groups * su.per_group
         gbs = batch // self.K
         extra = f" --num-steps-per-rollout {self.K}" if batch % self.K else ""
-        if su.kl_ref is not None:
+        if su.kl_ref is not None or self.sc == "kl-ref":
             extra += " --use-kl-loss --kl-loss-coef 0.001"
         nl, hid, ffn, heads, kv = su.layers
         env = (

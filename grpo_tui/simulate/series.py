@@ -166,7 +166,7 @@ def _step_series(scenario: str, n: int, K: int, seed: int, onset: int | None, pa
         ppo_kl = np.where(hit, 1e-4 + 9e-4 * u[:, 3], ppo_kl)
         ess = np.where(hit, 0.995 - 0.035 * u[:, 4], ess)
     loss = 0.002 * z[:, 3]
-    out = {
+    out: dict[str, list] = {
         "gap": gap.tolist(),
         "kl": kl.tolist(),
         "grad": grad.tolist(),
@@ -175,9 +175,25 @@ def _step_series(scenario: str, n: int, K: int, seed: int, onset: int | None, pa
         "ess": ess.tolist(),
         "loss": loss.tolist(),
     }
+    if scenario == "kl-ref":  # (the manual setup logs no KL to the reference otherwise)
+        out["kl_ref"] = _kl_ref_series(KL_REF_LEVEL, 47.0, r, seed, float(z[0, 4]), d, pace)
     if scenario == "non-finite":
         _break_finite(out, u[:, 5], hit, onset, K)
     return out
+
+
+KL_REF_LEVEL = 0.01  # KL to the reference at the horizon, for a setup that sets none (the kl-ref scenario)
+
+
+def _kl_ref_series(
+    level: float, horizon: float, r: np.ndarray, seed: int, z0: float, d: np.ndarray, pace: float
+) -> list:
+    """KL to the reference per step: 0 at the first (the policy starts as the reference), then a
+    slowing climb to `level`; from the kl-ref onset x1.6 a rollout (x100 in 10).  Its own
+    generator, so the other series stay those of the same seed without it."""
+    kz = np.array([_rng(seed, 20, i).normal() for i in range(len(r))])
+    kl = level * math.exp(0.3 * z0) * np.minimum(r / horizon, 1.5) ** 0.8 * np.exp(0.15 * kz)
+    return (kl * 1.6 ** (pace * d)).tolist()
 
 
 def _break_finite(out: dict, u: np.ndarray, hit: np.ndarray, onset: int | None, K: int) -> None:
@@ -370,13 +386,9 @@ def _setup_step_series(
         "ess": ess.tolist(),
         "loss": loss.tolist(),
     }
-    if su.kl_ref is not None:
-        # 0 at the first step (the policy starts as the reference), then a slowing climb; its own
-        # generator, so the other series stay those of the same seed without it
-        kz = np.array([_rng(seed, 20, i).normal() for i in range(m)])
-        out["kl_ref"] = (
-            su.kl_ref * math.exp(0.3 * z[0, 4]) * np.minimum(r / su.horizon, 1.5) ** 0.8 * np.exp(0.15 * kz)
-        ).tolist()
+    if su.kl_ref is not None or scenario == "kl-ref":
+        ramp = d if scenario == "kl-ref" else 0.0 * d
+        out["kl_ref"] = _kl_ref_series(su.kl_ref or KL_REF_LEVEL, su.horizon, r, seed, float(z[0, 4]), ramp, pace)
     if su.entropy is not None:
         e0 = su.entropy * lv["ent"]
         ent = e0 * (0.6 + 0.4 * np.exp(-r / max(su.horizon / 3, 1.0))) * np.exp(0.03 * z[:, 5])

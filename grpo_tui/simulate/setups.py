@@ -20,6 +20,7 @@ SCENARIOS: dict[str, str] = {
     "engine-down": "503 retry storm for ~4 minutes, no metric lines after onset",
     "no-steps": "startup lines and noise for 16+ minutes, never a metric line",
     "stalled": "healthy until onset, then only engine health checks for 15 minutes (trainer hung)",
+    "kl-ref": "KL to the reference (--use-kl-loss) grows x1.6 per rollout from onset (x100 in 10)",
 }
 FORMATS = ("miles", "slime", "level")
 

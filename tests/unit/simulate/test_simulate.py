@@ -99,6 +99,7 @@ def test_scenarios_listed():
         "engine-down",
         "no-steps",
         "stalled",
+        "kl-ref",
     }
     assert names == set(sim.SCENARIOS)
     with pytest.raises(ValueError):
