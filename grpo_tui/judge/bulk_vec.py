@@ -129,7 +129,7 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
 def _boom_may(
     lv: np.ndarray, rows: np.ndarray, base: float | None, hi: np.ndarray | None, absurd: float | None
 ) -> np.ndarray:
-    """rules._explosion may fire at each op: its last log value x10 beyond every top (the band's,
+    """rules.base._explosion may fire at each op: its last log value x10 beyond every top (the band's,
     the own baseline's, at least `base` (_base_min) + log 3), or beyond the absurd bound."""
     last = lv[rows]
     maybe = np.zeros(len(rows), bool)

@@ -83,9 +83,9 @@ def lt(a: np.ndarray, b: np.ndarray) -> Tri:
         return Tri(~nan & (a < b - t), nan | (a < b + t))
 
 
-# -- the rules' spreads (rules._resid_sigma, rules._noise), one row per window -----------------
+# -- the rules' spreads (rules.base._resid_sigma, rules.base._noise), one row per window -----------------
 def resid_sigma(s: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """rules._resid_sigma: the robust spread around the Theil-Sen line."""
+    """rules.base._resid_sigma: the robust spread around the Theil-Sen line."""
     r = v - stats.rows_ts_slope(s, v)[:, None] * s
     return stats.rows_robust_sigma(r - stats.rows_median(r)[:, None])
 
@@ -95,7 +95,7 @@ def diff_sigma(v: np.ndarray) -> np.ndarray:
 
 
 def noise(s: np.ndarray, v: np.ndarray, floor: np.ndarray | float) -> np.ndarray:
-    """rules._noise: the largest of the floor, the Theil-Sen spread and the step spread."""
+    """rules.base._noise: the largest of the floor, the Theil-Sen spread and the step spread."""
     a, b = resid_sigma(s, v), diff_sigma(v)
     out = np.maximum(floor, np.where(np.isfinite(a), a, -np.inf))
     return np.maximum(out, np.where(np.isfinite(b), b, -np.inf))
@@ -221,7 +221,7 @@ def _any(x: Inputs, tests) -> Tri:
 
 
 def _trend_tests(n: int, cut: bool) -> list:
-    """rules._hacking_trend's windows on each window's first n rows, as tests (noise of all 40);
+    """rules.hacking._hacking_trend's windows on each window's first n rows, as tests (noise of all 40);
     each notes where it may pass (HackingHeld.windows tells the rule to skip the others)."""
     tests = []
     if cut:
@@ -314,7 +314,7 @@ def _joint_sizes(x: Inputs, a: int, n: int) -> Tri:
 
 
 def _band_tests(n: int) -> list:
-    """rules._hacking_below_band on each window's first n rows, as tests."""
+    """rules.hacking._hacking_below_band on each window's first n rows, as tests."""
     return [lambda x: _band_level(x, n), lambda x: _band_trend(x, n)]
 
 
@@ -340,7 +340,7 @@ def _hit(n: int, cut: bool):
 
 
 def _holds(x: Inputs) -> Tri:
-    """rules._hacking_holds is not None."""
+    """rules.hacking._hacking_holds is not None."""
     rows = len(x.rows)
     base_len, base_rew = x.cols["base_len"], x.cols["base_rew"]
     if base_len is None or base_rew is None:

@@ -69,8 +69,8 @@
 #define MAX_LINE (1 << 20)   /* parse.MAX_LINE (characters there; bytes here: over-approximate) */
 #define STAMP_CHARS 64       /* feed_lines: '[' in raw[:64] */
 #define KEY_CHARS 200        /* _source_key: raw.find(")", 0, 200) */
-#define PER_KEY 16           /* parse._SKIPPED_PER_SOURCE */
-#define REJOIN_PARTS 8       /* parse._REJOIN_PARTS */
+#define PER_KEY 16           /* native._SKIPPED_PER_SOURCE */
+#define REJOIN_PARTS 8       /* native._REJOIN_PARTS */
 #define MAX_KEYS 256         /* distinct keys tracked per buffer; past that their lines are kept */
 
 enum { NOISE = 0, STAMPED = 1, CAND = 2, KEEP = 4, PLAIN = 8, ANCHOR = 16, HEAD = 32, QUIET = 64, OWNED = 128 };
@@ -189,7 +189,7 @@ PyMODINIT_FUNC PyInit__scan(void)
         if (kernel_ok[k] && strcmp(KERNELS[k].name, want) == 0)
             use_kernel(k);
     PyObject *m = PyModule_Create(&module);
-    /* the parser's constants this file copies (parse.py refuses a scanner that disagrees) */
+    /* the parser's constants this file copies (native.py refuses a scanner that disagrees) */
     if (m != NULL && (PyModule_AddIntConstant(m, "REJOIN_PARTS", REJOIN_PARTS) < 0
                       || PyModule_AddIntConstant(m, "PER_KEY", PER_KEY) < 0
                       || PyType_Ready(&Packed_Type) < 0 || PyType_Ready(&Fold_Type) < 0

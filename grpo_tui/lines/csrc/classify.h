@@ -165,7 +165,7 @@ static inline uchar *bracket_or_unprintable(uchar *p, uchar *e)
     return p;
 }
 
-/* Whether the line [s, e) certainly starts with a header the parser reads (parse._peel, then
+/* Whether the line [s, e) certainly starts with a header the parser reads (ParserBase._peel, then
  * _header): an optional Ray prefix `ESC[..m(Actor pid=N)ESC[..m ` exactly as _RAY takes it,
  * then `[YYYY-MM-DD HH:MM:SS` and a `]` within 40 printable ASCII bytes (_SGLANG matches, if
  * not _MILES).  No '\r' or control byte may change the text _peel leaves (checked by caller).
@@ -330,11 +330,11 @@ closed:
     return 1;
 }
 
-/* parse._METRIC_MSG/_METRIC_ANY's kinds. */
+/* patterns._METRIC_MSG/_METRIC_ANY's kinds. */
 static const char *const METRIC_KINDS[] = {"rollout", "perf", "eval", "multi_turn", "step", "passrate"};
 #define N_METRIC_KINDS (sizeof(METRIC_KINDS) / sizeof(METRIC_KINDS[0]))
 
-/* Whether `<kind> <digits>` (parse._METRIC_MSG/_METRIC_ANY's kind and id, the id's '-' taken)
+/* Whether `<kind> <digits>` (patterns._METRIC_MSG/_METRIC_ANY's kind and id, the id's '-' taken)
  * ends at q, within [s, q): ASCII digits only (metric_any_may sees to the rest). */
 static int kind_id_before(uchar *s, uchar *q)
 {
@@ -357,7 +357,7 @@ static int kind_id_before(uchar *s, uchar *q)
     return 0;
 }
 
-/* Whether the '{' at p (p > s) follows `<kind> <digits>: ` (parse._METRIC_MSG/_METRIC_ANY): a
+/* Whether the '{' at p (p > s) follows `<kind> <digits>: ` (patterns._METRIC_MSG/_METRIC_ANY): a
  * dict that may open a record. */
 static int metric_brace(uchar *s, uchar *p)
 {
@@ -556,7 +556,7 @@ static int plain_rest(uchar *s, uchar *e, Py_ssize_t key, Seen *seen)
  *   H_REPEATED   the dedup count (_strip_dedup: bounded_int(n) or 0)
  *   H_TIME_END   the end of the time text (`date time.ms`) when it is the line's own text, else -1
  *                (a `,ms` is written `.ms` there)
- *   H_DAYS, H_SOD, H_MSV  ts = H_DAYS * 86400 + H_SOD + H_MSV / 1000.0 (parse._fast_ts), valid
+ *   H_DAYS, H_SOD, H_MSV  ts = H_DAYS * 86400 + H_SOD + H_MSV / 1000.0 (patterns._fast_ts), valid
  *                when H_CLASS is not HEAD_OTHER
  *   H_CLASS      HEAD_OTHER: read the message in Python (_header_fields); HEAD_NOISE: it is noise
  *                for sure; HEAD_METRIC: `[role-]kind N: {'k': number, ...}` (_METRIC_MSG) with a
@@ -686,7 +686,7 @@ static uchar *dedup_end(uchar *p, uchar *e, long *rep)
     return end;
 }
 
-/* Whether one of parse._event_anchor's strings (or "train_async.py") starts at p (not past e).
+/* Whether one of patterns._event_anchor's strings (or "train_async.py") starts at p (not past e).
  * Each is listed in EVENT_ANCHORS or EVENT_INSIDE as well (the SIMD scans rely on those). */
 static int event_at(uchar *p, uchar *e)
 {
@@ -741,7 +741,7 @@ static int event_near(uchar *q, uchar *s, uchar *e)
 }
 #endif
 
-/* One of parse._event_anchor's strings (or "train_async.py") in [s, e), byte by byte. */
+/* One of patterns._event_anchor's strings (or "train_async.py") in [s, e), byte by byte. */
 static int event_scalar(uchar *s, uchar *e)
 {
     for (uchar *p = s; p < e; p++)
@@ -779,7 +779,7 @@ static int fingerprints_cover_events(void)
     return 1;
 }
 
-/* parse._METRIC_MSG on the message [s, e): 0 no match, 1 a match of the common shape (then
+/* patterns._METRIC_MSG on the message [s, e): 0 no match, 1 a match of the common shape (then
  * h gets its fields: a '{' dict that fast_dict reads whole, an id bounded_int takes), 2 a match
  * or maybe one (anything else: Python reads it). */
 static int metric_msg(uchar *s, uchar *e, long *h, uchar *line, const Seen *seen)
@@ -1080,8 +1080,8 @@ static int epoch_days(uchar *p, long *days)
     return 1;
 }
 
-/* The head of a line whose header parse._MILES certainly does not match (miles_head checked it up
- * to an ASCII byte where the match fails), as parse._SGLANG reads it: `[date time(.ms)` then
+/* The head of a line whose header patterns._MILES certainly does not match (miles_head checked it up
+ * to an ASCII byte where the match fails), as patterns._SGLANG reads it: `[date time(.ms)` then
  * anything but ']' up to the ']' header_end found (within 40 bytes), one optional blank, the
  * message to the end e (where _strip_dedup cuts it).  Taken only when the message is noise for
  * sure (miles_class): then _feed_head and fold read no field that _MILES alone has (proc, file),
@@ -1114,7 +1114,7 @@ static int sglang_head(uchar *s, uchar *e, const Seen *seen, uchar *date, Py_ssi
 /* Whether LineParser.feed reads the line [s, e) -- a candidate (why == 1) -- as exactly: no cut,
  * no NUL/U+FFFD/bad UTF-8, _peel leaving the text after the Ray prefix as it is but for a dedup
  * mark it cuts off (no other ANSI sequence but the prefix's colours, no control byte, no '\r'
- * split), and parse._MILES matching it.  Then h holds the fields (see the enum) and Python
+ * split), and patterns._MILES matching it.  Then h holds the fields (see the enum) and Python
  * takes them instead of peeling and matching (LineParser._feed_head).  Anything unsure: 0.
  * seen: what plain_cand read of this same line (its header's end, a dict it checked). */
 static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, const Seen *seen, long *h)
@@ -1278,7 +1278,7 @@ static int pid_differs(uchar *ps, uchar *pe, uchar *s, uchar *e, Py_ssize_t key)
     return n1 != n0 || memcmp(p1, p0, (size_t)n0) != 0;
 }
 
-/* Whether parse._METRIC_ANY may find a record in the text [t, e): `kind N: ` then '{', "..."
+/* Whether patterns._METRIC_ANY may find a record in the text [t, e): `kind N: ` then '{', "..."
  * or "\u2026" (any non-ASCII byte there counts), its kind right before a blank, ASCII digits
  * (or a non-ASCII byte: \d is Unicode) and an optional '-' after it.  0: it finds none. */
 static int metric_any_may(uchar *t, uchar *e)

@@ -46,7 +46,7 @@ static const char *const ANCHORS[] = {
     "Fatal async", "Final validation", "checkpoint", "wandb", "tensorboard", "train.py", "train_async.py",
     "+ ray job submit", " skipped: ", " ...", ") {", "step:", "{'",
 };
-/* A control byte _peel drops (parse._CONTROL_NO_ESC; NUL included, ESC aside): a line holding
+/* A control byte _peel drops (patterns._CONTROL_NO_ESC; NUL included, ESC aside): a line holding
  * one goes to Python (2), as dropping it may join an anchor ("step 0: \x1f{"). */
 #define CTRL(c) ((c) < 0x20 ? ((c) != 0x09 && (c) != 0x0a && (c) != 0x0d && (c) != 0x1b) : (c) == 0x7f)
 static unsigned char gate[65536 / 8];
@@ -233,7 +233,7 @@ static int line_scalar(uchar *s, uchar *end, uchar **pe)
     return walk_scalar(s, *pe);
 }
 
-/* An event scan: whether one of parse._event_anchor's strings is in [s, e) (event_anchor). */
+/* An event scan: whether one of patterns._event_anchor's strings is in [s, e) (event_anchor). */
 typedef int (*event_fn)(uchar *s, uchar *e);
 static int event_scalar(uchar *s, uchar *e);
 #define EVENT_BACK 5   /* "out of memory" is flagged at its "f m", 5 bytes in (event_near) */
@@ -593,7 +593,7 @@ static Py_ssize_t paren_key(uchar *s, uchar *e)
     return 0;
 }
 
-/* parse._source_key's length in bytes, or KEY_PYTHON when it needs the paste regex. */
+/* patterns._source_key's length in bytes, or KEY_PYTHON when it needs the paste regex. */
 static Py_ssize_t source_key(uchar *s, uchar *e)
 {
     if (s == e)
