@@ -484,6 +484,12 @@ def pair_gaps(s: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return s[:, j] - s[:, i]
 
 
+def trailing_run(mask: np.ndarray) -> int:
+    """How many values at the end of `mask` are True in a row (the whole length when all are)."""
+    off = np.flatnonzero(~np.asarray(mask, bool))
+    return len(mask) - 1 - int(off[-1]) if len(off) else len(mask)
+
+
 def consecutive(s: np.ndarray) -> bool:
     """Every row's steps are consecutive integers (a gap of k steps is k)."""
     n = s.shape[1]

@@ -420,3 +420,9 @@ def early_level(ids: np.ndarray, vals: np.ndarray) -> float | None:
         return None
     base = float(stats.median(early))
     return base if base > 0 else None
+
+
+def at_run_start(ctx: RuleContext) -> bool:
+    """The judged rollout is among the segment's first 3 rows: where an absolute sign on one
+    rollout is judged before the trend tests can speak (no-signal, entropy-high)."""
+    return ctx.seg.row_of.get(ctx.upto, 3) < 3

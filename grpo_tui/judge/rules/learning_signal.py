@@ -25,6 +25,7 @@ from .base import (
     RuleInfo,
     _finite,
     _r,
+    at_run_start,
     early_level,
 )
 
@@ -65,7 +66,7 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
       group all-same, is a warning at the first rollout and critical at the second.
     """
     ri, rv = _finite(*ctx.series("reward"))
-    if len(rv) == 1 and ri[-1] == ctx.upto and _first_rows(ctx) and rv[-1] in (0.0, 1.0):
+    if len(rv) == 1 and ri[-1] == ctx.upto and at_run_start(ctx) and rv[-1] in (0.0, 1.0):
         word = "all wrong" if rv[-1] == 0.0 else "all right"
         return [
             Condition(
@@ -84,7 +85,7 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
             (1.0, "all right", "data far too easy, or a reward that always pays?"),
         ):
             if np.all(rv[-2:] == target):
-                run = int(np.argmax(rv[::-1] != target)) if np.any(rv != target) else len(rv)
+                run = stats.trailing_run(rv == target)
                 return [
                     Condition(
                         "no-signal",
@@ -112,9 +113,9 @@ def rule_no_signal(ctx: RuleContext) -> list[Condition]:
     severity = "critical"
     if len(frac) < 4:
         # the run's first rollouts: every group all-same is an absolute sign (1: a warning, 2: critical)
-        if not _first_rows(ctx) or frac[-1] < 1.0 - 1e-9:
+        if not at_run_start(ctx) or frac[-1] < 1.0 - 1e-9:
             return []
-        run = len(frac) - int(np.flatnonzero(frac < 1.0 - 1e-9)[-1]) - 1 if np.any(frac < 1.0 - 1e-9) else len(frac)
+        run = stats.trailing_run(frac >= 1.0 - 1e-9)
         how = "every group at the first rollout" if run == 1 else f"every group on {run} rollouts at the start"
         severity = "critical" if run >= 2 else "warning"
     elif stats.persistent_above(frac, 0.8 - 1e-9, 3, 4):
@@ -229,8 +230,7 @@ def rule_no_update(ctx: RuleContext) -> list[Condition]:
     disagree = _groups_disagree(ctx)
     if disagree is False:
         return []
-    moved = np.flatnonzero(vals != 0.0)
-    run = len(vals) - 1 - int(moved[-1]) if len(moved) else len(vals)  # the zeros at the end
+    run = stats.trailing_run(vals == 0.0)  # the zeros at the end
     why = "while the groups still disagree on reward" if disagree else "(the log does not say whether groups disagree)"
     msg = f"gradient norm exactly 0 for {run} rollouts in a row {why}"
     return [
@@ -243,8 +243,3 @@ def rule_no_update(ctx: RuleContext) -> list[Condition]:
             signal="grad_norm",
         )
     ]
-
-
-def _first_rows(ctx: RuleContext) -> bool:
-    """The judged rollout is among the run's first few (its window still holds the whole run)."""
-    return ctx.seg.row_of.get(ctx.upto, WINDOW) < 3

@@ -19,6 +19,7 @@ from .base import (
     RuleInfo,
     _finite,
     _r,
+    at_run_start,
     early_level,
 )
 
@@ -144,7 +145,7 @@ def rule_entropy_high(ctx: RuleContext) -> list[Condition]:
     if metric_for(seg, ENTROPY) is None:
         return []
     ids, vals = _finite(*signal_at_rows(seg, ENTROPY, seg.rows_upto(WINDOW, ctx.upto)))
-    if len(vals) == 1 and ids[-1] == ctx.upto and vals[-1] >= ENTROPY_CEILING and seg.row_of.get(ctx.upto, 3) < 3:
+    if len(vals) == 1 and ids[-1] == ctx.upto and vals[-1] >= ENTROPY_CEILING and at_run_start(ctx):
         msg = (
             f"entropy {vals[-1]:.2f} nats a token at the first rollout (ceiling {ENTROPY_CEILING:g}): near-random "
             "output; critical if the next rollout shows it again"

@@ -390,3 +390,14 @@ def test_percentile_is_numpys_bit_for_bit():
                 got,
             )
     assert stats.percentile(np.array([2.0, 1.0]), 20) == np.percentile([2.0, 1.0], 20)
+
+
+def test_trailing_run_counts_the_true_values_at_the_end():
+    import numpy as np
+
+    from grpo_tui.judge.stats import trailing_run
+
+    assert trailing_run(np.array([True, False, True, True])) == 2
+    assert trailing_run(np.array([True, True])) == 2
+    assert trailing_run(np.array([True, False])) == 0
+    assert trailing_run(np.array([], bool)) == 0
