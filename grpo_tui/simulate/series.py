@@ -151,6 +151,32 @@ def _step_series(scenario: str, n: int, K: int, seed: int, onset: int | None, pa
     kl = np.clip(0.00069 * gap / 0.01525 * (1 + 0.025 * z[:, 1]), 0.000635, 0.000745)
     grad = 1.2 * np.exp(0.42 * z[:, 2]) * np.where(u[:, 0] < 0.04, 2.0 + 1.5 * u[:, 1], 1.0)
     grad = np.maximum(_soft_cap(grad, 3.4, 4.9), 0.36)
+    # (the manual setup logs KL to the reference only in the kl-ref scenario)
+    out = _train_steps(scenario, gap, kl, grad, r, j, z, u, d, hit, pace, seed, None, 47.0)
+    if scenario == "non-finite":
+        _break_finite(out, u[:, 5], hit, onset, K)
+    return out
+
+
+def _train_steps(
+    scenario: str,
+    gap: np.ndarray,
+    kl: np.ndarray,
+    grad: np.ndarray,
+    r: np.ndarray,
+    j: np.ndarray,
+    z: np.ndarray,
+    u: np.ndarray,
+    d: np.ndarray,
+    hit: np.ndarray,
+    pace: float,
+    seed: int,
+    kl_ref: float | None,
+    horizon: float,
+) -> dict[str, list]:
+    """The train step series of every setup from its healthy gap, KL and grad norm: the clip
+    statistics of the K updates, the scenario's break, and KL to the reference when the setup
+    logs it (or the scenario is kl-ref)."""
     later = j > 0  # with K > 1 only the first step of a rollout is exactly on-policy
     clip = np.where(later, 0.0005 + 0.0035 * u[:, 2], 0.0)
     ppo_kl = np.where(later, 1e-5 + 3e-4 * u[:, 3], 0.0)
@@ -175,10 +201,9 @@ def _step_series(scenario: str, n: int, K: int, seed: int, onset: int | None, pa
         "ess": ess.tolist(),
         "loss": loss.tolist(),
     }
-    if scenario == "kl-ref":  # (the manual setup logs no KL to the reference otherwise)
-        out["kl_ref"] = _kl_ref_series(KL_REF_LEVEL, 47.0, r, seed, float(z[0, 4]), d, pace)
-    if scenario == "non-finite":
-        _break_finite(out, u[:, 5], hit, onset, K)
+    if kl_ref is not None or scenario == "kl-ref":
+        ramp = d if scenario == "kl-ref" else 0.0 * d
+        out["kl_ref"] = _kl_ref_series(kl_ref or KL_REF_LEVEL, horizon, r, seed, float(z[0, 4]), ramp, pace)
     return out
 
 
@@ -362,33 +387,7 @@ def _setup_step_series(
         spike = sp[:, 0] < su.spike_p
         grad = grad * np.where(spike, 2.0 + 3.0 * sp[:, 1], 1.0)
         gap = gap * np.where(sp[:, 2] < su.spike_p, 1.6 + 0.6 * sp[:, 1], 1.0)
-    later = j > 0  # with K > 1 only the first step of a rollout is exactly on-policy
-    clip = np.where(later, 0.0005 + 0.0035 * u[:, 2], 0.0)
-    ppo_kl = np.where(later, 1e-5 + 3e-4 * u[:, 3], 0.0)
-    ess = np.where(later, 0.9995 - 0.0045 * u[:, 4], 1.0)
-    if scenario == "gap-rising":
-        gap, kl = gap * 1.12 ** (pace * d), kl * 1.25 ** (pace * d)
-    elif scenario == "gap-jump":
-        gap, kl = np.where(hit, gap * 3, gap), np.where(hit, kl * 9, kl)
-    elif scenario == "grad-norm-rising":
-        grad = grad * 1.25 ** (pace * d)
-    elif scenario == "off-policy":
-        clip = np.where(hit, 0.002 + 0.018 * u[:, 2], clip)
-        ppo_kl = np.where(hit, 1e-4 + 9e-4 * u[:, 3], ppo_kl)
-        ess = np.where(hit, 0.995 - 0.035 * u[:, 4], ess)
-    loss = 0.002 * z[:, 3]
-    out = {
-        "gap": gap.tolist(),
-        "kl": kl.tolist(),
-        "grad": grad.tolist(),
-        "clip": clip.tolist(),
-        "ppo_kl": ppo_kl.tolist(),
-        "ess": ess.tolist(),
-        "loss": loss.tolist(),
-    }
-    if su.kl_ref is not None or scenario == "kl-ref":
-        ramp = d if scenario == "kl-ref" else 0.0 * d
-        out["kl_ref"] = _kl_ref_series(su.kl_ref or KL_REF_LEVEL, su.horizon, r, seed, float(z[0, 4]), ramp, pace)
+    out = _train_steps(scenario, gap, kl, grad, r, j, z, u, d, hit, pace, seed, su.kl_ref, su.horizon)
     if su.entropy is not None:
         e0 = su.entropy * lv["ent"]
         ent = e0 * (0.6 + 0.4 * np.exp(-r / max(su.horizon / 3, 1.0))) * np.exp(0.03 * z[:, 5])
