@@ -43,7 +43,7 @@ def _table_row(table, i: int, nonfinite: dict) -> dict[str, Any]:
 
 def _step_rows(seg: Segment) -> list[dict[str, Any]]:
     rows = []
-    for key in sorted(seg.step_order, key=lambda k: (k[1], k[0])):
+    for key in sorted(seg.steps, key=lambda k: (k[1], k[0])):
         st = seg.steps[key]
         row: dict[str, Any] = {"step": st.n, "rollout": st.rollout}
         if st.role:

@@ -152,7 +152,6 @@ class Pipeline:
         self._fatal: str | None = None  # a crash after the newest metric record
         self._line_wall: float | None = None  # when the newest line was written
         self._line_ts: float | None = None  # ... and its log time (the parser's newest)
-        self._seen_steps: set[tuple[int, str, int]] = set()
         self._final_done = False
         self.judging = judging  # False: store only (export reads no verdict)
         self.ended_after = ENDED_AFTER if ended_after is None else ended_after
@@ -272,17 +271,8 @@ class Pipeline:
 
     def _store(self, items: list, up: Update) -> None:
         st = self.store.add(items)
-        seg = self.store.current.index
-        seen, records = self._seen_steps, up.records
-        packed = self.parser.packed  # a whole-file read: its records go to the store only
-        for rec in st.records:
-            if rec.kind == "step":
-                key = (seg, rec.role, rec.n)
-                if key in seen:
-                    continue
-                seen.add(key)
-            if not packed:
-                records.append(rec)
+        if not self.parser.packed:  # a whole-file read: its records go to the store only
+            up.records.extend(st.records)
         if st.records:
             self._final_done = False
             self._fatal = None

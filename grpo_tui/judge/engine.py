@@ -330,14 +330,13 @@ class HealthEngine:
                 done.append(r)
                 continue
             row = seg.row_of[r]
-            kinds = seg.kinds.get(row, set())
             complete = (
-                "perf" in kinds
-                and "step" in kinds
-                and "rollout" in kinds
-                and seg.steps_of_rollout.get(r, 0) >= seg.steps_per_rollout
+                seg.has_kinds(row, "perf", "step", "rollout")
+                and seg.steps_in(r) >= seg.steps_per_rollout
                 and _has_train_perf(seg, row)
-            ) or (seg.framework != "miles" and "rollout" in kinds)  # (verl, TRL: one line holds the whole step)
+            ) or (
+                seg.framework != "miles" and seg.has_kinds(row, "rollout")
+            )  # (verl, TRL: one line holds the whole step)
             if complete:
                 done.append(r)
             else:

@@ -121,15 +121,11 @@ static PyMethodDef methods[] = {
      "csv_rows(columns, n) -> str | None: n CSV rows (each ending in a newline) of floats (repr), ints\n"
      "and None (nothing) from columns of n cells (None: a blank column); None if another cell is met."},
     {"put_row", (PyCFunction)(void (*)(void))put_row, METH_FASTCALL,
-     "put_row(views, row, values, types) -> bool: values (a dict of floats and ints of exactly those types)\n"
+     "put_row(views, row, values, types) -> bool: values (a dict or Packed of floats and ints of exactly those types)\n"
      "into cell `row` of each float64 memoryview, in order; False (nothing written) otherwise."},
     {"add_row", (PyCFunction)(void (*)(void))add_row, METH_FASTCALL,
      "add_row(sums, counts, row, values, types) -> bool: put_row's check, each value added to its sum\n"
      "and count at `row` (a NaN count: the first value there)."},
-    {"store_run", (PyCFunction)(void (*)(void))store_run, METH_FASTCALL,
-     "store_run(seg_dict, items, i, rollouts, records, rm_keys, segment, store_events, up_events) -> int:\n"
-     "MetricStore.add's loop over items[i:] for the records and events it only files (see _scan.c), up to\n"
-     "the first it leaves to Python."},
     {"set_types", set_types, METH_VARARGS,
      "set_types(MetricRecord, Event): the classes ready heads are made as (until then none comes ready)."},
 #ifdef HAVE_READ_SCAN
@@ -153,8 +149,6 @@ static PyMethodDef methods[] = {
      "item (a walk made with the other `untimed` is refused)."},
     {"scan_fold", scan_fold, METH_VARARGS,
      "scan_fold(buf, pack=False, untimed=False) -> Fold: scan_raw() (untimed: scan_raw_untimed()) then fold_lazy()."},
-    {"set_step_type", set_step_type, METH_O,
-     "set_step_type(StepRow): the class store_run makes a segment's step rows as."},
     {"pack", pack_dict, METH_O, "pack(dict) -> Packed | None: a dict of plain ints and floats as Packed (tests)."},
     {"scan", scan, METH_O,
      "scan(buf) -> (n_lines, cands, keep, starts, heads, lasts): the lines of buf (split on b'\\n') that the\n"

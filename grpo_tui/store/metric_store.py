@@ -17,31 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..lazy_numpy import LazyNumpy
 from ..lines.launch import FlagsMemo, arg_dump_to_flag
-from ..lines.native import PACKED, SCAN
+from ..lines.native import PACKED
 from ..lines.records import Event, Item, MetricRecord
 from .columns import _NAN, _add_row, _add_to_cell, _Column, _put_row
+from .steps import StepRow, StepTable
 
 if TYPE_CHECKING:
     import numpy as np
 else:
     np = LazyNumpy(globals())  # (imported where a method first needs it: see lazy_numpy.py)
 
-
-@dataclass(slots=True)
-class StepRow:
-    """One optimizer step (after dedup): its rollout and metrics."""
-
-    role: str
-    n: int
-    rollout: int
-    metrics: dict[str, Any]
-    time: str | None
-    ts: float | None
-    nonfinite: dict[str, str]
-
-
-if SCAN is not None and hasattr(SCAN, "set_step_type"):
-    SCAN.set_step_type(StepRow)  # store_run makes a new step's row as this class's __init__ would
 
 _SHAPES_MAX = 64  # record shapes a segment remembers (a real run logs a handful)
 
@@ -57,7 +42,8 @@ def _rm_perf(rec: MetricRecord) -> bool:
     """The rollout manager's perf line (sample stats), as opposed to the trainer's timers."""
     if rec.actor == "RolloutManager" or rec.proc == "rollout_manager":
         return True
-    keys = tuple(rec.metrics)  # the trainer's perf lines repeat their keys: one lookup
+    metrics = rec.metrics
+    keys = metrics.shape if type(metrics) is PACKED else tuple(metrics)  # type: ignore[attr-defined]
     known = _RM_KEYS.get(keys)
     if known is None:
         known = any(k.startswith(("rollout/", "passrate/")) for k in keys)
@@ -67,8 +53,9 @@ def _rm_perf(rec: MetricRecord) -> bool:
     return known
 
 
-# MetricStore.add's loop over the records it only files, in C (the same steps: tests/test_store_run.py)
-_store_run = getattr(SCAN, "store_run", None)
+# a record kind's bit in a row's kind mask (the parser's kinds; anything else shares the last bit)
+KIND_BITS = {"rollout": 1, "perf": 2, "step": 4, "eval": 8, "multi_turn": 16, "passrate": 32}
+_OTHER_KIND = 128
 
 
 class Segment:
@@ -107,16 +94,12 @@ class Segment:
         # sums a nan made nan, instead of at every step value).  _add_step_values sees them all:
         # a step shape's short path (_add_row) takes only the types of the step it learned from.
         self.step_int_names: set[str] = set()
-        self.kinds: dict[int, set[str]] = {}  # row -> record kinds seen
+        self.kind_mask = bytearray(self._cap)  # row -> the record kinds seen, as KIND_BITS
         self.first_ts = _Column(self._cap)
         self.last_ts = _Column(self._cap)
         self._max_id: int | None = None  # running max: O(1) for every live update
-        self._max_steps = 0  # most steps seen in one rollout
         self._idcol = _Column(self._cap)  # ids as numbers: O(1) access for live reads
-        self.steps: dict[tuple[str, int], StepRow] = {}
-        self.step_order: list[tuple[str, int]] = []
-        self.steps_of_rollout: dict[int, int] = {}
-        self.rollout_steps: dict[int, list[tuple[str, int]]] = {}
+        self.steps = StepTable()
         self.duplicate_steps = 0
         self.events: list[Event] = []
         # what the judge derives from this run's shape, kept with the run (judge/rules/, engine.py)
@@ -137,13 +120,13 @@ class Segment:
     @property
     def steps_per_rollout(self) -> int:
         """K: from the launch flags, else inferred from step and rollout ids, else 1."""
-        return self._flag_memo.steps_per_rollout(self.flags) or self._k_inferred or max(1, self._max_steps)
+        return self._flag_memo.steps_per_rollout(self.flags) or self._k_inferred or max(1, self.steps.most_per_rollout)
 
     @property
     def k_source(self) -> str:
         if self._flag_memo.steps_per_rollout(self.flags):
             return "flags"
-        return "inferred" if (self._k_inferred or self.steps_of_rollout) else "default"
+        return "inferred" if (self._k_inferred or self.steps) else "default"
 
     @property
     def groups(self) -> int | None:
@@ -175,6 +158,7 @@ class Segment:
                 self._idcol,
             ):
                 col.ensure(self._cap)
+            self.kind_mask.extend(bytes(self._cap - len(self.kind_mask)))
             self._shapes.clear()  # they hold the old arrays' views
             self._step_shapes.clear()
         self._idcol.cells[row] = rollout
@@ -207,14 +191,11 @@ class Segment:
         row = self.row_of.get(n)
         if row is None:
             row = self._row(n)
-        kinds = self.kinds.get(row)  # (_note_kind inline: every record)
-        if kinds is None:
-            self.kinds[row] = {kind}
-        else:
-            kinds.add(kind)
+        self.kind_mask[row] |= KIND_BITS.get(kind, _OTHER_KIND)
         self._stamp(row, ts)
         metrics = rec.metrics
-        shape = tuple(metrics)
+        packed = type(metrics) is PACKED  # (a whole-file read's: see LineParser.packed)
+        shape = metrics.shape if packed else tuple(metrics)  # type: ignore[attr-defined]
         known = self._shapes.get(shape)
         # A record shaped like one before (the same names in order, the same number types) while
         # no column's int/float state changed: only the values are new (_put_row writes them).
@@ -224,18 +205,27 @@ class Segment:
             or self.objects
             or not _put_row(known[2], row, metrics, known[1])
         ):
+            if packed:
+                metrics = rec.metrics = metrics.dict()  # type: ignore[attr-defined]
             self._add_values(row, metrics)
             self._learn_shape(shape, metrics)
         if rec.nonfinite:
             self._mark_nonfinite(row, rec.nonfinite)
         return n
 
-    def _note_kind(self, row: int, kind: str) -> None:
-        kinds = self.kinds.get(row)
-        if kinds is None:
-            self.kinds[row] = {kind}
-        else:
-            kinds.add(kind)
+    def kinds(self, row: int) -> set[str]:
+        """The record kinds seen at a row."""
+        mask = self.kind_mask[row]
+        out = {kind for kind, bit in KIND_BITS.items() if mask & bit}
+        if mask & _OTHER_KIND:
+            out.add("other")
+        return out
+
+    def has_kinds(self, row: int, *kinds: str) -> bool:
+        want = 0
+        for kind in kinds:
+            want |= KIND_BITS.get(kind, _OTHER_KIND)
+        return self.kind_mask[row] & want == want
 
     def _learn_shape(self, shape: tuple, metrics: dict) -> None:
         """Remember a record's shape for add_record's short path: only when every value is a plain
@@ -316,34 +306,29 @@ class Segment:
         return n // (self._k_inferred or 1)
 
     def _add_step(self, rec: MetricRecord) -> int:
+        steps = self.steps
         key = (rec.role, rec.n)
-        known = self.steps.get(key)
+        known = steps.index.get(key)
         if known is not None:
             self.duplicate_steps += 1
-            return known.rollout
+            return steps.rollouts[known]
         rollout = self._step_rollout(rec.n)
-        self.steps[key] = StepRow(rec.role, rec.n, rollout, rec.metrics, rec.time, rec.ts, rec.nonfinite)
-        self.step_order.append(key)
-        keys = self.rollout_steps.get(rollout)
-        if keys is None:
-            self.rollout_steps[rollout] = [key]
-        else:
-            keys.append(key)
-        steps = self.steps_of_rollout[rollout] = self.steps_of_rollout.get(rollout, 0) + 1
-        if steps > self._max_steps:
-            self._max_steps = steps
+        metrics = rec.metrics
+        steps.add(key, rollout, metrics, rec.time, rec.ts, rec.nonfinite)
         row = self.row_of.get(rollout)
         if row is None:
             row = self._row(rollout)
-        self._note_kind(row, "step")
+        self.kind_mask[row] |= 4  # KIND_BITS["step"]
         if rec.ts is not None:
             self._stamp(row, rec.ts)
-        metrics = rec.metrics
-        shape = tuple(metrics)
+        packed = type(metrics) is PACKED
+        shape = metrics.shape if packed else tuple(metrics)  # type: ignore[attr-defined]
         known_shape = self._step_shapes.get(shape)
         # A step shaped like one before (the same names in order, plain numbers only): its names
         # are known and its columns exist; only the sums and counts change (_add_row).
         if known_shape is None or not _add_row(known_shape[1], known_shape[2], row, metrics, known_shape[0]):
+            if packed:
+                metrics = rec.metrics = metrics.dict()  # type: ignore[attr-defined]
             self._add_step_values(row, metrics)
             self._learn_step_shape(shape, metrics)
         if rec.nonfinite:
@@ -496,10 +481,11 @@ class Segment:
         cnt = self.train_cnt.get(name)
         if cnt is not None and cnt.cells[row] == 1.0:
             # One step in this rollout: its value exactly as logged (an int stays an int).
-            for key in self.rollout_steps.get(rollout, ()):
-                got = self.steps[key].metrics.get(name)
-                if _is_number(got):
-                    return got
+            for i in self.steps.of_rollout.get(rollout, ()):
+                if name in self.steps.shape_of[i]:
+                    got = self.steps.value(name, i)
+                    if _is_number(got):
+                        return got
         v = self.values_at_rows(name, np.asarray([row]))[0]
         if math.isnan(v) and name not in self.nonfinite.get(row, {}):
             return None
@@ -515,7 +501,11 @@ class Segment:
         return out
 
     def steps_of(self, rollout: int) -> list[StepRow]:
-        return [self.steps[k] for k in self.rollout_steps.get(rollout, ())]
+        return self.steps.rows_of(rollout)
+
+    def steps_in(self, rollout: int) -> int:
+        """How many steps a rollout has (after dedup)."""
+        return len(self.steps.of_rollout.get(rollout, ()))
 
     @property
     def last_rollout(self) -> int | None:
@@ -538,7 +528,7 @@ class StoreUpdate:
 
     rollouts: set[int] = field(default_factory=set)
     events: list[Event] = field(default_factory=list)
-    records: list[MetricRecord] = field(default_factory=list)
+    records: list[MetricRecord] = field(default_factory=list)  # without doubled step lines
     new_segment: bool = False
 
     def __bool__(self) -> bool:
@@ -577,30 +567,20 @@ class MetricStore:
         seg = self.segments[-1]
         if type(items) is not list:
             items = list(items)
-        i, end = 0, len(items)
-        run = _store_run
-        while i < end:
-            if run is not None:
-                # the records and events that are only filed, in C (_scan.c: store_run), up to
-                # the next item that takes the steps below
-                i = run(seg.__dict__, items, i, rollouts, records, _RM_KEYS, seg, self.events, up.events)
-                if i >= end:
-                    break
-            item = items[i]
-            i += 1
-            if isinstance(item, MetricRecord):
-                if type(item.metrics) is PACKED:  # (a whole-file read's: see LineParser.packed)
-                    item.metrics = item.metrics.dict()  # type: ignore[attr-defined]
+        for item in items:
+            if type(item) is MetricRecord:
                 kind = item.kind  # (only rollout and perf ids can go back: see is_restart)
                 if (kind == "rollout" or kind == "perf") and (seg.ids or seg.steps) and seg.is_restart(item):
                     self._new_segment(item.line_no, seg.flags)
                     up.new_segment = True
                     seg = self.segments[-1]
                     seg.is_restart(item)
+                doubled = seg.duplicate_steps
                 rollouts.add(seg.add_record(item))
-                records.append(item)
+                if seg.duplicate_steps == doubled:  # (a doubled step line is no news)
+                    records.append(item)
             else:
-                self._add_event(item, up)
+                self._add_event(item, up)  # type: ignore[arg-type]
                 seg = self.segments[-1]
         return up
 

@@ -101,9 +101,7 @@ class EventsScreen(Screen):
 
     def on_mount(self) -> None:
         seg = self.feed.store.current
-        evals = [
-            (rec_r, 0, None) for rec_r in sorted({r for r in seg.ids if "eval" in seg.kinds.get(seg.row_of[r], ())})
-        ]
+        evals = [(rec_r, 0, None) for rec_r in sorted({r for r in seg.ids if seg.has_kinds(seg.row_of[r], "eval")})]
         self.rows = fold(seg.events, evals)
         t = self.query_one(DataTable)
         t.add_columns("time", "after", "event", "n", "text")

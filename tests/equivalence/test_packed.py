@@ -9,12 +9,11 @@ the exported rows, on every sample log, simulated run and fuzzed mix.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import os
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from grpo_tui import export, pipeline
 from grpo_tui.judge import bulk
@@ -22,10 +21,10 @@ from grpo_tui.lines import native
 from grpo_tui.lines.parse import LineParser
 from grpo_tui.lines.records import MetricRecord
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate
-from grpo_tui.store import metric_store
+from grpo_tui.store import metric_store, steps as step_table
 from grpo_tui.store.metric_store import MetricStore
 from tests.equivalence.test_scan_equivalence import FUZZ, LOGS, MIX, _cut, _fold_lines, _scan
-from tests.equivalence.test_store_run import _feed, _item, _state as store_state
+from tests.equivalence.test_store_kernels import _state as store_state
 
 _REPLAY = bulk.replay  # (each _judged call records through its own wrapper of this)
 
@@ -41,6 +40,7 @@ def _this_scanner(monkeypatch):
     pipeline tests run native.SCAN, whose Packed is the parser's own)."""
     monkeypatch.setattr(native, "PACKED", _scan.Packed)  # (native.unpack's)
     monkeypatch.setattr(metric_store, "PACKED", _scan.Packed)
+    monkeypatch.setattr(step_table, "PACKED", _scan.Packed)
 
 
 def _plain_items(items) -> str:
@@ -195,24 +195,6 @@ def test_names_past_the_cap_agree_packed():
     _assert_parse_same(lines, [7])
 
 
-# -- store_run: packed records filed as their dicts are -----------------------------------------
-
-
-@pytest.mark.usefixtures("_this_scanner")
-@settings(max_examples=int(os.environ.get("GRPO_TUI_SCAN_EXAMPLES", "300")), deadline=None)
-@given(st.lists(_item(), max_size=60), st.lists(st.integers(0, 60), max_size=4), st.randoms())
-def test_store_run_files_packed_records_like_their_dicts(items, cuts, rnd):
-    py_items = copy.deepcopy(items)
-    for it in items:
-        if isinstance(it, MetricRecord) and rnd.random() < 0.8:
-            p = _scan.pack(it.metrics)
-            if p is not None:
-                it.metrics = p
-    got_c = _feed(items, cuts, _scan.store_run)
-    got_py = _feed(py_items, cuts, None)
-    assert got_c[0] == got_py[0]
-
-
 # -- the whole pipeline ---------------------------------------------------------------------------
 
 
@@ -236,7 +218,6 @@ def _judged(path: str, pack: bool, judging: bool, monkeypatch) -> tuple:
         pipe.finished_by,
         pipe._fatal,
         pipe._final_done,
-        sorted(pipe._seen_steps, key=repr),
         store_state(pipe.store),
         repr(pipe.report(now).to_json(path)) if judging else None,
         pr.counts.as_dict(),

@@ -47,9 +47,6 @@ if _scan is not None:  # what parse.py does for its module (a sanitized build is
     from grpo_tui.lines.records import Event as _Event, MetricRecord as _MetricRecord
 
     _scan.set_types(_MetricRecord, _Event)
-    from grpo_tui.store.metric_store import StepRow as _StepRow
-
-    _scan.set_step_type(_StepRow)
     from grpo_tui.export import _float_tables  # what export.py does for its module
 
     _scan.float_tables(*_float_tables())

@@ -116,13 +116,15 @@ def _rollout_metric(ctx: RuleContext, name: str, rollouts: np.ndarray) -> np.nda
 def first_step(seg: Segment, rollouts: np.ndarray) -> list[tuple[int, float, float]]:
     """(rollout, clip fraction, ppo_kl) of the first optimizer step of each rollout."""
     out = []
+    steps = seg.steps
+    roles, ns = steps.roles, steps.ns
     for r in rollouts.tolist():
-        steps = [st for st in seg.steps_of(int(r)) if st.role == ""]
-        if not steps:
+        mine = [i for i in steps.of_rollout.get(int(r), ()) if roles[i] == ""]
+        if not mine:
             continue
-        first = min(steps, key=lambda st: st.n)
-        v = first.metrics.get("train/pg_clipfrac")
-        kl = first.metrics.get("train/ppo_kl", 0.0)
+        first = min(mine, key=ns.__getitem__)
+        v = steps.get_value(first, "train/pg_clipfrac")
+        kl = steps.get_value(first, "train/ppo_kl", 0.0)
         if not (isinstance(kl, (int, float)) and not isinstance(kl, bool) and math.isfinite(kl)):
             kl = 0.0
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):

@@ -10,8 +10,8 @@
  * a common rollout, perf or step record comes with its values as a Packed instead of a dict of
  * Python ints and floats: its names as a shared tuple (one per shape: the same names in the same
  * order) and its numbers as C values, the dict a record would have had made only where Python
- * reads it (Packed.dict(): the same keys, the same ints and floats).  store_run writes a Packed's
- * numbers straight into the columns (a doubled step line's are never made at all).  A record
+ * reads it (Packed.dict(): the same keys, the same ints and floats).  The row kernels (put_row,
+ * add_row) write a Packed's numbers straight into the store's columns.  A record
  * that can't be packed (a key that is not short ASCII, a name twice, more than PACK_MAX values)
  * gets its dict as before. */
 #define PACK_MAX 64

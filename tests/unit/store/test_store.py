@@ -329,7 +329,7 @@ def test_many_rollouts_grow_columns():
 from hypothesis import given, settings, strategies as st
 
 from grpo_tui.lines.records import MetricRecord
-from grpo_tui.store import metric_store
+from grpo_tui.store import metric_store, steps as step_table
 
 _SHAPE_NAMES = [("a", "b", "c"), ("a", "b"), ("b", "a", "c"), ("c",), ("a", "d")]
 _SHAPE_VALUES = st.one_of(
@@ -371,8 +371,9 @@ def _store_state(store: MetricStore):
                 list(seg.names),
                 repr(seg.nonfinite),
                 repr(seg.nonfinite_rows),
-                repr(seg.kinds),
+                bytes(seg.kind_mask[:n]),
                 [seg.value(r, k) for r in seg.ids for k in seg.names],
+                [repr(s) for s in seg.steps.values()],
             )
         )
     return repr(out)
@@ -401,12 +402,12 @@ def _assert_shapes_change_nothing(recs, state) -> None:
 @contextlib.contextmanager
 def _shapes_max(n: int):
     """metric_store._SHAPES_MAX set to n (0: the short paths for known shapes are off)."""
-    old = metric_store._SHAPES_MAX
-    metric_store._SHAPES_MAX = n
+    old = metric_store._SHAPES_MAX, step_table._SHAPES_MAX
+    metric_store._SHAPES_MAX = step_table._SHAPES_MAX = n
     try:
         yield
     finally:
-        metric_store._SHAPES_MAX = old
+        metric_store._SHAPES_MAX, step_table._SHAPES_MAX = old
 
 
 # -- K and groups are remembered per flags dict (FlagsMemo): every write to a flag is seen ---------
@@ -526,10 +527,8 @@ def _step_state(store: MetricStore):
             (
                 {k: repr(c.data[:n].tolist()) for k, c in seg.train_cnt.items()},
                 list(seg.train_names),
-                repr(seg.steps),
-                seg.step_order,
-                seg.steps_of_rollout,
-                seg.rollout_steps,
+                [(key, repr(seg.steps[key])) for key in seg.steps],
+                seg.steps.of_rollout,
                 seg.duplicate_steps,
                 seg.steps_per_rollout,
                 repr(seg.first_ts.data[:n].tolist()),

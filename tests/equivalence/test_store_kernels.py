@@ -1,12 +1,12 @@
-"""_scan.c's store_run files records exactly as MetricStore.add's own loop does.
-
-store_run takes MetricStore.add's common records in C and hands back every other item (events,
-odd records, restarts, verl/trl, nan/inf tokens): a store fed with it and one fed without it
-must end up the same in every field, with the same updates, whatever the batches.
+"""The store files records the same with the C row kernels (put_row, add_row) as with their
+Python twins (store/columns.py), and a record whose values came packed (a whole-file read's) the
+same as its dict: a store fed either way must end up the same in every field, with the same
+updates, whatever the batches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import os
@@ -16,17 +16,16 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from grpo_tui.lines.records import Event, MetricRecord
-from grpo_tui.store import metric_store
+from grpo_tui.store import columns, metric_store, steps as step_table
 from grpo_tui.store.columns import _Column
-from grpo_tui.store.metric_store import MetricStore, StepRow, StoreUpdate
+from grpo_tui.store.metric_store import MetricStore
+from grpo_tui.store.steps import StepRow, StepTable
 
 # the built scanner, or CI's ASan/UBSan build of it (GRPO_TUI_SCAN_SO), as the scanner tests load it
 from tests.equivalence.test_scan_equivalence import _scan
 
-STORE_RUN = getattr(_scan, "store_run", None)
-
 # accel: C against Python in one process whatever GRPO_TUI_PURE says (CI's pure pass leaves it out)
-pytestmark = [pytest.mark.accel, pytest.mark.skipif(STORE_RUN is None, reason="the C accelerator is not built")]
+pytestmark = [pytest.mark.accel, pytest.mark.skipif(_scan is None, reason="the C accelerator is not built")]
 
 _NAMES = [
     "rollout/raw_reward",
@@ -108,6 +107,8 @@ def _plain(v):
         return repr(v.data.tolist())
     if isinstance(v, StepRow):
         return repr((v.role, v.n, v.rollout, v.metrics, v.time, v.ts, v.nonfinite))
+    if isinstance(v, StepTable):
+        return repr([(key, _plain(v[key])) for key in v]) + repr(v.of_rollout) + repr(v.most_per_rollout)
     if isinstance(v, dict):
         return repr({k: _plain(x) for k, x in v.items()})
     if isinstance(v, (list, tuple)):
@@ -116,6 +117,8 @@ def _plain(v):
         return "view"
     if isinstance(v, np.ndarray):
         return repr(v.tolist())
+    if isinstance(v, bytearray):
+        return repr(bytes(v))
     return repr(v)
 
 
@@ -140,10 +143,29 @@ def _updates(ups) -> list:
     ]
 
 
-def _feed(items, cuts, run) -> tuple:
-    old = metric_store._store_run
-    metric_store._store_run = run
+@contextlib.contextmanager
+def _kernels(native: bool):
+    """The store's row writers: the C kernels and Packed type of the scanner under test (CI's
+    sanitized build is another module than native.SCAN) or the Python twins."""
+    put = _scan.put_row if native else columns._put_row_py
+    add = _scan.add_row if native else columns._add_row_py
+    old = metric_store._put_row, metric_store._add_row, step_table._put_row, metric_store.PACKED, step_table.PACKED
+    metric_store._put_row, metric_store._add_row, step_table._put_row = put, add, put
+    metric_store.PACKED = step_table.PACKED = _scan.Packed
     try:
+        yield
+    finally:
+        (
+            metric_store._put_row,
+            metric_store._add_row,
+            step_table._put_row,
+            metric_store.PACKED,
+            step_table.PACKED,
+        ) = old
+
+
+def _feed(items, cuts, native: bool) -> tuple:
+    with _kernels(native):
         store = MetricStore()
         ups, start = [], 0
         for cut in sorted(cuts) + [len(items)]:
@@ -153,17 +175,25 @@ def _feed(items, cuts, run) -> tuple:
                 ups.append(repr(e))
             start = max(start, cut)
         return _state(store), _updates(ups)
-    finally:
-        metric_store._store_run = old
+
+
+def _packed(items, rnd) -> list:
+    """The items with most records' values packed as a whole-file read packs them."""
+    for it in items:
+        if isinstance(it, MetricRecord) and rnd.random() < 0.8:
+            p = _scan.pack(it.metrics)
+            if p is not None:
+                it.metrics = p
+    return items
 
 
 # 400 examples; CI's sanitized run sets GRPO_TUI_SCAN_EXAMPLES (40 there) as for the scanner's fuzz
 @settings(max_examples=int(os.environ.get("GRPO_TUI_SCAN_EXAMPLES", "400")), deadline=None)
-@given(st.lists(_item(), max_size=60), st.lists(st.integers(0, 60), max_size=4))
-def test_store_run_files_like_the_python_loop(items, cuts):
-    c_items, py_items = items, copy.deepcopy(items)
-    got_c = _feed(c_items, cuts, STORE_RUN)
-    got_py = _feed(py_items, cuts, None)
+@given(st.lists(_item(), max_size=60), st.lists(st.integers(0, 60), max_size=4), st.randoms())
+def test_kernels_and_packed_values_file_like_the_python_twins(items, cuts, rnd):
+    c_items, py_items = _packed(copy.deepcopy(items), rnd), items
+    got_c = _feed(c_items, cuts, True)
+    got_py = _feed(py_items, cuts, False)
     assert got_c[0] == got_py[0]
     # the same items in the same updates (ids of the items each store got)
     ids_c = {id(x): k for k, x in enumerate(c_items)}
@@ -172,47 +202,6 @@ def test_store_run_files_like_the_python_loop(items, cuts):
         u if isinstance(u, str) else (u[0], [ids[i] for i in u[1]], [ids[i] for i in u[2]], u[3]) for u in ups
     ]
     assert as_idx(got_c[1], ids_c) == as_idx(got_py[1], ids_py)
-
-
-def _run(seg, store, up, items, i):
-    """store_run called as MetricStore.add calls it."""
-    return STORE_RUN(
-        seg.__dict__, items, i, up.rollouts, up.records, metric_store._RM_KEYS, seg, store.events, up.events
-    )
-
-
-def test_store_run_takes_the_common_records():
-    """It does take them: a run of plain rollout, perf and step records is filed in one call."""
-    recs = []
-    for n in range(20):
-        recs.append(MetricRecord("perf", n, {"rollout/raw_reward": 0.5, "a": 1.0}, proc="rollout_manager", ts=1.0 + n))
-        recs.append(MetricRecord("rollout", n, {"rollout/raw_reward": 0.5}, proc="actor", ts=1.0 + n))
-        recs.append(MetricRecord("step", n, {"train/grad_norm": 1.0}, proc="actor", ts=1.0 + n))
-        recs.append(MetricRecord("step", n, {"train/grad_norm": 1.0}, proc="actor", ts=1.0 + n))  # doubled
-    store = MetricStore()
-    up = StoreUpdate()
-    seg = store.current
-    assert _run(seg, store, up, recs, 0) == len(recs)
-    assert seg.records == 80 and seg.duplicate_steps == 20 and len(seg.ids) == 20
-    assert up.rollouts == set(range(20)) and len(up.records) == 80
-
-
-def test_store_run_stops_before_what_python_decides():
-    """A restart (a rollout id going back), a nan token or a launch: filed by Python, not C; an
-    event that is only listed: by C."""
-    store = MetricStore()
-    seg = store.current
-    recs = [MetricRecord("rollout", n, {"a": 1.0}, proc="actor", ts=1.0) for n in (0, 1, 2, 1)]
-    up = StoreUpdate()
-    assert _run(seg, store, up, recs, 0) == 3
-    nan = MetricRecord("rollout", 5, {"a": float("nan")}, proc="actor", ts=1.0, nonfinite={"a": "nan"})
-    assert _run(seg, store, up, [nan], 0) == 0
-    launch = Event("launch", None, None, 1, "EXEC: ...", {"flags": {}})
-    assert _run(seg, store, up, [launch], 0) == 0
-    assert seg.records == 3 and not store.events
-    done = Event("job_succeeded", None, None, 1, "Job 'x' succeeded")
-    assert _run(seg, store, up, [done], 0) == 1
-    assert store.events == seg.events == up.events == [done] and done.data == {"after_rollout": 2}
 
 
 def _long_run(n_rollouts: int, k: int) -> list:
@@ -230,33 +219,40 @@ def _long_run(n_rollouts: int, k: int) -> list:
         items.append(MetricRecord("perf", n, {"rollout/raw_reward": 0.5, "c": n}, proc="rollout_manager", ts=1.0 + n))
         items.append(MetricRecord("rollout", n, {"rollout/raw_reward": 0.25 * n}, proc="actor", ts=1.5 + n))
         for s in range(k):
-            step = {"train/grad_norm": 1.0 + s, "train/step": n * k + s}
+            step = {"train/grad_norm": 1.0 + s, "train/loss": 0.5 * n - s}
             items.append(MetricRecord("step", n * k + s, step, proc="actor", ts=2.0 + n))
             items.append(MetricRecord("step", n * k + s, dict(step), proc="actor", ts=2.0 + n))  # doubled
     return items
 
 
 @pytest.mark.parametrize("k", [1, 3])
-def test_store_run_files_long_runs_like_the_python_loop(k):
-    """Past the columns' first capacity (new rows in C until they must grow, then Python's _row)
-    and with K steps per rollout from the launch flags."""
+def test_long_runs_file_alike(k):
+    """Past the columns' first capacity (the short paths' views forgotten as they grow), with K
+    steps per rollout from the launch flags, packed and not."""
+    import random
+
     items = _long_run(300, k)
-    assert _feed(items, [], STORE_RUN)[0] == _feed(copy.deepcopy(items), [], None)[0]
-    assert _feed(items, [7, 100, 641], STORE_RUN)[0] == _feed(copy.deepcopy(items), [7, 100, 641], None)[0]
+    for cuts in ([], [7, 100, 641]):
+        want = _feed(copy.deepcopy(items), cuts, False)[0]
+        assert _feed(copy.deepcopy(items), cuts, True)[0] == want
+        assert _feed(_packed(copy.deepcopy(items), random.Random(k)), cuts, True)[0] == want
 
 
-def test_store_run_files_new_steps_and_rows_in_c(monkeypatch):
-    """The common step and the common new row are filed without the segment's Python methods."""
+def test_the_common_records_take_the_short_paths(monkeypatch):
+    """A run of plain records of known shapes is filed without the long paths."""
 
     def refuse(*_):
-        raise AssertionError("the Python path")
+        raise AssertionError("the long path")
 
-    items = _long_run(40, 2)
+    items = _long_run(30, 2)  # (60 steps: within the columns' first capacity, 64)
     store = MetricStore()
-    store.add(items[:3])  # the launch (Python's), the first shapes learnt
-    monkeypatch.setattr(metric_store.Segment, "_add_step", refuse)
-    monkeypatch.setattr(metric_store.Segment, "_row", refuse)
-    store.add(items[3:])
+    store.add(items[:9])  # the launch, the first shapes learnt
+    for name in ("_add_values", "_add_step_values"):
+        monkeypatch.setattr(metric_store.Segment, name, refuse)
+    monkeypatch.setattr(StepTable, "_add_values", refuse)
+    with _kernels(True):
+        up = store.add(_packed(items[9:], __import__("random").Random(0)))
     seg = store.current
-    assert len(seg.ids) == 40 and len(seg.steps) == 80 and seg.duplicate_steps == 80
-    assert seg.steps_of_rollout[39] == 2 and seg.rollout_steps[39] == [("", 78), ("", 79)]
+    assert len(seg.ids) == 30 and len(seg.steps) == 60 and seg.duplicate_steps == 60
+    assert seg.steps_in(29) == 2 and [(s.n, s.rollout) for s in seg.steps_of(29)] == [(58, 29), (59, 29)]
+    assert len(up.records) == len(items[9:]) - 58  # doubled step lines are no news
