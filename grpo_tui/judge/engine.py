@@ -154,7 +154,9 @@ class HealthEngine:
             if self._tape is not None:
                 if ev.ts is not None:
                     self._see_time(ev.ts)
-                self._tape.append((_EV, ev, seg.last_rollout, self._last_ts))
+                if ev.kind in JUDGED_EVENTS:  # (another event's op would only set the log time,
+                    # which the next op sets again: the tape would only hold it in memory)
+                    self._tape.append((_EV, ev, seg.last_rollout, self._last_ts))
                 continue
             changes.extend(self.on_event(ev))
         first, last = self._first_ts, self._last_ts  # _see_time of every record, inline

@@ -58,8 +58,11 @@ class MessageReader(ParserBase):
             exc = _EXC_LINE.match(text) is not None
             if text and not text[0].isspace() and not exc and not _TB_GLUE.match(text):
                 return False  # the traceback is over: this is an unrelated line
-            if pend.size <= _PENDING_MAX:
-                ev.lines.append(text)  # past the bound the lines still count, unkept
+            if pend.size <= _PENDING_MAX:  # past the bound the lines still count, unkept
+                lines = ev.lines
+                if not isinstance(lines, list):  # (the shared empty tuple)
+                    lines = ev.lines = []
+                lines.append(text)
             pend.size += len(text)
             pend.lines += 1
             self.counts.event_lines += 1
@@ -386,7 +389,7 @@ class MessageReader(ParserBase):
 
         if "Traceback (most recent call last)" in msg:
             e = ev("traceback")
-            e.lines.append(msg)
+            e.lines = [msg]
             self._pending = _Pending(source=pre.pid, event=e, size=len(msg))
             return e
         if "retrying..." in msg:

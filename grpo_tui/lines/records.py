@@ -85,7 +85,9 @@ class Event:
     line_no: int
     text: str
     data: dict[str, Any] = field(default_factory=dict)
-    lines: list[str] = field(default_factory=list)  # tracebacks: every line
+    # tracebacks: every line (a list then); other events share the empty tuple (a long run has a
+    # weight update event or two per rollout: an empty list each was ~4 MB of a 1 GB log's store)
+    lines: list[str] | tuple[()] = ()
 
 
 Item = MetricRecord | Event

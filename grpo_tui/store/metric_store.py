@@ -19,7 +19,8 @@ from ..lazy_numpy import LazyNumpy
 from ..lines.launch import FlagsMemo, arg_dump_to_flag
 from ..lines.native import PACKED
 from ..lines.records import Event, Item, MetricRecord
-from .columns import _NAN, _add_row, _add_to_cell, _Column, _put_row
+from .columns import _NAN, _add_row, _add_to_cell, _Column, _put_row, grown
+from .events import EventChain, EventLog
 from .steps import StepRow, StepTable
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class Segment:
         self._idcol = _Column(self._cap)  # ids as numbers: O(1) access for live reads
         self.steps = StepTable()
         self.duplicate_steps = 0
-        self.events: list[Event] = []
+        self.events = EventLog()
         # what the judge derives from this run's shape, kept with the run (judge/rules/, engine.py)
         self.judge_memo: dict[str, Any] = {}
         self.records = 0
@@ -148,7 +149,7 @@ class Segment:
         if self._max_id is None or rollout > self._max_id:
             self._max_id = rollout
         if row >= self._cap:
-            self._cap *= 2
+            self._cap = grown(self._cap)
             for col in (
                 *self.columns.values(),
                 *self.train_sum.values(),
@@ -540,7 +541,7 @@ class MetricStore:
 
     def __init__(self) -> None:
         self.segments: list[Segment] = [Segment(0, 1)]
-        self.events: list[Event] = []
+        self.events = EventChain(self.segments)  # every segment's, in order
         self.pending_flags: dict = {}
 
     @property
@@ -595,7 +596,6 @@ class MetricStore:
             name = arg_dump_to_flag(ev.data["name"])
             self.current.flags.setdefault(name, ev.data["value"])
         ev.data.setdefault("after_rollout", self.current._max_id)  # where it sits on the timeline
-        self.events.append(ev)
         self.current.events.append(ev)
         up.events.append(ev)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..lines.native import PACKED
-from .columns import _NAN, _Column, _put_row
+from .columns import _NAN, _Column, _put_row, grown
 
 _SHAPES_MAX = 64  # step shapes remembered for the short path (a real run logs one or two)
 _EXACT = 2**53  # ints past this are kept as objects: a float64 cell would round them
@@ -153,7 +153,7 @@ class StepTable:
         return i
 
     def _grow(self) -> None:
-        self._cap *= 2
+        self._cap = grown(self._cap)
         for col in (self.ts, *self.columns.values()):
             col.ensure(self._cap)
         for flags in self.ints.values():

@@ -200,9 +200,8 @@ def draw(
         plt.text(f"onset {r}", x=float(r), y=top, color="red", alignment="left")
     # events along the bottom: c checkpoint, e eval, r retry burst, R restart/launch, x crash
     marks: dict[str, set[float]] = {}
-    for ev in seg.events:
-        m = EVENT_MARKS.get(ev.kind)
-        r = ev.data.get("after_rollout")
+    for kind, r in seg.events.kinds_after():
+        m = EVENT_MARKS.get(kind)
         if m and r is not None:
             marks.setdefault(m, set()).add(float(r))
     for m, xs in marks.items():

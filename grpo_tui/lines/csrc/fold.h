@@ -1686,7 +1686,7 @@ static int ckpt_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, Py_ssize_t base,
         [E_LINE_NO] = PyLong_FromSsize_t(base + i + 1),
         [E_TEXT] = PyUnicode_DecodeASCII((const char *)t0, te - t0, NULL),
         [E_DATA] = data,
-        [E_LINES] = PyList_New(0),
+        [E_LINES] = PyTuple_New(0),   /* (the shared empty tuple: Event.lines' default) */
     };
     PyObject *ev = slot_object(&event_type, fl, E_FIELDS);
     if (ev == NULL)

@@ -681,7 +681,7 @@ static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssiz
         [E_LINE_NO] = PyLong_FromLong(0),
         [E_TEXT] = PyUnicode_DecodeASCII((const char *)ts0, te - ts0, NULL),
         [E_DATA] = Py_NewRef(PyTuple_GET_ITEM(got, 1)),
-        [E_LINES] = PyList_New(0),
+        [E_LINES] = PyTuple_New(0),
     };
     PyObject *items[4] = {key, pid, error_text(m, e), slot_object(&event_type, f, E_FIELDS)};
     Py_DECREF(got);
