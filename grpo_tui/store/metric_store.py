@@ -214,14 +214,6 @@ class Segment:
             self._mark_nonfinite(row, rec.nonfinite)
         return n
 
-    def kinds(self, row: int) -> set[str]:
-        """The record kinds seen at a row."""
-        mask = self.kind_mask[row]
-        out = {kind for kind, bit in KIND_BITS.items() if mask & bit}
-        if mask & _OTHER_KIND:
-            out.add("other")
-        return out
-
     def has_kinds(self, row: int, *kinds: str) -> bool:
         want = 0
         for kind in kinds:

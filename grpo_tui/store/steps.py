@@ -70,10 +70,6 @@ class StepTable:
     def __getitem__(self, key: tuple[str, int]) -> StepRow:
         return self.row(self.index[key])
 
-    def get(self, key: tuple[str, int]) -> StepRow | None:
-        i = self.index.get(key)
-        return None if i is None else self.row(i)
-
     def values(self) -> Iterator[StepRow]:
         return (self.row(i) for i in range(len(self.ns)))
 
