@@ -406,7 +406,7 @@ def _run(cmd: str, args: argparse.Namespace) -> int:
     if getattr(args, "ended_after", None) is not None:
         from . import pipeline
 
-        before = pipeline.ENDED_AFTER
+        before = pipeline.ended_after()
         pipeline.set_ended_after(args.ended_after)
         try:
             return _run_command(cmd, args)

@@ -1,7 +1,7 @@
 """A process-wide setting changed while a whole file is read, shared by concurrent readers.
 
 Why one mechanism: whole-file reads change the collector's thresholds and the GIL's switch
-interval (pipeline.py), and the runs overview reads several files at once, so the first reader
+interval (pipeline/whole_file.py), and the runs overview reads several files at once, so the first reader
 in must save the setting and the last one out must put it back.
 """
 

@@ -132,7 +132,7 @@ static PyMethodDef methods[] = {
     {"read_scan", (PyCFunction)(void (*)(void))read_scan, METH_FASTCALL,
      "read_scan(fd, buf, have, want, max_line, pairs=False, untimed=False[, walk_to]) -> (n, cut, walk | None[, mid]):\n"
      "a read into buf[have:] and scan_raw(buf[:cut]) (cut: the last newline; untimed: scan_raw_untimed) without the\n"
-     "GIL in between (files.iter_block_views).  With walk_to: only buf[:mid] is walked, mid the first newline at\n"
+     "GIL in between (files._views).  With walk_to: only buf[:mid] is walked, mid the first newline at\n"
      "or past walk_to with a line after it before cut (-1: none, all walked); buf[mid+1:cut] is the caller's."},
 #endif
     {"scan_raw", scan_raw, METH_O,

@@ -1,7 +1,10 @@
 """Read a log file as blocks of complete lines: one pass, bounded memory, binary-safe.
 
-The pipeline (grpo_tui/pipeline.py) feeds these blocks to the parser for `check`, `export`,
-`calibrate` and the dashboard's history fill.
+`read_blocks` is the one reader: the pipeline (grpo_tui/pipeline/whole_file.py) feeds its blocks
+to the parser for `check`, `export`, `calibrate` and the dashboard's history fill, with the
+optional read-ahead thread (ScannedReader; lines/prefetch.py starts one before the imports are
+done).  `iter_lines` decodes its blocks for line-by-line readers (replay).  A live file is followed
+by follow/follower.py, which reads only what was appended.
 """
 
 from __future__ import annotations
@@ -89,64 +92,57 @@ def open_regular(path: str) -> io.BufferedReader:
     return os.fdopen(fd, "rb")
 
 
-def iter_line_blocks(path: str, chunk: int = CHUNK, start: int = 0, end: int | None = None) -> Iterator[list[str]]:
-    """Lists of complete lines, one list per read chunk (split on b'\\n' only): the blocks of
-    iter_byte_blocks decoded (invalid UTF-8 becomes U+FFFD)."""
-    for block in iter_byte_blocks(path, chunk, start, end):
-        yield block.decode("utf-8", "replace").split("\n")
+def read_blocks(
+    path: str,
+    chunk: int = CHUNK,
+    *,
+    start: int = 0,
+    end: int | None = None,
+    max_line: int | None = None,
+    scan: Callable[[Any], tuple] | None = None,
+    read_scan: Callable[..., tuple] | None = None,
+    ahead: int = 0,
+    untimed: bool = False,
+) -> Iterator[tuple[Any, Any]]:
+    """The one way a file (or `-`, stdin) is read: its complete lines in blocks, as
+    (block, scanned) pairs.
 
-
-def iter_byte_blocks(path: str, chunk: int = CHUNK, start: int = 0, end: int | None = None) -> Iterator[bytes]:
-    """Blocks of complete lines as bytes, one per read chunk: the lines joined by b'\\n'
-    without the last one's newline (a block holds block.count(b'\\n') + 1 lines; b'' is one
-    empty line).  The parser decodes only the lines it reads (LineParser.feed_block).
-
+    A block is the lines of one read joined by b'\\n' without the last one's newline (it holds
+    block.count(b'\\n') + 1 lines; b'' is one empty line), each line cut to `max_line` bytes
+    (default MAX_LINE: memory stays bounded whatever the input; the rest of a longer line is
+    skipped unread into memory).  A block is a view of a reused buffer, valid only until the
+    next is asked for (LineParser.feed_block reads what it keeps before it returns), or bytes.
     With `start` > 0 reading begins at the first line that starts at or after it; with `end`
     it stops there and a last line without its newline is left out (the dashboard reads a
-    file's tail first, then the rest, this way).  Memory stays bounded whatever the input:
-    a line longer than MAX_LINE bytes keeps its first MAX_LINE bytes and the rest, up to
-    the next newline, is skipped unread into memory (stdin `-` included).
-    """
-    f = open_regular(path)
-    with f:
-        pos = _seek_line_start(f, start, chunk) if start > 0 else 0
-        if pos is None:
-            return
-        rest = b""  # the current line's start (at most MAX_LINE bytes)
-        skipping = False  # `rest` is a cut line: drop bytes until the next newline
-        while end is None or pos < end:
-            try:
-                block = f.read(chunk if end is None else min(chunk, end - pos))
-            except OSError as exc:
-                raise InputError(f"{path}: read failed: {exc.strerror or exc}") from None
-            if not block:
-                break
-            pos += len(block)
-            head: list[bytes] = []
-            if skipping:
-                i = block.find(b"\n")
-                if i < 0:
-                    continue
-                head, block, rest, skipping = [rest], block[i + 1 :], b"", False
-            block = rest + block
-            cut = block.rfind(b"\n")
-            rest = block[cut + 1 :]
-            if len(rest) > MAX_LINE:
-                rest, skipping = rest[:MAX_LINE], True
-            if cut < 0:
-                if head:
-                    yield head[0]
-                continue
-            done = block[:cut]
-            if head or _has_long_line(done):
-                yield b"\n".join(ln[:MAX_LINE] for ln in head + done.split(b"\n"))
-            else:
-                yield done
-        if rest and end is None:
-            yield rest
+    file's tail first, then the rest).
+
+    `scanned` is None unless `scan` (the C scanner's block walk, LineParser.block_scan) is
+    given: then a reader thread reads and scans up to `ahead` (at least 1) blocks ahead of the
+    caller (ScannedReader), and `read_scan` lets it read and walk a block in one call."""
+    if scan is not None:
+        yield from ScannedReader(
+            path,
+            scan,
+            chunk,
+            end,
+            ahead=max(1, ahead),
+            read_scan=read_scan,
+            untimed=untimed,
+            start=start,
+            max_line=max_line,
+        ).blocks()
+        return
+    for block in _views(path, chunk, max_line=max_line, start=start, end=end):
+        yield block, None
 
 
-def iter_block_views(
+def iter_lines(path: str, chunk: int = CHUNK, *, start: int = 0, end: int | None = None) -> Iterator[str]:
+    """The complete lines of read_blocks, decoded one by one (invalid UTF-8 becomes U+FFFD)."""
+    for block, _ in read_blocks(path, chunk, start=start, end=end):
+        yield from str(block, "utf-8", "replace").split("\n")
+
+
+def _views(
     path: str,
     chunk: int = CHUNK,
     max_line: int | None = None,
@@ -154,11 +150,11 @@ def iter_block_views(
     buffers: int = 1,
     taken: Callable[[], int] | None = None,
     walk: Callable[..., tuple] | None = None,
+    start: int = 0,
 ) -> Generator[Any, None, None]:
-    """The lines of a file as iter_byte_blocks gives them (each cut to `max_line` bytes; with
-    `end`, those of bytes [0, end), a last line without its newline left out),
-    in blocks read into one reused buffer: no new 4 MiB object and no copy per block, which
-    made reading cost three times what the kernel's copy does.
+    """read_blocks' blocks (without a scan: the blocks alone), read into one reused buffer: no
+    new 4 MiB object and no copy per block, which made reading cost three times what the
+    kernel's copy does.
 
     A block is a memoryview of that buffer, valid only until the next one is asked for: the
     caller must keep nothing that reads it later (LineParser.feed_block reads what it keeps
@@ -167,11 +163,11 @@ def iter_block_views(
     block holding a line longer than `max_line` (default MAX_LINE) comes as bytes (its lines cut).
     Each read takes at most `chunk` bytes (the dashboard's progress and `q` are per block).
     With `buffers` > 1 the buffers take turns: a block stays valid until `buffers` more are
-    asked for (iter_scanned_blocks reads ahead of its consumer this way).  With `taken` (how
+    asked for (ScannedReader reads ahead of its consumer this way).  With `taken` (how
     many blocks a consumer in another thread has taken so far), a buffer whose block may still
     be read there (the consumer's current one, or one not taken yet) is not reused: the next
     block goes to a new buffer and the old one is freed when its block is dropped (a reader
-    running many blocks ahead at the start, iter_scanned_blocks' `ahead`).
+    running many blocks ahead at the start, ScannedReader's `ahead`).
 
     With `walk` (the C scanner's read_scan), each read and the walk of the block it completes
     are one call, and the blocks come as (block, its walk or None).  None, for the caller to
@@ -198,6 +194,11 @@ def iter_block_views(
     fd = f.fileno() if walk is not None else -1  # (read there directly: f's buffer stays unused)
     walked, mid = None, -1
     with f:
+        if start > 0:
+            pos = _seek_line_start(f, start, chunk)
+            if pos is None or (end is not None and pos >= end):
+                return
+            end = None if end is None else end - pos
         have = 0  # buf[:have]: the start of the current line (no newline in it)
         skipping = False  # that line was cut at max_line: drop its bytes up to the next newline
         left = end  # bytes still to read before `end` (None: to the end of the file)
@@ -312,35 +313,18 @@ def _read_full(fd: int, mv: memoryview) -> int:
     return got
 
 
-def iter_scanned_blocks(
-    path: str,
-    scan: Callable[[Any], tuple],
-    chunk: int = CHUNK,
-    end: int | None = None,
-    read_scan: Callable[..., tuple] | None = None,
-    untimed: bool = False,
-) -> Iterator[tuple]:
-    """(block, scan(block)) for the blocks of iter_block_views(path, chunk, end=end), read and scanned by
-    another thread one block ahead of the caller (ScannedReader, started at the first block asked for).
-
-    Why: the C scanner lets go of the GIL while it walks a block, so reading and scanning the
-    next block costs no time of the thread parsing this one (on two cores a finished log is
-    judged that much sooner).  Three buffers take turns: one being parsed, one waiting, one
-    being read; a block stays valid until the caller asks for the one after the next.  Errors
-    of the reader come out here; stopping early (an exception in the caller) stops the reader.
-    `read_scan`, `untimed`: see ScannedReader."""
-    yield from ScannedReader(path, scan, chunk, end, read_scan=read_scan, untimed=untimed).blocks()
-
-
 class ScannedReader:
     """A reader thread, started at once, that reads and scans blocks for one consumer (`blocks()`,
-    iter_scanned_blocks), up to `ahead` blocks before it.  Why `ahead`: started while the program
+    read_blocks' read-ahead), up to `ahead` blocks before it.  Why a thread: the C scanner lets go
+    of the GIL while it walks a block, so reading and scanning the next block costs no time of the
+    thread parsing this one.  Three buffers take turns: one being parsed, one waiting, one being
+    read.  Errors of the reader come out of `blocks()`; stopping early stops the reader.  Why `ahead`: started while the program
     still imports (lines/prefetch.py), the reader gets that far before parsing begins; the lead
     it may keep then shrinks by one per block taken, down to the one block ahead it keeps after
-    (_lead).  A buffer whose block may still be read is not reused (iter_block_views' `taken`):
+    (_lead).  A buffer whose block may still be read is not reused (_views' `taken`):
     memory grows by at most `ahead` blocks at the start, given back as the parser drops them.
     `read_scan` (the C scanner's, for its scan_raw): each read and `scan` of the block it
-    completes in one call (iter_block_views' `walk`), the same blocks and walks.  While the
+    completes in one call (_views' `walk`), the same blocks and walks.  While the
     consumer is busy (not waiting for a block), that walk also reads the block's metric dicts
     (read_scan's `pairs`), work the parsing thread would do.  Why: which thread is the slower
     one depends on the machine and the log; on a 2-core EPYC a 540 MB export kept the parsing
@@ -360,8 +344,10 @@ class ScannedReader:
         read_scan: Callable[..., tuple] | None = None,
         untimed: bool = False,
         share: float | None = None,
+        start: int = 0,
+        max_line: int | None = None,
     ) -> None:
-        self.path, self.chunk, self.end = path, chunk, end
+        self.path, self.chunk, self.end, self.start, self.max_line = path, chunk, end, start, max_line
         self.scan, self.read_scan = scan, read_scan
         self.untimed = untimed
         self._waiting = False  # the consumer waits for a block (read without the lock: a hint)
@@ -419,7 +405,16 @@ class ScannedReader:
 
     def _produce(self) -> None:
         walk = self._walk if self.read_scan is not None else None
-        blocks = iter_block_views(self.path, self.chunk, end=self.end, buffers=3, taken=lambda: self._taken, walk=walk)
+        blocks = _views(
+            self.path,
+            self.chunk,
+            self.max_line,
+            end=self.end,
+            buffers=3,
+            taken=lambda: self._taken,
+            walk=walk,
+            start=self.start,
+        )
         try:
             for item in blocks:
                 block, scanned = item if walk is not None else (item, None)
@@ -488,7 +483,7 @@ class ScannedReader:
 
 
 _END = object()
-LEFT = object()  # iter_block_views: a block's lines left unwalked by a walk that split it
+LEFT = object()  # _views: a block's lines left unwalked by a walk that split it
 SHARE_STEP = 1 / 32  # ScannedReader._steer
 SHARE_MAX = 0.5
 
@@ -521,9 +516,3 @@ def _seek_line_start(f, start: int, chunk: int) -> int | None:
             f.seek(pos)
             return pos
         pos += len(b)
-
-
-def iter_lines(path: str, chunk: int = CHUNK) -> Iterator[str]:
-    """Complete lines one by one (see iter_line_blocks)."""
-    for block in iter_line_blocks(path, chunk):
-        yield from block

@@ -14,7 +14,7 @@ names past MAX_NAMES are dropped (counts.dropped_metrics).
 Speed (issue #11).  A finished log is ~97 % noise and a few thousand metric and event lines, so
 the cost is in touching every line at all.  The accelerated path (the optional C module
 _scan.c, chosen in _load_scan; GRPO_TUI_PURE=1 forces the pure one) is a bytes path end to end:
-files.iter_byte_blocks reads blocks of complete lines as bytes, feed_block hands a block to
+files.read_blocks reads blocks of complete lines as bytes, feed_block hands a block to
 _scan (scan_fold, or scan_raw in a reader thread then fold_lazy), which in one pass over the bytes
 finds the candidate lines, the offsets of every line, the few skipped lines the per-source time
 bookkeeping can still show (`keep`: the newest 16 per source before a candidate that may read
@@ -184,10 +184,10 @@ class LineParser(MessageReader):
         them): with the C scanner only the lines the parser must read are decoded; without it
         the block is decoded and split (the same lines: a newline never sits inside a UTF-8
         sequence, so decoding the block or each line gives the same text).  A block that is not
-        bytes (a view of a reused buffer, files.iter_block_views) is kept by nothing once this
+        bytes (a view of a reused buffer, files.read_blocks) is kept by nothing once this
         returns: the lines read lazily from it are read first.  `scanned`: what `block_scan`
         (_scan.scan_raw) gave for this very block, or scan_folded's tuple for it
-        (files.iter_scanned_blocks walks the next block in another thread while this one is
+        (files.read_blocks walks the next block in another thread while this one is
         parsed), used only when this parser scans blocks."""
         if self._scan is not None and self.quick_reject:
             # the block's fold as arrays (_scan.c: Fold), read item by item; it holds the block's

@@ -1,5 +1,5 @@
 """The dashboard's data helpers with no Textual in it (the data chain itself is the one
-Pipeline every command uses: grpo_tui/pipeline.py)."""
+Pipeline every command uses: grpo_tui/pipeline/)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-
-from ..lines.files import iter_line_blocks
 
 BIG_FILE = 50 << 20  # above this, first paint parses only the tail
 TAIL_BYTES = 2 << 20  # ~0.1 s to parse: the first paint's data (the rest fills in behind)
@@ -36,11 +34,6 @@ def resolve_path(path: str | None) -> str | None:
         logs = sorted(p.glob("*.log"), key=lambda f: f.stat().st_mtime)
         return str(logs[-1]) if logs else str(p / "train.log")
     return str(p)
-
-
-def read_range(path: str, start: int, end: int, chunk: int = 1 << 20):
-    """Complete lines of bytes [start, end): start is moved past the first newline if >0."""
-    yield from iter_line_blocks(path, chunk, start=start, end=end)
 
 
 def last_newline_before(path: str, size: int) -> int:

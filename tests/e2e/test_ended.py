@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from grpo_tui import cli
-from grpo_tui.pipeline import ENDED_AFTER, Pipeline, judge_path
+from grpo_tui.pipeline import Pipeline, judge_path
+from grpo_tui.pipeline.core import ENDED_AFTER
 from grpo_tui.simulate import generate
 
 LOGS = Path(__file__).resolve().parents[2] / "sample_logs"

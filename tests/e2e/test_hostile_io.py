@@ -21,7 +21,7 @@ from hypothesis import given, settings, strategies as st
 
 from grpo_tui import cli
 from grpo_tui.lines import files
-from grpo_tui.lines.files import InputError, check_readable, iter_block_views, iter_byte_blocks, iter_line_blocks
+from grpo_tui.lines.files import InputError, _views, check_readable, iter_lines, read_blocks
 from grpo_tui.output import atomic_open, check_output_path, csv_safe, safe_text, write_text_atomic
 
 PY = sys.executable
@@ -75,7 +75,7 @@ def test_devices_are_refused(dev):
     with pytest.raises(InputError, match="not a regular file"):
         check_readable(dev)
     with pytest.raises(InputError, match="not a regular file"):
-        next(iter_line_blocks(dev))
+        next(iter_lines(dev))
 
 
 def test_fifo_socket_and_folder_are_refused_without_blocking(tmp_path):
@@ -98,7 +98,7 @@ def test_reader_rechecks_after_open(tmp_path, monkeypatch):
     os.mkfifo(fifo)
     monkeypatch.setattr(files, "check_readable", lambda path: None)
     with pytest.raises(InputError, match="not a regular file"):
-        next(iter_line_blocks(str(fifo)))
+        next(iter_lines(str(fifo)))
 
 
 def test_path_errors_are_one_line(tmp_path):
@@ -108,10 +108,26 @@ def test_path_errors_are_one_line(tmp_path):
 
 
 def _reference(data: bytes, limit: int) -> list[str]:
-    parts = data.split(b"\n")
-    if parts[-1] == b"":
+    return [p.decode("utf-8", "replace") for p in _byte_lines(data, limit)]
+
+
+def _byte_lines(data: bytes, limit: int, start: int = 0, end: int | None = None) -> list[bytes]:
+    """The lines a reader must give for bytes [start, end) of data, each cut to `limit`: from the
+    first line that starts at or after `start`; with `end`, only lines whose newline is before it."""
+    if start > 0:
+        nl = data.find(b"\n", start - 1)
+        if nl < 0:
+            return []
+        start = nl + 1
+    if end is not None:
+        cut = data.rfind(b"\n", 0, end)
+        if cut < start:
+            return []
+        data = data[:cut]
+    parts = data[start:].split(b"\n")
+    if end is None and parts[-1] == b"":
         parts.pop()
-    return [p[:limit].decode("utf-8", "replace") for p in parts]
+    return [p[:limit] for p in parts]
 
 
 @settings(max_examples=150, deadline=None)
@@ -128,7 +144,7 @@ def test_reader_matches_a_split_with_lines_cut(tmp_path_factory, data, chunk, li
     p.write_bytes(data)
     old, files.MAX_LINE = files.MAX_LINE, limit
     try:
-        got = [ln for block in iter_line_blocks(str(p), chunk=chunk) for ln in block]
+        got = list(iter_lines(str(p), chunk=chunk))
     finally:
         files.MAX_LINE = old
     assert got == _reference(data, limit)
@@ -141,7 +157,7 @@ def test_long_lines_are_cut_at_one_mib(tmp_path):
         b"x" * (3 * big + 5) + b"\n" + LINE.format(n=1).encode() + b"y" * (big + 7) + b"\nz" + b"w" * (2 * big)
     )
     for chunk in (files.CHUNK, 1 << 16, 3 * big + 10):
-        lines = [ln for block in iter_line_blocks(str(p), chunk=chunk) for ln in block]
+        lines = list(iter_lines(str(p), chunk=chunk))
         assert [len(ln) for ln in lines] == [big, len(LINE.format(n=1)) - 1, big, big]
         assert lines[1] == LINE.format(n=1).rstrip("\n")
 
@@ -155,7 +171,7 @@ def test_long_lines_are_cut_at_one_mib(tmp_path):
     limit=st.integers(1, 12),
 )
 def test_reused_buffer_reader_matches_a_split_with_lines_cut(tmp_path_factory, data, chunk, limit):
-    """iter_block_views (judge_path's reader: one reused buffer) gives the file's lines, each cut
+    """read_blocks (one reused buffer) gives the file's lines, each cut
     to the limit, whatever the buffer size; so does the module's MAX_LINE as its default."""
     p = tmp_path_factory.mktemp("r") / "x.log"
     p.write_bytes(data)
@@ -163,11 +179,11 @@ def test_reused_buffer_reader_matches_a_split_with_lines_cut(tmp_path_factory, d
     if parts[-1] == b"":
         parts.pop()
     want = [ln[:limit] for ln in parts]
-    got = [ln for block in iter_block_views(str(p), chunk=chunk, max_line=limit) for ln in bytes(block).split(b"\n")]
+    got = [ln for block, _ in read_blocks(str(p), chunk, max_line=limit) for ln in bytes(block).split(b"\n")]
     assert got == want
     old, files.MAX_LINE = files.MAX_LINE, limit
     try:
-        got = [ln for block in iter_block_views(str(p), chunk=chunk) for ln in bytes(block).split(b"\n")]
+        got = [ln for block, _ in read_blocks(str(p), chunk) for ln in bytes(block).split(b"\n")]
     finally:
         files.MAX_LINE = old
     assert got == want
@@ -178,23 +194,28 @@ def test_reused_buffer_reader_matches_a_split_with_lines_cut(tmp_path_factory, d
     data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"\xff", b"long" * 5]), max_size=60).map(b"".join),
     chunk=st.integers(1, 40),
     limit=st.integers(1, 12),
+    start=st.integers(0, 200),
     end=st.integers(0, 200),
 )
-def test_reused_buffer_reader_stops_at_end_like_the_bytes_reader(tmp_path_factory, data, chunk, limit, end):
-    """With `end` (the dashboard's history fill) the reused-buffer reader gives the lines the bytes
-    reader gives for bytes [0, end): a last line without its newline is left to the follower."""
+def test_reader_reads_from_start_to_end(tmp_path_factory, data, chunk, limit, start, end):
+    """With `start` and `end` (the dashboard's tail first, then the rest) the reader gives the lines
+    of bytes [start, end): from the first line that starts at or after `start`, and a last line
+    without its newline before `end` left to the follower; the same with the read-ahead thread."""
     p = tmp_path_factory.mktemp("r") / "x.log"
     p.write_bytes(data)
     old, files.MAX_LINE = files.MAX_LINE, limit
     try:
-        want = [bytes(b) for b in iter_byte_blocks(str(p), chunk, end=end)]
-        got = [bytes(b) for b in iter_block_views(str(p), chunk=chunk, end=end)]
+        got = [bytes(b) for b, _ in read_blocks(str(p), chunk, start=start, end=end)]
+        ahead = [bytes(b) for b, _ in read_blocks(str(p), chunk, start=start, end=end, scan=len)]
+        whole = [bytes(b) for b, _ in read_blocks(str(p), chunk, start=start)]
     finally:
         files.MAX_LINE = old
-    assert b"\n".join(got).split(b"\n") == b"\n".join(want).split(b"\n") if want else got == []
+    assert (b"\n".join(got).split(b"\n") if got else []) == _byte_lines(data, limit, start, end)
+    assert ahead == got
+    assert (b"\n".join(whole).split(b"\n") if whole else []) == _byte_lines(data, limit, start)
 
 
-def test_reused_buffer_reader_cuts_long_lines_like_the_bytes_reader(tmp_path):
+def test_reused_buffer_reader_cuts_long_lines(tmp_path):
     big = 1 << 20
     p = tmp_path / "long.log"
     p.write_bytes(
@@ -207,16 +228,16 @@ def test_reused_buffer_reader_cuts_long_lines_like_the_bytes_reader(tmp_path):
         + b"\n"
         + LINE.format(n=2).encode() * 3
     )
-    ref = [ln for block in iter_byte_blocks(str(p)) for ln in block.split(b"\n")]
+    ref = _byte_lines(p.read_bytes(), big)
     for chunk in (files.CHUNK, 1 << 16, 3 * big + 10):
-        assert [ln for block in iter_block_views(str(p), chunk) for ln in bytes(block).split(b"\n")] == ref
+        assert [ln for block, _ in read_blocks(str(p), chunk) for ln in bytes(block).split(b"\n")] == ref
 
 
 def test_reused_buffer_reader_releases_each_view(tmp_path):
     """A block kept past the next read fails loudly: it never shows the bytes read after it."""
     p = tmp_path / "x.log"
     p.write_bytes(LINE.format(n=1).encode() * 50)
-    blocks = list(iter_block_views(str(p), chunk=300, max_line=200))
+    blocks = [b for b, _ in read_blocks(str(p), chunk=300, max_line=200)]
     assert len(blocks) > 2
     with pytest.raises(ValueError):
         bytes(blocks[0])
@@ -243,21 +264,15 @@ def test_read_buffers_are_mapped_at_once_only_when_reads_fill_them(tmp_path):
         assert len(buf) == cap and buf[:] == bytes(cap)
         buf[cap - 1] = 0x0A
         assert buf.rfind(b"\n", 0, cap) == cap - 1
-    ref = [ln for block in iter_byte_blocks(str(big)) for ln in block.split(b"\n")]
-    got = [
-        ln
-        for block in iter_block_views(str(big), chunk=cap, max_line=200, buffers=3)
-        for ln in bytes(block).split(b"\n")
-    ]
+    ref = _byte_lines(big.read_bytes(), 200)
+    got = [ln for block in _views(str(big), chunk=cap, max_line=200, buffers=3) for ln in bytes(block).split(b"\n")]
     assert got == ref
 
 
 def test_stdin_is_read_with_the_same_line_bound(tmp_path):
     p = tmp_path / "long.log"
     p.write_bytes(b"x" * (3 << 20) + b"\nok\n")
-    code = (
-        "from grpo_tui.lines.files import iter_line_blocks; print([len(l) for b in iter_line_blocks('-') for l in b])"
-    )
+    code = "from grpo_tui.lines.files import iter_lines; print([len(l) for l in iter_lines('-')])"
     with open(p, "rb") as fh:
         r = subprocess.run([PY, "-c", code], stdin=fh, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -582,13 +597,13 @@ def test_simulate_output_is_atomic(outdir, capsys, monkeypatch):
     buffers=st.integers(1, 4),
 )
 def test_rotating_buffers_give_the_same_lines(tmp_path_factory, data, chunk, limit, buffers):
-    """Buffers taking turns (iter_scanned_blocks' reader) give the blocks one buffer gives, and a
+    """Buffers taking turns (the read-ahead thread's) give the blocks one buffer gives, and a
     block stays readable while the next `buffers - 1` are asked for."""
     p = tmp_path_factory.mktemp("r") / "x.log"
     p.write_bytes(data)
-    want = [bytes(b) for b in iter_block_views(str(p), chunk=chunk, max_line=limit)]
+    want = [bytes(b) for b in _views(str(p), chunk=chunk, max_line=limit)]
     got, held = [], []
-    for block in iter_block_views(str(p), chunk=chunk, max_line=limit, buffers=buffers):
+    for block in _views(str(p), chunk=chunk, max_line=limit, buffers=buffers):
         held.append((block, bytes(block)))
         held = held[-buffers:]
         assert all(bytes(b) == copy for b, copy in held)
@@ -597,21 +612,17 @@ def test_rotating_buffers_give_the_same_lines(tmp_path_factory, data, chunk, lim
 
 
 def test_scanned_blocks_are_the_blocks_and_their_scans(tmp_path):
-    from grpo_tui.lines.files import iter_scanned_blocks
-
     p = tmp_path / "x.log"
     p.write_bytes(b"".join(LINE.format(n=i).encode() for i in range(3000)))
     seen = []
-    for block, scanned in iter_scanned_blocks(str(p), lambda b: len(bytes(b)), chunk=4096):
+    for block, scanned in read_blocks(str(p), 4096, scan=lambda b: len(bytes(b))):
         assert scanned == len(bytes(block))
         seen.append(bytes(block))
-    assert seen == [bytes(b) for b in iter_block_views(str(p), chunk=4096)]
+    assert seen == [bytes(b) for b, _ in read_blocks(str(p), chunk=4096)]
 
 
 def test_scanned_blocks_pass_on_errors_and_stop_the_reader(tmp_path):
     import threading
-
-    from grpo_tui.lines.files import iter_scanned_blocks
 
     p = tmp_path / "x.log"
     p.write_bytes(b"".join(LINE.format(n=i).encode() for i in range(3000)))
@@ -620,10 +631,10 @@ def test_scanned_blocks_pass_on_errors_and_stop_the_reader(tmp_path):
         raise RuntimeError("scan failed")
 
     with pytest.raises(RuntimeError, match="scan failed"):
-        list(iter_scanned_blocks(str(p), bad_scan, chunk=4096))
-    blocks = iter_scanned_blocks(str(p), lambda b: None, chunk=4096)
+        list(read_blocks(str(p), 4096, scan=bad_scan))
+    blocks = read_blocks(str(p), 4096, scan=lambda b: None)
     next(blocks)
     blocks.close()  # the caller stops early: so does the reader
     assert not [t for t in threading.enumerate() if t.name == "grpo-tui-reader"]
     with pytest.raises(InputError):
-        list(iter_scanned_blocks(str(tmp_path / "gone.log"), lambda b: None))
+        list(read_blocks(str(tmp_path / "gone.log"), scan=lambda b: None))

@@ -19,6 +19,7 @@ import pytest
 from grpo_tui import cli, pipeline
 from grpo_tui.commands import tail_cmd
 from grpo_tui.follow.follower import Follower
+from grpo_tui.pipeline import core as pipeline_core
 from grpo_tui.simulate import SCENARIOS, write_log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,7 +150,7 @@ async def _follow_while_written(path: Path, src: Path, seed: int, monkeypatch) -
 @pytest.fixture
 def fast_clocks(monkeypatch):
     """A file that stops growing gets its final pass after 0.3 s instead of a minute."""
-    monkeypatch.setattr(pipeline, "FINAL_PASS_AFTER", 0.3)
+    monkeypatch.setattr(pipeline_core, "FINAL_PASS_AFTER", 0.3)
     monkeypatch.setattr(tail_cmd, "TICK", 0.1)
 
 

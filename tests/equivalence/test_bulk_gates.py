@@ -18,7 +18,7 @@ import pytest
 
 from grpo_tui.judge import bulk, bulk_vec, rules
 from grpo_tui.judge.ranges import defaults
-from grpo_tui.lines.files import iter_line_blocks
+from grpo_tui.lines.files import iter_lines
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate
 from tests.equivalence.test_held import _store
 
@@ -87,7 +87,7 @@ def test_bulk_gates_on_slow_late_breaks(scen):
 
 @pytest.mark.parametrize("path", LOGS, ids=[p.name for p in LOGS])
 def test_bulk_gates_on_sample_logs(path):
-    check_gates(_store([line for block in iter_line_blocks(str(path)) for line in block]))
+    check_gates(_store(list(iter_lines(str(path)))))
 
 
 def test_window_head_min_is_the_rules_start_level_bound():

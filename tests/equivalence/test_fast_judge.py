@@ -16,7 +16,7 @@ import pytest
 
 from grpo_tui.judge import bulk as bulk_mod, bulk_answers, bulk_vec, engine as engine_mod, rules
 from grpo_tui.judge.bulk import BulkMismatch
-from grpo_tui.lines.files import iter_line_blocks
+from grpo_tui.lines.files import iter_lines
 from grpo_tui.pipeline import Pipeline
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate
 
@@ -114,7 +114,7 @@ def test_gated_rules_equal_plain_rules_on_simulated_runs(scen, setup, seed, k, m
 
 @pytest.mark.parametrize("path", LOGS, ids=[p.name for p in LOGS])
 def test_gated_rules_equal_plain_rules_on_sample_logs(path, monkeypatch):
-    lines = [line for block in iter_line_blocks(str(path)) for line in block]
+    lines = list(iter_lines(str(path)))
     _judge(lines, monkeypatch)
 
 

@@ -20,6 +20,7 @@ from grpo_tui.judge import bulk
 from grpo_tui.lines import native
 from grpo_tui.lines.parse import LineParser
 from grpo_tui.lines.records import MetricRecord
+from grpo_tui.pipeline import core as pipeline_core, whole_file
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate
 from grpo_tui.store import metric_store, steps as step_table
 from grpo_tui.store.metric_store import MetricStore
@@ -201,7 +202,7 @@ def test_names_past_the_cap_agree_packed():
 def _judged(path: str, pack: bool, judging: bool, monkeypatch) -> tuple:
     """Everything a whole-file read leaves, and the engine's tape (packed: the records' values as
     _scan.c's Packed, made dicts when the store files them; else dicts from the start)."""
-    monkeypatch.setattr(pipeline, "PACK_RECORDS", pack)
+    monkeypatch.setattr(whole_file, "PACK_RECORDS", pack)
     tapes = []
 
     def record(eng, tape, seg, touch, stamp):
@@ -299,20 +300,20 @@ def test_a_read_not_judged_files_each_block_as_one_round(tmp_path, monkeypatch):
     count(monkeypatch)
     paths = _runs_in_one_file(tmp_path) + [p for p in LOGS if "crashed" in p or "healthy-seed1" in p]
     for path in paths:
-        for chunk in (pipeline.BULK_CHUNK, 2048):
-            monkeypatch.setattr(pipeline, "BULK_CHUNK", chunk)
+        for chunk in (whole_file.BULK_CHUNK, 2048):
+            monkeypatch.setattr(whole_file, "BULK_CHUNK", chunk)
             rounds.clear()
             one = _judged(path, True, False, monkeypatch)
             assert chunk > 2048 or 1 in rounds, path  # (a small file's one block ends its job)
-            monkeypatch.setattr(pipeline, "_ends_run", lambda items: True)  # a round per rollout
+            monkeypatch.setattr(pipeline_core, "_ends_run", lambda items: True)  # a round per rollout
             rounds.clear()
             each = _judged(path, True, False, monkeypatch)
             assert chunk == 2048 or max(rounds) > 1
             monkeypatch.undo()
             count(monkeypatch)
             assert one == each, (path, chunk)
-    items = pipeline.LineParser().feed_lines(["Job 'raysubmit_1' succeeded"])
-    assert pipeline._ends_run(items) and not pipeline._ends_run([])
+    items = LineParser().feed_lines(["Job 'raysubmit_1' succeeded"])
+    assert pipeline_core._ends_run(items) and not pipeline_core._ends_run([])
 
 
 @pytest.mark.skipif(native.SCAN is None, reason="the pipeline runs the pure path")
@@ -322,7 +323,7 @@ def test_feed_file_agrees_packed_and_live_feeds_make_dicts(tmp_path, monkeypatch
     path.write_text("\n".join(lines[: len(lines) // 2]) + "\n")
     states = []
     for pack in (True, False):
-        monkeypatch.setattr(pipeline, "PACK_RECORDS", pack)
+        monkeypatch.setattr(whole_file, "PACK_RECORDS", pack)
         pipe = pipeline.Pipeline()
         assert pipeline.feed_file(pipe, str(path), chunk=4096)
         assert pipe.parser.packed is False

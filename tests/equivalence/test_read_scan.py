@@ -14,7 +14,9 @@ import pytest
 
 from grpo_tui import export, pipeline
 from grpo_tui.lines import files
-from grpo_tui.lines.files import LEFT, InputError, ScannedReader, iter_block_views
+from grpo_tui.lines.files import LEFT, InputError, ScannedReader, _views
+from grpo_tui.lines.parse import LineParser
+from grpo_tui.pipeline import whole_file
 
 _scan = pytest.importorskip("grpo_tui.lines._scan")
 if not hasattr(_scan, "read_scan"):
@@ -36,7 +38,7 @@ def _fold(block, walk) -> str:
 
 
 def _apart(path: str, **kw) -> list[tuple[bytes, str]]:
-    return [(bytes(b), _fold(b, _scan.scan_raw(b))) for b in iter_block_views(path, **kw)]
+    return [(bytes(b), _fold(b, _scan.scan_raw(b))) for b in _views(path, **kw)]
 
 
 def test_a_read_error_in_the_walk_is_an_input_error(tmp_path):
@@ -47,7 +49,7 @@ def test_a_read_error_in_the_walk_is_an_input_error(tmp_path):
         raise OSError(5, "Input/output error")
 
     with pytest.raises(InputError, match="read failed: Input/output error"):
-        list(iter_block_views(str(p), walk=failing))
+        list(_views(str(p), walk=failing))
 
 
 def test_a_busy_consumer_gets_blocks_whose_dicts_the_reader_read(tmp_path):
@@ -105,9 +107,9 @@ def test_a_pipe_gives_the_blocks_readinto_gives(tmp_path):
     reader = (
         "import sys\n"
         "from grpo_tui.lines import _scan\n"
-        "from grpo_tui.lines.files import iter_block_views\n"
+        "from grpo_tui.lines.files import _views\n"
         "walk = _scan.read_scan if sys.argv[1] == '1' else None\n"
-        "for item in iter_block_views('-', 1 << 16, walk=walk):\n"
+        "for item in _views('-', 1 << 16, walk=walk):\n"
         "    block, w = item if walk else (item, None)\n"
         "    print(len(block), walk is None or w is not None)\n"
     )
@@ -133,7 +135,7 @@ def test_judging_with_the_read_and_walk_apart_or_together_agrees(path, monkeypat
     out = []
     for fused in (True, False):
         if not fused:
-            monkeypatch.setattr(type(pipeline.LineParser()), "block_read_scan", property(lambda self: None))
+            monkeypatch.setattr(type(LineParser()), "block_read_scan", property(lambda self: None))
         pipe = pipeline.judge_path(path, now=now)
         out.append(
             (
@@ -163,9 +165,9 @@ def test_a_split_walk_gives_the_same_lines_in_two_blocks(path, share):
     fold as scan_raw's of the same views; a split block's buffer is not reused before both parts
     are dropped (three buffers, the parts kept until then)."""
     for chunk in (4096, 1 << 14):
-        whole = [bytes(b) for b in iter_block_views(path, chunk=chunk, buffers=3)]
+        whole = [bytes(b) for b in _views(path, chunk=chunk, buffers=3)]
         parts, kept, splits = [], [], 0
-        for block, w in iter_block_views(path, chunk=chunk, buffers=3, walk=_split_walk(share)):
+        for block, w in _views(path, chunk=chunk, buffers=3, walk=_split_walk(share)):
             if w is LEFT:
                 splits += 1
                 parts[-1] += b"\n" + bytes(block)
@@ -221,7 +223,8 @@ def test_reading_rows_with_the_walk_shared_by_both_threads_agrees(path, monkeypa
     same counts and exported rows as with the walk its own."""
 
     def shared(share):
-        def blocks(path, scan, chunk=files.CHUNK, end=None, read_scan=None, untimed=False):
+        def blocks(path, chunk=files.CHUNK, *, start=0, end=None, scan=None, read_scan=None, untimed=False):
+            assert scan is not None and start == 0  # (this module runs only with the C scanner)
             r = ScannedReader(path, scan, 8192, end, read_scan=read_scan, untimed=untimed, share=share)
             yield from r.blocks()
             assert share == 0 or read_scan is None or r.left > 0
@@ -230,7 +233,7 @@ def test_reading_rows_with_the_walk_shared_by_both_threads_agrees(path, monkeypa
 
     out = []
     for share in (0, 0.3, 0.7):
-        monkeypatch.setattr(pipeline, "iter_scanned_blocks", shared(share))
+        monkeypatch.setattr(whole_file, "read_blocks", shared(share))
         pipe = pipeline.judge_path(path, judging=False, rows_only=True)
         out.append((pipe.parser.counts.as_dict(), repr(export.rows(pipe.store)), repr(export.rows(pipe.store, "step"))))
     assert out[1] == out[0] and out[2] == out[0]

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from grpo_tui.lines.files import iter_line_blocks
+from grpo_tui.lines.files import CHUNK, read_blocks
 from grpo_tui.lines.parse import LineParser
 from grpo_tui.lines.patterns import _CONTROL_NO_ESC, _source_key, is_candidate
 from grpo_tui.lines.records import STORE_EVENT_KINDS, Event
@@ -69,6 +69,12 @@ FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+
+
+def iter_line_blocks(path: str, chunk: int = CHUNK):
+    """read_blocks' blocks as lists of decoded lines (the parser's str feed)."""
+    for block, _ in read_blocks(path, chunk):
+        yield str(block, "utf-8", "replace").split("\n")
 
 
 def _parse(batches, accel: bool, lean: bool = False) -> LineParser:
@@ -1246,14 +1252,14 @@ def test_scanner_kernels_agree_on_logs(path):
         _kernels_agree(f.read())
 
 
-# -- blocks that are views of a reused buffer (files.iter_block_views, judge_path's reader) ------
+# -- blocks that are views of a reused buffer (files._views, judge_path's reader) ------
 
 
 @pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
 def test_scanner_reused_buffer_blocks_agree(path):
     """feed_block on views of one reused buffer (small blocks: the lines read lazily from one
     block are read before the next overwrites it) gives what feed_lines gives."""
-    from grpo_tui.lines.files import iter_block_views
+    from grpo_tui.lines.files import _views
 
     with open(path, "rb") as f:
         longest = max(len(ln) for ln in f.read().split(b"\n"))
@@ -1265,7 +1271,7 @@ def test_scanner_reused_buffer_blocks_agree(path):
                 p._scan = _scan
                 p._ready_run = True
             p.items = []
-            for block in iter_block_views(path, chunk, max_line=longest + 1):
+            for block in _views(path, chunk, max_line=longest + 1):
                 p.items.extend(p.feed_block(block))
             p.items.extend(p.flush())
             assert _state(p) == _state(ref)
@@ -2623,7 +2629,7 @@ def test_scanner_constants_are_the_parsers():
     assert (_scan.REJOIN_PARTS, _scan.PER_KEY) == (native._REJOIN_PARTS, native._SKIPPED_PER_SOURCE)
 
 
-# -- the read and the walk in one call (_scan.c: read_scan; files.iter_block_views' `walk`) -------
+# -- the read and the walk in one call (_scan.c: read_scan; files._views' `walk`) -------
 # The same blocks as reading and scanning apart, each walk the one scan_raw makes of its block
 # (its metric dicts read in it or not).
 
@@ -2634,7 +2640,7 @@ _RS_LINE = (
 )
 _HAS_READ_SCAN = pytest.mark.skipif(not hasattr(_scan, "read_scan"), reason="this build has no read_scan")
 
-from grpo_tui.lines.files import iter_block_views
+from grpo_tui.lines.files import _views
 
 
 def _walk_fold(block, walk) -> str:
@@ -2643,19 +2649,19 @@ def _walk_fold(block, walk) -> str:
 
 
 def _walked_blocks(path: str, pairs: bool = False, **kw) -> list[tuple[bytes, str | None]]:
-    """iter_block_views' blocks with `walk`, each with its walk folded (None: the caller scans it)."""
+    """_views' blocks with `walk`, each with its walk folded (None: the caller scans it)."""
     out = []
 
     def walk(fd, mv, have, want, max_line):
         return _scan.read_scan(fd, mv, have, want, max_line, pairs)
 
-    for block, w in iter_block_views(path, walk=walk, **kw):
+    for block, w in _views(path, walk=walk, **kw):
         out.append((bytes(block), None if w is None else _walk_fold(block, w)))
     return out
 
 
 def _apart_blocks(path: str, **kw) -> list[tuple[bytes, str]]:
-    return [(bytes(b), _walk_fold(b, _scan.scan_raw(b))) for b in iter_block_views(path, **kw)]
+    return [(bytes(b), _walk_fold(b, _scan.scan_raw(b))) for b in _views(path, **kw)]
 
 
 @_HAS_READ_SCAN

@@ -12,7 +12,7 @@ import pytest
 
 from grpo_tui import pipeline
 from grpo_tui.judge import bulk as bulk_mod
-from grpo_tui.pipeline import judge_path
+from grpo_tui.pipeline import judge_path, whole_file
 from grpo_tui.simulate import generate
 from tests.equivalence.test_fast_judge import _alerts, rewritten_row_log as _rewritten
 
@@ -36,8 +36,8 @@ class _Clocked(pipeline.Pipeline):
 def _stdin(monkeypatch, lines: list[str], per_block: int = 40) -> list[bytes]:
     """Standard input as blocks of complete lines (what the reader gives judge_path)."""
     blocks = [("\n".join(lines[i : i + per_block])).encode() for i in range(0, len(lines), per_block)]
-    monkeypatch.setattr(pipeline, "_file_blocks", lambda pipe, path, chunk=0, end=None: ((b, None) for b in blocks))
-    monkeypatch.setattr(pipeline, "Pipeline", _Clocked)
+    monkeypatch.setattr(whole_file, "_file_blocks", lambda pipe, path, chunk=0, end=None: ((b, None) for b in blocks))
+    monkeypatch.setattr(whole_file, "Pipeline", _Clocked)
     return blocks
 
 
@@ -97,7 +97,7 @@ def test_a_full_spool_ends_the_bulk_part_and_loses_nothing(monkeypatch, lines, f
     blocks = _stdin(monkeypatch, lines)
     assert len(blocks) > full_after + 2
     plain = judge_path("-", now=NOW, bulk=False)
-    orig = pipeline._spool_block
+    orig = whole_file._spool_block
     written = []
 
     def spool_block(spool, kept, block, at):
@@ -106,9 +106,9 @@ def test_a_full_spool_ends_the_bulk_part_and_loses_nothing(monkeypatch, lines, f
         written.append(1)
         return orig(spool, kept, block, at)
 
-    monkeypatch.setattr(pipeline, "_spool_block", spool_block)
+    monkeypatch.setattr(whole_file, "_spool_block", spool_block)
     if full_after == 0:
-        monkeypatch.setattr(pipeline, "_open_spool", lambda: None)
+        monkeypatch.setattr(whole_file, "_open_spool", lambda: None)
     assert _verdict(judge_path("-", now=NOW)) == _verdict(plain)
 
 
@@ -136,7 +136,7 @@ def test_spool_block_cuts_back_what_a_failed_write_left(tmp_path):
 
     kept: list = []
     spool = Full()
-    assert not pipeline._spool_block(spool, kept, b"abcdef", 1.0)
+    assert not whole_file._spool_block(spool, kept, b"abcdef", 1.0)
     assert kept == [] and spool.data == b"" and spool.pos == 0
 
 

@@ -874,7 +874,7 @@ static int long_line(uchar *b, Py_ssize_t end, Py_ssize_t max_line)
     return 0;
 }
 
-/* read_scan(fd, buf, have, want, max_line, pairs=False, untimed=False) -> (n, cut, walk | None): what files.iter_block_views
+/* read_scan(fd, buf, have, want, max_line, pairs=False, untimed=False) -> (n, cut, walk | None): what files._views
  * does with each read, in one stretch without the GIL.  Reads `want` bytes of fd into buf[have:]
  * (fewer only at the end of the file, as BufferedReader.readinto; n = 0 there), finds cut, the last '\n' of
  * buf[:have + n] (-1: none), and when there is one and no line of buf[:cut] is longer than

@@ -12,7 +12,8 @@ from hypothesis import given, settings, strategies as st
 
 from grpo_tui import cli, pipeline as pl
 from grpo_tui.lines import files, prefetch
-from grpo_tui.lines.files import BULK_CHUNK, InputError, ScannedReader, iter_block_views
+from grpo_tui.lines.files import BULK_CHUNK, InputError, ScannedReader, _views
+from grpo_tui.lines.parse import LineParser
 
 LINE = "[2026-08-21 10:00:{s:02d}.000 main] x.py:1 - noise line {n} " + "pad " * 8 + "\n"
 
@@ -35,7 +36,7 @@ def _readers() -> list[threading.Thread]:
     pause=st.booleans(),
 )
 def test_reading_ahead_gives_the_same_blocks_and_keeps_the_held_one(tmp_path_factory, data, chunk, ahead, pause):
-    """However far the reader runs ahead, the blocks are iter_block_views' blocks, and the block
+    """However far the reader runs ahead, the blocks are _views' blocks, and the block
     the consumer holds stays as read until it takes the next (its buffer is not reused under it,
     the reader let run ahead meanwhile).  The block before it may be: with one block read ahead
     and three buffers, block k + 2 is read into block k - 1's buffer once k is taken, and the
@@ -43,7 +44,7 @@ def test_reading_ahead_gives_the_same_blocks_and_keeps_the_held_one(tmp_path_fac
     hold the block before too, and failed once in a loaded run: the reader had reused it.)"""
     p = tmp_path_factory.mktemp("r") / "x.log"
     p.write_bytes(data)
-    want = [bytes(b) for b in iter_block_views(str(p), chunk=chunk)]
+    want = [bytes(b) for b in _views(str(p), chunk=chunk)]
     r = ScannedReader(str(p), lambda b: len(b), chunk, ahead=ahead)
     if pause:
         time.sleep(0.01)  # the reader fills its lead first
@@ -114,7 +115,7 @@ def test_judge_path_takes_over_the_prefetch_and_judges_the_same(tmp_path, no_pen
     store are those of a read of its own; the GIL switch interval is shortened while it reads and
     put back after."""
     monkeypatch.delenv("GRPO_TUI_PURE", raising=False)
-    if prefetch.scanner() is None or pl.LineParser().block_scan is None:
+    if prefetch.scanner() is None or LineParser().block_scan is None:
         pytest.skip("no C scanner built")
     p = tmp_path / "run.log"
     from grpo_tui.simulate import generate
@@ -147,7 +148,7 @@ def test_export_takes_over_its_untimed_read_ahead_and_exports_the_same(tmp_path,
     (judge_path(rows_only=True)) and gives the rows a read of its own gives; a read that keeps the
     times (check) never takes it, nor export a timed one."""
     monkeypatch.delenv("GRPO_TUI_PURE", raising=False)
-    if prefetch.scanner() is None or pl.LineParser().block_scan is None:
+    if prefetch.scanner() is None or LineParser().block_scan is None:
         pytest.skip("no C scanner built")
     from grpo_tui.export import render
     from grpo_tui.simulate import generate

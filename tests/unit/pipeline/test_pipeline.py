@@ -1,4 +1,4 @@
-"""pipeline.py details no other test file owns: the bulk-read collector thresholds."""
+"""pipeline/whole_file.py details no other test file owns: the bulk-read collector thresholds and GIL handoff."""
 
 import pytest
 
@@ -10,7 +10,7 @@ def test_bulk_reads_collect_less_and_put_the_thresholds_back(tmp_path):
     records it keeps) and, nested or concurrent, the last reader out restores what was set."""
     import gc
 
-    from grpo_tui import pipeline as pl
+    from grpo_tui.pipeline import whole_file as pl
 
     saved = gc.get_threshold()
     try:
@@ -37,7 +37,7 @@ def test_bulk_reads_collect_less_and_put_the_thresholds_back(tmp_path):
 def test_bulk_reads_leave_collection_off_when_the_program_turned_it_off():
     import gc
 
-    from grpo_tui import pipeline as pl
+    from grpo_tui.pipeline import whole_file as pl
 
     saved = gc.get_threshold()
     try:
@@ -55,7 +55,7 @@ def test_whole_file_reads_shorten_the_switch_interval_and_put_it_back(tmp_path):
     chose is left alone, and the dashboard's fill (feed_file) leaves it as it is."""
     import sys
 
-    from grpo_tui import pipeline as pl
+    from grpo_tui.pipeline import whole_file as pl
 
     saved = sys.getswitchinterval()
     log = tmp_path / "a.log"

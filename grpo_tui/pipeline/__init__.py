@@ -1,0 +1,36 @@
+"""The one pipeline: log lines -> parser -> store -> health engine, with the run's clocks.
+
+`core.py` is the Pipeline itself (feeds, rounds, clocks, run state, the report every surface
+reads); `whole_file.py` reads a whole file or stdin through it (judge_path, feed_file).
+"""
+
+from .core import (
+    FATAL_EVENTS,
+    FINISH_EVENTS,
+    BulkMismatch,
+    InputError,
+    Pipeline,
+    RunReport,
+    RunState,
+    Update,
+    ended_after,
+    fmt_age,
+    set_ended_after,
+)
+from .whole_file import feed_file, judge_path
+
+__all__ = [
+    "FATAL_EVENTS",
+    "FINISH_EVENTS",
+    "BulkMismatch",
+    "InputError",
+    "Pipeline",
+    "RunReport",
+    "RunState",
+    "Update",
+    "ended_after",
+    "feed_file",
+    "fmt_age",
+    "judge_path",
+    "set_ended_after",
+]
