@@ -51,7 +51,7 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
     from .engine import _EV, JUDGED_EVENTS, _shape
 
     judged = [op for op in tape if op[0] != _EV]
-    ans = held = None
+    rows = np.empty(0, np.int64)  # (no rollout recorded: only events, the loop never asks the arrays)
     if judged:
         if not seg.ordered:
             raise BulkMismatch("rollouts out of order")
@@ -62,14 +62,16 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         rows = np.fromiter(map(seg.row_of.__getitem__, map(itemgetter(1), judged)), np.int64, len(judged))
         stamps = np.fromiter(map(itemgetter(3), judged), np.int64, len(judged))
         _verify(seg, touch, rows, stamps)
-        ans = Answers(seg, eng.ranges, rows)
-        held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"), ans.mk)
+    ans = Answers(seg, eng.ranges, rows)
+    held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"), ans.mk)
     skip_quiet = rules.USE_GATES and seg.ordered  # (evaluate_metrics' own quiet test)
     nonfinite = seg.nonfinite
     # (Python lists: the loop reads one entry per rollout)
-    quiet = ans.quiet.tolist() if ans is not None and skip_quiet else None
-    op_rows = ans.rows.tolist() if ans is not None else None
-    k_of, calm_next, steady = _calm_skips(tape, ans, nonfinite, skip_quiet, _EV, JUDGED_EVENTS, held)
+    quiet = ans.quiet.tolist()
+    op_rows = ans.rows.tolist()
+    k_of, calm_next, steady = _calm_skips(
+        tape, ans if judged else None, nonfinite, skip_quiet, _EV, JUDGED_EVENTS, held if judged else None
+    )
     changes = []
     none: frozenset = frozenset()
     n = len(tape)
@@ -97,7 +99,7 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
             continue
         r = op[1]
         eng.set_log_time(op[2])
-        if quiet is not None and quiet[k] and not eng.book.open and not eng.troubled and not nonfinite.get(op_rows[k]):
+        if skip_quiet and quiet[k] and not eng.book.open and not eng.troubled and not nonfinite.get(op_rows[k]):
             continue  # no rule can fire, no alert is open, no event condition: nothing to do
         open_rules = frozenset(key[0] for key in eng.book.open) if eng.book.open else none
         held_open = open_rules & rules.HELD

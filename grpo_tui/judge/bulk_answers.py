@@ -93,7 +93,9 @@ class Answers:
             self._drift = _DriftMay(self.seg, self.rows, self.mk)
         return self._drift
 
-    def held_rules(self, k: int, open_rules: frozenset, critical: frozenset) -> dict[str, tuple[str, ...]] | None:
+    def held_rules(
+        self, k: int, open_rules: frozenset, critical: frozenset
+    ) -> dict[str, tuple[tuple[str, str], ...]] | None:
         """rules.HELD_RULES at op k: the rules (rule_gap, rule_grad_norm, rule_no_signal,
         rule_off_policy) that
         need not run because each alert they could return is open and critical (`critical`: of

@@ -54,16 +54,7 @@ def _or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _vals(seg: Segment, name: str | None, end: int) -> np.ndarray:
     if name is None:
         return np.full(end, math.nan)
-    return gates.Window.raw(_Raw(seg), name, 0, end)
-
-
-class _Raw:
-    """Just enough of a gates.Window for its `raw` (values_at_rows on a slice)."""
-
-    __slots__ = ("seg",)
-
-    def __init__(self, seg: Segment) -> None:
-        self.seg = seg
+    return gates.raw_values(seg, name, 0, end)
 
 
 def _dense(ok: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
@@ -543,7 +534,7 @@ def _no_update_vec(seg, rows) -> np.ndarray:
     return np.where(v[rows] == 0.0, MAYBE, NO).astype(np.int8)
 
 
-def _zero_std_rows(seg, end: int, memo: dict | None = None, part: str = "total") -> np.ndarray | None:
+def _zero_std_rows(seg, end: int, memo: dict | None = None, part: str = "total") -> np.ndarray:
     """The zero-std share per row (NaN where the rule's series has no point); `part`: of all
     groups (total), or of the all-wrong or all-right ones (signals.zero_std_parts)."""
     key = ("zero_std rows", end, part)

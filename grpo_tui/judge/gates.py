@@ -50,19 +50,7 @@ class Window:
         return self.end > 0 and self.seg.ids[self.end - 1] == self.upto
 
     def raw(self, name: str | None, lo: int, end: int) -> np.ndarray:
-        """values_at_rows(name, rows lo..end-1), the same arithmetic on a slice."""
-        seg = self.seg
-        if name is None:
-            return np.full(max(0, end - lo), math.nan)
-        if name in seg.train_sum:
-            s = seg.train_sum[name].data[lo:end]
-            c = seg.train_cnt[name].data[lo:end]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return np.where(c > 0, s / np.where(c > 0, c, 1), math.nan)
-        col = seg.columns.get(name)
-        if col is None:
-            return np.full(max(0, end - lo), math.nan)
-        return col.data[lo:end]
+        return raw_values(self.seg, name, lo, end)
 
     def values(self, sig_id: str) -> np.ndarray:
         """A plain signal's values on the window (NaN where missing), last row = upto's."""
@@ -100,6 +88,21 @@ class Window:
         """The newest row (upto's) holds a finite value: a rule's `ids[-1] == upto`."""
         v = self.values(sig_id)
         return len(v) > 0 and bool(np.isfinite(v[-1])) and self.at_upto
+
+
+def raw_values(seg: Segment, name: str | None, lo: int, end: int) -> np.ndarray:
+    """values_at_rows(name, rows lo..end-1), the same arithmetic on a slice."""
+    if name is None:
+        return np.full(max(0, end - lo), math.nan)
+    if name in seg.train_sum:
+        s = seg.train_sum[name].data[lo:end]
+        c = seg.train_cnt[name].data[lo:end]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(c > 0, s / np.where(c > 0, c, 1), math.nan)
+    col = seg.columns.get(name)
+    if col is None:
+        return np.full(max(0, end - lo), math.nan)
+    return col.data[lo:end]
 
 
 def _count_above(v: np.ndarray, edge) -> int:

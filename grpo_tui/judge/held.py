@@ -65,7 +65,7 @@ def _slack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return TOL * np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
 
 
-def ge(a: np.ndarray, b: np.ndarray) -> Tri:
+def ge(a: np.ndarray | float, b: np.ndarray | float) -> Tri:
     """a >= b, unsure within a hair of the edge (or where either is NaN)."""
     a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
     nan = np.isnan(a) | np.isnan(b)
@@ -74,7 +74,7 @@ def ge(a: np.ndarray, b: np.ndarray) -> Tri:
         return Tri(~nan & (a >= b + t), nan | (a >= b - t))
 
 
-def lt(a: np.ndarray, b: np.ndarray) -> Tri:
+def lt(a: np.ndarray | float, b: np.ndarray | float) -> Tri:
     """a < b, unsure within a hair of the edge (or where either is NaN)."""
     a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
     nan = np.isnan(a) | np.isnan(b)
