@@ -125,8 +125,6 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
             conds = []  # only rule_length_hacking may fire, and its sign is surely not confirmed
         else:
             pre = ans.at(k)
-            if pre:
-                pre[rules.RESOLVED] = ans.resolved
             if skip_quiet and "length-hacking" in open_rules and _critical(eng, "length-hacking"):
                 got = held.present(k)
                 if got >= 0:
@@ -135,12 +133,7 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
                 sign = held.confirmed(k)
                 if sign == 0:
                     pre["rule_length_hacking"] = False  # its sign is not confirmed: it returns nothing
-                elif sign == 1:
-                    pre[rules.HACKING_CONFIRMED] = True  # surely confirmed: no need to look back
-            if pre and skip_quiet and pre.get("rule_length_hacking") is not False and rules.HACKING_HELD not in pre:
-                pre[rules.HACKING_WINDOWS] = held.windows(k)
             if pre and skip_quiet:
-                pre[rules.DRIFT_WINDOWS] = ans.drift_windows(k)
                 if open_rules & _STANDS_IN:
                     pre[rules.HELD_RULES] = ans.held_rules(
                         k, open_rules, frozenset(a for a in open_rules & _STANDS_IN if _critical(eng, a))

@@ -17,7 +17,6 @@ from .bulk_vec import (
     _bounds,
     _dense,
     _drift_vec,
-    _DriftAt,
     _DriftMay,
     _entropy_high_vec,
     _entropy_vec,
@@ -67,7 +66,7 @@ class Answers:
         self.resolved = None  # ranges_for on the full windows
         self.mk: dict = {}  # _mk_memo's (shared with judge/held.py)
         self.seg = seg
-        self._drift: _DriftMay | None = None  # drift_windows' arrays, made on first use
+        self._drift: _DriftMay | None = None  # _no_drift's arrays, made on first use
         self._held: tuple | None = None  # held_rules' arrays, made on first use
         self._oor: dict[str, np.ndarray] = {}  # oor_held's, per signal, made on first use
         if not n_ops or not full.any():
@@ -80,13 +79,6 @@ class Answers:
         self.quiet = full & (self.mat == NO).all(axis=1) & (self.omat == NO).all(axis=1)
         others = [j for j, nm in enumerate(self.names) if nm != "rule_length_hacking"]
         self.quiet_but_hacking = full & (self.mat[:, others] == NO).all(axis=1) & (self.omat == NO).all(axis=1)
-
-    def drift_windows(self, k: int) -> _DriftAt:
-        """RuleContext.drift_windows at op k: per signal drift_up reads (gap, kl, grad_norm), the
-        windows of TREND_WINDOWS whose test may pass (_DriftMay says which surely fail; drift_up's
-        loop would skip those).  An alert held open runs its rule at every rollout; this saves
-        it the windows' tests.  Read lazily: only where a rule calls drift_up."""
-        return _DriftAt(self._drift_may(), k)
 
     def _drift_may(self) -> _DriftMay:
         if self._drift is None:
@@ -108,7 +100,7 @@ class Answers:
           margin; else the rule runs).  rule_grad_norm returns only grad-norm-rising; rule_gap
           only gap-rising while that is open, and otherwise also gap-jump (open) or a new
           gap-rising, which needs an explosion (_drift_vec's test of it) or a drift_up window
-          whose test may pass (drift_windows): neither may happen where it is left out.
+          whose test may pass (_DriftMay): neither may happen where it is left out.
         - rule_no_signal returns only no-signal, surely where reward is exactly 0 (or 1) on the
           last 2 rollouts or >= 80 % of groups score the same in 3 of the last 4; an open
           no-signal warning (mostly all-right groups: saturation) holds where the rule surely
@@ -152,7 +144,7 @@ class Answers:
     def oor_held(self, k: int, open_keys) -> frozenset[str] | None:
         """rules.OOR_HELD at op k: the signals whose out-of-range alert is open and whose
         five-step mean is surely outside its range here (_oor_sure): the rule's condition for
-        them only keeps a warning open, which a stand-in does (RuleContext.oor_held)."""
+        them only keeps a warning open, which a stand-in does (rules._out_of_range_held)."""
         if not self.full[k]:
             return None
         held = []
@@ -226,7 +218,8 @@ def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.nda
     ids = seg.id_array()[:end]
     full = rows >= START
     # the own baseline is the segment's first rollouts at every full op: the rule's, exactly
-    ctx = RuleContext(seg, rs, int(ids[rows[full][0]]), resolved=rs)
+    ctx = RuleContext(seg, rs, int(ids[rows[full][0]]))
+    ctx.ranges = rs  # (rs is ranges_for's answer on the full windows already)
     still = {sig_id: _still_sure(seg, rs, ids, rows, sig_id, ctx) for sig_id in ("gap", "kl", "grad_norm")}
     calm = full.copy()  # (and no drift window may pass: Answers.held_rules asks _DriftMay)
     for sig_id in ("gap", "kl"):

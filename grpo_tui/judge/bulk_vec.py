@@ -150,7 +150,7 @@ DRIFT_SIGNALS = ("gap", "kl", "grad_norm")  # the signals whose rules call drift
 
 class _DriftMay:
     """Per signal drift_up reads on log values (DRIFT_SIGNALS) and window w of TREND_WINDOWS,
-    per op: the window's test may pass (Answers.drift_windows).  Made in chunks of ops when
+    per op: the window's test may pass (Answers._no_drift).  Made in chunks of ops when
     first read: a healthy run's rules seldom call drift_up, so most chunks are never made."""
 
     CHUNK = 1024
@@ -234,19 +234,6 @@ def _window_fails(
     return fails
 
 
-class _DriftAt:
-    """RuleContext.drift_windows at one op: per signal, read (and made) only when a rule asks."""
-
-    __slots__ = ("drift", "k")
-
-    def __init__(self, drift: _DriftMay, k: int) -> None:
-        self.drift = drift
-        self.k = k
-
-    def get(self, sig_id: str) -> frozenset | None:
-        return self.drift.windows(sig_id, self.k)
-
-
 def _windows(x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
     """x[row-w+1 .. row] for each op row, shape (ops, w)."""
     if len(rows) and int(rows.min()) >= w - 1:
@@ -268,7 +255,7 @@ def _mk_memo(memo: dict, name: str | tuple | None, x: np.ndarray, windows: tuple
 
 def _log_mk(memo: dict, name: str, lv: np.ndarray) -> dict:
     """_mk_rows over TREND_WINDOWS of a metric's log values, once per bulk judging (the gate's
-    _rising and Answers.drift_windows read the same)."""
+    _rising and Answers._no_drift read the same)."""
     return _mk_memo(memo, ("log", name), lv, TREND_WINDOWS)
 
 

@@ -114,15 +114,7 @@ class Inputs:
         self.pos = np.arange(len(rows))  # positions in the batch
         self.store = {name: np.full(len(rows), np.nan) for name in self._NOISE}
         self.have = {name: np.zeros(len(rows), bool) for name in self._NOISE}
-        self.seen: dict = {}  # (n, window): may pass, per position
         self.memo: dict = {}  # key: (values, computed) per position
-
-    def note(self, key: tuple, maybe: np.ndarray) -> None:
-        """Record that window test `key` may pass (False: surely fails) at these positions."""
-        got = self.seen.get(key)
-        if got is None:
-            got = self.seen[key] = np.ones(len(self.store["rs_rew"]), bool)  # (not run: maybe)
-        got[self.pos] = maybe
 
     def win(self, name: str, a: int, b: int) -> np.ndarray:
         """Column `name` at positions a..b-1 of each row's 40-row window (WINDOW-1 = the row)."""
@@ -183,7 +175,7 @@ class Inputs:
         """The same tests on a subset of the rows (sharing the batch's noise)."""
         x = Inputs.__new__(Inputs)
         x.cols, x.cut, x.rows, x.pos = self.cols, self.cut, self.rows[idx], self.pos[idx]
-        x.store, x.have, x.seen, x.memo = self.store, self.have, self.seen, self.memo
+        x.store, x.have, x.memo = self.store, self.have, self.memo
         return x
 
 
@@ -221,49 +213,17 @@ def _any(x: Inputs, tests) -> Tri:
 
 
 def _trend_tests(n: int, cut: bool) -> list:
-    """rules.hacking._hacking_trend's windows on each window's first n rows, as tests (noise of all 40);
-    each notes where it may pass (HackingHeld.windows tells the rule to skip the others)."""
+    """rules.hacking._hacking_trend's windows on each window's first n rows, as tests (noise of all 40)."""
     tests = []
     if cut:
         for w in (8, 12):
-            tests.append(
-                _noted(
-                    (n, "cut", w),
-                    lambda x, w=w: _all(x, (lambda y: _cut_mk(y, n - w, n), lambda y: _cut_sizes(y, n - w, n))),
-                )
-            )
+            tests.append(lambda x, w=w: _all(x, (lambda y: _cut_mk(y, n - w, n), lambda y: _cut_sizes(y, n - w, n))))
     for w in (8, 12, 16, 24, 32):
         if w <= n:
             tests.append(
-                _noted(
-                    (n, "joint", w),
-                    lambda x, w=w: _all(x, (lambda y: _joint_mk(y, n - w, n), lambda y: _joint_sizes(y, n - w, n))),
-                )
+                lambda x, w=w: _all(x, (lambda y: _joint_mk(y, n - w, n), lambda y: _joint_sizes(y, n - w, n)))
             )
     return tests
-
-
-def _noted(key: tuple, test):
-    def run(x: Inputs) -> Tri:
-        got = test(x)
-        x.note(key, got.maybe)
-        return got
-
-    return run
-
-
-TREND_KEYS = (("cut", 8), ("cut", 12), ("joint", 8), ("joint", 12), ("joint", 16), ("joint", 24), ("joint", 32))
-ALL_WINDOWS = (1 << len(TREND_KEYS)) - 1
-
-
-def _window_bits(x: Inputs, n: int) -> np.ndarray:
-    """Per row, a bit per TREND_KEYS window at n rows: set unless its test surely fails."""
-    out = np.full(len(x.rows), ALL_WINDOWS, np.int16)
-    for b, (kind, w) in enumerate(TREND_KEYS):
-        got = x.seen.get((n, kind, w))
-        if got is not None:
-            out &= ~np.where(got, 0, 1 << b).astype(np.int16)
-    return out
 
 
 def _cut_mk(x: Inputs, a: int, n: int) -> Tri:
@@ -376,11 +336,6 @@ def presence(x: Inputs) -> tuple[np.ndarray, np.ndarray]:
     return _code(got), _code(confirmed)
 
 
-def window_bits(x: Inputs) -> tuple[np.ndarray, np.ndarray]:
-    """After `presence`: the windows of _hacking_trend that may pass, at the rollout and one back."""
-    return _window_bits(x, WINDOW), _window_bits(x, WINDOW - 1)
-
-
 def _code(t: Tri) -> np.ndarray:
     return np.where(t.sure, 1, np.where(t.maybe, -1, 0)).astype(np.int8)
 
@@ -397,8 +352,6 @@ class HackingHeld:
         self.may_raise = may_raise  # ops where the rule may fire (gate)
         self.ans = np.full(len(rows), -2, np.int8)  # -2: not computed yet
         self.conf = np.full(len(rows), -1, np.int8)
-        self.bits_now = np.full(len(rows), ALL_WINDOWS, np.int16)  # windows that may pass
-        self.bits_back = np.full(len(rows), ALL_WINDOWS, np.int16)
         self._batch = 32
         self._last = -2
         self._batch_end = -1  # where the last batch of _ensure ended
@@ -463,21 +416,6 @@ class HackingHeld:
                 self._compute(np.arange(k, self._batch_end))
         self._last = k
 
-    def windows(self, k: int) -> tuple[frozenset, frozenset] | None:
-        """RuleContext.hacking_windows at op k: the windows of _hacking_trend that may pass, at the
-        rollout and one back: their Mann-Kendall tests pass (a window with ties counts as
-        passing) and, where a batch computed op k, its test did not surely fail; None where the
-        batch does not model the window (the rule tries them all)."""
-        if self._cols is None:
-            self._cols = _columns(self.seg, self.ranges, self.rows, self.mk) or {}
-        cols = self._cols
-        row = int(self.rows[k])
-        if not cols or row < WINDOW - 1 or not cols["ok"][row]:
-            return None
-        cut = bool(cols["cut"][row])
-        now, back = _mk_windows(cols, row, WINDOW, cut), _mk_windows(cols, row - 1, WINDOW - 1, cut)
-        return _keep(now, int(self.bits_now[k])), _keep(back, int(self.bits_back[k]))
-
     def _compute(self, ks: np.ndarray) -> None:
         ks = ks[self.ans[ks] == -2]
         self.ans[ks] = -1
@@ -495,10 +433,8 @@ class HackingHeld:
                         part = sel[a : a + CHUNK]
                         x = Inputs(cols, rows[part], cut)
                         self.ans[ks[part]], self.conf[ks[part]] = presence(x)
-                        self.bits_now[ks[part]], self.bits_back[ks[part]] = window_bits(x)
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
             self.ans[ks] = self.conf[ks] = -1  # (the rule decides)
-            self.bits_now[ks] = self.bits_back[ks] = ALL_WINDOWS
 
 
 def _columns(seg, ranges, rows: np.ndarray, memo: dict | None = None) -> dict | None:
@@ -542,34 +478,6 @@ def _columns(seg, ranges, rows: np.ndarray, memo: dict | None = None) -> dict | 
         for key in ("L", "R", "T")
     }
     return cols
-
-
-def _mk_windows(cols: dict, end: int, n: int, cut: bool) -> frozenset:
-    """The ("cut" | "joint", w) windows ending at row `end` (n rows to the window's start) whose
-    Mann-Kendall tests in _hacking_trend may pass."""
-
-    def p(name: str, w: int, down: bool = False) -> float:
-        s, ties = cols["mk"][name][w]
-        if ties[end]:
-            return 0.0  # (ties: left to the rule)
-        return float(stats._p_table(w)[(-1 if down else 1) * int(s[end]) + w * (w - 1) // 2])
-
-    out = set()
-    if cut:
-        for w in (8, 12):
-            if p("L", w) < 0.05 and p("R", w, True) < 0.10 and p("T", w) < 0.01:
-                out.add(("cut", w))
-    for w in (8, 12, 16, 24, 32):
-        if w <= n and p("R", w, True) < ALPHA_FALL and p("L", w) < 0.05:
-            out.add(("joint", w))
-    return frozenset(out)
-
-
-def _keep(windows: frozenset, bits: int) -> frozenset:
-    """The windows whose TREND_KEYS bit is set."""
-    if bits == ALL_WINDOWS:
-        return windows
-    return frozenset(key for key in windows if bits >> TREND_KEYS.index(key) & 1)
 
 
 def _window_count(flag: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpo_tui.judge import bulk as bulk_mod, bulk_answers, bulk_vec, engine as engine_mod, rules
+from grpo_tui.judge import bulk as bulk_mod, bulk_answers, engine as engine_mod, rules
 from grpo_tui.judge.bulk import BulkMismatch
 from grpo_tui.lines.files import iter_lines
 from grpo_tui.pipeline import Pipeline
@@ -220,31 +220,15 @@ DRIFT_HELD = {
 
 
 @pytest.mark.parametrize("case", list(DRIFT_HELD))
-def test_drift_windows_leave_the_alerts_as_rollout_by_rollout(case, monkeypatch):
+def test_drift_alerts_held_open_by_their_rule_are_as_rollout_by_rollout(case, monkeypatch):
     """An alert of rule_gap or rule_grad_norm held open for hundreds of rollouts, its rule run
-    at every rollout (the stand-ins of held_rules turned off here): bulk judging tells drift_up
-    which windows surely fail (Answers.drift_windows) - the same alerts, every field, as rollout
-    by rollout without any gate; and windows were left out."""
+    at every rollout (the stand-ins of held_rules turned off here): the same alerts, every field,
+    as rollout by rollout without any gate."""
     lines = DRIFT_HELD[case]()
     monkeypatch.setattr(bulk_mod.Answers, "held_rules", lambda self, k, *a: None)
     monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: every rollout asks)
-    left_out = []
-    orig = bulk_vec._DriftMay.windows
-
-    def counting(self, sig_id, k):
-        got = orig(self, sig_id, k)
-        if got is not None:
-            left_out.append(len(bulk_vec.TREND_WINDOWS) - len(got))
-        return got
-
-    monkeypatch.setattr(bulk_vec._DriftMay, "windows", counting)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert plain.report().status == "critical"
-    # (asked, left out) at least: a held jump is flat after it, most windows surely fail; a
-    # true rise passes most of them; a grad norm x1.25 a rollout soon explodes (no drift_up)
-    asked, left = {"gap-rising-held": (100, 5), "grad-norm-rising-held": (10, 5)}.get(case, (100, 100))
-    assert len(left_out) >= asked, "drift_up never asked for its windows"
-    assert sum(left_out) >= left, "no window was left out"
 
 
 LATCHED_CYCLES = {

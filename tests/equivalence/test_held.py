@@ -85,10 +85,8 @@ def _store(lines: list[str]):
     return pipe.store.current
 
 
-def _conds(seg, upto: int, open_rules: frozenset, windows=None, confirmed=False) -> list:
+def _conds(seg, upto: int, open_rules: frozenset) -> list:
     ctx = rules.RuleContext(seg, defaults(), upto, open_rules)
-    ctx.hacking_windows = windows
-    ctx.hacking_confirmed = confirmed
     try:
         got = rules.rule_length_hacking(ctx)
     except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
@@ -127,12 +125,6 @@ def test_the_batch_answers_what_the_rule_answers(case):
             assert got == bool(plain_open), f"rollout {upto}: batch says {got}, the rule {plain_open}"
         if conf >= 0:
             assert conf == bool(plain_closed), f"rollout {upto}: batch says {conf}, the rule {plain_closed}"
-        hint = box.windows(k)
-        if hint is not None:
-            assert _conds(seg, upto, held_open, hint) == plain_open, f"rollout {upto} (open)"
-            assert _conds(seg, upto, frozenset(), hint) == plain_closed, f"rollout {upto}"
-        if conf == 1:  # surely confirmed: the rule may skip its look back (and the windows)
-            assert _conds(seg, upto, frozenset(), hint, True) == plain_closed, f"rollout {upto} (confirmed)"
     modelled = int(box._cols["ok"][rules.WINDOW - 1 :].sum())  # (a window with a gap is the rule's)
     assert decided >= 0.9 * modelled, "the batch left most rollouts to the rule"
 

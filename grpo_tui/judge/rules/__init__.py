@@ -28,6 +28,7 @@ import os
 from ...store.metric_store import Segment
 from .. import gates
 from ..ranges import RangeSet
+from ..signals import BY_ID
 from . import drift, events, hacking, learning_signal, policy, rollout, values
 from .base import WINDOW, Condition, RuleContext, RuleInfo, defaults_fit_memo, ranges_for
 from .drift import LATCHED, rule_gap, rule_grad_norm, still_outside
@@ -38,17 +39,13 @@ from .rollout import rule_off_policy, rule_rollout_slowdown
 from .values import rule_non_finite, rule_out_of_range
 
 __all__ = [
-    "DRIFT_WINDOWS",
     "ENTROPY",
-    "HACKING_CONFIRMED",
     "HACKING_HELD",
-    "HACKING_WINDOWS",
     "HELD",
     "HELD_RULES",
     "KL_REF",
     "METRIC_RULES",
     "OOR_HELD",
-    "RESOLVED",
     "REWARD_STD",
     "RULES",
     "USE_GATES",
@@ -158,10 +155,22 @@ _STANDIN_SIGNAL = {
 HACKING_HELD = "length-hacking held"
 HELD_RULES = "held rules"
 OOR_HELD = "out-of-range held"
-HACKING_WINDOWS = "length-hacking windows"
-DRIFT_WINDOWS = "drift windows"
-HACKING_CONFIRMED = "length-hacking confirmed"
-RESOLVED = "ranges"
+
+
+def _out_of_range_held(ctx: RuleContext, held: frozenset[str]) -> list[Condition]:
+    """rule_out_of_range where the open warnings of `held` surely hold (judge/bulk.py): a stand-in
+    condition for each of those (only presence matters to an open warning), the rule on the rest,
+    in the rule's signal order."""
+    may = ctx.only_signals
+    keep = [s for s in BY_ID if s in held and (may is None or s in may)]
+    ctx.only_signals = frozenset(s for s in (BY_ID if may is None else may) if s not in held)
+    try:
+        got = rule_out_of_range(ctx) if ctx.only_signals else []
+    except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
+        got = []
+    got += [Condition("out-of-range", "warning", None, "out-of-range holds", {}, signal=s) for s in keep]
+    order = {s: i for i, s in enumerate(BY_ID)}
+    return sorted(got, key=lambda c: order.get(c.signal or "", len(order)))
 
 
 def evaluate_metrics(
@@ -171,14 +180,14 @@ def evaluate_metrics(
     rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire; HACKING_HELD: whether
     rule_length_hacking returns a condition while its (always critical) alert is open, where
     only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
-    OOR_HELD: RuleContext.oor_held;
+    OOR_HELD: the signals whose open out-of-range warning surely holds here (judge/bulk.py,
+    Answers.oor_held) - a stand-in condition keeps each open;
     HELD_RULES: {rule name: the open alerts it holds, (alert, severity) each}, for rule_gap,
     rule_grad_norm, rule_no_signal and rule_off_policy where the bulk knows that every alert
     they could return is open and critical (or a warning it surely returns as a warning) and
     that each of those holds (judge/bulk.py, Answers.held_rules) - the rule is not run, a
-    stand-in condition keeps each alert open;
-    HACKING_WINDOWS, HACKING_CONFIRMED, DRIFT_WINDOWS: RuleContext.hacking_windows,
-    .hacking_confirmed, .drift_windows; RESOLVED: ranges_for's answer here."""
+    stand-in condition keeps each alert open.  The rules themselves take nothing but the
+    RuleContext."""
     gated = USE_GATES and seg.ordered
     if (
         gated
@@ -188,12 +197,8 @@ def evaluate_metrics(
         and not seg.nonfinite.get(seg.row_of.get(upto, -1))
     ):
         return []
-    ctx = RuleContext(seg, ranges, upto, open_rules, pre.get(RESOLVED) if pre else None)
-    if pre:
-        ctx.hacking_windows = pre.get(HACKING_WINDOWS)
-        ctx.hacking_confirmed = bool(pre.get(HACKING_CONFIRMED))
-        ctx.drift_windows = pre.get(DRIFT_WINDOWS)
-        ctx.oor_held = pre.get(OOR_HELD) if gated else None
+    ctx = RuleContext(seg, ranges, upto, open_rules)
+    oor_held = pre.get(OOR_HELD) if gated and pre else None
     out: list[Condition] = []
     box: list = []
 
@@ -214,6 +219,9 @@ def evaluate_metrics(
             continue
         if gated and not _may_fire(rule, ctx, win, pre):
             continue  # it cannot fire here (an exact necessary condition, judge/gates.py)
+        if oor_held and rule is rule_out_of_range:
+            out.extend(_out_of_range_held(ctx, oor_held))
+            continue
         try:
             out.extend(rule(ctx))
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):

@@ -130,26 +130,16 @@ class RuleContext:
         ranges: RangeSet,
         upto: int,
         open_rules: frozenset[str] = frozenset(),
-        resolved: RangeSet | None = None,
     ) -> None:
         self.seg = seg
-        self.ranges = resolved if resolved is not None else ranges_for(seg, ranges, upto)
+        self.ranges = ranges_for(seg, ranges, upto)
         self.upto = upto
         self.open_rules = open_rules  # alerts already raised: they hold while their sign stays
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._base_rows: np.ndarray | None = None
-        self.only_signals: frozenset[str] | None = None  # out-of-range: the gate's short list
-        # length-hacking: the windows whose Mann-Kendall tests may pass, at this rollout and one
-        # back (judge/held.py); the others would be skipped by the rule's own loop anyway
-        self.hacking_windows: tuple[frozenset, frozenset] | None = None
-        # ... and its sign surely confirmed here (judge/held.py): the look one rollout back is known
-        self.hacking_confirmed = False
-        # gap, kl, grad_norm: per signal, the windows of drift_up whose Mann-Kendall test may pass
-        # here (judge/bulk.py; an alert held open runs its rule at every rollout)
-        self.drift_windows: dict[str, frozenset] | None = None
-        # out-of-range: the signals whose (warning) alert is open and surely holds here
-        # (judge/bulk.py, Answers.oor_held): a stand-in condition keeps it open
-        self.oor_held: frozenset[str] | None = None
+        # out-of-range: the signals whose five-step mean may be outside its range (the gate's
+        # short list, judge/gates.py: the others provably are not); None: every signal
+        self.only_signals: frozenset[str] | None = None
 
     def series(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
         key = f"{sig_id}:{part}"
@@ -308,7 +298,6 @@ def drift_up(
     sigma,
     rho: float,
     band_hi: np.ndarray | None = None,
-    windows=None,
 ) -> dict | None:
     """ "Grows step after step" against the run's own baseline (and a band when there is one).
 
@@ -316,12 +305,11 @@ def drift_up(
     max(rho, K_LEVEL x 0.6 sigma) and 3 of them by rho - or 3 of 4 sit above the band's top -
     and (2) on one window of 8/16/32 rollouts the one-sided Mann-Kendall test is significant
     (alpha 0.01) and the Theil-Sen rise beats both rho and K_RISE x its own noise
-    (sigma sqrt(12 / W)).  `windows`: those of TREND_WINDOWS whose test may pass (judge/bulk.py
-    knows the others fail it: they are skipped, the answer is the same); None: all.
+    (sigma sqrt(12 / W)).
     """
     n = len(v)
-    if n < min(TREND_WINDOWS) or (windows is not None and not any(w <= n for w in windows)):
-        return None  # (no window left whose test may pass: nothing can be found)
+    if n < min(TREND_WINDOWS):
+        return None
     edge = None
     level_ok = False
     if not (base is not None and float(np.mean(v[-4:])) > base + rho) and band_hi is None:
@@ -340,8 +328,8 @@ def drift_up(
     if not level_ok:
         return None
     for w in TREND_WINDOWS:
-        if w > n or (windows is not None and w not in windows):
-            continue  # (a window left out of `windows` fails the Mann-Kendall test below)
+        if w > n:
+            continue
         ws, wv = ids[-w:].astype(float), v[-w:]
         p = stats.mk_p_up(wv)
         if p >= (ALPHA_SHORT if w <= 10 else ALPHA_LONG):

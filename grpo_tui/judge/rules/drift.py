@@ -89,7 +89,6 @@ def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Conditio
         noise,
         rho,
         band_hi=hi,
-        windows=ctx.drift_windows.get(sig_id) if ctx.drift_windows else None,
     )
     if ev and not _jump_shaped(lv[-ev["window"] :], ev["rise"]):
         w = ev["window"]
@@ -195,7 +194,6 @@ def rule_grad_norm(ctx: RuleContext) -> list[Condition]:
         noise,
         RHO["grad_norm"],
         band_hi=hi,
-        windows=ctx.drift_windows.get("grad_norm") if ctx.drift_windows else None,
     )
     if not ev:
         return []

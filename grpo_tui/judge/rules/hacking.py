@@ -72,15 +72,10 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     ids, L, R, T = got
     # confirmed: the sign must show at this rollout and at the one before (noise makes one-offs)
     noise = _hacking_noise(ids, L, R, T)
-    now, back = ctx.hacking_windows or (None, None)
-    hit = _hacking_trend(ids, L, R, T, noise, now) or _hacking_below_band(ctx, ids, L, R)
-    if (
-        hit is not None
-        and not ctx.hacking_confirmed
-        and not (
-            _hacking_trend(ids[:-1], L[:-1], R[:-1], None if T is None else T[:-1], noise, back)
-            or _hacking_below_band(ctx, ids[:-1], L[:-1], R[:-1])
-        )
+    hit = _hacking_trend(ids, L, R, T, noise) or _hacking_below_band(ctx, ids, L, R)
+    if hit is not None and not (
+        _hacking_trend(ids[:-1], L[:-1], R[:-1], None if T is None else T[:-1], noise)
+        or _hacking_below_band(ctx, ids[:-1], L[:-1], R[:-1])
     ):
         hit = None
     if hit is None:
@@ -128,21 +123,17 @@ def _hacking_trend(
     R: np.ndarray,
     T: np.ndarray | None = None,
     noise: dict | None = None,
-    windows: frozenset | None = None,
 ):
     """(window, evidence) when length rises while reward falls on one window, else None.
 
     With the cut share (T) rising hard as well - answers running into the cap, which zeroes
     their reward - a smaller, still significant fall of reward is enough on 8-12 rollouts.
-    `windows`: the ("cut" | "joint", w) whose Mann-Kendall tests may pass (None: all).
     """
     noise = noise or _hacking_noise(ids, L, R, T)
     if T is not None and len(T) == len(L):
         for w in (8, 12):
             if w > len(L):
                 break
-            if windows is not None and ("cut", w) not in windows:
-                continue
             wi, wl, wr, wt = ids[-w:].astype(float), L[-w:], R[-w:], T[-w:]
             if stats.mk_p_up(wl) >= 0.05 or stats.mk_p_down(wr) >= 0.10 or stats.mk_p_up(wt) >= 0.01:
                 continue
@@ -166,8 +157,6 @@ def _hacking_trend(
     for w in (8, 12, 16, 24, 32):
         if w > len(L):
             break
-        if windows is not None and ("joint", w) not in windows:
-            continue
         wi, wl, wr = ids[-w:].astype(float), L[-w:], R[-w:]
         p_rew = stats.mk_p_down(wr)
         if p_rew >= ALPHA_FALL:

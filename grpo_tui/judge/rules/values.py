@@ -84,9 +84,6 @@ def rule_out_of_range(ctx: RuleContext) -> list[Condition]:
     for sig_id in BY_ID:
         if ctx.only_signals is not None and sig_id not in ctx.only_signals:
             continue  # its five-step mean sits inside its range (judge/gates.py)
-        if ctx.oor_held is not None and sig_id in ctx.oor_held:
-            out.append(Condition("out-of-range", "warning", None, "out-of-range holds", {}, signal=sig_id))
-            continue  # its open warning holds (judge/bulk.py): only presence matters
         if sig_id == "clipfrac" and ctx.k > 1:
             continue  # several updates per rollout: clipping is expected
         if sig_id == "zero_std" and groups_of(ctx.seg) is None:
