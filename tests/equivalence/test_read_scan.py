@@ -254,8 +254,12 @@ def test_only_an_untimed_read_shares_its_walk(tmp_path):
             untimed=untimed,
         )
         for _ in r.blocks():
-            pass  # a fast consumer: it waits for every block
-        assert (r.left > 0) == untimed and (r._share > 0) == untimed
+            pass  # a fast consumer: it waits for (nearly) every block
+        # (whether the share is still up after the last blocks depends on how the two threads ran
+        # there, on a loaded machine too: that it was shared at all is what `left` counts)
+        assert (r.left > 0) == untimed
+        if not untimed:
+            assert r._share == 0
 
 
 @pytest.mark.parametrize("share", [0.3, 0.7])
