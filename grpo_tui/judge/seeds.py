@@ -39,6 +39,9 @@ class SeedProblem:
     seed: int  # index into the paths
     path: str
     why: str
+    # a sign `check` calls critical (alone, or against the other seeds' bands): the seed is refused;
+    # else a note (its points mostly outside the others' band: the band was widened for it)
+    critical: bool = True
 
 
 @dataclass
@@ -173,6 +176,7 @@ def check_seeds(
                         i,
                         paths[i],
                         f"{sig_id}: {r['frac_outside']:.0%} of its points lie outside the band of the other seed(s)",
+                        critical=False,
                     )
                 )
     return problems
