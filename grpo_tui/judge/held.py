@@ -6,7 +6,9 @@ it)?  Its message and evidence are those of the rollout that raised it, and leng
 is always critical, so a held condition can never escalate.  rule_length_hacking returns a
 condition when its sign is confirmed (the joint trend - or reward below its band - at this
 rollout and on the window one rollout shorter) or, failing that, when _hacking_holds says
-length stays up and reward down.
+length stays up and reward down.  While no alert is open, a confirmed sign may still be a
+reward dip in reasoning growth (rules.hacking._growth_dip), so `confirmed` answers only
+"surely not" (0) or "ask the rule" (-1).
 
 `presence` computes exactly those tests with numpy on a batch of rollouts: every window
 statistic the rule uses (Theil-Sen slopes, robust sigmas, Mann-Kendall p with ties, medians,
@@ -333,7 +335,9 @@ def presence(x: Inputs) -> tuple[np.ndarray, np.ndarray]:
         held = _holds(x.take(live))
         got.sure[live] |= held.sure
         got.maybe[live] |= held.maybe
-    return _code(got), _code(confirmed)
+    conf = _code(confirmed)
+    conf[conf == 1] = -1  # (a confirmed sign may be a dip in reasoning growth: the rule decides)
+    return _code(got), conf
 
 
 def _code(t: Tri) -> np.ndarray:

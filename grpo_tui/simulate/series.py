@@ -277,6 +277,22 @@ def _curve(su: Setup, lv: dict, r: np.ndarray, which: str) -> np.ndarray:
     return su.length[0] * lv["l0"] + (su.length[1] * lv["l1"] - su.length[0] * lv["l0"]) * x
 
 
+def _dip(su: Setup, seed: int, r: np.ndarray) -> np.ndarray:
+    """A healthy reward dip for some seeds of a setup with `dips`: 0.04-0.12 deep (a half sine)
+    over 8-32 rollouts somewhere in the middle of the run, while length keeps its curve.  Drawn
+    from a stream of its own, so every other series of the seed is unchanged."""
+    if not su.dips:
+        return np.zeros(len(r))
+    u = _rng(seed, 14, 0).random(size=4)
+    if u[0] >= su.dips:
+        return np.zeros(len(r))
+    span = 8.0 + 24.0 * u[1]
+    at = su.rollouts * (0.25 + 0.45 * u[2])  # (the setup's length, not this run's: a prefix stays one)
+    depth = 0.04 + 0.08 * u[3]
+    x = (r - at) / span
+    return np.where((x > 0) & (x < 1), depth * np.sin(np.pi * np.clip(x, 0.0, 1.0)), 0.0)
+
+
 def _norm_sf(z: np.ndarray) -> np.ndarray:
     return 0.5 * np.vectorize(math.erfc)(np.asarray(z, float) / math.sqrt(2.0))
 
@@ -299,7 +315,7 @@ def _setup_rollout_series(
     hz = np.array([_t_noise(_rng(seed, 9, i), 4, heavy) for i in range(n)]).reshape(n, 4)
     G, m = su.groups, su.per_group
     B = G * m
-    true_r = np.clip(_curve(su, lv, r, "reward") + 0.02 * _ar1(z[:, 0], 0.9), 0.005, 0.995)
+    true_r = np.clip(_curve(su, lv, r, "reward") + 0.02 * _ar1(z[:, 0], 0.9) - _dip(su, seed, r), 0.005, 0.995)
     length = _curve(su, lv, r, "length") * np.exp(0.035 * _ar1(hz[:, 0], 0.5))
     o = int(onset) if onset is not None else 0
     if scenario == "length-hacking":

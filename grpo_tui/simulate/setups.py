@@ -88,6 +88,9 @@ class Setup:
     # KL to the reference model reached at `horizon` with --use-kl-loss (train/kl_loss; None: not logged)
     kl_ref: float | None = None
     prompt_len: float = PROMPT_LEN
+    # chance per seed of a healthy reward dip (0.04-0.12 deep, 8-32 rollouts) while length keeps
+    # its curve: long-reasoning runs do this, and it is not length-hacking
+    dips: float = 0.0
 
 
 SETUPS: dict[str, Setup] = {
@@ -239,6 +242,61 @@ SETUPS: dict[str, Setup] = {
             rt_per_token=0.06,
             gap_bump=0.10,
             heat=1.3,
+        ),
+        Setup(
+            "reasoning-8b",
+            "8B on AIME-style data: length grows 1,000->3,500 with reward 0.20->0.45, reward dips while length grows",
+            kl_ref=0.03,
+            model="Qwen3-8B",
+            params=8.2e9,
+            data="aime-style/train.parquet",
+            groups=32,
+            per_group=8,
+            cap=16384,
+            rollouts=160,
+            layers=(36, 4096, 12288, 32, 8),
+            reward=(0.20, 0.45),
+            length=(1000.0, 3500.0),
+            horizon=150.0,
+            shape=1.0,
+            concentration=1.4,
+            gap=0.0104,
+            kl=0.00046,
+            grad=0.26,
+            grad_sigma=0.22,
+            grad_drift=1.3,
+            rt_base=40.0,
+            rt_per_token=0.03,
+            heat=1.3,
+            entropy=0.52,
+            dips=0.8,
+        ),
+        Setup(
+            "distill-1.5b",
+            "1.5B R1-distill on math, K=2: length grows 2,000->4,800 with reward 0.28->0.42 under an 8,192 cap, reward dips",
+            model="DeepSeek-R1-Distill-Qwen-1.5B",
+            params=1.8e9,
+            data="deepscaler/train.parquet",
+            groups=64,
+            per_group=8,
+            cap=8192,
+            steps_per_rollout=2,
+            rollouts=120,
+            layers=(28, 1536, 8960, 12, 2),
+            reward=(0.28, 0.42),
+            length=(2000.0, 4800.0),
+            horizon=120.0,
+            shape=0.9,
+            concentration=1.6,
+            gap=0.0139,
+            kl=0.00061,
+            grad=0.40,
+            grad_sigma=0.25,
+            grad_drift=1.2,
+            rt_base=30.0,
+            rt_per_token=0.04,
+            entropy=0.60,
+            dips=0.8,
         ),
     )
 }

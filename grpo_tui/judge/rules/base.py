@@ -153,6 +153,15 @@ class RuleContext:
             got = self._cache[key] = signal_series(self.seg, BY_ID[sig_id], last=WINDOW, part=part, upto=self.upto)
         return got
 
+    def history(self, sig_id: str, last: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, values) of the last `last` rollouts up to the judged one: a longer look back
+        than the window, for a rule that weighs the run's own long-run course."""
+        key = f"hist{last}:{sig_id}"
+        got = self._cache.get(key)
+        if got is None:
+            got = self._cache[key] = signal_series(self.seg, BY_ID[sig_id], last=last, upto=self.upto)
+        return got
+
     def baseline(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
         """(ids, values) of the segment's first BASELINE_ROWS rollouts (up to the judged one)."""
         key = f"base:{sig_id}:{part}"

@@ -12,6 +12,7 @@ from ..signals import (
 )
 from .base import (
     ALPHA_FALL,
+    BASELINE_ROWS,
     FLOOR,
     HACK_MIN,
     K_FALL,
@@ -77,6 +78,8 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
         _hacking_trend(ids[:-1], L[:-1], R[:-1], None if T is None else T[:-1], noise)
         or _hacking_below_band(ctx, ids[:-1], L[:-1], R[:-1])
     ):
+        hit = None
+    if hit is not None and "length-hacking" not in ctx.open_rules and _growth_dip(ctx, int(ids[-hit[0]])):
         hit = None
     if hit is None:
         if "length-hacking" in ctx.open_rules:
@@ -235,3 +238,55 @@ def _hacking_holds(ctx: RuleContext, ids: np.ndarray, L: np.ndarray, R: np.ndarr
         },
         signal="length",
     )
+
+
+GROWTH_LOOKBACK = 120  # rollouts a reward dip is weighed against: the run's long-run course
+GROWTH_MIN = 8  # rollouts before the dip that must show length and reward rising together
+FIRST_DIP = 24  # rollouts a run's first reward dip may last (long-reasoning runs dip ~0.1 for ~24)
+
+
+def _growth_dip(ctx: RuleContext, start: int) -> bool:
+    """A reward dip inside reasoning growth, not length-hacking (yet).
+
+    Over the look back's rollouts before the sign's window (ids < `start`), length rose
+    (Mann-Kendall p < 0.05 on log length) and reward did not fall (p_down >= 0.10), and length
+    still follows that trend: the median of its last four log values is within K_RISE noise
+    sigmas of the trend line carried forward.  Such a dip becomes length-hacking only once it
+    has both outlasted the run's earlier dips (_outlasts) and given back the look back's gains
+    (the five-step mean of reward at or below the median of its first BASELINE_ROWS).
+    Hacking that grows length faster than the run did leaves the line and is called as before.
+    """
+    li, lv = _finite(*ctx.history("length", GROWTH_LOOKBACK))
+    ri, rv = _finite(*ctx.history("reward", GROWTH_LOOKBACK))
+    ids = stats.intersect_sorted(li, ri)
+    L, R = lv[np.searchsorted(li, ids)], rv[np.searchsorted(ri, ids)]
+    b = ids < start
+    if int(b.sum()) < GROWTH_MIN:
+        return False
+    if not np.all(L > 0):
+        return False
+    logL = np.log(L)  # (growth is judged in ratios: the noise of a length grows with it)
+    fb, Lb, Rb = ids[b].astype(float), logL[b], R[b]
+    if stats.mk_p_up(Lb) >= 0.05 or stats.mk_p_down(Rb) < 0.10:
+        return False
+    slope = stats.theil_sen_slope(fb, Lb)
+    centre = float(stats.median(Lb - slope * fb))
+    s_len = _noise(fb, Lb, "length", FLOOR["length"])
+    above = float(stats.median(logL[-4:] - (centre + slope * ids[-4:].astype(float))))
+    if not above <= K_RISE * s_len:
+        return False
+    # turned: the dip has given back the run's gains over the look back
+    turned = float(np.mean(R[-MEAN_WINDOW:])) <= float(stats.median(R[:BASELINE_ROWS]))
+    return not (turned and _outlasts(ids, R, _noise(fb, Rb, "reward")))
+
+
+def _outlasts(ids: np.ndarray, R: np.ndarray, s_rew: float) -> bool:
+    """The dip now (five-step mean of reward below its best so far by more than its noise) has
+    lasted longer than any earlier dip in the look back, and than FIRST_DIP rollouts."""
+    m = stats.trailing_mean(R, MEAN_WINDOW)
+    low = m < np.maximum.accumulate(np.where(np.isfinite(m), m, -np.inf)) - max(0.02, s_rew)
+    if not low[-1]:
+        return False
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], low.astype(np.int8), [0]])))
+    spans = edges[1::2] - edges[0::2]
+    return int(spans[-1]) > max(FIRST_DIP, int(spans[:-1].max(initial=0)))

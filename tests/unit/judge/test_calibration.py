@@ -316,3 +316,24 @@ def test_calibrate_names_a_broken_seed_and_writes_nothing_unless_forced(tmp_path
     err = capsys.readouterr().err
     assert "seed gap-jump.log shows a broken-run sign: gap-jump" in err and not out.exists()
     assert main(args + ["--force"]) == 0 and out.exists()
+
+
+def test_calibrate_writes_healthy_reasoning_seeds_with_dips_and_notes_one_that_sits_apart(tmp_path, capsys):
+    """Seeds of a long-reasoning setup whose reward dips while length grows are healthy (no
+    length-hacking); one whose log-prob gap sits apart from the others is named in a note and
+    widens the band, but only a sign `check` calls critical refuses a seed."""
+    from grpo_tui.cli import main
+
+    paths = []
+    for seed in (1003, 1005, 1006):  # each dips 0.08-0.12 mid-run (simulate/series.py: _dip)
+        p = tmp_path / f"r{seed}.log"
+        assert (
+            main(["simulate", "--setup", "reasoning-8b", "--seed", str(seed), "--rollouts", "160", "-o", str(p)]) == 0
+        )
+        paths.append(str(p))
+    out = tmp_path / "out" / "r.toml"
+    out.parent.mkdir()
+    capsys.readouterr()
+    assert main(["calibrate", *paths, "-o", str(out)]) == 0 and out.exists()
+    err = capsys.readouterr().err
+    assert "note: seed r1003.log gap:" in err and "broken-run sign" not in err

@@ -304,3 +304,52 @@ def test_a_normal_early_entropy_fall_and_an_unlogged_entropy_are_fine():
     healthy = synth(60, entropy=lambda r: 0.5 * (0.4 + 0.6 * math.exp(-r / 10)))
     assert "entropy-collapse" not in {a.rule for a in judge_lines(healthy).alerts}
     assert "entropy-collapse" not in {a.rule for a in judge_lines(synth(30)).alerts}  # Miles' constant 0.0
+
+
+def _growth(n, *, dip=None, fall_from=None, hack_from=None, seed=0):
+    """A long-reasoning run: length grows 500 -> 1,500 with reward 0.30 -> 0.60 over 100 rollouts;
+    `dip` = (start, span, depth) lowers reward by a half sine, `fall_from` makes reward fall
+    0.006 a rollout from there with length on its pace, `hack_from` makes length grow 4 % a
+    rollout from there with reward falling 0.01."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 2))
+
+    def reward(r):
+        v = 0.30 + 0.003 * r + 0.015 * z[r, 0]
+        if dip is not None and dip[0] < r < dip[0] + dip[1]:
+            v -= dip[2] * math.sin(math.pi * (r - dip[0]) / dip[1])
+        if fall_from is not None and r > fall_from:
+            v -= 0.009 * (r - fall_from)
+        if hack_from is not None and r > hack_from:
+            v -= 0.013 * (r - hack_from)
+        return v
+
+    def length(r):
+        base = 500 + 10 * min(r, hack_from or r)
+        if hack_from is not None and r > hack_from:
+            base *= 1.04 ** (r - hack_from)
+        return base * math.exp(0.03 * z[r, 1])
+
+    return synth(n, reward=reward, length=length, trunc=lambda r: 0.0)
+
+
+def test_a_reward_dip_while_length_keeps_growing_is_not_length_hacking():
+    # a dip of 0.09 over 24 rollouts (the issue's case), a deeper longer one earlier, a short one
+    # later: two trends on one window call each of them length-hacking
+    for dip in ((50, 24, 0.09), (40, 30, 0.12), (60, 16, 0.08)):
+        rep = judge_lines(_growth(100, dip=dip, seed=0))
+        assert "length-hacking" not in critical(rep), (dip, [(a.rule, a.first_seen, a.message) for a in rep.alerts])
+
+
+def test_length_hacking_at_the_runs_own_pace_is_called_once_the_dip_outlasts_and_gives_back():
+    # reward falls for good while length keeps its pace: called, once the dip has lasted longer
+    # than 24 rollouts and the five-step mean is back below where the run began
+    rep = judge_lines(_growth(110, fall_from=50))
+    a = first(rep, "length-hacking")
+    assert a.severity == "critical" and 50 + 24 < a.first_seen <= 50 + 45, a.first_seen
+
+
+def test_length_hacking_that_outgrows_the_trend_is_called_as_before():
+    rep = judge_lines(_growth(80, hack_from=50))
+    a = first(rep, "length-hacking")
+    assert a.severity == "critical" and a.first_seen <= 50 + 14, a.first_seen
