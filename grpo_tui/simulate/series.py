@@ -155,6 +155,8 @@ def _step_series(scenario: str, n: int, K: int, seed: int, onset: int | None, pa
     out = _train_steps(scenario, gap, kl, grad, r, j, z, u, d, hit, pace, seed, None, 47.0)
     if scenario == "non-finite":
         _break_finite(out, u[:, 5], hit, onset, K)
+    if scenario == "entropy-high":
+        _near_random(out, 0.40, r, seed, hit)
     return out
 
 
@@ -187,11 +189,13 @@ def _train_steps(
         gap, kl = np.where(hit, gap * 3, gap), np.where(hit, kl * 9, kl)
     elif scenario == "grad-norm-rising":
         grad = grad * 1.25 ** (pace * d)
+    elif scenario == "no-update":
+        grad = np.where(hit, 0.0, grad)
     elif scenario == "off-policy":
         clip = np.where(hit, 0.002 + 0.018 * u[:, 2], clip)
         ppo_kl = np.where(hit, 1e-4 + 9e-4 * u[:, 3], ppo_kl)
         ess = np.where(hit, 0.995 - 0.035 * u[:, 4], ess)
-    loss = 0.002 * z[:, 3]
+    loss = np.where(hit, 0.0, 0.002 * z[:, 3]) if scenario == "no-update" else 0.002 * z[:, 3]
     out: dict[str, list] = {
         "gap": gap.tolist(),
         "kl": kl.tolist(),
@@ -219,6 +223,14 @@ def _kl_ref_series(
     kz = np.array([_rng(seed, 20, i).normal() for i in range(len(r))])
     kl = level * math.exp(0.3 * z0) * np.minimum(r / horizon, 1.5) ** 0.8 * np.exp(0.15 * kz)
     return (kl * 1.6 ** (pace * d)).tolist()
+
+
+def _near_random(out: dict, e0: float, r: np.ndarray, seed: int, hit: np.ndarray) -> None:
+    """Entropy per step for the entropy-high scenario: the setup's own (or e0's) before the
+    onset, ~9 nats after it (a real verl LoRA run logged 9.49 with every answer at the cap)."""
+    ez = np.array([_rng(seed, 21, i).normal() for i in range(len(r))])
+    before = np.asarray(out["entropy"]) if "entropy" in out else e0 * np.exp(0.03 * ez)
+    out["entropy"] = np.where(hit, 9.0 * np.exp(0.02 * ez), before).tolist()
 
 
 def _break_finite(out: dict, u: np.ndarray, hit: np.ndarray, onset: int | None, K: int) -> None:
@@ -410,4 +422,6 @@ def _setup_step_series(
         out["entropy"] = ent.tolist()
     if scenario == "non-finite":
         _break_finite(out, u[:, 5], hit, onset, K)
+    if scenario == "entropy-high":
+        _near_random(out, su.entropy or 0.40, r, seed, hit)
     return out

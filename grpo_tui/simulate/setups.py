@@ -21,6 +21,8 @@ SCENARIOS: dict[str, str] = {
     "no-steps": "startup lines and noise for 16+ minutes, never a metric line",
     "stalled": "healthy until onset, then only engine health checks for 15 minutes (trainer hung)",
     "kl-ref": "KL to the reference (--use-kl-loss) grows x1.6 per rollout from onset (x100 in 10)",
+    "no-update": "gradient norm and loss exactly 0 from onset while groups still disagree (a multi-node bug)",
+    "entropy-high": "token entropy jumps to ~9 nats from onset: near-random output (a LoRA/dtype fault)",
 }
 FORMATS = ("miles", "slime", "level")
 

@@ -100,6 +100,8 @@ def test_scenarios_listed():
         "no-steps",
         "stalled",
         "kl-ref",
+        "no-update",
+        "entropy-high",
     }
     assert names == set(sim.SCENARIOS)
     with pytest.raises(ValueError):
@@ -514,3 +516,21 @@ def test_a_long_slowdown_stays_on_the_calendar():
     assert len(times_s) >= 600
     assert max(times_s) <= sim.SLOWDOWN_MAX * 3 * min(times_s)
     assert max(times_s) > 100 * min(times_s)
+
+
+def test_no_update_and_entropy_high_break_only_their_own_series():
+    """no-update zeroes the gradient norm and loss from the onset, entropy-high lifts entropy to
+    ~9 nats; every other value of the run is the healthy one of the same seed."""
+    for scenario, keys in (
+        ("no-update", ("train/grad_norm", "train/loss", "train/pg_loss")),
+        ("entropy-high", ("train/entropy_loss",)),
+    ):
+        broken = metrics(gen(scenario, 30, 5, onset=20, setup="reasoning-4b", noise_per_rollout=0))
+        healthy = metrics(gen("healthy", 30, 5, onset=20, setup="reasoning-4b", noise_per_rollout=0))
+        assert len(broken) == len(healthy)
+        for (kind, n, a), (_, _, b) in zip(broken, healthy):
+            for k in a:
+                if k in keys and kind == "step" and n >= 20:
+                    assert a[k] == 0.0 if scenario == "no-update" else a[k] > 8.0
+                elif k not in keys:
+                    assert a[k] == b[k], (scenario, kind, n, k)
