@@ -269,10 +269,14 @@ def test_small_false_alarm_sweep():
         ("puzzles-3b", ("gap-rising", "grad-norm-rising")),
         ("reasoning-4b", ("rollout-slowdown", "no-signal")),
         ("k4", ("grad-norm-rising", "gap-jump")),
+        ("reasoning-8b", ("no-update", "entropy-high")),
     ):
         su = SETUPS[setup]
         for sc in scenarios:
             runs.append(Run(setup, sc, 2100, su.steps_per_rollout, 36, 16))
+    # a long-reasoning run whose reward dips 0.08 over 22 rollouts from rollout 39 while length
+    # grows (two trends on one window called it length-hacking)
+    runs.append(Run("distill-1.5b", "healthy", 1036, 2, 72))
     done = [run_one(r) for r in runs]
     false = [
         (r.setup, r.seed, r.critical, r.warning) for r in done if r.scenario == "healthy" and (r.critical or r.warning)
