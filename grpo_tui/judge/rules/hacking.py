@@ -241,7 +241,7 @@ def _hacking_holds(ctx: RuleContext, ids: np.ndarray, L: np.ndarray, R: np.ndarr
 
 
 GROWTH_LOOKBACK = 120  # rollouts a reward dip is weighed against: the run's long-run course
-GROWTH_MIN = 8  # rollouts before the dip that must show length and reward rising together
+GROWTH_MIN = 8  # rollouts before the sign's window that must show length rising, reward not falling
 FIRST_DIP = 24  # rollouts a run's first reward dip may last (long-reasoning runs dip ~0.1 for ~24)
 
 
@@ -277,10 +277,10 @@ def _growth_dip(ctx: RuleContext, start: int) -> bool:
         return False
     # turned: the dip has given back the run's gains over the look back
     turned = float(np.mean(R[-MEAN_WINDOW:])) <= float(stats.median(R[:BASELINE_ROWS]))
-    return not (turned and _outlasts(ids, R, _noise(fb, Rb, "reward")))
+    return not (turned and _outlasts(R, _noise(fb, Rb, "reward")))
 
 
-def _outlasts(ids: np.ndarray, R: np.ndarray, s_rew: float) -> bool:
+def _outlasts(R: np.ndarray, s_rew: float) -> bool:
     """The dip now (five-step mean of reward below its best so far by more than its noise) has
     lasted longer than any earlier dip in the look back, and than FIRST_DIP rollouts."""
     m = stats.trailing_mean(R, MEAN_WINDOW)
