@@ -58,19 +58,6 @@ def put_row(views: Sequence[memoryview], row: int, values: dict[str, Any], types
 def add_row(
     sums: Sequence[memoryview], counts: Sequence[memoryview], row: int, values: dict[str, Any], types: Any, /
 ) -> bool: ...
-def store_run(
-    seg_dict: dict[str, Any],
-    items: Sequence[Any],
-    i: int,
-    rollouts: Any,
-    records: Any,
-    rm_keys: Any,
-    segment: Any,
-    store_events: Any,
-    up_events: Any,
-    /,
-) -> int: ...
-def set_step_type(step_row: type, /) -> None: ...
 
 # export
 def float_tables(inv: Any, pos: Any, /) -> bool: ...
