@@ -126,8 +126,6 @@ static PyMethodDef methods[] = {
     {"add_row", (PyCFunction)(void (*)(void))add_row, METH_FASTCALL,
      "add_row(sums, counts, row, values, types) -> bool: put_row's check, each value added to its sum\n"
      "and count at `row` (a NaN count: the first value there)."},
-    {"set_types", set_types, METH_VARARGS,
-     "set_types(MetricRecord, Event): the classes ready heads are made as (until then none comes ready)."},
 #ifdef HAVE_READ_SCAN
     {"read_scan", (PyCFunction)(void (*)(void))read_scan, METH_FASTCALL,
      "read_scan(fd, buf, have, want, max_line, pairs=False, untimed=False[, walk_to]) -> (n, cut, walk | None[, mid]):\n"
@@ -164,6 +162,16 @@ static struct PyModuleDef module = {
     -1, methods, NULL, NULL, NULL, NULL,
 };
 
+/* PyModule_AddObjectRef of a new reference (NULL: -1, the error set), which it releases. */
+static int add_new(PyObject *m, const char *name, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    int rc = PyModule_AddObjectRef(m, name, value);
+    Py_DECREF(value);
+    return rc;
+}
+
 PyMODINIT_FUNC PyInit__scan(void)
 {
     gate_init();
@@ -188,7 +196,9 @@ PyMODINIT_FUNC PyInit__scan(void)
                       || PyModule_AddIntConstant(m, "PER_KEY", PER_KEY) < 0
                       || PyType_Ready(&Packed_Type) < 0 || PyType_Ready(&Fold_Type) < 0
                       || PyModule_AddObjectRef(m, "Fold", (PyObject *)&Fold_Type) < 0
-                      || PyModule_AddObjectRef(m, "Packed", (PyObject *)&Packed_Type) < 0))
+                      || PyModule_AddObjectRef(m, "Packed", (PyObject *)&Packed_Type) < 0
+                      || add_new(m, "RECORD_FIELDS", field_names(RECORD_FIELDS, R_FIELDS)) < 0
+                      || add_new(m, "EVENT_FIELDS", field_names(EVENT_FIELDS, E_FIELDS)) < 0))
         Py_CLEAR(m);
     return m;
 }

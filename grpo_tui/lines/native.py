@@ -6,6 +6,7 @@ a build must share with the Python side."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from . import pure_asked
@@ -50,7 +51,8 @@ _SKIPPED_PER_SOURCE = 16  # skipped lines kept per source to find its newest tim
 _H_COUNT = 36  # a head of offsets: a tuple of this many ints (_scan.c's H_N)
 _HEAD_OTHER, _HEAD_NOISE, _HEAD_METRIC, _HEAD_FT, _HEAD_QUIET, _HEAD_CKPT = 0, 1, 2, 3, 4, 5
 # a head the scanner read whole comes ready (_scan.c: ready_head), told apart by its length:
-# (key, pid, MetricRecord) or (key, pid, error message or None, Event)
+# (key, pid, record fields) or (key, pid, error message or None, event fields); the fields are
+# a tuple in the dataclass's order (checked in _load_scan), the object is made here in Python
 _READY_METRIC, _READY_FT = 3, 4
 
 
@@ -67,8 +69,25 @@ def _load_scan():
         return None  # built from other constants (a stale build): its shortcuts would differ
     if not hasattr(_scan, "scan_raw_untimed"):
         return None  # a build older than LineParser.noise_times (a stale build too)
-    _scan.set_types(MetricRecord, Event)  # the classes its ready heads are made as
+    if (getattr(_scan, "RECORD_FIELDS", None), getattr(_scan, "EVENT_FIELDS", None)) != (
+        _field_names(MetricRecord),
+        _field_names(Event),
+    ):
+        return None  # its ready heads' field tuples follow other classes (a stale build)
     return _scan
+
+
+def _field_names(cls) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+_RECORD_FIELDS = len(fields(MetricRecord))
+
+
+def ready_items(out: list, start: int) -> None:
+    """The items _scan.c handed out from `start` on as field tuples (Fold.run, ready heads),
+    made into the MetricRecords and Events they stand for, in place."""
+    out[start:] = [MetricRecord(*t) if len(t) == _RECORD_FIELDS else Event(*t) for t in out[start:]]
 
 
 SCAN = _load_scan()

@@ -50,6 +50,7 @@ from .native import (
     _HEAD_QUIET,
     _READY_METRIC,
     _REJOIN_PARTS,
+    ready_items,
     unpack,
 )
 from .patterns import (
@@ -254,6 +255,7 @@ class LineParser(MessageReader):
                 if run is not None:
                     lazy = self._noise_lazy
                     tail_from, tail_whole = (-1, False) if lazy is None else self._tail_here(lazy, get, base, i)
+                    made = len(out)
                     i, ci, ki = self._run_ready(
                         run(
                             i,
@@ -278,6 +280,8 @@ class LineParser(MessageReader):
                         get,
                         base,
                     )
+                    if len(out) > made:
+                        ready_items(out, made)
                     if i >= n:
                         break
                 j = cand(ci)
@@ -420,18 +424,22 @@ class LineParser(MessageReader):
         """_feed_head for a head the scanner read whole (_scan.c: ready_head): _header_fields'
         bookkeeping, then the record (its values read: _HEAD_METRIC) or the event (_ft_event's
         result: _HEAD_FT) it made, given its line number."""
-        key, pid, item = h[0], h[1], h[-1]
+        key, pid = h[0], h[1]
         c = self.counts
         c.lines += 1
+        # the record or event from its fields (in the dataclass's order, native._load_scan)
+        item = MetricRecord(*h[-1]) if len(h) == _READY_METRIC else Event(*h[-1])
         item.line_no = c.lines
         self._line_cut = False
         self._cur_key = key
         if self._pending is not None:
             self._close_pending(out)
-        self._head_seen(key, pid, item.time, item.ts)
+        time, ts = item.time, item.ts
+        assert time is not None and ts is not None  # (a ready head is a stamped Miles header)
+        self._head_seen(key, pid, time, ts)
         self._noise_lazy = None  # _noise_clear (nothing below reads it)
         self._noise.clear()
-        if len(h) == _READY_METRIC:
+        if isinstance(item, MetricRecord):
             values = unpack(item)
             names = self._names
             if len(names) + len(values) <= MAX_NAMES or names.issuperset(values):  # _capped

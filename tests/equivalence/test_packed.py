@@ -105,20 +105,19 @@ _LINES = [
 @pytest.mark.parametrize("line", _LINES)
 def test_packed_heads_hold_the_dicts_values(line):
     data = line.encode()
-    packed = _scan.scan_folded(data, True)[4][0]
-    plain = _scan.scan_folded(data, False)[4][0]
-    assert isinstance(plain[-1].metrics, dict)
-    got = packed[-1].metrics
+    # a ready head's last item: its record's fields (MetricRecord's order: metrics is the third)
+    packed = _scan.scan_folded(data, True)[4][0][-1]
+    plain = _scan.scan_folded(data, False)[4][0][-1]
+    assert isinstance(plain[2], dict)
+    got = packed[2]
     if " eval " in line or "'a': 1, 'a'" in line or "\u00e9" in line:
         assert type(got) is dict
     else:
         assert type(got) is _scan.Packed
         got = got.dict()
-    assert repr(got) == repr(plain[-1].metrics) and list(map(type, got.values())) == list(
-        map(type, plain[-1].metrics.values())
-    )
+    assert repr(got) == repr(plain[2]) and list(map(type, got.values())) == list(map(type, plain[2].values()))
     walk = _scan.scan_raw(data)
-    assert repr(_scan.fold_raw(data, walk, True)[4][0][-1].metrics) == repr(packed[-1].metrics)
+    assert repr(_scan.fold_raw(data, walk, True)[4][0][-1][2]) == repr(packed[2])
 
 
 # -- the parser's books and items: block by block, packed or not ------------------------------

@@ -15,12 +15,11 @@
  * set and `out` it changes in place.  It stops before anything Python decides: a candidate
  * without a ready head, a record whose names would pass MAX_NAMES, a short run while a noise
  * tail is still unread (the loop reads that tail first).  Its caller has no record open and a
- * first time (the loop's own condition for taking a run whole); heads are read as set_types()
- * made them, anything else stops the walk.  Failing part-way (out of memory, lists that disagree:
+ * first time (the loop's own condition for taking a run whole); heads are read as ready_head
+ * made them (field tuples), anything else stops the walk.  The records and events it hands out
+ * are field tuples too (their line number set): the caller makes the objects.  Failing part-way (out of memory, lists that disagree:
  * it raises) leaves the dicts, the set and `out` changed and the rest of the books not: the
  * parser is then as broken as after any exception in the loop it replaces. */
-
-#define SLOT(o, t, f) (*(PyObject **)((char *)(o) + (t)->off[f]))
 
 /* Emptied deques of the skipped lines, made new again by the next source that keeps a line.
  * Why: a quiet head or a record pops its source's deque and the source's next noise line makes
@@ -1437,7 +1436,7 @@ static int lean_ft(FoldObject *f, Py_ssize_t q, PyObject **key, PyObject **pid, 
     Py_ssize_t k = f->out.orig[q];     /* (fold_head's: head_at reads the same head and line) */
     const long *h = k >= 0 && k < f->in.nc ? f->in.head[k] : NULL;
     uchar *ls, *le;
-    if (h == NULL || h[H_CLASS] != HEAD_FT || record_type.type == NULL || event_type.type == NULL
+    if (h == NULL || h[H_CLASS] != HEAD_FT
         || !line_at(f->in.buf, f->in.len, f->in.st, f->in.n, f->in.cand[k], &ls, &le))
         return 0;
     uchar *m = ls + h[H_MSG], *e = ls + h[H_END_B];
@@ -1575,8 +1574,7 @@ static int own_fields(const long *h, long *oh, Py_ssize_t len)
  * newest line is this buffer's line H_OWN and has a header miles_head reads as _header does).  Then 1, the deque popped, with *key (the line's
  * source key), and when that newest line gave a time, *pid, *time and *ts for last_time (else
  * NULL), new references; 0 when Python reads the line (nothing changed); -1 with an error set.
- * A checkpoint line (HEAD_CKPT: _headerless reads on into its event, ckpt_fold) gives 2 for 1,
- * and 0 while set_types() has not given the Event class (unless `lean`: none is made). */
+ * A checkpoint line (HEAD_CKPT: _headerless reads on into its event, ckpt_fold) gives 2 for 1. */
 static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty, Py_ssize_t lo, int lo_all,
                       int lean, PyObject *skipped, PyObject **key, PyObject **pid, PyObject **time, PyObject **ts)
 {
@@ -1585,7 +1583,7 @@ static int quiet_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, int noise_empty
     uchar *ls, *le;
     *key = *pid = *time = *ts = NULL;
     if (h == NULL || (h[H_CLASS] != HEAD_QUIET && h[H_CLASS] != HEAD_CKPT)
-        || (h[H_CLASS] == HEAD_CKPT && !lean && event_type.type == NULL) || f->in.cand[k] != i
+        || f->in.cand[k] != i
         || !line_at(f->in.buf, f->in.len, f->in.st, f->in.n, i, &ls, &le) || h[H_KEY] < 0 || h[H_KEY] > le - ls
         || (h[H_KEY] > 0 && prefix_end(ls, le, h[H_KEY]) == NULL)
         || (h[H_ID] != 1 && !noise_empty && !rejoin_fails(f, i, ls, le, h, lo, lo_all)))
@@ -1688,7 +1686,7 @@ static int ckpt_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, Py_ssize_t base,
         [E_DATA] = data,
         [E_LINES] = PyTuple_New(0),   /* (the shared empty tuple: Event.lines' default) */
     };
-    PyObject *ev = slot_object(&event_type, fl, E_FIELDS);
+    PyObject *ev = tuple_of(fl, E_FIELDS);
     if (ev == NULL)
         return -1;
     int rc = PyList_Append(out, ev);
@@ -1697,6 +1695,23 @@ static int ckpt_fold(FoldObject *f, Py_ssize_t q, Py_ssize_t i, Py_ssize_t base,
 }
 
 #define FOLD_RUN_ARGS 18
+
+/* A ready head's fields appended to out as a tuple of its own with field `at` (the line number)
+ * set to line_no: the head's own tuple may be read again.  0, or -1 with an error set. */
+static int append_fields(PyObject *out, PyObject *fields, Py_ssize_t nf, Py_ssize_t at, Py_ssize_t line_no)
+{
+    PyObject *item = PyTuple_New(nf), *no = PyLong_FromSsize_t(line_no);
+    if (item == NULL || no == NULL) {
+        Py_XDECREF(item);
+        Py_XDECREF(no);
+        return -1;
+    }
+    for (Py_ssize_t x = 0; x < nf; x++)
+        PyTuple_SET_ITEM(item, x, x == at ? no : Py_NewRef(PyTuple_GET_ITEM(fields, x)));
+    int rc = PyList_Append(out, item);
+    Py_DECREF(item);
+    return rc;
+}
 
 /* Fold.run(i, ci, ki, base, names, max_names, last_time, skipped, last_error, source_key, new_deque,
  *          tail_unread, last_ts, out, lean, noise_empty, tail_from, tail_whole)
@@ -1872,14 +1887,13 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
         Py_ssize_t hl = PyTuple_CheckExact(h) ? PyTuple_GET_SIZE(h) : 0;
         if (hl != 3 && hl != 4)
             break;                              /* Python reads this line */
-        const SlotType *t = hl == 3 ? &record_type : &event_type;
-        PyObject *item = PyTuple_GET_ITEM(h, hl - 1), *pid = PyTuple_GET_ITEM(h, 1);
-        if (t->type == NULL || !Py_IS_TYPE(item, t->type))
-            break;
-        PyObject *values = hl == 3 ? SLOT(item, t, R_METRICS) : NULL;
-        PyObject *time = SLOT(item, t, hl == 3 ? R_TIME : E_TIME), *ts = SLOT(item, t, hl == 3 ? R_TS : E_TS);
-        if ((hl == 3 && values == NULL) || time == NULL || ts == NULL)
-            break;                              /* not as fold made it: Python's */
+        Py_ssize_t nf = hl == 3 ? R_FIELDS : E_FIELDS;
+        PyObject *fields = PyTuple_GET_ITEM(h, hl - 1), *pid = PyTuple_GET_ITEM(h, 1);
+        if (!PyTuple_CheckExact(fields) || PyTuple_GET_SIZE(fields) != nf)
+            break;                              /* not as ready_head made it: Python's */
+        PyObject *values = hl == 3 ? PyTuple_GET_ITEM(fields, R_METRICS) : NULL;
+        PyObject *time = PyTuple_GET_ITEM(fields, hl == 3 ? R_TIME : E_TIME);
+        PyObject *ts = PyTuple_GET_ITEM(fields, hl == 3 ? R_TS : E_TS);
         if (values != NULL) {
             int fits = PyDict_CheckExact(values) ? take_names(names, values, max_names)
                        : Packed_Check(values) ? take_shape(names, ((PackedObject *)values)->shape, max_names) : 0;
@@ -1889,10 +1903,7 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
                 break;                          /* _capped: Python's */
         }
         /* _feed_ready: the line number, _head_seen, the noise cleared, the item */
-        PyObject *line_no = PyLong_FromSsize_t(base + i + 1);
-        if (line_no == NULL)
-            goto error;
-        Py_XSETREF(SLOT(item, t, hl == 3 ? R_LINE_NO : E_LINE_NO), line_no);
+        Py_ssize_t at = hl == 3 ? R_LINE_NO : E_LINE_NO, line_no = base + i + 1;
         lines++;
         cut_reset = st_clear = head_seen = 1;
         st_lazy = -1;
@@ -1906,7 +1917,7 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
             if (Packed_Check(values) || PyDict_GET_SIZE(values)) {
                 metric++;
                 records++;
-                if (PyList_Append(out, item) < 0)
+                if (append_fields(out, fields, nf, at, line_no) < 0)
                     goto error;
             } else {
                 unreadable++;
@@ -1916,7 +1927,7 @@ static PyObject *fold_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
             if (err != Py_None && PyDict_SetItem(last_error, pid, err) < 0)
                 goto error;
             events++;
-            if (PyList_Append(out, item) < 0)
+            if (append_fields(out, fields, nf, at, line_no) < 0)
                 goto error;
         }
         i++;

@@ -502,115 +502,41 @@ error:
  * reference) when Python reads it from its offsets; NULL with an error set.
  *   metric: (key, pid, time_text, ts, role, kind, n, proc, file, actor, repeated, values)
  *   ft:     (key, pid, time_text, ts, kind, data, text, error_or_None) */
-/* The record classes ready heads are made as (records.MetricRecord and records.Event, given by
- * set_types()): each field a slot, written here as the dataclass __init__ would write it, at a
- * tenth of its cost.  Until set_types() succeeds no head comes ready (the offsets path reads
- * them). */
+/* A ready head's record or event is a tuple of its fields in the order of records.MetricRecord's
+ * and records.Event's (RECORD_FIELDS and EVENT_FIELDS, module constants native.py checks against
+ * the dataclasses): Python makes the object (LineParser._feed_ready, Fold.run's items), so this
+ * file never writes into a Python object of the project. */
 enum { R_KIND, R_N, R_METRICS, R_ROLE, R_TIME, R_TS, R_PROC, R_SOURCE, R_ACTOR, R_LINE_NO, R_NONFINITE,
        R_ABRIDGED, R_CUT, R_REPEATED, R_FIELDS };
 enum { E_KIND, E_TIME, E_TS, E_LINE_NO, E_TEXT, E_DATA, E_LINES, E_FIELDS };
 static const char *const RECORD_FIELDS[R_FIELDS] = {"kind", "n", "metrics", "role", "time", "ts", "proc", "source",
                                                     "actor", "line_no", "nonfinite", "abridged", "cut", "repeated"};
 static const char *const EVENT_FIELDS[E_FIELDS] = {"kind", "time", "ts", "line_no", "text", "data", "lines"};
-typedef struct {
-    PyTypeObject *type;
-    Py_ssize_t off[R_FIELDS];
-} SlotType;
-static SlotType record_type, event_type;
 
-/* The slot offsets of cls, whose __slots__ must be exactly `names` (n of them), into *t. */
-static int slot_type(PyObject *cls, const char *const *names, int n, SlotType *t)
+/* The field names as a tuple of str (the module's RECORD_FIELDS / EVENT_FIELDS). */
+static PyObject *field_names(const char *const *names, int n)
 {
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "set_types(): not a class");
-        return -1;
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t != NULL && i < n; i++) {
+        PyObject *s = PyUnicode_FromString(names[i]);
+        if (s == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, s);
     }
-    PyObject *slots = PyObject_GetAttrString(cls, "__slots__");
-    if (slots == NULL) {   /* no slots: refused below, as any other class of other fields */
-        PyErr_Clear();
-        slots = Py_NewRef(Py_None);
-    }
-    int ok = PyTuple_Check(slots) && PyTuple_GET_SIZE(slots) == n;
-    for (int i = 0; ok && i < n; i++) {
-        PyObject *name = PyTuple_GET_ITEM(slots, i);
-        ok = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, names[i]) == 0;
-    }
-    Py_DECREF(slots);
-    PyTypeObject *type = (PyTypeObject *)cls;
-    /* a plain class of its own slots: made by tp_alloc alone, nothing else to set up */
-    if (!ok || type->tp_dictoffset != 0 || type->tp_weaklistoffset != 0 || type->tp_itemsize != 0
-        || type->tp_base != &PyBaseObject_Type || !(type->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
-        PyErr_SetString(PyExc_TypeError, "set_types(): a class of other fields than _scan.c writes");
-        return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        PyObject *d = PyObject_GetAttrString(cls, names[i]);
-        if (d == NULL)
-            return -1;
-        PyMemberDef *m = Py_IS_TYPE(d, &PyMemberDescr_Type) && PyDescr_TYPE(d) == type
-                         ? ((PyMemberDescrObject *)d)->d_member : NULL;
-        int good = m != NULL && m->type == T_OBJECT_EX && !(m->flags & READONLY)
-                   && m->offset >= (Py_ssize_t)sizeof(PyObject)
-                   && m->offset + (Py_ssize_t)sizeof(PyObject *) <= type->tp_basicsize;
-        for (int k = 0; good && k < i; k++)
-            good = t->off[k] != m->offset;   /* each field its own slot (no aliased descriptor) */
-        if (good)
-            t->off[i] = m->offset;
-        Py_DECREF(d);
-        if (!good) {
-            PyErr_SetString(PyExc_TypeError, "set_types(): a field is not a slot of its own");
-            return -1;
-        }
-    }
-    Py_XSETREF(t->type, (PyTypeObject *)Py_NewRef(cls));
-    return 0;
+    return t;
 }
 
-static PyObject *set_types(PyObject *Py_UNUSED(module), PyObject *args)
-{
-    PyObject *rec, *ev;
-    if (!PyArg_ParseTuple(args, "OO", &rec, &ev))
-        return NULL;
-    Py_CLEAR(record_type.type);
-    Py_CLEAR(event_type.type);
-    if (slot_type(rec, RECORD_FIELDS, R_FIELDS, &record_type) < 0
-        || slot_type(ev, EVENT_FIELDS, E_FIELDS, &event_type) < 0) {
-        Py_CLEAR(record_type.type);
-        Py_CLEAR(event_type.type);
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
-/* An instance of t with its n slots set to items (stolen; NULL if any is NULL, all released). */
-static PyObject *slot_object(const SlotType *t, PyObject **items, int n)
-{
-    PyObject *o = NULL;
-    for (int i = 0; i < n; i++)
-        if (items[i] == NULL)
-            goto fail;
-    o = t->type->tp_alloc(t->type, 0);
-    if (o == NULL)
-        goto fail;
-    for (int i = 0; i < n; i++)
-        *(PyObject **)((char *)o + t->off[i]) = items[i];
-    return o;
-fail:
-    for (int i = 0; i < n; i++)
-        Py_XDECREF(items[i]);
-    return NULL;
-}
-
-/* A head the parser only stores: a metric record, (key, pid, MetricRecord), or an ft event,
- * (key, pid, error message or None, Event), their line_no left 0 for LineParser._feed_ready to
- * set; None when Python must read it. */
+/* A head the parser only stores: a metric record, (key, pid, record fields), or an ft event,
+ * (key, pid, error message or None, event fields), their line_no left 0 for the parser to set;
+ * None when Python must read it. */
 static PyObject *dict_of_pairs(uchar *d, const DPair *pv, Py_ssize_t n);
 
 static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssize_t at, Py_ssize_t np, int pack,
                             uint64_t kh)
 {
     long cls = h[H_CLASS];
-    if ((cls != HEAD_METRIC && cls != HEAD_FT) || record_type.type == NULL)
+    if (cls != HEAD_METRIC && cls != HEAD_FT)
         Py_RETURN_NONE;
     uchar *m = s + h[H_MSG], *e = s + h[H_END_B];
     PyObject *got;
@@ -666,7 +592,7 @@ static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssiz
             [R_CUT] = Py_NewRef(Py_False),
             [R_REPEATED] = PyLong_FromLong(h[H_REPEATED]),
         };
-        PyObject *items[3] = {key, pid, slot_object(&record_type, f, R_FIELDS)};
+        PyObject *items[3] = {key, pid, tuple_of(f, R_FIELDS)};
         return tuple_of(items, 3);
     }
     uchar *ts0 = m, *te = e;   /* msg.strip(): the message holds no control byte but tabs */
@@ -683,7 +609,7 @@ static PyObject *ready_head(uchar *s, const long *h, const DPair *pairs, Py_ssiz
         [E_DATA] = Py_NewRef(PyTuple_GET_ITEM(got, 1)),
         [E_LINES] = PyTuple_New(0),
     };
-    PyObject *items[4] = {key, pid, error_text(m, e), slot_object(&event_type, f, E_FIELDS)};
+    PyObject *items[4] = {key, pid, error_text(m, e), tuple_of(f, E_FIELDS)};
     Py_DECREF(got);
     return tuple_of(items, 4);
 }
