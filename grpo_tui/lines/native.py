@@ -84,10 +84,15 @@ def _field_names(cls) -> tuple[str, ...]:
 _RECORD_FIELDS = len(fields(MetricRecord))
 
 
+def ready_item(fields: tuple) -> MetricRecord | Event:
+    """The MetricRecord or Event a ready head's field tuple stands for (told apart by length)."""
+    return MetricRecord(*fields) if len(fields) == _RECORD_FIELDS else Event(*fields)
+
+
 def ready_items(out: list, start: int) -> None:
-    """The items _scan.c handed out from `start` on as field tuples (Fold.run, ready heads),
-    made into the MetricRecords and Events they stand for, in place."""
-    out[start:] = [MetricRecord(*t) if len(t) == _RECORD_FIELDS else Event(*t) for t in out[start:]]
+    """The items _scan.c handed out from `start` on as field tuples (Fold.run), made into the
+    MetricRecords and Events they stand for, in place."""
+    out[start:] = [ready_item(t) for t in out[start:]]
 
 
 SCAN = _load_scan()

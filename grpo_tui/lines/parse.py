@@ -48,8 +48,8 @@ from .native import (
     _HEAD_METRIC,
     _HEAD_OTHER,
     _HEAD_QUIET,
-    _READY_METRIC,
     _REJOIN_PARTS,
+    ready_item,
     ready_items,
     unpack,
 )
@@ -427,8 +427,7 @@ class LineParser(MessageReader):
         key, pid = h[0], h[1]
         c = self.counts
         c.lines += 1
-        # the record or event from its fields (in the dataclass's order, native._load_scan)
-        item = MetricRecord(*h[-1]) if len(h) == _READY_METRIC else Event(*h[-1])
+        item = ready_item(h[-1])
         item.line_no = c.lines
         self._line_cut = False
         self._cur_key = key

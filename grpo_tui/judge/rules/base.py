@@ -141,25 +141,18 @@ class RuleContext:
         # short list, judge/gates.py: the others provably are not); None: every signal
         self.only_signals: frozenset[str] | None = None
 
-    def series(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
-        key = f"{sig_id}:{part}"
+    def series(self, sig_id: str, part: str = "total", last: int = WINDOW) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, values) of the last `last` rollouts up to the judged one (a rule that weighs the
+        run's long-run course looks further back than the window)."""
+        key = f"{sig_id}:{part}" if last == WINDOW else f"{sig_id}:{part}:{last}"
         got = self._cache.get(key)
         if got is None:
-            if sig_id == "zero_std":  # every part at once: one read of the counts
+            if sig_id == "zero_std" and last == WINDOW:  # every part at once: one read of the counts
                 rows = self.seg.rows_upto(WINDOW, self.upto)
                 for p, series in zero_std_parts(self.seg, rows).items():
                     self._cache[f"zero_std:{p}"] = series
                 return self._cache[key]
-            got = self._cache[key] = signal_series(self.seg, BY_ID[sig_id], last=WINDOW, part=part, upto=self.upto)
-        return got
-
-    def history(self, sig_id: str, last: int) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, values) of the last `last` rollouts up to the judged one: a longer look back
-        than the window, for a rule that weighs the run's own long-run course."""
-        key = f"hist{last}:{sig_id}"
-        got = self._cache.get(key)
-        if got is None:
-            got = self._cache[key] = signal_series(self.seg, BY_ID[sig_id], last=last, upto=self.upto)
+            got = self._cache[key] = signal_series(self.seg, BY_ID[sig_id], last=last, part=part, upto=self.upto)
         return got
 
     def baseline(self, sig_id: str, part: str = "total") -> tuple[np.ndarray, np.ndarray]:

@@ -256,8 +256,8 @@ def _growth_dip(ctx: RuleContext, start: int) -> bool:
     (the five-step mean of reward at or below the median of its first BASELINE_ROWS).
     Hacking that grows length faster than the run did leaves the line and is called as before.
     """
-    li, lv = _finite(*ctx.history("length", GROWTH_LOOKBACK))
-    ri, rv = _finite(*ctx.history("reward", GROWTH_LOOKBACK))
+    li, lv = _finite(*ctx.series("length", last=GROWTH_LOOKBACK))
+    ri, rv = _finite(*ctx.series("reward", last=GROWTH_LOOKBACK))
     ids = stats.intersect_sorted(li, ri)
     L, R = lv[np.searchsorted(li, ids)], rv[np.searchsorted(ri, ids)]
     b = ids < start
