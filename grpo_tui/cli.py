@@ -73,10 +73,10 @@ def _add_horizon(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_force(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--force", action="store_true", help="allow -o FILE in an input log's folder (never onto the log itself)"
-    )
+def _add_force(p: argparse.ArgumentParser, why: str | None) -> None:
+    """`why`: what --force allows; None: accepted and ignored (it once allowed -o in the log's
+    folder, which is allowed now; scripts that pass it keep working)."""
+    p.add_argument("--force", action="store_true", help=why or argparse.SUPPRESS)
 
 
 def _file_or_stdout(value: str) -> str | None:
@@ -120,7 +120,7 @@ def _export_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("--axis", choices=("rollout", "step"), default="rollout")
     p.add_argument("-o", "--output", metavar="FILE", type=_file_or_stdout, help="default or -: standard output")
-    _add_force(p)
+    _add_force(p, None)
     _add_ranges(p)
     return p
 
@@ -129,7 +129,7 @@ def _calibrate_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="grpo-tui calibrate", description="Your own healthy ranges from 2-3 seed runs of one config.")
     p.add_argument("paths", nargs="+")
     p.add_argument("-o", "--output", metavar="FILE.toml", required=True)
-    _add_force(p)
+    _add_force(p, "write the ranges even when a seed shows a broken-run sign")
     _add_ranges(p)
     return p
 

@@ -63,29 +63,17 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def check_output_path(output: str, inputs: Iterable[str], force: bool = False) -> None:
-    """Refuse to write onto an input log, or next to one (docs/contracts.md §6.6) unless `force`.
-
-    "The same file" is the same inode or the same real path (hard and symbolic links
-    included); that is refused even with `force`, since the write would replace the log.
-    "Next to" is the log's own folder (not its subfolders): a follower watching that folder
-    must never see files appear because of us.
-    """
+def check_output_path(output: str, inputs: Iterable[str]) -> None:
+    """Refuse to write onto an input log (docs/contracts.md §6.6): the same inode or the same real
+    path, hard and symbolic links included, since the write would replace the log.  The log's own
+    folder is fine: `export run.log -o run.csv` beside the run is the natural place, and a follower
+    reads only its own file."""
     if "\x00" in output:
         raise InputError(f"{output!r}: not a valid path")
     out_real = os.path.realpath(output)
-    out_dir = os.path.dirname(out_real)
-    inputs = [src for src in inputs if src != "-"]
     for src in inputs:
-        if out_real == os.path.realpath(src) or _same_file(output, src):
+        if src != "-" and (out_real == os.path.realpath(src) or _same_file(output, src)):
             raise InputError(f"{output}: is the input log {src}; refusing to overwrite it")
-    for src in [] if force else inputs:
-        dirs = {os.path.dirname(os.path.realpath(src)), os.path.realpath(os.path.dirname(os.path.abspath(src)))}
-        if out_dir in dirs or any(_same_file(out_dir, d) for d in dirs):
-            raise InputError(
-                f"{output}: is in the folder of the input log {src}; grpo-tui never writes "
-                f"there (use another folder, or --force)"
-            )
 
 
 @contextmanager

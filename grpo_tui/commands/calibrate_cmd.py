@@ -23,7 +23,7 @@ from ..process import spare
 def run(args) -> int:
     if len(args.paths) < 2:
         raise InputError("calibrate needs at least 2 seed runs of the same config")
-    check_output_path(args.output, args.paths, force=getattr(args, "force", False))
+    check_output_path(args.output, args.paths)
     judged = [judge_path(p) for p in args.paths]
     spare(judged)
     stores = [j.store for j in judged]

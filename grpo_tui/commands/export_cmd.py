@@ -19,7 +19,7 @@ def run(args) -> int:
         return run_many(args)
     args.path = args.paths[0]
     if args.output:  # before reading: a refused path should not cost a parse of a big log
-        check_output_path(args.output, [args.path], force=getattr(args, "force", False))
+        check_output_path(args.output, [args.path])
     loaded = judge_path(args.path, judging=False, rows_only=True)  # (no time, no event in its rows)
     spare(loaded)
     c = loaded.parser.counts

@@ -24,7 +24,7 @@ def run(args) -> int:
     if not paths:
         raise InputError(", ".join(args.paths) + ": no *.log files")
     if args.output:  # before reading: never onto an input log or into its folder (--force)
-        check_output_path(args.output, paths, force=getattr(args, "force", False))
+        check_output_path(args.output, paths)
     names = display_names(paths, [p for p in args.paths if os.path.isdir(p)])
     data: list[dict] = []
     done = 0

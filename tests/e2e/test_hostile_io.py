@@ -418,25 +418,23 @@ def test_output_path_guard(log, outdir):
     with pytest.raises(InputError, match="is the input log"):
         check_output_path(str(log), inputs)
     with pytest.raises(InputError, match="is the input log"):
-        check_output_path(str(log), inputs, force=True)  # --force never allows overwriting the log
+        check_output_path(str(log), inputs)
     hard = outdir / "hard.log"
     os.link(log, hard)
     with pytest.raises(InputError, match="is the input log"):
-        check_output_path(str(hard), inputs, force=True)
+        check_output_path(str(hard), inputs)
     sym = outdir / "sym.log"
     sym.symlink_to(log)
     with pytest.raises(InputError, match="is the input log"):
-        check_output_path(str(sym), inputs, force=True)
+        check_output_path(str(sym), inputs)
     rel = os.path.relpath(log.parent / ".." / "logs" / "run.log")
     with pytest.raises(InputError, match="is the input log"):
         check_output_path(rel, inputs)
-    with pytest.raises(InputError, match="folder of the input log"):
-        check_output_path(str(log.parent / "x.csv"), inputs)
-    for folder in (outdir, log.parent):  # a symlinked log has two folders: the link's and the target's
-        with pytest.raises(InputError, match="folder of the input log"):
-            check_output_path(str(folder / "x.csv"), [str(sym)])
-    check_output_path(str(log.parent / "x.csv"), inputs, force=True)
-    check_output_path(str(log.parent / "sub" / "x.csv"), inputs)  # a subfolder is not the folder
+    # beside the log (its folder, the link's or the target's) is fine: only the log itself is refused
+    for folder in (outdir, log.parent):
+        check_output_path(str(folder / "x.csv"), [str(sym)])
+    check_output_path(str(log.parent / "x.csv"), inputs)
+    check_output_path(str(log.parent / "sub" / "x.csv"), inputs)
     check_output_path(str(outdir / "x.csv"), inputs)
     check_output_path(str(outdir / "x.csv"), ["-"])
 
@@ -450,14 +448,15 @@ def test_export_onto_its_own_log_is_refused(log, capsys):
     assert leftovers(log.parent) == ["run.log"]
 
 
-def test_export_into_the_log_folder_needs_force(log, capsys):
+def test_export_beside_its_log(log, capsys):
+    """`export run.log -o run.csv` in the run's own folder: the natural place (issue #41 item 5);
+    --force, which it once needed, is still accepted."""
     target = log.parent / "run.csv"
-    code, out, err = run("export", str(log), "-o", str(target), capsys=capsys)
-    assert code == 1 and "--force" in one_line(err)
-    assert leftovers(log.parent) == ["run.log"]
-    code, out, err = run("export", str(log), "-o", str(target), "--force", capsys=capsys)
-    assert code == 0, err
-    assert target.read_text().startswith("rollout,")
+    for extra in ([], ["--force"]):
+        code, out, err = run("export", str(log), "-o", str(target), *extra, capsys=capsys)
+        assert code == 0, err
+        assert target.read_text().startswith("rollout,")
+    assert leftovers(log.parent) == ["run.csv", "run.log"]
 
 
 def test_calibrate_output_is_guarded(tmp_path, capsys):
@@ -468,12 +467,10 @@ def test_calibrate_output_is_guarded(tmp_path, capsys):
     a, b = str(logs / "s1.log"), str(logs / "s2.log")
     code, out, err = run("calibrate", a, b, "-o", b, capsys=capsys)
     assert code == 1 and "is the input log" in one_line(err)
-    code, out, err = run("calibrate", a, b, "-o", str(logs / "r.toml"), capsys=capsys)
-    assert code == 1 and "folder of the input log" in one_line(err)
     assert leftovers(logs) == ["s1.log", "s2.log"]
-    code, out, err = run("calibrate", a, b, "-o", str(tmp_path / "r.toml"), capsys=capsys)
+    code, out, err = run("calibrate", a, b, "-o", str(logs / "r.toml"), capsys=capsys)  # beside the seeds
     assert code == 0, err
-    assert (tmp_path / "r.toml").read_text().startswith("# grpo-tui healthy ranges")
+    assert (logs / "r.toml").read_text().startswith("# grpo-tui healthy ranges")
 
 
 # ------------------------------------------------------------------ the top-level guard
