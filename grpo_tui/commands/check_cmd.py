@@ -5,7 +5,6 @@ one line per run (JSON `{"runs": [...]}`), exit code = the worst status."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from ..judge.engine import AlertGroup
@@ -13,7 +12,7 @@ from ..judge.ranges import RangesError, load_ranges
 from ..judge.signals import BY_ID
 from ..lines.files import InputError
 from ..output import safe_text
-from ..pipeline import fmt_age, judge_path
+from ..pipeline import fmt_age, judge_path, named_inputs, one_run
 from ..process import spare
 from ..runs import RANK, alert_words, discover, judge_many, top_alert, unknown_json, worst
 
@@ -33,7 +32,7 @@ def _fmt(sig_id: str, v) -> str:
 
 def run(args) -> int:
     paths = list(args.paths)
-    single = len(paths) == 1 and not os.path.isdir(paths[0])
+    single = len(paths) == 1 and one_run(paths[0])
     try:
         ranges = load_ranges(args.ranges)
         label = args.ranges or "defaults"
@@ -56,7 +55,11 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(report.to_json(path, every), allow_nan=False, default=str))
     else:
-        _print_human(path, report, pipe.parser.counts, every)
+        _print_human(path, report, pipe.parser.counts, every, named_inputs(pipe, path))
+        if pipe.input is not None:
+            recs = sum(seg.records for seg in pipe.store.segments)
+            skipped = ", ".join(f"{n} {what}" for what, n in sorted(pipe.input_problems.items())) or "nothing"
+            print(f"\n{recs} metric records read from {pipe.input_files} {pipe.input.label} files; skipped: {skipped}")
     return EXIT[report.status]
 
 
@@ -130,7 +133,7 @@ def state_text(st) -> str:
     return out
 
 
-def _print_human(path: str, report, counts, every: bool = False) -> None:
+def _print_human(path: str, report, counts, every: bool = False, named: list | None = None) -> None:
     w = sys.stdout.write
     w(
         f"{safe(path)}: {report.status.upper()}  ({report.rollouts} rollout{'' if report.rollouts == 1 else 's'}, "
@@ -140,6 +143,12 @@ def _print_human(path: str, report, counts, every: bool = False) -> None:
         + ")\n"
     )
     w(f"state: {state_text(report.run_state)}; ranges: {safe(report.ranges)}\n")
+    if report.input_note():
+        w(f"{report.input_note()}\n")
+    for kind, folder, found in named or ():
+        label = "TensorBoard" if kind == "tensorboard" else "W&B"
+        how = f"`grpo-tui check {folder}` reads it" if found else "not found from here"
+        w(f"the log writes {label} to {safe(folder)} ({how})\n")
     if report.ranges_note:
         w(f"no range judges this run (trend and event rules only): {safe(report.ranges_note)}\n")
     w(f"{'signal':<16} {'last':>10} {'mean5':>10} {'range':>21}  status\n")
@@ -172,6 +181,8 @@ def _print_human(path: str, report, counts, every: bool = False) -> None:
         extra += f", {counts.long_lines} lines cut at 1 MiB"
     if getattr(counts, "dropped_metrics", 0):
         extra += f", {counts.dropped_metrics} values of metric names past the 1,024-name bound dropped"
+    if report.input is not None:
+        return  # (no lines: the caller says what the files held)
     w(
         f"\n{counts.lines} lines read: {counts.records} metric records, {counts.event_lines} event lines, "
         f"{counts.noise} noise, {counts.unreadable} unreadable, {counts.cut_records} cut records{extra}\n"

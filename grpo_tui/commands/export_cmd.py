@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 from ..export import render, render_to
 from ..lines.files import InputError
 from ..output import atomic_open, check_output_path, safe_text
-from ..pipeline import judge_path
+from ..pipeline import judge_path, one_run
 from ..process import spare
 
 
 def run(args) -> int:
-    if len(args.paths) > 1 or os.path.isdir(args.paths[0]):
+    if len(args.paths) > 1 or not one_run(args.paths[0]):
         from .export_runs import run as run_many  # several runs: one table, a `run` column
 
         return run_many(args)
@@ -33,6 +32,10 @@ def run(args) -> int:
             render_to(fh, loaded.store, args.format, args.axis)
     else:  # (made whole first: an error midway prints nothing)
         sys.stdout.write(render(loaded.store, args.format, args.axis))
+    if loaded.input is not None:
+        recs = sum(seg.records for seg in loaded.store.segments)
+        print(f"grpo-tui export: {recs} metric records from {loaded.input.label}", file=sys.stderr)
+        return 0
     print(
         f"grpo-tui export: {c.lines} lines, {c.records} metric records, "
         f"{c.unreadable} unreadable lines, {c.cut_records} cut records",

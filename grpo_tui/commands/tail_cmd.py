@@ -20,11 +20,12 @@ from ..judge.engine import group_alerts
 from ..judge.ranges import RangesError, load_ranges
 from ..lines.files import InputError, check_readable
 from ..notify import Hook, alert_payload, new_criticals
-from ..pipeline import Pipeline, Update
+from ..pipeline import Pipeline, Update, open_input
 
 PRINTED_FILE_EVENTS = ("created", "truncated", "replaced", "deleted", "eof")
 FLAP_AFTER = 3  # a warning raised this often on one rule and signal is folded into `flapping` objects
 TICK = 1.0
+SIDE_POLL = 2.0  # s between reads of a followed TensorBoard folder or W&B run
 
 
 class _Out:
@@ -133,11 +134,12 @@ def run(args) -> int:
         ranges = load_ranges(args.ranges)
     except RangesError as exc:
         raise InputError(str(exc)) from None
-    if args.path != "-" and os.path.isdir(args.path):
-        raise InputError(f"{args.path}: is a directory (give a log file)")
+    side = open_input(args.path) if args.path != "-" and getattr(args, "replay", None) is None else None
+    if side is None and args.path != "-" and os.path.isdir(args.path):
+        raise InputError(f"{args.path}: is a directory (give a log file, a TensorBoard folder or a W&B run)")
     out = _Out(sys.stdout, Hook(getattr(args, "on_critical", None)), args.path)
     try:
-        return asyncio.run(_tail(args, ranges, out))
+        return asyncio.run(_tail_sidecar(side, args, ranges, out) if side is not None else _tail(args, ranges, out))
     except KeyboardInterrupt:
         return 0
 
@@ -199,6 +201,25 @@ def _split_history(pipe: Pipeline, out: _Out, item: Lines, history_end: int) -> 
     out.update(pipe.feed(item.lines[:cut], item.written_at))
     out.quiet = False
     out.update(pipe.feed(item.lines[cut:], item.written_at))
+
+
+async def _tail_sidecar(side, args, ranges, out: _Out) -> int:
+    """A TensorBoard folder or W&B run, followed: every file re-read from its own offset each
+    SIDE_POLL seconds (their writers flush every 15 s to 2 min). What it holds at the start is
+    history (printed unless --new-only)."""
+    pipe = Pipeline(ranges, ranges_label=args.ranges)
+    pipe.input = side.kind
+    out.quiet = bool(args.new_only)
+    ticker = asyncio.create_task(_ticks(pipe, out))
+    try:
+        while True:
+            items = await asyncio.to_thread(side.read)
+            out.update(pipe.feed_items(items, side.written_at()))
+            out.quiet = False
+            out.run_state(pipe)
+            await asyncio.sleep(SIDE_POLL)
+    finally:
+        ticker.cancel()
 
 
 async def _ticks(pipe: Pipeline, out: _Out) -> None:

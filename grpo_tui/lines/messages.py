@@ -443,7 +443,9 @@ class MessageReader(ParserBase):
         if ("W&B" in msg and "mode enabled" in msg) or stripped.startswith("wandb:"):
             return ev("wandb")
         if "Saving tensorboard log to" in msg:
-            return ev("tensorboard")
+            # (Miles' tensorboard_utils: "Saving tensorboard log to DIR." - the folder `grpo-tui DIR` reads)
+            where = msg.split("Saving tensorboard log to", 1)[1].strip().rstrip(".")
+            return ev("tensorboard", dir=where) if where else ev("tensorboard")
         m = _ARG_DUMP.match(msg)
         if m and m.group("name") in ARG_DUMP_NAMES:
             return ev("arg", name=m.group("name"), value=m.group("value").rstrip())

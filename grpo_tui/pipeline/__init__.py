@@ -17,7 +17,7 @@ from .core import (
     fmt_age,
     set_ended_after,
 )
-from .whole_file import feed_file, judge_path
+from .whole_file import feed_file, judge_path, named_inputs, one_run, open_input
 
 __all__ = [
     "FATAL_EVENTS",
@@ -32,5 +32,8 @@ __all__ = [
     "feed_file",
     "fmt_age",
     "judge_path",
+    "named_inputs",
+    "one_run",
+    "open_input",
     "set_ended_after",
 ]

@@ -148,6 +148,13 @@ class Pipeline:
         self._final_done = False
         self.judging = judging  # False: store only (export reads no verdict)
         self.ended_after = ENDED_AFTER if ended_after is None else ended_after
+        # another input than a console log (sidecar.source.InputKind: TensorBoard, W&B), fed
+        # with feed_items; its records' own times are the log's clock
+        self.input: Any = None
+        self.input_files = 0  # ... how many files it read
+        self.input_problems: dict[str, int] = {}  # ... and what it skipped in them
+        self._items_first_ts: float | None = None
+        self._items_last_ts: float | None = None
 
     @property
     def engine(self) -> HealthEngine:
@@ -175,6 +182,27 @@ class Pipeline:
             self.fed = True
             self.lines_seen += count
             self._note_written(self.clock() if written_at is None else written_at)
+        return up
+
+    def feed_items(self, items: list, written_at: float | None = None) -> Update:
+        """Records and events made by a reader of another input (sidecar/: a TensorBoard folder,
+        a W&B run), in the order the run logged them, written by `written_at` (default: now)."""
+        up = self._add(items)
+        for it in items:
+            ts = it.ts
+            if ts is None:
+                continue
+            if self._items_first_ts is None or ts < self._items_first_ts:
+                self._items_first_ts = ts
+            if self._items_last_ts is None or ts > self._items_last_ts:
+                self._items_last_ts = ts
+        if items:
+            self.fed = True
+        wall = self.clock() if written_at is None else written_at
+        if items or written_at is not None:
+            if self._line_wall is None or wall >= self._line_wall:
+                self._line_wall = wall
+                self._line_ts = self._items_last_ts
         return up
 
     def flush(self) -> Update:
@@ -323,7 +351,8 @@ class Pipeline:
         age = self._line_age(now)
         if age is None:
             return None
-        return age + self._log_lag(self.parser.first_ts)
+        first = self.parser.first_ts if self._items_first_ts is None else self._items_first_ts
+        return age + self._log_lag(first)
 
     def written_at(self) -> tuple[float | None, float | None]:
         """(newest line, newest metric record of the current run): when they were written,
@@ -391,7 +420,7 @@ class Pipeline:
             status, len(seg.ids), last, seg.steps_per_rollout, sigs, alerts, segments=len(self.store.segments)
         )
         label, note = self.ranges_in_use()
-        return RunReport(rep, self.state(now), label, note)
+        return RunReport(rep, self.state(now), label, note, self.input)
 
     def ranges_in_use(self) -> tuple[str, str | None]:
         """("defaults", None), or ("none", why) when the manual's defaults don't fit this run
@@ -417,6 +446,7 @@ class RunReport:
     run_state: RunState
     ranges: str
     ranges_note: str | None = None  # why no range judges the run (ranges == "none")
+    input: Any = None  # sidecar.source.InputKind when the run was read from another input than its console
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.report, name)
@@ -427,7 +457,18 @@ class RunReport:
         obj["ranges"] = self.ranges
         obj["ranges_note"] = self.ranges_note
         obj["time"] = self.run_state.to_json()
+        if self.input is not None:
+            obj["input"] = {"kind": self.input.name, "lag": self.input.lag, "not_judged": list(self.input.unjudged)}
         return obj
+
+    def input_note(self) -> str | None:
+        """One line on the input when it is not a console log: its kind, its lag, and the rules it
+        cannot judge (they read the console)."""
+        if self.input is None:
+            return None
+        return f"input: {self.input.label}, {self.input.lag}; not judged from it (they read the console): " + ", ".join(
+            self.input.unjudged
+        )
 
 
 def _judge():

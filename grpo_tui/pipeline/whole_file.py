@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from ..judge.mismatch import BulkMismatch
 from ..lines import prefetch
-from ..lines.files import BULK_CHUNK, CHUNK, check_readable, quick_handoff as _quick_handoff, read_blocks
+from ..lines.files import BULK_CHUNK, CHUNK, InputError, check_readable, quick_handoff as _quick_handoff, read_blocks
 from ..shared_override import SharedOverride
+from ..sidecar.source import Sidecar, SidecarError, open_sidecar
 from .core import Pipeline
 
 if TYPE_CHECKING:
@@ -36,7 +37,11 @@ def judge_path(
     noise_times and store_events_only).  A file is judged in bulk (`bulk`): the
     same alerts as rollout by rollout, computed for the whole history at once; in the rare
     case where they could differ (rows rewritten after their rollout was judged) the file is
-    read again and judged rollout by rollout."""
+    read again and judged rollout by rollout.  A TensorBoard folder or a W&B offline run (sidecar/)
+    is read whole through Pipeline.feed_items, judged the same way."""
+    side = open_input(path)
+    if side is not None:
+        return _judge_sidecar(side, ranges, ranges_label, now, judging, bulk)
     check_readable(path)
     if path == "-" and bulk and judging:
         return _judge_stdin(ranges, ranges_label, now)
@@ -57,6 +62,72 @@ def judge_path(
             path, ranges, ranges_label=ranges_label, now=now, judging=judging, bulk=False, rows_only=rows_only
         )
     return pipe
+
+
+def open_input(path: str) -> Sidecar | None:
+    """The run's metric files when `path` is a TensorBoard folder or a W&B offline run (a
+    folder holding one), else None: a log. Several runs there: InputError, in one line."""
+    try:
+        return open_sidecar(path)
+    except SidecarError as exc:
+        raise InputError(str(exc)) from None
+    except OSError as exc:
+        raise InputError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def named_inputs(pipe: Pipeline, path: str) -> list[tuple[str, str, bool]]:
+    """The metric folders the log says its run writes ("Saving tensorboard log to DIR"), as
+    (kind, folder, found): a relative folder is looked for beside the log, then here."""
+    seen: dict[str, tuple[str, str, bool]] = {}
+    base = os.path.dirname(os.path.abspath(path)) if path != "-" else os.getcwd()
+    for seg in pipe.store.segments:
+        for ev in seg.events:
+            where = ev.data.get("dir") if ev.kind in ("tensorboard", "wandb") else None
+            if not isinstance(where, str) or where in seen:
+                continue
+            tries = [where] if os.path.isabs(where) else [os.path.join(base, where), where]
+            found = next((t for t in tries if os.path.isdir(t)), None)
+            seen[where] = (ev.kind, found or where, found is not None)
+    return list(seen.values())
+
+
+def one_run(path: str) -> bool:
+    """Whether `path` is one run's input: a file, or a folder of a run's metric files (a folder
+    of logs is many runs)."""
+    if not os.path.isdir(path):
+        return True
+    try:
+        return open_input(path) is not None
+    except InputError:
+        return True  # (several runs in it: judging it says so, in one line)
+
+
+def _judge_sidecar(
+    side: Sidecar, ranges: RangeSet | None, ranges_label: str | None, now: float | None, judging: bool, bulk: bool
+) -> Pipeline:
+    """A finished read of a run's metric files: every record in the order it was logged."""
+    pipe = Pipeline(ranges, ranges_label=ranges_label, judging=judging)
+    pipe.input = side.kind
+    items = side.read(final=True)
+    if bulk:
+        pipe.defer()
+    try:
+        pipe.feed_items(items, written_at=side.written_at() or pipe.clock())
+        pipe.finish(now)
+    except BulkMismatch:
+        pipe = Pipeline(ranges, ranges_label=ranges_label, judging=judging)
+        pipe.input = side.kind
+        pipe.feed_items(items, written_at=side.written_at() or pipe.clock())
+        pipe.finish(now)
+    pipe.input_files = len(side.files())
+    pipe.input_problems = {k: v for k, v in side.problems.items() if v}
+    if side.problems and not items:
+        raise InputError(f"{side.path}: no readable metric in its {side.kind.label} files ({_problems(side)})")
+    return pipe
+
+
+def _problems(side: Sidecar) -> str:
+    return ", ".join(f"{n} {what}" for what, n in sorted(side.problems.items()))
 
 
 def _judge_stdin(ranges: RangeSet | None, ranges_label: str | None, now: float | None) -> Pipeline:

@@ -34,7 +34,7 @@ from ..follow.replay import replay_lines
 from ..judge.ranges import RangeSet
 from ..judge.signals import SIGNALS, signal_series
 from ..notify import Hook, alert_payload, new_criticals, osc_notification
-from ..pipeline import BulkMismatch, Pipeline, RunReport, feed_file, fmt_age, judge_path
+from ..pipeline import BulkMismatch, Pipeline, RunReport, feed_file, fmt_age, judge_path, open_input
 from .alert_pane import AlertPane
 from .app_keys import KEYS, KeyActions
 from .chart_screen import Sketch, draw
@@ -56,6 +56,7 @@ from .text_line import TextLine
 from .themes import ORDER, load_themes, resolve, uses_ascii
 
 REFRESH_S = 0.25
+SIDE_POLL = 2.0  # s between reads of a followed TensorBoard folder or W&B run
 MARGIN = 16  # rows fetched before the sparkline window (mean5 at a cursor on its left edge)
 WIDE = 160
 
@@ -223,6 +224,10 @@ class GrpoApp(KeyActions, App):
                     self.path = self._start_demo()
                 assert self.path is not None  # (a file, or the demo's)
                 self.set_interval(1.0, self._health_tick)
+                side = open_input(self.path) if os.path.isdir(self.path) or self.path.endswith(".wandb") else None
+                if side is not None:
+                    self._sidecar_worker(side)
+                    return
                 big = file_size(self.path) > BIG_FILE
                 if big:
                     self._skip_until = last_newline_before(self.path, file_size(self.path))
@@ -294,6 +299,21 @@ class GrpoApp(KeyActions, App):
                     self.post_message(FileEventMsg(item.event, item.detail))
         finally:
             self._follower = None
+
+    @work(exclusive=True, group="follow")
+    async def _sidecar_worker(self, side) -> None:
+        """A TensorBoard folder or W&B run: every file re-read from its own offset every
+        SIDE_POLL seconds (their writers flush every 15 s to 2 min); the first read is history."""
+        self.feed.input = side.kind
+        while True:
+            items = await asyncio.to_thread(side.read)
+            up = self.feed.feed_items(items, side.written_at())
+            if self._armed_at is not None:
+                self._announce(up.changes)
+            self._armed_at = 0
+            if items:
+                self.post_message(DataChanged(len(self.feed.store.current.ids)))
+            await asyncio.sleep(SIDE_POLL)
 
     def _drop_history(self) -> None:
         """The file restarted while its history was loading: keep what the follower reads."""
@@ -615,6 +635,8 @@ class GrpoApp(KeyActions, App):
         if self.cursor is not None and self.cursor != last:
             out += f"  cursor {self.cursor}"
         out += f"  K={report.steps_per_rollout}"
+        if report.input is not None:
+            out += f"  {report.input.label}, {report.input.lag}"
         return out + self._age_text(report)
 
     def _age_text(self, report) -> str:

@@ -22,8 +22,10 @@ def run(args) -> int:
         ranges = load_ranges(args.ranges) if getattr(args, "ranges", None) else None
     except RangesError as exc:
         raise InputError(str(exc)) from None
+    from ..pipeline import one_run
+
     paths = list(getattr(args, "paths", None) or [])
-    many = len(paths) > 1 or (len(paths) == 1 and os.path.isdir(paths[0]))
+    many = len(paths) > 1 or (len(paths) == 1 and not one_run(paths[0]))
     path = paths[0] if paths else None
     replay = getattr(args, "replay", None)
     if replay is not None:
