@@ -382,18 +382,19 @@ class EventsFileTail:
         n = len(data)
         unpack = _U64.unpack_from
         starts: list[int] = []
-        lens: list[int] = []
+        append = starts.append
         pos = 0
-        while n - pos >= _FRAME:
+        last = n - _FRAME  # the last offset a record (of length 0) can start at
+        while pos <= last:
             length = unpack(data, pos)[0]
-            if length > n - pos - _FRAME:
+            if length > last - pos:
                 break
-            starts.append(pos)
-            lens.append(length)
+            append(pos)
             pos += length + _FRAME
         need = _FRAME
         if starts:
             s = np.array(starts, dtype=np.int64)
+            lens = np.diff(s, append=pos) - _FRAME
             u8 = np.frombuffer(data, dtype=np.uint8)
             heads = u8[s[:, None] + np.arange(8)]
             crcs = u8[s[:, None] + np.arange(8, 12)].view("<u4").ravel()
@@ -401,9 +402,9 @@ class EventsFileTail:
             if len(bad):
                 k = int(bad[0])
                 self._corrupt(starts[k])
-                self._decode(data, s[:k], np.array(lens[:k], dtype=np.int64), parts)
+                self._decode(data, s[:k], lens[:k], parts)
                 return starts[k], 0
-            self._decode(data, s, np.array(lens, dtype=np.int64), parts)
+            self._decode(data, s, lens, parts)
         if n - pos >= _HEAD:
             head = data[pos : pos + 8]
             if masked_crc32c(head) != _U32.unpack_from(data, pos + 8)[0]:
@@ -491,9 +492,10 @@ class EventsFileTail:
         get = self._tag_ids.get
         ids = [get(data[x:y]) for x, y in zip(a, z, strict=True)]
         if None in ids:
-            for j, tid in enumerate(ids):
-                if tid is None:
-                    ids[j] = get(data[a[j] : z[j]]) or self._intern(data[a[j] : z[j]])
+            for j in [j for j, tid in enumerate(ids) if tid is None]:
+                key = data[a[j] : z[j]]
+                tid = get(key)
+                ids[j] = self._intern(key) if tid is None else tid
         return np.array(ids, dtype=np.int32)
 
     def _decode_event(self, b: bytes, pos: int, end: int, cols: tuple[list, list, list, list]) -> None:
