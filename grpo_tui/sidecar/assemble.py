@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..lines.records import MAX_ID, Event, MetricRecord
 
 AXIS_KEYS = {"rollout/step": "rollout", "train/step": "train", "eval/step": "eval"}
@@ -65,16 +67,28 @@ class Row:
     step: int | None  # on its axis; None: the row named none
     axis: str  # rollout | train | eval
     values: dict[str, Any] = field(default_factory=dict)
+    plain: bool = False  # every value a float and no step or meta key (TensorBoard's)
+    has_perf: bool = False  # (plain rows) a perf/ key among them
+
+
+_SECONDS: dict[int, str] = {}  # a second's text (rows come many to a second)
 
 
 def _time_text(ts: float | None) -> str | None:
+    """The time as the console prints it (local time, milliseconds)."""
     if ts is None or not math.isfinite(ts):
         return None
-    try:
-        t = time.localtime(ts)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return time.strftime("%Y-%m-%d %H:%M:%S", t) + f".{int(ts % 1 * 1000):03d}"
+    sec = int(ts // 1)
+    text = _SECONDS.get(sec)
+    if text is None:
+        try:
+            text = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(sec))
+        except (OverflowError, OSError, ValueError):
+            return None
+        if len(_SECONDS) > 4096:
+            _SECONDS.clear()
+        _SECONDS[sec] = text
+    return f"{text}.{int((ts - sec) * 1000):03d}"
 
 
 def _step_id(value: Any) -> int | None:
@@ -105,6 +119,8 @@ def record_of(row: Row, framework: str) -> MetricRecord | None:
     """The console record a row stands for (None: nothing a record could hold)."""
     if row.step is None:
         return None
+    if row.plain and framework == "miles":
+        return _plain_record(row, row.step)
     metrics: dict[str, Any] = {}
     nonfinite: dict[str, str] = {}
     strip = framework in ("trl", "openrlhf")
@@ -146,29 +162,50 @@ def record_of(row: Row, framework: str) -> MetricRecord | None:
     )
 
 
+def _plain_record(row: Row, step: int) -> MetricRecord:
+    """record_of for a TensorBoard row of a Miles run: the values are floats already."""
+    metrics = row.values
+    nonfinite: dict[str, str] = {}
+    if not all(map(math.isfinite, metrics.values())):
+        nonfinite = {
+            k: ("nan" if v != v else "inf" if v > 0 else "-inf") for k, v in metrics.items() if not math.isfinite(v)
+        }
+    if row.axis == "train":
+        kind = "step"
+        metrics["train/step"] = row.step
+    elif row.axis == "eval":
+        kind = "eval"
+    else:
+        kind = "perf" if row.has_perf else "rollout"
+    return MetricRecord(
+        kind, row.step, metrics, time=_time_text(row.ts), ts=row.ts, proc=row.source, nonfinite=nonfinite
+    )
+
+
+_AXES = ("rollout", "train", "eval")
+
+
 def tensorboard_rows(source: str, tags: list[str], tag_ids, steps, wall, values) -> list[Row]:
     """A file's scalar points (columns, file order) cut into log calls: a new row where the axis
     or the step changes, or SPLIT_GAP seconds pass between two events."""
     n = len(tag_ids)
-    rows: list[Row] = []
     if not n:
-        return rows
-    axes = [axis_of(t) for t in tags]
-    ids = tag_ids.tolist()
-    st = steps.tolist()
-    wl = wall.tolist()
-    vs = values.tolist()
-    cur: Row | None = None
-    last_wall = 0.0
-    for i in range(n):
-        axis = axes[ids[i]]
-        w = wl[i]
-        if cur is None or cur.axis != axis or cur.step != st[i] or abs(w - last_wall) > SPLIT_GAP:
-            cur = Row(source, w, _step_id(st[i]), axis, {})
-            rows.append(cur)
-        cur.values[tags[ids[i]]] = vs[i]
-        last_wall = w
-    return rows
+        return []
+    axis = np.array([_AXES.index(axis_of(t)) for t in tags], np.int8)[tag_ids]
+    perf = np.array([t.startswith("perf/") for t in tags], bool)[tag_ids]
+    new = np.ones(n, bool)
+    new[1:] = (axis[1:] != axis[:-1]) | (steps[1:] != steps[:-1]) | (np.abs(np.diff(wall)) > SPLIT_GAP)
+    starts = np.flatnonzero(new)
+    has_perf = np.logical_or.reduceat(perf, starts).tolist()
+    bounds = starts.tolist() + [n]
+    names = [tags[i] for i in tag_ids.tolist()]
+    vals = values.tolist()
+    return [
+        Row(source, w, _step_id(st), _AXES[ax], dict(zip(names[a:b], vals[a:b])), True, hp)
+        for a, b, st, w, ax, hp in zip(
+            bounds, bounds[1:], steps[starts].tolist(), wall[starts].tolist(), axis[starts].tolist(), has_perf
+        )
+    ]
 
 
 def config_events(config: dict[str, Any], ts: float | None) -> list[Event]:

@@ -117,6 +117,7 @@ class Sidecar:
                 and self.kind is TENSORBOARD
             ):
                 held.values.update(first.values)
+                held.has_perf = held.has_perf or first.has_perf
                 rows = [held] + rows[1:]
             else:
                 rows = [held] + rows
