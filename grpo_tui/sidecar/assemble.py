@@ -172,13 +172,13 @@ def _plain_record(row: Row, step: int) -> MetricRecord:
         }
     if row.axis == "train":
         kind = "step"
-        metrics["train/step"] = row.step
+        metrics["train/step"] = step
     elif row.axis == "eval":
         kind = "eval"
     else:
         kind = "perf" if row.has_perf else "rollout"
     return MetricRecord(
-        kind, row.step, metrics, time=_time_text(row.ts), ts=row.ts, proc=row.source, nonfinite=nonfinite
+        kind, step, metrics, time=_time_text(row.ts), ts=row.ts, proc=row.source, nonfinite=nonfinite
     )
 
 
