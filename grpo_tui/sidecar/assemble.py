@@ -5,7 +5,7 @@ row read back is one console line: train/* keys on the train-step axis become a 
 rollout/* and perf/* keys on the rollout axis a `rollout N` or `perf N` record, eval/* an `eval N`.
 W&B keeps each log call as one history row. TensorBoard keeps one event per scalar; the events of one
 log call are consecutive in their process's file, share a step and were written within moments, so
-a row is a run of those (docs/log-format.md §9). verl, TRL and OpenRLHF log one dict per training
+a row is a run of those (docs/metric-files.md). verl, TRL and OpenRLHF log one dict per training
 step: a `rollout N` record of that framework, as their console lines are read.
 
 Rows from several files (one per process) are released in the order they were written, and only up
