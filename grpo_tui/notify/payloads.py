@@ -62,7 +62,8 @@ def headline(note: dict[str, Any]) -> str:
     if t == "alert":
         sig = f" ({note['signal']})" if note.get("signal") else ""
         at = f" from rollout {note['rollout']}" if note.get("rollout") is not None else ""
-        return f"{str(note.get('severity', '')).upper()} {note.get('rule')}{sig}{at}"
+        gone = f" (cleared at rollout {note['cleared_at']})" if note.get("cleared_at") is not None else ""
+        return f"{str(note.get('severity', '')).upper()} {note.get('rule')}{sig}{at}{gone}"
     if t == "cleared":
         return f"cleared: {note.get('rule')} (from rollout {note.get('rollout')}, gone at {note.get('cleared_at')})"
     if t == "state":
