@@ -143,15 +143,20 @@ class Notifier:
         targets: list[Target],
         report: Callable[[Outcome], None] | None = None,
         *,
-        window: float = WINDOW_S,
-        timeout: float = TIMEOUT_S,
-        tries: int = TRIES,
-        backoff: float = BACKOFF_S,
-        capacity: int = CAPACITY,
+        window: float | None = None,
+        timeout: float | None = None,
+        tries: int | None = None,
+        backoff: float | None = None,
+        capacity: int | None = None,
     ) -> None:
         self.targets = list(targets)
         self.report = report
-        self.window, self.timeout, self.tries, self.backoff, self.capacity = window, timeout, tries, backoff, capacity
+        # (the module's constants read here, not bound as defaults: a test may set them)
+        self.window = WINDOW_S if window is None else window
+        self.timeout = TIMEOUT_S if timeout is None else timeout
+        self.tries = TRIES if tries is None else tries
+        self.backoff = BACKOFF_S if backoff is None else backoff
+        self.capacity = CAPACITY if capacity is None else capacity
         self._lanes = [_Lane(self, t) for t in self.targets]
 
     def __bool__(self) -> bool:
