@@ -672,6 +672,8 @@ class GrpoApp(KeyActions, App):
     def _status_text(self) -> Text:
         c = self.feed.parser.counts
         t = Text(no_wrap=True, overflow="ellipsis", style="dim")
+        for words in self.notify_failed.values():  # first: it must show on an 80-column terminal too
+            t.append(" " + clean(words) + " ", style="bold red")
         t.append(f" lines {c.lines}  records {c.records}  unreadable {c.unreadable}  cut {c.cut_records}")
         if getattr(c, "long_lines", 0):
             t.append(f"  long lines {c.long_lines}")
@@ -684,8 +686,6 @@ class GrpoApp(KeyActions, App):
             t.append("  no range fits: trends only")
         if self.last_event:
             t.append("  file: " + clean(self.last_event))
-        for words in self.notify_failed.values():
-            t.append("  " + clean(words), style="bold red")
         return t
 
     async def action_quit(self) -> None:
