@@ -30,7 +30,7 @@ TIMEOUT_S = 5.0
 TRIES = 3
 BACKOFF_S = 1.0  # then doubled each retry
 CAPACITY = 64  # notes queued per target; more are counted, not listed
-USER_AGENT = "grpo-tui (+https://github.com/)"
+USER_AGENT = "grpo-tui"
 
 
 @dataclass(frozen=True)
