@@ -24,7 +24,9 @@ from .lines.files import InputError
 from .output import safe_text
 from .process import leave, one_shot
 
-SUBCOMMANDS = ("check", "export", "calibrate", "simulate", "tail", "serve")
+SUBCOMMANDS = ("check", "export", "calibrate", "simulate", "tail", "serve", "notify", "config")
+# commands that take settings from the config file and GRPO_TUI_* (config.py)
+CONFIGURED = ("dashboard", "check", "tail", "serve", "notify")  # (`config` reads them itself)
 UNKNOWN = 3
 
 
@@ -45,22 +47,14 @@ def _add_ranges(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback")
 
 
-_AGE_UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-
-
 def _age(value: str) -> float:
-    """`--ended-after`: a duration with its unit (90m, 12h, 2d), in seconds; more than the
-    2 minutes a line counts as live, so a run can still be live, quiet and stalled before it ends."""
-    text = value.strip().lower()
-    num = text.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = text[len(num) :]
+    """`--ended-after`: a duration with its unit (90m, 12h, 2d), in seconds (config.parse_age)."""
+    from .config import parse_age
+
     try:
-        seconds = float(num) * _AGE_UNITS[unit]
-    except (ValueError, KeyError):
-        raise argparse.ArgumentTypeError(f"{value!r}: give a duration with its unit, e.g. 90m, 12h, 2d") from None
-    if not seconds > 120.0 or seconds == float("inf"):
-        raise argparse.ArgumentTypeError(f"{value!r}: must be more than 2 min (a line that recent means live)")
-    return seconds
+        return parse_age(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_horizon(p: argparse.ArgumentParser) -> None:
@@ -106,6 +100,8 @@ def _check_parser() -> argparse.ArgumentParser:
     _add_horizon(p)
     p.add_argument("--all", action="store_true", help="list every alert raised, not each sign once with its count")
     p.add_argument("--json", action="store_true", help="print one JSON object (docs/contracts.md §6.3)")
+    _add_webhooks(p)
+    _add_config(p)
     return p
 
 
@@ -162,21 +158,21 @@ def _tail_parser() -> argparse.ArgumentParser:
     _add_ranges(p)
     _add_horizon(p)
     _add_notify(p, bell=False)
+    _add_config(p)
     return p
 
 
 def _serve_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="grpo-tui serve", description="The dashboard in a browser (extra `web`): one per tab.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="log file or folder (newest *.log)")
-    p.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: reach it by SSH port-forward)"
-    )
-    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any free port)")
+    p.add_argument("--host", help="address to listen on (default 127.0.0.1: reach it by SSH port-forward)")
+    p.add_argument("--port", type=int, help="port (default 8765; 0 = any free port)")
     p.add_argument("--token", help="secret the URL must carry (random by default when --host is not local)")
     p.add_argument("--max-sessions", type=int, default=4, metavar="N", help="browser tabs at once (default 4)")
     p.add_argument("--theme", metavar="NAME")
     _add_ranges(p)
     _add_horizon(p)
+    _add_config(p)
     return p
 
 
@@ -200,6 +196,32 @@ def _dashboard_parser() -> argparse.ArgumentParser:
     _add_baseline(p)
     _add_horizon(p)
     _add_notify(p, bell=True)
+    _add_config(p)
+    return p
+
+
+def _notify_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="grpo-tui notify",
+        description="Send a test message to each URL (or to the configured targets) and print the HTTP answer: "
+        "exit 0 when every one answered 2xx, else 1.",
+    )
+    p.add_argument("--test", action="store_true", required=True, help="send a test message")
+    p.add_argument("notify", nargs="*", metavar="URL", type=_url, help="webhook URL(s); none: the configured ones")
+    p.add_argument("--notify-format", type=_format, metavar="FORMAT", help="slack, discord, ntfy or json")
+    _add_config(p)
+    return p
+
+
+def _config_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="grpo-tui config",
+        description="Print the effective settings and where each came from (default, the config file, "
+        "an environment variable); --init writes a commented starter file.",
+    )
+    p.add_argument("--init", action="store_true", help="write a commented starter config file")
+    p.add_argument("--force", action="store_true", help="--init: replace an existing file")
+    _add_config(p)
     return p
 
 
@@ -211,6 +233,8 @@ _PARSERS = {
     "tail": _tail_parser,
     "serve": _serve_parser,
     "dashboard": _dashboard_parser,
+    "notify": _notify_parser,
+    "config": _config_parser,
 }
 
 
@@ -271,10 +295,68 @@ def _wrong_words(cmd: str, args) -> str | None:
     return None
 
 
+def _url(value: str) -> str:
+    """A webhook URL (config.flag_url); the error never repeats the URL's secret part."""
+    from .config import flag_url
+    from .notify.targets import TargetError
+
+    try:
+        return flag_url(value)
+    except TargetError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _format(value: str) -> str:
+    from .config import flag_format
+    from .notify.targets import TargetError
+
+    try:
+        return flag_format(value)
+    except TargetError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _events(value: str) -> frozenset[str]:
+    from .notify.targets import TargetError, parse_on
+
+    try:
+        return parse_on(value)
+    except TargetError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_webhooks(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--notify",
+        action="append",
+        metavar="URL",
+        type=_url,
+        help="post alerts to this webhook (Slack, Discord, ntfy or JSON; repeatable)",
+    )
+    p.add_argument(
+        "--notify-format", type=_format, metavar="FORMAT", help="slack, discord, ntfy or json (default: from the URL)"
+    )
+    p.add_argument(
+        "--notify-on",
+        action="append",
+        type=_events,
+        metavar="EVENTS",
+        help="critical, warning, finished, quiet, cleared or all; repeatable or comma-separated (default: critical)",
+    )
+
+
+def _add_config(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE", help="settings file (default $XDG_CONFIG_HOME/grpo-tui/config.toml)")
+    p.add_argument(
+        "--no-config", action="store_true", help="ignore the config file and the GRPO_TUI_* environment variables"
+    )
+
+
 def _add_notify(p: argparse.ArgumentParser, bell: bool) -> None:
     p.add_argument(
         "--on-critical", metavar="CMD", help="run CMD for each new critical alert, the alert as JSON on its stdin"
     )
+    _add_webhooks(p)
     if bell:
         p.add_argument(
             "--no-notify", action="store_true", help="no terminal bell / desktop notification on a new critical alert"
@@ -319,6 +401,14 @@ def main(argv: list[str] | None = None) -> int:
         except _UsageError as exc:
             _say(str(exc))
             return UNKNOWN if cmd == "check" else 2
+        if cmd in CONFIGURED:
+            from .config import ConfigError, apply
+
+            try:
+                apply(cmd, args)
+            except ConfigError as exc:
+                _say(f"{prog}: {exc}")
+                return UNKNOWN if cmd == "check" else 2
         wrong = _wrong_words(cmd, args)
         if wrong:
             _say(f"{prog}: {wrong}")
@@ -428,6 +518,10 @@ def _run_command(cmd: str, args: argparse.Namespace) -> int:
         from .commands.tail_cmd import run
     elif cmd == "serve":
         from .web.serve import run
+    elif cmd == "notify":
+        from .commands.notify_cmd import run
+    elif cmd == "config":
+        from .commands.config_cmd import run
     else:
         from .ui.launch import run
     return run(args)

@@ -56,6 +56,17 @@ def csv_safe(value: object) -> object:
 # -------------------------------------------------------------------------- output files
 
 
+def xdg_dir(var: str, fallback: str, environ=None) -> str:
+    """grpo-tui's folder under an XDG base (XDG_CONFIG_HOME, XDG_STATE_HOME): the variable when
+    it is an absolute path (the spec says to ignore a relative one), else ~/`fallback`."""
+    environ = os.environ if environ is None else environ
+    value = environ.get(var, "")
+    if value and os.path.isabs(value):
+        return os.path.join(value, "grpo-tui")
+    home = environ.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, fallback, "grpo-tui")
+
+
 def _same_file(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)

@@ -37,6 +37,20 @@ import pytest as _pytest_ui
 
 
 @_pytest_ui.fixture(autouse=True)
+def _no_user_settings(monkeypatch, tmp_path_factory):
+    """A developer's own config file, notify state or GRPO_TUI_* variables must never change a
+    test's outcome (nor a test post to their Slack): fresh XDG folders, none of our variables,
+    and no proxy for the local receivers.  Subprocesses inherit this environment."""
+    base = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
+    for var in ("GRPO_TUI_NOTIFY", "GRPO_TUI_NOTIFY_FORMAT", "GRPO_TUI_NOTIFY_ON", "GRPO_TUI_THEME"):
+        monkeypatch.delenv(var, raising=False)
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@_pytest_ui.fixture(autouse=True)
 def _ui_stable_env(monkeypatch):
     """NO_COLOR / TEXTUAL_THEME / GRPO_TUI_ASCII change what the dashboard draws."""
     for var in ("NO_COLOR", "TEXTUAL_THEME", "GRPO_TUI_ASCII"):

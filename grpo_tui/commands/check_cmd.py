@@ -60,7 +60,21 @@ def run(args) -> int:
             recs = sum(seg.records for seg in pipe.store.segments)
             skipped = ", ".join(f"{n} {what}" for what, n in sorted(pipe.input_problems.items())) or "nothing"
             print(f"\n{recs} metric records read from {pipe.input_files} {pipe.input.label} files; skipped: {skipped}")
+    _notify(args, [(path, report)])
     return EXIT[report.status]
+
+
+def _notify(args, runs: list) -> None:
+    """--notify URL: post what is new since the last check of these files (notify/memory.py).
+    The verdict and the exit code stay as they are; a failed delivery is one line on stderr."""
+    targets = getattr(args, "notify_targets", None)
+    if not targets:
+        return
+    sys.stdout.flush()  # (the verdict first, whatever the delivery takes)
+    from ..notify.memory import tell_news
+
+    for line in tell_news(runs, targets, args.notify_on):
+        print(f"grpo-tui check: {safe(line)}", file=sys.stderr)
 
 
 def _unknown(args, message: str, many: list[str] | None = None) -> int:
@@ -83,6 +97,7 @@ def _run_many(args, paths: list[str], ranges, label: str) -> int:
         print(json.dumps({"runs": [r.to_json() for r in results]}, allow_nan=False, default=str))
     else:
         _print_many(results, status)
+    _notify(args, [(r.path, r.report) for r in results])
     return EXIT[status]
 
 

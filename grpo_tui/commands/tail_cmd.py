@@ -11,7 +11,9 @@ import asyncio
 import json
 import os
 import sys
+import threading
 import time
+from typing import TYPE_CHECKING
 
 from ..export import _jsonable
 from ..follow.follower import FileEvent, Follower, Lines, follow_stdin
@@ -20,6 +22,10 @@ from ..judge.engine import group_alerts
 from ..judge.ranges import RangesError, load_ranges
 from ..lines.files import InputError, check_readable
 from ..notify import Hook, alert_payload, new_criticals
+from ..notify.targets import DEFAULT_ON
+
+if TYPE_CHECKING:
+    from ..notify.deliver import Notifier
 from ..pipeline import Pipeline, Update, open_input
 
 PRINTED_FILE_EVENTS = ("created", "truncated", "replaced", "deleted", "eof")
@@ -35,14 +41,34 @@ class _Out:
         self.state: str | None = None
         self.hook = hook  # --on-critical CMD: new criticals only, not the history's
         self.path = path
+        self.notifier: Notifier | None = None  # --notify URL
+        self.notify_on: frozenset[str] = DEFAULT_ON
+        # what the file held when tail opened it is history, not news: no hook, no notification
+        self.news = True
+        self.ticked = False  # a tick judged the file after its history (an old stall is history)
+        self.lock = threading.Lock()  # the notifier's thread prints its outcomes too
         # (rule, signal, severity) -> the rollouts where each of its raises began
         self.raised: dict[tuple, list[int | None]] = {}
 
     def emit(self, obj: dict) -> None:
         if self.quiet:
             return
-        self.stream.write(json.dumps(obj, allow_nan=False, default=str) + "\n")
-        self.stream.flush()
+        line = json.dumps(obj, allow_nan=False, default=str) + "\n"
+        with self.lock:
+            self.stream.write(line)
+            self.stream.flush()
+
+    def notified(self, outcome) -> None:
+        """A delivery's outcome (from the notifier's thread): one `notify` object, even during
+        --new-only's quiet history (it is about what we sent, not about the log)."""
+        line = json.dumps(outcome.to_json(), allow_nan=False, default=str) + "\n"
+        with self.lock:
+            self.stream.write(line)
+            self.stream.flush()
+
+    def past_history(self) -> None:
+        self.quiet = False
+        self.news = True
 
     def update(self, up: Update) -> None:
         for rec in up.records:
@@ -57,14 +83,17 @@ class _Out:
             )
         self.changes(up.changes)
 
-    def changes(self, changes) -> None:
-        if self.hook is not None and not self.quiet:
+    def changes(self, changes, news: bool | None = None) -> None:
+        news = self.news if news is None else news
+        if self.hook is not None and news and not self.quiet:
             for alert in new_criticals(changes):
                 self.hook(alert_payload(alert, self.path))
+        told = []  # the changes printed one by one (a flapping warning's are folded)
         for ch in changes:
             a = ch.alert
             if ch.severity == "warning" and self._fold(ch):
                 continue
+            told.append(ch)
             if ch.kind in ("raised", "escalated"):
                 obj = {
                     "type": "alert",
@@ -84,6 +113,10 @@ class _Out:
             if a.signal:
                 obj["signal"] = a.signal
             self.emit(obj)
+        if self.notifier is not None and news and told:
+            from ..notify.notes import notes_for
+
+            self.notifier.submit(notes_for(told, self.notify_on, self.path, self.state))
 
     def _fold(self, ch) -> bool:
         """A warning raised for the FLAP_AFTER-th time or more on the same rule and signal (it keeps
@@ -118,8 +151,14 @@ class _Out:
         """Print the run's state when it changes (live -> quiet -> finished)."""
         st = pipe.state()
         if st.name != self.state and st.name != "waiting":
-            self.state = st.name
+            before, self.state = self.state, st.name
             self.emit({"type": "state", **st.to_json()})
+            if self.notifier is not None and self.news and before is not None:
+                from ..notify.notes import state_note
+
+                note = state_note(st, self.notify_on, self.path)
+                if note is not None:
+                    self.notifier.submit([note])
 
 
 def _metrics(rec) -> dict:
@@ -138,10 +177,21 @@ def run(args) -> int:
     if side is None and args.path != "-" and os.path.isdir(args.path):
         raise InputError(f"{args.path}: is a directory (give a log file, a TensorBoard folder or a W&B run)")
     out = _Out(sys.stdout, Hook(getattr(args, "on_critical", None)), args.path)
+    targets = getattr(args, "notify_targets", None)
+    if targets:
+        from ..notify.deliver import Notifier
+
+        out.notifier = Notifier(targets, out.notified)
+        out.notify_on = getattr(args, "notify_on", None) or DEFAULT_ON
+    wait: float | None = None  # at the end of the input: deliver what is queued (bounded by its retries)
     try:
         return asyncio.run(_tail_sidecar(side, args, ranges, out) if side is not None else _tail(args, ranges, out))
     except KeyboardInterrupt:
+        wait = 0.0  # Ctrl-C: what is still queued is reported as not sent, not waited for
         return 0
+    finally:
+        if out.notifier is not None:
+            out.notifier.close(wait)
 
 
 async def _tail(args, ranges, out: _Out) -> int:
@@ -156,20 +206,25 @@ async def _tail(args, ranges, out: _Out) -> int:
         print(f"grpo-tui tail: waiting for {args.path} to appear", file=sys.stderr, flush=True)
     if args.new_only and history_end:
         out.quiet = True
+    out.news = not history_end
     source = follow_stdin() if args.path == "-" else Follower(args.path, from_start=True)
     ticker = asyncio.create_task(_ticks(pipe, out))
     try:
         async for item in source:
             if isinstance(item, Lines):
-                if out.quiet and history_end is not None and item.offset > history_end:
+                if history_end is not None and item.offset > history_end:
                     _split_history(pipe, out, item, history_end)
+                    history_end = None
                 else:
                     out.update(pipe.feed(item.lines, item.written_at))
-                if out.quiet and (history_end is None or item.offset >= history_end):
-                    out.quiet = False
-                    history_end = None
+                    if history_end is not None and item.offset >= history_end:
+                        out.past_history()
+                        history_end = None
                 out.run_state(pipe)
             elif isinstance(item, FileEvent):
+                if history_end is not None and item.event in ("truncated", "replaced", "created"):
+                    out.past_history()  # a new file: what it holds was written after we opened the old one
+                    history_end = None
                 out.update(pipe.file_event(item.event))
                 if item.event in PRINTED_FILE_EVENTS:
                     out.emit({"type": "file", "event": item.event})
@@ -189,7 +244,8 @@ async def _tail(args, ranges, out: _Out) -> int:
 
 
 def _split_history(pipe: Pipeline, out: _Out, item: Lines, history_end: int) -> None:
-    """A batch that straddles the end of the history: feed the old part quietly."""
+    """A batch that straddles the end of the history: the old part as history (quiet with
+    --new-only, never news), the rest as news."""
     sizes = [len(line.encode("utf-8", "replace")) + 1 for line in item.lines]
     pos = item.offset - sum(sizes)
     cut = 0
@@ -199,7 +255,7 @@ def _split_history(pipe: Pipeline, out: _Out, item: Lines, history_end: int) -> 
         pos += size
         cut = i + 1
     out.update(pipe.feed(item.lines[:cut], item.written_at))
-    out.quiet = False
+    out.past_history()
     out.update(pipe.feed(item.lines[cut:], item.written_at))
 
 
@@ -210,12 +266,14 @@ async def _tail_sidecar(side, args, ranges, out: _Out) -> int:
     pipe = Pipeline(ranges, ranges_label=args.ranges)
     pipe.input = side.kind
     out.quiet = bool(args.new_only)
+    out.news = False
     ticker = asyncio.create_task(_ticks(pipe, out))
     try:
         while True:
             items = await asyncio.to_thread(side.read)
             out.update(pipe.feed_items(items, side.written_at()))
-            out.quiet = False
+            if not out.news:
+                out.past_history()
             out.run_state(pipe)
             await asyncio.sleep(SIDE_POLL)
     finally:
@@ -225,7 +283,8 @@ async def _tail_sidecar(side, args, ranges, out: _Out) -> int:
 async def _ticks(pipe: Pipeline, out: _Out) -> None:
     while True:
         await asyncio.sleep(TICK)
-        out.changes(pipe.tick())
+        out.changes(pipe.tick(), news=out.news and out.ticked)
+        out.ticked = out.news
         out.run_state(pipe)
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..lines.files import InputError, open_regular
 from ..output import safe_text
+from ..tomlfile import header_line, key_line, kind_of, read_toml, where
 from .calibration import Envelope
 from .signals import BY_ID, EARLY_ROLLOUTS, SIGNALS, default_range
 
@@ -105,7 +105,6 @@ def defaults() -> RangeSet:
     return RangeSet()
 
 
-MAX_BYTES = 1 << 20  # a calibrated file is a few kB; anything near this is not a ranges file
 MAX_DEPTH = 5  # containers: document > signals > id > list (meta: up to 5 as well)
 KINDS = ("trending", "flat")
 SIGNAL_KEYS = ("lo", "hi", "steps", "centre", "sigma0", "kind", "log", "eps", "margin")
@@ -119,61 +118,6 @@ class _Bad(ValueError):
         self.key = key
 
 
-def _where(path: str, line: int | None) -> str:
-    return f"{path}:{line}" if line else path
-
-
-def _header_line(lines: list[str], sig_id: str) -> int | None:
-    """1-based line of `[signals.<id>]` (bare or quoted key), or None."""
-    pat = re.compile(r"\s*\[\s*signals\s*\.\s*([\"']?)" + re.escape(sig_id) + r"\1\s*\]")
-    for i, line in enumerate(lines, 1):
-        if pat.match(line):
-            return i
-    return None
-
-
-def _key_line(lines: list[str], sig_id: str, key: str | None) -> int | None:
-    """Line of `key = ...` inside `[signals.<id>]`; the header's line if not found there."""
-    head = _header_line(lines, sig_id)
-    if head is None or key is None:
-        return head
-    pat = re.compile(r"\s*([\"']?)" + re.escape(key) + r"\1\s*=")
-    for i in range(head, len(lines)):
-        if lines[i].lstrip().startswith("["):
-            break
-        if pat.match(lines[i]):
-            return i + 1
-    return head
-
-
-def _read(path: str) -> bytes:
-    """The file's bytes: a regular file of at most MAX_BYTES, never a FIFO or a device."""
-    try:
-        fh = open_regular(path if path != "-" else "./-")  # `-` is a file name here, never stdin
-    except InputError as exc:
-        raise RangesError(f"{safe_text(exc)} (ranges file)") from None
-    with fh:
-        try:
-            raw = fh.read(MAX_BYTES + 1)
-        except OSError as exc:
-            raise RangesError(f"{safe_text(path)}: cannot read ranges file: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise RangesError(f"{safe_text(path)}: too large for a ranges file (over {MAX_BYTES >> 20} MiB)")
-    return raw
-
-
-def _too_deep(doc: dict) -> bool:
-    """More nested tables/lists than MAX_DEPTH, checked without recursion."""
-    todo: list[tuple[dict | list, int]] = [(doc, 1)]
-    while todo:
-        node, depth = todo.pop()
-        if depth > MAX_DEPTH:
-            return True
-        kids = node.values() if isinstance(node, dict) else node
-        todo.extend((k, depth + 1) for k in kids if isinstance(k, (dict, list)))
-    return False
-
-
 def load_ranges(path: str | None) -> RangeSet:
     """Read a ranges TOML; RangesError with `FILE:LINE: reason` (or `FILE: reason`) on any problem.
 
@@ -182,32 +126,13 @@ def load_ranges(path: str | None) -> RangeSet:
     """
     if not path:
         return defaults()
-    raw = _read(path)
+    doc, lines = read_toml(path, "ranges file", RangesError, MAX_DEPTH)
     name = safe_text(path)
-    if b"\x00" in raw:
-        raise RangesError(f"{name}: not a text file (binary data)")
-    import tomllib  # (a ranges file is read seldom: not every check's start)
-
-    try:
-        text = raw.decode("utf-8")
-        doc = tomllib.loads(text)
-    except UnicodeDecodeError:
-        raise RangesError(f"{name}: not a text (UTF-8) file") from None
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"at line (\d+)", str(exc))
-        raise RangesError(f"{_where(name, int(m.group(1)) if m else None)}: invalid TOML: {safe_text(exc)}") from None
-    except RecursionError:
-        raise RangesError(f"{name}: nested deeper than a ranges file allows") from None
-    except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        raise RangesError(f"{name}: invalid TOML: {safe_text(exc)}") from None
-    if _too_deep(doc):
-        raise RangesError(f"{name}: nested deeper than a ranges file allows (at most {MAX_DEPTH} levels)")
-    lines = text.splitlines()
     for key in doc:
         if key not in ("meta", "signals"):
             line = next((i for i, ln in enumerate(lines, 1) if key in ln), None)
             raise RangesError(
-                f"{_where(name, line)}: unknown top-level key `{safe_text(key)}` "
+                f"{where(name, line)}: unknown top-level key `{safe_text(key)}` "
                 f"(a ranges file has [meta] and [signals.<id>] tables)"
             )
     meta = doc.get("meta", {})
@@ -221,15 +146,17 @@ def load_ranges(path: str | None) -> RangeSet:
         if sig_id not in BY_ID:
             known = ", ".join(s.id for s in SIGNALS)
             raise RangesError(
-                f"{_where(name, _header_line(lines, sig_id))}: unknown signal `{safe_text(sig_id)}` (known: {known})"
+                f"{where(name, header_line(lines, ('signals', sig_id)))}: unknown signal `{safe_text(sig_id)}` (known: {known})"
             )
         if not isinstance(table, dict):
-            raise RangesError(f"{_where(name, _key_line(lines, sig_id, None))}: `signals.{sig_id}` must be a table")
+            raise RangesError(
+                f"{where(name, key_line(lines, ('signals', sig_id), None))}: `signals.{sig_id}` must be a table"
+            )
         try:
             _load_signal(out, sig_id, table)
         except _Bad as exc:
             raise RangesError(
-                f"{_where(name, _key_line(lines, sig_id, exc.key))}: signals.{sig_id}: {safe_text(exc)}"
+                f"{where(name, key_line(lines, ('signals', sig_id), exc.key))}: signals.{sig_id}: {safe_text(exc)}"
             ) from None
     return out
 
@@ -238,7 +165,7 @@ def _num(t: dict, key: str, *, lo: float | None = None, above: float | None = No
     """A finite number (not a bool, not a string) at least `lo` / greater than `above`."""
     v = t[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _Bad(key, f"`{key}` must be a number, not {_kind_of(v)}")
+        raise _Bad(key, f"`{key}` must be a number, not {kind_of(v)}")
     try:
         f = float(v)
     except OverflowError:
@@ -263,10 +190,6 @@ def _nums(t: dict, key: str, n: int | None = None) -> np.ndarray:
     return out
 
 
-def _kind_of(v) -> str:
-    return {bool: "a boolean", str: "a string", list: "a list", dict: "a table"}.get(type(v), type(v).__name__)
-
-
 def _load_signal(out: RangeSet, sig_id: str, t: dict) -> None:
     """Validate one [signals.<id>] table and add it to `out` (raises _Bad).
 
@@ -283,7 +206,7 @@ def _load_signal(out: RangeSet, sig_id: str, t: dict) -> None:
     if "kind" in t and t["kind"] not in KINDS:
         raise _Bad("kind", f"`kind` must be one of {', '.join(KINDS)}, got {safe_text(t['kind'])!r}")
     if "log" in t and not isinstance(t["log"], bool):
-        raise _Bad("log", f"`log` must be true or false, not {_kind_of(t['log'])}")
+        raise _Bad("log", f"`log` must be true or false, not {kind_of(t['log'])}")
     eps = _num(t, "eps", lo=0.0) if "eps" in t else 0.0
     margin = _num(t, "margin", above=0.0) if "margin" in t else 2.0
     if not isinstance(t["lo"], list) and not isinstance(t["hi"], list):

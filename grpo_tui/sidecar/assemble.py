@@ -177,9 +177,7 @@ def _plain_record(row: Row, step: int) -> MetricRecord:
         kind = "eval"
     else:
         kind = "perf" if row.has_perf else "rollout"
-    return MetricRecord(
-        kind, step, metrics, time=_time_text(row.ts), ts=row.ts, proc=row.source, nonfinite=nonfinite
-    )
+    return MetricRecord(kind, step, metrics, time=_time_text(row.ts), ts=row.ts, proc=row.source, nonfinite=nonfinite)
 
 
 _AXES = ("rollout", "train", "eval")

@@ -12,6 +12,7 @@ import asyncio
 import bisect
 import dataclasses
 import os
+import queue
 import shutil
 import signal
 import tempfile
@@ -34,6 +35,9 @@ from ..follow.replay import replay_lines
 from ..judge.ranges import RangeSet
 from ..judge.signals import SIGNALS, signal_series
 from ..notify import Hook, alert_payload, new_criticals, osc_notification
+from ..notify.deliver import Notifier, Outcome
+from ..notify.notes import notes_for, state_note
+from ..notify.targets import DEFAULT_ON, Target
 from ..pipeline import BulkMismatch, Pipeline, RunReport, feed_file, fmt_age, judge_path, open_input
 from .alert_pane import AlertPane
 from .app_keys import KEYS, KeyActions
@@ -79,10 +83,19 @@ class GrpoApp(KeyActions, App):
         ranges_label: str | None = None,
         notify: bool = True,
         on_critical: str | None = None,
+        notify_targets: list[Target] | tuple = (),
+        notify_on: frozenset[str] = DEFAULT_ON,
     ) -> None:
         super().__init__()
         self.notify_terminal = notify  # bell + desktop notification on a new critical
         self.hook = Hook(on_critical)
+        # --notify URL: delivered off the UI thread; outcomes come back through a queue the
+        # health tick drains (a failure stays on the status line until that target works again)
+        self._outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
+        self.notifier = Notifier(list(notify_targets), self._outcomes.put) if notify_targets else None
+        self.notify_on = notify_on
+        self.notify_failed: dict[str, str] = {}  # target shown -> what went wrong
+        self._told_state: str | None = None  # the run state last seen (finished/quiet are news)
         self._armed_at: int | None = None  # follower offset from which alerts are news
         self._ticked = False  # a health tick judged the file as first read
         self.ranges = ranges
@@ -169,7 +182,10 @@ class GrpoApp(KeyActions, App):
 
     def _announce(self, changes) -> None:
         """A new critical while watching: bell + desktop notification escape (unless
-        --no-notify), the --on-critical hook, and a toast."""
+        --no-notify), the --on-critical hook, and a toast; --notify targets get what
+        --notify-on asks for."""
+        if self.notifier is not None:
+            self.notifier.submit(notes_for(changes, self.notify_on, self.path, self.feed.state().label))
         for alert in new_criticals(changes):
             if self.notify_terminal and self._driver is not None:
                 self._driver.write(
@@ -457,8 +473,33 @@ class GrpoApp(KeyActions, App):
             # the first tick after the file was read judges its past (an old hung log's
             # stall): history, not news
             self._ticked = self._ticked or (self._armed_at is not None and self.feed.fed)
+            self._tell_state()
+        self._take_outcomes()
         if not self._dirty:
             self._refresh_header()  # only the age text moves: don't repaint the rows
+
+    def _tell_state(self) -> None:
+        """The run finished or went quiet while watched: news for --notify-on finished/quiet."""
+        if self.notifier is None or not self.feed.fed:
+            return
+        st = self.feed.state()
+        before, self._told_state = self._told_state, st.name
+        if before is not None and st.name != before and self._ticked:
+            note = state_note(st, self.notify_on, self.path)
+            if note is not None:
+                self.notifier.submit([note])
+
+    def _take_outcomes(self) -> None:
+        while True:
+            try:
+                out = self._outcomes.get_nowait()
+            except queue.Empty:
+                return
+            if out.ok:
+                self.notify_failed.pop(out.target.shown, None)
+            else:
+                self.notify_failed[out.target.shown] = out.words()
+            self._dirty = True
 
     def _refresh_header(self) -> None:
         """Only the state and the ages move between data updates: reuse the last verdict
@@ -653,6 +694,8 @@ class GrpoApp(KeyActions, App):
     def _status_text(self) -> Text:
         c = self.feed.parser.counts
         t = Text(no_wrap=True, overflow="ellipsis", style="dim")
+        for words in self.notify_failed.values():  # first: it must show on an 80-column terminal too
+            t.append(" " + clean(words) + " ", style="bold red")
         t.append(f" lines {c.lines}  records {c.records}  unreadable {c.unreadable}  cut {c.cut_records}")
         if getattr(c, "long_lines", 0):
             t.append(f"  long lines {c.long_lines}")
@@ -673,6 +716,8 @@ class GrpoApp(KeyActions, App):
 
     def on_unmount(self) -> None:
         self._quitting = True
+        if self.notifier is not None:
+            self.notifier.close(1.0)  # what is queued gets a last chance, bounded
         if self._follower is not None:
             self._follower.stop()
         if self._demo_folder is not None:  # the demo's log goes with it (its writer, a daemon

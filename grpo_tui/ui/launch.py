@@ -47,8 +47,12 @@ def run(args) -> int:
             "`grpo-tui check PATH` or `grpo-tui tail PATH`"
         )
     alerting: dict[str, Any] = dict(
-        notify=not getattr(args, "no_notify", False), on_critical=getattr(args, "on_critical", None)
+        notify=not getattr(args, "no_notify", False),
+        on_critical=getattr(args, "on_critical", None),
+        notify_targets=list(getattr(args, "notify_targets", None) or []),
     )
+    if getattr(args, "notify_on", None):
+        alerting["notify_on"] = args.notify_on
     baseline = None
     if seeds:
         from ..runs import load_baseline

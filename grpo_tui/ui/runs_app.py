@@ -95,8 +95,14 @@ class RunsApp(BaselineApp, inherit_bindings=False):
         poll_s: float = 1.0,
         notify: bool = True,
         on_critical: str | None = None,
+        notify_targets: list | tuple = (),
+        notify_on: frozenset[str] | None = None,
     ) -> None:
         self._alerting: dict[str, Any] = dict(notify=notify, on_critical=on_critical)  # each opened run's
+        if notify_targets:
+            self._alerting["notify_targets"] = notify_targets
+        if notify_on:
+            self._alerting["notify_on"] = notify_on
         super().__init__(
             None,
             live=False,

@@ -47,6 +47,9 @@ def dashboard_command(
         words += ["--ranges", os.path.abspath(ranges)]
     if ended_after is not None:
         words += ["--ended-after", f"{ended_after:g}s"]
+    # the parent resolved the settings; a tab must not also post the config's notifications
+    # (one message per open tab)
+    words.append("--no-config")
     return " ".join(shlex.quote(w) for w in words)
 
 

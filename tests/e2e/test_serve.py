@@ -210,6 +210,7 @@ def test_command_quotes_every_path():
         "light",
         "--ranges",
         os.path.abspath("r.toml"),
+        "--no-config",
     ]
 
 

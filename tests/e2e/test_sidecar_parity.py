@@ -113,7 +113,9 @@ def test_check_names_the_input_and_what_it_cannot_judge(tmp_path):
     obj = json.loads(r.stdout)
     assert obj["status"] == "critical" and obj["input"]["kind"] == "tensorboard"
     assert set(obj["input"]["not_judged"]) == {"crashed", "engine-down", "no-steps"}
-    r = subprocess.run([sys.executable, "-m", "grpo_tui", "check", str(out)], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "grpo_tui", "check", str(out)], capture_output=True, text=True, timeout=120
+    )
     assert "input: TensorBoard, written every 2 min" in r.stdout
     assert "metric records read from 2 TensorBoard files; skipped: nothing" in r.stdout
 

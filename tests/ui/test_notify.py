@@ -129,3 +129,39 @@ def test_an_alert_raised_and_escalated_in_one_batch_is_one_new_critical():
     up = pipe.feed([line.format(0.01), line.format(0.02)], written_at=1_000_000.0)
     assert [(ch.kind, ch.severity) for ch in up.changes] == [("raised", "warning"), ("escalated", "critical")]
     assert [a.rule for a in new_criticals(up.changes)] == ["no-signal"]
+
+
+async def test_a_failed_delivery_shows_on_the_status_line(tmp_path, monkeypatch):
+    """--notify to a receiver answering 500: the dashboard goes on and its status line names the
+    target (redacted) and the failure; a later success clears it."""
+    from grpo_tui.notify import deliver
+    from grpo_tui.notify.targets import make_target
+    from tests.webhook import Receiver
+
+    monkeypatch.setattr(deliver, "WINDOW_S", 0.0)
+    monkeypatch.setattr(deliver, "BACKOFF_S", 0.0)
+    log = tmp_path / "run.log"
+    lines = (LOGS / "gap-jump.log").read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = next(i for i, ln in enumerate(lines) if "rollout 14:" in ln)
+    log.write_text("".join(lines[:cut]), encoding="utf-8")
+    with Receiver([500, 500, 500, 200]) as rx:
+        target = make_target(rx.url + "/services/T/B/secret", "slack")
+        app = GrpoApp(str(log), live=True, notify=False, notify_targets=[target])
+        async with app.run_test(size=(120, 30)) as pilot:
+            end = time.monotonic() + 10
+            while not (app.feed.lines_seen >= cut and app.cursor is not None) and time.monotonic() < end:
+                await pilot.pause(0.05)
+            with log.open("a", encoding="utf-8") as fh:
+                fh.write("".join(lines[cut:]))
+            end = time.monotonic() + 30
+            while not app.notify_failed and time.monotonic() < end:
+                await pilot.pause(0.05)
+            status = str(app.query_one("#status").render())
+            assert f"notify failed: {rx.url}/… HTTP 500" in status and "secret" not in status
+            assert len(rx.posts) == 3
+            await pilot.press("right")  # the UI still answers
+            app.notifier.submit([{"type": "test", "message": "again", "host": "h"}])
+            end = time.monotonic() + 30
+            while app.notify_failed and time.monotonic() < end:
+                await pilot.pause(0.05)
+            assert not app.notify_failed and len(rx.posts) == 4
