@@ -21,8 +21,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ..lines.records import MAX_ID, Event, MetricRecord
 
 AXIS_KEYS = {"rollout/step": "rollout", "train/step": "train", "eval/step": "eval"}
@@ -186,6 +184,8 @@ _AXES = ("rollout", "train", "eval")
 def tensorboard_rows(source: str, tags: list[str], tag_ids, steps, wall, values) -> list[Row]:
     """A file's scalar points (columns, file order) cut into log calls: a new row where the axis
     or the step changes, or SPLIT_GAP seconds pass between two events."""
+    import numpy as np  # (here: reading a log imports this module, and export of a log needs no numpy)
+
     n = len(tag_ids)
     if not n:
         return []
