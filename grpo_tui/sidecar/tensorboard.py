@@ -289,6 +289,27 @@ def _metadata_is_scalar(b: bytes, pos: int, end: int) -> bool:
 # ----------------------------------------------------------------------------- one file
 
 
+class _TagIds(dict[bytes, int]):
+    """A tag's bytes as written -> its id in `tags`; a tag not seen before is added on lookup, so the
+    lookup of every point is one plain dict subscript."""
+
+    __slots__ = ("by_name", "tags")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.by_name: dict[str, int] = {}  # two byte strings may decode to one name (bad UTF-8)
+
+    def __missing__(self, key: bytes) -> int:
+        name = key.decode("utf-8", "replace")
+        tid = self.by_name.get(name)
+        if tid is None:
+            tid = self.by_name[name] = len(self.tags)
+            self.tags.append(name)
+        self[key] = tid
+        return tid
+
+
 class EventsFileTail:
     """One events file, read incrementally from its own offset."""
 
@@ -297,9 +318,8 @@ class EventsFileTail:
         self.offset = 0
         self.problems: dict[str, int] = dict.fromkeys(PROBLEMS, 0)
         self.restarted = 0  # times the file shrank or was replaced and was read again from 0
-        self.tags: list[str] = []
-        self._tag_ids: dict[bytes, int] = {}  # a tag's bytes as written -> its id
-        self._name_ids: dict[str, int] = {}
+        self._tag_ids = _TagIds()
+        self.tags: list[str] = self._tag_ids.tags
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file being read
         self._stuck: tuple[int, int] | None = None  # (size, mtime_ns) when a bad length CRC stopped us
         self._bad_at = -1  # offset of the last bad length CRC counted
@@ -474,24 +494,9 @@ class EventsFileTail:
         self.problems["data crc"] += int(len(good) - good.sum())
         return np.flatnonzero(good)
 
-    def _intern(self, key: bytes) -> int:
-        name = key.decode("utf-8", "replace")
-        tid = self._name_ids.get(name)
-        if tid is None:
-            tid = self._name_ids[name] = len(self.tags)
-            self.tags.append(name)
-        self._tag_ids[key] = tid
-        return tid
-
     def _intern_fast(self, data: bytes, a: list[int], z: list[int]) -> np.ndarray:
-        get = self._tag_ids.get
-        ids = [get(data[x:y]) for x, y in zip(a, z, strict=True)]
-        if None in ids:
-            for j in [j for j, tid in enumerate(ids) if tid is None]:
-                key = data[a[j] : z[j]]
-                tid = get(key)
-                ids[j] = self._intern(key) if tid is None else tid
-        return np.array(ids, dtype=np.int32)
+        ids = self._tag_ids
+        return np.array([ids[data[x:y]] for x, y in zip(a, z, strict=True)], dtype=np.int32)
 
     def _decode_event(self, b: bytes, pos: int, end: int, cols: tuple[list, list, list, list]) -> None:
         """Any Event shape: its scalar values appended to cols (tag id, step, wall, value)."""
@@ -549,10 +554,7 @@ class EventsFileTail:
             simple = _tensor_scalar(b, tensor[0], tensor[1])
         if simple is None:
             return None
-        tid = self._tag_ids.get(tag)
-        if tid is None:
-            tid = self._intern(tag)
-        return tid, simple
+        return self._tag_ids[tag], simple
 
 
 def _fast_layout(data: bytes, d0: np.ndarray, d1: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
