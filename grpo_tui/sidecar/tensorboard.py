@@ -31,6 +31,7 @@ READ_CHUNK = 16 << 20  # bytes read per step: bounds memory on a large file
 MAX_FOLDER_DEPTH = 3
 
 _HEAD = 12  # u64 length + u32 length crc
+_CORRUPT = -1  # _take's "need" when a length CRC fails: stop there
 _FRAME = 16  # head + u32 data crc
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
@@ -350,7 +351,8 @@ class EventsFileTail:
                     self.restarted += 1
                 self._identity = identity
                 if self._stuck is not None:
-                    if self._stuck == (st.st_size, st.st_mtime_ns):
+                    if self._stuck == (st.st_size, st.st_mtime_ns) or self._still_bad(f):
+                        self._stuck = (st.st_size, st.st_mtime_ns)
                         return _empty(self.tags)
                     self._stuck = None
                 self._read_from(f, max_bytes, parts)
@@ -364,8 +366,14 @@ class EventsFileTail:
             ids, steps, wall, values = (np.concatenate(c) for c in zip(*parts, strict=True))
         return Scalars(self.tags, ids, steps, wall, values)
 
+    def _still_bad(self, f: BinaryIO) -> bool:
+        """The head we stopped at still fails its CRC (checked alone: a growing file is not read again)."""
+        f.seek(self.offset)
+        head = f.read(_HEAD)
+        return len(head) == _HEAD and masked_crc32c(head[:8]) != _U32.unpack_from(head, 8)[0]
+
     def _read_from(self, f: BinaryIO, max_bytes: int | None, parts: list) -> None:
-        budget = max_bytes if max_bytes is not None and max_bytes > 0 else 1 << 62
+        budget = 1 << 62 if max_bytes is None else max(1, max_bytes)
         need = 0
         while budget > 0:
             if need > MAX_RECORD + _FRAME:
@@ -385,11 +393,9 @@ class EventsFileTail:
             used, need = self._take(data, parts)
             self.offset += used
             budget -= used
-            if self._stuck is not None:
+            if need == _CORRUPT:
                 st = os.fstat(f.fileno())
                 self._stuck = (st.st_size, st.st_mtime_ns)
-                return
-            if need == 0:
                 return
             if len(data) < want and need > len(data) - used:
                 return  # EOF inside a record: a partial record, left for the next call
@@ -398,7 +404,7 @@ class EventsFileTail:
 
     def _take(self, data: bytes, parts: list) -> tuple[int, int]:
         """Decode the complete records at the start of `data` into `parts`; (bytes used, bytes the next
-        record needs from there, or 0 when reading must stop here)."""
+        record needs from there, or _CORRUPT: a bad length CRC there)."""
         n = len(data)
         unpack = _U64.unpack_from
         starts: list[int] = []
@@ -423,13 +429,13 @@ class EventsFileTail:
                 k = int(bad[0])
                 self._corrupt(starts[k])
                 self._decode(data, s[:k], lens[:k], parts)
-                return starts[k], 0
+                return starts[k], _CORRUPT
             self._decode(data, s, lens, parts)
         if n - pos >= _HEAD:
             head = data[pos : pos + 8]
             if masked_crc32c(head) != _U32.unpack_from(data, pos + 8)[0]:
                 self._corrupt(pos)
-                return pos, 0
+                return pos, _CORRUPT
             need = _U64.unpack(head)[0] + _FRAME
         return pos, need
 
@@ -438,7 +444,6 @@ class EventsFileTail:
         if where != self._bad_at:
             self.problems["length crc"] += 1
             self._bad_at = where
-        self._stuck = (0, 0)  # set to the file's (size, mtime) by the caller
 
     def _decode(self, data: bytes, s: np.ndarray, lens: np.ndarray, parts: list) -> None:
         if not len(s):
