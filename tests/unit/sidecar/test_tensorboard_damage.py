@@ -189,3 +189,20 @@ def test_tensor_scalar_forms(tensor: bytes, value: float | None) -> None:
     else:
         assert got == [("x", 7, 5.0, value)]
         assert sum(t.problems.values()) == 0
+
+
+def test_a_bad_head_rewritten_in_place_is_read_on(tmp_path: Path) -> None:
+    """Zeros where a record will be (a filesystem that shows the file's new size before its bytes):
+    stopped there, then read on once the real bytes are in."""
+    path = tmp_path / "events.out.tfevents.1.h.1.0"
+    rest = GOOD[GOOD_ENDS[0] :]
+    path.write_bytes(GOOD + bytes(len(rest)))
+    t = tb.EventsFileTail(str(path))
+    assert points(t.read()) == GOOD_POINTS and t.problems["length crc"] == 1
+    assert len(t.read()) == 0
+    with open(path, "r+b") as f:
+        f.seek(len(GOOD))
+        f.write(rest)
+        f.write(b"\x00")  # the size changes too: a changed mtime alone may fall in the same tick
+    assert points(t.read()) == GOOD_POINTS
+    assert t.problems["length crc"] == 1 and t.restarted == 0
