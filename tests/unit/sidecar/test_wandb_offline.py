@@ -220,7 +220,8 @@ def test_record_kinds_and_values() -> None:
             ww.exit_record(-3),
         ]
     )
-    records, tail = read_all_bytes(data)
+    assert [k for k, _ in read_all_bytes(data)[0]] == ["run", "config", "history", "history", "exit"]
+    records, tail = read_all_bytes(data, summaries=True)
     assert [k for k, _ in records] == ["run", "config", "history", "history", "summary", "exit"]
     assert records[0][1] == {
         "run_id": "abc",
@@ -233,15 +234,17 @@ def test_record_kinds_and_values() -> None:
     row = records[3][1]
     assert math.isnan(row["x"]) and row["y"] == math.inf and row["z"] == -math.inf
     assert (row["b"], row["none"], row["s"]) == (True, None, "hi")
+    assert records[4][1] == {"x": 1.5}
     assert records[5][1] == {"exit_code": -3}
     assert not any(tail.problems.values())
 
 
-def read_all_bytes(data: bytes) -> tuple[list, WandbFileTail]:
+def read_all_bytes(data: bytes, summaries: bool = False) -> tuple[list, WandbFileTail]:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "run-x.wandb")
         Path(path).write_bytes(data)
-        return read_all(path)
+        tail = WandbFileTail(path, summaries=summaries)
+        return tail.read(), tail
 
 
 @pytest.mark.parametrize(
