@@ -208,12 +208,12 @@ class WandbFileTail:
             base = self.offset
             self.offset = self._scan(buf, base, out)
             used = self.offset - base
-            if used >= len(buf):
-                buf = b""
-                if used > len(buf):
-                    f.seek(self.offset)
-            else:
+            if used < len(buf):
                 buf = buf[used:]
+            else:
+                if used > len(buf):  # damage made it skip to a block not read yet
+                    f.seek(self.offset)
+                buf = b""
 
     def _scan(self, buf: bytes, base: int, out: list[WandbRecord]) -> int:
         """Decode the whole records in `buf` (the file's bytes from `base`, a record's or block's start)
