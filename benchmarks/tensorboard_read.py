@@ -72,7 +72,7 @@ def write_folder(folder: str, rollouts: int, k: int, seed: int = 1) -> int:
     """The folder of a `rollouts`-long run with `k` train steps per rollout; returns the events written."""
     rng = random.Random(seed)
     t0 = 1.7e9
-    names = ["train", "rollout", "driver"]
+    names = ["driver", "train", "rollout"]  # pids 100, 101, 102 as in the fixtures
     with contextlib.ExitStack() as stack:
         files = {
             n: stack.enter_context(
@@ -119,14 +119,13 @@ def main() -> None:
         paths = sorted(os.path.join(folder, p) for p in os.listdir(folder))
         size = sum(os.path.getsize(p) for p in paths)
         got = 0
-        reads, greps, wcs = [], [], []
+        reads, cpus, greps, wcs = [], [], [], []
         for _ in range(args.repeat):  # interleaved rounds: a slow spell of the machine moves all three
-
-            def read() -> None:
-                nonlocal got
-                got = sum(len(s) for _, s in EventsFolderTail(folder).read())
-
-            reads.append(timed(read))
+            c = time.process_time()
+            t = time.perf_counter()
+            got = sum(len(s) for _, s in EventsFolderTail(folder).read())
+            reads.append(time.perf_counter() - t)
+            cpus.append(time.process_time() - c)
             greps.append(
                 timed(
                     lambda: subprocess.run(
@@ -138,12 +137,38 @@ def main() -> None:
         best, g, w = min(reads), min(greps), min(wcs)
         print(f"{len(paths)} files, {size / 1e6:.1f} MB, {got:,} scalar points")
         print(
-            f"read: best {best * 1000:.0f} ms of {args.repeat} (median {sorted(reads)[len(reads) // 2] * 1000:.0f} ms)"
+            f"read: best {best * 1000:.0f} ms of {args.repeat} (median {sorted(reads)[len(reads) // 2] * 1000:.0f} ms, CPU best {min(cpus) * 1000:.0f} ms)"
         )
         print(f"      {got / best / 1e6:.2f} M events/s, {size / best / 1e6:.0f} MB/s")
         print(
             f"grep -c: {g * 1000:.0f} ms -> read = {best / g:.1f}x grep;  wc -c: {w * 1000:.0f} ms -> read = {best / w:.1f}x wc"
         )
+        if not args.folder:
+            print(
+                f"live: one more rollout per call, median {live_call(folder, args.k) * 1e6:.0f} us per read of the folder"
+            )
+
+
+def live_call(folder: str, k: int, calls: int = 200) -> float:
+    """The cost of a read of a followed folder when each writer has added one rollout's records."""
+    tail = EventsFolderTail(folder)
+    tail.read()
+    rng = random.Random(2)
+    train, rollout = (os.path.join(folder, f"events.out.tfevents.1700000000.node0.{pid}.0") for pid in (101, 102))
+    times = []
+    for r in range(calls):
+        with open(rollout, "ab") as f:
+            f.write(b"".join(frame(scalar_event(key, rng.random(), r, 2e9 + r)) for key in ROLLOUT_KEYS))
+        with open(train, "ab") as f:
+            f.write(
+                b"".join(
+                    frame(scalar_event(key, rng.random(), r * k + j, 2e9 + r)) for j in range(k) for key in TRAIN_KEYS
+                )
+            )
+        t = time.perf_counter()
+        tail.read()
+        times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]
 
 
 if __name__ == "__main__":

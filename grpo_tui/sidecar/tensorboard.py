@@ -31,6 +31,7 @@ READ_CHUNK = 16 << 20  # bytes read per step: bounds memory on a large file
 MAX_FOLDER_DEPTH = 3
 
 _HEAD = 12  # u64 length + u32 length crc
+_CORRUPT = -1  # _take's "need" when a length CRC fails: stop there
 _FRAME = 16  # head + u32 data crc
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
@@ -289,6 +290,27 @@ def _metadata_is_scalar(b: bytes, pos: int, end: int) -> bool:
 # ----------------------------------------------------------------------------- one file
 
 
+class _TagIds(dict[bytes, int]):
+    """A tag's bytes as written -> its id in `tags`; a tag not seen before is added on lookup, so the
+    lookup of every point is one plain dict subscript."""
+
+    __slots__ = ("by_name", "tags")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.by_name: dict[str, int] = {}  # two byte strings may decode to one name (bad UTF-8)
+
+    def __missing__(self, key: bytes) -> int:
+        name = key.decode("utf-8", "replace")
+        tid = self.by_name.get(name)
+        if tid is None:
+            tid = self.by_name[name] = len(self.tags)
+            self.tags.append(name)
+        self[key] = tid
+        return tid
+
+
 class EventsFileTail:
     """One events file, read incrementally from its own offset."""
 
@@ -297,9 +319,8 @@ class EventsFileTail:
         self.offset = 0
         self.problems: dict[str, int] = dict.fromkeys(PROBLEMS, 0)
         self.restarted = 0  # times the file shrank or was replaced and was read again from 0
-        self.tags: list[str] = []
-        self._tag_ids: dict[bytes, int] = {}  # a tag's bytes as written -> its id
-        self._name_ids: dict[str, int] = {}
+        self._tag_ids = _TagIds()
+        self.tags: list[str] = self._tag_ids.tags
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file being read
         self._stuck: tuple[int, int] | None = None  # (size, mtime_ns) when a bad length CRC stopped us
         self._bad_at = -1  # offset of the last bad length CRC counted
@@ -330,7 +351,8 @@ class EventsFileTail:
                     self.restarted += 1
                 self._identity = identity
                 if self._stuck is not None:
-                    if self._stuck == (st.st_size, st.st_mtime_ns):
+                    if self._stuck == (st.st_size, st.st_mtime_ns) or self._still_bad(f):
+                        self._stuck = (st.st_size, st.st_mtime_ns)
                         return _empty(self.tags)
                     self._stuck = None
                 self._read_from(f, max_bytes, parts)
@@ -344,8 +366,14 @@ class EventsFileTail:
             ids, steps, wall, values = (np.concatenate(c) for c in zip(*parts, strict=True))
         return Scalars(self.tags, ids, steps, wall, values)
 
+    def _still_bad(self, f: BinaryIO) -> bool:
+        """The head we stopped at still fails its CRC (checked alone: a growing file is not read again)."""
+        f.seek(self.offset)
+        head = f.read(_HEAD)
+        return len(head) == _HEAD and masked_crc32c(head[:8]) != _U32.unpack_from(head, 8)[0]
+
     def _read_from(self, f: BinaryIO, max_bytes: int | None, parts: list) -> None:
-        budget = max_bytes if max_bytes is not None and max_bytes > 0 else 1 << 62
+        budget = 1 << 62 if max_bytes is None else max(1, max_bytes)
         need = 0
         while budget > 0:
             if need > MAX_RECORD + _FRAME:
@@ -365,11 +393,9 @@ class EventsFileTail:
             used, need = self._take(data, parts)
             self.offset += used
             budget -= used
-            if self._stuck is not None:
+            if need == _CORRUPT:
                 st = os.fstat(f.fileno())
                 self._stuck = (st.st_size, st.st_mtime_ns)
-                return
-            if need == 0:
                 return
             if len(data) < want and need > len(data) - used:
                 return  # EOF inside a record: a partial record, left for the next call
@@ -378,7 +404,7 @@ class EventsFileTail:
 
     def _take(self, data: bytes, parts: list) -> tuple[int, int]:
         """Decode the complete records at the start of `data` into `parts`; (bytes used, bytes the next
-        record needs from there, or 0 when reading must stop here)."""
+        record needs from there, or _CORRUPT: a bad length CRC there)."""
         n = len(data)
         unpack = _U64.unpack_from
         starts: list[int] = []
@@ -403,13 +429,13 @@ class EventsFileTail:
                 k = int(bad[0])
                 self._corrupt(starts[k])
                 self._decode(data, s[:k], lens[:k], parts)
-                return starts[k], 0
+                return starts[k], _CORRUPT
             self._decode(data, s, lens, parts)
         if n - pos >= _HEAD:
             head = data[pos : pos + 8]
             if masked_crc32c(head) != _U32.unpack_from(data, pos + 8)[0]:
                 self._corrupt(pos)
-                return pos, 0
+                return pos, _CORRUPT
             need = _U64.unpack(head)[0] + _FRAME
         return pos, need
 
@@ -418,7 +444,6 @@ class EventsFileTail:
         if where != self._bad_at:
             self.problems["length crc"] += 1
             self._bad_at = where
-        self._stuck = (0, 0)  # set to the file's (size, mtime) by the caller
 
     def _decode(self, data: bytes, s: np.ndarray, lens: np.ndarray, parts: list) -> None:
         if not len(s):
@@ -465,38 +490,18 @@ class EventsFileTail:
         """Indices of the records whose data CRC holds (None: all of them); the others are counted."""
         assert _data_crc is not None
         crc = _data_crc
-        mv = memoryview(data)
-        unpack = _U32.unpack_from
-        bad = [
-            i
-            for i, (a, z) in enumerate(zip(d0.tolist(), d1.tolist(), strict=True))
-            if mask_crc(crc(mv[a:z])) != unpack(data, z)[0]
-        ]
-        if not bad:
+        got = np.array([crc(data[a:z]) for a, z in zip(d0.tolist(), d1.tolist(), strict=True)], dtype=np.uint32)
+        u8 = np.frombuffer(data, dtype=np.uint8)
+        want = u8[d1[:, None] + np.arange(4)].view("<u4").ravel()
+        good = _mask_rows(got) == want
+        if good.all():
             return None
-        self.problems["data crc"] += len(bad)
-        keep = np.ones(len(d0), dtype=bool)
-        keep[bad] = False
-        return np.flatnonzero(keep)
-
-    def _intern(self, key: bytes) -> int:
-        name = key.decode("utf-8", "replace")
-        tid = self._name_ids.get(name)
-        if tid is None:
-            tid = self._name_ids[name] = len(self.tags)
-            self.tags.append(name)
-        self._tag_ids[key] = tid
-        return tid
+        self.problems["data crc"] += int(len(good) - good.sum())
+        return np.flatnonzero(good)
 
     def _intern_fast(self, data: bytes, a: list[int], z: list[int]) -> np.ndarray:
-        get = self._tag_ids.get
-        ids = [get(data[x:y]) for x, y in zip(a, z, strict=True)]
-        if None in ids:
-            for j in [j for j, tid in enumerate(ids) if tid is None]:
-                key = data[a[j] : z[j]]
-                tid = get(key)
-                ids[j] = self._intern(key) if tid is None else tid
-        return np.array(ids, dtype=np.int32)
+        ids = self._tag_ids
+        return np.array([ids[data[x:y]] for x, y in zip(a, z, strict=True)], dtype=np.int32)
 
     def _decode_event(self, b: bytes, pos: int, end: int, cols: tuple[list, list, list, list]) -> None:
         """Any Event shape: its scalar values appended to cols (tag id, step, wall, value)."""
@@ -554,10 +559,7 @@ class EventsFileTail:
             simple = _tensor_scalar(b, tensor[0], tensor[1])
         if simple is None:
             return None
-        tid = self._tag_ids.get(tag)
-        if tid is None:
-            tid = self._intern(tag)
-        return tid, simple
+        return self._tag_ids[tag], simple
 
 
 def _fast_layout(data: bytes, d0: np.ndarray, d1: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

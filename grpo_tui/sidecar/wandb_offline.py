@@ -23,12 +23,14 @@ Nothing here names a metric or an axis: rows come back as W&B logged them.
 from __future__ import annotations
 
 import json
+import json.scanner
 import os
 import re
 import stat
 import struct
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 WandbRecord = tuple[str, dict[str, Any]]
 
@@ -57,8 +59,10 @@ _chunk_head = struct.Struct("<IHB").unpack_from
 _RUN_FILE = re.compile(r"run-(.+)\.wandb\Z")
 _RUN_DIR = re.compile(r"(?:offline-)?run-\d{8}_\d{6}-(.+)\Z")
 
-# key bytes -> key text, shared by every reader: a run logs the same few hundred keys all along
+# a key's field bytes -> its text, shared by every reader: a run logs the same few hundred keys all along
 _key_texts: dict[bytes, str] = {}
+# json's own scanner, called without json.loads' layers: (value, end) of the JSON text at an index
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(cast(Any, json.JSONDecoder()))
 
 
 class _Bad(Exception):
@@ -104,13 +108,12 @@ def _fields(b: bytes, i: int, end: int) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def _text(b: bytes) -> str:
-    text = _key_texts.get(b)
-    if text is None:
-        if len(_key_texts) >= MAX_CACHED_KEYS:
-            _key_texts.clear()
-        text = _key_texts[b] = b.decode("utf-8", "replace")
-    return text
+def _key_text(raw: bytes, text: bytes) -> str:
+    """`text` decoded, remembered under `raw` (the key's field as written: tag, length, text)."""
+    if len(_key_texts) >= MAX_CACHED_KEYS:
+        _key_texts.clear()
+    name = _key_texts[raw] = text.decode("utf-8", "replace")
+    return name
 
 
 def _slow_item(b: bytes, i: int, end: int) -> tuple[str, bytes | None]:
@@ -123,7 +126,7 @@ def _slow_item(b: bytes, i: int, end: int) -> tuple[str, bytes | None]:
         if number == 1 or number == 2:
             if stop == start and number == 1:
                 continue  # an empty key: the parts are all in nested_key
-            parts.append(_text(b[start:stop]))
+            parts.append(b[start:stop].decode("utf-8", "replace"))
         elif number == 16:
             value = b[start:stop]
     return "/".join(parts), value
@@ -141,8 +144,11 @@ def _int64(value: int) -> int:
 class WandbFileTail:
     """One .wandb file, read incrementally from its own offset."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, summaries: bool = False) -> None:
         self.path = path
+        # wandb writes a summary record beside every history row, with the same values: skipped
+        # unless asked for (decoding them doubles the time a read takes)
+        self.summaries = summaries
         self.offset = 0  # where the next read starts: the first byte of a record not yet whole
         self.problems: dict[str, int] = dict.fromkeys(PROBLEMS, 0)
         self._skip = False  # at `offset`: MIDDLE and LAST chunks of a record already given up on
@@ -202,12 +208,12 @@ class WandbFileTail:
             base = self.offset
             self.offset = self._scan(buf, base, out)
             used = self.offset - base
-            if used >= len(buf):
-                buf = b""
-                if used > len(buf):
-                    f.seek(self.offset)
-            else:
+            if used < len(buf):
                 buf = buf[used:]
+            else:
+                if used > len(buf):  # damage made it skip to a block not read yet
+                    f.seek(self.offset)
+                buf = b""
 
     def _scan(self, buf: bytes, base: int, out: list[WandbRecord]) -> int:
         """Decode the whole records in `buf` (the file's bytes from `base`, a record's or block's start)
@@ -298,14 +304,28 @@ class WandbFileTail:
     def _decode(self, b: bytes, i: int, end: int, out: list[WandbRecord]) -> None:
         """One Record: append what it holds to `out` if it is one of the kinds read here."""
         try:
+            # the usual record, num=1 then history=2, without the general field walk
+            if i < end and b[i] == 0x08:
+                i = _varint(b, i + 1, end)[1]
+                if i < end and b[i] == 0x12:
+                    n, start = _varint(b, i + 1, end)
+                    if n <= end - start:
+                        out.append(("history", self._items(b, start, start + n)))
+                        return
+                elif i < end and b[i] == 0x1A and not self.summaries:
+                    return
             for number, wire, start, stop in _fields(b, i, end):
                 if wire != 2:
                     continue
                 if number == 2:
                     out.append(("history", self._items(b, start, stop)))
                     return
-                if number in (3, 5):
-                    out.append(("summary" if number == 3 else "config", self._items(b, start, stop)))
+                if number == 3:
+                    if self.summaries:
+                        out.append(("summary", self._items(b, start, stop)))
+                    return
+                if number == 5:
+                    out.append(("config", self._items(b, start, stop)))
                     return
                 if number == 17:
                     out.append(("run", self._run(b, start, stop)))
@@ -325,52 +345,54 @@ class WandbFileTail:
         SummaryRecord: {key: value}, the key's parts joined with "/"."""
         keys: list[str] = []
         values: list[bytes] = []
+        texts = _key_texts
         while i < end:
-            tag = b[i]
-            if tag != 0x0A:  # not an item: the step, a removal, _info
-                key, i = _varint(b, i, end)
-                wire = key & 7
-                if wire == 0:
-                    i = _varint(b, i, end)[1]
-                elif wire == 2:
-                    n, i = _varint(b, i, end)
-                    i += n
-                elif wire == 1 or wire == 5:
-                    i += 8 if wire == 1 else 4
-                else:
-                    raise _Bad
-                if i > end:
-                    raise _Bad
-                continue
-            if i + 1 >= end:
-                raise _Bad
-            n = b[i + 1]
-            if n < 0x80:
+            # the usual item: 0x0a n, one key part (0x12 or 0x0a, m, key), value_json (0x82 0x01 v, json),
+            # every length below 128
+            if b[i] == 0x0A and i + 2 < end:
+                n = b[i + 1]
                 j = i + 2
-            else:
-                n, j = _varint(b, i + 1, end)
-            stop = j + n
-            if stop > end:
+                stop = j + n
+                if 4 < n < 0x80 and stop <= end:
+                    k = j + 2 + b[j + 1]
+                    if k + 3 <= stop and b[k] == 0x82 and b[k + 1] == 0x01 and k + 3 + b[k + 2] == stop:
+                        name = texts.get(b[j:k])
+                        if name is not None:
+                            keys.append(name)
+                            values.append(b[k + 3 : stop])
+                            i = stop
+                            continue
+                        if (b[j] == 0x12 or b[j] == 0x0A) and b[j + 1] < 0x80:
+                            keys.append(_key_text(b[j:k], b[j + 2 : k]))
+                            values.append(b[k + 3 : stop])
+                            i = stop
+                            continue
+            i = self._other_field(b, i, end, keys, values)
+        return self._values(keys, values)
+
+    def _other_field(self, b: bytes, i: int, end: int, keys: list[str], values: list[bytes]) -> int:
+        """Read one field at `i` of an item list the usual way could not: an item in any shape, or
+        another field (the step, a removal, _info), skipped; return where the next one starts."""
+        key, i = _varint(b, i, end)
+        wire = key & 7
+        if wire == 0:
+            return _varint(b, i, end)[1]
+        if wire == 1 or wire == 5:
+            i += 8 if wire == 1 else 4
+            if i > end:
                 raise _Bad
-            i = stop
-            # the usual item: one key part, then value_json (tag 0x82 0x01), both shorter than 128
-            k = j + 2 + b[j + 1] if j + 1 < stop else stop
-            if (
-                k + 3 <= stop
-                and (b[j] == 0x12 or b[j] == 0x0A)
-                and b[j + 1] < 0x80
-                and b[k] == 0x82
-                and b[k + 1] == 0x01
-                and k + 3 + b[k + 2] == stop
-            ):
-                keys.append(_text(b[j + 2 : k]))
-                values.append(b[k + 3 : stop])
-                continue
-            name, value = _slow_item(b, j, stop)
+            return i
+        if wire != 2:
+            raise _Bad
+        n, i = _varint(b, i, end)
+        if n > end - i:
+            raise _Bad
+        if key == 0x0A:
+            name, value = _slow_item(b, i, i + n)
             if value is not None:
                 keys.append(name)
                 values.append(value)
-        return self._values(keys, values)
+        return i + n
 
     def _values(self, keys: list[str], values: list[bytes]) -> dict[str, Any]:
         """Decode a row's value_json texts, as one JSON array when that is safe."""
@@ -380,11 +402,12 @@ class WandbFileTail:
         # with no comma inside a value, each of the n values is exactly one of the n array elements
         if text.count(b",") == len(values) - 1:
             try:
-                decoded = json.loads(text)
-            except (ValueError, RecursionError):
-                decoded = None
-            if decoded is not None and len(decoded) == len(values):
-                return dict(zip(keys, decoded))
+                whole = text.decode("utf-8")
+                decoded, stop = _scan_json(whole, 0)
+                if stop == len(whole) and len(decoded) == len(values):
+                    return dict(zip(keys, decoded))
+            except (ValueError, RecursionError, StopIteration):
+                pass
         row: dict[str, Any] = {}
         for key, value in zip(keys, values):
             try:

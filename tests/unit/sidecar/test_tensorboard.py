@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -150,3 +151,38 @@ def test_events_files_and_find_event_folders(tmp_path: Path) -> None:
     assert tb.find_event_folders(str(tmp_path / "runs")) == [a, str(tmp_path / "runs" / "b" / "x")]
     assert tb.find_event_folders(str(tmp_path / "nope")) == []
     assert tb.find_event_folders(str(tmp_path / "runs" / "a" / "notes.txt")) == []
+
+
+def test_the_real_writers_data_crcs_check(monkeypatch) -> None:
+    """With a data CRC (crc32c / google_crc32c when installed; here the table one) every record holds."""
+    path = str(train_file("gap-jump"))
+    unchecked = points(tb.EventsFileTail(path).read())
+    monkeypatch.setattr(tb, "_data_crc", tb.crc32c)
+    t = tb.EventsFileTail(path)
+    assert points(t.read()) == unchecked
+    assert t.problems == dict.fromkeys(tb.PROBLEMS, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text(max_size=140),  # past 127 bytes a tag's length takes two bytes: the general decoder's
+            st.floats(width=32),
+            st.integers(-(2**63), 2**63 - 1),
+            st.sampled_from([0.0, 1.7e9, -1.5]) | st.floats(allow_nan=False),
+        ),
+        max_size=30,
+    )
+)
+def test_any_add_scalar_event_reads_back(events: list[tuple[str, float, int, float]]) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "events.out.tfevents.1.h.1.0")
+        with open(path, "wb") as f:
+            f.write(tb.frame(tb.version_event(1.0)))
+            f.write(b"".join(tb.frame(tb.scalar_event(*e)) for e in events))
+        t = tb.EventsFileTail(path)
+        got = points(t.read())
+    want = [(tag, step, wall, "nan" if v != v else v) for tag, v, step, wall in events]
+    assert got == want
+    assert sum(t.problems.values()) == 0
