@@ -72,7 +72,10 @@ def plan(sample: str) -> dict:
     for item in items:
         if isinstance(item, MetricRecord):
             role = "rollout" if item.actor == "RolloutManager" else "train"
-            rows[role].append({**item.metrics, STEP_KEYS.get(item.kind, "rollout/step"): item.n})
+            row = {**item.metrics, STEP_KEYS.get(item.kind, "rollout/step"): item.n}
+            if item.ts is not None:  # (when the line was logged: wandb stamps a live run's rows so)
+                row["_timestamp"] = item.ts
+            rows[role].append(row)
     return {
         "id": run_id(sample),
         "name": sample,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -89,18 +90,22 @@ def _fixture_dirs(kind: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("kind", ["tensorboard", "wandb"])
-def test_real_writers_fixtures_get_the_console_verdict(kind):
-    """Folders made by tensorboardX and by wandb itself (offline mode, one run per process)."""
+def test_real_writers_fixtures_get_the_console_verdict(kind, tmp_path):
+    """Folders made by tensorboardX and by wandb itself (offline mode, one run per process), copied
+    as if just written: a metric folder's files are its clock (their mtimes), and a folder last
+    written long ago, with no finish line in it, is a stalled or ended run."""
     dirs = _fixture_dirs(kind)
     assert len(dirs) >= 5, f"the {kind} fixtures are missing"
-    for d in dirs:
+    for src in dirs:
+        d = tmp_path / src.name
+        shutil.copytree(src, d, copy_function=shutil.copyfile)
         status, alerts = verdict(d)
         want_status, want = console_verdict(LOGS / f"{d.name}.log")
         if kind == "wandb" and d.name == "crashed":
             # the W&B exit record says the run failed: `crashed`, as the console's traceback says
-            assert [a[0] for a in alerts] == ["crashed"] + [a[0] for a in want], d
+            assert [a[0] for a in alerts] == ["crashed"] + [a[0] for a in want], src
             continue
-        assert (status, alerts) == (want_status, want), d
+        assert (status, alerts) == (want_status, want), src
 
 
 def test_check_names_the_input_and_what_it_cannot_judge(tmp_path):
