@@ -82,7 +82,11 @@ class Sidecar:
             for src in list(self._held) if final else [s for s in self._held if s in quiet]:
                 self._emit(src, [self._held.pop(src)])
         every_quiet = bool(self.files()) and len(quiet) >= len(self.files())
-        return self.merger.release(final=final or every_quiet, quiet=quiet)
+        return self.merger.release(final=final or every_quiet or self.ended(), quiet=quiet)
+
+    def ended(self) -> bool:
+        """The input says the run is over (nothing more will come to wait for)."""
+        return False
 
     def written_at(self) -> float | None:
         """The newest mtime of its files: when the run last wrote (None: no file yet)."""
@@ -184,10 +188,8 @@ class WandbRun(Sidecar):
             for kind, data in records:
                 if kind == "history":
                     rows.append(history_row(src, data))
-                elif kind == "config":
-                    events.extend(config_events(data, None))
-                elif kind == "run":
-                    events.extend(config_events(data.get("config") or {}, data.get("start_time")))
+                elif kind in ("config", "run"):  # (settings, not points in time: no clock of theirs)
+                    events.extend(config_events(data if kind == "config" else data.get("config") or {}, None))
                 elif kind == "exit":
                     code = data.get("exit_code")
                     self.exits[path] = code if isinstance(code, int) else 1
@@ -196,6 +198,10 @@ class WandbRun(Sidecar):
             self._rows(src, rows)
         self._count(self.tail.problems)
         self._exit_events()
+
+    def ended(self) -> bool:
+        """A process failed, or every one exited: the rest of the records are all there."""
+        return self._told_exit
 
     def _exit_events(self) -> None:
         """A failed process fails the run at once; the run finished when every file says so."""

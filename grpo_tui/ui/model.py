@@ -26,14 +26,24 @@ def clean(text: object) -> str:
 
 
 def resolve_path(path: str | None) -> str | None:
-    """A folder means its newest *.log (by mtime); a file (existing or not) is itself."""
+    """A folder means its newest *.log (by mtime), unless it holds one run's metric files (a
+    TensorBoard folder, a W&B run: read as they are); a file (existing or not) is itself."""
     if path is None:
         return None
     p = Path(path)
-    if p.is_dir():
+    if p.is_dir() and not _metric_folder(path):
         logs = sorted(p.glob("*.log"), key=lambda f: f.stat().st_mtime)
         return str(logs[-1]) if logs else str(p / "train.log")
     return str(p)
+
+
+def _metric_folder(path: str) -> bool:
+    from ..pipeline import InputError, open_input
+
+    try:
+        return open_input(path) is not None
+    except InputError:
+        return False
 
 
 def last_newline_before(path: str, size: int) -> int:
