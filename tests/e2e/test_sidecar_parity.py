@@ -157,3 +157,23 @@ def test_a_live_tensorboard_folder_is_released_up_to_every_file(tmp_path):
     rest = side.read(final=True)
     got = {(it.kind, it.n) for it in first + rest}
     assert got == {(r.kind, r.n) for r in _records(LOGS / "healthy-seed1.log")}
+
+
+@pytest.mark.parametrize("kind", ["tensorboard", "wandb"])
+def test_damaged_metric_files_are_one_line_not_a_traceback(kind, tmp_path):
+    import random
+
+    rnd = random.Random(41)
+    junk = bytes(rnd.randrange(256) for _ in range(70_000))
+    if kind == "tensorboard":
+        (tmp_path / "events.out.tfevents.1.node0.1.0").write_bytes(junk)
+    else:
+        run = tmp_path / "wandb" / "offline-run-20260101_000000-abc"
+        run.mkdir(parents=True)
+        (run / "run-abc.wandb").write_bytes(junk)
+    for cmd in ("check", "export"):
+        r = subprocess.run(
+            [sys.executable, "-m", "grpo_tui", cmd, str(tmp_path)], capture_output=True, text=True, timeout=120
+        )
+        assert r.returncode in (1, 3) and "no readable metric" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
