@@ -6,7 +6,7 @@ import json
 import math
 
 from grpo_tui import cli
-from grpo_tui.lines.formats import parse_trl, parse_verl
+from grpo_tui.lines.formats import COUNTED, parse_trl, parse_verl
 from grpo_tui.lines.parse import parse_lines
 
 
@@ -37,20 +37,29 @@ def test_trl_dicts_bare_and_string_formatted_eval_and_summary():
         "{'loss': 0.0031, 'grad_norm': 0.52, 'reward': 0.62, 'completions/mean_length': 412.3, "
         "'frac_reward_zero_std': 0.25, 'epoch': 0.02}"
     )
-    assert got[0] == "rollout" and got[1]["reward"] == 0.62 and got[1]["completions/mean_length"] == 412.3
-    kind, m, raw = parse_trl("{'loss': '0.0031', 'grad_norm': 'nan', 'reward': '0.64', 'num_tokens': '1.235e+05'}")
+    assert got is not None and got.kind == "rollout" and got.n == COUNTED
+    assert got.metrics["reward"] == 0.62 and got.metrics["completions/mean_length"] == 412.3
+    kind, _, m, raw, _, _ = parse_trl(
+        "{'loss': '0.0031', 'grad_norm': 'nan', 'reward': '0.64', 'num_tokens': '1.235e+05'}"
+    )
     assert m["loss"] == 0.0031 and m["num_tokens"] == 123500.0 and math.isnan(m["grad_norm"])
     assert raw == {"grad_norm": "nan"}
     assert parse_trl("{'eval_loss': 0.5, 'eval_reward': 0.6, 'epoch': 0.05}") == (
         "eval",
+        COUNTED,
         {"eval_loss": 0.5, "eval_reward": 0.6},
         {},
+        "trl",
+        None,
     )
     # the HF Trainer's summary once training is over: no step, the run's finish line
     assert parse_trl("{'train_runtime': 10.0, 'train_loss': 0.1, 'epoch': 1.0}") == (
         "end",
+        COUNTED,
         {"train_runtime": 10.0, "train_loss": 0.1, "epoch": 1.0},
         {},
+        "trl",
+        None,
     )
 
 
