@@ -61,6 +61,7 @@ SIGNALS: tuple[Signal, ...] = (
             "rollout/response_len/mean",
             "response_length/mean",
             "completions/mean_length",
+            "completion_length",
             "seq_len/mean",
         ),
         "tok",

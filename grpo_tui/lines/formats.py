@@ -300,6 +300,8 @@ _PRIME_ORCHESTRATOR = {
     "turns": ("num_turns/mean", 1.0),
     "branches": ("num_branches/mean", 1.0),
     "max off-policy": ("off_policy_level/max", 1.0),
+    "max. off-policy level": ("off_policy_level/max", 1.0),
+    "async level": ("async_level", 1.0),
     "error": ("error/mean", 0.01),
     "cancelled": ("cancelled/mean", 0.01),
     "truncation": ("is_truncated/mean", 0.01),
@@ -374,6 +376,7 @@ def parse_prime_rl(text: str) -> OtherRecord | None:
 TABLE_START = re.compile(r"\|? *(?:Step[ \t|]|[0-9]+ *[|\t])")
 _TABLE_NAMES = {"training loss": "loss", "validation loss": "eval_loss"}
 _RULE_CELL = re.compile(r":?-+:?")
+_SLASH = re.compile(r" */ *")
 TABLE_MAX_COLUMNS = 256
 
 
@@ -391,7 +394,9 @@ def table_header(text: str) -> list[str] | None:
     cells = _cells(text)
     if cells is None or cells[0] != "Step" or not all(cells[1:]):
         return None
-    return ["step"] + [_TABLE_NAMES.get(c.lower(), c) for c in cells[1:]]
+    # (a pasted notebook table spells `rewards/f` as `rewards / f`)
+    names = [_SLASH.sub("/", c) for c in cells[1:]]
+    return ["step"] + [_TABLE_NAMES.get(c.lower(), c) for c in names]
 
 
 def table_rule(text: str) -> bool:
