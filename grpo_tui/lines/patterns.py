@@ -85,6 +85,7 @@ _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memor
 
 
 _TABLE_START = TABLE_START.match
+_TABLE_FIRST = frozenset("0123456789| S")  # what a TABLE_START match starts with
 
 
 # A line with none of these anchors cannot be a record or an event: it is counted as noise
@@ -127,8 +128,8 @@ def is_candidate(line: str) -> bool:
         or '{"' in line
         or "| Loss" in line
         or "| Reward" in line
-        # a pasted table's header or row (formats.TABLE_START)
-        or _TABLE_START(line) is not None
+        # a pasted table's header or row (formats.TABLE_START; its first character first: cheaper)
+        or (line[:1] in _TABLE_FIRST and _TABLE_START(line) is not None)
     )
 
 
