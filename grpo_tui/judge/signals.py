@@ -394,7 +394,7 @@ def _zero_std_count_parts(seg: Segment, rows: np.ndarray) -> dict[str, tuple[np.
 
 
 def framework(seg: Segment) -> str:
-    """ "miles" (Miles/slime), "verl" or "trl": Miles defaults only hold for Miles/slime runs."""
+    """ "miles" (Miles/slime), else one of lines.formats.OTHER_FRAMEWORKS: Miles defaults only hold for Miles/slime runs."""
     return seg.framework
 
 
