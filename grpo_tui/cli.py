@@ -93,8 +93,8 @@ def _check_parser() -> argparse.ArgumentParser:
         description="Verdict on a log: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. "
         "Several logs or a folder: one line per run, exit = the worst status.",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="log file(s) or folder(s) (their *.log)")
-    p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log file(s) or folder(s) (their *.log and *.jsonl)")
+    p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log and *.jsonl of subfolders")
     _add_ranges(p)
     _add_baseline(p)
     _add_horizon(p)
@@ -112,7 +112,7 @@ def _export_parser() -> argparse.ArgumentParser:
         "Several logs or a folder: one table, a `run` column first.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
+    p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log and *.jsonl of subfolders")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("--axis", choices=("rollout", "step"), default="rollout")
     p.add_argument("-o", "--output", metavar="FILE", type=_file_or_stdout, help="default or -: standard output")
@@ -189,7 +189,7 @@ def _dashboard_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="log file (its dashboard), or folder(s) / several files (the runs overview)",
     )
-    p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log of subfolders")
+    p.add_argument("-r", "--recursive", action="store_true", help="folders: also the *.log and *.jsonl of subfolders")
     p.add_argument("--replay", type=float, metavar="SPEED", help="play a finished log at SPEED x (0 = max)")
     p.add_argument("--theme", metavar="NAME")
     _add_ranges(p)

@@ -38,15 +38,30 @@ def worst(statuses: Iterable[str]) -> str:
 
 
 # ---------------------------------------------------------------------- which files
+def is_input(folder: str, name: str) -> bool:
+    """Whether a folder's file is a run's input: a `*.log`, or a `*.jsonl` of metric lines
+    (lines/formats.py: Miles' metrics.jsonl, verl's file logger, ms-swift's logging.jsonl).
+    Miles' dashboard folder holds other JSONL streams (phases, gpu_util/..., trajectories): there
+    only metrics.jsonl is.  Hidden files are not."""
+    if name.startswith("."):
+        return False
+    if name.endswith(".log"):
+        return True
+    if not name.endswith(".jsonl"):
+        return False
+    return name == "metrics.jsonl" or "dashboard" not in os.path.normpath(folder).split(os.sep)[-2:]
+
+
 def folder_logs(folder: str, recursive: bool = False) -> list[str]:
-    """The `*.log` files of a folder (and its subfolders with `recursive`), sorted by path.
-    Hidden files and folders are skipped; symlinked folders are not followed."""
+    """The inputs (is_input: `*.log`, `*.jsonl`) of a folder (and its subfolders with
+    `recursive`), sorted by path.  Hidden files and folders are skipped; symlinked folders are
+    not followed."""
     out: list[str] = []
     if not recursive:
         try:
             with os.scandir(folder) as it:
                 for e in it:
-                    if e.name.endswith(".log") and not e.name.startswith(".") and _is_file(e):
+                    if is_input(folder, e.name) and _is_file(e):
                         out.append(os.path.join(folder, e.name))
         except OSError:
             return []
@@ -54,7 +69,7 @@ def folder_logs(folder: str, recursive: bool = False) -> list[str]:
     for root, dirs, files in os.walk(folder, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
-            if name.endswith(".log") and not name.startswith("."):
+            if is_input(root, name):
                 out.append(os.path.join(root, name))
     return sorted(out)
 

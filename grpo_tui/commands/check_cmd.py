@@ -90,7 +90,9 @@ def _unknown(args, message: str, many: list[str] | None = None) -> int:
 def _run_many(args, paths: list[str], ranges, label: str) -> int:
     if not paths:
         where = ", ".join(args.paths)
-        return _unknown(args, f"{where}: no *.log files" + ("" if args.recursive else " (-r: look in subfolders)"), [])
+        return _unknown(
+            args, f"{where}: no *.log or *.jsonl files" + ("" if args.recursive else " (-r: look in subfolders)"), []
+        )
     results = judge_many(paths, ranges, ranges_label=label)
     status = worst(r.status for r in results)
     if args.json:

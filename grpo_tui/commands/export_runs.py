@@ -22,7 +22,7 @@ from ..runs import discover, display_names
 def run(args) -> int:
     paths = discover(args.paths, getattr(args, "recursive", False))
     if not paths:
-        raise InputError(", ".join(args.paths) + ": no *.log files")
+        raise InputError(", ".join(args.paths) + ": no *.log or *.jsonl files")
     if args.output:  # before reading: never onto an input log or into its folder (--force)
         check_output_path(args.output, paths)
     names = display_names(paths, [p for p in args.paths if os.path.isdir(p)])

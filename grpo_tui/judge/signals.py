@@ -43,7 +43,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "reward",
         "reward",
-        ("rollout/raw_reward", "critic/score/mean", "reward"),
+        ("rollout/raw_reward", "critic/score/mean", "reward", "reward/mean"),
         "",
         "mean raw reward of the rollout: the headline, but the slowest and noisiest signal",
         "rises, swings up to 0.21 a step",
@@ -56,7 +56,14 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "length",
         "answer length",
-        ("rollout/response_lengths", "rollout/response_len/mean", "response_length/mean", "completions/mean_length"),
+        (
+            "rollout/response_lengths",
+            "rollout/response_len/mean",
+            "response_length/mean",
+            "completions/mean_length",
+            "completion_length",
+            "seq_len/mean",
+        ),
         "tok",
         "mean answer length in tokens: rising with falling reward is length hacking",
         "falls",
@@ -70,7 +77,13 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "truncated",
         "cut share",
-        ("rollout/truncated", "rollout/truncated_ratio", "response_length/clip_ratio", "completions/clipped_ratio"),
+        (
+            "rollout/truncated",
+            "rollout/truncated_ratio",
+            "response_length/clip_ratio",
+            "completions/clipped_ratio",
+            "is_truncated/mean",
+        ),
         "",
         "share of answers cut at the length cap: loops run to the cap",
         "falls with length",
@@ -103,7 +116,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "kl",
         "KL to engine",
-        ("train/train_rollout_kl", "rollout_corr/k3_kl"),
+        ("train/train_rollout_kl", "rollout_corr/k3_kl", "mismatch_kl/mean"),
         "",
         "KL(engine || trainer) at sampled tokens: the same mismatch, another estimator",
         "flat",
@@ -118,7 +131,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "grad_norm",
         "gradient norm",
-        ("train/grad_norm", "actor/grad_norm", "grad_norm"),
+        ("train/grad_norm", "actor/grad_norm", "grad_norm", "optim/grad_norm"),
         "",
         "pre-clip gradient norm: growing step after step means the learning rate is too high",
         "one range, rare spikes",
@@ -381,7 +394,7 @@ def _zero_std_count_parts(seg: Segment, rows: np.ndarray) -> dict[str, tuple[np.
 
 
 def framework(seg: Segment) -> str:
-    """ "miles" (Miles/slime), "verl" or "trl": Miles defaults only hold for Miles/slime runs."""
+    """ "miles" (Miles/slime), else one of lines.formats.OTHER_FRAMEWORKS: Miles defaults only hold for Miles/slime runs."""
     return seg.framework
 
 

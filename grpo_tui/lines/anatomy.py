@@ -39,6 +39,7 @@ class ParserBase:
         # loop's own code walks them)
         self._ready_run = accel and SCAN is not None
         self._trl_index = 0  # TRL dicts carry no step: count them
+        self._table: list[str] | None = None  # the metric names of the table being read (formats.table_header)
         self._names: set[str] = set()  # metric names handed out so far (at most MAX_NAMES)
         self._stamped = ""  # _last_stamped: the newest skipped line carrying a timestamp
         self._stamped_lazy: tuple | None = None  # ... or (line getter, index) not read yet

@@ -8,7 +8,20 @@ import re
 from typing import Any
 
 from .anatomy import ParserBase
-from .formats import VERL_END, parse_trl, parse_verl
+from .formats import (
+    COUNTED,
+    TABLE_START,
+    VERL_END,
+    OtherRecord,
+    parse_json,
+    parse_prime_rl,
+    parse_table_row,
+    parse_trl,
+    parse_verl,
+    table_header,
+    table_rule,
+    time_text,
+)
 from .launch import ARG_DUMP_NAMES, parse_launch_flags
 from .patterns import (
     _ARG_DUMP,
@@ -241,7 +254,8 @@ class MessageReader(ParserBase):
         self.counts.noise += 1
 
     def _other_format(self, pre: _Line, line_no: int, last, out: list[Item]) -> bool:
-        """verl and TRL console lines (no Miles header): same records, source names the format."""
+        """Lines of other formats (no Miles header; formats.py): verl, TRL / ms-swift dicts, JSON
+        lines, prime-rl, pasted tables.  Same records, the source names the format."""
         text = pre.text
         if VERL_END in text:  # verl's trainer prints it once, after its last step
             self.counts.event_lines += 1
@@ -253,26 +267,55 @@ class MessageReader(ParserBase):
         got = parse_verl(text)
         if got is not None:
             n, metrics, raw = got
-            if n is None:
-                self.counts.unreadable += 1  # `step:-1 - …`, `step:99999999999999999999 - …`
-                return True
-            kind, source = "rollout", "verl"
-        else:
-            trl = parse_trl(text) if "{'" in text else None
-            if trl is None:
-                return False
-            kind, metrics, raw = trl
-            if kind == "end":
-                self.counts.event_lines += 1
-                self._hand_out(
-                    Event("train_done", last[0], last[1], line_no, text.strip()[:200], {"framework": "trl", **metrics}),
-                    out,
-                )
-                return True
-            source = "trl"
+            return self._other_record(OtherRecord("rollout", n, metrics, raw, "verl"), pre, line_no, last, out)
+        row = self._table_line(text)
+        if row is True:
+            self.counts.noise += 1  # a table's header or rule row: read, no record
+            return True
+        rec = row or (parse_trl(text) if "{'" in text else None)
+        if rec is None and '{"' in text:
+            rec = parse_json(text)
+        if rec is None:
+            rec = parse_prime_rl(text)
+        if rec is None:
+            return False
+        return self._other_record(rec, pre, line_no, last, out)
+
+    def _table_line(self, text: str) -> OtherRecord | bool | None:
+        """A pasted table's header or rule row (True: remembered), or a row under the header
+        read last (its record); None when the line is neither."""
+        if not TABLE_START.match(text):
+            return None
+        names = table_header(text)
+        if names is not None:
+            self._table = names
+            return True
+        if self._table is None:
+            return None
+        if table_rule(text):
+            return True
+        return parse_table_row(text, self._table)
+
+    def _other_record(self, rec: OtherRecord, pre: _Line, line_no: int, last, out: list[Item]) -> bool:
+        kind, n, source = rec.kind, rec.n, rec.source
+        time_of, ts = last
+        if rec.ts is not None:  # a JSON line's own time
+            time_of, ts = time_text(rec.ts), rec.ts
+            self._note_time(ts)
+        if kind == "end":
+            self.counts.event_lines += 1
+            self._hand_out(
+                Event("train_done", time_of, ts, line_no, pre.text.strip()[:200], {"framework": source, **rec.metrics}),
+                out,
+            )
+            return True
+        if n == COUNTED:  # TRL dicts carry no step: the rollout dicts are counted
             self._trl_index += kind == "rollout"
             n = max(0, self._trl_index - 1)
-        metrics = self._capped(metrics, raw)
+        if n is None:
+            self.counts.unreadable += 1  # `step:-1 - …`, `step:99999999999999999999 - …`
+            return True
+        metrics = self._capped(rec.metrics, rec.raw)
         if not metrics:
             self.counts.unreadable += 1
             return True
@@ -283,13 +326,13 @@ class MessageReader(ParserBase):
                 kind=kind,
                 n=n,
                 metrics=metrics,
-                time=last[0],
-                ts=last[1],
+                time=time_of,
+                ts=ts,
                 proc=source,
                 source=source,
                 actor=pre.actor,
                 line_no=line_no,
-                nonfinite=raw,
+                nonfinite=rec.raw,
             )
         )
         return True

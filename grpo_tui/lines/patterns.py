@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import date as _date
 from functools import partial
 
+from .formats import TABLE_START
 from .native import _SKIPPED_PER_SOURCE
 from .records import Event, MetricRecord, bounded_int
 from .values import ParsedDict
@@ -83,6 +84,10 @@ _TB_GLUE = re.compile(
 _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|killed due to memory pressure")
 
 
+_TABLE_START = TABLE_START.match
+_TABLE_FIRST = frozenset("0123456789| S")  # what a TABLE_START match starts with
+
+
 # A line with none of these anchors cannot be a record or an event: it is counted as noise
 # without further work (97 % of a real log).  Every anchor the classifier looks for must be
 # covered here; an or-chain of `in` tests is about twice as fast as one alternation regex.
@@ -117,9 +122,14 @@ def is_candidate(line: str) -> bool:
         # the rest of a metric line wrapped right at its `: {` (`rollout 3:` / ` {'a': 1}`)
         or line[:2] in ("{'", " {", '{"')
         or ") {" in line
-        # verl `step:N - key:value` lines and TRL log dicts
+        # verl `step:N - key:value` lines, TRL log dicts, JSON lines, prime-rl step lines
         or "step:" in line
         or "{'" in line
+        or '{"' in line
+        or "| Loss" in line
+        or "| Reward" in line
+        # a pasted table's header or row (formats.TABLE_START; its first character first: cheaper)
+        or (line[:1] in _TABLE_FIRST and _TABLE_START(line) is not None)
     )
 
 

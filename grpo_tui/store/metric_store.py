@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..lazy_numpy import LazyNumpy
+from ..lines.formats import OTHER_FRAMEWORKS
 from ..lines.launch import FlagsMemo, arg_dump_to_flag
 from ..lines.native import PACKED
 from ..lines.records import Event, Item, MetricRecord
@@ -175,7 +176,7 @@ class Segment:
     def add_record(self, rec: MetricRecord) -> int:
         """Store one record; returns the rollout id it touched."""
         self.records += 1
-        if rec.source in ("verl", "trl"):
+        if rec.source in OTHER_FRAMEWORKS:
             self.framework = rec.source
         ts = rec.ts
         if ts is not None:

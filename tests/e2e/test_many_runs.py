@@ -248,3 +248,26 @@ def test_export_several_runs_one_table_with_run_column(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["export", str(empty)]) == 1
+
+
+def test_folders_hold_jsonl_inputs_but_not_miles_dashboard_streams(tmp_path, capsys):
+    """check -r picks metrics.jsonl and other *.jsonl (verl's file logger, ms-swift's
+    logging.jsonl) beside *.log; in Miles' dashboard folder only metrics.jsonl (#41)."""
+    metrics = Path(__file__).resolve().parents[1] / "fixtures" / "metrics.jsonl"
+    dump = tmp_path / "dump" / "dashboard"
+    (dump / "gpu_util").mkdir(parents=True)
+    shutil.copy(metrics, dump / "metrics.jsonl")
+    for noise in (dump / "phases.jsonl", dump / "gpu_util" / "20260821_10.jsonl", tmp_path / ".hidden.jsonl"):
+        noise.write_text('{"name": "rollout", "t0": 1.0}\n')
+    verl = tmp_path / "verl" / "exp.jsonl"
+    verl.parent.mkdir()
+    verl.write_text(
+        "".join(f'{{"step":{i},"data":{{"critic/score/mean":0.5,"actor/grad_norm":null}}}}\n' for i in range(1, 6))
+    )
+    shutil.copy(SEEDS[0], tmp_path / "a.log")
+    found = discover([str(tmp_path)], recursive=True)
+    assert [os.path.relpath(p, tmp_path) for p in found] == ["a.log", "dump/dashboard/metrics.jsonl", "verl/exp.jsonl"]
+    assert [os.path.relpath(p, tmp_path) for p in discover([str(tmp_path)])] == ["a.log"]
+    main(["check", "--json", "-r", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "metrics.jsonl" in out and "exp.jsonl" in out

@@ -61,6 +61,11 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LOGS = sorted(
     glob.glob(os.path.join(ROOT, "sample_logs", "*.log")) + glob.glob(os.path.join(ROOT, "tests", "fixtures", "*.log"))
 )
+# the other formats (#41): metrics.jsonl, verl's file logger, ms-swift, prime-rl, pasted tables
+OTHER_LOGS = sorted(
+    glob.glob(os.path.join(ROOT, "tests", "fixtures", "*.jsonl"))
+    + glob.glob(os.path.join(ROOT, "tests", "fixtures", "real", "*", "*.*"))
+)
 FUZZ = settings(
     max_examples=int(os.environ.get("GRPO_TUI_SCAN_EXAMPLES", "150")),
     deadline=None,
@@ -153,7 +158,7 @@ def _cut(lines: list[str], sizes) -> list[list[str]]:
 # -- real and simulated logs -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", LOGS, ids=os.path.basename)
+@pytest.mark.parametrize("path", LOGS + OTHER_LOGS, ids=os.path.basename)
 @pytest.mark.parametrize("chunk", [4 << 20, 4096, 333])
 def test_logs_agree(path, chunk):
     p = assert_same(iter_line_blocks(path, chunk))
@@ -302,9 +307,36 @@ except ImportError:  # run from another directory
     hostile_line = None
 
 SAMPLE = [ln for path in LOGS[:3] for ln in open(path, encoding="utf-8", errors="replace").read().split("\n")]
+# the other formats' lines (formats.py), and near misses of each
+STYLES = [ln for path in OTHER_LOGS for ln in open(path, encoding="utf-8").read().split("\n")[:6]] + [
+    '{"step":3,"data":{"critic/score/mean":null,"actor/grad_norm":NaN}}',
+    '{"ts":1.5,"step_key":"train/step","step":2,"metrics":{"train/grad_norm":0.5,"train/step":2}}',
+    '[INFO:swift] {"loss": 0.1, "reward": 0.5, "global_step/max_steps": "3/9"}',
+    '{"loss": 0.1, "reward": 0.5, "global_step/max_steps": "x/9"}',
+    "{'loss': 0.1, 'reward': 0.5, 'global_step/max_steps': '4/9'}",
+    "10:00:33 SUCCESS Step 9 | Time: 4.29s | Loss: 0.0000 | Entropy: 0.3571 | Mismatch KL: 0.0007 | Grad. Norm: nan",
+    "10:00:34 SUCCESS [orchestrator] Step 9 |  1m 3s | Reward 0.1234 | Trainable 3/4 (75.0%) | Truncation 1.2%",
+    "10:00:35   DEBUG Micro Step 1/4 | Loss 0.1 | Entropy 0.2",
+    "Validation | Step 5 | Loss 0.1",
+    "Step | Training Loss | reward | kl",
+    "| Step | Training Loss | reward |",
+    "|---|:--:|---|",
+    "-- | -- | -- | --",
+    "7 | 0.1 | 0.5 | nan",
+    "| 8 | 0.1 | 0.5 |",
+    "Step\tTraining Loss\treward",
+    "9\t0.2\t0.7",
+    "12 |",
+    "Step|x",
+    "100%|##########| 30/30",
+]
 MIX = st.one_of(
     LINE,
     st.sampled_from(SAMPLE),
+    st.sampled_from(STYLES),
+    st.builds(
+        lambda p, ln: p + ln, st.sampled_from(["", "(A pid=1) ", "> ", "7:", "  ", "|", " "]), st.sampled_from(STYLES)
+    ),
     st.builds(
         _noise,
         st.integers(0, 10_000),

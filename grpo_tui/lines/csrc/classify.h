@@ -1225,9 +1225,11 @@ static int miles_head(uchar *s, uchar *e, int why, Py_ssize_t key, const Seen *s
     return 1;
 }
 
-/* Whether parse_verl or parse_trl (LineParser._other_format) may read the text [t, e) as a
- * record: _VERL's `step:` followed by a digit or '-' (or non-ASCII: \d is Unicode), or a `{'`
- * with one of parse_trl's quoted keys in the text, or verl's end line; 0 when none can. */
+/* Whether LineParser._other_format may read the text [t, e) as a record (formats.py): _VERL's
+ * `step:` followed by a digit or '-' (or non-ASCII: \d is Unicode), a `{'` with one of
+ * parse_trl's quoted keys in the text, a `{"` with one of parse_json's (formats.JSON_KEYS), a
+ * prime-rl anchor (formats.PRIME_ANCHORS), a table's start (table_start), or verl's end line;
+ * 0 when none can. */
 static int other_format_may(uchar *t, uchar *e)
 {
     if (has(t, e, "Final validation metrics:", 25))   /* verl's end of training (formats.VERL_END) */
@@ -1235,6 +1237,17 @@ static int other_format_may(uchar *t, uchar *e)
     for (uchar *q = t; e - q >= 5 && (q = memchr(q, 's', (size_t)(e - q - 4))) != NULL; q++)
         if (memcmp(q, "step:", 5) == 0 && q + 5 < e && (DIGIT(q[5]) || q[5] == '-' || q[5] >= 0x80))
             return 1;
+    if (has(t, e, "| Loss", 6) || has(t, e, "| Reward", 8) || table_start(t, e))
+        return 1;
+    if (has(t, e, "{\"", 2)) {
+        static const char *const json[] = {"\"step_key\"", "\"data\"", "\"loss\"", "\"grad_norm\"",
+                                           "\"learning_rate\"", "\"reward\"", "\"epoch\"",
+                                           "\"completions/mean_length\"", "\"eval_loss\"", "\"train_runtime\"",
+                                           "\"global_step/max_steps\""};
+        for (size_t k = 0; k < sizeof(json) / sizeof(json[0]); k++)
+            if (has(t, e, json[k], strlen(json[k])))
+                return 1;
+    }
     if (!has(t, e, "{'", 2))
         return 0;
     static const char *const trl[] = {"'loss'", "'grad_norm'", "'learning_rate'", "'reward'", "'epoch'",

@@ -44,7 +44,7 @@ static const char *const ANCHORS[] = {
     ": {", "Error", "EXEC:", "retrying", "ft ", "f memory", "Traceback", "Max retries", "OfMemory",
     "memory pressure", "Health check failed", "Recovered ", "Watchdog caught", "W&B", "Job '",
     "Fatal async", "Final validation", "checkpoint", "wandb", "tensorboard", "train.py", "train_async.py",
-    "+ ray job submit", " skipped: ", " ...", ") {", "step:", "{'",
+    "+ ray job submit", " skipped: ", " ...", ") {", "step:", "{'", "{\"", "| Loss", "| Reward",
 };
 /* A control byte _peel drops (patterns._CONTROL_NO_ESC; NUL included, ESC aside): a line holding
  * one goes to Python (2), as dropping it may join an anchor ("step 0: \x1f{"). */
@@ -88,7 +88,8 @@ static int anchor_at(uchar *p, uchar *e)
     case ' ': return LIT(" skipped: ") || LIT(" ...");
     case ')': return LIT(") {");
     case 's': return LIT("step:");
-    case '{': return LIT("{'");
+    case '{': return LIT("{'") || LIT("{\"");
+    case '|': return LIT("| Loss") || LIT("| Reward");
     default: return 0;
     }
 }
@@ -142,9 +143,9 @@ static const struct { const char *fp; int bucket; } FINGERPRINTS[] = {
     {": {", 1}, {": \xe2", 1}, {"Max", 1}, {"OfM", 1},
     {"mem", 2}, {"che", 2}, {" sk", 2},
     {"wan", 3}, {"ste", 3},
-    {"ret", 4}, {" ..", 4},
+    {"ret", 4}, {" ..", 4}, {"| L", 4}, {"| R", 4},
     {"ft ", 5}, {"f m", 5}, {"Rec", 5},
-    {"W&B", 6}, {"{'", 6},
+    {"W&B", 6}, {"{'", 6}, {"{\"", 6},
     {"Tra", 7}, {"Hea", 7}, {"Job", 7}, {"ten", 7}, {"tra", 7},
 };
 /* nib[pos][0]: the buckets allowed by the low nibble of the byte at pos, nib[pos][1]: by the
@@ -462,6 +463,26 @@ static void kernels_init(void)
             use_kernel(k);
 }
 
+/* Whether a pasted table's header or row starts at s (formats.TABLE_START, `\|? *(?:Step[ \t|]|
+ * [0-9]+ *[|\t])`): `Step |`, `| Step |`, `Step<tab>`, `12 | `, `| 12 |`, `12<tab>`. */
+#define DIGIT_W(c) ((c) >= '0' && (c) <= '9')
+static int table_start(uchar *p, uchar *e)
+{
+    if (p < e && *p == '|')
+        p++;
+    while (p < e && *p == ' ')
+        p++;
+    if (e - p >= 5 && memcmp(p, "Step", 4) == 0)
+        return p[4] == ' ' || p[4] == '\t' || p[4] == '|';
+    if (p >= e || !DIGIT_W(*p))
+        return 0;
+    while (p < e && DIGIT_W(*p))
+        p++;
+    while (p < e && *p == ' ')
+        p++;
+    return p < e && (*p == '|' || *p == '\t');
+}
+
 /* parse.is_candidate on the line starting at s (it ends at the next '\n' or at `end`, the
  * buffer's end: *pe), plus the inline path's own conditions: 0 no, 1 an anchor, 2 a line the
  * inline path refuses (a control byte, U+FFFD, bad UTF-8, '\r' end, too long).  The length and '\r' come
@@ -474,8 +495,10 @@ static int is_cand(uchar *s, uchar *end, uchar **pe)
     Py_ssize_t n = e - s;
     if (n > MAX_LINE || (n > 0 && e[-1] == '\r'))
         return 2;
-    /* line[:2] in ("{'", ' {', '{"'); "{'" anywhere is found by the walk */
-    if (n >= 2 && ((s[0] == ' ' && s[1] == '{') || (s[0] == '{' && s[1] == '"')))
+    /* line[:2] == ' {'; "{'" and '{"' anywhere are found by the walk */
+    if (n >= 2 && s[0] == ' ' && s[1] == '{')
+        return 1;
+    if (why == 0 && table_start(s, e))
         return 1;
     return why;
 }

@@ -6,7 +6,7 @@ import json
 import math
 
 from grpo_tui import cli
-from grpo_tui.lines.formats import parse_trl, parse_verl
+from grpo_tui.lines.formats import COUNTED, parse_trl, parse_verl
 from grpo_tui.lines.parse import parse_lines
 
 
@@ -37,20 +37,29 @@ def test_trl_dicts_bare_and_string_formatted_eval_and_summary():
         "{'loss': 0.0031, 'grad_norm': 0.52, 'reward': 0.62, 'completions/mean_length': 412.3, "
         "'frac_reward_zero_std': 0.25, 'epoch': 0.02}"
     )
-    assert got[0] == "rollout" and got[1]["reward"] == 0.62 and got[1]["completions/mean_length"] == 412.3
-    kind, m, raw = parse_trl("{'loss': '0.0031', 'grad_norm': 'nan', 'reward': '0.64', 'num_tokens': '1.235e+05'}")
+    assert got is not None and got.kind == "rollout" and got.n == COUNTED
+    assert got.metrics["reward"] == 0.62 and got.metrics["completions/mean_length"] == 412.3
+    kind, _, m, raw, _, _ = parse_trl(
+        "{'loss': '0.0031', 'grad_norm': 'nan', 'reward': '0.64', 'num_tokens': '1.235e+05'}"
+    )
     assert m["loss"] == 0.0031 and m["num_tokens"] == 123500.0 and math.isnan(m["grad_norm"])
     assert raw == {"grad_norm": "nan"}
     assert parse_trl("{'eval_loss': 0.5, 'eval_reward': 0.6, 'epoch': 0.05}") == (
         "eval",
+        COUNTED,
         {"eval_loss": 0.5, "eval_reward": 0.6},
         {},
+        "trl",
+        None,
     )
     # the HF Trainer's summary once training is over: no step, the run's finish line
     assert parse_trl("{'train_runtime': 10.0, 'train_loss': 0.1, 'epoch': 1.0}") == (
         "end",
+        COUNTED,
         {"train_runtime": 10.0, "train_loss": 0.1, "epoch": 1.0},
         {},
+        "trl",
+        None,
     )
 
 
@@ -95,3 +104,65 @@ def test_verl_end_of_training_is_a_finish_line():
         (ev,) = [x for x in items if isinstance(x, Event)]
         assert ev.kind == "train_done" and ev.data["framework"] == "verl"
         assert ev.text.startswith("Final validation metrics:") and counts.event_lines == 1
+
+
+def test_miles_jsonl_kinds_follow_the_console():
+    """rollout/step dicts: the trainer's rollout dict is `rollout N:`, the rollout manager's
+    (rollout/... with perf/...) and the trainer's timers `perf N:`; the step key's own entry only
+    where the console shows it (`step N:`)."""
+    rows = [
+        ("rollout/step", {"rollout/raw_reward": 0.5}, "rollout"),
+        ("rollout/step", {"rollout/response_len/mean": 9.0, "perf/rollout_time": 3.0}, "perf"),
+        ("rollout/step", {"perf/train_time": 3.0}, "perf"),
+        ("rollout/step", {"multi_turn/turns": 2}, "multi_turn"),
+        ("train/step", {"train/grad_norm": 0.5}, "step"),
+        ("eval/step", {"eval/gsm8k": 0.5}, "eval"),
+    ]
+    items, counts = parse_lines(
+        [json.dumps({"ts": 1787306454.5, "step_key": k, "step": 7, "metrics": dict(m, **{k: 7})}) for k, m, _ in rows]
+        + ['{"ts": 1.0, "step_key": "other/step", "step": 1, "metrics": {"a": 1}}']
+    )
+    recs = [i for i in items if i.__class__.__name__ == "MetricRecord"]
+    assert [r.kind for r in recs] == [want for _, _, want in rows]
+    assert ("train/step" in recs[4].metrics) and not any("rollout/step" in r.metrics for r in recs)
+    assert recs[0].time == "2026-08-21 10:00:54.500" and recs[0].ts == 1787306454.5
+    assert counts.noise == 1 and counts.metric_lines == len(rows)
+
+
+def test_json_summary_is_a_finish_line_and_eval_keeps_its_own_keys():
+    items, _ = parse_lines(
+        [
+            '{"eval_loss": 0.5, "eval_reward": 0.7, "epoch": 0.1, "global_step/max_steps": "10/20"}',
+            '{"train_runtime": 812.4, "train_loss": 0.01, "epoch": 1.0}',
+        ]
+    )
+    ev, end = items
+    assert (ev.kind, ev.n, ev.metrics) == ("eval", 10, {"eval_loss": 0.5, "eval_reward": 0.7})
+    assert end.kind == "train_done" and end.data["framework"] == "trl"
+
+
+def test_prime_rl_2026_lines_and_what_is_not_a_step_line():
+    items, counts = parse_lines(
+        [
+            "\x1b[2m10:00:33\x1b[0m \x1b[32mSUCCESS\x1b[0m Step 9 |   4.29s | Loss 0.0012 | Entropy 0.3571 | Mismatch KL 0.0007"
+            " | Grad. Norm 0.2100 | LR 1.00e-06 | Throughput 1234 tokens/s | MFU 12.5% | Peak Mem. 40.1 GiB",
+            "10:00:34 SUCCESS Step 9 |  1m 3s | Reward 0.5000 | Trainable 3/4 (75.0%) | Error 0.0% | Truncation 12.0%",
+            "10:00:35   DEBUG Micro Step 1/4 | Loss 0.1 | Entropy 0.2",
+            "10:00:36 SUCCESS Validation | Step 5 | Loss 0.1000",
+        ]
+    )
+    recs = [i for i in items if i.__class__.__name__ == "MetricRecord"]
+    assert [(r.n, r.source) for r in recs] == [(9, "prime-rl"), (9, "prime-rl")]
+    t, o = recs[0].metrics, recs[1].metrics
+    assert (
+        t["mismatch_kl/mean"] == 0.0007 and t["optim/lr"] == 1e-06 and t["perf/mfu"] == 12.5 and t["time/step"] == 4.29
+    )
+    assert o["orchestrator/time/step"] == 63.0 and o["trainable/ratio"] == 0.75 and o["is_truncated/mean"] == 0.12
+    assert counts.noise == 2
+
+
+def test_a_table_row_needs_its_header_and_its_width():
+    items, counts = parse_lines(["1 | 0.5 | 0.2", "Step | Training Loss | reward", "2 | 0.5", "3 | 0.5 | No log"])
+    recs = [i for i in items if i.__class__.__name__ == "MetricRecord"]
+    assert [(r.n, r.metrics) for r in recs] == [(3, {"loss": 0.5})]
+    assert counts.noise == 3
