@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from grpo_tui.simulate import write_log  # noqa: E402
-from tests.e2e.test_sidecar_parity import _records, write_tensorboard  # noqa: E402
-from tests.unit.sidecar import wandb_write as ww  # noqa: E402
+from grpo_tui.simulate import write_log
+from tests.e2e.test_sidecar_parity import _records, write_tensorboard
+from tests.unit.sidecar import wandb_write as ww
 
 
 def write_wandb(log: Path, out: Path) -> None:
@@ -35,7 +35,7 @@ def write_wandb(log: Path, out: Path) -> None:
         key = "train/step" if rec.kind == "step" else "rollout/step"
         row = {**rec.metrics, key: rec.n, "_timestamp": rec.ts or 0.0}
         rows["rm" if rm else "train"].append(row)
-    for i, (role, got) in enumerate(rows.items()):
+    for i, got in enumerate(rows.values()):
         folder = out / "wandb" / f"offline-run-20260821_09500{i}-bench"
         folder.mkdir(parents=True)
         payloads = [ww.run("bench", {"rollout_batch_size": 32, "n_samples_per_prompt": 8})]
