@@ -61,7 +61,10 @@ def main() -> None:
     write_tensorboard(log, work / "tb")
     write_wandb(log, work / "wb")
     inputs = {"log": log, "tensorboard": work / "tb", "wandb": work / "wb"}
-    size = {k: sum(f.stat().st_size for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file()) for k, p in inputs.items()}
+    size = {
+        k: sum(f.stat().st_size for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file())
+        for k, p in inputs.items()
+    }
     best: dict[str, float] = {}
     grep: dict[str, float] = {}
     verdicts: dict[str, list] = {}
