@@ -278,7 +278,7 @@ def groups_of(seg: Segment) -> int | None:
             n = len(seg.ids)
             lo = max(0, n - 64)  # the newest rows suffice (and keep live updates O(1))
             pv, cv = p.data[lo:n], c.data[lo:n]
-            ok = (pv > 0) & ~np.isnan(cv)
+            ok = (pv > 0) & np.isfinite(cv) & np.isfinite(pv)  # (inf is no count)
             if ok.any():
                 i = int(np.flatnonzero(ok)[-1])
                 return int(round(cv[i] / pv[i]))
@@ -301,7 +301,7 @@ def _groups_from_exact_reward(seg: Segment) -> int | None:
                 if c is None:
                     continue
                 cv = c.data[lo:n]
-                ok = (rv == target) & (cv > 0)
+                ok = (rv == target) & (cv > 0) & np.isfinite(cv)  # (a count of inf is no group count)
                 if ok.any():
                     return int(round(cv[int(np.flatnonzero(ok)[-1])]))
     return None

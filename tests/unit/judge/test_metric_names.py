@@ -61,3 +61,20 @@ def test_trl_kl_is_kl_to_the_reference_not_the_engine_mismatch():
     cols = table()
     assert "kl" in cols["kl_ref"]["trl"] and not cols["kl"]["trl"]
     assert "kl" not in READ["kl"]
+
+
+def test_an_infinite_zero_std_count_is_no_group_count():
+    """`count_0: inf` (a hostile or broken log) once crashed the groups lookup with OverflowError."""
+    from grpo_tui.judge.signals import groups_of
+    from grpo_tui.lines.parse import parse_lines
+    from grpo_tui.store.metric_store import MetricStore
+
+    lines = [
+        f"rollout {i}: {{'rollout/raw_reward': 0.0, 'rollout/zero_std/count_0': inf, "
+        f"'rollout/zero_std/all_zero_percentage': 0.5}}"
+        for i in range(3)
+    ]
+    items, _ = parse_lines(lines)
+    store = MetricStore()
+    store.add(items)
+    assert groups_of(store.current) is None
