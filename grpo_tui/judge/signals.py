@@ -63,6 +63,7 @@ SIGNALS: tuple[Signal, ...] = (
             "completions/mean_length",
             "completion_length",
             "seq_len/mean",
+            "response_length",
         ),
         "tok",
         "mean answer length in tokens: rising with falling reward is length hacking",
@@ -116,7 +117,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "kl",
         "KL to engine",
-        ("train/train_rollout_kl", "rollout_corr/k3_kl", "mismatch_kl/mean"),
+        ("train/train_rollout_kl", "rollout_corr/k3_kl", "mismatch_kl/mean", "vllm_kl"),
         "",
         "KL(engine || trainer) at sampled tokens: the same mismatch, another estimator",
         "flat",
@@ -131,7 +132,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "grad_norm",
         "gradient norm",
-        ("train/grad_norm", "actor/grad_norm", "grad_norm", "optim/grad_norm"),
+        ("train/grad_norm", "actor/grad_norm", "grad_norm", "optim/grad_norm", "actor_grad_norm"),
         "",
         "pre-clip gradient norm: growing step after step means the learning rate is too high",
         "one range, rare spikes",
@@ -145,7 +146,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "clipfrac",
         "clip fraction",
-        ("train/pg_clipfrac", "actor/pg_clipfrac", "clip_ratio/region_mean"),
+        ("train/pg_clipfrac", "actor/pg_clipfrac", "clip_ratio/region_mean", "ppo_clip_ratio"),
         "",
         "share of tokens clipped by PPO: 0 with one update per rollout, else samples are stale",
         "0 with one update per rollout",
@@ -158,7 +159,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "rollout_time",
         "rollout time",
-        ("perf/rollout_time", "timing_s/gen"),
+        ("perf/rollout_time", "timing_s/gen", "timing/generation"),
         "s",
         "wall seconds to generate the rollout: growing at flat length means a slower engine/GPU",
         "falls with length",

@@ -73,7 +73,7 @@ VERL_END = "Final validation metrics:"
 
 
 # The frameworks whose records switch a segment off Miles' defaults (store.metric_store: add_record).
-OTHER_FRAMEWORKS = ("verl", "trl", "prime-rl")
+OTHER_FRAMEWORKS = ("verl", "trl", "prime-rl", "openrlhf")  # (openrlhf: from its TensorBoard or W&B files)
 
 
 class OtherRecord(NamedTuple):

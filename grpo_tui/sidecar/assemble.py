@@ -107,7 +107,7 @@ def history_row(source: str, values: dict[str, Any]) -> Row:
     for key, axis in AXIS_KEYS.items():
         if key in values:
             return Row(source, ts, _step_id(values[key]), axis, values)
-    for key in ("train/global_step", "global_step", "step", "_step"):
+    for key in ("train/global_step", "eval/global_step", "global_step", "step", "_step"):
         if key in values:
             return Row(source, ts, _step_id(values[key]), "rollout", values)
     return Row(source, ts, None, "rollout", values)
@@ -146,8 +146,9 @@ def record_of(row: Row, framework: str) -> MetricRecord | None:
         else:
             kind = "rollout"
         source = None
-    else:
-        kind, source = "rollout", framework
+    else:  # one dict per training step; its evals on their own rows
+        kind = "eval" if row.axis == "eval" or all(k.startswith("eval/") for k in metrics) else "rollout"
+        source = framework
     return MetricRecord(
         kind,
         row.step,

@@ -51,7 +51,14 @@ INFO = (
 # Policy entropy, when the log has it (Miles logs 0.0 unless --observe-training-entropy).
 # (prime-rl and ms-swift log `entropy/mean`: lines/formats.py)
 ENTROPY = Signal(
-    "entropy", "entropy", ("train/entropy_loss", "actor/entropy", "entropy", "entropy/mean"), "", "", "", None, None
+    "entropy",
+    "entropy",
+    ("train/entropy_loss", "actor/entropy", "entropy", "entropy/mean", "entropy_loss"),
+    "",
+    "",
+    "",
+    None,
+    None,
 )
 ENTROPY_SHARE = 0.15  # docs/health-signs.md §3.1: below 15 % of its own first-3 median
 

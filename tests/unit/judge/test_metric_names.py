@@ -34,8 +34,8 @@ def table() -> dict[str, dict[str, set[str]]]:
         if not row.startswith("| ") or "`" not in cells[0]:
             continue
         sig = re.search(r"`([a-z_]+)`", cells[0]).group(1)
-        frameworks = ("miles", "verl", "trl", "prime-rl")
-        out[sig] = {fw: set(re.findall(r"`([^`]+)`", cell)) for fw, cell in zip(frameworks, cells[2:6])}
+        frameworks = ("miles", "verl", "trl", "prime-rl", "openrlhf")
+        out[sig] = {fw: set(re.findall(r"`([^`]+)`", cell)) for fw, cell in zip(frameworks, cells[2:7])}
     return out
 
 
