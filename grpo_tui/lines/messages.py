@@ -483,6 +483,10 @@ class MessageReader(ParserBase):
         if m:
             kind = "checkpoint_saved" if m.group("ok").startswith("success") else "checkpoint_start"
             return ev(kind, iteration=bounded_int(m.group("it")))
+        if "W&B logs will be stored in" in msg:
+            # (Miles' wandb_utils: "W&B logs will be stored in: DIR" - the offline runs `grpo-tui DIR` reads)
+            where = msg.split("W&B logs will be stored in", 1)[1].strip(" :.\t")
+            return ev("wandb", dir=where) if where else ev("wandb")
         if ("W&B" in msg and "mode enabled" in msg) or stripped.startswith("wandb:"):
             return ev("wandb")
         if "Saving tensorboard log to" in msg:

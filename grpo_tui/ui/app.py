@@ -36,7 +36,7 @@ from ..notify import Hook, alert_payload, new_criticals, osc_notification
 from ..notify.deliver import Notifier, Outcome
 from ..notify.notes import notes_for, state_note
 from ..notify.targets import DEFAULT_ON, Target
-from ..pipeline import BulkMismatch, Pipeline, RunReport, feed_file, judge_path, open_input
+from ..pipeline import BulkMismatch, Pipeline, RunReport, feed_file, judge_path, named_inputs, open_input
 from .alert_pane import AlertPane
 from .app_header import HeaderLines
 from .app_keys import KEYS, KeyActions
@@ -113,6 +113,7 @@ class GrpoApp(HeaderLines, KeyActions, App):
         self.force_ascii = bool(os.environ.get("GRPO_TUI_ASCII")) if force_ascii is None else force_ascii
         self.state = "starting"  # replay / finished; the run's own state is the pipeline's
         self.last_event = ""
+        self._told_inputs = False  # the metric folders the log names, said once
         self.loading: float | None = None  # history fill progress (huge files)
         self._skip_until: int | None = None  # follower bytes already covered by the history fill
         self._held: list = []  # follower items that arrived during the history fill
@@ -454,6 +455,19 @@ class GrpoApp(HeaderLines, KeyActions, App):
         self._dirty = True
         if not self.live:
             self.refresh_view()
+        if (
+            self.live
+            and not self._told_inputs
+            and self._n
+            and self.loading is None
+            and self.feed.input is None
+            and self.path
+        ):
+            self._told_inputs = True
+            for kind, folder, found in named_inputs(self.feed, self.path):
+                label = "TensorBoard" if kind == "tensorboard" else "W&B"
+                how = f"`grpo-tui {folder}` reads it" if found else "not found from here"
+                self.notify(f"this run also writes {label} to {folder} ({how})", markup=False, timeout=8)
 
     def _health_tick(self) -> None:
         try:

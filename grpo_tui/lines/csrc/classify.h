@@ -967,7 +967,8 @@ static int event_trigger_at(uchar *p, uchar *e, uchar *s)
     case 'C': return LIT("CUDA out of memory") || LIT("CUDA error: out of memory");   /* _OOM */
     case 'O': return LIT("OutOfMemoryError");
     case 'k': return LIT("killed due to memory pressure");
-    case 'W': return LIT("Watchdog caught collective operation timeout") || (LIT("W&B") && has(s, e, "mode enabled", 12));
+    case 'W': return LIT("Watchdog caught collective operation timeout")
+                     || (LIT("W&B") && (has(s, e, "mode enabled", 12) || LIT("W&B logs will be stored in")));
     case 'J': return LIT("Job '");
     case 'F': return LIT("Fatal async misuse");
     case 's': return LIT("saving checkpoint ") || LIT("successfully saved checkpoint ");   /* _CKPT */
@@ -983,7 +984,7 @@ static int event_trigger_at(uchar *p, uchar *e, uchar *s)
 static const char *const TRIGGERS[] = {
     "Traceback (most recent call last)", "retrying...", "Max retries (", " skipped: ", "Health check failed",
     "Recovered ", "CUDA out of memory", "CUDA error: out of memory", "OutOfMemoryError",
-    "killed due to memory pressure", "Watchdog caught collective operation timeout", "W&B mode enabled", "Job '",
+    "killed due to memory pressure", "Watchdog caught collective operation timeout", "W&B mode enabled", "W&B logs will be stored in", "Job '",
     "Fatal async misuse", "saving checkpoint ", "successfully saved checkpoint ", "Saving tensorboard log to",
 };
 #define N_TRIGGERS ((int)(sizeof(TRIGGERS) / sizeof(TRIGGERS[0])))
