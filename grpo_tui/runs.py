@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from .judge.engine import SEVERITY_ORDER, Alert
 from .judge.ranges import RangeSet
 from .judge.signals import BY_ID, signal_series
 from .lines.files import InputError
-from .pipeline import Pipeline, RunReport, judge_path
+from .pipeline import Pipeline, RunReport, judge_path, one_run, open_input
 
 EXIT = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
 # The worst status of several runs: a judged problem outranks "could not judge", which
@@ -88,7 +89,7 @@ def discover(paths: Iterable[str], recursive: bool = False) -> list[str]:
     out: list[str] = []
     seen: set[str] = set()
     for p in paths:
-        found = folder_logs(p, recursive) if os.path.isdir(p) else [p]
+        found = folder_logs(p, recursive) if os.path.isdir(p) and not one_run(p) else [p]
         for f in found:
             key = os.path.realpath(f)
             if key not in seen:
@@ -97,16 +98,25 @@ def discover(paths: Iterable[str], recursive: bool = False) -> list[str]:
     return out
 
 
+def _metric_files(path: str):
+    """The run's metric files when `path` is a TensorBoard folder or W&B run (None: a log, or
+    several runs there, which the read then reports)."""
+    try:
+        return open_input(path)
+    except InputError:
+        return None
+
+
 def display_names(paths: list[str], roots: Iterable[str] = ()) -> dict[str, str]:
     """Short unique names: relative to the folder a file was found in, else its file name
     (the path as given when two runs share a file name)."""
     roots = [r for r in roots if os.path.isdir(r)]
     names: dict[str, str] = {}
     for p in paths:
-        name = os.path.basename(p)
+        name = os.path.basename(os.path.normpath(p))
         for r in roots:
             rel = os.path.relpath(p, r)
-            if not rel.startswith(".."):
+            if rel != "." and not rel.startswith(".."):  # (a run's own folder is no root of it)
                 name = rel
                 break
         names[p] = name
@@ -228,9 +238,12 @@ class _Run:
         # (imported here: `check` and `export` of files, which import this module, never follow
         # one, and asyncio with watchfiles cost ~60 ms of every such command's start)
         from .follow.follower import Follower
+        from .follow.metric_files import MetricFilesFollower
 
         self.pipe = Pipeline(ranges, ranges_label=label, clock=self.clock)
-        self.follower = Follower(self.path, from_start=True)
+        side = _metric_files(self.path)
+        self.pipe.input = side.kind if side is not None else None
+        self.follower: Any = MetricFilesFollower(side) if side is not None else Follower(self.path, from_start=True)
         self.loaded = False  # read to the end once: time may be judged from now on
         self.error: str | None = None
         self.generation = getattr(self, "generation", 0) + 1
@@ -336,6 +349,7 @@ class RunSet:
                     run.generation,
                     run.loaded,
                     run.pipe.lines_seen,
+                    run.pipe.store.current.records,  # (a metric folder's runs read no lines)
                     run.pipe.changes,
                     len(run.pipe.store.segments),
                     run.error,
@@ -361,11 +375,14 @@ class RunSet:
 
     def _read(self, run: _Run) -> None:
         from .follow.follower import FileEvent, Lines
+        from .follow.metric_files import Records
 
         for _ in range(self.chunks):
             for item in run.follower.poll():
                 if isinstance(item, Lines):
                     run.pipe.feed(item.lines, item.written_at)
+                elif isinstance(item, Records):
+                    run.pipe.feed_items(item.items, item.written_at)
                 elif isinstance(item, FileEvent):
                     ev = item.event
                     if ev in ("truncated", "replaced", "created"):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..export import _jsonable
 from ..follow.follower import FileEvent, Follower, Lines, follow_stdin
+from ..follow.metric_files import POLL_S, MetricFilesFollower
 from ..follow.replay import replay_lines
 from ..judge.engine import group_alerts
 from ..judge.ranges import RangesError, load_ranges
@@ -31,7 +32,6 @@ from ..pipeline import Pipeline, Update, open_input
 PRINTED_FILE_EVENTS = ("created", "truncated", "replaced", "deleted", "eof")
 FLAP_AFTER = 3  # a warning raised this often on one rule and signal is folded into `flapping` objects
 TICK = 1.0
-SIDE_POLL = 2.0  # s between reads of a followed TensorBoard folder or W&B run
 
 
 class _Out:
@@ -260,22 +260,22 @@ def _split_history(pipe: Pipeline, out: _Out, item: Lines, history_end: int) -> 
 
 
 async def _tail_sidecar(side, args, ranges, out: _Out) -> int:
-    """A TensorBoard folder or W&B run, followed: every file re-read from its own offset each
-    SIDE_POLL seconds (their writers flush every 15 s to 2 min). What it holds at the start is
-    history (printed unless --new-only)."""
+    """A TensorBoard folder or W&B run, followed (follow/metric_files.py). What it holds at the
+    start is history (printed unless --new-only, never news)."""
     pipe = Pipeline(ranges, ranges_label=args.ranges)
     pipe.input = side.kind
     out.quiet = bool(args.new_only)
     out.news = False
+    follower = MetricFilesFollower(side)
     ticker = asyncio.create_task(_ticks(pipe, out))
     try:
         while True:
-            items = await asyncio.to_thread(side.read)
-            out.update(pipe.feed_items(items, side.written_at()))
+            for rec in await asyncio.to_thread(follower.poll):
+                out.update(pipe.feed_items(rec.items, rec.written_at))
             if not out.news:
                 out.past_history()
             out.run_state(pipe)
-            await asyncio.sleep(SIDE_POLL)
+            await asyncio.sleep(POLL_S)
     finally:
         ticker.cancel()
 

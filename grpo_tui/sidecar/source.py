@@ -24,6 +24,7 @@ from .assemble import (
 )
 
 QUIET_AFTER = 180.0  # s: a file silent this long (its mtime) no longer holds the others back
+SETTLED_AFTER = 10.0  # s: a file unchanged this long ends with a whole log call (its last row is let go)
 
 
 class SidecarError(ValueError):
@@ -77,10 +78,10 @@ class Sidecar:
     def read(self, final: bool = False) -> list:
         """The records and events ready now (all of them when `final`)."""
         self._read_files()
-        quiet = self._quiet_files()
-        if final or quiet:
-            for src in list(self._held) if final else [s for s in self._held if s in quiet]:
-                self._emit(src, [self._held.pop(src)])
+        quiet = self._quiet_files(QUIET_AFTER)
+        settled = self._quiet_files(SETTLED_AFTER)
+        for src in list(self._held) if final else [s for s in self._held if s in settled]:
+            self._emit(src, [self._held.pop(src)])
         every_quiet = bool(self.files()) and len(quiet) >= len(self.files())
         return self.merger.release(final=final or every_quiet or self.ended(), quiet=quiet)
 
@@ -94,16 +95,12 @@ class Sidecar:
         known = [t for t in times if t is not None]
         return max(known) if known else None
 
-    def _quiet_files(self) -> set[str]:
+    def _quiet_files(self, after: float) -> set[str]:
+        """The files not written for `after` seconds."""
         import time
 
         now = time.time()
-        out = set()
-        for f in self.files():
-            t = _mtime(f)
-            if t is not None and now - t > QUIET_AFTER:
-                out.add(f)
-        return out
+        return {f for f in self.files() if (t := _mtime(f)) is not None and now - t > after}
 
     def _rows(self, src: str, rows: list[Row]) -> None:
         """A file's new rows: the first may continue the one held back, the last is held back."""
@@ -194,8 +191,8 @@ class WandbRun(Sidecar):
                     code = data.get("exit_code")
                     self.exits[path] = code if isinstance(code, int) else 1
             if events:
-                self.merger.add(src, events, None)
-            self._rows(src, rows)
+                self.merger.add(path, events, None)
+            self._rows(path, rows)  # (keyed by the file, as quiet files are; `src` names its process)
         self._count(self.tail.problems)
         self._exit_events()
 
@@ -226,6 +223,8 @@ def open_sidecar(path: str) -> Sidecar | None:
     isdir = os.path.isdir(path)
     if not (isdir or path.endswith(".wandb")) or path == "-":
         return None  # (a log: nothing imported, nothing listed)
+    if isdir and _holds_logs(path):
+        return None  # a folder of logs (a TensorBoard folder beside them is theirs, not the input)
     if isdir:
         from .tensorboard import events_files, find_event_folders
 
@@ -245,6 +244,14 @@ def open_sidecar(path: str) -> Sidecar | None:
     if len(runs) > 1:
         raise SidecarError(f"{path}: holds {len(runs)} W&B runs ({', '.join(sorted(runs)[:4])}); give one of them")
     return None
+
+
+def _holds_logs(folder: str) -> bool:
+    try:
+        with os.scandir(folder) as it:
+            return any(e.name.endswith((".log", ".jsonl")) for e in it)
+    except OSError:
+        return False
 
 
 def _mtime(path: str) -> float | None:

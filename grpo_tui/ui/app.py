@@ -29,6 +29,7 @@ from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
 from ..follow.follower import FileEvent, Follower, Lines
+from ..follow.metric_files import POLL_S, MetricFilesFollower
 from ..follow.replay import replay_lines
 from ..judge.ranges import RangeSet
 from ..judge.signals import SIGNALS, signal_series
@@ -58,7 +59,6 @@ from .text_line import TextLine
 from .themes import ORDER, load_themes, resolve, uses_ascii
 
 REFRESH_S = 0.25
-SIDE_POLL = 2.0  # s between reads of a followed TensorBoard folder or W&B run
 MARGIN = 16  # rows fetched before the sparkline window (mean5 at a cursor on its left edge)
 WIDE = 160
 
@@ -317,18 +317,18 @@ class GrpoApp(HeaderLines, KeyActions, App):
 
     @work(exclusive=True, group="follow")
     async def _sidecar_worker(self, side) -> None:
-        """A TensorBoard folder or W&B run: every file re-read from its own offset every
-        SIDE_POLL seconds (their writers flush every 15 s to 2 min); the first read is history."""
+        """A TensorBoard folder or W&B run, followed (follow/metric_files.py); the first read
+        is history, not news."""
         self.feed.input = side.kind
+        follower = MetricFilesFollower(side)
         while True:
-            items = await asyncio.to_thread(side.read)
-            up = self.feed.feed_items(items, side.written_at())
-            if self._armed_at is not None:
-                self._announce(up.changes)
-            self._armed_at = 0
-            if items:
+            for rec in await asyncio.to_thread(follower.poll):
+                up = self.feed.feed_items(rec.items, rec.written_at)
+                if self._armed_at is not None:
+                    self._announce(up.changes)
                 self.post_message(DataChanged(len(self.feed.store.current.ids)))
-            await asyncio.sleep(SIDE_POLL)
+            self._armed_at = 0
+            await asyncio.sleep(POLL_S)
 
     def _drop_history(self) -> None:
         """The file restarted while its history was loading: keep what the follower reads."""

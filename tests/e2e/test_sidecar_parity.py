@@ -177,3 +177,25 @@ def test_damaged_metric_files_are_one_line_not_a_traceback(kind, tmp_path):
         )
         assert r.returncode in (1, 3) and "no readable metric" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_runs_overview_and_check_take_metric_folders_beside_logs(tmp_path):
+    """`grpo-tui TB_DIR run.log` (the runs overview) and `check` of both: each a run of its own."""
+    from grpo_tui.runs import RunSet, judge_many
+
+    write_tensorboard(LOGS / "gap-jump.log", tmp_path / "tb")
+    for f in (tmp_path / "tb").iterdir():  # written a minute ago: each file's last log call is whole
+        os.utime(f, (f.stat().st_mtime - 60, f.stat().st_mtime - 60))
+    log = tmp_path / "logs" / "healthy.log"
+    log.parent.mkdir()
+    log.write_bytes((LOGS / "healthy-seed1.log").read_bytes())
+    paths = [str(tmp_path / "tb"), str(log)]
+    rows = {r.path: r for r in RunSet(paths).load_all()}
+    assert rows[paths[0]].status == "critical" and rows[paths[0]].rollouts == 48
+    assert rows[paths[1]].status == "ok"
+    assert [r.status for r in judge_many(paths)] == ["critical", "ok"]
+    # a folder of logs with a TensorBoard folder inside is still a folder of logs
+    write_tensorboard(LOGS / "gap-jump.log", log.parent / "tensorboard_log")
+    from grpo_tui.runs import discover
+
+    assert discover([str(log.parent)]) == [str(log)]

@@ -1351,7 +1351,10 @@ def test_sample_dedup_memory_line_and_tqdm(sample_lines):
             set(),
         ),
         ("wandb: 🚀 View run qwen3-4b at: https://wandb.ai/x/y/runs/abc", {"wandb"}),
-        ("[2026-08-21 10:00:00.000 main] wandb_utils.py:45 - W&B logs will be stored in: /root/wandb", {"wandb"}),  # (where its offline runs are)
+        (
+            "[2026-08-21 10:00:00.000 main] wandb_utils.py:45 - W&B logs will be stored in: /root/wandb",
+            {"wandb"},
+        ),  # (where its offline runs are)
         (
             "[2026-08-21 10:00:00.000 main] cell.py:300 - ft op=check errored=0 discarded= normal=0 decision=retry "
             'reason="all alive cells failed"',
