@@ -54,7 +54,8 @@ def test_metrics_jsonl_judged_as_its_console_log(log: Path, tmp_path: Path):
     assert [a for a in alerts if a[0] not in CONSOLE_ONLY] == j_alerts
     assert not [a for a in j_alerts if a[0] in CONSOLE_ONLY]
     only = {a[0] for a in alerts if a[0] in CONSOLE_ONLY}
-    assert only == DIFFERS.get(log.stem, set())
+    # (engine-down's log is also `stalled` once its file is old enough: the sample's mtime decides)
+    assert only - {"stalled"} == DIFFERS.get(log.stem, set()) - {"stalled"} and only <= DIFFERS.get(log.stem, set())
     if not only:
         assert status == j_status
     pipe = judge_path(str(jsonl))

@@ -156,6 +156,9 @@ async def test_a_failed_delivery_shows_on_the_status_line(tmp_path, monkeypatch)
             end = time.monotonic() + 30
             while not app.notify_failed and time.monotonic() < end:
                 await pilot.pause(0.05)
+            end = time.monotonic() + 10  # (the status line is repainted on the next refresh)
+            while "notify failed" not in str(app.query_one("#status").render()) and time.monotonic() < end:
+                await pilot.pause(0.05)
             status = str(app.query_one("#status").render())
             assert f"notify failed: {rx.url}/… HTTP 500" in status and "secret" not in status
             assert len(rx.posts) == 3
