@@ -369,6 +369,40 @@ def parse_prime_rl(text: str) -> OtherRecord | None:
     return OtherRecord("rollout", bounded_int(m.group("n")), metrics, raw, "prime-rl")
 
 
+# -- Megatron's training line ---------------------------------------------------------------------
+# ms-swift's Megatron backend (`megatron rlhf --rlhf_type grpo`) prints Megatron's per-iteration line,
+# its GRPO metrics under TRL's names (ms-swift issues #6718, #8173): `[time] iteration 2/ 624 |
+# consumed samples: 256 | ... | loss: -2.5E-02 | kl: 1.1E-02 | reward: 7.6E-01 | ... | grad norm: 75.2 |`.
+MEGATRON_ANCHOR = "| reward: "
+_MEGATRON = re.compile(r"\biteration\s+(?P<n>\d+)\s*/\s*\d+\s*(?P<body>\|.*)$")
+_MEGATRON_NAMES = {"grad norm": "grad_norm", "learning rate": "learning_rate"}
+
+
+def parse_megatron(text: str) -> OtherRecord | None:
+    """A Megatron `iteration N/M | label: value | ...` line with a reward, else None: a `rollout`
+    record n=N of TRL's names (`grad norm` read as `grad_norm`)."""
+    if MEGATRON_ANCHOR not in text:
+        return None
+    m = _MEGATRON.search(text)
+    if m is None:
+        return None
+    metrics: dict[str, Any] = {}
+    raw: dict[str, str] = {}
+    for part in m.group("body").split("|"):
+        label, sep, token = part.partition(":")
+        label, token = label.strip(), token.strip()
+        v = _number(token) if sep and label else None
+        if v is None:
+            continue  # (`elapsed time: 3m 8s`, `remaining time: ...`: no number)
+        name = _MEGATRON_NAMES.get(label, label)
+        if isinstance(v, float) and not _finite(v):
+            raw[name] = raw_token(token)
+        metrics[name] = v
+    if not metrics:
+        return None
+    return OtherRecord("rollout", bounded_int(m.group("n")), metrics, raw, "trl")
+
+
 # -- tables --------------------------------------------------------------------------------------
 # TRL's metrics as a notebook shows them (the HF Trainer's notebook callback), pasted as text:
 # `Step | Training Loss | reward` then `-- | --` then `1 | -0.2836 | 13.44`, the markdown form with

@@ -10,10 +10,12 @@ from typing import Any
 from .anatomy import ParserBase
 from .formats import (
     COUNTED,
+    MEGATRON_ANCHOR,
     TABLE_START,
     VERL_END,
     OtherRecord,
     parse_json,
+    parse_megatron,
     parse_prime_rl,
     parse_table_row,
     parse_trl,
@@ -193,6 +195,10 @@ class MessageReader(ParserBase):
             self._last_error[pre.pid] = msg
         if self._events(msg, pre, line_no, time_text, ts, out, header=True):
             return
+        if MEGATRON_ANCHOR in msg:  # (Megatron prints its iteration line after a `[date time]` header)
+            rec = parse_megatron(msg)
+            if rec is not None and self._other_record(rec, pre, line_no, (time_text, ts), out):
+                return
         self.counts.noise += 1
 
     def _observe(self, raw: str) -> None:
@@ -277,6 +283,8 @@ class MessageReader(ParserBase):
             rec = parse_json(text)
         if rec is None:
             rec = parse_prime_rl(text)
+        if rec is None:
+            rec = parse_megatron(text)
         if rec is None:
             return False
         return self._other_record(rec, pre, line_no, last, out)

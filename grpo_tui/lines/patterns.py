@@ -128,6 +128,7 @@ def is_candidate(line: str) -> bool:
         or '{"' in line
         or "| Loss" in line
         or "| Reward" in line
+        or "| reward: " in line  # (Megatron's iteration line: formats.parse_megatron)
         # a pasted table's header or row (formats.TABLE_START; its first character first: cheaper)
         or (line[:1] in _TABLE_FIRST and _TABLE_START(line) is not None)
     )

@@ -1238,7 +1238,7 @@ static int other_format_may(uchar *t, uchar *e)
     for (uchar *q = t; e - q >= 5 && (q = memchr(q, 's', (size_t)(e - q - 4))) != NULL; q++)
         if (memcmp(q, "step:", 5) == 0 && q + 5 < e && (DIGIT(q[5]) || q[5] == '-' || q[5] >= 0x80))
             return 1;
-    if (has(t, e, "| Loss", 6) || has(t, e, "| Reward", 8) || table_start(t, e))
+    if (has(t, e, "| Loss", 6) || has(t, e, "| Reward", 8) || has(t, e, "| reward: ", 10) || table_start(t, e))
         return 1;
     if (has(t, e, "{\"", 2)) {
         static const char *const json[] = {"\"step_key\"", "\"data\"", "\"loss\"", "\"grad_norm\"",

@@ -44,7 +44,7 @@ static const char *const ANCHORS[] = {
     ": {", "Error", "EXEC:", "retrying", "ft ", "f memory", "Traceback", "Max retries", "OfMemory",
     "memory pressure", "Health check failed", "Recovered ", "Watchdog caught", "W&B", "Job '",
     "Fatal async", "Final validation", "checkpoint", "wandb", "tensorboard", "train.py", "train_async.py",
-    "+ ray job submit", " skipped: ", " ...", ") {", "step:", "{'", "{\"", "| Loss", "| Reward",
+    "+ ray job submit", " skipped: ", " ...", ") {", "step:", "{'", "{\"", "| Loss", "| Reward", "| reward: ",
 };
 /* A control byte _peel drops (patterns._CONTROL_NO_ESC; NUL included, ESC aside): a line holding
  * one goes to Python (2), as dropping it may join an anchor ("step 0: \x1f{"). */
@@ -89,7 +89,7 @@ static int anchor_at(uchar *p, uchar *e)
     case ')': return LIT(") {");
     case 's': return LIT("step:");
     case '{': return LIT("{'") || LIT("{\"");
-    case '|': return LIT("| Loss") || LIT("| Reward");
+    case '|': return LIT("| Loss") || LIT("| Reward") || LIT("| reward: ");
     default: return 0;
     }
 }
@@ -143,7 +143,7 @@ static const struct { const char *fp; int bucket; } FINGERPRINTS[] = {
     {": {", 1}, {": \xe2", 1}, {"Max", 1}, {"OfM", 1},
     {"mem", 2}, {"che", 2}, {" sk", 2},
     {"wan", 3}, {"ste", 3},
-    {"ret", 4}, {" ..", 4}, {"| L", 4}, {"| R", 4},
+    {"ret", 4}, {" ..", 4}, {"| L", 4}, {"| R", 4}, {"| r", 4},
     {"ft ", 5}, {"f m", 5}, {"Rec", 5},
     {"W&B", 6}, {"{'", 6}, {"{\"", 6},
     {"Tra", 7}, {"Hea", 7}, {"Job", 7}, {"ten", 7}, {"tra", 7},

@@ -166,3 +166,21 @@ def test_a_table_row_needs_its_header_and_its_width():
     recs = [i for i in items if i.__class__.__name__ == "MetricRecord"]
     assert [(r.n, r.metrics) for r in recs] == [(3, {"loss": 0.5})]
     assert counts.noise == 3
+
+
+def test_megatron_iteration_lines():
+    """ms-swift's Megatron GRPO prints Megatron's `iteration N/M | label: value |` line."""
+    from grpo_tui.lines.formats import parse_megatron
+
+    line = (
+        " [2026-03-03 16:38:36] iteration        2/     624 | consumed samples:          256 | elapsed time: 3m 8s |"
+        " loss: -2.5E-02 | reward: nan | completions/mean_length: 4.8E+02 | grad norm: 75.173 |"
+    )
+    rec = parse_megatron(line)
+    assert rec is not None and (rec.kind, rec.n, rec.source) == ("rollout", 2, "trl")
+    assert rec.metrics["grad_norm"] == 75.173 and rec.metrics["completions/mean_length"] == 480.0
+    assert "elapsed time" not in rec.metrics and rec.raw == {"reward": "nan"}
+    assert parse_megatron(line.replace("| reward: nan ", "")) is None  # (no reward: Megatron's SFT line)
+    assert parse_megatron("iteration x/ 5 | reward: 1 |") is None
+    big = parse_megatron("iteration 99999999999999999999/ 5 | reward: 1 |")
+    assert big is not None and big.n is None  # (counted unreadable by the caller)

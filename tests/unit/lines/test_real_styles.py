@@ -19,6 +19,8 @@ REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 # file -> (framework, rollout ids, signals (and "entropy") that must be mapped)
 CASES = {
     "ms-swift/logging.jsonl": ("trl", [1, 2], {"reward", "length", "truncated", "grad_norm", "clipfrac", "entropy"}),
+    "ms-swift/megatron-8173.log": ("trl", [2], {"reward", "length", "grad_norm", "clipfrac", "zero_std"}),
+    "ms-swift/megatron-6718.log": ("trl", [7], {"reward", "length", "grad_norm", "clipfrac", "zero_std"}),
     "ms-swift/console.log": ("trl", [5], {"reward", "length", "truncated", "grad_norm", "clipfrac", "zero_std"}),
     "prime-rl/orchestrator.log": ("prime-rl", [28, 29, 30, 31], {"reward", "length"}),
     "prime-rl/orchestrator-2.log": ("prime-rl", [9, 10], {"reward", "length"}),
