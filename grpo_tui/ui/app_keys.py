@@ -227,6 +227,9 @@ class KeyActions(_AppBase):
         self.push_screen(EventsScreen(self.feed, self.path))
 
     def action_log(self) -> None:
+        if self.feed.input is not None:  # a TensorBoard folder or W&B run: metrics, no log lines
+            self.notify(f"a {self.feed.input.label} input has no log lines: open the run's console log for them")
+            return
         if not self.path or not os.path.isfile(self.path):
             self.notify("no log file yet")
             return
