@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
 import numpy as np
+
+from .wire import WireError as _Undecodable, fields as _fields, varint as _varint
 
 EVENTS_PREFIX = "events.out.tfevents."
 MAX_RECORD = 64 << 20  # a longer record is skipped unread (its length CRC checked): no scalar is that big
@@ -135,57 +137,8 @@ def _empty(tags: list[str]) -> Scalars:
 # ----------------------------------------------------------------------------- protobuf wire format
 
 
-class _Undecodable(Exception):
-    pass
-
-
-def _varint(b: bytes, pos: int, end: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if pos >= end or shift > 63:
-            raise _Undecodable
-        x = b[pos]
-        pos += 1
-        result |= (x & 0x7F) << shift
-        if x < 0x80:
-            return result & 0xFFFFFFFFFFFFFFFF, pos
-        shift += 7
-
-
 def _signed64(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
-
-
-def _fields(b: bytes, pos: int, end: int) -> Iterator[tuple[int, int, int, int]]:
-    """(field number, wire type, a, b) of each field in b[pos:end]: a varint's value in a; the
-    offset of a fixed64/fixed32 in a; the span a:b of a length-delimited field."""
-    while pos < end:
-        key, pos = _varint(b, pos, end)
-        num, wt = key >> 3, key & 7
-        if num == 0:
-            raise _Undecodable
-        if wt == 0:
-            v, pos = _varint(b, pos, end)
-            yield num, 0, v, 0
-        elif wt == 1:
-            if end - pos < 8:
-                raise _Undecodable
-            yield num, 1, pos, pos + 8
-            pos += 8
-        elif wt == 2:
-            n, pos = _varint(b, pos, end)
-            if n > end - pos:
-                raise _Undecodable
-            yield num, 2, pos, pos + n
-            pos += n
-        elif wt == 5:
-            if end - pos < 4:
-                raise _Undecodable
-            yield num, 5, pos, pos + 4
-            pos += 4
-        else:  # groups (3, 4) are not in these messages
-            raise _Undecodable
 
 
 # TensorProto dtype -> (struct code of one element, the *_val field that holds it)

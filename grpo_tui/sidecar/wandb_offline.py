@@ -32,6 +32,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any, cast
 
+from .wire import WireError as _Bad, fields as _fields, varint as _varint
+
 WandbRecord = tuple[str, dict[str, Any]]
 
 HEADER = b":W&B\xe1\xbe\x00"
@@ -63,49 +65,6 @@ _RUN_DIR = re.compile(r"(?:offline-)?run-\d{8}_\d{6}-(.+)\Z")
 _key_texts: dict[bytes, str] = {}
 # json's own scanner, called without json.loads' layers: (value, end) of the JSON text at an index
 _scan_json: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(cast(Any, json.JSONDecoder()))
-
-
-class _Bad(Exception):
-    """A protobuf that does not decode."""
-
-
-def _varint(b: bytes, i: int, end: int) -> tuple[int, int]:
-    value = shift = 0
-    while i < end and shift < 70:
-        c = b[i]
-        i += 1
-        value |= (c & 0x7F) << shift
-        if c < 0x80:
-            return value & 0xFFFFFFFFFFFFFFFF, i
-        shift += 7
-    raise _Bad
-
-
-def _fields(b: bytes, i: int, end: int) -> list[tuple[int, int, int, int]]:
-    """A message's fields as (number, wire type, a, b): for a length-delimited field its bytes are
-    b[a:b]; for a varint or fixed field `a` is its value."""
-    out = []
-    while i < end:
-        key, i = _varint(b, i, end)
-        wire = key & 7
-        if wire == 0:
-            value, i = _varint(b, i, end)
-            out.append((key >> 3, 0, value, i))
-        elif wire == 2:
-            n, i = _varint(b, i, end)
-            if n > end - i:
-                raise _Bad
-            out.append((key >> 3, 2, i, i + n))
-            i += n
-        elif wire == 1 or wire == 5:
-            size = 8 if wire == 1 else 4
-            if i + size > end:
-                raise _Bad
-            out.append((key >> 3, wire, int.from_bytes(b[i : i + size], "little"), i + size))
-            i += size
-        else:  # groups (3, 4) are not used by wandb; 6, 7 do not exist
-            raise _Bad
-    return out
 
 
 def _key_text(raw: bytes, text: bytes) -> str:
