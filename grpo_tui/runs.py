@@ -23,7 +23,7 @@ from .judge.engine import SEVERITY_ORDER, Alert
 from .judge.ranges import RangeSet
 from .judge.signals import BY_ID, signal_series
 from .lines.files import InputError
-from .pipeline import Pipeline, RunReport, judge_path, one_run, open_input
+from .pipeline import Pipeline, RunReport, judge_path, metric_runs, one_run, open_input
 
 EXIT = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
 # The worst status of several runs: a judged problem outranks "could not judge", which
@@ -89,7 +89,10 @@ def discover(paths: Iterable[str], recursive: bool = False) -> list[str]:
     out: list[str] = []
     seen: set[str] = set()
     for p in paths:
-        found = folder_logs(p, recursive) if os.path.isdir(p) and not one_run(p) else [p]
+        if not os.path.isdir(p) or one_run(p):
+            found = [p]
+        else:  # a folder of logs, or of several runs' TensorBoard folders or W&B runs
+            found = metric_runs(p) or folder_logs(p, recursive)
         for f in found:
             key = os.path.realpath(f)
             if key not in seen:

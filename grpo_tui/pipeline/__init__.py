@@ -17,7 +17,7 @@ from .core import (
     fmt_age,
     set_ended_after,
 )
-from .whole_file import feed_file, judge_path, named_inputs, one_run, open_input
+from .whole_file import feed_file, judge_path, metric_runs, named_inputs, one_run, open_input
 
 __all__ = [
     "FATAL_EVENTS",
@@ -32,6 +32,7 @@ __all__ = [
     "feed_file",
     "fmt_age",
     "judge_path",
+    "metric_runs",
     "named_inputs",
     "one_run",
     "open_input",

@@ -14,7 +14,7 @@ from ..judge.mismatch import BulkMismatch
 from ..lines import prefetch
 from ..lines.files import BULK_CHUNK, CHUNK, InputError, check_readable, quick_handoff as _quick_handoff, read_blocks
 from ..shared_override import SharedOverride
-from ..sidecar.source import Sidecar, SidecarError, open_sidecar
+from ..sidecar.source import Sidecar, SidecarError, open_sidecar, run_paths
 from .core import Pipeline
 
 if TYPE_CHECKING:
@@ -92,14 +92,22 @@ def named_inputs(pipe: Pipeline, path: str) -> list[tuple[str, str, bool]]:
 
 
 def one_run(path: str) -> bool:
-    """Whether `path` is one run's input: a file, or a folder of a run's metric files (a folder
-    of logs is many runs)."""
+    """Whether `path` is one run's input: a file, or a folder of one run's metric files (a folder
+    of logs, or of several runs' metric files, is many runs)."""
     if not os.path.isdir(path):
         return True
     try:
-        return open_input(path) is not None
-    except InputError:
-        return True  # (several runs in it: judging it says so, in one line)
+        return len(run_paths(path)) == 1
+    except OSError:
+        return True  # (an unreadable folder: judging it says why, in one line)
+
+
+def metric_runs(path: str) -> list[str]:
+    """The runs a folder holds as metric files (sidecar.source.run_paths), [] for a folder of logs."""
+    try:
+        return run_paths(path)
+    except OSError:
+        return []
 
 
 def _judge_sidecar(

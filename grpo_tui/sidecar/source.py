@@ -246,6 +246,22 @@ def open_sidecar(path: str) -> Sidecar | None:
     return None
 
 
+def run_paths(folder: str) -> list[str]:
+    """The metric-file runs in a folder, each as a path open_sidecar reads as that one run: its
+    TensorBoard folders, and for each W&B run id the first of its offline-run folders. [] for a
+    folder of logs or one with no metric files."""
+    if not os.path.isdir(folder) or _holds_logs(folder):
+        return []
+    from .tensorboard import events_files, find_event_folders
+    from .wandb_offline import find_wandb_runs
+
+    out = [folder] if events_files(folder) else find_event_folders(folder)
+    for files in find_wandb_runs(folder).values():
+        first = os.path.dirname(sorted(files)[0])
+        out.append(first if first != folder.rstrip(os.sep) else folder)
+    return sorted(set(out))
+
+
 def _holds_logs(folder: str) -> bool:
     try:
         with os.scandir(folder) as it:

@@ -37,7 +37,7 @@ from ..notify import Hook, alert_payload, new_criticals, osc_notification
 from ..notify.deliver import Notifier, Outcome
 from ..notify.notes import notes_for, state_note
 from ..notify.targets import DEFAULT_ON, Target
-from ..pipeline import BulkMismatch, Pipeline, RunReport, feed_file, judge_path, named_inputs, open_input
+from ..pipeline import BulkMismatch, InputError, Pipeline, RunReport, feed_file, judge_path, named_inputs, open_input
 from .alert_pane import AlertPane
 from .app_header import HeaderLines
 from .app_keys import KEYS, KeyActions
@@ -239,18 +239,27 @@ class GrpoApp(HeaderLines, KeyActions, App):
                     self.path = self._start_demo()
                 assert self.path is not None  # (a file, or the demo's)
                 self.set_interval(1.0, self._health_tick)
-                side = open_input(self.path) if os.path.isdir(self.path) or self.path.endswith(".wandb") else None
-                if side is not None:
-                    self._sidecar_worker(side)
-                    return
-                big = file_size(self.path) > BIG_FILE
-                if big:
-                    self._skip_until = last_newline_before(self.path, file_size(self.path))
-                    self._history_worker(self.path, self._skip_until)
-                # A huge file: the history thread parses what is there; the follower starts
-                # at its last line (reading 1 GB on the event loop only to drop it delayed
-                # the first paint by seconds).
-                self._follow_worker(self.path, from_start=not big)
+                self._follow(self.path)
+
+    def _follow(self, path: str) -> None:
+        """Start following a run live: a log (its history first, on a thread when it is huge), or
+        a TensorBoard folder or W&B run (follow/metric_files.py)."""
+        try:
+            side = open_input(path) if os.path.isdir(path) or path.endswith(".wandb") else None
+        except InputError as exc:
+            self.notify(str(exc), severity="error", markup=False)
+            return
+        if side is not None:
+            self._sidecar_worker(side)
+            return
+        big = file_size(path) > BIG_FILE
+        if big:
+            self._skip_until = last_newline_before(path, file_size(path))
+            self._history_worker(path, self._skip_until)
+        # A huge file: the history thread parses what is there; the follower starts
+        # at its last line (reading 1 GB on the event loop only to drop it delayed
+        # the first paint by seconds).
+        self._follow_worker(path, from_start=not big)
 
     @property
     def rows(self) -> list[SignalRow]:

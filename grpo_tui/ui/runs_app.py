@@ -32,7 +32,7 @@ from ..pipeline import judge_path
 from ..runs import RunRow, RunSet
 from .app import REFRESH_S, GrpoApp
 from .compare_screen import BaselineChartScreen, CompareScreen
-from .model import BIG_FILE, clean, file_size, last_newline_before
+from .model import clean
 from .overview import BaselineChanged, OverviewScreen, RunsChanged
 
 POST_EVERY = 0.25  # s between row posts while histories load
@@ -334,11 +334,7 @@ class RunsApp(BaselineApp, inherit_bindings=False):
             self._run_timers = True
             self._refresh_timer = self.set_interval(REFRESH_S, self._throttled)
             self.set_interval(1.0, self._health_tick)
-        big = file_size(path) > BIG_FILE
-        if big:
-            self._skip_until = last_newline_before(path, file_size(path))
-            self._history_worker(path, self._skip_until)
-        self._follow_worker(path, from_start=not big)
+        self._follow(path)
         self._dirty = True
         self.refresh_view()
 

@@ -125,13 +125,22 @@ def test_check_names_the_input_and_what_it_cannot_judge(tmp_path):
     assert "metric records read from 2 TensorBoard files; skipped: nothing" in r.stdout
 
 
-def test_a_folder_of_several_tensorboard_runs_is_one_clear_line(tmp_path):
+def test_a_folder_of_several_runs_is_each_of_them(tmp_path):
+    """Miles without TENSORBOARD_DIR spreads runs over timestamped folders; a `wandb` folder holds
+    one offline run per id: `check DIR` and the overview list each run."""
+    from grpo_tui.runs import RunSet
+
+    runs = tmp_path / "runs"
     for name in ("a", "b"):
-        write_tensorboard(LOGS / "healthy-seed1.log", tmp_path / "runs" / name)
+        write_tensorboard(LOGS / "healthy-seed1.log", runs / name)
+    shutil.copytree(FIXTURES / "wandb" / "gap-jump" / "wandb", runs / "wandb", copy_function=shutil.copyfile)
     r = subprocess.run(
-        [sys.executable, "-m", "grpo_tui", "check", str(tmp_path / "runs")], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "grpo_tui", "check", "--json", str(runs)], capture_output=True, text=True, timeout=120
     )
-    assert r.returncode == 3 and "holds 2 TensorBoard runs" in r.stderr and "Traceback" not in r.stderr
+    got = {Path(o["path"]).name: o["status"] for o in json.loads(r.stdout)["runs"]}
+    assert r.returncode == 2 and got["a"] == got["b"] == "ok", r.stderr
+    assert [s for n, s in got.items() if n.startswith("offline-run-")] == ["critical"]
+    assert len(RunSet([str(runs)]).load_all()) == 3
 
 
 def test_a_live_tensorboard_folder_is_released_up_to_every_file(tmp_path):
