@@ -245,6 +245,7 @@ class HealthEngine:
         log_quiet: float = 0.0,
         last_line_time: float | None = None,
         ended: bool = False,
+        finish_unknown: bool = False,
     ) -> list[AlertChange]:
         """Time rules from the data's age (the pipeline reads it from the log and the file).
 
@@ -253,7 +254,7 @@ class HealthEngine:
         when data comes again.  `ended` (silent past the pipeline's horizon, no finish line):
         the run is over, so it is judged as at its last line: stalled only where the log itself
         went on without metrics past the limit (`log_quiet`), and a stall the clock alone had
-        raised is withdrawn (a fresh `check` of the file would not show it)."""
+        raised is withdrawn.  `finish_unknown` (TensorBoard: no finish line can come): a warning."""
         out = self._replay() if self._tape is not None else []
         seg = self.store.current
         conds: list[Condition] = []
@@ -277,11 +278,12 @@ class HealthEngine:
                     )
                 else:
                     how = "the log goes on without metrics" if log_quiet > limit / 2 else "the log is silent"
+                    how = "its files are silent and cannot say if the run finished" if finish_unknown else how
                     text = f"no new rollout for {_fmt_minutes(quiet)}{usual_text}; {how}"
                 conds.append(
                     Condition(
                         "stalled",
-                        "critical",
+                        "warning" if finish_unknown else "critical",
                         seg.last_rollout,
                         text,
                         {

@@ -393,6 +393,7 @@ class Pipeline:
             ended=st.name == "ended",
             log_quiet=self._log_lag(self.store.current.last_record_ts),
             last_line_time=self._line_ts,
+            finish_unknown=self.input is not None and not self.input.says_finished,
         )
 
     # ------------------------------------------------------------------ reading

@@ -39,6 +39,7 @@ class InputKind:
     # the rules that read the console and cannot be judged from this input (a W&B exit record
     # stands in for the console's job line, so `crashed` is judged there)
     unjudged: tuple[str, ...]
+    says_finished: bool  # it records the run's end (else a long silence is only a warning)
 
 
 TENSORBOARD = InputKind(
@@ -46,12 +47,14 @@ TENSORBOARD = InputKind(
     "TensorBoard",
     "written every 2 min",
     ("crashed", "engine-down", "no-steps"),
+    False,
 )
 WANDB = InputKind(
     "wandb",
     "W&B offline",
     "written every 15 s (in 32 KiB blocks before wandb 0.31)",
     ("engine-down", "no-steps"),
+    True,
 )
 
 

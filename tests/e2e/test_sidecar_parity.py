@@ -208,3 +208,16 @@ def test_the_runs_overview_and_check_take_metric_folders_beside_logs(tmp_path):
     from grpo_tui.runs import discover
 
     assert discover([str(log.parent)]) == [str(log)]
+
+
+def test_a_quiet_tensorboard_folder_is_a_stalled_warning_not_a_critical(tmp_path):
+    """TensorBoard never records a run's end, so a finished run read an hour later looks hung:
+    `stalled` is a warning there (a seed folder must not be refused by calibrate for it)."""
+    out = tmp_path / "tb"
+    write_tensorboard(LOGS / "healthy-seed1.log", out)
+    for f in out.iterdir():
+        os.utime(f, (f.stat().st_mtime - 3600, f.stat().st_mtime - 3600))
+    pipe = judge_path(str(out))
+    got = [(a.rule, a.severity) for a in pipe.engine.alerts]
+    assert got == [("stalled", "warning")] and pipe.report().status == "warning"
+    assert "cannot say if the run finished" in pipe.engine.alerts[0].message
