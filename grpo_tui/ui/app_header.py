@@ -5,41 +5,17 @@ from __future__ import annotations
 
 import bisect
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from ..pipeline import fmt_age
+from .app_state import AppState
 from .model import clean, sorted_ids
 from .signal_row import badge
 
-if TYPE_CHECKING:
-    from textual.app import App
 
-    from ..pipeline import Pipeline
-
-    _AppBase = App
-else:
-    _AppBase = object
-
-
-class HeaderLines(_AppBase):
+class HeaderLines(AppState):
     """GrpoApp's header and status texts (a mixin: `self` is the app)."""
-
-    if TYPE_CHECKING:  # the app's state these read (GrpoApp.__init__ sets it)
-        feed: Pipeline
-        path: str | None
-        live: bool
-        cursor: int | None
-        following: bool
-        pause_last: int | None
-        loading: float | None
-        replay: float | None
-        state: str
-        last_event: str
-        notify_failed: dict[str, str]
-
-        def _ascii(self) -> bool: ...
 
     def display_state(self, report=None) -> str:
         """The run's state as the header shows it: from the pipeline (the log's and the

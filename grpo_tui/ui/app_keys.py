@@ -5,13 +5,14 @@ and change only the app's view state and push its screens."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer
 
 from ..judge.signals import SIGNALS
 from .alert_pane import AlertPane, AlertTable
+from .app_state import AppState
 from .chart_screen import ChartScreen
 from .detail_screen import DetailScreen
 from .events_screen import EventsScreen
@@ -68,38 +69,8 @@ KEYS: list[BindingType] = [
 ]
 
 
-if TYPE_CHECKING:  # (mypy reads the mixin as the app it is mixed into)
-    from textual.app import App
-
-    from ..pipeline import Pipeline
-
-    _AppBase = App
-else:
-    _AppBase = object
-
-
-class KeyActions(_AppBase):
+class KeyActions(AppState):
     """GrpoApp's actions (a mixin: `self` is the app)."""
-
-    if TYPE_CHECKING:  # the app's state these read and change (GrpoApp.__init__ sets it)
-        feed: Pipeline
-        path: str | None
-        live: bool
-        cursor: int | None
-        following: bool
-        pause_last: int | None
-        focus_index: int
-        log_scale: bool
-        whole_run: bool
-        _last: int | None
-        _side_key: tuple
-        _dirty: bool
-
-        @property
-        def rows(self) -> list[SignalRow]: ...
-        def refresh_view(self) -> None: ...
-        def _sync_ascii(self) -> None: ...
-        def _ascii(self) -> bool: ...
 
     def check_action(self, action: str, parameters) -> bool | None:
         if action in MAIN_ONLY and len(self.screen_stack) > 1:
