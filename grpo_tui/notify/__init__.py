@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
-import subprocess
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f;]")
 
@@ -34,6 +35,8 @@ class Hook:
     caller (the child is reaped on the next call) and never raises."""
 
     def __init__(self, cmd: str | None) -> None:
+        import shlex  # (here: every command imports this module; few run a hook)
+
         self.argv = shlex.split(cmd) if cmd else None
         self.children: list[subprocess.Popen] = []
         self.errors = 0
@@ -42,6 +45,8 @@ class Hook:
         self.children = [c for c in self.children if c.poll() is None]
         if not self.argv:
             return
+        import subprocess
+
         try:
             child = subprocess.Popen(
                 self.argv,

@@ -14,11 +14,11 @@ from ..judge.mismatch import BulkMismatch
 from ..lines import prefetch
 from ..lines.files import BULK_CHUNK, CHUNK, InputError, check_readable, quick_handoff as _quick_handoff, read_blocks
 from ..shared_override import SharedOverride
-from ..sidecar.source import Sidecar, SidecarError, open_sidecar, run_paths
 from .core import Pipeline
 
 if TYPE_CHECKING:
     from ..judge.ranges import RangeSet
+    from ..sidecar.source import Sidecar
 
 
 def judge_path(
@@ -67,6 +67,10 @@ def judge_path(
 def open_input(path: str) -> Sidecar | None:
     """The run's metric files when `path` is a TensorBoard folder or a W&B offline run (a
     folder holding one), else None: a log. Several runs there: InputError, in one line."""
+    if path == "-" or not (path.endswith(".wandb") or os.path.isdir(path)):
+        return None  # a log (reading one imports no metric-file reader)
+    from ..sidecar.source import SidecarError, open_sidecar
+
     try:
         return open_sidecar(path)
     except SidecarError as exc:
@@ -75,14 +79,17 @@ def open_input(path: str) -> Sidecar | None:
         raise InputError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
+_NAMING = frozenset({"tensorboard", "wandb"})  # the events that name a run's metric folder
+
+
 def named_inputs(pipe: Pipeline, path: str) -> list[tuple[str, str, bool]]:
     """The metric folders the log says its run writes ("Saving tensorboard log to DIR"), as
     (kind, folder, found): a relative folder is looked for beside the log, then here."""
     seen: dict[str, tuple[str, str, bool]] = {}
     base = os.path.dirname(os.path.abspath(path)) if path != "-" else os.getcwd()
     for seg in pipe.store.segments:
-        for ev in seg.events:
-            where = ev.data.get("dir") if ev.kind in ("tensorboard", "wandb") else None
+        for ev in seg.events.of_kinds(_NAMING):
+            where = ev.data.get("dir")
             if not isinstance(where, str) or where in seen:
                 continue
             tries = [where] if os.path.isabs(where) else [os.path.join(base, where), where]
@@ -96,6 +103,8 @@ def one_run(path: str) -> bool:
     of logs, or of several runs' metric files, is many runs)."""
     if not os.path.isdir(path):
         return True
+    from ..sidecar.source import run_paths
+
     try:
         return len(run_paths(path)) == 1
     except OSError:
@@ -104,6 +113,8 @@ def one_run(path: str) -> bool:
 
 def metric_runs(path: str) -> list[str]:
     """The runs a folder holds as metric files (sidecar.source.run_paths), [] for a folder of logs."""
+    from ..sidecar.source import run_paths
+
     try:
         return run_paths(path)
     except OSError:

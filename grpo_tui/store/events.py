@@ -92,6 +92,12 @@ class EventLog:
     def __repr__(self) -> str:
         return repr(list(self))
 
+    def of_kinds(self, kinds: frozenset[str]) -> Iterator[Event]:
+        """The events of these kinds, in order, without making the routine ones of other kinds."""
+        for x in self._items:
+            if (ROUTINE[x[0]] if type(x) is tuple else x.kind) in kinds:  # type: ignore[union-attr]
+                yield self._event(x)
+
     def kinds_after(self) -> Iterator[tuple[str, Any]]:
         """(kind, data["after_rollout"]) of each event, without making the routine ones."""
         for x in self._items:
