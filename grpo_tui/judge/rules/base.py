@@ -95,20 +95,26 @@ def defaults_fit_memo(seg: Segment, ranges: RangeSet, upto: int | None = None) -
 
 
 def _fit_memo(seg: Segment, rs: RangeSet, upto: int | None) -> tuple[bool, str, RangeSet | None]:
-    key = _fit_key(seg, rs, upto)
+    rows = first_rows(seg, FIT_FIRST, upto)
+    # Only a record changes the store: with the same count of records, flags and first rows the
+    # values read the same, and the full key (a read of every fit signal) need not be made.
+    quick = (seg.records, seg.framework, repr(tuple(seg.flags.get(k) for k in FIT_FLAGS)), rows.tobytes())
     memo = seg.judge_memo.get("fit")  # (one per segment: a thread owns its store)
+    if memo is not None and memo[1] is rs and memo[5] == quick:
+        return memo[2], memo[3], memo[4]
+    key = _fit_key(seg, rs, rows)
     if memo is not None and memo[0] == key and memo[1] is rs:
+        seg.judge_memo["fit"] = (*memo[:5], quick)
         return memo[2], memo[3], memo[4]
     fit, why = defaults_fit(seg, rs, upto)
     narrowed = None if fit else RangeSet(rs.envelopes, rs.constant, rs.sigmas, rs.path, rs.meta, use_defaults=False)
-    seg.judge_memo["fit"] = (key, rs, fit, why, narrowed)
+    seg.judge_memo["fit"] = (key, rs, fit, why, narrowed, quick)
     return fit, why, narrowed
 
 
-def _fit_key(seg: Segment, rs: RangeSet, upto: int | None) -> tuple:
+def _fit_key(seg: Segment, rs: RangeSet, rows: np.ndarray) -> tuple:
     """Everything `defaults_fit` reads: framework, the launch flags it names, which signals
-    use a default range, and the raw values of its signals on the first rollouts."""
-    rows = first_rows(seg, FIT_FIRST, upto)
+    use a default range, and the raw values of its signals on the first rollouts (`rows`)."""
     parts: list = [seg.framework, repr(tuple(seg.flags.get(k) for k in FIT_FLAGS)), rows.tobytes()]
     for sig_id in FIT_SIGNALS:
         if rs.source(sig_id) != "default":

@@ -357,3 +357,31 @@ def test_length_hacking_that_outgrows_the_trend_is_called_as_before():
     rep = judge_lines(_growth(80, hack_from=50))
     a = first(rep, "length-hacking")
     assert a.severity == "critical" and a.first_seen <= 50 + 14, a.first_seen
+
+
+def test_the_fit_memo_follows_a_first_rollout_written_again():
+    """ranges_for keeps defaults_fit's answer per segment; a line that writes one of the first
+    rollouts again (a doubled rollout line) must be read again, while an unchanged store is not."""
+    from grpo_tui.judge.rules.base import defaults_fit_memo
+
+    healthy = synth(12, exec_line=None)
+    broken = synth(12, exec_line=None, reward=lambda r: 0.05, length=lambda r: 3000.0, trunc=lambda r: 0.9)
+    store, p = MetricStore(), LineParser()
+    store.add(p.feed_lines(healthy) + p.flush())
+    seg = store.current
+    rs = RangeSet().for_framework(seg.framework)
+    assert defaults_fit_memo(seg, rs) == (True, "")
+    kept = seg.judge_memo["fit"]
+    assert defaults_fit_memo(seg, rs) == (True, "") and seg.judge_memo["fit"] is kept  # from the memo
+    # the first five rollouts logged again by other processes (doubled lines of other ranks, not
+    # a restart), at another setup's levels: the store changed, and so does the answer
+    again = [
+        ln.replace("actor_cell0_rank0]", "actor_cell1_rank0]").replace("rollout_manager]", "rollout_manager_1]")
+        for ln in broken
+        if any(f" - {kind} {r}: " in ln for kind in ("rollout", "perf") for r in range(5))
+    ]
+    assert len(again) == 10
+    store.add(p.feed_lines(again) + p.flush())
+    assert store.current is seg
+    assert defaults_fit_memo(seg, rs) == defaults_fit(seg, rs)
+    assert not defaults_fit_memo(seg, rs)[0]
