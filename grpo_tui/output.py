@@ -22,6 +22,18 @@ _UNSAFE = [*range(0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *rang
 _SAFE_TABLE = dict.fromkeys(_UNSAFE) | {0x09: " ", 0x0A: " ", 0x0D: " "}
 
 
+def fmt_age(seconds: float) -> str:
+    """A short human age or duration, the one every surface prints: 40 s, 12 min, 3.5 h, 2.0 d."""
+    s = max(0.0, seconds)
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 90 * 60:
+        return f"{s / 60:.0f} min"
+    if s < 48 * 3600:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} d"
+
+
 def safe_text(text: object) -> str:
     """`text` as one printable line: control chars and bidi overrides removed.
 

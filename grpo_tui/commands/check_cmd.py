@@ -11,8 +11,8 @@ from ..judge.engine import AlertGroup
 from ..judge.ranges import RangesError, load_ranges
 from ..judge.signals import BY_ID
 from ..lines.files import InputError
-from ..output import safe_text
-from ..pipeline import fmt_age, judge_path, named_inputs, one_run
+from ..output import fmt_age, safe_text
+from ..pipeline import judge_path, named_inputs, one_run
 from ..process import spare
 from ..runs import RANK, alert_words, discover, judge_many, top_alert, unknown_json, worst
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..lines.records import Event
+from ..output import fmt_age
 from ..store.metric_store import MetricStore, Segment, StoreUpdate
 from . import stats
 from .alerts import CLEAR_AFTER, SEVERITY_ORDER, Alert, AlertBook, AlertChange, AlertGroup, group_alerts
@@ -34,6 +34,7 @@ from .signals import (
     reward_holds,
     signal_series,
 )
+from .wording import crash_headline, event_label
 
 NO_STEPS_AFTER = 600.0  # s after the log starts with no metric line
 ENGINE_DOWN_AFTER = 120.0  # s of uninterrupted engine retries
@@ -273,13 +274,13 @@ class HealthEngine:
                 usual_text = "" if usual is None else f" (usual interval {usual / 60:.1f} min)"
                 if ended:
                     text = (
-                        f"no new rollout in the last {_fmt_minutes(quiet)} of the log{usual_text}; "
+                        f"no new rollout in the last {fmt_age(quiet)} of the log{usual_text}; "
                         f"the log went on without metrics until it ended"
                     )
                 else:
                     how = "the log goes on without metrics" if log_quiet > limit / 2 else "the log is silent"
                     how = "its files are silent and cannot say if the run finished" if finish_unknown else how
-                    text = f"no new rollout for {_fmt_minutes(quiet)}{usual_text}; {how}"
+                    text = f"no new rollout for {fmt_age(quiet)}{usual_text}; {how}"
                 conds.append(
                     Condition(
                         "stalled",
@@ -384,7 +385,7 @@ class HealthEngine:
             "crashed",
             "critical",
             self._crash_rollout,
-            f"{self.crash_headline} ({_event_label(ev)} at {where})",
+            f"{self.crash_headline} ({event_label(ev)} at {where})",
             {
                 "line": ev.line_no,
                 "time": ev.time,
@@ -396,18 +397,8 @@ class HealthEngine:
 
     @property
     def crash_headline(self) -> str | None:
-        """What failed, in words: the cause when known (CUDA OOM, NCCL timeout), else the
-        exception line, cut at a word boundary."""
-        if self._crash is None:
-            return None
-        texts = [e.data.get("exception") or e.text for e in (self._crash_cause, self._crash) if e is not None]
-        texts += [line for e in (self._crash_cause, self._crash) if e is not None for line in e.lines[-3:]]
-        joined = " ".join(texts)
-        low = joined.lower()
-        for needle, name in _CAUSES:
-            if needle in low:
-                return name
-        return _cut_words(_strip_prefixes(texts[0]), 160)
+        """What failed, in words (wording.crash_headline)."""
+        return None if self._crash is None else crash_headline(self._crash, self._crash_cause)
 
     def on_event(self, ev: Event, r: int | None = None, replayed: bool = False) -> list[AlertChange]:
         if not replayed:
@@ -648,55 +639,7 @@ def _has_train_perf(seg: Segment, row: int) -> bool:
     return col is not None and not math.isnan(col.data[row])
 
 
-def _event_label(ev: Event) -> str:
-    return {
-        "traceback": "traceback",
-        "ft_fail": "process failed (ok=false / phase=fail)",
-        "oom": "out of memory",
-        "nccl_timeout": "NCCL watchdog timeout",
-        "job_failed": "Ray job failed",
-        "fatal": "fatal error",
-        "train_retry": "training retried after a failure",
-    }.get(ev.kind, ev.kind)
-
-
 def _fmt_ts(ts: float | None) -> str | None:
     if ts is None:
         return None
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
-
-
-_CAUSES = (
-    ("cuda out of memory", "CUDA out of memory"),
-    ("outofmemoryerror", "CUDA out of memory"),
-    ("watchdog caught collective operation timeout", "NCCL timeout"),
-    ("nccl timeout", "NCCL timeout"),
-    ("nccl error", "NCCL error"),
-    ("illegal memory access", "CUDA illegal memory access"),
-    ("device-side assert", "CUDA device-side assert"),
-    ("max retries", "engine requests exhausted"),
-)
-_PREFIX = re.compile(r"^(?:\d+[:-]|>\s*|\s+)+|\x1b\[[0-9;]*m|\([A-Za-z_]\w* pid=\d+[^)]*\)\s*")
-
-
-def _strip_prefixes(text: str) -> str:
-    """Drop paste prefixes (`grep -n`, `> `), ANSI colours and Ray actor prefixes."""
-    prev = None
-    while prev != text:
-        prev, text = text, _PREFIX.sub("", text, count=1).strip()
-    return text
-
-
-def _cut_words(text: str, n: int) -> str:
-    if len(text) <= n:
-        return text
-    cut = text[:n].rsplit(" ", 1)[0]
-    return (cut if len(cut) > n // 2 else text[:n]) + " …"
-
-
-def _fmt_minutes(seconds: float) -> str:
-    if seconds < 3 * 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 72 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"

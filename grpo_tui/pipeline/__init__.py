@@ -14,7 +14,6 @@ from .core import (
     RunState,
     Update,
     ended_after,
-    fmt_age,
     set_ended_after,
 )
 from .whole_file import feed_file, judge_path, metric_runs, named_inputs, one_run, open_input
@@ -30,7 +29,6 @@ __all__ = [
     "Update",
     "ended_after",
     "feed_file",
-    "fmt_age",
     "judge_path",
     "metric_runs",
     "named_inputs",

@@ -26,6 +26,7 @@ from ..lines.files import (
 )
 from ..lines.parse import LineParser
 from ..lines.records import Event, MetricRecord
+from ..output import fmt_age
 from ..store.metric_store import MetricStore, StoreUpdate
 
 if TYPE_CHECKING:
@@ -102,18 +103,6 @@ class RunState:
             "finished_by": self.finished_by,
             "note": self.note,
         }
-
-
-def fmt_age(seconds: float) -> str:
-    """A short human age: 40 s, 12 min, 3.5 h, 2.0 d."""
-    s = max(0.0, seconds)
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 90 * 60:
-        return f"{s / 60:.0f} min"
-    if s < 48 * 3600:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} d"
 
 
 def _round(x: float | None) -> float | None:
@@ -513,7 +502,6 @@ __all__ = [
     "RunState",
     "RunReport",
     "InputError",
-    "fmt_age",
     "BulkMismatch",
     "set_ended_after",
     "ended_after",

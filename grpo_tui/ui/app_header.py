@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from ..pipeline import fmt_age
+from ..output import fmt_age
 from .app_state import AppState
 from .model import clean, sorted_ids
 from .signal_row import badge

@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from ..judge.baseline import Baseline
-from ..pipeline import fmt_age
+from ..output import fmt_age
 from ..runs import RunRow
 from .model import clean
 from .text_line import TextLine
