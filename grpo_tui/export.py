@@ -246,7 +246,7 @@ def _id_column(ids: list[int]):
 
 
 def _formatted(jobs: list):
-    """csv_rows' text of each job's rows (None: it leaves them to _write_rows), in order, the
+    """csv_rows' text of each job's rows (None: it leaves them to the caller), in order, the
     odd jobs made by a second thread.  Why: a stretch of rows that is all numbers is written by
     csv_rows without the GIL, and when export writes its CSV the reader thread is done: two cores
     for ~700,000 cells of a 540 MB log (0.065 s on one)."""
@@ -257,9 +257,11 @@ def _formatted(jobs: list):
     ready = threading.Condition()
 
     def text(k: int):
-        lead_cols, cells = jobs[k]
+        lead_cols, cells, *json_keys = jobs[k]  # (keys: JSON rows; None there: not these rows)
         n = len(lead_cols[-1][0] if type(lead_cols[-1]) is tuple else lead_cols[-1])
-        return _csv_rows(lead_cols + cells, n) if n else None
+        if not n or json_keys == [None]:
+            return None
+        return _csv_rows(lead_cols + cells, n, *json_keys)
 
     def helper() -> None:
         for k in range(1, len(jobs), 2):
@@ -357,10 +359,11 @@ def render(store: MetricStore, fmt: str = "csv", axis: str = "rollout") -> str:
 def write_rollout_json(store: MetricStore, fh: TextIO) -> None:
     """`write_json(rows(store))`, column by column: the same text, without a dict per row.
 
-    A stretch of rows whose cells are all numbers or blank gets its cells' text as the CSV
-    writer makes it (csv_rows, or its Python twin _plain_column: repr for floats, str for ints,
-    exactly what json writes) and each row is its keys' prefixes joined with the cells it has.
-    A row with a nan/inf token, or a stretch with another kind of cell, is the dict row."""
+    A stretch of rows whose cells are all numbers or blank is written by csv_rows as JSON objects
+    (its keys given), or else gets its cells' text as the CSV writer makes it (csv_rows, or its
+    Python twin _plain_column: repr for floats, str for ints, exactly what json writes) and each
+    row is its keys' prefixes joined with the cells it has.  A row with a nan/inf token, or a
+    stretch with another kind of cell, is the dict row."""
     import json
 
     segs = [s for s in store.segments if s.has_data]
@@ -371,32 +374,51 @@ def write_rollout_json(store: MetricStore, fh: TextIO) -> None:
         lead_keys = ["segment", "rollout"] if len(segs) > 1 else ["rollout"]
         names = list(table.cells)
         prefixes = [json.dumps(k) + ": " for k in lead_keys + names]
-        whole = "{{" + ", ".join(p.replace("{", "{{").replace("}", "}}") + "{}" for p in prefixes) + "}}"
         ids = _id_column(table.ids)
         nonfinite = seg.nonfinite
+        jobs = []
         for lo in range(0, len(table.ids), _CSV_ROWS):
             hi = min(lo + _CSV_ROWS, len(table.ids))
             lead_cols = ([_id_column([seg.index] * (hi - lo))] if len(segs) > 1 else []) + [_slice(ids, lo, hi)]
-            cols = lead_cols + [_slice(table.cells[name], lo, hi) for name in names]
-            texts = _cell_texts(cols, hi - lo)
-            out = []
-            for i in range(hi - lo):
-                r = table.rows[lo + i]
-                # ("n": a number's text has none but nan and inf's, which JSON writes as null)
-                if texts is not None and "n" not in (line := texts[i]) and not nonfinite.get(r):
-                    if ",," in line or line[-1] == ",":  # (a blank cell; never the first, the id)
-                        out.append("{" + ", ".join([p + c for p, c in zip(prefixes, line.split(",")) if c]) + "}")
-                    else:  # every cell there (nearly every row): one format() call
-                        out.append(whole.format(*line.split(",")))
-                    continue
-                row = _table_row(table, lo + i, nonfinite)
-                if len(segs) > 1:
-                    row = {"segment": seg.index, **row}
-                out.append(json.dumps(_jsonable(row), allow_nan=False))
-            if out:
-                fh.write(sep + ", ".join(out))
+            # (a stretch holding a nan/inf token's row: row by row below)
+            tokens = nonfinite and any(nonfinite.get(r) for r in table.rows[lo:hi])
+            jobs.append(
+                (lead_cols, [_slice(table.cells[name], lo, hi) for name in names], None if tokens else prefixes)
+            )
+        for k, text in enumerate(_formatted(jobs)):
+            if text is None:
+                lo = k * _CSV_ROWS
+                text = ", ".join(_json_rows(table, lo, jobs[k][0] + jobs[k][1], prefixes, seg, len(segs) > 1))
+            if text:
+                fh.write(sep + text)
                 sep = ", "
     fh.write("]\n")
+
+
+def _json_rows(table, lo: int, cols: list, prefixes: list[str], seg, multi: bool) -> list[str]:
+    """write_rollout_json's rows of a stretch that csv_rows did not write as JSON: each row's
+    cells as CSV text put after their keys, or the dict row through json."""
+    import json
+
+    n = len(cols[-1][0] if type(cols[-1]) is tuple else cols[-1])
+    whole = "{{" + ", ".join(p.replace("{", "{{").replace("}", "}}") + "{}" for p in prefixes) + "}}"
+    texts = _cell_texts(cols, n)
+    nonfinite = seg.nonfinite
+    out = []
+    for i in range(n):
+        r = table.rows[lo + i]
+        # ("n": a number's text has none but nan and inf's, which JSON writes as null)
+        if texts is not None and "n" not in (line := texts[i]) and not nonfinite.get(r):
+            if ",," in line or line[-1] == ",":  # (a blank cell; never the first, the id)
+                out.append("{" + ", ".join([p + c for p, c in zip(prefixes, line.split(",")) if c]) + "}")
+            else:  # every cell there (nearly every row): one format() call
+                out.append(whole.format(*line.split(",")))
+            continue
+        row = _table_row(table, lo + i, nonfinite)
+        if multi:
+            row = {"segment": seg.index, **row}
+        out.append(json.dumps(_jsonable(row), allow_nan=False))
+    return out
 
 
 def _cell(col, i: int) -> Any:

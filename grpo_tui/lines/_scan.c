@@ -118,8 +118,9 @@ static PyMethodDef methods[] = {
      "lists without the candidates whose head says HEAD_NOISE, taken into the runs around them (folds:\n"
      "per run, what LineParser._take_folded sets from them, or None; kept: per kept line (key, raw))."},
     {"csv_rows", csv_rows, METH_VARARGS,
-     "csv_rows(columns, n) -> str | None: n CSV rows (each ending in a newline) of floats (repr), ints\n"
-     "and None (nothing) from columns of n cells (None: a blank column); None if another cell is met."},
+     "csv_rows(columns, n[, keys]) -> str | None: n CSV rows (each ending in a newline) of floats (repr),\n"
+     "ints and None (nothing) from columns of n cells (None: a blank column); None if another cell is met.\n"
+     "keys (a JSON key and ': ' per column): the rows as JSON objects joined by ', ', number columns only."},
     {"put_row", (PyCFunction)(void (*)(void))put_row, METH_FASTCALL,
      "put_row(views, row, values, types) -> bool: values (a dict or Packed of floats and ints of exactly those types)\n"
      "into cell `row` of each float64 memoryview, in order; False (nothing written) otherwise."},

@@ -2342,6 +2342,54 @@ def test_scanner_csv_rows_of_number_columns_only(cols):
     assert got == (None if big and n else want)
 
 
+@FUZZ
+@given(
+    cols=st.integers(1, 4).flatmap(
+        lambda m: st.integers(0, 6).flatmap(
+            lambda n: st.lists(
+                st.one_of(
+                    st.none(),
+                    st.lists(_NUM_CELL, min_size=n, max_size=n).map(lambda v: (v, "f")),
+                    st.lists(st.integers(-(2**62), 2**62), min_size=n, max_size=n).map(lambda v: (v, "i")),
+                ),
+                min_size=m,
+                max_size=m,
+            ).map(lambda c: (n, c))
+        )
+    ),
+    names=st.lists(st.text(max_size=6), min_size=4, max_size=4),
+)
+def test_scanner_csv_rows_as_json_objects_are_jsons(cols, names):
+    """csv_rows with keys (export.write_rollout_json): each row the JSON object json.dumps writes
+    of its cells that are not blank, joined by ", "; None where JSON can't say a cell (inf) or
+    an int cell a long long does not hold, and for a column that is a list (Python's rows)."""
+    import json
+
+    n, columns = cols
+    keys = [json.dumps(f"{k}{j}") + ": " for j, k in enumerate(names[: len(columns)])]
+    arrays = [c if c is None else (np.array(c[0], dtype=np.float64), c[1]) for c in columns]
+    rows = []
+    for i in range(n):
+        row = {}
+        for j, c in enumerate(arrays):
+            if c is not None and c[0][i] == c[0][i]:
+                row[json.loads(keys[j][:-2])] = int(c[0][i]) if c[1] == "i" else float(c[0][i])
+        rows.append(row)
+    cells = [v for r in rows for v in r.values()]
+    odd = any(isinstance(v, float) and math.isinf(v) for v in cells) or any(
+        isinstance(v, int) and abs(v) >= 9.2e18 for v in cells
+    )
+    got = _scan.csv_rows(arrays, n, keys)
+    assert got == (None if odd else ", ".join(json.dumps(r) for r in rows))
+    if n and any(c is not None for c in columns):
+        lists = [None if c is None else [float(x) for x in c[0]] for c in arrays]
+        assert _scan.csv_rows(lists, n, keys) is None
+    with pytest.raises(ValueError):
+        _scan.csv_rows(arrays, n, keys + ['"x": '])
+    with pytest.raises(TypeError):
+        _scan.csv_rows(arrays, n, ["\u00e9"] * len(arrays))
+
+
 _COUNT = st.one_of(st.sampled_from([math.nan, 0.0, -0.0, 1.0, 2.0, 3.0, -1.0, math.inf]), st.floats())
 
 

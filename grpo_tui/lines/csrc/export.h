@@ -87,8 +87,9 @@ static int cell_text(Text *t, PyObject *v)
     return 0;
 }
 
-/* csv_rows(columns, n) -> str | None: n CSV rows from columns (each a list of n cells, or None
- * for a column left blank), every cell a float, an int or None; None when another cell is met. */
+/* csv_rows(columns, n[, keys]) -> str | None: n CSV rows from columns (each a list of n cells, or
+ * None for a column left blank), every cell a float, an int or None; None when another cell is
+ * met.  With keys: the rows as JSON objects (number_rows), number columns only, else None. */
 /* A column of csv_rows given as numbers: (float64 buffer, kind), kind "f" a float per cell
  * (repr; NaN: no value, the cell empty) or "i" an int per cell (str(int(x)); NaN: empty). */
 typedef struct {
@@ -99,19 +100,28 @@ typedef struct {
 
 /* csv_rows' rows when every column is a number column or blank, without the GIL (two threads
  * write two stretches of rows at once: export.py): the same text as double_text and the int
- * cells give (repr() of 0.0, -0.0, inf as repr() writes them).  0, 1 out of memory, 2 an int
- * cell a long long does not hold (Python's then). */
-static int number_rows(Text *t, const NumCol *num, Py_ssize_t m, Py_ssize_t n)
+ * cells give (repr() of 0.0, -0.0, inf as repr() writes them).  With `keys` (m ASCII texts, each
+ * a JSON key and ": "), each row is a JSON object of its cells that are not blank instead,
+ * the rows joined by ", " (export.write_rollout_json; JSON has no inf: such a cell gives 2).
+ * 0, 1 out of memory, 2 a cell this text can't hold (Python's then: an int cell a long long
+ * does not hold, an inf in JSON). */
+static int number_rows(Text *t, const NumCol *num, Py_ssize_t m, Py_ssize_t n, const char *const *keys,
+                       const Py_ssize_t *key_len)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
+        int cells = 0;
+        if (keys != NULL && !text_put(t, i > 0 ? ", {" : "{", i > 0 ? 3 : 1))
+            return 1;
         for (Py_ssize_t j = 0; j < m; j++) {
-            if (j > 0 && !text_put(t, ",", 1))
+            if (keys == NULL && j > 0 && !text_put(t, ",", 1))
                 return 1;
             if (num[j].x == NULL)
                 continue;
             double x = num[j].x[i];
             if (isnan(x))
                 continue;
+            if (keys != NULL && (!text_put(t, ", ", cells++ ? 2 : 0) || !text_put(t, keys[j], key_len[j])))
+                return 1;
             char buf[32];
             int k;
             if (num[j].is_int) {
@@ -119,6 +129,8 @@ static int number_rows(Text *t, const NumCol *num, Py_ssize_t m, Py_ssize_t n)
                     return 2;
                 k = snprintf(buf, sizeof(buf), "%lld", (long long)x);
             } else if (isinf(x)) {
+                if (keys != NULL)
+                    return 2;
                 k = x > 0 ? 3 : 4;
                 memcpy(buf, x > 0 ? "inf" : "-inf", (size_t)k);
             } else if (x == 0.0) {
@@ -134,7 +146,7 @@ static int number_rows(Text *t, const NumCol *num, Py_ssize_t m, Py_ssize_t n)
             if (!text_put(t, buf, k))
                 return 1;
         }
-        if (!text_put(t, "\n", 1))
+        if (!text_put(t, keys != NULL ? "}" : "\n", 1))
             return 1;
     }
     return 0;
@@ -142,16 +154,33 @@ static int number_rows(Text *t, const NumCol *num, Py_ssize_t m, Py_ssize_t n)
 
 static PyObject *csv_rows(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *cols;
+    PyObject *cols, *key_list = NULL;
     Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &cols, &n))
+    if (!PyArg_ParseTuple(args, "O!n|O!", &PyList_Type, &cols, &n, &PyList_Type, &key_list))
         return NULL;
     Py_ssize_t m = PyList_GET_SIZE(cols);
+    if (key_list != NULL && PyList_GET_SIZE(key_list) != m) {
+        PyErr_SetString(PyExc_ValueError, "csv_rows(): a key for each column");
+        return NULL;
+    }
     NumCol *num = PyMem_Calloc((size_t)m + 1, sizeof(NumCol));
-    if (num == NULL)
-        return PyErr_NoMemory();
+    const char **keys = key_list != NULL ? PyMem_Calloc((size_t)m + 1, sizeof(char *)) : NULL;
+    Py_ssize_t *key_len = key_list != NULL ? PyMem_Calloc((size_t)m + 1, sizeof(Py_ssize_t)) : NULL;
     Text t = {NULL, 0, 0, 0};
     PyObject *res = NULL;
+    if (num == NULL || (key_list != NULL && (keys == NULL || key_len == NULL))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; key_list != NULL && j < m; j++) {   /* (the list holds them: no copy) */
+        PyObject *k = PyList_GET_ITEM(key_list, j);
+        if (!PyUnicode_Check(k) || !PyUnicode_IS_ASCII(k)) {
+            PyErr_SetString(PyExc_TypeError, "csv_rows(): keys are ASCII str");
+            goto done;
+        }
+        keys[j] = (const char *)PyUnicode_DATA(k);
+        key_len[j] = PyUnicode_GET_LENGTH(k);
+    }
     for (Py_ssize_t j = 0; j < m; j++) {
         PyObject *c = PyList_GET_ITEM(cols, j);
         if (PyTuple_CheckExact(c) && PyTuple_GET_SIZE(c) == 2) {
@@ -185,7 +214,7 @@ static PyObject *csv_rows(PyObject *Py_UNUSED(module), PyObject *args)
         int bad;
         t.nogil = 1;
         Py_BEGIN_ALLOW_THREADS
-        bad = number_rows(&t, num, m, n);
+        bad = number_rows(&t, num, m, n, keys, key_len);
         Py_END_ALLOW_THREADS
         t.nogil = 0;
         if (bad == 1)
@@ -195,6 +224,10 @@ static PyObject *csv_rows(PyObject *Py_UNUSED(module), PyObject *args)
         goto done;
     }
 #endif
+    if (keys != NULL) {   /* JSON rows: number columns only (Python's for the rest) */
+        res = Py_NewRef(Py_None);
+        goto done;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         for (Py_ssize_t j = 0; j < m; j++) {
             PyObject *c = PyList_GET_ITEM(cols, j);
@@ -238,10 +271,12 @@ static PyObject *csv_rows(PyObject *Py_UNUSED(module), PyObject *args)
     }
     res = PyUnicode_DecodeASCII(t.p ? t.p : "", t.n, NULL);
 done:
-    for (Py_ssize_t j = 0; j < m; j++)
+    for (Py_ssize_t j = 0; num != NULL && j < m; j++)
         if (num[j].x != NULL)
             PyBuffer_Release(&num[j].view);
     PyMem_Free(num);
+    PyMem_Free(keys);
+    PyMem_Free(key_len);
     PyMem_RawFree(t.p);
     return res;
 }
