@@ -259,8 +259,7 @@ def feed_file(
     """Feed the complete lines of bytes [start, end) of a file, stamped with its mtime.
 
     Returns False if `cancelled()` said stop (the dashboard quitting or the file restarting):
-    between blocks, so within one block's parse (~30 ms for CHUNK; blocks as big as check's,
-    as fewer blocks cost the parsing thread less)."""
+    between blocks, so within one block's parse (tens of ms)."""
     written = _mtime(path)
     done = 0
     span = max(1, (end if end is not None else max(1, _size(path))) - start)

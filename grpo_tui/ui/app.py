@@ -33,6 +33,7 @@ from ..follow.metric_files import POLL_S, MetricFilesFollower
 from ..follow.replay import replay_lines
 from ..judge.ranges import RangeSet
 from ..judge.signals import SIGNALS, signal_series
+from ..lines.files import BULK_CHUNK, quick_handoff
 from ..notify import Hook, alert_payload, new_criticals, osc_notification
 from ..notify.deliver import Notifier, Outcome
 from ..notify.notes import notes_for, state_note
@@ -385,15 +386,19 @@ class GrpoApp(HeaderLines, KeyActions, App):
 
         # the whole history judged in bulk (the same alerts as rollout by rollout, judge/bulk.py);
         # the header says `loading N %` with no verdict until it is
+        def read_whole(pipe: Pipeline) -> bool:  # (as judge_path reads: lines/files.py says why)
+            with quick_handoff():
+                return feed_file(pipe, path, 0, end, progress, cancelled=stale, chunk=BULK_CHUNK)
+
         full = self._new_pipeline().defer()
         try:
-            if not feed_file(full, path, 0, end, progress, cancelled=stale):
+            if not read_whole(full):
                 return
             full.settle()
         except BulkMismatch:  # rows rewritten after their rollout was judged: judge
             last[0] = 0.0  # the history again, rollout by rollout
             full = self._new_pipeline()
-            if not feed_file(full, path, 0, end, progress, cancelled=stale):
+            if not read_whole(full):
                 return
         if not stale():
             self.post_message(LoadProgress(1.0, feed=full, done=True, generation=gen))
