@@ -2306,24 +2306,24 @@ def test_scanner_float_repr_is_repr(x, d):
 
 
 _NUM_CELL = st.one_of(st.floats(), st.sampled_from([0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, 1e16, 1e-5]))
+# (n, columns): 1-4 columns of n cells each, every one blank (None), floats or ints
+_NUM_COLUMNS = st.integers(1, 4).flatmap(
+    lambda m: st.integers(0, 6).flatmap(
+        lambda n: st.lists(
+            st.one_of(
+                st.none(),
+                st.lists(_NUM_CELL, min_size=n, max_size=n).map(lambda v: (v, "f")),
+                st.lists(st.integers(-(2**62), 2**62), min_size=n, max_size=n).map(lambda v: (v, "i")),
+            ),
+            min_size=m,
+            max_size=m,
+        ).map(lambda c: (n, c))
+    )
+)
 
 
 @FUZZ
-@given(
-    cols=st.integers(1, 4).flatmap(
-        lambda m: st.integers(0, 6).flatmap(
-            lambda n: st.lists(
-                st.one_of(
-                    st.none(),
-                    st.lists(_NUM_CELL, min_size=n, max_size=n).map(lambda v: (v, "f")),
-                    st.lists(st.integers(-(2**62), 2**62), min_size=n, max_size=n).map(lambda v: (v, "i")),
-                ),
-                min_size=m,
-                max_size=m,
-            ).map(lambda c: (n, c))
-        )
-    )
-)
+@given(cols=_NUM_COLUMNS)
 def test_scanner_csv_rows_of_number_columns_only(cols):
     """Every column a number column (export's rollout ids among them) or blank: csv_rows writes
     the rows without the GIL (number_rows), the same text as from lists of those cells (NaN:
@@ -2344,19 +2344,7 @@ def test_scanner_csv_rows_of_number_columns_only(cols):
 
 @FUZZ
 @given(
-    cols=st.integers(1, 4).flatmap(
-        lambda m: st.integers(0, 6).flatmap(
-            lambda n: st.lists(
-                st.one_of(
-                    st.none(),
-                    st.lists(_NUM_CELL, min_size=n, max_size=n).map(lambda v: (v, "f")),
-                    st.lists(st.integers(-(2**62), 2**62), min_size=n, max_size=n).map(lambda v: (v, "i")),
-                ),
-                min_size=m,
-                max_size=m,
-            ).map(lambda c: (n, c))
-        )
-    ),
+    cols=_NUM_COLUMNS,
     names=st.lists(st.text(max_size=6), min_size=4, max_size=4),
 )
 def test_scanner_csv_rows_as_json_objects_are_jsons(cols, names):
