@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from grpo_tui.lines.formats import (
     COUNTED,
@@ -80,6 +80,9 @@ def _same(a, b) -> bool:
     st.floats(0, 4e9),
 )
 def test_miles_jsonl_round_trip(step_key, n, metrics, ts):
+    # (a metric named as the step key is the step itself: Miles never logs both)
+    metrics = {k: v for k, v in metrics.items() if k != step_key}
+    assume(metrics)
     body = dict(metrics, **{step_key: n})
     line = json.dumps({"ts": ts, "step_key": step_key, "step": n, "metrics": body}, separators=(",", ":"))
     rec = parse_json(line)
