@@ -16,7 +16,7 @@ from .core import (
     ended_after,
     set_ended_after,
 )
-from .whole_file import feed_file, judge_path, metric_runs, named_inputs, one_run, open_input
+from .whole_file import feed_file, judge_path, metric_runs, named_inputs, one_run, open_input, read_judged
 
 __all__ = [
     "FATAL_EVENTS",
@@ -34,5 +34,6 @@ __all__ = [
     "named_inputs",
     "one_run",
     "open_input",
+    "read_judged",
     "set_ended_after",
 ]

@@ -45,22 +45,47 @@ def judge_path(
     check_readable(path)
     if path == "-" and bulk and judging:
         return _judge_stdin(ranges, ranges_label, now)
-    pipe = Pipeline(ranges, ranges_label=ranges_label, judging=judging)
-    lean = rows_only and not judging  # (judging reads times and events)
-    pipe.parser.noise_times = not lean
-    pipe.parser.store_events_only = lean
-    if bulk and path != "-":
+
+    def fresh() -> Pipeline:
+        pipe = Pipeline(ranges, ranges_label=ranges_label, judging=judging)
+        lean = rows_only and not judging  # (judging reads times and events)
+        pipe.parser.noise_times = not lean
+        pipe.parser.store_events_only = lean
+        return pipe
+
+    pipe = read_judged(
+        fresh, lambda pipe: feed_file(pipe, path), lambda pipe: pipe.finish(now), bulk=bulk and path != "-"
+    )
+    assert pipe is not None  # (nothing cancels it)
+    return pipe
+
+
+def read_judged(
+    fresh: Callable[[], Pipeline],
+    feed: Callable[[Pipeline], bool],
+    done: Callable[[Pipeline], object],
+    bulk: bool = True,
+) -> Pipeline | None:
+    """A whole input fed (`feed`, False: cancelled) into a new pipeline (`fresh`), then `done`
+    (finish, or settle in the dashboard), judged in bulk: the same alerts as rollout by rollout,
+    computed for the whole history at once; in the rare case where they could differ (rows
+    rewritten after their rollout was judged: BulkMismatch) the input is fed again into a new
+    pipeline judging rollout by rollout.  None when the feed was cancelled.  (A pipe can't be
+    fed twice: `check -` spools it, _judge_stdin.)"""
+    pipe = fresh()
+    if bulk:
         pipe.defer()
-    written = _mtime(path)
     try:
-        with _bulk_allocations(), _quick_handoff(), _packed(pipe):
-            for block, scanned in _file_blocks(pipe, path, BULK_CHUNK):
-                pipe.feed(block, written_at=written if written is not None else pipe.clock(), scanned=scanned)
-            pipe.finish(now)
+        if not feed(pipe):
+            return None
+        with _bulk_allocations(), _packed(pipe):  # (the end of the read: its last record, the judging)
+            done(pipe)
     except BulkMismatch:
-        return judge_path(
-            path, ranges, ranges_label=ranges_label, now=now, judging=judging, bulk=False, rows_only=rows_only
-        )
+        pipe = fresh()
+        if not feed(pipe):
+            return None
+        with _bulk_allocations(), _packed(pipe):
+            done(pipe)
     return pipe
 
 
@@ -125,19 +150,19 @@ def _judge_sidecar(
     side: Sidecar, ranges: RangeSet | None, ranges_label: str | None, now: float | None, judging: bool, bulk: bool
 ) -> Pipeline:
     """A finished read of a run's metric files: every record in the order it was logged."""
-    pipe = Pipeline(ranges, ranges_label=ranges_label, judging=judging)
-    pipe.input = side.kind
     items = side.read(final=True)
-    if bulk:
-        pipe.defer()
-    try:
-        pipe.feed_items(items, written_at=side.written_at() or pipe.clock())
-        pipe.finish(now)
-    except BulkMismatch:
+
+    def fresh() -> Pipeline:
         pipe = Pipeline(ranges, ranges_label=ranges_label, judging=judging)
         pipe.input = side.kind
+        return pipe
+
+    def feed(pipe: Pipeline) -> bool:
         pipe.feed_items(items, written_at=side.written_at() or pipe.clock())
-        pipe.finish(now)
+        return True
+
+    pipe = read_judged(fresh, feed, lambda pipe: pipe.finish(now), bulk=bulk)
+    assert pipe is not None  # (nothing cancels it)
     pipe.input_files = len(side.files())
     pipe.input_problems = {k: v for k, v in side.problems.items() if v}
     if side.problems and not items:
@@ -254,21 +279,21 @@ def feed_file(
     end: int | None = None,
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
-    chunk: int = CHUNK,
+    chunk: int | None = None,
 ) -> bool:
-    """Feed the complete lines of bytes [start, end) of a file, stamped with its mtime.
+    """Feed the complete lines of bytes [start, end) of a file (in BULK_CHUNK blocks by default), stamped with its mtime (a pipe:
+    each block with when it came).
 
     Returns False if `cancelled()` said stop (the dashboard quitting or the file restarting):
     between blocks, so within one block's parse (tens of ms)."""
     written = _mtime(path)
     done = 0
     span = max(1, (end if end is not None else max(1, _size(path))) - start)
-    blocks = _file_blocks(pipe, path, chunk, start, end)
-    with _bulk_allocations(), _packed(pipe):
-        for block, scanned in blocks:
+    with _bulk_allocations(), _quick_handoff(), _packed(pipe):
+        for block, scanned in _file_blocks(pipe, path, chunk or BULK_CHUNK, start, end):
             if cancelled is not None and cancelled():
                 return False
-            pipe.feed(block, written_at=written, scanned=scanned)
+            pipe.feed(block, written_at=written if written is not None else pipe.clock(), scanned=scanned)
             done += len(block) + 1
             if progress is not None:
                 progress(min(1.0, done / span))

@@ -33,12 +33,20 @@ from ..follow.metric_files import POLL_S, MetricFilesFollower
 from ..follow.replay import replay_lines
 from ..judge.ranges import RangeSet
 from ..judge.signals import SIGNALS, signal_series
-from ..lines.files import BULK_CHUNK, quick_handoff
 from ..notify import Hook, alert_payload, new_criticals, osc_notification
 from ..notify.deliver import Notifier, Outcome
 from ..notify.notes import notes_for, state_note
 from ..notify.targets import DEFAULT_ON, Target
-from ..pipeline import BulkMismatch, InputError, Pipeline, RunReport, feed_file, judge_path, named_inputs, open_input
+from ..pipeline import (
+    InputError,
+    Pipeline,
+    RunReport,
+    feed_file,
+    judge_path,
+    named_inputs,
+    open_input,
+    read_judged,
+)
 from .alert_pane import AlertPane
 from .app_header import HeaderLines
 from .app_keys import KEYS, KeyActions
@@ -380,27 +388,16 @@ class GrpoApp(HeaderLines, KeyActions, App):
         last = [0.0]
 
         def progress(f: float) -> None:
-            if f - last[0] >= 0.02:
+            if abs(f - last[0]) >= 0.02:  # (back to 0: the history read again, read_judged)
                 last[0] = f
                 self.post_message(LoadProgress(f, generation=gen))
 
-        # the whole history judged in bulk (the same alerts as rollout by rollout, judge/bulk.py);
-        # the header says `loading N %` with no verdict until it is
-        def read_whole(pipe: Pipeline) -> bool:  # (as judge_path reads: lines/files.py says why)
-            with quick_handoff():
-                return feed_file(pipe, path, 0, end, progress, cancelled=stale, chunk=BULK_CHUNK)
-
-        full = self._new_pipeline().defer()
-        try:
-            if not read_whole(full):
-                return
-            full.settle()
-        except BulkMismatch:  # rows rewritten after their rollout was judged: judge
-            last[0] = 0.0  # the history again, rollout by rollout
-            full = self._new_pipeline()
-            if not read_whole(full):
-                return
-        if not stale():
+        # the whole history judged in bulk, as `check` judges it; the header says `loading N %`
+        # with no verdict until it is
+        full = read_judged(
+            self._new_pipeline, lambda pipe: feed_file(pipe, path, 0, end, progress, cancelled=stale), Pipeline.settle
+        )
+        if full is not None and not stale():
             self.post_message(LoadProgress(1.0, feed=full, done=True, generation=gen))
 
     def on_load_progress(self, msg: LoadProgress) -> None:

@@ -36,7 +36,7 @@ class _Clocked(pipeline.Pipeline):
 def _stdin(monkeypatch, lines: list[str], per_block: int = 40) -> list[bytes]:
     """Standard input as blocks of complete lines (what the reader gives judge_path)."""
     blocks = [("\n".join(lines[i : i + per_block])).encode() for i in range(0, len(lines), per_block)]
-    monkeypatch.setattr(whole_file, "_file_blocks", lambda pipe, path, chunk=0, end=None: ((b, None) for b in blocks))
+    monkeypatch.setattr(whole_file, "_file_blocks", lambda pipe, path, *a, **k: ((b, None) for b in blocks))
     monkeypatch.setattr(whole_file, "Pipeline", _Clocked)
     return blocks
 
