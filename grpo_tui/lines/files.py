@@ -24,18 +24,18 @@ from ..shared_override import SharedOverride
 CHUNK = 4 << 20
 MAX_LINE = 1 << 20  # bytes kept of one line; the reader never holds more of it
 
-# A whole file's blocks (judge_path, the dashboard's history fill): twice CHUNK.  Why: the reader
-# thread takes the GIL back a few times per block, and smaller blocks left the parser waiting for
-# them (benchmarks/README.md).
+# judge_path's blocks: twice CHUNK.  Why: the reader thread takes the GIL back a few times per
+# block, and smaller blocks left the parser waiting for them (benchmarks/README.md).  The
+# dashboard's fill keeps CHUNK: 8 MiB blocks there cost 16-19 MB of peak memory on a 1 GB log.
 BULK_CHUNK = 2 * CHUNK
 
 
 HANDOFF_S = 0.00025  # the GIL switch interval while a whole file is read (Python's default: 0.005)
 
-# A shorter GIL switch interval while a whole file is read (judge_path, the dashboard's history
-# fill, lines/prefetch.py's read-ahead).  Why: the reader thread holds the GIL only a moment per
-# block, but waits up to the interval each time it wants it back, and the parser then waits for
-# blocks (benchmarks/README.md).
+# A shorter GIL switch interval while judge_path reads a file (and while lines/prefetch.py reads
+# ahead).  Why: the reader thread holds the GIL only a moment per block, but waits up to the interval
+# each time it wants it back, and the parser then waits for blocks (benchmarks/README.md).  Not in
+# the dashboard's fill, where it bought under 10 % alone (benchmarks/README.md).
 quick_handoff = SharedOverride(
     sys.getswitchinterval, sys.setswitchinterval, lambda saved: HANDOFF_S if saved > HANDOFF_S else None
 )

@@ -53,9 +53,13 @@ def judge_path(
         pipe.parser.store_events_only = lean
         return pipe
 
-    pipe = read_judged(
-        fresh, lambda pipe: feed_file(pipe, path), lambda pipe: pipe.finish(now), bulk=bulk and path != "-"
-    )
+    with _quick_handoff():
+        pipe = read_judged(
+            fresh,
+            lambda pipe: feed_file(pipe, path, chunk=BULK_CHUNK),
+            lambda pipe: pipe.finish(now),
+            bulk=bulk and path != "-",
+        )
     assert pipe is not None  # (nothing cancels it)
     return pipe
 
@@ -279,9 +283,9 @@ def feed_file(
     end: int | None = None,
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
-    chunk: int | None = None,
+    chunk: int = CHUNK,
 ) -> bool:
-    """Feed the complete lines of bytes [start, end) of a file (in BULK_CHUNK blocks by default), stamped with its mtime (a pipe:
+    """Feed the complete lines of bytes [start, end) of a file, stamped with its mtime (a pipe:
     each block with when it came).
 
     Returns False if `cancelled()` said stop (the dashboard quitting or the file restarting):
@@ -289,8 +293,8 @@ def feed_file(
     written = _mtime(path)
     done = 0
     span = max(1, (end if end is not None else max(1, _size(path))) - start)
-    with _bulk_allocations(), _quick_handoff(), _packed(pipe):
-        for block, scanned in _file_blocks(pipe, path, chunk or BULK_CHUNK, start, end):
+    with _bulk_allocations(), _packed(pipe):
+        for block, scanned in _file_blocks(pipe, path, chunk, start, end):
             if cancelled is not None and cancelled():
                 return False
             pipe.feed(block, written_at=written if written is not None else pipe.clock(), scanned=scanned)

@@ -395,7 +395,9 @@ class GrpoApp(HeaderLines, KeyActions, App):
         # the whole history judged in bulk, as `check` judges it; the header says `loading N %`
         # with no verdict until it is
         full = read_judged(
-            self._new_pipeline, lambda pipe: feed_file(pipe, path, 0, end, progress, cancelled=stale), Pipeline.settle
+            self._new_pipeline,
+            lambda pipe: feed_file(pipe, path, 0, end, progress, cancelled=stale),
+            Pipeline.settle,
         )
         if full is not None and not stale():
             self.post_message(LoadProgress(1.0, feed=full, done=True, generation=gen))

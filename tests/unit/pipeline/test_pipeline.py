@@ -52,7 +52,7 @@ def test_bulk_reads_leave_collection_off_when_the_program_turned_it_off():
 def test_whole_file_reads_shorten_the_switch_interval_and_put_it_back(tmp_path):
     """While judge_path reads (its reader thread scans ahead) the GIL changes hands sooner;
     nested, concurrent or failed reads put back what was set, a shorter interval the program
-    chose is left alone; the dashboard's fill (feed_file) reads the same way."""
+    chose is left alone, and the dashboard's fill (feed_file) leaves it as it is."""
     import sys
 
     from grpo_tui.pipeline import whole_file as pl
@@ -81,7 +81,7 @@ def test_whole_file_reads_shorten_the_switch_interval_and_put_it_back(tmp_path):
         assert sys.getswitchinterval() == 0.004
         seen.clear()
         pl.feed_file(pl.Pipeline(), str(log))
-        assert seen == [files.HANDOFF_S] and sys.getswitchinterval() == 0.004
+        assert seen == [0.004]
         sys.setswitchinterval(0.0002)
         pl.judge_path(str(log))
         assert seen[-1] == pytest.approx(0.0002) and sys.getswitchinterval() == pytest.approx(0.0002)
