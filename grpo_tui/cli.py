@@ -14,8 +14,8 @@ import os
 import sys
 from typing import NoReturn
 
-# numpy's OpenBLAS starts a thread per core when numpy is imported, and each spins ~0.1 s of CPU
-# before it sleeps (a third of `python -c "import numpy"`'s CPU); our numpy work is elementwise,
+# numpy's OpenBLAS starts a thread per core when numpy is imported, and each spins before it
+# sleeps (a large share of `python -c "import numpy"`'s CPU); our numpy work is elementwise,
 # never BLAS, and on a 2-core machine that spin took a core from the reader thread.  Before any
 # import of numpy; a value the user set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -239,7 +239,7 @@ _PARSERS = {
 
 
 def build_parser(cmd: str) -> argparse.ArgumentParser:
-    """The parser of one command.  Why one: all seven took ~5 ms of every command's start."""
+    """The parser of one command.  Why one: building all seven slowed every command's start."""
     return _PARSERS[cmd]()
 
 

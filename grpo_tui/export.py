@@ -134,7 +134,7 @@ def _json_value(value: Any) -> tuple[Any, float | None]:
 
 
 def write_json(data: list[dict[str, Any]], fh: TextIO) -> None:
-    import json  # (here: a CSV export, the usual one, spares its import, ~2 ms of its start)
+    import json  # (here: a CSV export, the usual one, spares its import at start)
 
     # one dumps, not dump: dump streams through the pure-Python chunk loop (2x slower)
     fh.write(json.dumps([_jsonable(r) for r in data], allow_nan=False))
@@ -305,8 +305,8 @@ _RYU_BITS = 125
 def _float_tables() -> tuple[bytes, bytes]:
     """Ryu's exact tables for csv_rows' repr of floats (_scan.c: ryu_digits), as (low, high)
     uint64 pairs: floor(2^(bits(5^i) - 1 + 125) / 5^i) + 1 for i < 342, and 5^i's top 125 bits
-    for i < 326.  Why here: they are big-integer arithmetic, a few lines in Python (~1 ms, once,
-    when export is imported) where C would need a bignum of its own."""
+    for i < 326.  Why here: they are big-integer arithmetic, a few lines in Python (once, when
+    export is imported) where C would need a bignum of its own."""
     low = (1 << 64) - 1
 
     def pairs(values) -> bytes:
@@ -445,7 +445,7 @@ def _cell_texts(cols: list, n: int) -> list[str] | None:
 
 def render_to(fh: TextIO, store: MetricStore, fmt: str = "csv", axis: str = "rollout") -> None:
     """`render`'s text written to fh as it is made (export -o: into the atomic file, without
-    the whole text held first: ~10 ms of a 540 MB log's export)."""
+    the whole text held first, which a big log's export paid for)."""
     if axis == "rollout":
         (write_rollout_json if fmt == "json" else write_rollout_csv)(store, fh)
         return

@@ -1,7 +1,7 @@
 """numpy for a module that may never need it: `np = LazyNumpy(globals())` stands for the module
 until its first attribute is read, which imports numpy and puts it in that module's `np`.
 
-Why: numpy's import is ~50-100 ms of a command's start; filing a log into the store needs none
+Why: numpy's import is a large share of a command's start; filing a log into the store needs none
 of it (store columns are arrays of doubles) and `export` of a common log reads its table
 without it (store/rollout_table.py), while judging, the dashboard and the rarer cells import it
 where they first reach for it.

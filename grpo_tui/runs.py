@@ -239,7 +239,7 @@ class _Run:
 
     def reset(self, ranges: RangeSet | None, label: str) -> None:
         # (imported here: `check` and `export` of files, which import this module, never follow
-        # one, and asyncio with watchfiles cost ~60 ms of every such command's start)
+        # one, and importing asyncio with watchfiles slowed every such command's start)
         from .follow.follower import Follower
         from .follow.metric_files import MetricFilesFollower
 

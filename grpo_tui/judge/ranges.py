@@ -63,7 +63,7 @@ class RangeSet:
             return np.asarray(lo, float), np.asarray(hi, float)
         # bounds() of each rollout, by array: a constant band, else the manual's early set for
         # the first rollouts and its whole-run set after (a held alert's rule asks this at every
-        # rollout, for every rollout of its window: a Python call each cost ~2 ms a rollout)
+        # rollout, for every rollout of its window: a Python call each was too slow)
         early_b: tuple[float, float] | None
         whole_b: tuple[float, float] | None
         if sig_id in self.constant:

@@ -278,9 +278,9 @@ def _buffer(cap: int, fill: bool) -> mmap.mmap:
     """A read buffer of `cap` bytes, mapped on its own (its memory goes back to the system when
     it is dropped; a freed bytearray this big stays in the heap), private (mmap's default for
     anonymous memory, shared, is shmem: slower to fault in).  `fill`: reads will fill it whole,
-    so its pages are mapped at once (MAP_POPULATE, where there is one).  Why: eight 8 MiB
-    buffers read into took 70 ms shared, 45 ms private, 38 ms private and populated (this VM,
-    where a page fault costs ~3-6 us); bytearray zeroed all three of a reader's buffers even for
+    so its pages are mapped at once (MAP_POPULATE, where there is one).  Why: shared buffers
+    read slowest and private populated ones fastest where page faults are dear (a VM:
+    benchmarks/README.md); bytearray zeroed all three of a reader's buffers even for
     a small file, which touches only the pages it reads now."""
     if _PRIVATE:
         try:

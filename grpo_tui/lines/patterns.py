@@ -28,7 +28,7 @@ _INDENTED_HEADER = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[.,\d]*[ \w.-]*\
 _RAY = re.compile(r"^\((?:(?P<actor>[^\s()]+) )?pid=(?P<pid>[^,)]+)(?:, ip=(?P<ip>[^)]+))?\) ?")
 # _peel's short path: a Ray prefix in one colour (`\x1b[36m(Actor pid=1)\x1b[0m `) as Ray writes it,
 # with no control byte in it.  Why: the general path's ANSI substitution over the whole line, then
-# _RAY on what is left, cost ~4 us a line; the groups are _RAY's on the line _ANSI.sub leaves
+# _RAY on what is left, is dear on every line; the groups are _RAY's on the line _ANSI.sub leaves
 # (the same text between the colours; test_peel_short_path_equals_general_path).
 _RAY_COLOURED = re.compile(
     r"\x1b\[[0-9;]*m\((?:(?P<actor>[^\s()\x00-\x1f\x7f]+) )?pid=(?P<pid>[^,)\x00-\x1f\x7f]+)"
@@ -313,7 +313,7 @@ def _whole_seconds(date: str, time: str) -> int | None:
         base = _day_cache.get((y, mo, d))
         if base is None:
             # calendar.timegm's arithmetic (the same errors: a month or year out of range), without
-            # importing calendar and locale for it (~2 ms of every start; datetime numpy imports anyway)
+            # importing calendar and locale for it at every start (datetime numpy imports anyway)
             base = (_date(y, mo, 1).toordinal() - _EPOCH_ORDINAL + d - 1) * 86400
             _day_cache[(y, mo, d)] = base
         return base + h * 3600 + mi * 60 + s

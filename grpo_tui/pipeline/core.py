@@ -472,7 +472,7 @@ def _judge():
 def _ends_run(items: list) -> bool:
     """Whether an event among the items ends the run (finished or fatal: _store's books).  A
     record's kind (rollout, step, ...) is never one of those: every item's kind is looked at, in
-    C (a Python loop over a big log's 59,000 items took ~5 ms)."""
+    C (map and isdisjoint, not a Python loop over a big log's tens of thousands of items)."""
     try:
         return not _RUN_ENDS.isdisjoint(map(_KIND, items))
     except AttributeError:  # (an item of another class: the rounds as they come)

@@ -308,9 +308,8 @@ _GC_BULK_GEN0 = 50_000  # objects between young collections while a file is read
 
 # Fewer young-generation collections while a whole file is read.  Why: a big log makes
 # millions of objects that live on (records, events, step rows) and next to no cycles; at the
-# default threshold (700) `check` of a 540 MB log collected 442 times (3 of them over
-# everything), 1.9 % of all its instructions (callgrind), and 4 times with this.  Collection
-# turned off by the program (threshold 0) is left off.
+# default threshold (700) a big log's read collects hundreds of times, walking what lives on
+# (benchmarks/README.md).  Collection turned off by the program (threshold 0) is left off.
 _bulk_allocations = SharedOverride(
     gc.get_threshold,
     lambda t: gc.set_threshold(*t),

@@ -9,8 +9,8 @@ int or a nan (returned exactly as logged), and nan cells (a value only where the
 
 The table export's CSV asks for (`numbers`) of a segment whose rows are in id order (every
 common log's) is read without numpy: the store's cells, a train metric's means and nan check in
-C (_scan.c: col_means, counted_nan), so such an export never imports it (~50-100 ms of its
-start); a segment out of order, and the other tables, import it where they first use it.
+C (_scan.c: col_means, counted_nan), so such an export never pays for importing it at start;
+a segment out of order, and the other tables, import it where they first use it.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def _logged_ints(seg: Segment, name: str, rows: list[int], values: list[float], 
         return False
     if not rows:
         return True
-    # (each test over all rows at once, in C: a row at a time in Python cost ~7 ms on 12,800)
+    # (each test over all rows at once, in C, not a row at a time in Python)
     got: list[Any] = list(map(logged.get, rows))
     return (
         set(map(type, got)) == {int}

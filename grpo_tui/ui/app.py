@@ -407,8 +407,7 @@ class GrpoApp(HeaderLines, KeyActions, App):
             return  # the file restarted: this history is stale
         if msg.feed is None and not msg.done:
             # only the fraction moved (the shown feed is the same): the header alone, not a
-            # repaint of every row at 4 Hz, which took the GIL from the fill (a 1 GB log: the
-            # UI thread held it ~30 % of the time; judged in 6.8-7.3 s instead of 7.1-7.6 s)
+            # repaint of every row at 4 Hz, which took the GIL from the fill and slowed it
             self.loading = msg.fraction
             self._refresh_header()
             return
