@@ -76,21 +76,21 @@ def read_judged(
     rewritten after their rollout was judged: BulkMismatch) the input is fed again into a new
     pipeline judging rollout by rollout.  None when the feed was cancelled.  (A pipe can't be
     fed twice: `check -` spools it, _judge_stdin.)"""
-    pipe = fresh()
-    if bulk:
-        pipe.defer()
-    try:
+
+    def read(pipe: Pipeline) -> Pipeline | None:
         if not feed(pipe):
             return None
         with _bulk_allocations(), _packed(pipe):  # (the end of the read: its last record, the judging)
             done(pipe)
+        return pipe
+
+    pipe = fresh()
+    if bulk:
+        pipe.defer()
+    try:
+        return read(pipe)
     except BulkMismatch:
-        pipe = fresh()
-        if not feed(pipe):
-            return None
-        with _bulk_allocations(), _packed(pipe):
-            done(pipe)
-    return pipe
+        return read(fresh())
 
 
 def open_input(path: str) -> Sidecar | None:
