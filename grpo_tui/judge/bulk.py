@@ -138,8 +138,6 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
                     pre[rules.HELD_RULES] = ans.held_rules(
                         k, open_rules, frozenset(a for a in open_rules & _STANDS_IN if _critical(eng, a))
                     )
-                if "out-of-range" in open_rules and _oor_warnings(eng):
-                    pre[rules.OOR_HELD] = ans.oor_held(k, eng.book.open)
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
         conds.extend(eng.event_conditions(seg, r))
         if conds or eng.book.open:
@@ -194,12 +192,6 @@ def _critical(eng, rule: str) -> bool:
     """The open alert of `rule` is critical: a condition can only keep it open, never change it."""
     a = eng.book.open.get((rule, None))
     return a is not None and a.severity == "critical"
-
-
-def _oor_warnings(eng) -> bool:
-    """Every open out-of-range alert is a warning (it always is: its condition can only keep it
-    open, never escalate it)."""
-    return all(a.severity == "warning" for key, a in eng.book.open.items() if key[0] == "out-of-range")
 
 
 def _verify(seg: Segment, touch: dict[int, int], rows: np.ndarray, stamps: np.ndarray) -> None:

@@ -28,8 +28,6 @@ from .bulk_vec import (
     _no_signal_vec,
     _no_update_vec,
     _off_policy_vec,
-    _oor_sure,
-    _oor_vec,
     _or,
     _reward_variance_vec,
     _slowdown_vec,
@@ -38,6 +36,8 @@ from .bulk_vec import (
     _zero_std_rows,
 )
 from .held import ge as _ge, lt as _lt
+from .ranges import RangeSet
+from .rules import OUT_OF_RANGE
 from .rules.base import (
     ABSURD,
     RHO,
@@ -45,13 +45,15 @@ from .rules.base import (
     own_base,
     ranges_for,
 )
+from .rules.values import RangeTest
 from .signals import BY_ID, groups_of, metric_for
 
 
 class Answers:
     """The gates' answers for every recorded rollout, as arrays (one entry per judged op):
-    per rule MAYBE / NO / UNKNOWN (scalar gate), the signals out-of-range must look at, and
-    `quiet` (no rule can fire).  `at(k)` is the per-rollout dict evaluate_metrics reads."""
+    per rule MAYBE / NO / UNKNOWN (scalar gate), rule_out_of_range's own answer (`oor`, a
+    RangeTest: the rule itself, over the whole history), and `quiet` (no rule can fire).
+    `at(k)` is the per-rollout dict evaluate_metrics reads."""
 
     def __init__(self, seg: Segment, ranges, rows: np.ndarray) -> None:
         self.rows = rows
@@ -59,8 +61,6 @@ class Answers:
         self.full = full = rows >= START  # a settled baseline (the window may be short)
         self.names: list[str] = []
         self.mat = np.zeros((n_ops, 0), np.int8)
-        self.omat = np.zeros((n_ops, 0), np.int8)
-        self.sig_ids = list(BY_ID)
         self.quiet = np.zeros(n_ops, bool)
         self.quiet_but_hacking = self.quiet
         self.resolved = None  # ranges_for on the full windows
@@ -68,17 +68,18 @@ class Answers:
         self.seg = seg
         self._drift: _DriftMay | None = None  # _no_drift's arrays, made on first use
         self._held: tuple | None = None  # held_rules' arrays, made on first use
-        self._oor: dict[str, np.ndarray] = {}  # oor_held's, per signal, made on first use
+        self.oor: RangeTest | None = None  # rule_out_of_range over the history (full ops)
         if not n_ops or not full.any():
             return
-        res, oor, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
+        res, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
-        self.omat = np.where(full[:, None], np.stack([oor[s] for s in self.sig_ids], axis=1), unknown)
-        self.quiet = full & (self.mat == NO).all(axis=1) & (self.omat == NO).all(axis=1)
+        self.oor = RangeTest(seg, self.resolved, np.arange(int(rows.max()) + 1), rows)
+        calm = full & ~self.oor.any_fires()
+        self.quiet = calm & (self.mat == NO).all(axis=1)
         others = [j for j, nm in enumerate(self.names) if nm != "rule_length_hacking"]
-        self.quiet_but_hacking = full & (self.mat[:, others] == NO).all(axis=1) & (self.omat == NO).all(axis=1)
+        self.quiet_but_hacking = calm & (self.mat[:, others] == NO).all(axis=1)
 
     def _drift_may(self) -> _DriftMay:
         if self._drift is None:
@@ -141,31 +142,6 @@ class Answers:
         drift = self._drift_may()
         return not any(drift.windows(sig_id, k) for sig_id in sig_ids)
 
-    def oor_held(self, k: int, open_keys) -> frozenset[str] | None:
-        """rules.OOR_HELD at op k: the signals whose out-of-range alert is open and whose
-        five-step mean is surely outside its range here (_oor_sure): the rule's condition for
-        them only keeps a warning open, which a stand-in does (rules._out_of_range_held)."""
-        if not self.full[k]:
-            return None
-        held = []
-        for rule, sig_id in open_keys:
-            if rule != "out-of-range" or sig_id not in BY_ID:
-                continue
-            if self.oor_sure(sig_id)[k]:
-                held.append(sig_id)
-        return frozenset(held) if held else None
-
-    def oor_sure(self, sig_id: str) -> np.ndarray:
-        """Per op: this signal's out-of-range condition surely holds (_oor_sure, full ops only),
-        made on first use."""
-        sure = self._oor.get(sig_id)
-        if sure is None:
-            end = int(self.rows.max()) + 1
-            sure = self._oor[sig_id] = (
-                _oor_sure(self.seg, self.resolved, self.seg.id_array()[:end], self.rows, sig_id, self.mk) & self.full
-            )
-        return sure
-
     def may(self, rule: str) -> np.ndarray:
         """Per op: the rule may fire there (its gate says maybe, or a scalar gate decides)."""
         if rule not in self.names:
@@ -173,20 +149,18 @@ class Answers:
         return self.mat[:, self.names.index(rule)] != NO
 
     def at(self, k: int) -> dict:
-        """{rule: True/False/None (None = scalar gate), "oor": set, "quiet": bool}."""
+        """{rule: True/False/None (None = scalar gate), rules.OUT_OF_RANGE: its conditions,
+        "quiet": bool}."""
         if not self.full[k]:
             return {}
         row = self.mat[k].tolist()
         d: dict = {nm: (None if v == UNKNOWN else bool(v)) for nm, v in zip(self.names, row)}
-        orow = self.omat[k].tolist()
-        # a signal the vectorised gate could not decide (a non-finite value in its last five) is
-        # left to the rule: a superset of the scalar gate's answer, so the same conditions
-        d["oor"] = frozenset(s for s, v in zip(self.sig_ids, orow) if v != NO)
+        d[OUT_OF_RANGE] = self.oor.conditions(k) if self.oor is not None else []
         d["quiet"] = bool(self.quiet[k])
         return d
 
 
-def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[dict, dict, object]:
+def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[dict, RangeSet]:
     full = rows >= START
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
@@ -206,8 +180,7 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     res["rule_entropy_high"] = _entropy_high_vec(seg, rows)
     res["rule_reward_variance"] = _reward_variance_vec(seg, rows)
     res["rule_no_update"] = _no_update_vec(seg, rows)
-    oor = {sig_id: _oor_vec(seg, rs, ids, rows, sig_id, memo) for sig_id in BY_ID}
-    return res, oor, rs
+    return res, rs
 
 
 def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.ndarray, ...]:

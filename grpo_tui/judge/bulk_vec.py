@@ -23,7 +23,7 @@ from .rules.base import (
 from .rules.policy import ENTROPY
 from .rules.rollout import first_step
 from .setup import FIRST as FIT_FIRST
-from .signals import BY_ID, EARLY_ROLLOUTS, MEAN_WINDOW, groups_of, metric_for, signal_at_rows, zero_std_parts
+from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, metric_for, signal_at_rows, zero_std_parts
 
 EPS = gates.EPS
 BASE_ROWS = 10
@@ -568,75 +568,3 @@ def _no_signal_vec(seg, ids, rows, memo: dict | None = None) -> np.ndarray:
         res |= (dense & (hit.sum(axis=1) >= 3)).astype(np.int8)
         unknown |= ~dense & np.isfinite(frac[rows])
     return np.where(res > 0, MAYBE, np.where(unknown, UNKNOWN, NO)).astype(np.int8)
-
-
-def _oor_vec(seg, rs, ids, rows, sig_id: str, memo: dict | None = None) -> np.ndarray:
-    """Whether out-of-range must look at this signal: its five-step mean near or outside
-    its range (UNKNOWN where the last five rows are not all finite)."""
-    got = _mean5_band(seg, rs, ids, rows, sig_id, memo)
-    if got is None:
-        return np.full(len(rows), NO, np.int8)
-    m, lo, hi, tol, slack, dense, last_missing = got
-    with np.errstate(invalid="ignore"):
-        inside = (lo - tol + slack < m) & (m < hi + tol - slack)
-    no_band = ~(np.isfinite(lo) & np.isfinite(hi))
-    out = np.where(dense, np.where(inside, NO, MAYBE), UNKNOWN)
-    out = np.where(no_band, UNKNOWN, out)
-    return np.where(last_missing, NO, out).astype(np.int8)
-
-
-def _oor_sure(seg, rs, ids, rows, sig_id: str, memo: dict | None = None) -> np.ndarray:
-    """Whether rule_out_of_range surely returns this signal's condition at each op: its
-    five-step mean (the last five rows, all finite) outside its finite range by a margin."""
-    got = _mean5_band(seg, rs, ids, rows, sig_id, memo)
-    if got is None or (sig_id == "clipfrac" and seg.steps_per_rollout > 1):
-        return np.zeros(len(rows), bool)  # (the rule skips clipfrac at K > 1)
-    m, lo, hi, tol, slack, dense, last_missing = got
-    healthy = BY_ID[sig_id].healthy_beyond  # (signals.beyond_is_healthy: a side the rule may let pass)
-    with np.errstate(invalid="ignore"):
-        above = m > hi + tol + slack
-        below = m < lo - tol - slack
-    if healthy == "above":
-        above = np.zeros(len(m), bool)
-    elif healthy == "below while reward holds":
-        below &= _reward_fails(seg, rs, ids, rows, memo)
-    return dense & ~last_missing & np.isfinite(lo) & np.isfinite(hi) & (above | below)
-
-
-def _reward_fails(seg, rs, ids, rows, memo: dict | None) -> np.ndarray:
-    """Per op: signals.reward_holds is surely False there: no reward band or value at the op, or
-    its five-step mean surely below its band."""
-    got = _mean5_band(seg, rs, ids, rows, "reward", memo)
-    if got is None:
-        return np.ones(len(rows), bool)
-    m, lo, _hi, tol, slack, dense, last_missing = got
-    with np.errstate(invalid="ignore"):
-        low = dense & (m < lo - tol - slack)
-    return last_missing | ~np.isfinite(lo) | low
-
-
-def _mean5_band(seg, rs, ids, rows, sig_id: str, memo: dict | None):
-    """(five-step mean, lo, hi, tol, slack, dense, last missing) per op, as rule_out_of_range
-    reads them (None: the rule reads no band or no metric for this signal)."""
-    end = len(ids)
-    if sig_id == "zero_std":
-        if groups_of(seg) is None:
-            return None
-        v = _zero_std_rows(seg, end, memo)
-    else:
-        name = metric_for(seg, BY_ID[sig_id])
-        if name is None:
-            return None
-        v = _vals(seg, name, end)
-    b = _bounds(rs, sig_id, ids)
-    if b is None:
-        return None
-    fin = np.isfinite(v)
-    dense = _dense(fin, rows, MEAN_WINDOW)
-    last_missing = ~fin[rows]  # no point at this rollout: the rule skips it
-    v0 = np.where(fin, v, 0.0)
-    m = _sw(np.concatenate([np.zeros(MEAN_WINDOW - 1), v0]), MEAN_WINDOW).mean(axis=1)[rows]
-    lo, hi = b[0][rows], b[1][rows]
-    tol = np.where(lo == hi, 1e-6, 0.0)
-    slack = EPS * np.maximum(1.0, np.maximum(np.abs(lo), np.abs(hi)))
-    return m, lo, hi, tol, slack, dense, last_missing

@@ -28,6 +28,7 @@ from .rules import ENTROPY, KL_REF, REWARD_STD, RULES, WINDOW, Condition, evalua
 from .signals import (
     BY_ID,
     SIGNALS,
+    band_tol,
     beyond_is_healthy,
     groups_of,
     metric_for,
@@ -531,13 +532,12 @@ class HealthEngine:
         rng = resolved.bounds(sig_id, r) if self.range_applies(sig_id) else None  # no defaults where they don't fit
         status = "unknown"
         if rng is not None and mean5 is not None:
-            tol = 1e-6 * (rng[0] == rng[1])
+            tol = float(band_tol(*rng))
             status = "ok" if rng[0] - tol <= mean5 <= rng[1] + tol else "warning"
             sig = BY_ID[sig_id]
             if status == "warning" and sig.healthy_beyond:  # the way a healthy run goes: no warning
-                side = "above" if mean5 > rng[1] else "below"
                 ids, vals = signal_series(seg, BY_ID["reward"], last=WINDOW, upto=r)  # (the rule's window)
-                if beyond_is_healthy(sig, side, reward_holds(ids, vals, r, resolved.bounds("reward", r))):
+                if beyond_is_healthy(sig, mean5 > rng[1], reward_holds(ids, vals, r, resolved.bounds("reward", r))):
                     status = "ok"
         if value is not None and not math.isfinite(value):
             status = "critical"

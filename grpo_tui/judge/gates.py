@@ -318,29 +318,6 @@ def gate_entropy(ctx, win: Window) -> bool:
         return int(np.sum(v[-4:] < ENTROPY_SHARE * float(np.max(start)) + EPS)) >= 3
 
 
-def oor_signals(ctx, win: Window) -> frozenset[str]:
-    """The signals out-of-range must look at: a range and a five-step mean near or outside it."""
-    from .signals import MEAN_WINDOW
-
-    need = set()
-    for sig_id in BY_ID:
-        if sig_id == "zero_std":
-            need.add(sig_id)  # a share of groups from several keys: left to the rule
-            continue
-        if not win.last_finite(sig_id):
-            continue
-        b = ctx.ranges.bounds(sig_id, win.upto)
-        if b is None:
-            continue
-        lo, hi = b
-        m = float(np.mean(win.finite(sig_id)[-MEAN_WINDOW:]))
-        tol = 1e-6 if lo == hi else 0.0
-        slack = EPS * max(1.0, abs(lo), abs(hi))
-        if not (lo - tol + slack < m < hi + tol - slack):
-            need.add(sig_id)
-    return frozenset(need)
-
-
 GATES = {
     "rule_gap": gate_gap,
     "rule_grad_norm": gate_grad_norm,
@@ -351,4 +328,4 @@ GATES = {
     "rule_entropy_collapse": gate_entropy,
 }
 
-__all__ = ["Window", "GATES", "oor_signals", "first_rows"]
+__all__ = ["Window", "GATES", "first_rows"]

@@ -308,15 +308,22 @@ def _groups_from_exact_reward(seg: Segment) -> int | None:
     return None
 
 
-def beyond_is_healthy(sig: Signal, side: str, reward_holds: bool) -> bool:
-    """Whether a five-step mean `side` ("above" / "below") of its band is the direction a healthy
-    run goes (no warning): reward above; answer length or cut share below while reward holds."""
+def beyond_is_healthy(sig: Signal, above, reward_holds):
+    """Whether a five-step mean beyond its band (`above` it, else below) is the direction a
+    healthy run goes (no warning): reward above; answer length or cut share below while reward
+    holds.  Element by element on arrays."""
     want = sig.healthy_beyond
     if want == "above":
-        return side == "above"
+        return np.asarray(above, bool)
     if want == "below while reward holds":
-        return side == "below" and reward_holds
-    return False
+        return np.logical_and(np.logical_not(above), reward_holds)
+    return np.zeros(np.shape(above), bool)
+
+
+def band_tol(lo, hi):
+    """How far a five-step mean may pass a band's edge before it is outside: 1e-6 for a band
+    of one value (a count logged as exactly that), else 0."""
+    return np.where(np.asarray(lo) == np.asarray(hi), 1e-6, 0.0)
 
 
 def reward_holds(ids: np.ndarray, vals: np.ndarray, upto: int, band: tuple[float, float] | None) -> bool:
@@ -326,7 +333,7 @@ def reward_holds(ids: np.ndarray, vals: np.ndarray, upto: int, band: tuple[float
     ids, vals = ids[fin], vals[fin]
     if band is None or len(vals) == 0 or ids[-1] != upto:
         return False
-    return float(np.mean(vals[-MEAN_WINDOW:])) >= band[0] - (1e-6 if band[0] == band[1] else 0.0)
+    return bool(float(np.mean(vals[-MEAN_WINDOW:])) >= band[0] - band_tol(*band))
 
 
 def signal_series(
@@ -351,17 +358,37 @@ def first_rows(seg: Segment, n: int, upto: int | None = None) -> np.ndarray:
 
 def signal_at_rows(seg: Segment, sig: Signal, rows: np.ndarray, part: str = "total") -> tuple[np.ndarray, np.ndarray]:
     """(rollout ids, values) of one signal at the given rows (sorted by id)."""
-    if sig.id == "zero_std" and metric_for(seg, sig) == ZERO_STD_FRACTION:
-        sig = Signal("zero_std", sig.label, (ZERO_STD_FRACTION,), "", "", "", None, None)
-    if sig.id != "zero_std" or sig.aliases == (ZERO_STD_FRACTION,):
-        name = ZERO_STD_FRACTION if sig.aliases == (ZERO_STD_FRACTION,) else metric_for(seg, sig)
-        if name is None or not len(rows):
+    name = _value_name(seg, sig)
+    if name is not None:
+        if not len(rows):
             return np.empty(0, np.int64), np.empty(0)
         vals = seg.values_at_rows(name, rows)
         ids = seg.ids_at(rows)
         keep = ~np.isnan(vals) | seg._nonfinite_mask(name, rows)
         return ids[keep], vals[keep]
+    if sig.id != "zero_std":
+        return np.empty(0, np.int64), np.empty(0)
     return _zero_std_count_parts(seg, rows)[part]
+
+
+def signal_values(seg: Segment, sig: Signal, rows: np.ndarray) -> np.ndarray:
+    """The signal's value at each of these rows, NaN where it has none (signal_at_rows' points
+    and no others are finite)."""
+    name = _value_name(seg, sig)
+    if name is not None:
+        return seg.values_at_rows(name, rows)
+    if sig.id != "zero_std" or not len(rows):
+        return np.full(len(rows), math.nan)
+    return _zero_std_count_values(seg, rows)[0]
+
+
+def _value_name(seg: Segment, sig: Signal) -> str | None:
+    """The one metric that carries the signal's values (zero_std: only a logged share; counts
+    and ratios are added up by _zero_std_count_values)."""
+    name = metric_for(seg, sig)
+    if sig.id == "zero_std" and name != ZERO_STD_FRACTION:
+        return None
+    return name
 
 
 def zero_std_parts(seg: Segment, rows: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -378,20 +405,24 @@ def _zero_std_count_parts(seg: Segment, rows: np.ndarray) -> dict[str, tuple[np.
     if not len(rows):
         empty = np.empty(0, np.int64), np.empty(0)
         return {"total": empty, "wrong": empty, "right": empty}
-    if not _has_counts(seg) and _has_ratios(seg):
-        total, wrong, right = _zero_std_ratios(seg, rows)
-        g = None
-    else:
-        total, wrong, right = _zero_std_counts(seg, rows)
-        g = groups_of(seg)
     ids = seg.ids_at(rows)
     out = {}
-    for part, vals in (("total", total), ("wrong", wrong), ("right", right)):
-        if g:
-            vals = vals / g
+    for part, vals in zip(("total", "wrong", "right"), _zero_std_count_values(seg, rows)):
         keep = ~np.isnan(vals)
         out[part] = ids[keep], vals[keep]
     return out
+
+
+def _zero_std_count_values(seg: Segment, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(all-same, all-wrong, all-right) per row from the count or ratio keys: shares of the
+    groups where their number is known, else counts (NaN: no point)."""
+    if not _has_counts(seg) and _has_ratios(seg):
+        return _zero_std_ratios(seg, rows)
+    total, wrong, right = _zero_std_counts(seg, rows)
+    g = groups_of(seg)
+    if g:
+        return total / g, wrong / g, right / g
+    return total, wrong, right
 
 
 def framework(seg: Segment) -> str:

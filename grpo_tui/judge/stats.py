@@ -22,6 +22,8 @@ MIN_TREND_POINTS = 8
 
 __all__ = [
     "trailing_mean",
+    "last_finite",
+    "last_finite_mean",
     "mk_s",
     "mk_p_up",
     "mk_p_down",
@@ -165,26 +167,44 @@ def trailing_mean(values, window: int = 5) -> np.ndarray:
 
     Never centred, so a live value never changes when later points arrive.
     Gaps carry the previous mean forward; NaN before the first finite value.
-    Cost is O(n * window), i.e. O(n) for the fixed small window we use;
-    windowed sums (not a long cumsum) keep it exact for long series.
     """
     if window < 1:
         raise ValueError("window must be >= 1")
     x = _arr(values)
-    out = np.full(x.shape, np.nan)
+    return last_finite_mean(x, np.arange(x.size), window)[0]
+
+
+def last_finite(x: np.ndarray, at: np.ndarray, window: int, back: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """For each position p of `at`: the indices into x of its last `window` finite values at or
+    before p (and after p - back), oldest first, shape (len(at), window), -1 where there are
+    fewer; and how many there are (the valid indices are always the last ones of a row)."""
     ok = np.isfinite(x)
-    f = x[ok]
-    if f.size == 0:
-        return out
-    means = np.empty(f.size)
-    head = min(window - 1, f.size)
-    means[:head] = np.cumsum(f[:head]) / np.arange(1, head + 1)
-    if f.size >= window:
-        means[window - 1 :] = np.lib.stride_tricks.sliding_window_view(f, window).mean(axis=1)
-    count = np.cumsum(ok)  # finite values seen up to and including i
-    seen = count > 0
-    out[seen] = means[count[seen] - 1]
-    return out
+    fpos = np.flatnonzero(ok)
+    at = np.asarray(at, np.int64)
+    if not fpos.size or not at.size:
+        return np.full((at.size, window), -1, np.int64), np.zeros(at.size, np.int64)
+    seen = np.cumsum(ok)[at]  # finite values up to and including p
+    j = seen[:, None] - window + np.arange(window)
+    idx = np.where(j >= 0, fpos[np.maximum(j, 0)], -1)
+    if back is not None:
+        idx = np.where(idx > at[:, None] - back, idx, -1)
+    return idx, (idx >= 0).sum(axis=1)
+
+
+def last_finite_mean(
+    x: np.ndarray, at: np.ndarray, window: int = 5, back: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, indices, count) of the last `window` finite values at each position of `at`
+    (last_finite; the mean is NaN where there is none).  The same arithmetic as np.mean of those
+    values taken one position at a time (a row of k contiguous values summed in order), so a
+    rollout judged alone and judged with the whole history get the same mean to the bit."""
+    idx, n = last_finite(x, at, window, back)
+    means = np.full(len(n), np.nan)
+    for k in range(1, window + 1):
+        sel = n == k
+        if sel.any():
+            means[sel] = x[idx[sel, window - k :]].mean(axis=1)
+    return means, idx, n
 
 
 # ---------------------------------------------------------------- Mann-Kendall

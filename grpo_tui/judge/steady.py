@@ -27,7 +27,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import rules
-from .signals import groups_of
 
 # the alerts a stand-in can keep open, and the rule whose output the stand-in replaces
 _RULE_OF = {
@@ -62,13 +61,6 @@ class Steady:
         self.events = busy_events  # positions of the events replay acts on
         self.clean = ans.full & ~nonfinite_ops
         self.col = {nm: j for j, nm in enumerate(ans.names)}
-        self.sig_col = {s: j for j, s in enumerate(ans.sig_ids)}
-        # signals rule_out_of_range passes over whatever their gate says (it returns nothing)
-        self.inert = frozenset(
-            s
-            for s, skip in (("clipfrac", ans.seg.steps_per_rollout > 1), ("zero_std", groups_of(ans.seg) is None))
-            if skip
-        )
         ungated = {r.__name__ for r in rules.METRIC_RULES} - set(ans.names) - _GATED_ELSEWHERE
         self.usable = bool(ans.names) and not ungated and ans.full.any()
         self._masks: dict[frozenset, tuple[np.ndarray, np.ndarray]] = {}
@@ -144,8 +136,8 @@ class Steady:
             if rule not in _RULE_OF:
                 return none  # an event alert, stalled, non-finite...: op by op
             if rule == "out-of-range":
-                if sig_id not in self.sig_col or severity != "warning":
-                    return none
+                if ans.oor is None or sig_id not in ans.oor.fires or severity != "warning":
+                    return none  # (a signal the rule no longer judges: its alert misses)
                 oor_open.add(sig_id)
             else:
                 sev[rule] = severity
@@ -170,12 +162,8 @@ class Steady:
                     return none  # (a warning could escalate: op by op)
                 m &= sure[name][lo:hi]
                 covered.add(_RULE_OF[alert])
-        for s, j in self.sig_col.items():
-            col = ans.omat[lo:hi, j]
-            if s in oor_open:
-                m &= (col != NO) & ans.oor_sure(s)[lo:hi]
-            elif s not in self.inert:
-                m &= col == NO
+        for s, fires in ans.oor.fires.items():  # (the rule's own answer: exactly the open warnings)
+            m &= fires[lo:hi] == (s in oor_open)
         for nm, j in self.col.items():
             if nm in covered or nm == "rule_length_hacking":
                 continue

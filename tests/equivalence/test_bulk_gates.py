@@ -47,8 +47,9 @@ def _fired(fn, seg, upto: int) -> list:
 
 
 def check_gates(seg) -> int:
-    """Every NO of the bulk gates is a rollout where the plain rule returns nothing; returns how
-    many (rollout, rule) answers were NO (the test must exercise the gates)."""
+    """Every NO of the bulk gates is a rollout where the plain rule returns nothing, and
+    out-of-range over the history answers as at each rollout alone; returns how many (rollout,
+    rule) answers were NO (the test must exercise the gates)."""
     if not seg.ordered or len(seg.ids) == 0:
         return 0
     rows = np.arange(len(seg.ids))
@@ -62,11 +63,11 @@ def check_gates(seg) -> int:
             nos += 1
             got = [c for c in _fired(FUNCS[name], seg, upto) if c.rule in RULE_OF[name]]
             assert not got, f"rollout {upto}: {name}'s gate says no, the rule says {got[0].message}"
-        quiet_sigs = {s for j, s in enumerate(ans.sig_ids) if ans.omat[k, j] == bulk_vec.NO}
-        if quiet_sigs:
-            nos += len(quiet_sigs)
-            got = [c for c in _fired(rules.rule_out_of_range, seg, upto) if c.signal in quiet_sigs]
-            assert not got, f"rollout {upto}: out-of-range's gate says no, the rule says {got[0].message}"
+        # out-of-range has no gate: its RangeTest over the whole history is the rule, and gives
+        # at every rollout exactly the conditions of the rule asked at that rollout alone
+        at_once, alone = ans.oor.conditions(k), _fired(rules.rule_out_of_range, seg, upto)
+        assert at_once == alone, f"rollout {upto}: out-of-range over the history {at_once}, alone {alone}"
+        nos += not alone
     return nos
 
 

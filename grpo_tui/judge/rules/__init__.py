@@ -28,7 +28,6 @@ import os
 from ...store.metric_store import Segment
 from .. import gates
 from ..ranges import RangeSet
-from ..signals import BY_ID
 from . import drift, events, hacking, learning_signal, policy, rollout, values
 from .base import WINDOW, Condition, RuleContext, RuleInfo, defaults_fit_memo, ranges_for
 from .drift import LATCHED, rule_gap, rule_grad_norm, still_outside
@@ -45,7 +44,7 @@ __all__ = [
     "HELD_RULES",
     "KL_REF",
     "METRIC_RULES",
-    "OOR_HELD",
+    "OUT_OF_RANGE",
     "REWARD_STD",
     "RULES",
     "USE_GATES",
@@ -118,10 +117,6 @@ def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
     """A gate's answer (precomputed for the whole history by judge/bulk.py, else the scalar
     gate); any doubt (a gate that fails on an odd window) runs the rule."""
     try:
-        if rule is rule_out_of_range:
-            got = pre.get("oor") if pre else None
-            ctx.only_signals = got if got is not None else gates.oor_signals(ctx, win())
-            return bool(ctx.only_signals)
         name = rule.__name__
         got = pre.get(name) if pre else None
         if got is not None:
@@ -129,7 +124,6 @@ def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
         gate = gates.GATES.get(name)
         return gate is None or bool(gate(ctx, win()))
     except Exception:
-        ctx.only_signals = None
         return True
 
 
@@ -154,23 +148,7 @@ _STANDIN_SIGNAL = {
 
 HACKING_HELD = "length-hacking held"
 HELD_RULES = "held rules"
-OOR_HELD = "out-of-range held"
-
-
-def _out_of_range_held(ctx: RuleContext, held: frozenset[str]) -> list[Condition]:
-    """rule_out_of_range where the open warnings of `held` surely hold (judge/bulk.py): a stand-in
-    condition for each of those (only presence matters to an open warning), the rule on the rest,
-    in the rule's signal order."""
-    may = ctx.only_signals
-    keep = [s for s in BY_ID if s in held and (may is None or s in may)]
-    ctx.only_signals = frozenset(s for s in (BY_ID if may is None else may) if s not in held)
-    try:
-        got = rule_out_of_range(ctx) if ctx.only_signals else []
-    except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
-        got = []
-    got += [Condition("out-of-range", "warning", None, "out-of-range holds", {}, signal=s) for s in keep]
-    order = {s: i for i, s in enumerate(BY_ID)}
-    return sorted(got, key=lambda c: order.get(c.signal or "", len(order)))
+OUT_OF_RANGE = "out-of-range"  # pre: rule_out_of_range's conditions here, from its RangeTest over the history
 
 
 def evaluate_metrics(
@@ -180,8 +158,8 @@ def evaluate_metrics(
     rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire; HACKING_HELD: whether
     rule_length_hacking returns a condition while its (always critical) alert is open, where
     only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
-    OOR_HELD: the signals whose open out-of-range warning surely holds here (judge/bulk.py,
-    Answers.oor_held) - a stand-in condition keeps each open;
+    OUT_OF_RANGE: rule_out_of_range's conditions here, the rule computed over the whole history
+    at once (values.RangeTest: the same arithmetic as at one rollout);
     HELD_RULES: {rule name: the open alerts it holds, (alert, severity) each}, for rule_gap,
     rule_grad_norm, rule_no_signal and rule_off_policy where the bulk knows that every alert
     they could return is open and critical (or a warning it surely returns as a warning) and
@@ -198,7 +176,7 @@ def evaluate_metrics(
     ):
         return []
     ctx = RuleContext(seg, ranges, upto, open_rules)
-    oor_held = pre.get(OOR_HELD) if gated and pre else None
+    oor = pre.get(OUT_OF_RANGE) if pre else None
     out: list[Condition] = []
     box: list = []
 
@@ -217,11 +195,11 @@ def evaluate_metrics(
         if held_rules and rule.__name__ in held_rules:
             out.extend(held_standin(a, sev) for a, sev in held_rules[rule.__name__])  # they hold (judge/bulk.py)
             continue
+        if oor is not None and rule is rule_out_of_range:
+            out.extend(oor)
+            continue
         if gated and not _may_fire(rule, ctx, win, pre):
             continue  # it cannot fire here (an exact necessary condition, judge/gates.py)
-        if oor_held and rule is rule_out_of_range:
-            out.extend(_out_of_range_held(ctx, oor_held))
-            continue
         try:
             out.extend(rule(ctx))
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):

@@ -18,7 +18,6 @@ from ..signals import (
     EARLY_ROLLOUTS,
     first_rows,
     metric_for,
-    reward_holds,
     signal_at_rows,
     signal_series,
     zero_std_parts,
@@ -143,9 +142,6 @@ class RuleContext:
         self.open_rules = open_rules  # alerts already raised: they hold while their sign stays
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._base_rows: np.ndarray | None = None
-        # out-of-range: the signals whose five-step mean may be outside its range (the gate's
-        # short list, judge/gates.py: the others provably are not); None: every signal
-        self.only_signals: frozenset[str] | None = None
 
     def series(self, sig_id: str, part: str = "total", last: int = WINDOW) -> tuple[np.ndarray, np.ndarray]:
         """(ids, values) of the last `last` rollouts up to the judged one (a rule that weighs the
@@ -400,11 +396,6 @@ def _explosion(ctx: RuleContext, sig_id: str, ids: np.ndarray, lv: np.ndarray, b
     elif not beyond_all:
         return None
     return {"value": math.exp(last), "times": {name: _r(math.exp(last - t)) for name, t in tops}}
-
-
-def _reward_holds(ctx: RuleContext) -> bool:
-    ids, vals = ctx.series("reward")
-    return reward_holds(ids, vals, ctx.upto, ctx.ranges.bounds("reward", ctx.upto))
 
 
 def early_level(ids: np.ndarray, vals: np.ndarray) -> float | None:

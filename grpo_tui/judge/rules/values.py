@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...store.metric_store import Segment
+from .. import stats
+from ..ranges import RangeSet
 from ..signals import (
     BY_ID,
     MEAN_WINDOW,
+    band_tol,
     beyond_is_healthy,
     groups_of,
+    signal_values,
 )
 from .base import (
+    WINDOW,
     Condition,
     RuleContext,
     RuleInfo,
-    _finite,
     _r,
-    _reward_holds,
 )
 
 INFO = (
@@ -80,42 +84,103 @@ _SIGNAL_METRICS = frozenset(a for s in BY_ID.values() for a in s.aliases)
 
 
 def rule_out_of_range(ctx: RuleContext) -> list[Condition]:
-    out = []
-    for sig_id in BY_ID:
-        if ctx.only_signals is not None and sig_id not in ctx.only_signals:
-            continue  # its five-step mean sits inside its range (judge/gates.py)
-        if sig_id == "clipfrac" and ctx.k > 1:
-            continue  # several updates per rollout: clipping is expected
-        if sig_id == "zero_std" and groups_of(ctx.seg) is None:
-            continue  # a plain count has no range
-        ids, vals = _finite(*ctx.series(sig_id))
-        if len(vals) == 0 or ids[-1] != ctx.upto:
-            continue
-        b = ctx.ranges.bounds(sig_id, ctx.upto)
+    """The rule at one rollout: RangeTest over its window."""
+    rows = ctx.seg.rows_upto(WINDOW, ctx.upto)
+    if not len(rows) or int(ctx.seg.ids_at(rows[-1:])[0]) != ctx.upto:
+        return []
+    return RangeTest(ctx.seg, ctx.ranges, rows, np.array([len(rows) - 1])).conditions(0)
+
+
+class RangeTest:
+    """rule_out_of_range over columns: each signal's five-step mean (its last five finite values
+    in the rule's window, the newest at the judged rollout) against its healthy range, for many
+    rollouts at once.  `rows` are the run's rows in rollout order (a window, or the whole run so
+    far), `at` the positions in `rows` of the rollouts judged; the same arithmetic serves one
+    rollout (live judging) and the whole history (judge/bulk.py), so both give one answer.
+
+    A mean beyond the band the way a healthy run goes (reward above; answers or cut share
+    shorter while reward holds) is no warning.  clipfrac is not judged at several updates per
+    rollout (clipping is expected), zero_std not without a group count (a plain count has no
+    range)."""
+
+    def __init__(self, seg: Segment, rs: RangeSet, rows: np.ndarray, at: np.ndarray) -> None:
+        self.seg, self.rs, self.at = seg, rs, at
+        self.ids = seg.ids_at(rows)
+        self.judged = self.ids[at]
+        self.fires: dict[str, np.ndarray] = {}  # per signal the rule may judge: its sign at each of `at`
+        self._parts: dict[str, tuple] = {}
+        self._rows = rows
+        self._reward: np.ndarray | None = None
+        for sig_id, sig in BY_ID.items():
+            if (sig_id == "clipfrac" and seg.steps_per_rollout > 1) or (
+                sig_id == "zero_std" and groups_of(seg) is None
+            ):
+                continue
+            got = self._mean_and_band(sig_id)
+            if got is None:
+                continue
+            v, mean, idx, cnt, present, lo, hi = got
+            with np.errstate(invalid="ignore"):
+                tol = band_tol(lo, hi)
+                out = present & ((mean > hi + tol) | (mean < lo - tol))
+                above = mean > hi
+            if sig.healthy_beyond and out.any():
+                holds = self._reward_holds() if sig.healthy_beyond == "below while reward holds" else False
+                out &= ~beyond_is_healthy(sig, above, holds)
+            self.fires[sig_id] = out
+            self._parts[sig_id] = (v, mean, idx, cnt)
+
+    def _mean_and_band(self, sig_id: str) -> tuple | None:
+        b = self.rs.bounds_many(sig_id, self.judged)
         if b is None:
-            continue
-        lo, hi = b
-        mean5 = float(np.mean(vals[-MEAN_WINDOW:]))
-        tol = 1e-6 if lo == hi else 0.0
-        if mean5 > hi + tol or mean5 < lo - tol:
-            side = "above" if mean5 > hi else "below"
+            return None
+        v = signal_values(self.seg, BY_ID[sig_id], self._rows)
+        mean, idx, cnt = stats.last_finite_mean(v, self.at, MEAN_WINDOW, WINDOW)
+        return v, mean, idx, cnt, np.isfinite(v[self.at]), b[0], b[1]
+
+    def _reward_holds(self) -> np.ndarray:
+        """signals.reward_holds at each judged rollout: reward's five-step mean not below its band."""
+        if self._reward is None:
+            got = self._mean_and_band("reward")
+            if got is None:
+                self._reward = np.zeros(len(self.at), bool)
+            else:
+                _v, mean, _idx, _cnt, present, lo, hi = got
+                with np.errstate(invalid="ignore"):
+                    self._reward = present & (mean >= lo - band_tol(lo, hi))
+        return self._reward
+
+    def any_fires(self) -> np.ndarray:
+        """Per judged rollout: some signal's sign is there."""
+        out = np.zeros(len(self.at), bool)
+        for f in self.fires.values():
+            out |= f
+        return out
+
+    def conditions(self, j: int) -> list[Condition]:
+        """The rule's conditions at the j-th judged rollout, in signal order."""
+        out = []
+        upto = int(self.judged[j])
+        for sig_id, f in self.fires.items():
+            if not f[j]:
+                continue
+            v, mean, idx, cnt = self._parts[sig_id]
+            m = float(mean[j])
+            band = self.rs.bounds(sig_id, upto)  # (the values bounds_many gave, as the file has them)
+            assert band is not None  # (a signal fires only against a band)
+            lo, hi = band
+            side = "above" if m > hi else "below"
             sig = BY_ID[sig_id]
-            if sig.healthy_beyond and beyond_is_healthy(sig, side, _reward_holds(ctx)):
-                continue  # the way a healthy run goes (reward up; shorter answers while reward holds)
+            window = [_r(float(x)) for x in v[idx[j, MEAN_WINDOW - int(cnt[j]) :]]]
             out.append(
                 Condition(
                     "out-of-range",
                     "warning",
-                    ctx.upto,
-                    f"{sig.label} five-step mean {sig.fmt.format(mean5)} is {side} its healthy range "
+                    upto,
+                    f"{sig.label} five-step mean {sig.fmt.format(m)} is {side} its healthy range "
                     f"{sig.fmt.format(lo)}-{sig.fmt.format(hi)}",
-                    {
-                        "signal": sig_id,
-                        "mean5": _r(mean5),
-                        "range": [lo, hi],
-                        "window": [_r(v) for v in vals[-MEAN_WINDOW:]],
-                    },
+                    {"signal": sig_id, "mean5": _r(m), "range": [lo, hi], "window": window},
                     signal=sig_id,
                 )
             )
-    return out
+        return out

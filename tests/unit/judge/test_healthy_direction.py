@@ -67,8 +67,11 @@ def test_the_predicates():
     assert not reward_holds(ids, np.full(10, 0.5), 9, (0.53, 0.87))
     assert not reward_holds(ids, np.full(10, 0.6), 10, (0.53, 0.87))  # no value at the rollout
     assert not reward_holds(ids, np.full(10, 0.6), 9, None)  # no band
-    assert beyond_is_healthy(BY_ID["reward"], "above", False)
-    assert not beyond_is_healthy(BY_ID["reward"], "below", True)
-    assert beyond_is_healthy(BY_ID["truncated"], "below", True)
-    assert not beyond_is_healthy(BY_ID["truncated"], "below", False)
-    assert not beyond_is_healthy(BY_ID["gap"], "below", True)
+    assert beyond_is_healthy(BY_ID["reward"], True, False)  # (above its band)
+    assert not beyond_is_healthy(BY_ID["reward"], False, True)
+    assert beyond_is_healthy(BY_ID["truncated"], False, True)
+    assert not beyond_is_healthy(BY_ID["truncated"], False, False)
+    assert not beyond_is_healthy(BY_ID["gap"], False, True)
+    # element by element, as RangeTest asks it for many rollouts at once
+    got = beyond_is_healthy(BY_ID["truncated"], np.array([True, False, False]), np.array([True, True, False]))
+    assert got.tolist() == [False, True, False]
