@@ -9,6 +9,7 @@ import numpy as np
 from ..store.metric_store import Segment
 from .bulk_vec import (
     BASE_ROWS,
+    MAYBE,
     NO,
     START,
     UNKNOWN,
@@ -20,14 +21,12 @@ from .bulk_vec import (
     _DriftMay,
     _entropy_high_vec,
     _entropy_vec,
-    _first_steps,
     _hacking_vec,
     _kl_ref_vec,
     _last4,
     _log,
     _no_signal_vec,
     _no_update_vec,
-    _off_policy_vec,
     _or,
     _reward_variance_vec,
     _slowdown_vec,
@@ -37,7 +36,7 @@ from .bulk_vec import (
 )
 from .held import ge as _ge, lt as _lt
 from .ranges import RangeSet
-from .rules import OUT_OF_RANGE
+from .rules import COMPUTED
 from .rules.base import (
     ABSURD,
     RHO,
@@ -45,6 +44,7 @@ from .rules.base import (
     own_base,
     ranges_for,
 )
+from .rules.rollout import OffPolicyTest
 from .rules.values import RangeTest
 from .signals import BY_ID, groups_of, metric_for
 
@@ -68,14 +68,19 @@ class Answers:
         self.seg = seg
         self._drift: _DriftMay | None = None  # _no_drift's arrays, made on first use
         self._held: tuple | None = None  # held_rules' arrays, made on first use
-        self.oor: RangeTest | None = None  # rule_out_of_range over the history (full ops)
+        # the rules written over columns, over the whole history (their answers at full ops)
+        self.oor: RangeTest | None = None
+        self.off_policy: OffPolicyTest | None = None
         if not n_ops or not full.any():
             return
         res, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
+        history = np.arange(int(rows.max()) + 1)
+        self.oor = RangeTest(seg, self.resolved, history, rows)
+        self.off_policy = OffPolicyTest(seg, history, rows)
+        res["rule_off_policy"] = np.where(self.off_policy.fires, MAYBE, NO).astype(np.int8)  # (the rule's answer)
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
-        self.oor = RangeTest(seg, self.resolved, np.arange(int(rows.max()) + 1), rows)
         calm = full & ~self.oor.any_fires()
         self.quiet = calm & (self.mat == NO).all(axis=1)
         others = [j for j, nm in enumerate(self.names) if nm != "rule_length_hacking"]
@@ -89,8 +94,7 @@ class Answers:
     def held_rules(
         self, k: int, open_rules: frozenset, critical: frozenset
     ) -> dict[str, tuple[tuple[str, str], ...]] | None:
-        """rules.HELD_RULES at op k: the rules (rule_gap, rule_grad_norm, rule_no_signal,
-        rule_off_policy) that
+        """rules.HELD_RULES at op k: the rules (rule_gap, rule_grad_norm, rule_no_signal) that
         need not run because each alert they could return is open and critical (`critical`: of
         `open_rules`, those) and holds anyway, with those alerts.
 
@@ -105,13 +109,10 @@ class Answers:
         - rule_no_signal returns only no-signal, surely where reward is exactly 0 (or 1) on the
           last 2 rollouts or >= 80 % of groups score the same in 3 of the last 4; an open
           no-signal warning (mostly all-right groups: saturation) holds where the rule surely
-          returns that warning again (_no_signal_warning_sure), as a warning cannot change.
-        - rule_off_policy returns only off-policy, surely where the clip fraction is above 0 on
-          the last 2 rollouts with one update each (Miles), or above 0.3 in 3 of the last 4, or
-          the first of K updates of the last 2 rollouts clips or moves (Miles)."""
+          returns that warning again (_no_signal_warning_sure), as a warning cannot change."""
         if not self.full[k] or not (critical or "no-signal" in open_rules):
             return None
-        still_gap, calm_gap, still_grad, no_signal, no_signal_warn, off_policy = self.held_arrays()
+        still_gap, calm_gap, still_grad, no_signal, no_signal_warn = self.held_arrays()
         out: dict[str, tuple[tuple[str, str], ...]] = {}
         gap_open = tuple(a for a in ("gap-rising", "gap-jump") if a in open_rules)
         if (
@@ -127,8 +128,6 @@ class Answers:
             out["rule_no_signal"] = (("no-signal", "critical"),)
         elif "no-signal" in open_rules and no_signal_warn[k]:  # surely its warning: the open alert stays as it is
             out["rule_no_signal"] = (("no-signal", "warning"),)
-        if "off-policy" in critical and off_policy[k]:
-            out["rule_off_policy"] = (("off-policy", "critical"),)
         return out or None
 
     def held_arrays(self) -> tuple[np.ndarray, ...]:
@@ -149,13 +148,17 @@ class Answers:
         return self.mat[:, self.names.index(rule)] != NO
 
     def at(self, k: int) -> dict:
-        """{rule: True/False/None (None = scalar gate), rules.OUT_OF_RANGE: its conditions,
-        "quiet": bool}."""
+        """{rule: True/False/None (None = scalar gate), rules.COMPUTED: {rule: its conditions}
+        of the rules over columns, "quiet": bool}."""
         if not self.full[k]:
             return {}
         row = self.mat[k].tolist()
         d: dict = {nm: (None if v == UNKNOWN else bool(v)) for nm, v in zip(self.names, row)}
-        d[OUT_OF_RANGE] = self.oor.conditions(k) if self.oor is not None else []
+        if self.oor is not None and self.off_policy is not None:
+            d[COMPUTED] = {
+                "rule_out_of_range": self.oor.conditions(k),
+                "rule_off_policy": self.off_policy.conditions(k),
+            }
         d["quiet"] = bool(self.quiet[k])
         return d
 
@@ -165,7 +168,6 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
     rs = ranges_for(seg, ranges, int(ids[rows[full][0]]))
-    ctxk = seg.steps_per_rollout
     res: dict[str, np.ndarray] = {}
     res["rule_gap"] = _or(
         _drift_vec(seg, rs, ids, rows, "gap", True, None, memo), _drift_vec(seg, rs, ids, rows, "kl", True, None, memo)
@@ -173,7 +175,6 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     res["rule_grad_norm"] = _drift_vec(seg, rs, ids, rows, "grad_norm", False, ABSURD.get("grad_norm"), memo)
     res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
     res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows, memo)
-    res["rule_off_policy"] = _off_policy_vec(seg, rows, ctxk)
     res["rule_no_signal"] = _no_signal_vec(seg, ids, rows, memo)
     res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
     res["rule_kl_ref"] = _kl_ref_vec(seg, rows)
@@ -186,7 +187,7 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
 def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.ndarray, ...]:
     """Per op (Answers.held_rules): _still_outside surely finds gap or KL above; rule_gap
     surely returns no new gap-rising by an explosion (for gap and KL); _still_outside surely
-    finds grad_norm above; rule_no_signal and rule_off_policy surely return their sign."""
+    finds grad_norm above; rule_no_signal surely returns its sign."""
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
     full = rows >= START
@@ -208,32 +209,7 @@ def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.nda
         full & still["grad_norm"],
         full & _no_signal_sure(seg, ids, rows, memo),
         full & _no_signal_warning_sure(seg, ids, rows, memo),
-        full & _off_policy_sure(seg, rows, end),
     )
-
-
-def _off_policy_sure(seg: Segment, rows: np.ndarray, end: int) -> np.ndarray:
-    """rule_off_policy surely returns a condition: one update per rollout (Miles) and a clip
-    fraction above 0 on the last 2 rows; else 3 of the last 4 rows above 0.3, or (Miles) the
-    first update of the last 2 rollouts with a clip fraction or ppo_kl above 0 (finite on every
-    row read, by a margin)."""
-    name = metric_for(seg, BY_ID["clipfrac"])
-    if name is None:
-        return np.zeros(len(rows), bool)
-    cf = _vals(seg, name, end)
-    if seg.steps_per_rollout == 1 and seg.framework == "miles":
-        ok = (rows >= 1) & _dense(np.isfinite(cf), rows, 2)
-        hit = _surely_above(cf, np.float64(1e-6))
-        return ok & hit[rows] & hit[rows - 1]
-    out = np.zeros(len(rows), bool)
-    dense = (rows >= 3) & _dense(np.isfinite(cf), rows, 4)
-    out[dense] = _surely_above(_last4(cf, rows[dense]), np.float64(0.3)).sum(axis=1) >= 3
-    if seg.framework == "miles":  # K updates: the first update of both last two off fresh weights
-        first_cf, first_kl = _first_steps(seg, end)
-        hit = _surely_above(first_cf, np.float64(1e-6)) | _surely_above(np.abs(first_kl), np.float64(1e-6))
-        hit &= np.isfinite(first_cf)
-        out |= (rows >= 1) & _dense(np.isfinite(cf), rows, 2) & hit[rows] & hit[rows - 1]
-    return out
 
 
 def _no_signal_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, memo: dict) -> np.ndarray:

@@ -21,7 +21,6 @@ from .rules.base import (
     WINDOW,
 )
 from .rules.policy import ENTROPY
-from .rules.rollout import first_step
 from .setup import FIRST as FIT_FIRST
 from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, metric_for, signal_at_rows, zero_std_parts
 
@@ -398,54 +397,6 @@ def _window_head_min(pt: np.ndarray, sel: np.ndarray) -> np.ndarray:
     head = np.minimum(8, np.maximum(4, (sel - lo + 1) // 4))
     firsts = _sw(np.concatenate([pt, np.full(7, np.inf)]), 8)[lo]  # pt[lo .. lo+7]
     return np.where(np.arange(8)[None, :] < head[:, None], firsts, np.inf).min(axis=1)
-
-
-def _off_policy_vec(seg, rows, k: int) -> np.ndarray:
-    end = int(rows.max()) + 1
-    name = metric_for(seg, BY_ID["clipfrac"])
-    if name is None:
-        return np.full(len(rows), NO, np.int8)
-    cf = _vals(seg, name, end)
-    if k != 1 or seg.framework != "miles":
-        return _off_policy_k_vec(seg, rows, cf, end)
-    dense = _dense(np.isfinite(cf), rows, 2)
-    kl = _vals(seg, "train/ppo_kl", end)
-    kl = np.where(np.isfinite(kl), kl, 0.0)
-    with np.errstate(invalid="ignore"):
-        bad = (cf > 1e-6 - EPS) | (np.abs(kl) > 1e-6 - EPS)
-    maybe = bad[rows] | bad[rows - 1]
-    return np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN).astype(np.int8)
-
-
-def _off_policy_k_vec(seg, rows, cf: np.ndarray, end: int) -> np.ndarray:
-    """rule_off_policy with K updates per rollout (or verl/TRL): it may fire only where the
-    first update of both last two rollouts has a clip fraction or ppo_kl above 1e-6 (Miles), or
-    3 of the last 4 clip fractions are above 0.3.  Read where the last four rows are all finite
-    (the rule's last values are then theirs); elsewhere the rule decides."""
-    fin = np.isfinite(cf)
-    dense = _dense(fin, rows, 4)
-    with np.errstate(invalid="ignore"):
-        high = np.concatenate([np.zeros(3, np.int8), (cf > 0.3 - EPS).astype(np.int8)])  # 3 rows before row 0
-    hits = high[rows] + high[rows + 1] + high[rows + 2] + high[rows + 3]  # rows r-3 .. r
-    maybe = (rows >= 3) & (hits >= 3)
-    if seg.framework == "miles":
-        first_cf, first_kl = _first_steps(seg, end)
-        with np.errstate(invalid="ignore"):
-            bad = np.isfinite(first_cf) & ((first_cf > 1e-6 - EPS) | (np.abs(first_kl) > 1e-6 - EPS))
-        maybe |= (rows >= 1) & bad[rows] & bad[np.maximum(rows - 1, 0)]
-    out = np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN)
-    return np.where(fin[rows], out, NO).astype(np.int8)  # the rule needs the judged one's value
-
-
-def _first_steps(seg, end: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, what first_step reads of the rollout's first actor update: its clip
-    fraction (NaN where it has none or it is not a finite number: first_step leaves the rollout
-    out) and its ppo_kl (0 where not a finite number)."""
-    cf, kl = np.full(end, math.nan), np.zeros(end)
-    row_of = seg.row_of
-    for r, v, k in first_step(seg, np.asarray(seg.ids[:end])):
-        cf[row_of[r]], kl[row_of[r]] = v, k
-    return cf, kl
 
 
 def _entropy_vec(seg, rows) -> np.ndarray:

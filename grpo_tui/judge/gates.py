@@ -255,24 +255,6 @@ def gate_rollout_slowdown(ctx, win: Window) -> bool:
     return float(np.mean(per_tok[-4:])) > low + RHO["rollout_time"] - EPS
 
 
-def gate_off_policy(ctx, win: Window) -> bool:
-    """One update per rollout (Miles): some clip fraction or ppo_kl of the last two > 1e-6."""
-    if ctx.k != 1 or win.seg.framework != "miles":
-        return True
-    if not win.last_finite("clipfrac"):
-        return False
-    cf = win.values("clipfrac")
-    ok = np.isfinite(cf)
-    if ok.sum() < 2:
-        return False
-    rows = np.flatnonzero(ok)[-2:]
-    if np.any(cf[rows] > 1e-6 - EPS):
-        return True
-    kl = win.raw("train/ppo_kl", win.lo, win.end)[rows]
-    kl = np.where(np.isfinite(kl), kl, 0.0)
-    return bool(np.any(np.abs(kl) > 1e-6 - EPS))
-
-
 def gate_no_signal(ctx, win: Window) -> bool:
     """Reward exactly 0 or 1 on the last two (or on the only one), 3 of the last 4 all-same shares
     >= 65 %, or (fewer than 4 shares) every group all-same at the judged rollout."""
@@ -323,7 +305,6 @@ GATES = {
     "rule_grad_norm": gate_grad_norm,
     "rule_length_hacking": gate_length_hacking,
     "rule_rollout_slowdown": gate_rollout_slowdown,
-    "rule_off_policy": gate_off_policy,
     "rule_no_signal": gate_no_signal,
     "rule_entropy_collapse": gate_entropy,
 }

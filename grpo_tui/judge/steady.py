@@ -41,7 +41,7 @@ _RULE_OF = {
 _GATED_ELSEWHERE = frozenset({"rule_non_finite", "rule_out_of_range"})  # (nonfinite rows; omat)
 NO, MAYBE = 0, 1  # (judge/bulk.py's gate answers)
 # Answers.held_arrays' arrays, in its order (bulk._held_arrays)
-_HELD_ARRAYS = ("still_gap", "calm_gap", "still_grad", "no_signal", "no_signal_warn", "off_policy")
+_HELD_ARRAYS = ("still_gap", "calm_gap", "still_grad", "no_signal", "no_signal_warn")
 FIRST_CHUNK, MAX_CHUNK = 32, 2048
 MAX_SETS = 64  # open-alert sets remembered (a run seldom has more than a handful)
 
@@ -143,7 +143,7 @@ class Steady:
                 sev[rule] = severity
         covered = set()
         gap_open = [a for a in ("gap-rising", "gap-jump") if a in sev]
-        if gap_open or {"grad-norm-rising", "no-signal", "off-policy"} & sev.keys():
+        if gap_open or {"grad-norm-rising", "no-signal"} & sev.keys():
             sure = dict(zip(_HELD_ARRAYS, ans.held_arrays()))
         if gap_open:
             if any(sev[a] != "critical" for a in gap_open):
@@ -156,12 +156,16 @@ class Steady:
             warn = sure["no_signal_warn"][lo:hi]
             m &= (sure["no_signal"][lo:hi] | warn) if sev["no-signal"] == "critical" else warn
             covered.add("rule_no_signal")
-        for alert, name in (("grad-norm-rising", "still_grad"), ("off-policy", "off_policy")):
-            if alert in sev:
-                if sev[alert] != "critical":
-                    return none  # (a warning could escalate: op by op)
-                m &= sure[name][lo:hi]
-                covered.add(_RULE_OF[alert])
+        if "grad-norm-rising" in sev:
+            if sev["grad-norm-rising"] != "critical":
+                return none  # (a warning could escalate: op by op)
+            m &= sure["still_grad"][lo:hi]
+            covered.add("rule_grad_norm")
+        if "off-policy" in sev:  # (its column is the rule's own answer: MAYBE where it fires)
+            if sev["off-policy"] != "critical":
+                return none
+            m &= ans.mat[lo:hi, self.col["rule_off_policy"]] == MAYBE
+            covered.add("rule_off_policy")
         for s, fires in ans.oor.fires.items():  # (the rule's own answer: exactly the open warnings)
             m &= fires[lo:hi] == (s in oor_open)
         for nm, j in self.col.items():

@@ -63,11 +63,12 @@ def check_gates(seg) -> int:
             nos += 1
             got = [c for c in _fired(FUNCS[name], seg, upto) if c.rule in RULE_OF[name]]
             assert not got, f"rollout {upto}: {name}'s gate says no, the rule says {got[0].message}"
-        # out-of-range has no gate: its RangeTest over the whole history is the rule, and gives
-        # at every rollout exactly the conditions of the rule asked at that rollout alone
-        at_once, alone = ans.oor.conditions(k), _fired(rules.rule_out_of_range, seg, upto)
-        assert at_once == alone, f"rollout {upto}: out-of-range over the history {at_once}, alone {alone}"
-        nos += not alone
+        # the rules over columns have no gate: computed over the whole history they give at
+        # every rollout exactly the conditions of the rule asked at that rollout alone
+        for name, at_once in ans.at(k)[rules.COMPUTED].items():
+            alone = _fired(FUNCS[name], seg, upto)
+            assert at_once == alone, f"rollout {upto}: {name} over the history {at_once}, alone {alone}"
+            nos += not alone
     return nos
 
 
@@ -138,9 +139,9 @@ def _k_updates_log(
     "first_cf,other_cf,k", [(0.0, 0.9, 2), (0.0, 0.5, 4), (0.02, 0.1, 2), (0.0, 0.1, 2), (0.0, 0.3, 2)]
 )
 def test_off_policy_gate_with_k_updates(first_cf, other_cf, k, monkeypatch):
-    """K updates per rollout: the gate's NOs hold where the first update's clip fraction is above
-    0 (fresh weights) and where 3 of 4 rollouts' clip fractions pass 0.3, each alone; and bulk
-    judging gives the alerts of judging rollout by rollout."""
+    """K updates per rollout: the rule over columns fires where the first update's clip fraction
+    is above 0 (fresh weights) and where 3 of 4 rollouts' clip fractions pass 0.3, each alone; and
+    bulk judging gives the alerts of judging rollout by rollout."""
     from tests.equivalence.test_fast_judge import _bulk_equals_plain
 
     lines = _k_updates_log(first_cf, other_cf, k)

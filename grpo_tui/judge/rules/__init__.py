@@ -44,7 +44,7 @@ __all__ = [
     "HELD_RULES",
     "KL_REF",
     "METRIC_RULES",
-    "OUT_OF_RANGE",
+    "COMPUTED",
     "REWARD_STD",
     "RULES",
     "USE_GATES",
@@ -148,7 +148,7 @@ _STANDIN_SIGNAL = {
 
 HACKING_HELD = "length-hacking held"
 HELD_RULES = "held rules"
-OUT_OF_RANGE = "out-of-range"  # pre: rule_out_of_range's conditions here, from its RangeTest over the history
+COMPUTED = "computed"  # pre: {rule name: its conditions here}, the rule computed over the whole history
 
 
 def evaluate_metrics(
@@ -158,10 +158,11 @@ def evaluate_metrics(
     rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire; HACKING_HELD: whether
     rule_length_hacking returns a condition while its (always critical) alert is open, where
     only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
-    OUT_OF_RANGE: rule_out_of_range's conditions here, the rule computed over the whole history
-    at once (values.RangeTest: the same arithmetic as at one rollout);
+    COMPUTED: {rule name: its conditions here} for the rules written over columns, computed over
+    the whole history at once (values.RangeTest, rollout.OffPolicyTest: the same arithmetic as
+    at one rollout);
     HELD_RULES: {rule name: the open alerts it holds, (alert, severity) each}, for rule_gap,
-    rule_grad_norm, rule_no_signal and rule_off_policy where the bulk knows that every alert
+    rule_grad_norm and rule_no_signal where the bulk knows that every alert
     they could return is open and critical (or a warning it surely returns as a warning) and
     that each of those holds (judge/bulk.py, Answers.held_rules) - the rule is not run, a
     stand-in condition keeps each alert open.  The rules themselves take nothing but the
@@ -176,7 +177,7 @@ def evaluate_metrics(
     ):
         return []
     ctx = RuleContext(seg, ranges, upto, open_rules)
-    oor = pre.get(OUT_OF_RANGE) if pre else None
+    computed = pre.get(COMPUTED) if pre else None
     out: list[Condition] = []
     box: list = []
 
@@ -195,8 +196,8 @@ def evaluate_metrics(
         if held_rules and rule.__name__ in held_rules:
             out.extend(held_standin(a, sev) for a, sev in held_rules[rule.__name__])  # they hold (judge/bulk.py)
             continue
-        if oor is not None and rule is rule_out_of_range:
-            out.extend(oor)
+        if computed is not None and rule.__name__ in computed:
+            out.extend(computed[rule.__name__])
             continue
         if gated and not _may_fire(rule, ctx, win, pre):
             continue  # it cannot fire here (an exact necessary condition, judge/gates.py)

@@ -44,14 +44,67 @@ INFO = (
 
 
 def rule_off_policy(ctx: RuleContext) -> list[Condition]:
-    ids, cf = _finite(*ctx.series("clipfrac"))
-    if len(cf) < 2 or ids[-1] != ctx.upto:
+    """The rule at one rollout: OffPolicyTest over its window."""
+    rows = ctx.seg.rows_upto(WINDOW, ctx.upto)
+    if not len(rows) or int(ctx.seg.ids_at(rows[-1:])[0]) != ctx.upto:
         return []
-    if ctx.k == 1 and ctx.seg.framework == "miles":
-        # (verl/TRL don't say how many updates a rollout gets: only the > 0.3 rule applies there)
-        kl = _rollout_metric(ctx, "train/ppo_kl", ids[-2:])
-        bad = (cf[-2:] > 1e-6) | (np.abs(kl) > 1e-6)
-        if np.all(bad):
+    return OffPolicyTest(ctx.seg, rows, np.array([len(rows) - 1])).conditions(0)
+
+
+class OffPolicyTest:
+    """rule_off_policy over columns, for many rollouts at once (`rows`: the run's rows in
+    rollout order, a window or the whole run so far; `at`: the positions judged).  Its clip
+    fractions are the finite ones of the rule's window, the newest at the judged rollout:
+    - one update per rollout (Miles): the last 2 clip above 0, or move (ppo_kl);
+    - else the first of K updates of the last 2 rollouts clips or moves (Miles: on fresh
+      weights both must be 0), or the clip fraction is above 0.3 in 3 of the last 4."""
+
+    def __init__(self, seg: Segment, rows: np.ndarray, at: np.ndarray) -> None:
+        self.seg, self.at, self.k = seg, at, seg.steps_per_rollout
+        self.ids = seg.ids_at(rows)
+        self.fires = np.zeros(len(at), bool)
+        self.how = np.zeros(len(at), np.int8)  # 1 one update, 2 first of K, 3 above 0.3
+        name = metric_for(seg, BY_ID["clipfrac"])
+        if name is None or not len(at):
+            return
+        cf = self.cf = seg.values_at_rows(name, rows)
+        self.idx, n = stats.last_finite(cf, at, 4, WINDOW)
+        idx = self.idx
+        ok = (n >= 2) & np.isfinite(cf[at])
+        last2 = idx[:, 2:]
+        miles = seg.framework == "miles"
+        if self.k == 1 and miles:
+            kl = self.kl = _zero_where_missing(seg.values_at_rows("train/ppo_kl", rows))
+            with np.errstate(invalid="ignore"):
+                bad = (cf > 1e-6) | (np.abs(kl) > 1e-6)
+            self._set(ok & bad[last2].all(axis=1), 1)
+            return
+        if miles:
+            need = np.unique(last2[ok])  # (the first updates of the rollouts read: a Python loop each)
+            first_cf, first_kl = np.full(len(rows), math.nan), np.zeros(len(rows))
+            first_cf[need], first_kl[need] = first_steps(seg, rows[need])
+            self.first = first_cf, first_kl
+            with np.errstate(invalid="ignore"):
+                bad = np.isfinite(first_cf) & ((first_cf > 1e-6) | (np.abs(first_kl) > 1e-6))
+            self._set(ok & bad[last2].all(axis=1), 2)
+        with np.errstate(invalid="ignore"):
+            high = (cf[np.maximum(idx, 0)] - 0.3) > 0
+        self._set(ok & (n >= 4) & (high.sum(axis=1) >= 3), 3)
+
+    def _set(self, hit: np.ndarray, how: int) -> None:
+        new = hit & ~self.fires
+        self.how[new] = how
+        self.fires |= new
+
+    def conditions(self, j: int) -> list[Condition]:
+        """The rule's condition at the j-th judged rollout (none, or one)."""
+        how = int(self.how[j])
+        if not how:
+            return []
+        idx = self.idx[j]
+        ids, cf = self.ids[idx], self.cf[idx]
+        if how == 1:
+            kl = self.kl[idx[2:]]
             return [
                 Condition(
                     "off-policy",
@@ -68,68 +121,59 @@ def rule_off_policy(ctx: RuleContext) -> list[Condition]:
                     signal="clipfrac",
                 )
             ]
-        return []
-    # With K updates per rollout the FIRST step still runs on fresh weights: its ratio is 1, so
-    # its clip fraction and ppo_kl must be ~0 whatever K is (Miles' CI asserts both).
-    firsts = first_step(ctx.seg, ids[-2:]) if ctx.seg.framework == "miles" else []
-    if len(firsts) == 2 and all(cf_ > 1e-6 or abs(kl_) > 1e-6 for _, cf_, kl_ in firsts):
+        if how == 2:
+            first_cf, first_kl = self.first[0][idx[2:]], self.first[1][idx[2:]]
+            r0, r1 = int(ids[-2]), int(ids[-1])
+            return [
+                Condition(
+                    "off-policy",
+                    "critical",
+                    r0,
+                    f"clip fraction {first_cf[-1]:.3g} / ppo_kl {first_kl[-1]:.3g} > 0 on the first update "
+                    f"of rollouts {r0} and {r1} (must be 0 on fresh weights)",
+                    {
+                        "signal": "clipfrac",
+                        "first_step_clipfrac": [_r(v) for v in first_cf],
+                        "first_step_ppo_kl": [_r(v) for v in first_kl],
+                        "steps_per_rollout": self.k,
+                    },
+                    signal="clipfrac",
+                )
+            ]
         return [
             Condition(
                 "off-policy",
                 "critical",
-                firsts[0][0],
-                f"clip fraction {firsts[-1][1]:.3g} / ppo_kl {firsts[-1][2]:.3g} > 0 on the first update "
-                f"of rollouts {firsts[0][0]} and {firsts[1][0]} (must be 0 on fresh weights)",
-                {
-                    "signal": "clipfrac",
-                    "first_step_clipfrac": [_r(v) for _, v, _ in firsts],
-                    "first_step_ppo_kl": [_r(v) for _, _, v in firsts],
-                    "steps_per_rollout": ctx.k,
-                },
-                signal="clipfrac",
-            )
-        ]
-    if len(cf) >= 4 and stats.persistent_above(cf, 0.3, 3, 4):
-        return [
-            Condition(
-                "off-policy",
-                "critical",
-                int(ids[-4]),
+                int(ids[0]),
                 f"clip fraction {cf[-1]:.3g} above 0.3 for 3 of 4 rollouts: policy moves too fast per update",
-                {"signal": "clipfrac", "last4": [_r(v) for v in cf[-4:]], "steps_per_rollout": ctx.k},
+                {"signal": "clipfrac", "last4": [_r(v) for v in cf], "steps_per_rollout": self.k},
                 signal="clipfrac",
             )
         ]
-    return []
 
 
-def _rollout_metric(ctx: RuleContext, name: str, rollouts: np.ndarray) -> np.ndarray:
-    """A metric's per-rollout values at these rollouts (0 where it is not logged)."""
-    seg = ctx.seg
-    rows = np.array([seg.row_of[int(r)] for r in rollouts if int(r) in seg.row_of], dtype=np.int64)
-    if len(rows) != len(rollouts):
-        return np.zeros(len(rollouts))
-    v = seg.values_at_rows(name, rows)
+def _zero_where_missing(v: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(v), v, 0.0)
 
 
-def first_step(seg: Segment, rollouts: np.ndarray) -> list[tuple[int, float, float]]:
-    """(rollout, clip fraction, ppo_kl) of the first optimizer step of each rollout."""
-    out = []
+def first_steps(seg: Segment, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the rollout's first actor update: its clip fraction (NaN where it has none or
+    it is not a finite number) and its ppo_kl (0 where not a finite number)."""
+    cf, kl = np.full(len(rows), math.nan), np.zeros(len(rows))
     steps = seg.steps
     roles, ns = steps.roles, steps.ns
-    for r in rollouts.tolist():
+    for j, r in enumerate(seg.ids_at(rows).tolist()):
         mine = [i for i in steps.of_rollout.get(int(r), ()) if roles[i] == ""]
         if not mine:
             continue
         first = min(mine, key=ns.__getitem__)
         v = steps.get_value(first, "train/pg_clipfrac")
-        kl = steps.get_value(first, "train/ppo_kl", 0.0)
-        if not (isinstance(kl, (int, float)) and not isinstance(kl, bool) and math.isfinite(kl)):
-            kl = 0.0
+        k = steps.get_value(first, "train/ppo_kl", 0.0)
+        if not (isinstance(k, (int, float)) and not isinstance(k, bool) and math.isfinite(k)):
+            k = 0.0
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            out.append((int(r), float(v), float(kl)))
-    return out
+            cf[j], kl[j] = float(v), float(k)
+    return cf, kl
 
 
 def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:
