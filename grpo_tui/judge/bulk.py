@@ -185,7 +185,7 @@ USE_STEADY = True  # (tests turn it off to exercise the op-by-op stand-ins)
 
 
 _LH = frozenset({"length-hacking"})
-_STANDS_IN = frozenset(rules.drift.LATCHED) | {"no-signal"}  # the alerts held_rules may keep open
+_STANDS_IN = frozenset(rules.drift.LATCHED)  # the alerts held_rules may keep open
 
 
 def _critical(eng, rule: str) -> bool:

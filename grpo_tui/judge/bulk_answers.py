@@ -25,16 +25,13 @@ from .bulk_vec import (
     _kl_ref_vec,
     _last4,
     _log,
-    _no_signal_vec,
     _no_update_vec,
     _or,
     _reward_variance_vec,
     _slowdown_vec,
     _surely_above,
     _vals,
-    _zero_std_rows,
 )
-from .held import ge as _ge, lt as _lt
 from .ranges import RangeSet
 from .rules import COMPUTED
 from .rules.base import (
@@ -44,9 +41,10 @@ from .rules.base import (
     own_base,
     ranges_for,
 )
+from .rules.learning_signal import NoSignalTest
 from .rules.rollout import OffPolicyTest
 from .rules.values import RangeTest
-from .signals import BY_ID, groups_of, metric_for
+from .signals import BY_ID, metric_for
 
 
 class Answers:
@@ -71,13 +69,16 @@ class Answers:
         # the rules written over columns, over the whole history (their answers at full ops)
         self.oor: RangeTest | None = None
         self.off_policy: OffPolicyTest | None = None
+        self.no_signal: NoSignalTest | None = None
         if not n_ops or not full.any():
             return
         res, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
         history = np.arange(int(rows.max()) + 1)
         self.oor = RangeTest(seg, self.resolved, history, rows)
         self.off_policy = OffPolicyTest(seg, history, rows)
-        res["rule_off_policy"] = np.where(self.off_policy.fires, MAYBE, NO).astype(np.int8)  # (the rule's answer)
+        self.no_signal = NoSignalTest(seg, history, rows)
+        for name, test in (("rule_off_policy", self.off_policy), ("rule_no_signal", self.no_signal)):
+            res[name] = np.where(test.fires, MAYBE, NO).astype(np.int8)  # (the rule's own answer)
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
@@ -94,7 +95,7 @@ class Answers:
     def held_rules(
         self, k: int, open_rules: frozenset, critical: frozenset
     ) -> dict[str, tuple[tuple[str, str], ...]] | None:
-        """rules.HELD_RULES at op k: the rules (rule_gap, rule_grad_norm, rule_no_signal) that
+        """rules.HELD_RULES at op k: the rules (rule_gap, rule_grad_norm) that
         need not run because each alert they could return is open and critical (`critical`: of
         `open_rules`, those) and holds anyway, with those alerts.
 
@@ -105,14 +106,10 @@ class Answers:
           margin; else the rule runs).  rule_grad_norm returns only grad-norm-rising; rule_gap
           only gap-rising while that is open, and otherwise also gap-jump (open) or a new
           gap-rising, which needs an explosion (_drift_vec's test of it) or a drift_up window
-          whose test may pass (_DriftMay): neither may happen where it is left out.
-        - rule_no_signal returns only no-signal, surely where reward is exactly 0 (or 1) on the
-          last 2 rollouts or >= 80 % of groups score the same in 3 of the last 4; an open
-          no-signal warning (mostly all-right groups: saturation) holds where the rule surely
-          returns that warning again (_no_signal_warning_sure), as a warning cannot change."""
-        if not self.full[k] or not (critical or "no-signal" in open_rules):
+          whose test may pass (_DriftMay): neither may happen where it is left out."""
+        if not self.full[k] or not critical:
             return None
-        still_gap, calm_gap, still_grad, no_signal, no_signal_warn = self.held_arrays()
+        still_gap, calm_gap, still_grad = self.held_arrays()
         out: dict[str, tuple[tuple[str, str], ...]] = {}
         gap_open = tuple(a for a in ("gap-rising", "gap-jump") if a in open_rules)
         if (
@@ -124,10 +121,6 @@ class Answers:
             out["rule_gap"] = tuple((a, "critical") for a in gap_open)
         if "grad-norm-rising" in critical and still_grad[k]:
             out["rule_grad_norm"] = (("grad-norm-rising", "critical"),)
-        if "no-signal" in critical and no_signal[k]:
-            out["rule_no_signal"] = (("no-signal", "critical"),)
-        elif "no-signal" in open_rules and no_signal_warn[k]:  # surely its warning: the open alert stays as it is
-            out["rule_no_signal"] = (("no-signal", "warning"),)
         return out or None
 
     def held_arrays(self) -> tuple[np.ndarray, ...]:
@@ -154,10 +147,11 @@ class Answers:
             return {}
         row = self.mat[k].tolist()
         d: dict = {nm: (None if v == UNKNOWN else bool(v)) for nm, v in zip(self.names, row)}
-        if self.oor is not None and self.off_policy is not None:
+        if self.oor is not None and self.off_policy is not None and self.no_signal is not None:
             d[COMPUTED] = {
-                "rule_out_of_range": self.oor.conditions(k),
+                "rule_no_signal": self.no_signal.conditions(k),
                 "rule_off_policy": self.off_policy.conditions(k),
+                "rule_out_of_range": self.oor.conditions(k),
             }
         d["quiet"] = bool(self.quiet[k])
         return d
@@ -175,7 +169,6 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     res["rule_grad_norm"] = _drift_vec(seg, rs, ids, rows, "grad_norm", False, ABSURD.get("grad_norm"), memo)
     res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
     res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows, memo)
-    res["rule_no_signal"] = _no_signal_vec(seg, ids, rows, memo)
     res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
     res["rule_kl_ref"] = _kl_ref_vec(seg, rows)
     res["rule_entropy_high"] = _entropy_high_vec(seg, rows)
@@ -187,7 +180,7 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
 def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.ndarray, ...]:
     """Per op (Answers.held_rules): _still_outside surely finds gap or KL above; rule_gap
     surely returns no new gap-rising by an explosion (for gap and KL); _still_outside surely
-    finds grad_norm above; rule_no_signal surely returns its sign."""
+    finds grad_norm above."""
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
     full = rows >= START
@@ -207,53 +200,7 @@ def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.nda
         full & (still["gap"] | still["kl"]),
         calm,
         full & still["grad_norm"],
-        full & _no_signal_sure(seg, ids, rows, memo),
-        full & _no_signal_warning_sure(seg, ids, rows, memo),
     )
-
-
-def _no_signal_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, memo: dict) -> np.ndarray:
-    """rule_no_signal surely returns a condition: reward exactly 0 (or exactly 1) on the last 2
-    rows, both finite; or, with a group count, the zero-std share of the last 4 rows (all
-    finite) above 80 % by a margin in 3 of them."""
-    out = np.zeros(len(rows), bool)
-    rn = metric_for(seg, BY_ID["reward"])
-    if rn is not None:
-        R = _vals(seg, rn, len(ids))
-        a, b = R[rows - 1], R[rows]
-        out |= (rows >= 1) & (((a == 0.0) & (b == 0.0)) | ((a == 1.0) & (b == 1.0)))
-    if groups_of(seg) is not None:
-        frac = _zero_std_rows(seg, len(ids), memo)
-        dense = (rows >= 3) & _dense(np.isfinite(frac), rows, 4)
-        sel = rows[dense]
-        out[dense] |= _surely_above(_last4(frac, sel), np.float64(0.8 - 1e-9)).sum(axis=1) >= 3
-    return out
-
-
-def _no_signal_warning_sure(seg: Segment, ids: np.ndarray, rows: np.ndarray, memo: dict) -> np.ndarray:
-    """rule_no_signal surely returns its warning: reward on the last 2 rows finite and not
-    exactly 0 (nor 1) on both, >= 80 % of groups all-same on 3 of the last 4 (all finite), and
-    at the judged rollout the all-right groups >= 80 % of those, the all-wrong ones below (each
-    by a margin): the saturated case's severity."""
-    out = np.zeros(len(rows), bool)
-    rn = metric_for(seg, BY_ID["reward"])
-    if rn is None or groups_of(seg) is None:
-        return out
-    end = len(ids)
-    R = _vals(seg, rn, end)
-    a, b = R[rows - 1], R[rows]
-    out = (rows >= 3) & np.isfinite(a) & np.isfinite(b) & ~((a == 0.0) & (b == 0.0)) & ~((a == 1.0) & (b == 1.0))
-    frac = _zero_std_rows(seg, end, memo)
-    out &= _dense(np.isfinite(frac), rows, 4)
-    if not out.any():
-        return out
-    sel = rows[out]
-    out[out] = _surely_above(_last4(frac, sel), np.float64(0.8 - 1e-9)).sum(axis=1) >= 3
-    if not out.any():
-        return out
-    wrong, right = _zero_std_rows(seg, end, memo, "wrong"), _zero_std_rows(seg, end, memo, "right")
-    edge = 0.8 * frac[rows]
-    return out & _lt(wrong[rows], edge).sure & _ge(right[rows], edge).sure
 
 
 def _still_sure(seg: Segment, rs, ids: np.ndarray, rows: np.ndarray, sig_id: str, ctx) -> np.ndarray:

@@ -22,7 +22,7 @@ from .rules.base import (
 )
 from .rules.policy import ENTROPY
 from .setup import FIRST as FIT_FIRST
-from .signals import BY_ID, EARLY_ROLLOUTS, groups_of, metric_for, signal_at_rows, zero_std_parts
+from .signals import BY_ID, EARLY_ROLLOUTS, metric_for
 
 EPS = gates.EPS
 BASE_ROWS = 10
@@ -470,52 +470,3 @@ def _no_update_vec(seg, rows) -> np.ndarray:
         return np.full(len(rows), NO, np.int8)
     v = _vals(seg, name, int(rows.max()) + 1)
     return np.where(v[rows] == 0.0, MAYBE, NO).astype(np.int8)
-
-
-def _zero_std_rows(seg, end: int, memo: dict | None = None, part: str = "total") -> np.ndarray:
-    """The zero-std share per row (NaN where the rule's series has no point); `part`: of all
-    groups (total), or of the all-wrong or all-right ones (signals.zero_std_parts)."""
-    key = ("zero_std rows", end, part)
-    if memo is not None and key in memo:
-        return memo[key]
-    rows = np.arange(end)
-    got_ids, vals = signal_at_rows(seg, BY_ID["zero_std"], rows) if part == "total" else zero_std_parts(seg, rows)[part]
-    out = np.full(end, math.nan)
-    if len(got_ids):
-        out[_rows_of(seg, got_ids, end)] = vals
-    if memo is not None:
-        memo[key] = out
-    return out
-
-
-def _rows_of(seg, got_ids, end: int):
-    """The rows of these rollout ids: by binary search in the ordered id column (checked)."""
-    ids = seg.id_array()[:end]
-    want = np.asarray(got_ids)
-    if want.dtype.kind in "iu" and ids.dtype.kind in "iu" and len(ids):
-        pos = np.minimum(np.searchsorted(ids, want), len(ids) - 1)
-        if np.array_equal(ids[pos], want):
-            return pos
-    return [seg.row_of[int(r)] for r in got_ids]
-
-
-def _no_signal_vec(seg, ids, rows, memo: dict | None = None) -> np.ndarray:
-    end = len(ids)
-    rn = metric_for(seg, BY_ID["reward"])
-    res = np.zeros(len(rows), np.int8)
-    unknown = np.zeros(len(rows), bool)
-    if rn is not None:
-        R = _vals(seg, rn, end)
-        dense = _dense(np.isfinite(R), rows, 2)
-        a, b = R[rows - 1], R[rows]
-        hit = ((a == 0.0) & (b == 0.0)) | ((a == 1.0) & (b == 1.0))
-        res |= (dense & hit).astype(np.int8)
-        unknown |= ~dense & np.isfinite(b)
-    if groups_of(seg) is not None:
-        frac = _zero_std_rows(seg, end, memo)
-        dense = _dense(np.isfinite(frac), rows, 4)
-        with np.errstate(invalid="ignore"):
-            hit = _last4(frac, rows) > 0.65 - 1e-9 - EPS
-        res |= (dense & (hit.sum(axis=1) >= 3)).astype(np.int8)
-        unknown |= ~dense & np.isfinite(frac[rows])
-    return np.where(res > 0, MAYBE, np.where(unknown, UNKNOWN, NO)).astype(np.int8)

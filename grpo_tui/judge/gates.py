@@ -24,7 +24,7 @@ import numpy as np
 
 from ..store.metric_store import Segment
 from . import stats
-from .signals import BY_ID, first_rows, groups_of, metric_for, signal_at_rows
+from .signals import BY_ID, first_rows, metric_for
 
 EPS = 1e-9
 LOG_1_5 = math.log(1.5)
@@ -255,31 +255,6 @@ def gate_rollout_slowdown(ctx, win: Window) -> bool:
     return float(np.mean(per_tok[-4:])) > low + RHO["rollout_time"] - EPS
 
 
-def gate_no_signal(ctx, win: Window) -> bool:
-    """Reward exactly 0 or 1 on the last two (or on the only one), 3 of the last 4 all-same shares
-    >= 65 %, or (fewer than 4 shares) every group all-same at the judged rollout."""
-    r = win.finite("reward")
-    if len(r) >= 2 and win.last_finite("reward") and (np.all(r[-2:] == 0.0) or np.all(r[-2:] == 1.0)):
-        return True
-    if len(r) == 1 and r[-1] in (0.0, 1.0):
-        return True  # (the first rollout's reward: a warning)
-    if groups_of(win.seg) is None:
-        return False
-    # the zero-std share is built from several keys: read it as the rule does, on the newest rows
-    rows = np.arange(max(win.lo, win.end - 8), win.end)
-    ids, frac = ctx.series("zero_std") if win.end - win.lo <= 8 else signal_at_rows(win.seg, BY_ID["zero_std"], rows)
-    fin = np.isfinite(frac)
-    if fin.sum() < 4:
-        ids, frac = ctx.series("zero_std")
-        fin = np.isfinite(frac)
-    ids, frac = ids[fin], frac[fin]
-    if len(frac) == 0 or ids[-1] != win.upto:
-        return False
-    if len(frac) < 4:
-        return bool(frac[-1] >= 1.0 - 1e-9 - EPS)  # every group all-same at the run's first rollouts
-    return _count_above(frac, 0.65 - 1e-9 - EPS) >= 3
-
-
 def gate_entropy(ctx, win: Window) -> bool:
     from .rules.policy import ENTROPY, ENTROPY_SHARE
 
@@ -305,7 +280,6 @@ GATES = {
     "rule_grad_norm": gate_grad_norm,
     "rule_length_hacking": gate_length_hacking,
     "rule_rollout_slowdown": gate_rollout_slowdown,
-    "rule_no_signal": gate_no_signal,
     "rule_entropy_collapse": gate_entropy,
 }
 

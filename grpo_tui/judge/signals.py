@@ -382,6 +382,19 @@ def signal_values(seg: Segment, sig: Signal, rows: np.ndarray) -> np.ndarray:
     return _zero_std_count_values(seg, rows)[0]
 
 
+def zero_std_values(seg: Segment, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """signal_values of zero_std's three parts (all-same, all-wrong, all-right) at these rows; a
+    logged share (TRL) is the one series of every part."""
+    if metric_for(seg, BY_ID["zero_std"]) == ZERO_STD_FRACTION:
+        v = seg.values_at_rows(ZERO_STD_FRACTION, rows)
+        return v, v, v
+    if not len(rows):
+        empty = np.empty(0)
+        return empty, empty, empty
+    total, wrong, right = _zero_std_count_values(seg, rows)
+    return total, wrong, right
+
+
 def _value_name(seg: Segment, sig: Signal) -> str | None:
     """The one metric that carries the signal's values (zero_std: only a logged share; counts
     and ratios are added up by _zero_std_count_values)."""

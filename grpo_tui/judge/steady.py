@@ -41,7 +41,7 @@ _RULE_OF = {
 _GATED_ELSEWHERE = frozenset({"rule_non_finite", "rule_out_of_range"})  # (nonfinite rows; omat)
 NO, MAYBE = 0, 1  # (judge/bulk.py's gate answers)
 # Answers.held_arrays' arrays, in its order (bulk._held_arrays)
-_HELD_ARRAYS = ("still_gap", "calm_gap", "still_grad", "no_signal", "no_signal_warn")
+_HELD_ARRAYS = ("still_gap", "calm_gap", "still_grad")
 FIRST_CHUNK, MAX_CHUNK = 32, 2048
 MAX_SETS = 64  # open-alert sets remembered (a run seldom has more than a handful)
 
@@ -143,7 +143,7 @@ class Steady:
                 sev[rule] = severity
         covered = set()
         gap_open = [a for a in ("gap-rising", "gap-jump") if a in sev]
-        if gap_open or {"grad-norm-rising", "no-signal"} & sev.keys():
+        if gap_open or "grad-norm-rising" in sev:
             sure = dict(zip(_HELD_ARRAYS, ans.held_arrays()))
         if gap_open:
             if any(sev[a] != "critical" for a in gap_open):
@@ -152,9 +152,10 @@ class Steady:
             if "gap-rising" not in sev:
                 m &= sure["calm_gap"][lo:hi] & ans._drift_may().none_may(("gap", "kl"), lo, hi)
             covered.add("rule_gap")
-        if "no-signal" in sev:
-            warn = sure["no_signal_warn"][lo:hi]
-            m &= (sure["no_signal"][lo:hi] | warn) if sev["no-signal"] == "critical" else warn
+        if "no-signal" in sev:  # (the rule's own answer: it holds where it fires, unless it escalates)
+            m &= ans.mat[lo:hi, self.col["rule_no_signal"]] == MAYBE
+            if sev["no-signal"] != "critical":
+                m &= ~ans.no_signal.critical[lo:hi]
             covered.add("rule_no_signal")
         if "grad-norm-rising" in sev:
             if sev["grad-norm-rising"] != "critical":

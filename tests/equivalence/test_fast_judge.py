@@ -237,9 +237,9 @@ LATCHED_CYCLES = {
     "gap-jump-cycles": lambda: _repeated("gap-jump", 120, 4, 11, onset=60),
     "gap-jump-cycles-k2": lambda: _repeated("gap-jump", 100, 3, 12, onset=50, steps_per_rollout=2),
     "grad-norm-cycles": lambda: _repeated("grad-norm-rising", 120, 4, 13, onset=50),
-    "no-signal-cycles": lambda: _repeated("no-signal", 120, 4, 16, onset=60),
 }
 NO_SIGNAL_HELD = {
+    "no-signal-cycles": lambda: _repeated("no-signal", 120, 4, 16, onset=60),
     # most groups score the same from the onset on: no-signal opens and holds
     "no-signal-held": lambda: [line for _, line in generate("no-signal", 300, 14, noise_per_rollout=0, onset=60)],
     # length-hacking's falling reward drives the all-wrong groups up: no-signal opens beside it
@@ -256,7 +256,7 @@ OFF_POLICY_HELD = {
         line for _, line in generate("off-policy", 300, 19, setup="k4", noise_per_rollout=0, onset=60)
     ],
 }
-HELD_CASES = {**DRIFT_HELD, **LATCHED_CYCLES, **NO_SIGNAL_HELD}
+HELD_CASES = {**DRIFT_HELD, **LATCHED_CYCLES}
 
 
 def _count_held(monkeypatch) -> dict:
@@ -295,23 +295,7 @@ def test_held_alerts_kept_open_without_their_rules_as_rollout_by_rollout(case, m
 
 WRONG = {  # a "surely holds" that says so whatever the values, and a case where it shows
     "_still_sure": ("gap-jump-cycles", lambda seg, rs, ids, rows, sig_id, ctx: np.ones(len(rows), bool)),
-    "_no_signal_sure": ("no-signal-cycles", lambda seg, ids, rows, memo: np.ones(len(rows), bool)),
 }
-
-
-@pytest.mark.parametrize("case", list(OFF_POLICY_HELD))
-def test_off_policy_over_columns_as_rollout_by_rollout(case, monkeypatch):
-    """off-policy held for hundreds of rollouts, or opened and cleared again and again (one
-    update per rollout, K updates): bulk judging takes the rule's answer over the whole history
-    (rollout.OffPolicyTest), with no stand-in and no gate - the same alerts, every field, as
-    rollout by rollout without any gate."""
-    lines = OFF_POLICY_HELD[case]()
-    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)
-    plain = _bulk_equals_plain(lines, monkeypatch)
-    got = [a for a in plain.engine.alerts if a.rule == "off-policy"]
-    assert got and got[0].severity == "critical"
-    if "cycles" in case:
-        assert sum(a.cleared_at is not None for a in got) >= 2, "the case does not open and clear its alert"
 
 
 @pytest.mark.parametrize("name", list(WRONG))
@@ -378,23 +362,40 @@ def _groups_learn_again(lines: list[str], spans, zero_reward: tuple[int, int]) -
     return out
 
 
-@pytest.mark.parametrize("case", list(SATURATED))
-def test_a_held_no_signal_warning_is_kept_by_a_stand_in(case, monkeypatch):
-    """An open no-signal warning (mostly all-right groups) is kept by a warning stand-in where
-    the rule surely returns that warning again: the same alerts as rollout by rollout."""
-    lines = SATURATED[case]()
+COLUMN_CASES = {**NO_SIGNAL_HELD, **OFF_POLICY_HELD, **SATURATED}
+
+
+@pytest.mark.parametrize("case", list(COLUMN_CASES))
+def test_rules_over_columns_as_rollout_by_rollout(case, monkeypatch):
+    """no-signal and off-policy held for hundreds of rollouts, opened and cleared again and
+    again, beside length-hacking, at one or K updates, as a saturation warning that escalates
+    where reward is exactly 0: bulk judging takes each rule's answer over the whole history
+    (NoSignalTest, OffPolicyTest), with no stand-in and no gate - the same alerts, every field,
+    as rollout by rollout without any gate."""
+    lines = COLUMN_CASES[case]()
     monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: steady stretches are tested below)
-    used = _count_held(monkeypatch)
     plain = _bulk_equals_plain(lines, monkeypatch)
-    assert any(a.rule == "no-signal" and a.severity == "warning" for a in plain.engine.alerts)
-    assert used["latched"] >= 50, "the warning's rule ran at every rollout"
+    rule = "off-policy" if case.startswith("off-policy") else "no-signal"
+    got = [a for a in plain.engine.alerts if a.rule == rule]
+    assert got, f"no {rule} alert"
+    if "cycles" in case:
+        assert sum(a.cleared_at is not None for a in got) >= 2, "the case does not open and clear its alert"
+    if case in SATURATED:
+        assert any(a.severity == "warning" for a in got)
 
 
-def test_a_wrong_warning_stand_in_would_be_caught(monkeypatch):
-    """... and the comparison has teeth there: a "surely a warning again" that always says so
-    keeps the warning a warning where rollout by rollout escalates it (reward exactly 0)."""
+def test_a_wrong_column_answer_would_be_caught(monkeypatch):
+    """... and the comparison has teeth: a no-signal over the history that never says critical
+    keeps the saturation warning a warning where rollout by rollout escalates it (reward
+    exactly 0)."""
+
+    class NeverCritical(bulk_answers.NoSignalTest):
+        def __init__(self, *a) -> None:
+            super().__init__(*a)
+            self.critical[:] = False
+
     lines = SATURATED["no-signal-saturated-cycles"]()
-    monkeypatch.setattr(bulk_answers, "_no_signal_warning_sure", lambda seg, ids, rows, memo: np.ones(len(rows), bool))
+    monkeypatch.setattr(bulk_answers, "NoSignalTest", NeverCritical)
     with pytest.raises(AssertionError):
         _bulk_equals_plain(lines, monkeypatch)
 
@@ -438,7 +439,7 @@ _ENGINE_EVENTS = {
 STEADY_CASES = {
     **LONG,
     **HELD_CASES,
-    **SATURATED,
+    **COLUMN_CASES,
     # engine-down warnings open and clear while gap-jump and its warnings are held
     "gap-jump-held-engine-events": lambda: _with_engine_events(DRIFT_HELD["gap-jump-held"](), dict(_ENGINE_EVENTS)),
 }
