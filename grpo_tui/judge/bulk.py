@@ -9,21 +9,21 @@ the rollout they fell on, and each rollout as it became complete: `HealthEngine.
    segment's shape (metric names, framework, flags, K, groups, row order) is the final one.
    So every recorded rollout reads now exactly what it read then; otherwise BulkMismatch and
    the caller judges the input rollout by rollout.
-2. It computes the gates of judge/gates.py for every recorded rollout at once with numpy
-   (sliding windows: last-4 levels against their edges, windowed Mann-Kendall S over 8-32,
-   five-step means against the bands) - same necessary conditions, vectorised.
+2. It asks the rules written over columns for every recorded rollout at once (their own
+   answers, judge/bulk_answers.py), and computes the vectorised gates of the others
+   (judge/bulk_vec.py: necessary conditions on sliding windows).
 3. It runs the alert state machine over the recording in order: events as they came, each
-   rollout's conditions (the rules only where a gate says they may fire, or an alert they
-   hold is open), raise / escalate / clear exactly as the incremental engine does.  It steps
-   over the rollouts where nothing can change: no alert open and no rule may fire, or the open
-   alerts surely hold and nothing else may fire (judge/steady.py).
+   rollout's conditions (the rules over columns as computed; the others only where a gate
+   says they may fire, or an alert they hold is open), raise / escalate / clear exactly as
+   the incremental engine does.  It steps over the rollouts where nothing can change: no
+   alert open and no rule may fire, or the open alerts hold by their rules' answers and
+   nothing else may fire (judge/steady.py).
 
-The alerts are those of rollout-by-rollout judging (tests/test_fast_judge.py compares them,
-ids, rollouts, severities, messages and evidence, on every scenario, seed, setup and sample
-log).  The bulk gates start at row START, once the baseline (first 10 rollouts) and the
-ranges' fit (first 5) are settled: shorter windows there read as the rules do, from the
-segment's first row (tests/test_bulk_gates.py: every NO is a rollout where the rule returns
-nothing).  The first START rollouts take the scalar gates.
+The alerts are those of rollout-by-rollout judging (tests/equivalence/test_fast_judge.py
+compares them, ids, rollouts, severities, messages and evidence, on every scenario, seed,
+setup and sample log).  The bulk answers start at row START, once the baseline (first 10
+rollouts) and the ranges' fit (first 5) are settled; the first START rollouts are judged as
+rollout by rollout.
 """
 
 from __future__ import annotations
@@ -133,11 +133,6 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
                 sign = held.confirmed(k)
                 if sign == 0:
                     pre["rule_length_hacking"] = False  # its sign is not confirmed: it returns nothing
-            if pre and skip_quiet:
-                if open_rules & _STANDS_IN:
-                    pre[rules.HELD_RULES] = ans.held_rules(
-                        k, open_rules, frozenset(a for a in open_rules & _STANDS_IN if _critical(eng, a))
-                    )
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
         conds.extend(eng.event_conditions(seg, r))
         if conds or eng.book.open:
@@ -185,7 +180,6 @@ USE_STEADY = True  # (tests turn it off to exercise the op-by-op stand-ins)
 
 
 _LH = frozenset({"length-hacking"})
-_STANDS_IN = frozenset(rules.drift.LATCHED)  # the alerts held_rules may keep open
 
 
 def _critical(eng, rule: str) -> bool:

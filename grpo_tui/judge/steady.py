@@ -1,25 +1,25 @@
 """Stretches of a replay where the open alerts surely stay as they are (judge/bulk.py).
 
 A broken run holds its alerts open to the end: gap-jump and its out-of-range warnings from the
-onset on, say.  Rollout by rollout, each of those rollouts runs the rules (or their stand-ins)
-only to learn that every open alert holds, at the severity it has, and that nothing else fires:
-the state machine then only sets each open alert's miss count to 0.  `Steady` finds such
-rollouts for a set of open alerts with the arrays judge/bulk.py already has, a chunk of ops at a
-time, so `replay` can step over a stretch of them at once.
+onset on, say.  Rollout by rollout, each of those rollouts runs the rules only to learn that
+every open alert holds, at the severity it has, and that nothing else fires: the state machine
+then only sets each open alert's miss count to 0.  `Steady` finds such rollouts for a set of
+open alerts with the arrays judge/bulk.py already has, a chunk of ops at a time, so `replay`
+can step over a stretch of them at once.
 
-An op is steady for the open alerts O (each key with its severity) when, as replay's own path
-would read it there (Answers.at, .held_rules, .oor_held, HackingHeld):
+An op is steady for the open alerts O (each key with its severity) when:
 - its row is full (settled baseline) and holds no non-finite value;
-- every alert of O is one a stand-in keeps open and its stand-in surely applies: gap-jump /
-  gap-rising (critical, Answers.held_rules' test), grad-norm-rising (critical), no-signal
-  (critical: its sign or its warning's; warning: its warning's), off-policy (critical),
-  length-hacking (critical, HackingHeld.present == 1), out-of-range of a signal (the
-  signal's gate says maybe and its mean is surely outside: oor_held);
-- no other rule may return anything: its gate says NO (length-hacking: or its sign is surely
-  not confirmed), and no other signal's out-of-range gate says maybe.
-Then the rules return exactly a condition per open alert, none escalates, and `_apply` only
-resets the misses.  Anything else - an event alert, a warning that could escalate, a gate that
-could not decide - is left to the op-by-op path.
+- every alert of O holds there by its rule's own answer over the columns: gap-jump, gap-rising
+  and grad-norm-rising (critical) by their latch (rules.drift.LatchTest), no-signal and
+  off-policy where their rule fires (a warning only where it fires as a warning), out-of-range
+  of a signal where RangeTest fires for it; length-hacking (critical) where HackingHeld says
+  it surely holds (the one stand-in left: issue #39);
+- no other rule may return anything: the rules over columns say so exactly, the others' gates
+  say NO (necessary conditions; length-hacking: or its sign is surely not confirmed), and for
+  a gap-jump without gap-rising no explosion or drift window may raise gap-rising.
+Then the rules return exactly a condition per open alert, none escalates, and the state
+machine only resets the misses.  Anything else - an event alert, a warning that could
+escalate, a gate that could not decide - is left to the op-by-op path.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 
 from . import rules
 
-# the alerts a stand-in can keep open, and the rule whose output the stand-in replaces
+# the alerts a steady stretch can keep open, and the rule that holds each
 _RULE_OF = {
     "gap-jump": "rule_gap",
     "gap-rising": "rule_gap",
@@ -38,7 +38,7 @@ _RULE_OF = {
     "length-hacking": "rule_length_hacking",
     "out-of-range": "rule_out_of_range",
 }
-_GATED_ELSEWHERE = frozenset({"rule_non_finite", "rule_out_of_range"})  # (nonfinite rows; omat)
+_GATED_ELSEWHERE = frozenset({"rule_non_finite", "rule_out_of_range"})  # (nonfinite rows; RangeTest)
 NO, MAYBE = 0, 1  # (judge/bulk.py's gate answers)
 # Answers.held_arrays' arrays, in its order (bulk._held_arrays)
 _HELD_ARRAYS = ("still_gap", "calm_gap", "still_grad")

@@ -219,18 +219,6 @@ DRIFT_HELD = {
 }
 
 
-@pytest.mark.parametrize("case", list(DRIFT_HELD))
-def test_drift_alerts_held_open_by_their_rule_are_as_rollout_by_rollout(case, monkeypatch):
-    """An alert of rule_gap or rule_grad_norm held open for hundreds of rollouts, its rule run
-    at every rollout (the stand-ins of held_rules turned off here): the same alerts, every field,
-    as rollout by rollout without any gate."""
-    lines = DRIFT_HELD[case]()
-    monkeypatch.setattr(bulk_mod.Answers, "held_rules", lambda self, k, *a: None)
-    monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: every rollout asks)
-    plain = _bulk_equals_plain(lines, monkeypatch)
-    assert plain.report().status == "critical"
-
-
 LATCHED_CYCLES = {
     # the gap jumps at every block's onset and falls back at every seam: gap-jump (and the gap's
     # and KL's out-of-range warnings) open, hold for 60 rollouts and clear, again and again
@@ -259,54 +247,21 @@ OFF_POLICY_HELD = {
 HELD_CASES = {**DRIFT_HELD, **LATCHED_CYCLES}
 
 
-def _count_held(monkeypatch) -> dict:
-    """How often bulk judging kept an alert open without running its rule (held_rules)."""
-    used = {"latched": 0}
-    orig = bulk_mod.Answers.held_rules
-
-    def counting(self, k, *a):
-        got = orig(self, k, *a)
-        used["latched"] += bool(got)
-        return got
-
-    monkeypatch.setattr(bulk_mod.Answers, "held_rules", counting)
-    return used
-
-
 @pytest.mark.parametrize("case", list(HELD_CASES))
-def test_held_alerts_kept_open_without_their_rules_as_rollout_by_rollout(case, monkeypatch):
-    """gap-jump, gap-rising, grad-norm-rising, no-signal and off-policy held open for hundreds
-    of rollouts (and opened and cleared again), with out-of-range warnings beside them: bulk
-    judging keeps them open with a stand-in where their sign surely holds (Answers.held_rules)
-    instead of running the rule - the same alerts, every field, as rollout by rollout without
-    any gate; and the stand-ins were used."""
+def test_drift_alerts_held_open_by_their_rules_as_rollout_by_rollout(case, monkeypatch):
+    """gap-jump, gap-rising and grad-norm-rising held open for hundreds of rollouts (and opened
+    and cleared again), with out-of-range warnings beside them, their rules run at every
+    rollout (a held drift alert's rule answers by its latch, rules.drift.LatchTest, first): the
+    same alerts, every field, as rollout by rollout without any gate."""
     lines = HELD_CASES[case]()
     monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: steady stretches are tested below)
-    used = _count_held(monkeypatch)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert plain.report().status == "critical"
-    assert used["latched"] >= 50, "no rule was left out for an alert it holds"
     if case.startswith("gap"):
         assert any(a.rule == "out-of-range" for a in plain.engine.alerts)
     if case in LATCHED_CYCLES:
         cleared = [a for a in plain.engine.alerts if a.rule != "out-of-range" and a.cleared_at is not None]
         assert len(cleared) >= 2, "the case does not open and clear its alert"
-
-
-WRONG = {  # a "surely holds" that says so whatever the values, and a case where it shows
-    "_still_sure": ("gap-jump-cycles", lambda seg, rs, ids, rows, sig_id, ctx: np.ones(len(rows), bool)),
-}
-
-
-@pytest.mark.parametrize("name", list(WRONG))
-def test_a_wrong_stand_in_would_be_caught(name, monkeypatch):
-    """The comparison above has teeth: a stand-in that says "holds" whatever the values keeps
-    an alert open where rollout by rollout clears it, and the alerts differ."""
-    case, wrong = WRONG[name]
-    lines = LATCHED_CYCLES[case]()
-    monkeypatch.setattr(bulk_answers, name, wrong)
-    with pytest.raises(AssertionError):
-        _bulk_equals_plain(lines, monkeypatch)
 
 
 def test_a_slowdown_that_stopped_growing_is_judged_without_its_rule(monkeypatch):
@@ -504,7 +459,6 @@ def test_a_wrong_steady_stretch_would_be_caught(name, monkeypatch):
             return (np.ones_like(got[0]), np.ones_like(got[1])) + tuple(got[2:])
 
         monkeypatch.setattr(bulk_mod.Answers, "held_arrays", no_still_gap)
-        monkeypatch.setattr(bulk_mod.Answers, "held_rules", lambda self, k, *a: None)  # (only steady uses it)
     elif wrong == "presence":
         monkeypatch.setattr(bulk_mod.HackingHeld, "known_present", lambda self, ks: np.ones(len(ks), np.int8))
     else:

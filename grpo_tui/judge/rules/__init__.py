@@ -41,7 +41,6 @@ __all__ = [
     "ENTROPY",
     "HACKING_HELD",
     "HELD",
-    "HELD_RULES",
     "KL_REF",
     "METRIC_RULES",
     "COMPUTED",
@@ -127,27 +126,15 @@ def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
         return True
 
 
-def held_standin(rule: str = "length-hacking", severity: str = "critical") -> Condition:
-    """A condition of an open alert where only its presence matters: it keeps the alert open,
-    and its message and evidence are never read (engine._refresh keeps those of the rollout
-    that raised it unless the alert escalates: a critical alert cannot, and a warning's stand-in
-    is used only where the rule surely returns a warning).  length-hacking's (judge/held.py), or
-    one kept open for its rule (HELD_RULES)."""
-    return Condition(rule, severity, None, f"{rule} holds", {}, signal=_STANDIN_SIGNAL[rule])
-
-
-_STANDIN_SIGNAL = {
-    "length-hacking": "length",
-    "gap-rising": "gap",
-    "gap-jump": "gap",
-    "grad-norm-rising": "grad_norm",
-    "no-signal": "zero_std",
-    "off-policy": "clipfrac",
-}
+def held_standin() -> Condition:
+    """A condition of an open length-hacking alert where only its presence matters
+    (judge/held.py): it keeps the alert open, and its message and evidence are never read
+    (AlertBook keeps those of the rollout that raised it unless the alert escalates, and
+    length-hacking is always critical)."""
+    return Condition("length-hacking", "critical", None, "length-hacking holds", {}, signal="length")
 
 
 HACKING_HELD = "length-hacking held"
-HELD_RULES = "held rules"
 COMPUTED = "computed"  # pre: {rule name: its conditions here}, the rule computed over the whole history
 
 
@@ -159,14 +146,9 @@ def evaluate_metrics(
     rule_length_hacking returns a condition while its (always critical) alert is open, where
     only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
     COMPUTED: {rule name: its conditions here} for the rules written over columns, computed over
-    the whole history at once (values.RangeTest, rollout.OffPolicyTest: the same arithmetic as
-    at one rollout);
-    HELD_RULES: {rule name: the open alerts it holds, (alert, severity) each}, for rule_gap,
-    rule_grad_norm and rule_no_signal where the bulk knows that every alert
-    they could return is open and critical (or a warning it surely returns as a warning) and
-    that each of those holds (judge/bulk.py, Answers.held_rules) - the rule is not run, a
-    stand-in condition keeps each alert open.  The rules themselves take nothing but the
-    RuleContext."""
+    the whole history at once (values.RangeTest, rollout.OffPolicyTest,
+    learning_signal.NoSignalTest: the same arithmetic as at one rollout).  The rules themselves
+    take nothing but the RuleContext."""
     gated = USE_GATES and seg.ordered
     if (
         gated
@@ -187,14 +169,10 @@ def evaluate_metrics(
         return box[0]
 
     held = pre.get(HACKING_HELD) if gated and pre and "length-hacking" in open_rules else None
-    held_rules = pre.get(HELD_RULES) if gated and pre else None
     for rule in METRIC_RULES:
         if held is not None and rule is rule_length_hacking:
             if held:  # the open alert holds (judge/held.py); what it says is the raise's
                 out.append(held_standin())
-            continue
-        if held_rules and rule.__name__ in held_rules:
-            out.extend(held_standin(a, sev) for a, sev in held_rules[rule.__name__])  # they hold (judge/bulk.py)
             continue
         if computed is not None and rule.__name__ in computed:
             out.extend(computed[rule.__name__])

@@ -7,17 +7,21 @@ import math
 
 import numpy as np
 
+from ...store.metric_store import Segment
 from .. import stats
+from ..ranges import RangeSet
 from ..signals import (
     BY_ID,
+    signal_values,
 )
 from .base import (
     RHO,
+    WINDOW,
+    Base,
     Condition,
     RuleContext,
     RuleInfo,
     _explosion,
-    _finite,
     _hi_edge,
     _jump_shaped,
     _lazy,
@@ -149,6 +153,12 @@ def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Conditio
 
 
 def rule_gap(ctx: RuleContext) -> list[Condition]:
+    if "gap-rising" in ctx.open_rules:
+        # the only sign it can return then: held while the level stays up, whatever the trend
+        for sig_id in LATCHED["gap-rising"]:
+            c = still_outside(ctx, "gap-rising", sig_id)
+            if c is not None:
+                return [c]
     out: dict[str, Condition] = {}
     for sig_id in ("gap", "kl"):
         rising, jump = _gap_like(ctx, sig_id)
@@ -161,6 +171,10 @@ def rule_gap(ctx: RuleContext) -> list[Condition]:
 
 
 def rule_grad_norm(ctx: RuleContext) -> list[Condition]:
+    if "grad-norm-rising" in ctx.open_rules:  # (its only sign: held while the level stays up)
+        c = still_outside(ctx, "grad-norm-rising", "grad_norm")
+        if c is not None:
+            return [c]
     ids, lv, vals = _log_series(*ctx.series("grad_norm"))
     if len(vals) < 1 or ids[-1] != ctx.upto:
         return []
@@ -222,38 +236,71 @@ def rule_grad_norm(ctx: RuleContext) -> list[Condition]:
 
 
 def still_outside(ctx: RuleContext, rule: str, sig_id: str) -> Condition | None:
-    """An open trend/jump alert holds while 3 of the last 4 values stay above the band, or above
-    the run's own baseline by the rule's size (the sign is not gone until the level is back)."""
-    ids, vals = _finite(*ctx.series(sig_id))
-    if len(vals) < 4 or ids[-1] != ctx.upto:
+    """The latch at one rollout: LatchTest over its window."""
+    rows = ctx.seg.rows_upto(WINDOW, ctx.upto)
+    if not len(rows) or int(ctx.seg.ids_at(rows[-1:])[0]) != ctx.upto:
         return None
-    sig = BY_ID[sig_id]
-    hi = _hi_edge(ctx, sig_id, ids, log=False)
-    if hi is not None and stats.persistent_above(vals, hi, 3, 4):
+    base = own_base(ctx, sig_id, log=True)
+    return LatchTest(ctx.seg, ctx.ranges, rows, np.array([len(rows) - 1]), sig_id, base).condition(0, rule)
+
+
+class LatchTest:
+    """An open trend/jump alert holds while 3 of the last 4 values of its signal stay above the
+    band, or above the run's own baseline by the rule's size (the sign is not gone until the
+    level is back): rules.drift's latch over columns, for many rollouts at once (`rows`: the
+    run's rows in rollout order, `at`: the positions judged; `base`: the run's own baseline
+    there, the same for every rollout past the first ones).  `holds` per judged rollout."""
+
+    def __init__(
+        self, seg: Segment, rs: RangeSet, rows: np.ndarray, at: np.ndarray, sig_id: str, base: Base | None
+    ) -> None:
+        self.sig_id, self.base = sig_id, base
+        self.ids = ids = seg.ids_at(rows)
+        v = self.v = signal_values(seg, BY_ID[sig_id], rows)
+        idx, n = self.idx, _n = stats.last_finite(v, at, 4, WINDOW)
+        ok = (n >= 4) & np.isfinite(v[at])
+        b = rs.bounds_many(sig_id, ids)
+        self.hi = None if b is None else b[1]
+        self.by_band = np.zeros(len(at), bool)
+        if self.hi is not None:
+            with np.errstate(invalid="ignore"):
+                self.by_band = ok & (((v[idx] - self.hi[idx]) > 0).sum(axis=1) >= 3)  # (a NaN edge never counts)
+        self.holds = self.by_band.copy()
+        if base is not None and sig_id in RHO:
+            lv = _log(v)
+            lidx, _ln = stats.last_finite(lv, at, 4, WINDOW)
+            with np.errstate(invalid="ignore"):
+                hits = ((lv[np.maximum(lidx, 0)] - (base.centre + RHO[sig_id])) > 0) & (lidx >= 0)
+            self.holds |= ok & (hits.sum(axis=1) >= 3)
+
+    def condition(self, j: int, rule: str) -> Condition | None:
+        """The latch's condition for the open alert `rule` at the j-th judged rollout."""
+        if not self.holds[j]:
+            return None
+        sig = BY_ID[self.sig_id]
+        vals = self.v[self.idx[j]]
+        if self.by_band[j]:
+            assert self.hi is not None
+            hi = float(self.hi[self.idx[j, -1]])
+            return Condition(
+                rule,
+                "critical",
+                None,
+                f"{sig.label} still above its healthy range ({sig.fmt.format(vals[-1])} > {sig.fmt.format(hi)})",
+                {"signal": self.sig_id, "last4": [_r(v) for v in vals], "range_hi": _r(hi)},
+                signal=self.sig_id,
+            )
+        assert self.base is not None
+        centre = self.base.centre
         return Condition(
             rule,
             "critical",
             None,
-            f"{sig.label} still above its healthy range ({sig.fmt.format(vals[-1])} > {sig.fmt.format(hi[-1])})",
-            {"signal": sig_id, "last4": [_r(v) for v in vals[-4:]], "range_hi": _r(hi[-1])},
-            signal=sig_id,
+            f"{sig.label} still x{math.exp(float(stats.median(_log(vals))) - centre):.1f} its level early in the run "
+            f"({sig.fmt.format(vals[-1])} vs {sig.fmt.format(math.exp(centre))})",
+            {"signal": self.sig_id, "last4": [_r(v) for v in vals], "baseline": _r(math.exp(centre))},
+            signal=self.sig_id,
         )
-    base = own_base(ctx, sig_id, log=True)
-    if base is None or sig_id not in RHO:
-        return None
-    edge = base.centre + RHO[sig_id]
-    lv = _log(vals)
-    if not stats.persistent_above(lv, edge, 3, 4):
-        return None
-    return Condition(
-        rule,
-        "critical",
-        None,
-        f"{sig.label} still x{math.exp(float(stats.median(lv[-4:])) - base.centre):.1f} its level early in the run "
-        f"({sig.fmt.format(vals[-1])} vs {sig.fmt.format(math.exp(base.centre))})",
-        {"signal": sig_id, "last4": [_r(v) for v in vals[-4:]], "baseline": _r(math.exp(base.centre))},
-        signal=sig_id,
-    )
 
 
 LATCHED = {"gap-rising": ("gap", "kl"), "gap-jump": ("gap", "kl"), "grad-norm-rising": ("grad_norm",)}
