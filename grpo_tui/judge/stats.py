@@ -200,9 +200,9 @@ def last_finite_mean(
     rollout judged alone and judged with the whole history get the same mean to the bit."""
     idx, n = last_finite(x, at, window, back)
     means = np.full(len(n), np.nan)
-    for k in range(1, window + 1):
-        sel = n == k
-        if sel.any():
+    for k in np.unique(n).tolist() if len(n) > 16 else sorted(set(n.tolist())):
+        if k:
+            sel = n == k
             means[sel] = x[idx[sel, window - k :]].mean(axis=1)
     return means, idx, n
 

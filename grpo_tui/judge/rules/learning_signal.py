@@ -112,9 +112,12 @@ class NoSignalTest:
             self.fires = self.how > 0
             return
         total, wrong, right = self.parts = zero_std_values(seg, rows)
-        fidx, fn = stats.last_finite(total, at, 8, WINDOW)
         f_now = total[at]
         ok = np.isfinite(f_now) & (self.how == 0)
+        if not ok.any():
+            self.fires = self.how > 0
+            return
+        fidx, fn = stats.last_finite(total, at, 8, WINDOW)
         # the run's first rollouts: every group all-same (1: a warning, 2 or more: critical)
         few = ok & (fn < 4) & start & (f_now >= _ALL)
         with np.errstate(invalid="ignore"):
@@ -133,7 +136,7 @@ class NoSignalTest:
                 self.mid[j] = words
                 self.how[j], self.critical[j] = _65, True
         # mostly all-right groups: saturation, a warning (unless mostly all-wrong)
-        if metric_for(seg, BY_ID["zero_std"]) != ZERO_STD_FRACTION:
+        if (self.how >= _START).any() and metric_for(seg, BY_ID["zero_std"]) != ZERO_STD_FRACTION:
             w_, r_ = _last_in_window(wrong, at), _last_in_window(right, at)
             with np.errstate(invalid="ignore"):
                 edge = 0.8 * f_now

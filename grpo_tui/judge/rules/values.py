@@ -109,46 +109,47 @@ class RangeTest:
         self.judged = self.ids[at]
         self.fires: dict[str, np.ndarray] = {}  # per signal the rule may judge: its sign at each of `at`
         self._parts: dict[str, tuple] = {}
-        self._rows = rows
-        self._reward: np.ndarray | None = None
-        for sig_id, sig in BY_ID.items():
+        judged = []  # (signal, values, present at the judged rollouts, band there)
+        for sig_id in BY_ID:
             if (sig_id == "clipfrac" and seg.steps_per_rollout > 1) or (
                 sig_id == "zero_std" and groups_of(seg) is None
             ):
                 continue
-            got = self._mean_and_band(sig_id)
-            if got is None:
+            b = rs.bounds_many(sig_id, self.judged)
+            if b is None:
                 continue
-            v, mean, idx, cnt, present, lo, hi = got
+            v = signal_values(seg, BY_ID[sig_id], rows)
+            present = np.isfinite(v[at])
+            if present.any():  # (else the rule has nothing to weigh)
+                judged.append((sig_id, v, present, b))
+        if not judged:
+            return
+        # every signal's five-step means in one pass: the columns one after another, a window's
+        # width of NaN between them so that no window reaches into the next
+        stride = len(rows) + WINDOW
+        flat = np.full(stride * len(judged), np.nan)
+        for i, (_, v, _, _) in enumerate(judged):
+            flat[i * stride : i * stride + len(rows)] = v
+        offset = np.arange(len(judged))[:, None] * stride
+        means, idx, cnt = stats.last_finite_mean(flat, (offset + at[None, :]).ravel(), MEAN_WINDOW, WINDOW)
+        shape = (len(judged), len(at))
+        means, cnt = means.reshape(shape), cnt.reshape(shape)
+        idx = idx.reshape(*shape, MEAN_WINDOW) - offset[:, :, None]
+        reward_holds = np.zeros(len(at), bool)
+        with np.errstate(invalid="ignore"):
+            for i, (sig_id, _v, present, (lo, hi)) in enumerate(judged):
+                if sig_id == "reward":  # (signals.reward_holds: its five-step mean not below its band)
+                    reward_holds = present & (means[i] >= lo - band_tol(lo, hi))
+        for i, (sig_id, v, present, (lo, hi)) in enumerate(judged):
+            mean = means[i]
+            sig = BY_ID[sig_id]
             with np.errstate(invalid="ignore"):
                 tol = band_tol(lo, hi)
                 out = present & ((mean > hi + tol) | (mean < lo - tol))
-                above = mean > hi
-            if sig.healthy_beyond and out.any():
-                holds = self._reward_holds() if sig.healthy_beyond == "below while reward holds" else False
-                out &= ~beyond_is_healthy(sig, above, holds)
+                if sig.healthy_beyond and out.any():
+                    out &= ~beyond_is_healthy(sig, mean > hi, reward_holds)
             self.fires[sig_id] = out
-            self._parts[sig_id] = (v, mean, idx, cnt)
-
-    def _mean_and_band(self, sig_id: str) -> tuple | None:
-        b = self.rs.bounds_many(sig_id, self.judged)
-        if b is None:
-            return None
-        v = signal_values(self.seg, BY_ID[sig_id], self._rows)
-        mean, idx, cnt = stats.last_finite_mean(v, self.at, MEAN_WINDOW, WINDOW)
-        return v, mean, idx, cnt, np.isfinite(v[self.at]), b[0], b[1]
-
-    def _reward_holds(self) -> np.ndarray:
-        """signals.reward_holds at each judged rollout: reward's five-step mean not below its band."""
-        if self._reward is None:
-            got = self._mean_and_band("reward")
-            if got is None:
-                self._reward = np.zeros(len(self.at), bool)
-            else:
-                _v, mean, _idx, _cnt, present, lo, hi = got
-                with np.errstate(invalid="ignore"):
-                    self._reward = present & (mean >= lo - band_tol(lo, hi))
-        return self._reward
+            self._parts[sig_id] = (v, mean, idx[i], cnt[i])
 
     def any_fires(self) -> np.ndarray:
         """Per judged rollout: some signal's sign is there."""
