@@ -39,6 +39,7 @@ from .rules.base import (
     ranges_for,
 )
 from .rules.drift import LatchTest
+from .rules.hacking import HoldTest
 from .rules.learning_signal import NoSignalTest
 from .rules.rollout import OffPolicyTest
 from .rules.values import RangeTest
@@ -64,6 +65,7 @@ class Answers:
         self.seg = seg
         self._drift: _DriftMay | None = None  # _no_drift's arrays, made on first use
         self._held: tuple | None = None  # _held_arrays', made on first use
+        self._hold: tuple | None = None  # hacking_holds' test and answers so far
         # the rules written over columns, over the whole history (their answers at full ops)
         self.oor: RangeTest | None = None
         self.off_policy: OffPolicyTest | None = None
@@ -89,6 +91,22 @@ class Answers:
         if self._drift is None:
             self._drift = _DriftMay(self.seg, self.rows, self.mk)
         return self._drift
+
+    def hacking_holds(self, ks: np.ndarray) -> np.ndarray:
+        """Per op of `ks` (full ops): length-hacking's latch holds there (rules.hacking.HoldTest
+        over the history, each op computed once, when first asked)."""
+        if self._hold is None:
+            assert self.resolved is not None  # (asked only at full ops)
+            end = int(self.rows.max()) + 1
+            ctx = RuleContext(self.seg, self.resolved, int(self.seg.id_array()[self.rows[self.full][0]]))
+            ctx.ranges = self.resolved  # (ranges_for's answer on the full windows already)
+            lb, rb = own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False)
+            self._hold = (HoldTest(self.seg, np.arange(end), lb, rb), np.full(len(self.rows), -1, np.int8))
+        test, known = self._hold
+        todo = ks[known[ks] < 0]
+        if len(todo):
+            known[todo] = test.holds(self.rows[todo])
+        return known[ks] == 1
 
     def held_arrays(self) -> tuple[np.ndarray, ...]:
         """_held_arrays' answers for every op, made on first use (judge/steady.py)."""

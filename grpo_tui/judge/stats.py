@@ -595,6 +595,13 @@ def _tie_sums(eq: np.ndarray) -> np.ndarray:
     return (t * (t - 1) * (2 * t + 5)).sum(axis=1)
 
 
+def rows_resid_sigma(s: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The robust spread of each row around its Theil-Sen line (rules.base._resid_sigma's
+    operations, row by row)."""
+    r = v - rows_ts_slope(s, v)[:, None] * s
+    return rows_robust_sigma(r - rows_median(r)[:, None])
+
+
 def rows_trailing_best(r: np.ndarray, window: int) -> np.ndarray:
     """max of trailing_mean(row, window) of each row (rows of finite values)."""
     head = min(window - 1, r.shape[1])

@@ -5,7 +5,9 @@ and clears again and again), a hacking run whose alert stays open for hundreds o
 other setups, and runs with reward/length/cut share rewritten at random (ties from rounding,
 gaps, trends up and down) - the batch's answer is the rule's or "unsure":
 
-- presence: whether the rule returns a condition while its alert is open;
+- confirmed: whether the rule, its alert not open, returns a condition ("surely not" or unsure);
+- the latch over the history (rules.hacking.HoldTest): exactly where the rule, its alert open,
+  answers by it;
 - windows: the rule given the Mann-Kendall short list returns exactly what it returns without it
   (alert open or not).
 """
@@ -108,25 +110,54 @@ CASES = {
 }
 
 
+# the share of modelled rollouts the gate decides (measured 0.82-0.96): most of them
+FLOOR = dict.fromkeys(CASES, 0.75)
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_batch_answers_what_the_rule_answers(case):
+    """The gate's "surely not confirmed" is a rollout where the rule, its alert not open,
+    returns nothing; and it decides most of the rollouts it models."""
     seg = _store(CASES[case]())
     rows = np.arange(len(seg.ids))
     box = held.HackingHeld(seg, defaults(), rows, np.ones(len(rows), bool))
     box._compute(rows)  # every row in one batch
     decided = 0
-    held_open = frozenset({"length-hacking"})
     for k in rows[rows >= rules.WINDOW - 1].tolist():
         upto = int(seg.ids[k])
-        got, conf = int(box.ans[k]), int(box.conf[k])
-        plain_open, plain_closed = _conds(seg, upto, held_open), _conds(seg, upto, frozenset())
-        if got >= 0:
-            decided += 1
-            assert got == bool(plain_open), f"rollout {upto}: batch says {got}, the rule {plain_open}"
+        conf = int(box.conf[k])
         if conf >= 0:
+            decided += 1
+            plain_closed = _conds(seg, upto, frozenset())
             assert conf == bool(plain_closed), f"rollout {upto}: batch says {conf}, the rule {plain_closed}"
     modelled = int(box._cols["ok"][rules.WINDOW - 1 :].sum())  # (a window with a gap is the rule's)
-    assert decided >= 0.9 * modelled, "the batch left most rollouts to the rule"
+    assert decided >= FLOOR[case] * modelled, f"the batch left most rollouts to the rule ({decided} of {modelled})"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_latch_over_the_history_is_the_rules(case):
+    """rules.hacking.HoldTest over the whole history holds at exactly the rollouts where the
+    rule, its alert open, answers by its latch - the same condition, every field - and its
+    answer over the history is its answer over each rollout's window alone."""
+    from grpo_tui.judge.rules import hacking
+    from grpo_tui.judge.rules.base import own_base
+
+    seg = _store(CASES[case]())
+    rows = np.arange(len(seg.ids))
+    ctx = rules.RuleContext(seg, defaults(), int(seg.ids[rules.WINDOW]))
+    test = hacking.HoldTest(seg, rows, own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False))
+    full = rows[rows >= rules.WINDOW]
+    holds = test.holds(full)
+    held_open = frozenset({"length-hacking"})
+    for k, h in zip(full.tolist(), holds.tolist()):
+        upto = int(seg.ids[k])
+        alone = hacking._hacking_holds(rules.RuleContext(seg, defaults(), upto, held_open))
+        assert h == (alone is not None), f"rollout {upto}: over the history {h}, alone {alone}"
+        if h:
+            assert test.condition(k) == alone
+            got = rules.rule_length_hacking(rules.RuleContext(seg, defaults(), upto, held_open))
+            assert got == [alone]
+    assert holds.any() or not case.startswith("hacking"), "the latch never held"
 
 
 def test_three_valued_edges():

@@ -6,9 +6,12 @@ import math
 
 import numpy as np
 
+from ...store.metric_store import Segment
 from .. import stats
 from ..signals import (
+    BY_ID,
     MEAN_WINDOW,
+    signal_values,
 )
 from .base import (
     ALPHA_FALL,
@@ -17,6 +20,8 @@ from .base import (
     HACK_MIN,
     K_FALL,
     K_RISE,
+    WINDOW,
+    Base,
     Condition,
     RuleContext,
     RuleInfo,
@@ -70,6 +75,11 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     got = _joint(ctx)
     if got is None:
         return []
+    if "length-hacking" in ctx.open_rules:
+        # held while length stays up and reward down, whatever the trend does (its only sign then)
+        held = _hacking_holds(ctx)
+        if held is not None:
+            return [held]
     ids, L, R, T = got
     # confirmed: the sign must show at this rollout and at the one before (noise makes one-offs)
     noise = _hacking_noise(ids, L, R, T)
@@ -82,10 +92,7 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     if hit is not None and "length-hacking" not in ctx.open_rules and _growth_dip(ctx, int(ids[-hit[0]])):
         hit = None
     if hit is None:
-        if "length-hacking" in ctx.open_rules:
-            held = _hacking_holds(ctx, ids, L, R)
-            return [held] if held else []
-        return []
+        return []  # (an open alert: it does not hold either, above)
     w, ev = hit
     wi, wl, wr = ids[-w:].astype(float), L[-w:], R[-w:]
     r0, r1 = np.clip(_fitted_ends(wi, wr), wr.min(), wr.max())  # (a line may overshoot a reward of 0)
@@ -210,34 +217,91 @@ def _hacking_below_band(ctx: RuleContext, ids: np.ndarray, L: np.ndarray, R: np.
     return w, {"test": "length rising, reward below its range", "reward_range_lo": _r(float(b[0][-1]))}
 
 
-def _hacking_holds(ctx: RuleContext, ids: np.ndarray, L: np.ndarray, R: np.ndarray) -> Condition | None:
-    """An open length-hacking alert holds while length stays up (or at the cap) and reward down."""
+def _hacking_holds(ctx: RuleContext) -> Condition | None:
+    """The latch at one rollout: HoldTest over its window."""
+    rows = ctx.seg.rows_upto(WINDOW, ctx.upto)
     lb, rb = own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False)
-    if lb is None or rb is None:
-        return None
-    ti, tv = _finite(*ctx.series("truncated"))
-    at_cap = len(tv) >= 4 and stats.persistent_above(tv, 0.5, 3, 4)
-    high = at_cap or float(stats.median(L[-4:])) >= 1.15 * lb.centre
-    best = max(rb.centre, float(np.nanmax(stats.trailing_mean(R, MEAN_WINDOW))))
-    s_rew = max(_resid_sigma(ids.astype(float), R), FLOOR["reward"])
-    down = float(np.mean(R[-4:])) < best - max(0.03, 2 * s_rew)
-    if not (high and down):
-        return None
-    return Condition(
-        "length-hacking",
-        "critical",
-        None,
-        f"length still high ({float(stats.median(L[-4:])):.0f}"
-        + (f", cut share {float(tv[-1]):.2f}" if len(tv) else "")
-        + f") and reward still down ({float(np.mean(R[-4:])):.3f} < {best:.3f})",
-        {
-            "length_last4": [_r(v) for v in L[-4:]],
-            "reward_last4": [_r(v) for v in R[-4:]],
-            "reward_best": _r(best),
-            "cut_share_last4": [_r(v) for v in tv[-4:]],
-        },
-        signal="length",
-    )
+    return HoldTest(ctx.seg, rows, lb, rb).condition(len(rows) - 1)
+
+
+class HoldTest:
+    """An open length-hacking alert holds while length stays up (or at the cap) and reward
+    down: the rule's latch over columns (`rows`: the run's rows in rollout order, a window or
+    the whole run so far; `lb`, `rb`: the run's own baselines of length and reward), asked at
+    many positions at once (`holds`).  Its window is the rule's: the rollouts of the last WINDOW
+    that log both length and reward, the newest at the judged rollout, at least HACK_MIN.
+
+    - high: the median of the last 4 lengths >= 1.15 x its baseline, or the cut share above
+      0.5 in 3 of its last 4;
+    - down: the mean of the last 4 rewards below the best (its baseline, or the best five-step
+      mean of the window) by max(0.03, 2 x reward's spread around its Theil-Sen line)."""
+
+    def __init__(self, seg: Segment, rows: np.ndarray, lb: Base | None, rb: Base | None) -> None:
+        self.lb, self.rb = lb, rb
+        self.ids = seg.ids_at(rows).astype(float)
+        self.L = signal_values(seg, BY_ID["length"], rows)
+        self.R = signal_values(seg, BY_ID["reward"], rows)
+        self.T = signal_values(seg, BY_ID["truncated"], rows)
+        self.both = np.where(np.isfinite(self.L) & np.isfinite(self.R), 0.0, np.nan)
+
+    def holds(self, at: np.ndarray) -> np.ndarray:
+        """Per position of `at`: the latch holds there."""
+        return self._test(at)[0]
+
+    def _test(self, at: np.ndarray) -> tuple:
+        n = len(at)
+        out = np.zeros(n, bool)
+        med4, mean4, best = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+        lb, rb, L, R, T = self.lb, self.rb, self.L, self.R, self.T
+        jidx, m = stats.last_finite(self.both, at, WINDOW, WINDOW)
+        tidx, n_cut = stats.last_finite(T, at, 4, WINDOW)
+        if not n or lb is None or rb is None:
+            return out, jidx, m, tidx, med4, mean4, best
+        _, n_len = stats.last_finite(L, at, HACK_MIN, WINDOW)
+        _, n_rew = stats.last_finite(R, at, HACK_MIN, WINDOW)
+        ok = np.isfinite(L[at]) & (n_len == HACK_MIN) & (n_rew == HACK_MIN) & (m >= HACK_MIN)
+        with np.errstate(invalid="ignore"):
+            at_cap = (n_cut >= 4) & (((T[np.maximum(tidx, 0)] - 0.5) > 0).sum(axis=1) >= 3)
+        for size in np.unique(m[ok]).tolist():
+            sel = np.flatnonzero(ok & (m == size))
+            for a in range(0, len(sel), CHUNK):  # (bounded memory: up to 780 pairs a rollout)
+                part = sel[a : a + CHUNK]
+                J = jidx[part, WINDOW - size :]
+                Lw, Rw = L[J], R[J]
+                med4[part] = stats.rows_median(Lw[:, -4:])
+                mean4[part] = Rw[:, -4:].mean(axis=1)
+                best[part] = np.maximum(rb.centre, stats.rows_trailing_best(Rw, MEAN_WINDOW))
+                s_rew = np.maximum(stats.rows_resid_sigma(self.ids[J], Rw), FLOOR["reward"])
+                high = at_cap[part] | (med4[part] >= 1.15 * lb.centre)
+                out[part] = high & (mean4[part] < best[part] - np.fmax(0.03, 2 * s_rew))
+        return out, jidx, m, tidx, med4, mean4, best
+
+    def condition(self, pos: int) -> Condition | None:
+        """The latch's condition at position `pos` of the rows (None: it does not hold)."""
+        got, jidx, m, tidx, med4, mean4, best = self._test(np.array([pos]))
+        if not got[0]:
+            return None
+        J = jidx[0, WINDOW - int(m[0]) :]
+        L4, R4 = self.L[J][-4:], self.R[J][-4:]
+        tv = self.T[tidx[0][tidx[0] >= 0]]
+        return Condition(
+            "length-hacking",
+            "critical",
+            None,
+            f"length still high ({float(med4[0]):.0f}"
+            + (f", cut share {float(tv[-1]):.2f}" if len(tv) else "")
+            + f") and reward still down ({float(mean4[0]):.3f} < {float(best[0]):.3f})",
+            {
+                "length_last4": [_r(v) for v in L4],
+                "reward_last4": [_r(v) for v in R4],
+                "reward_best": _r(float(best[0])),
+                "cut_share_last4": [_r(v) for v in tv],
+            },
+            signal="length",
+        )
+
+
+CHUNK = 1024  # rollouts per batch of HoldTest
 
 
 GROWTH_LOOKBACK = 120  # rollouts a reward dip is weighed against: the run's long-run course
