@@ -63,7 +63,7 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         stamps = np.fromiter(map(itemgetter(3), judged), np.int64, len(judged))
         _verify(seg, touch, rows, stamps)
     ans = Answers(seg, eng.ranges, rows)
-    held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"), ans.mk)
+    held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"), ans.mk, ans.hacking_holds)
     skip_quiet = rules.USE_GATES and seg.ordered  # (evaluate_metrics' own quiet test)
     nonfinite = seg.nonfinite
     # (Python lists: the loop reads one entry per rollout)
@@ -103,9 +103,18 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
             continue  # no rule can fire, no alert is open, no event condition: nothing to do
         open_rules = frozenset(key[0] for key in eng.book.open) if eng.book.open else none
         held_open = open_rules & rules.HELD
-        conds: list = []
         if skip_quiet and quiet[k] and not held_open and not nonfinite.get(op_rows[k]):
-            pass  # no rule can fire here (the gates say)
+            conds = []  # no rule can fire here (the gates say)
+        elif (
+            skip_quiet
+            and held_open == _LH
+            and ans.quiet_but_hacking[k]
+            and not nonfinite.get(op_rows[k])
+            and _critical(eng, "length-hacking")
+            and held.present(k) >= 0
+        ):
+            # only the open length-hacking alert's rule may return a condition: does it hold?
+            conds = [rules.held_standin()] if held.present(k) else []
         elif (
             skip_quiet
             and not held_open
@@ -113,11 +122,16 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
             and not nonfinite.get(op_rows[k])
             and held.confirmed(k) == 0
         ):
-            pass  # only rule_length_hacking may fire, and its sign is surely not confirmed
+            conds = []  # only rule_length_hacking may fire, and its sign is surely not confirmed
         else:
             pre = ans.at(k)
-            if pre and skip_quiet and pre.get("rule_length_hacking") and "length-hacking" not in open_rules:
-                if held.confirmed(k) == 0:
+            if skip_quiet and "length-hacking" in open_rules and _critical(eng, "length-hacking"):
+                got = held.present(k)
+                if got >= 0:
+                    pre[rules.HACKING_HELD] = bool(got)
+            elif pre and skip_quiet and pre.get("rule_length_hacking"):
+                sign = held.confirmed(k)
+                if sign == 0:
                     pre["rule_length_hacking"] = False  # its sign is not confirmed: it returns nothing
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
         conds.extend(eng.event_conditions(seg, r))
@@ -163,6 +177,15 @@ def _calm_skips(
 
 
 USE_STEADY = True  # (tests turn it off to exercise the op-by-op stand-ins)
+
+
+_LH = frozenset({"length-hacking"})
+
+
+def _critical(eng, rule: str) -> bool:
+    """The open alert of `rule` is critical: a condition can only keep it open, never change it."""
+    a = eng.book.open.get((rule, None))
+    return a is not None and a.severity == "critical"
 
 
 def _verify(seg: Segment, touch: dict[int, int], rows: np.ndarray, stamps: np.ndarray) -> None:

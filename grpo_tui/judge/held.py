@@ -1,16 +1,23 @@
-"""A gate of rule_length_hacking for many rollouts at once (judge/bulk.py): where its sign is
-surely not confirmed, while its alert is not open, the rule returns nothing.
+"""Whether an open length-hacking alert still holds, for many rollouts at once (judge/bulk.py):
+the one stand-in left (issue #39).
 
-The sign is confirmed when the joint trend (or reward below its band) shows at this rollout
-and on the window one rollout shorter.  `confirmed` computes those tests with numpy on a
-batch of rollouts: every window statistic the rule uses (Theil-Sen slopes, robust sigmas,
-Mann-Kendall p with ties, medians) with the same arithmetic on a matrix of windows.  Each
-comparison is three-valued: a value within a relative 1e-9 of its threshold is "unsure", and
-so is any window the batch does not model (a gap in length, reward or cut share, a non-finite
-intermediate).  It answers only "surely not" (0) or "ask the rule" (-1): a necessary
-condition, never the rule's answer (a confirmed sign may still be a reward dip in reasoning
-growth, rules.hacking._growth_dip).  While the alert is open the rule itself runs; its latch
-(rules.hacking.HoldTest) answers first.
+While an alert is open only one thing about its rule matters to the state machine: does it
+return a condition at this rollout (the alert holds) or not (a miss; three in a row clear
+it)?  Its message and evidence are those of the rollout that raised it, and length-hacking
+is always critical, so a held condition can never escalate.  rule_length_hacking returns a
+condition when its latch holds (length stays up and reward down: rules.hacking.HoldTest,
+whose own answer over the history `presence` is given) or its sign is confirmed (the joint
+trend - or reward below its band - at this rollout and on the window one rollout shorter).
+While no alert is open, a confirmed sign may still be a reward dip in reasoning growth
+(rules.hacking._growth_dip), so `confirmed` answers only "surely not" (0) or "ask the rule" (-1).
+
+`presence` computes the trend tests with numpy on a batch of rollouts: every window statistic
+the rule uses (Theil-Sen slopes, robust sigmas, Mann-Kendall p with ties, medians) with the
+same arithmetic on a matrix of windows.  Each comparison is three-valued: a value within a
+relative 1e-9 of its threshold is "unsure", and so is any window the batch does not model (a
+gap in length, reward or cut share, a non-finite intermediate).  An unsure rollout is judged by
+the rule itself (tests/equivalence/test_fast_judge.py compares the alerts on long runs with
+many open/close cycles).  The way out: the trend over columns, as the latch is.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import math
 import numpy as np
 
 from . import stats
-from .rules.base import ALPHA_FALL, FLOOR, HACK_MIN, K_FALL, K_RISE, WINDOW, ranges_for
+from .rules.base import ALPHA_FALL, FLOOR, HACK_MIN, K_FALL, K_RISE, WINDOW, RuleContext, own_base, ranges_for
 from .signals import BY_ID, metric_for
 
 TOL = 1e-9
@@ -292,13 +299,16 @@ def _hit(n: int, cut: bool):
     return lambda x: _any(x, _trend_tests(n, cut) + [lambda y: _all(y, _band_tests(n))])
 
 
-def confirmed(x: Inputs) -> np.ndarray:
-    """Per row, 0 / -1 (unsure: ask the rule): whether the rule's sign is confirmed (at this
-    rollout and one rollout back) while its alert is not open.  A sign surely confirmed may
-    still be a dip in reasoning growth (the rule decides): -1 too."""
-    got = _code(_all(x, (_hit(WINDOW, x.cut), _hit(WINDOW - 1, x.cut))))
-    got[got == 1] = -1
-    return got
+def presence(x: Inputs, holds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, 1 / 0 / -1 (unsure: ask the rule): whether the rule returns a condition while
+    its alert is open (its latch holds - `holds`, rules.hacking.HoldTest's own answer - or the
+    sign is confirmed, at this rollout and one rollout back), and while it is not (the sign
+    confirmed)."""
+    confirmed = _all(x, (_hit(WINDOW, x.cut), _hit(WINDOW - 1, x.cut)))
+    got = Tri(confirmed.sure | holds, confirmed.maybe | holds)
+    conf = _code(confirmed)
+    conf[conf == 1] = -1  # (a confirmed sign may be a dip in reasoning growth: the rule decides)
+    return _code(got), conf
 
 
 def _code(t: Tri) -> np.ndarray:
@@ -306,39 +316,70 @@ def _code(t: Tri) -> np.ndarray:
 
 
 class HackingHeld:
-    """A gate of rule_length_hacking while its alert is not open: `confirmed(k)` is 0 where its
-    sign is surely not confirmed at recorded op k (judge/bulk.py's rows), so the rule returns
-    nothing there; -1 where it may be (the rule decides).  The first question computes, in one
-    batch, every op where the other gate lets the rule fire and the TAIL after each; a longer
-    stretch asks for the next ones, a doubling batch at a time (at most 512 rows: bounded
-    memory)."""
+    """Answers `present(k)` / `confirmed(k)` for recorded op k (judge/bulk.py's rows).  The
+    first question computes, in one batch, every op where the gate lets the rule fire and the
+    TAIL after each (an alert it raised needs that many misses to clear); a longer open stretch
+    asks for the next ones, a doubling batch at a time (at most 512 rows: bounded memory)."""
 
-    def __init__(self, seg, ranges, rows: np.ndarray, may_raise: np.ndarray, mk: dict | None = None) -> None:
+    def __init__(
+        self, seg, ranges, rows: np.ndarray, may_raise: np.ndarray, mk: dict | None = None, holds=None
+    ) -> None:
         self.seg, self.ranges, self.rows = seg, ranges, rows
+        self.holds = holds  # ops -> the rule's latch holds there (rules.hacking.HoldTest over the history)
         self.mk = {} if mk is None else mk  # Mann-Kendall S of the gates (bulk._mk_memo)
         self.may_raise = may_raise  # ops where the rule may fire (gate)
-        self.conf = np.full(len(rows), -2, np.int8)  # -2: not computed yet
+        self.ans = np.full(len(rows), -2, np.int8)  # -2: not computed yet
+        self.conf = np.full(len(rows), -1, np.int8)
         self._batch = 32
         self._last = -2
+        self._batch_end = -1  # where the last batch of _ensure ended
         self._cols: dict | None = None
         self._first = True
 
+    def present(self, k: int) -> int:
+        """Whether rule_length_hacking returns a condition at op k while its alert is open."""
+        self._ensure(k)
+        return int(self.ans[k])
+
     def confirmed(self, k: int) -> int:
-        """Whether it returns a condition at op k while its alert is not open (0: surely not)."""
+        """Whether it returns one while its alert is not open (its sign confirmed)."""
         self._ensure(k)
         return int(self.conf[k])
 
+    def known_present(self, ks: np.ndarray) -> np.ndarray:
+        """present(k) for these ops in order (judge/steady.py), -2 where not computed yet.  Only
+        where every op before holds (1) and the op is not computed does it compute, one batch
+        from there, as op by op would ask there (a batch that goes on from where the last one
+        ended doubles, as when asked op after op); past an op that does not hold, the alert
+        may clear: nothing is computed for it (the caller asks again from there)."""
+        if not len(ks):
+            return self.ans[ks]
+        if self._first:
+            self._ensure(int(ks[0]))  # the first batch, as at the first question
+        got = self.ans[ks]
+        off = np.flatnonzero(got != 1)
+        if len(off) and got[off[0]] == -2:
+            k = int(ks[off[0]])
+            if k == self._batch_end:
+                self._last = k - 1  # (goes on from the last batch: it doubles)
+            self._ensure(k)
+            got = self.ans[ks]
+        return got
+
     def confirmed_at(self, ks: np.ndarray) -> np.ndarray:
         """confirmed(k) for these ops (judge/steady.py), computed as one batch."""
+        self._ensure_all(ks)
+        return self.conf[ks]
+
+    def _ensure_all(self, ks: np.ndarray) -> None:
         if not len(ks):
-            return self.conf[ks]
+            return
         if self._first:
             self._ensure(int(ks[0]))  # the first batch, as op by op asks for it
         self._compute(ks)  # (only those not computed yet)
-        return self.conf[ks]
 
     def _ensure(self, k: int) -> None:
-        if self.conf[k] == -2:
+        if self.ans[k] == -2:
             if self._first:
                 self._first = False
                 after = np.flatnonzero(self.may_raise)[:, None] + np.arange(0, TAIL + 1)[None, :]
@@ -347,14 +388,15 @@ class HackingHeld:
                 want[k : k + TAIL + 1] = True
                 ks = np.flatnonzero(want)
                 self._compute(ks[ks < len(self.rows)])
-            if self.conf[k] == -2:
+            if self.ans[k] == -2:
                 self._batch = min(512, self._batch * 2) if k == self._last + 1 else 32
-                self._compute(np.arange(k, min(len(self.rows), k + self._batch)))
+                self._batch_end = min(len(self.rows), k + self._batch)
+                self._compute(np.arange(k, self._batch_end))
         self._last = k
 
     def _compute(self, ks: np.ndarray) -> None:
-        ks = ks[self.conf[ks] == -2]
-        self.conf[ks] = -1
+        ks = ks[self.ans[ks] == -2]
+        self.ans[ks] = -1
         if self._cols is None:
             self._cols = _columns(self.seg, self.ranges, self.rows, self.mk) or {}
         cols = self._cols
@@ -363,13 +405,19 @@ class HackingHeld:
         rows = self.rows[ks]
         try:
             with np.errstate(all="ignore"):
+                late = rows >= WINDOW - 1
+                held = np.zeros(len(ks), bool)
+                if self.holds is not None and late.any():
+                    held[late] = self.holds(ks[late])
+                self.ans[ks[held]] = 1  # (the latch holds: the rule returns its condition)
                 for cut in (False, True):
-                    sel = np.flatnonzero((rows >= WINDOW - 1) & cols["ok"][rows] & (cols["cut"][rows] == cut))
+                    sel = np.flatnonzero(late & cols["ok"][rows] & (cols["cut"][rows] == cut))
                     for a in range(0, len(sel), CHUNK):  # (bounded memory: 780 pairs a row)
                         part = sel[a : a + CHUNK]
-                        self.conf[ks[part]] = confirmed(Inputs(cols, rows[part], cut))
+                        x = Inputs(cols, rows[part], cut)
+                        self.ans[ks[part]], self.conf[ks[part]] = presence(x, held[part])
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
-            self.conf[ks] = -1  # (the rule decides)
+            self.ans[ks] = self.conf[ks] = -1  # (the rule decides)
 
 
 def _columns(seg, ranges, rows: np.ndarray, memo: dict | None = None) -> dict | None:
@@ -394,6 +442,8 @@ def _columns(seg, ranges, rows: np.ndarray, memo: dict | None = None) -> dict | 
     ok = (_window_count(np.isfinite(L) & np.isfinite(R)) == WINDOW) & ((fin_t == 0) | (fin_t == WINDOW))
     rs = ranges_for(seg, ranges, first)
     b = _bounds(rs, "reward", ids)
+    ctx = RuleContext(seg, ranges, first)
+    lb, rb = own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False)
     cols = {
         "s": ids.astype(float),
         "L": L,
@@ -402,6 +452,8 @@ def _columns(seg, ranges, rows: np.ndarray, memo: dict | None = None) -> dict | 
         "ok": ok,
         "cut": fin_t == WINDOW,
         "lo": None if b is None else np.asarray(b[0], float),
+        "base_len": None if lb is None else lb.centre,
+        "base_rew": None if rb is None else rb.centre,
     }
     names = {"L": ln, "R": rn, "T": tn}
     cols["mk"] = {
@@ -418,4 +470,4 @@ def _window_count(flag: np.ndarray) -> np.ndarray:
     return c[r + 1] - c[np.maximum(r + 1 - WINDOW, 0)]
 
 
-__all__ = ["HackingHeld", "confirmed", "Tri"]
+__all__ = ["HackingHeld", "presence", "Tri"]

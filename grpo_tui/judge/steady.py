@@ -12,11 +12,10 @@ An op is steady for the open alerts O (each key with its severity) when:
 - every alert of O holds there by its rule's own answer over the columns: gap-jump, gap-rising
   and grad-norm-rising (critical) by their latch (rules.drift.LatchTest), no-signal and
   off-policy where their rule fires (a warning only where it fires as a warning), out-of-range
-  of a signal where RangeTest fires for it; length-hacking (critical) by its latch
-  (rules.hacking.HoldTest);
+  of a signal where RangeTest fires for it; length-hacking (critical) where HackingHeld says
+  it surely holds (the one stand-in left: issue #39);
 - no other rule may return anything: the rules over columns say so exactly, the others' gates
-  say NO (necessary conditions; length-hacking: or its sign is surely not confirmed,
-  judge/held.py), and for
+  say NO (necessary conditions; length-hacking: or its sign is surely not confirmed), and for
   a gap-jump without gap-rising no explosion or drift window may raise gap-rising.
 Then the rules return exactly a condition per open alert, none escalates, and the state
 machine only resets the misses.  Anything else - an event alert, a warning that could
@@ -108,25 +107,27 @@ class Steady:
 
     def _mask(self, opened: frozenset, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """Per op lo..hi-1: steady while the alerts `opened` ((key, severity) each) are open;
-        and undecided (not steady for now, not remembered: past the first op that is not steady
-        an open length-hacking's latch is not asked - the next call asks from there)."""
+        and undecided (not steady for now, not remembered: an open length-hacking's presence
+        not known there yet - the next call asks HackingHeld from there, in its own batches)."""
         none = np.zeros(hi - lo, bool)
         undecided = none.copy()
         m = self._mask_decided(opened, lo, hi, none)
         if m is none or "length-hacking" not in {key[0] for key, _ in opened}:
             return m, undecided
-        # the latch is asked only up to the first op that is not steady anyway: past it the
+        # HackingHeld is asked only up to the first op that is not steady anyway: past it the
         # alert may clear, and rollout by rollout would not ask there (those ops stay undecided)
         bad = np.flatnonzero(~m)
         end = int(bad[0]) if len(bad) else len(m)
         undecided[end:] = m[end:]
         m[end:] = False
-        if end:  # (where the latch does not hold the trend may: op by op decides)
-            m[:end] = self.ans.hacking_holds(lo + np.arange(end))
+        if end:
+            got = self.held.known_present(lo + np.arange(end))
+            m[:end] = got == 1
+            undecided[:end] = got == -2
         return m, undecided
 
     def _mask_decided(self, opened: frozenset, lo: int, hi: int, none: np.ndarray) -> np.ndarray:
-        """_mask, but for length-hacking's own presence (open: the caller asks its latch)."""
+        """_mask, but for length-hacking's own presence (open: the caller asks HackingHeld)."""
         ans = self.ans
         m = self.clean[lo:hi].copy()
         sev = {}

@@ -186,26 +186,23 @@ def _bulk_equals_plain(lines, monkeypatch) -> Pipeline:
 
 @pytest.mark.parametrize("case", list(LONG))
 def test_bulk_equals_plain_rollout_by_rollout_on_long_runs(case, monkeypatch):
-    """Bulk judging (gates; an open length-hacking answered by its latch first) against rollout
-    by rollout without any gate: the same alerts, every field."""
-    from grpo_tui.judge.rules import hacking
+    """Bulk judging (gates, an open alert's rule asked only whether it holds) against rollout by
+    rollout without any gate: the same alerts, every field."""
+    from grpo_tui.judge import held
 
     lines = LONG[case]()
     monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: steady stretches are tested below)
-    held = []
-    orig = hacking._hacking_holds
+    asked = []
+    orig = held.HackingHeld.present
 
-    def counting(ctx):
-        got = orig(ctx)
-        held.append(got is not None)
-        return got
+    def counting(self, k):
+        asked.append(k)
+        return orig(self, k)
 
-    monkeypatch.setattr(hacking, "_hacking_holds", counting)
+    monkeypatch.setattr(held.HackingHeld, "present", counting)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert any(a.rule == "length-hacking" for a in plain.engine.alerts)
-    assert len(held) >= 20, "the open alert's latch was not asked"
-    if case == "stays-open":
-        assert sum(held) >= 20, "the latch never held the alert"
+    assert len(asked) >= 20, "the held path was not taken"
 
 
 DRIFT_HELD = {
@@ -432,9 +429,8 @@ def test_steady_stretches_leave_the_alerts_as_rollout_by_rollout(case, monkeypat
     assert plain.report().status != "ok"
     if case.endswith("engine-events"):
         assert any(a.rule == "engine-down" for a in plain.engine.alerts), "no engine event was judged"
-    # (length-hacking's short episodes, held by its trend rather than its latch: a steady
-    # stretch needs the latch, so there is none to step over)
-    least = 0 if case.startswith("open-close-cycles") else 50
+    # (length-hacking's short episodes: a few rollouts each between its raise and its clear)
+    least = 10 if case.startswith("open-close-cycles") else 50
     assert sum(stepped) >= least, f"no steady stretch was stepped over ({sum(stepped)} ops)"
 
 
@@ -443,8 +439,8 @@ STEADY_WRONG = {  # a wrong answer inside Steady's mask, and a case where it sho
     "always steady": ("gap-jump-cycles", lambda self, opened, lo, hi, none: self.clean[lo:hi].copy()),
     # gap-jump held without its test (still_gap): it holds where its values fell back
     "no still_gap": ("gap-jump-cycles", "still_gap"),
-    # length-hacking held whether or not its latch holds
-    "no latch": ("open-close-cycles", "latch"),
+    # length-hacking held without asking HackingHeld whether it holds
+    "no presence": ("open-close-cycles", "presence"),
 }
 
 
@@ -463,8 +459,8 @@ def test_a_wrong_steady_stretch_would_be_caught(name, monkeypatch):
             return (np.ones_like(got[0]), np.ones_like(got[1])) + tuple(got[2:])
 
         monkeypatch.setattr(bulk_mod.Answers, "held_arrays", no_still_gap)
-    elif wrong == "latch":
-        monkeypatch.setattr(bulk_mod.Answers, "hacking_holds", lambda self, ks: np.ones(len(ks), bool))
+    elif wrong == "presence":
+        monkeypatch.setattr(bulk_mod.HackingHeld, "known_present", lambda self, ks: np.ones(len(ks), np.int8))
     else:
         monkeypatch.setattr(steady_mod.Steady, "_mask_decided", wrong)
     with pytest.raises(AssertionError):

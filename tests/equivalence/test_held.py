@@ -5,9 +5,9 @@ and clears again and again), a hacking run whose alert stays open for hundreds o
 other setups, and runs with reward/length/cut share rewritten at random (ties from rounding,
 gaps, trends up and down) - the batch's answer is the rule's or "unsure":
 
-- confirmed: whether the rule, its alert not open, returns a condition ("surely not" or unsure);
-- the latch over the history (rules.hacking.HoldTest): exactly where the rule, its alert open,
-  answers by it;
+- presence: whether the rule returns a condition while its alert is open (its latch,
+  rules.hacking.HoldTest, exact; its trend three-valued);
+- the latch over the history: exactly where the rule, its alert open, answers by it;
 - windows: the rule given the Mann-Kendall short list returns exactly what it returns without it
   (alert open or not).
 """
@@ -110,28 +110,36 @@ CASES = {
 }
 
 
-# the share of modelled rollouts the gate decides (measured 0.82-0.96): most of them
-FLOOR = dict.fromkeys(CASES, 0.75)
+def _latch(seg, rows: np.ndarray):
+    """judge/bulk_answers.Answers.hacking_holds for these rows: rules.hacking.HoldTest over the
+    history, the baselines of the first full rollout."""
+    from grpo_tui.judge.rules import hacking
+    from grpo_tui.judge.rules.base import own_base
+
+    ctx = rules.RuleContext(seg, defaults(), int(seg.ids[rules.WINDOW]))
+    test = hacking.HoldTest(seg, rows, own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False))
+    return lambda ks: test.holds(rows[ks])
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_batch_answers_what_the_rule_answers(case):
-    """The gate's "surely not confirmed" is a rollout where the rule, its alert not open,
-    returns nothing; and it decides most of the rollouts it models."""
     seg = _store(CASES[case]())
     rows = np.arange(len(seg.ids))
-    box = held.HackingHeld(seg, defaults(), rows, np.ones(len(rows), bool))
+    box = held.HackingHeld(seg, defaults(), rows, np.ones(len(rows), bool), holds=_latch(seg, rows))
     box._compute(rows)  # every row in one batch
     decided = 0
+    held_open = frozenset({"length-hacking"})
     for k in rows[rows >= rules.WINDOW - 1].tolist():
         upto = int(seg.ids[k])
-        conf = int(box.conf[k])
-        if conf >= 0:
+        got, conf = int(box.ans[k]), int(box.conf[k])
+        plain_open, plain_closed = _conds(seg, upto, held_open), _conds(seg, upto, frozenset())
+        if got >= 0:
             decided += 1
-            plain_closed = _conds(seg, upto, frozenset())
+            assert got == bool(plain_open), f"rollout {upto}: batch says {got}, the rule {plain_open}"
+        if conf >= 0:
             assert conf == bool(plain_closed), f"rollout {upto}: batch says {conf}, the rule {plain_closed}"
     modelled = int(box._cols["ok"][rules.WINDOW - 1 :].sum())  # (a window with a gap is the rule's)
-    assert decided >= FLOOR[case] * modelled, f"the batch left most rollouts to the rule ({decided} of {modelled})"
+    assert decided >= 0.9 * modelled, "the batch left most rollouts to the rule"
 
 
 @pytest.mark.parametrize("case", list(CASES))

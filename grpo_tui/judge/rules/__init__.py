@@ -39,6 +39,7 @@ from .values import rule_non_finite, rule_out_of_range
 
 __all__ = [
     "ENTROPY",
+    "HACKING_HELD",
     "HELD",
     "KL_REF",
     "METRIC_RULES",
@@ -52,6 +53,7 @@ __all__ = [
     "RuleInfo",
     "defaults_fit_memo",
     "evaluate_metrics",
+    "held_standin",
     "ranges_for",
 ]
 
@@ -124,6 +126,15 @@ def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
         return True
 
 
+def held_standin() -> Condition:
+    """A condition of an open length-hacking alert where only its presence matters
+    (judge/held.py): it keeps the alert open, and its message and evidence are never read
+    (AlertBook keeps those of the rollout that raised it unless the alert escalates, and
+    length-hacking is always critical)."""
+    return Condition("length-hacking", "critical", None, "length-hacking holds", {}, signal="length")
+
+
+HACKING_HELD = "length-hacking held"
 COMPUTED = "computed"  # pre: {rule name: its conditions here}, the rule computed over the whole history
 
 
@@ -131,7 +142,9 @@ def evaluate_metrics(
     seg: Segment, ranges: RangeSet, upto: int, open_rules: frozenset[str] = frozenset(), pre: dict | None = None
 ) -> list[Condition]:
     """Every metric rule's condition at rollout `upto`.  `pre`: the gates' answers for this
-    rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire;
+    rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire; HACKING_HELD: whether
+    rule_length_hacking returns a condition while its (always critical) alert is open, where
+    only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
     COMPUTED: {rule name: its conditions here} for the rules written over columns, computed over
     the whole history at once (values.RangeTest, rollout.OffPolicyTest,
     learning_signal.NoSignalTest: the same arithmetic as at one rollout).  The rules themselves
@@ -155,7 +168,12 @@ def evaluate_metrics(
             box.append(gates.Window(seg, upto, WINDOW))
         return box[0]
 
+    held = pre.get(HACKING_HELD) if gated and pre and "length-hacking" in open_rules else None
     for rule in METRIC_RULES:
+        if held is not None and rule is rule_length_hacking:
+            if held:  # the open alert holds (judge/held.py); what it says is the raise's
+                out.append(held_standin())
+            continue
         if computed is not None and rule.__name__ in computed:
             out.extend(computed[rule.__name__])
             continue
