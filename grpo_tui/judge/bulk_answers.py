@@ -45,6 +45,8 @@ from .rules.rollout import OffPolicyTest
 from .rules.values import RangeTest
 from .signals import BY_ID, metric_for
 
+HOLD_CHUNK = 2048  # ops per batch of length-hacking's latch
+
 
 class Answers:
     """The gates' answers for every recorded rollout, as arrays (one entry per judged op):
@@ -79,6 +81,11 @@ class Answers:
         self.no_signal = NoSignalTest(seg, history, rows)
         for name, test in (("rule_off_policy", self.off_policy), ("rule_no_signal", self.no_signal)):
             res[name] = np.where(test.fires, MAYBE, NO).astype(np.int8)  # (the rule's own answer)
+        # a rule that fires nowhere has no words to give: its columns need not be kept
+        if not self.off_policy.fires.any():
+            self.off_policy = None
+        if not self.no_signal.fires.any():
+            self.no_signal = None
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
@@ -104,8 +111,9 @@ class Answers:
             self._hold = (HoldTest(self.seg, np.arange(end), lb, rb), np.full(len(self.rows), -1, np.int8))
         test, known = self._hold
         todo = ks[known[ks] < 0]
-        if len(todo):
-            known[todo] = test.holds(self.rows[todo])
+        for a in range(0, len(todo), HOLD_CHUNK):  # (bounded memory: a 40-row window per op)
+            part = todo[a : a + HOLD_CHUNK]
+            known[part] = test.holds(self.rows[part])
         return known[ks] == 1
 
     def held_arrays(self) -> tuple[np.ndarray, ...]:
@@ -127,10 +135,10 @@ class Answers:
             return {}
         row = self.mat[k].tolist()
         d: dict = {nm: (None if v == UNKNOWN else bool(v)) for nm, v in zip(self.names, row)}
-        if self.oor is not None and self.off_policy is not None and self.no_signal is not None:
+        if self.oor is not None:
             d[COMPUTED] = {
-                "rule_no_signal": self.no_signal.conditions(k),
-                "rule_off_policy": self.off_policy.conditions(k),
+                "rule_no_signal": self.no_signal.conditions(k) if self.no_signal is not None else [],
+                "rule_off_policy": self.off_policy.conditions(k) if self.off_policy is not None else [],
                 "rule_out_of_range": self.oor.conditions(k),
             }
         d["quiet"] = bool(self.quiet[k])

@@ -179,15 +179,15 @@ def last_finite(x: np.ndarray, at: np.ndarray, window: int, back: int | None = N
     before p (and after p - back), oldest first, shape (len(at), window), -1 where there are
     fewer; and how many there are (the valid indices are always the last ones of a row)."""
     ok = np.isfinite(x)
-    fpos = np.flatnonzero(ok)
+    fpos = np.flatnonzero(ok).astype(np.int32)  # (int32: half the memory over a whole history)
     at = np.asarray(at, np.int64)
     if not fpos.size or not at.size:
-        return np.full((at.size, window), -1, np.int64), np.zeros(at.size, np.int64)
-    seen = np.cumsum(ok)[at]  # finite values up to and including p
-    j = seen[:, None] - window + np.arange(window)
-    idx = np.where(j >= 0, fpos[np.maximum(j, 0)], -1)
+        return np.full((at.size, window), -1, np.int32), np.zeros(at.size, np.int64)
+    seen = np.cumsum(ok, dtype=np.int32)[at]  # finite values up to and including p
+    j = seen[:, None] - window + np.arange(window, dtype=np.int32)
+    idx = np.where(j >= 0, fpos[np.maximum(j, 0)], np.int32(-1))
     if back is not None:
-        idx = np.where(idx > at[:, None] - back, idx, -1)
+        idx = np.where(idx > (at[:, None] - back), idx, np.int32(-1))
     return idx, (idx >= 0).sum(axis=1)
 
 

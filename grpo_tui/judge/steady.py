@@ -155,6 +155,8 @@ class Steady:
         if "no-signal" in sev:  # (the rule's own answer: it holds where it fires, unless it escalates)
             m &= ans.mat[lo:hi, self.col["rule_no_signal"]] == MAYBE
             if sev["no-signal"] != "critical":
+                if ans.no_signal is None:
+                    return none  # (it fires nowhere over the history: the open warning misses)
                 m &= ~ans.no_signal.critical[lo:hi]
             covered.add("rule_no_signal")
         if "grad-norm-rising" in sev:

@@ -301,7 +301,7 @@ class HoldTest:
         )
 
 
-CHUNK = 1024  # rollouts per batch of HoldTest
+CHUNK = 256  # rollouts per batch of HoldTest (a 780-pair matrix each)
 
 
 GROWTH_LOOKBACK = 120  # rollouts a reward dip is weighed against: the run's long-run course

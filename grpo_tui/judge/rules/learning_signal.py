@@ -117,14 +117,16 @@ class NoSignalTest:
         if not ok.any():
             self.fires = self.how > 0
             return
-        fidx, fn = stats.last_finite(total, at, 8, WINDOW)
+        fidx, _n4 = stats.last_finite(total, at, 4, WINDOW)
+        seen = np.concatenate([[0], np.cumsum(np.isfinite(total))])
+        fn = seen[at + 1] - seen[np.maximum(at + 1 - WINDOW, 0)]  # finite shares in the window
         # the run's first rollouts: every group all-same (1: a warning, 2 or more: critical)
         few = ok & (fn < 4) & start & (f_now >= _ALL)
         with np.errstate(invalid="ignore"):
             run = (total[np.maximum(fidx, 0)] >= _ALL) & (fidx >= 0)
         run = np.cumprod(run[:, ::-1], axis=1).sum(axis=1)
         self._set(few, _START, run >= 2)
-        last4 = total[np.maximum(fidx[:, 4:], 0)]
+        last4 = total[np.maximum(fidx, 0)]
         with np.errstate(invalid="ignore"):
             high = ((last4 - (0.8 - 1e-9)) > 0).sum(axis=1) >= 3
             mid = ((last4 - (0.65 - 1e-9)) > 0).sum(axis=1) >= 3

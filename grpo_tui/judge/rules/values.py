@@ -91,6 +91,10 @@ def rule_out_of_range(ctx: RuleContext) -> list[Condition]:
     return RangeTest(ctx.seg, ctx.ranges, rows, np.array([len(rows) - 1])).conditions(0)
 
 
+CHUNK = 1 << 14  # positions per pass of the five-step means over a history
+FEW = 64  # rollouts judged at once up to which every signal is read in one pass
+
+
 class RangeTest:
     """rule_out_of_range over columns: each signal's five-step mean (its last five finite values
     in the rule's window, the newest at the judged rollout) against its healthy range, for many
@@ -124,24 +128,28 @@ class RangeTest:
                 judged.append((sig_id, v, present, b))
         if not judged:
             return
-        # every signal's five-step means in one pass: the columns one after another, a window's
-        # width of NaN between them so that no window reaches into the next
-        stride = len(rows) + WINDOW
-        flat = np.full(stride * len(judged), np.nan)
-        for i, (_, v, _, _) in enumerate(judged):
-            flat[i * stride : i * stride + len(rows)] = v
-        offset = np.arange(len(judged))[:, None] * stride
-        means, idx, cnt = stats.last_finite_mean(flat, (offset + at[None, :]).ravel(), MEAN_WINDOW, WINDOW)
-        shape = (len(judged), len(at))
-        means, cnt = means.reshape(shape), cnt.reshape(shape)
-        idx = idx.reshape(*shape, MEAN_WINDOW) - offset[:, :, None]
+        if len(at) <= FEW:
+            # a few rollouts (live judging): every signal's five-step means in one pass, the
+            # columns one after another with a window's width of NaN between them so that no
+            # window reaches into the next (the same values, the same sums)
+            stride = len(rows) + WINDOW
+            flat = np.full(stride * len(judged), np.nan)
+            for i, (_, v, _, _) in enumerate(judged):
+                flat[i * stride : i * stride + len(rows)] = v
+            pos = (np.arange(len(judged))[:, None] * stride + at[None, :]).ravel()
+            by_signal = stats.last_finite_mean(flat, pos, MEAN_WINDOW, WINDOW)[0].reshape(len(judged), len(at))
+        else:  # (a whole history: signal by signal, a bounded number of positions at a time)
+            by_signal = np.empty((len(judged), len(at)))
+            for i, (_, v, _, _) in enumerate(judged):
+                for a in range(0, len(at), CHUNK):
+                    by_signal[i, a : a + CHUNK] = stats.last_finite_mean(v, at[a : a + CHUNK], MEAN_WINDOW, WINDOW)[0]
         reward_holds = np.zeros(len(at), bool)
         with np.errstate(invalid="ignore"):
             for i, (sig_id, _v, present, (lo, hi)) in enumerate(judged):
                 if sig_id == "reward":  # (signals.reward_holds: its five-step mean not below its band)
-                    reward_holds = present & (means[i] >= lo - band_tol(lo, hi))
+                    reward_holds = present & (by_signal[i] >= lo - band_tol(lo, hi))
         for i, (sig_id, v, present, (lo, hi)) in enumerate(judged):
-            mean = means[i]
+            mean = by_signal[i]
             sig = BY_ID[sig_id]
             with np.errstate(invalid="ignore"):
                 tol = band_tol(lo, hi)
@@ -149,7 +157,8 @@ class RangeTest:
                 if sig.healthy_beyond and out.any():
                     out &= ~beyond_is_healthy(sig, mean > hi, reward_holds)
             self.fires[sig_id] = out
-            self._parts[sig_id] = (v, mean, idx[i], cnt[i])
+            if out.any():  # (what its conditions' words read: kept only where there are some)
+                self._parts[sig_id] = (v, mean)
 
     def any_fires(self) -> np.ndarray:
         """Per judged rollout: some signal's sign is there."""
@@ -165,14 +174,15 @@ class RangeTest:
         for sig_id, f in self.fires.items():
             if not f[j]:
                 continue
-            v, mean, idx, cnt = self._parts[sig_id]
+            v, mean = self._parts[sig_id]
             m = float(mean[j])
             band = self.rs.bounds(sig_id, upto)  # (the values bounds_many gave, as the file has them)
             assert band is not None  # (a signal fires only against a band)
             lo, hi = band
             side = "above" if m > hi else "below"
             sig = BY_ID[sig_id]
-            window = [_r(float(x)) for x in v[idx[j, MEAN_WINDOW - int(cnt[j]) :]]]
+            idx, cnt = stats.last_finite(v, self.at[j : j + 1], MEAN_WINDOW, WINDOW)
+            window = [_r(float(x)) for x in v[idx[0, MEAN_WINDOW - int(cnt[0]) :]]]
             out.append(
                 Condition(
                     "out-of-range",
