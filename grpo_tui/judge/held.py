@@ -299,16 +299,15 @@ def _hit(n: int, cut: bool):
     return lambda x: _any(x, _trend_tests(n, cut) + [lambda y: _all(y, _band_tests(n))])
 
 
-def presence(x: Inputs, holds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, 1 / 0 / -1 (unsure: ask the rule): whether the rule returns a condition while
-    its alert is open (its latch holds - `holds`, rules.hacking.HoldTest's own answer - or the
-    sign is confirmed, at this rollout and one rollout back), and while it is not (the sign
-    confirmed)."""
+def presence(x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, 1 / 0 / -1 (unsure: ask the rule): whether the rule's sign is confirmed (at this
+    rollout and one rollout back), for its open alert (HackingHeld adds its latch, exact) and
+    while it is not open."""
     confirmed = _all(x, (_hit(WINDOW, x.cut), _hit(WINDOW - 1, x.cut)))
-    got = Tri(confirmed.sure | holds, confirmed.maybe | holds)
     conf = _code(confirmed)
+    got = conf.copy()
     conf[conf == 1] = -1  # (a confirmed sign may be a dip in reasoning growth: the rule decides)
-    return _code(got), conf
+    return got, conf
 
 
 def _code(t: Tri) -> np.ndarray:
@@ -339,7 +338,7 @@ class HackingHeld:
     def present(self, k: int) -> int:
         """Whether rule_length_hacking returns a condition at op k while its alert is open."""
         self._ensure(k)
-        return int(self.ans[k])
+        return int(self._with_latch(np.array([k]), self.ans[k : k + 1])[0])
 
     def confirmed(self, k: int) -> int:
         """Whether it returns one while its alert is not open (its sign confirmed)."""
@@ -356,14 +355,25 @@ class HackingHeld:
             return self.ans[ks]
         if self._first:
             self._ensure(int(ks[0]))  # the first batch, as at the first question
-        got = self.ans[ks]
+        got = self._with_latch(ks, self.ans[ks])
         off = np.flatnonzero(got != 1)
         if len(off) and got[off[0]] == -2:
             k = int(ks[off[0]])
             if k == self._batch_end:
                 self._last = k - 1  # (goes on from the last batch: it doubles)
             self._ensure(k)
-            got = self.ans[ks]
+            got = self._with_latch(ks, self.ans[ks])
+        return got
+
+    def _with_latch(self, ks: np.ndarray, got: np.ndarray) -> np.ndarray:
+        """The trend's answers `got` at ops ks, 1 where the rule's latch holds (asked only where
+        the trend is computed and not surely confirmed: HoldTest's own answer, op by op once)."""
+        ask = (got == 0) | (got == -1)
+        ask &= self.rows[ks] >= WINDOW - 1
+        if self.holds is None or not ask.any():
+            return got
+        got = got.copy()
+        got[ask] = np.where(self.holds(ks[ask]), 1, got[ask])
         return got
 
     def confirmed_at(self, ks: np.ndarray) -> np.ndarray:
@@ -405,17 +415,12 @@ class HackingHeld:
         rows = self.rows[ks]
         try:
             with np.errstate(all="ignore"):
-                late = rows >= WINDOW - 1
-                held = np.zeros(len(ks), bool)
-                if self.holds is not None and late.any():
-                    held[late] = self.holds(ks[late])
-                self.ans[ks[held]] = 1  # (the latch holds: the rule returns its condition)
                 for cut in (False, True):
-                    sel = np.flatnonzero(late & cols["ok"][rows] & (cols["cut"][rows] == cut))
+                    sel = np.flatnonzero((rows >= WINDOW - 1) & cols["ok"][rows] & (cols["cut"][rows] == cut))
                     for a in range(0, len(sel), CHUNK):  # (bounded memory: 780 pairs a row)
                         part = sel[a : a + CHUNK]
                         x = Inputs(cols, rows[part], cut)
-                        self.ans[ks[part]], self.conf[ks[part]] = presence(x, held[part])
+                        self.ans[ks[part]], self.conf[ks[part]] = presence(x)
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
             self.ans[ks] = self.conf[ks] = -1  # (the rule decides)
 

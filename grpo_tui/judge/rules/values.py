@@ -181,8 +181,9 @@ class RangeTest:
             lo, hi = band
             side = "above" if m > hi else "below"
             sig = BY_ID[sig_id]
-            idx, cnt = stats.last_finite(v, self.at[j : j + 1], MEAN_WINDOW, WINDOW)
-            window = [_r(float(x)) for x in v[idx[0, MEAN_WINDOW - int(cnt[0]) :]]]
+            p = int(self.at[j])
+            w = v[max(0, p - WINDOW + 1) : p + 1]  # (the rule's window: its last five finite values)
+            window = [_r(float(x)) for x in w[np.isfinite(w)][-MEAN_WINDOW:]]
             out.append(
                 Condition(
                     "out-of-range",
