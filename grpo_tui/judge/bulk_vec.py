@@ -11,7 +11,6 @@ from numpy.lib.stride_tricks import sliding_window_view as _sw
 
 from ..store.metric_store import Segment
 from . import gates, stats
-from .held import ge as _ge
 from .rules.base import (
     ALPHA_LONG,
     ALPHA_SHORT,
@@ -137,11 +136,6 @@ def _boom_may(
         has_top |= True
     maybe |= has_top & (last > tops + math.log(10.0) - EPS)
     return maybe
-
-
-def _surely_above(a: np.ndarray, edge) -> np.ndarray:
-    """a > edge for sure: held.ge's sure part (by a relative hair; never where either is NaN)."""
-    return _ge(a, edge).sure
 
 
 DRIFT_SIGNALS = ("gap", "kl", "grad_norm")  # the signals whose rules call drift_up on log values

@@ -326,6 +326,12 @@ def band_tol(lo, hi):
     return np.where(np.asarray(lo) == np.asarray(hi), 1e-6, 0.0)
 
 
+def not_below(mean, lo, hi):
+    """A five-step mean not below its band (with the band's tolerance): where reward holds.
+    Element by element on arrays."""
+    return mean >= lo - band_tol(lo, hi)
+
+
 def reward_holds(ids: np.ndarray, vals: np.ndarray, upto: int, band: tuple[float, float] | None) -> bool:
     """Whether reward holds at rollout `upto`: its five-step mean (finite values, the last one at
     `upto`) is not below its band.  Without a band or a value there it does not (the warning stays)."""
@@ -333,7 +339,7 @@ def reward_holds(ids: np.ndarray, vals: np.ndarray, upto: int, band: tuple[float
     ids, vals = ids[fin], vals[fin]
     if band is None or len(vals) == 0 or ids[-1] != upto:
         return False
-    return bool(float(np.mean(vals[-MEAN_WINDOW:])) >= band[0] - band_tol(*band))
+    return bool(not_below(float(np.mean(vals[-MEAN_WINDOW:])), *band))
 
 
 def signal_series(
@@ -441,7 +447,3 @@ def _zero_std_count_values(seg: Segment, rows: np.ndarray) -> tuple[np.ndarray, 
 def framework(seg: Segment) -> str:
     """ "miles" (Miles/slime), else one of lines.formats.OTHER_FRAMEWORKS: Miles defaults only hold for Miles/slime runs."""
     return seg.framework
-
-
-def zero_std_is_fraction(seg: Segment) -> bool:
-    return groups_of(seg) is not None

@@ -13,6 +13,7 @@ from ..signals import (
     band_tol,
     beyond_is_healthy,
     groups_of,
+    not_below,
     signal_values,
 )
 from .base import (
@@ -147,7 +148,7 @@ class RangeTest:
         with np.errstate(invalid="ignore"):
             for i, (sig_id, _v, present, (lo, hi)) in enumerate(judged):
                 if sig_id == "reward":  # (signals.reward_holds: its five-step mean not below its band)
-                    reward_holds = present & (by_signal[i] >= lo - band_tol(lo, hi))
+                    reward_holds = present & not_below(by_signal[i], lo, hi)
         for i, (sig_id, v, present, (lo, hi)) in enumerate(judged):
             mean = by_signal[i]
             sig = BY_ID[sig_id]
