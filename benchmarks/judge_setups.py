@@ -1,13 +1,13 @@
 """Bulk judging across setups and broken shapes: where does a rule still run at every rollout?
 
-check_speed.py measures one big K=1 Miles log; the rules' gates and stand-ins (judge/bulk.py)
+check_speed.py measures one big K=1 Miles log; the rules' gates and column answers (judge/bulk.py)
 must also keep judging cheap with K updates per rollout, other setups, and broken runs whose
 alert stays open.  For each (scenario, setup) this simulates a log (cached in --dir), judges it
 as `check` does (judge_path: parse, then bulk judging), and prints, from the same run:
   grep       `grep -o` of one metric on the file (the reference, as in check_speed.py)
   parse      judge_path(judging=False), best of --repeat
   judging    Pipeline.finish inside judge_path() (the bulk judging), best of --repeat, and per rollout
-  rule runs  how many times each metric rule ran (its gate said maybe, no stand-in held it):
+  rule runs  how many times each metric rule ran (its gate said maybe, no column answer held it):
              a rule near one run per rollout is one whose gate cannot tell
 In-process times (no interpreter start, imports done): the figures compare judging between
 setups; check_speed.py gives the whole-process ratios.

@@ -38,7 +38,6 @@ from ..store.metric_store import Segment
 from . import rules
 from .bulk_answers import Answers
 from .bulk_vec import BASE_ROWS
-from .held import HackingHeld
 from .mismatch import BulkMismatch
 from .rules import evaluate_metrics
 from .rules.base import (
@@ -63,15 +62,12 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         stamps = np.fromiter(map(itemgetter(3), judged), np.int64, len(judged))
         _verify(seg, touch, rows, stamps)
     ans = Answers(seg, eng.ranges, rows)
-    held = HackingHeld(seg, eng.ranges, rows, ans.may("rule_length_hacking"), ans.mk, ans.hacking_holds)
     skip_quiet = rules.USE_GATES and seg.ordered  # (evaluate_metrics' own quiet test)
     nonfinite = seg.nonfinite
     # (Python lists: the loop reads one entry per rollout)
     quiet = ans.quiet.tolist()
     op_rows = ans.rows.tolist()
-    k_of, calm_next, steady = _calm_skips(
-        tape, ans if judged else None, nonfinite, skip_quiet, _EV, JUDGED_EVENTS, held if judged else None
-    )
+    k_of, calm_next, steady = _calm_skips(tape, ans if judged else None, nonfinite, skip_quiet, _EV, JUDGED_EVENTS)
     changes = []
     none: frozenset = frozenset()
     n = len(tape)
@@ -111,28 +107,23 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
             and ans.quiet_but_hacking[k]
             and not nonfinite.get(op_rows[k])
             and _critical(eng, "length-hacking")
-            and held.present(k) >= 0
         ):
             # only the open length-hacking alert's rule may return a condition: does it hold?
-            conds = [rules.held_standin()] if held.present(k) else []
+            conds = [rules.kept_open()] if ans.hacking_present(np.array([k]))[0] else []
         elif (
             skip_quiet
             and not held_open
             and ans.quiet_but_hacking[k]
             and not nonfinite.get(op_rows[k])
-            and held.confirmed(k) == 0
+            and not ans.hacking_signs(np.array([k]))[0]
         ):
-            conds = []  # only rule_length_hacking may fire, and its sign is surely not confirmed
+            conds = []  # only rule_length_hacking may fire, and its sign does not show
         else:
             pre = ans.at(k)
-            if skip_quiet and "length-hacking" in open_rules and _critical(eng, "length-hacking"):
-                got = held.present(k)
-                if got >= 0:
-                    pre[rules.HACKING_HELD] = bool(got)
-            elif pre and skip_quiet and pre.get("rule_length_hacking"):
-                sign = held.confirmed(k)
-                if sign == 0:
-                    pre["rule_length_hacking"] = False  # its sign is not confirmed: it returns nothing
+            if pre and skip_quiet and "length-hacking" in open_rules and _critical(eng, "length-hacking"):
+                pre[rules.HACKING_HELD] = bool(ans.hacking_present(np.array([k]))[0])
+            elif pre and skip_quiet and pre.get("rule_length_hacking") and not ans.hacking_signs(np.array([k]))[0]:
+                pre["rule_length_hacking"] = False  # its sign does not show: it returns nothing
             conds = evaluate_metrics(seg, eng.ranges, r, open_rules, pre=pre)
         conds.extend(eng.event_conditions(seg, r))
         if conds or eng.book.open:
@@ -143,7 +134,7 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
 
 
 def _calm_skips(
-    tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, judged_events, held=None
+    tape: list, ans, nonfinite: dict, skip_quiet: bool, ev: int, judged_events
 ) -> tuple[list, list, Steady | None]:
     """Per tape position: the recorded rollout's index (judged ops), and the first position from
     there on that matters while no alert is open and no event condition holds - an event the
@@ -167,8 +158,8 @@ def _calm_skips(
         if nonfinite:
             odd = np.isin(ans.rows, np.fromiter(nonfinite, np.int64, len(nonfinite)))
         need[jpos] = ~ans.quiet | odd
-        if held is not None and USE_STEADY:
-            steady = Steady(ans, held, judged, k_list, ev_pos[need[ev_pos]], odd)
+        if USE_STEADY:
+            steady = Steady(ans, judged, k_list, ev_pos[need[ev_pos]], odd)
     else:
         need[jpos] = True
     at = np.where(need, np.arange(n), n)
@@ -176,7 +167,7 @@ def _calm_skips(
     return k_list, calm_next.tolist(), steady
 
 
-USE_STEADY = True  # (tests turn it off to exercise the op-by-op stand-ins)
+USE_STEADY = True  # (tests turn it off to exercise the op-by-op path)
 
 
 _LH = frozenset({"length-hacking"})

@@ -39,13 +39,13 @@ from .rules.base import (
     ranges_for,
 )
 from .rules.drift import LatchTest
-from .rules.hacking import HoldTest
+from .rules.hacking import HackingTest
 from .rules.learning_signal import NoSignalTest
 from .rules.rollout import OffPolicyTest
 from .rules.values import RangeTest
 from .signals import BY_ID, metric_for
 
-HOLD_CHUNK = 2048  # ops per batch of length-hacking's latch
+HACK_CHUNK = 2048  # ops per batch of length-hacking's tests
 
 
 class Answers:
@@ -63,11 +63,14 @@ class Answers:
         self.quiet = np.zeros(n_ops, bool)
         self.quiet_but_hacking = self.quiet
         self.resolved = None  # ranges_for on the full windows
-        self.mk: dict = {}  # _mk_memo's (shared with judge/held.py)
+        self.mk: dict = {}  # _mk_memo's
         self.seg = seg
         self._drift: _DriftMay | None = None  # _no_drift's arrays, made on first use
         self._held: tuple | None = None  # _held_arrays', made on first use
-        self._hold: tuple | None = None  # hacking_holds' test and answers so far
+        self._hack: HackingTest | None = None  # length-hacking over the history, made on first use
+        self._hack_known: dict[str, np.ndarray] = {}  # its answers so far per op (-1: not asked)
+        self._hack_size: dict[str, int] = {}  # (_ahead's batches)
+        self._hack_next: dict[str, int] = {}
         # the rules written over columns, over the whole history (their answers at full ops)
         self.oor: RangeTest | None = None
         self.off_policy: OffPolicyTest | None = None
@@ -99,22 +102,65 @@ class Answers:
             self._drift = _DriftMay(self.seg, self.rows, self.mk)
         return self._drift
 
-    def hacking_holds(self, ks: np.ndarray) -> np.ndarray:
-        """Per op of `ks` (full ops): length-hacking's latch holds there (rules.hacking.HoldTest
-        over the history, each op computed once, when first asked)."""
-        if self._hold is None:
+    def _hacking(self) -> HackingTest:
+        if self._hack is None:
             assert self.resolved is not None  # (asked only at full ops)
             end = int(self.rows.max()) + 1
             ctx = RuleContext(self.seg, self.resolved, int(self.seg.id_array()[self.rows[self.full][0]]))
             ctx.ranges = self.resolved  # (ranges_for's answer on the full windows already)
             lb, rb = own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False)
-            self._hold = (HoldTest(self.seg, np.arange(end), lb, rb), np.full(len(self.rows), -1, np.int8))
-        test, known = self._hold
+            self._hack = HackingTest(self.seg, np.arange(end), self.resolved, lb, rb)
+        return self._hack
+
+    def _hacking_known(self, name: str, ks: np.ndarray) -> np.ndarray:
+        """HackingTest's `name` answer (holds, signs) over the history at full ops ks, each op
+        computed once, when first asked."""
+        known = self._hack_known.get(name)
+        first = known is None
+        if known is None:
+            known = self._hack_known[name] = np.full(len(self.rows), -1, np.int8)
         todo = ks[known[ks] < 0]
-        for a in range(0, len(todo), HOLD_CHUNK):  # (bounded memory: a 40-row window per op)
-            part = todo[a : a + HOLD_CHUNK]
-            known[part] = test.holds(self.rows[part])
+        if len(todo):
+            todo = self._ahead(name, todo, known, first)
+            ask = getattr(self._hacking(), name)
+            for a in range(0, len(todo), HACK_CHUNK):  # (bounded memory: a 40-row window per op)
+                part = todo[a : a + HACK_CHUNK]
+                known[part] = ask(self.rows[part])
         return known[ks] == 1
+
+    def _ahead(self, name: str, todo: np.ndarray, known: np.ndarray, first: bool) -> np.ndarray:
+        """The ops to compute along with `todo`, as one batch (a batch costs little more than
+        one op): at the first question for the sign, every op where its gate lets it fire;
+        for a single op, the full ops after it - 32, doubling while the questions go on
+        op after op (an alert held open), up to HACK_CHUNK."""
+        want = np.zeros(len(self.rows), bool)
+        want[todo] = True
+        if name == "signs":
+            if first:
+                want |= self.may("rule_length_hacking")
+            want &= self.may("rule_length_hacking")
+        if len(todo) == 1:
+            k = int(todo[0])
+            go_on = self._hack_next.get(name) == k
+            size = min(HACK_CHUNK, 2 * self._hack_size.get(name, 16)) if go_on else 32
+            self._hack_size[name], self._hack_next[name] = size, k + size
+            want[k : k + size] = True
+        return np.flatnonzero(want & self.full & (known < 0))
+
+    def hacking_signs(self, ks: np.ndarray) -> np.ndarray:
+        """Per full op of `ks`: length-hacking's sign shows (rules.hacking.HackingTest.signs;
+        the rule returns nothing where it does not) - never where its gate says it cannot."""
+        out = self.may("rule_length_hacking")[ks]
+        out[out] = self._hacking_known("signs", ks[out])
+        return out
+
+    def hacking_present(self, ks: np.ndarray) -> np.ndarray:
+        """Per full op of `ks`: rule_length_hacking returns a condition there while its alert is
+        open - its latch holds or its sign shows."""
+        out = self._hacking_known("holds", ks)
+        rest = np.flatnonzero(~out)
+        out[rest] = self.hacking_signs(ks[rest])
+        return out
 
     def held_arrays(self) -> tuple[np.ndarray, ...]:
         """_held_arrays' answers for every op, made on first use (judge/steady.py)."""

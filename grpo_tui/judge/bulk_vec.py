@@ -236,7 +236,7 @@ def _windows(x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
 
 def _mk_memo(memo: dict, name: str | tuple | None, x: np.ndarray, windows: tuple) -> dict:
     """_mk_rows of a metric's column (non-finite values as 0), once per name, length and windows
-    (the gates and judge/held.py read the same ones)."""
+    (the gates read the same ones)."""
     key = (name, len(x), windows)
     got = memo.get(key) if name is not None else None
     if got is None:

@@ -553,13 +553,30 @@ def rows_mk_p_from_s(s: np.ndarray, ties: np.ndarray, windows, n: int) -> np.nda
 
 def rows_mk_p_up(v: np.ndarray) -> np.ndarray:
     """mk_p_up of each row (finite values)."""
-    n = v.shape[1]
-    i, j = _upper_pairs(n)
+    return _rows_p_up(v, _rows_mk_s(v))
+
+
+def rows_mk_p_below(v: np.ndarray, alpha: float) -> np.ndarray:
+    """rows_mk_p_up(v) < alpha for alpha <= 0.5, each p computed only where S > 0: with S <= 0
+    p is at least 0.5 (the null of S is symmetric), and most windows of a healthy run are there."""
+    s = _rows_mk_s(v)
+    out = np.zeros(len(v), bool)
+    up = np.flatnonzero(s > 0)
+    if len(up):
+        out[up] = _rows_p_up(v[up], s[up]) < alpha
+    return out
+
+
+def _rows_mk_s(v: np.ndarray) -> np.ndarray:
+    i, j = _upper_pairs(v.shape[1])
     d = v[:, j] - v[:, i]
-    s = (d > 0).sum(axis=1) - (d < 0).sum(axis=1)
+    return (d > 0).sum(axis=1) - (d < 0).sum(axis=1)
+
+
+def _rows_p_up(v: np.ndarray, s: np.ndarray) -> np.ndarray:
     srt = np.sort(v, axis=1)
     ties = (srt[:, 1:] == srt[:, :-1]).any(axis=1)
-    return rows_mk_p_from_s(s, ties, lambda rows: v[rows], n)
+    return rows_mk_p_from_s(s, ties, lambda rows: v[rows], v.shape[1])
 
 
 @lru_cache(maxsize=64)

@@ -12,10 +12,10 @@ An op is steady for the open alerts O (each key with its severity) when:
 - every alert of O holds there by its rule's own answer over the columns: gap-jump, gap-rising
   and grad-norm-rising (critical) by their latch (rules.drift.LatchTest), no-signal and
   off-policy where their rule fires (a warning only where it fires as a warning), out-of-range
-  of a signal where RangeTest fires for it; length-hacking (critical) where HackingHeld says
-  it surely holds (the one stand-in left: issue #39);
+  of a signal where RangeTest fires for it; length-hacking (critical) where its latch holds or
+  its sign shows (rules.hacking.HackingTest);
 - no other rule may return anything: the rules over columns say so exactly, the others' gates
-  say NO (necessary conditions; length-hacking: or its sign is surely not confirmed), and for
+  say NO (necessary conditions; length-hacking: or its sign does not show), and for
   a gap-jump without gap-rising no explosion or drift window may raise gap-rising.
 Then the rules return exactly a condition per open alert, none escalates, and the state
 machine only resets the misses.  Anything else - an event alert, a warning that could
@@ -51,9 +51,9 @@ class Steady:
     op by op while these alerts are open (an event it acts on, or an op that is not steady)."""
 
     def __init__(
-        self, ans, held, tape_judged: np.ndarray, k_of: list, busy_events: np.ndarray, nonfinite_ops: np.ndarray
+        self, ans, tape_judged: np.ndarray, k_of: list, busy_events: np.ndarray, nonfinite_ops: np.ndarray
     ) -> None:
-        self.ans, self.held = ans, held
+        self.ans = ans
         self.jpos = np.flatnonzero(tape_judged)  # tape position of each op
         self.k_of = k_of  # per position: ops before it
         self.n_ops = len(self.jpos)
@@ -107,27 +107,23 @@ class Steady:
 
     def _mask(self, opened: frozenset, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """Per op lo..hi-1: steady while the alerts `opened` ((key, severity) each) are open;
-        and undecided (not steady for now, not remembered: an open length-hacking's presence
-        not known there yet - the next call asks HackingHeld from there, in its own batches)."""
+        and undecided (not steady for now, not remembered: past the first op that is not
+        steady an open length-hacking's presence is not asked - the alert may clear there)."""
         none = np.zeros(hi - lo, bool)
         undecided = none.copy()
         m = self._mask_decided(opened, lo, hi, none)
         if m is none or "length-hacking" not in {key[0] for key, _ in opened}:
             return m, undecided
-        # HackingHeld is asked only up to the first op that is not steady anyway: past it the
-        # alert may clear, and rollout by rollout would not ask there (those ops stay undecided)
         bad = np.flatnonzero(~m)
         end = int(bad[0]) if len(bad) else len(m)
         undecided[end:] = m[end:]
         m[end:] = False
         if end:
-            got = self.held.known_present(lo + np.arange(end))
-            m[:end] = got == 1
-            undecided[:end] = got == -2
+            m[:end] = self.ans.hacking_present(lo + np.arange(end))
         return m, undecided
 
     def _mask_decided(self, opened: frozenset, lo: int, hi: int, none: np.ndarray) -> np.ndarray:
-        """_mask, but for length-hacking's own presence (open: the caller asks HackingHeld)."""
+        """_mask, but for length-hacking's own presence (open: the caller asks it)."""
         ans = self.ans
         m = self.clean[lo:hi].copy()
         sev = {}
@@ -181,9 +177,9 @@ class Steady:
                 return none
         elif lh is not None:
             ok = lh == NO
-            maybe = np.flatnonzero(m & (lh == MAYBE))  # its sign surely not confirmed: nothing
+            maybe = np.flatnonzero(m & (lh == MAYBE))  # its sign does not show: nothing
             if len(maybe):
-                ok[maybe] = self.held.confirmed_at(lo + maybe) == 0
+                ok[maybe] = ~self.ans.hacking_signs(lo + maybe)
             m &= ok
         else:
             return none

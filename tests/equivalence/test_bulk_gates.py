@@ -20,7 +20,7 @@ from grpo_tui.judge import bulk, bulk_vec, rules
 from grpo_tui.judge.ranges import defaults
 from grpo_tui.lines.files import iter_lines
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate
-from tests.equivalence.test_held import _store
+from tests.equivalence.test_hacking_columns import _store
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = sorted((ROOT / "sample_logs").glob("*.log")) + sorted((ROOT / "tests" / "fixtures").glob("*.log"))

@@ -156,7 +156,7 @@ def test_a_rewritten_row_falls_back_to_rollout_by_rollout(monkeypatch):
 
 
 def _repeated(scen, block, times, seed, **kw):
-    from tests.equivalence.test_held import repeated
+    from tests.equivalence.test_hacking_columns import repeated
 
     return repeated(scen, block, times, seed, **kw)
 
@@ -188,18 +188,18 @@ def _bulk_equals_plain(lines, monkeypatch) -> Pipeline:
 def test_bulk_equals_plain_rollout_by_rollout_on_long_runs(case, monkeypatch):
     """Bulk judging (gates, an open alert's rule asked only whether it holds) against rollout by
     rollout without any gate: the same alerts, every field."""
-    from grpo_tui.judge import held
+    from grpo_tui.judge.bulk_answers import Answers
 
     lines = LONG[case]()
     monkeypatch.setattr(bulk_mod, "USE_STEADY", False)  # (op by op: steady stretches are tested below)
     asked = []
-    orig = held.HackingHeld.present
+    orig = Answers.hacking_present
 
-    def counting(self, k):
-        asked.append(k)
-        return orig(self, k)
+    def counting(self, ks):
+        asked.extend(ks.tolist())
+        return orig(self, ks)
 
-    monkeypatch.setattr(held.HackingHeld, "present", counting)
+    monkeypatch.setattr(Answers, "hacking_present", counting)
     plain = _bulk_equals_plain(lines, monkeypatch)
     assert any(a.rule == "length-hacking" for a in plain.engine.alerts)
     assert len(asked) >= 20, "the held path was not taken"
@@ -439,7 +439,7 @@ STEADY_WRONG = {  # a wrong answer inside Steady's mask, and a case where it sho
     "always steady": ("gap-jump-cycles", lambda self, opened, lo, hi, none: self.clean[lo:hi].copy()),
     # gap-jump held without its test (still_gap): it holds where its values fell back
     "no still_gap": ("gap-jump-cycles", "still_gap"),
-    # length-hacking held without asking HackingHeld whether it holds
+    # length-hacking held without asking whether it holds (its latch or its sign)
     "no presence": ("open-close-cycles", "presence"),
 }
 
@@ -460,7 +460,7 @@ def test_a_wrong_steady_stretch_would_be_caught(name, monkeypatch):
 
         monkeypatch.setattr(bulk_mod.Answers, "held_arrays", no_still_gap)
     elif wrong == "presence":
-        monkeypatch.setattr(bulk_mod.HackingHeld, "known_present", lambda self, ks: np.ones(len(ks), np.int8))
+        monkeypatch.setattr(bulk_mod.Answers, "hacking_present", lambda self, ks: np.ones(len(ks), bool))
     else:
         monkeypatch.setattr(steady_mod.Steady, "_mask_decided", wrong)
     with pytest.raises(AssertionError):
@@ -492,7 +492,7 @@ def test_steady_stretches_on_repeated_broken_runs(scen, setup, batch, seed, monk
     held and cleared at each seam), on every setup, read in blocks of 97 to 5000 lines: bulk
     judging with steady stretches gives the alerts of rollout by rollout without any gate, read
     the same way.  (An ad-hoc run of 1,649 such random runs found no difference.)"""
-    from tests.equivalence.test_held import repeated
+    from tests.equivalence.test_hacking_columns import repeated
 
     lines = repeated(scen, 120, 3, seed, onset=70, setup=setup)
     monkeypatch.setattr(rules, "USE_GATES", True)

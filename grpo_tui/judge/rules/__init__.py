@@ -53,7 +53,7 @@ __all__ = [
     "RuleInfo",
     "defaults_fit_memo",
     "evaluate_metrics",
-    "held_standin",
+    "kept_open",
     "ranges_for",
 ]
 
@@ -124,11 +124,12 @@ def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
         return True
 
 
-def held_standin() -> Condition:
-    """A condition of an open length-hacking alert where only its presence matters
-    (judge/held.py): it keeps the alert open, and its message and evidence are never read
-    (AlertBook keeps those of the rollout that raised it unless the alert escalates, and
-    length-hacking is always critical)."""
+def kept_open() -> Condition:
+    """The condition of an open length-hacking alert where the bulk replay knows that its rule
+    returns one (its latch holds or its sign shows: rules.hacking.HackingTest over the history):
+    it keeps the alert open, and its message and evidence are never read (AlertBook keeps
+    those of the rollout that raised it unless the alert escalates, and length-hacking is
+    always critical)."""
     return Condition("length-hacking", "critical", None, "length-hacking holds", {}, signal="length")
 
 
@@ -142,7 +143,8 @@ def evaluate_metrics(
     """Every metric rule's condition at rollout `upto`.  `pre`: the gates' answers for this
     rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire; HACKING_HELD: whether
     rule_length_hacking returns a condition while its (always critical) alert is open, where
-    only that matters (judge/held.py) - a stand-in condition then keeps the alert open;
+    only that matters (rules.hacking.HackingTest over the history) - kept_open() then keeps the
+    alert open;
     COMPUTED: {rule name: its conditions here} for the rules written over columns, computed over
     the whole history at once (values.RangeTest, rollout.OffPolicyTest,
     learning_signal.NoSignalTest: the same arithmetic as at one rollout).  The rules themselves
@@ -169,8 +171,8 @@ def evaluate_metrics(
     held = pre.get(HACKING_HELD) if gated and pre and "length-hacking" in open_rules else None
     for rule in METRIC_RULES:
         if held is not None and rule is rule_length_hacking:
-            if held:  # the open alert holds (judge/held.py); what it says is the raise's
-                out.append(held_standin())
+            if held:  # the open alert holds; what it says is the raise's
+                out.append(kept_open())
             continue
         if computed is not None and rule.__name__ in computed:
             out.extend(computed[rule.__name__])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -27,7 +28,6 @@ from .base import (
     RuleInfo,
     _finite,
     _fitted_ends,
-    _lazy,
     _noise,
     _onset,
     _r,
@@ -46,22 +46,6 @@ INFO = (
 )
 
 
-def _joint(ctx: RuleContext):
-    """(ids, length, reward, cut share or None) on the rollouts that log both length and reward."""
-    li, lv = _finite(*ctx.series("length"))
-    ri, rv = _finite(*ctx.series("reward"))
-    if len(lv) < HACK_MIN or len(rv) < HACK_MIN or li[-1] != ctx.upto:
-        return None
-    common = stats.intersect_sorted(li, ri)
-    if len(common) < HACK_MIN:
-        return None
-    ti, tv = _finite(*ctx.series("truncated"))
-    T = None
-    if len(tv) and stats.all_in_sorted(common, ti):
-        T = tv[np.searchsorted(ti, common)]
-    return common, lv[np.searchsorted(li, common)], rv[np.searchsorted(ri, common)], T
-
-
 def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     """Reward falls while length rises: both trends significant and large enough on one window.
 
@@ -70,31 +54,25 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     four below its first four).  A joint trend - not a best-earlier comparison, which noise
     alone beats - so answers that grow while reward rises slowly and noisily are healthy.
     With a band for reward (defaults that fit, or a ranges file), length rising while reward
-    sits below its band also counts.
+    sits below its band also counts.  The tests are HackingTest's, asked at this rollout.
     """
-    got = _joint(ctx)
-    if got is None:
-        return []
-    if "length-hacking" in ctx.open_rules:
-        # held while length stays up and reward down, whatever the trend does (its only sign then)
-        held = _hacking_holds(ctx)
+    rows = ctx.seg.rows_upto(WINDOW, ctx.upto)
+    is_open = "length-hacking" in ctx.open_rules
+    lb = rb = None
+    if is_open:  # held while length stays up and reward down, whatever the trend does
+        lb, rb = own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False)
+    test = HackingTest(ctx.seg, rows, ctx.ranges, lb, rb)
+    if is_open:
+        held = test.latch(len(rows) - 1)
         if held is not None:
             return [held]
-    ids, L, R, T = got
-    # confirmed: the sign must show at this rollout and at the one before (noise makes one-offs)
-    noise = _hacking_noise(ids, L, R, T)
-    hit = _hacking_trend(ids, L, R, T, noise) or _hacking_below_band(ctx, ids, L, R)
-    if hit is not None and not (
-        _hacking_trend(ids[:-1], L[:-1], R[:-1], None if T is None else T[:-1], noise)
-        or _hacking_below_band(ctx, ids[:-1], L[:-1], R[:-1])
-    ):
-        hit = None
-    if hit is not None and "length-hacking" not in ctx.open_rules and _growth_dip(ctx, int(ids[-hit[0]])):
-        hit = None
-    if hit is None:
+    got = test.sign(len(rows) - 1)
+    if got is None:
         return []  # (an open alert: it does not hold either, above)
-    w, ev = hit
-    wi, wl, wr = ids[-w:].astype(float), L[-w:], R[-w:]
+    ids, L, R, w, ev = got
+    if not is_open and _growth_dip(ctx, int(ids[-w])):
+        return []
+    wi, wl, wr = ids[-w:], L[-w:], R[-w:]
     r0, r1 = np.clip(_fitted_ends(wi, wr), wr.min(), wr.max())  # (a line may overshoot a reward of 0)
     l0, l1 = np.clip(_fitted_ends(wi, wl), wl.min(), wl.max())
     s_len = max(_resid_sigma(wi, wl), FLOOR["length"] * abs(float(stats.median(wl))))
@@ -115,134 +93,292 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     ]
 
 
-def _hacking_noise(ids: np.ndarray, L: np.ndarray, R: np.ndarray, T: np.ndarray | None) -> dict:
-    """The run's own noise of length, reward and cut share over the lookback, computed on demand."""
-    fi = ids.astype(float)
-    out = {
-        "length": _lazy(lambda: _noise(fi, L, "length", FLOOR["length"] * abs(float(stats.median(L))))),
-        "reward": _lazy(lambda: _noise(fi, R, "reward")),
+_NONE = np.empty(0)
+_NONE.flags.writeable = False
+
+
+def _pymax(a, b):
+    """Python's max(a, b) element-wise: b only where it is greater (a NaN b never wins)."""
+    return np.where(b > a, b, a)
+
+
+class _Windows:
+    """The sign's inputs for a batch of positions whose joint windows have the same size m:
+    matrices (one row per position) of rollout ids, length, reward and (when every rollout of
+    each window logs it) cut share; each window statistic computed once per row, on first use,
+    for the rows that reach it (`get`)."""
+
+    def __init__(self, test: HackingTest, J: np.ndarray, cut: bool) -> None:
+        self.s, self.L, self.R = test.ids[J], test.L[J], test.R[J]
+        self.T = test.T[J] if cut else None
+        self.lo = test.reward_lo()[J]
+        self.m = J.shape[1]
+        self.memo: dict = {}
+
+    def get(self, key: tuple, idx: np.ndarray, compute) -> np.ndarray:
+        """compute(rows) at rows idx of the batch, each row computed once."""
+        if not len(idx):
+            return _NONE
+        got = self.memo.get(key)
+        if got is None:
+            got = self.memo[key] = (np.full(len(self.s), np.nan), np.zeros(len(self.s), bool))
+        vals, have = got
+        todo = idx[~have[idx]]
+        if len(todo):
+            vals[todo] = compute(todo)
+            have[todo] = True
+        return vals[idx]
+
+    def col(self, name: str) -> np.ndarray:
+        return {"L": self.L, "R": self.R, "T": self.T}[name]
+
+    def p_up(self, name: str, idx, a: int, b: int, down: bool = False) -> np.ndarray:
+        """stats.mk_p_up (mk_p_down) of window columns a..b-1."""
+        v = self.col(name)
+        return self.get(("p", name, a, b, down), idx, lambda r: stats.rows_mk_p_up(-v[r, a:b] if down else v[r, a:b]))
+
+    def p_below(self, name: str, idx, a: int, b: int, alpha: float, down: bool = False) -> np.ndarray:
+        """p_up(...) < alpha, each p computed only where it can be below (stats.rows_mk_p_below)."""
+        v = self.col(name)
+        got = self.get(
+            ("p<", name, a, b, down, alpha),
+            idx,
+            lambda r: stats.rows_mk_p_below(-v[r, a:b] if down else v[r, a:b], alpha),
+        )
+        return got == 1
+
+    def rise(self, name: str, idx, a: int, b: int) -> np.ndarray:
+        """stats.theil_sen_rise of window columns a..b-1."""
+        v = self.col(name)
+        return self.get(("rise", name, a, b), idx, lambda r: stats.rows_ts_rise(self.s[r, a:b], v[r, a:b]))
+
+    def med(self, name: str, idx, a: int, b: int) -> np.ndarray:
+        v = self.col(name)
+        return self.get(("med", name, a, b), idx, lambda r: stats.rows_median(v[r, a:b]))
+
+    def resid(self, idx, a: int, b: int) -> np.ndarray:
+        """_resid_sigma of length on window columns a..b-1."""
+        return self.get(("resid", a, b), idx, lambda r: stats.rows_resid_sigma(self.s[r, a:b], self.L[r, a:b]))
+
+    def noise(self, name: str, idx) -> np.ndarray:
+        """_noise over the whole window (the rule's lookback): length's floor 2 % of its
+        median, the cut share's 0.005, reward's its own."""
+
+        def compute(r: np.ndarray) -> np.ndarray:
+            v = self.col(name)[r]
+            if name == "L":
+                floor = FLOOR["length"] * np.abs(self.med("L", r, 0, self.m))
+            else:
+                floor = np.full(len(r), 0.005 if name == "T" else FLOOR["reward"])
+            return rows_noise(self.s[r], v, floor)
+
+        return self.get(("noise", name), idx, compute)
+
+
+def _cut_test(x: _Windows, idx: np.ndarray, n: int, w: int) -> tuple[np.ndarray, dict]:
+    """The sign's first test on window columns n-w..n-1: length and cut share rising hard while
+    reward falls (answers running into the cap, which zeroes their reward).  Each step runs on
+    the rows the ones before left: the trends' significance, their sizes, then their noise."""
+    a = n - w
+    ok = x.p_below("L", idx, a, n, 0.05)
+    ok[ok] = x.p_below("R", idx[ok], a, n, 0.10, down=True)
+    ok[ok] = x.p_below("T", idx[ok], a, n, 0.01)
+    r = idx[ok]
+    if len(r):
+        l_med = 0.15 * np.abs(x.med("L", r, a, n))
+        ok[ok] = (
+            (x.rise("L", r, a, n) >= l_med)
+            & (x.rise("T", r, a, n) >= 0.10)
+            & (-x.rise("R", r, a, n) >= 0.03)
+            & (x.med("R", r, n - 4, n) < x.med("R", r, a, a + 4))
+        )  # (x >= max(a, b) needs x >= a: the sizes before the noise)
+        r = idx[ok]
+    if not len(r):
+        return ok, {}
+    scale = math.sqrt(12.0 / w)
+    l_rise, t_rise, r_fall = x.rise("L", r, a, n), x.rise("T", r, a, n), -x.rise("R", r, a, n)
+    s_rew = x.noise("R", r)
+    pas = (
+        (l_rise >= _pymax(0.15 * np.abs(x.med("L", r, a, n)), K_RISE * x.noise("L", r) * scale))
+        & (t_rise >= _pymax(0.10, K_RISE * x.noise("T", r) * scale))
+        & (r_fall >= _pymax(0.03, 1.5 * s_rew * scale))
+    )
+    ok[ok] = pas
+    ev = {
+        "test": "length and cut share rising, reward falling",
+        "length_rise": l_rise[pas],
+        "cut_share_rise": t_rise[pas],
+        "reward_fall": r_fall[pas],
+        "reward_noise": s_rew[pas],
     }
-    if T is not None:
-        out["truncated"] = _lazy(lambda: _noise(fi, T, "truncated", 0.005))
-    return out
+    return ok, ev
 
 
-def _hacking_trend(
-    ids: np.ndarray,
-    L: np.ndarray,
-    R: np.ndarray,
-    T: np.ndarray | None = None,
-    noise: dict | None = None,
-):
-    """(window, evidence) when length rises while reward falls on one window, else None.
+def _joint_test(x: _Windows, idx: np.ndarray, n: int, w: int) -> tuple[np.ndarray, dict]:
+    """The joint trend on window columns n-w..n-1, in the same steps as _cut_test."""
+    a = n - w
+    ok = x.p_below("R", idx, a, n, ALPHA_FALL, down=True)
+    ok[ok] = x.p_below("L", idx[ok], a, n, 0.05)
+    r = idx[ok]
+    if len(r):
+        ok[ok] = (
+            ~(-x.rise("R", r, a, n) < 0.03)
+            & ~(x.rise("L", r, a, n) < 0.15 * np.abs(x.med("L", r, a, n)))
+            & ~(x.med("R", r, n - 4, n) >= x.med("R", r, a, a + 4))
+        )
+        r = idx[ok]
+    if not len(r):
+        return ok, {}
+    l_rise, r_fall, l_med = x.rise("L", r, a, n), -x.rise("R", r, a, n), 0.15 * np.abs(x.med("L", r, a, n))
+    s_len = _pymax(x.resid(r, a, n), x.noise("L", r))
+    s_rew = x.noise("R", r)
+    scale = math.sqrt(12.0 / w)
+    pas = ~(l_rise < _pymax(l_med, K_RISE * s_len * scale)) & ~(r_fall < _pymax(0.03, K_FALL * s_rew * scale))
+    ok[ok] = pas
+    ev = {
+        "test": "joint trend",
+        "length_mk_p": x.p_up("L", r[pas], a, n),
+        "reward_mk_p_down": x.p_up("R", r[pas], a, n, down=True),
+        "length_rise": l_rise[pas],
+        "reward_fall": r_fall[pas],
+        "reward_noise": s_rew[pas],
+    }
+    return ok, ev
 
-    With the cut share (T) rising hard as well - answers running into the cap, which zeroes
-    their reward - a smaller, still significant fall of reward is enough on 8-12 rollouts.
-    """
-    noise = noise or _hacking_noise(ids, L, R, T)
-    if T is not None and len(T) == len(L):
-        for w in (8, 12):
-            if w > len(L):
-                break
-            wi, wl, wr, wt = ids[-w:].astype(float), L[-w:], R[-w:], T[-w:]
-            if stats.mk_p_up(wl) >= 0.05 or stats.mk_p_down(wr) >= 0.10 or stats.mk_p_up(wt) >= 0.01:
-                continue
-            scale = math.sqrt(12.0 / w)
-            l_rise, t_rise = stats.theil_sen_rise(wi, wl), stats.theil_sen_rise(wi, wt)
-            r_fall = -stats.theil_sen_rise(wi, wr)
-            s_rew = noise["reward"]()
-            if (
-                l_rise >= max(0.15 * abs(float(stats.median(wl))), K_RISE * noise["length"]() * scale)
-                and t_rise >= max(0.10, K_RISE * noise["truncated"]() * scale)
-                and r_fall >= max(0.03, 1.5 * s_rew * scale)
-                and float(stats.median(wr[-4:])) < float(stats.median(wr[:4]))
-            ):
-                return w, {
-                    "test": "length and cut share rising, reward falling",
-                    "length_rise": _r(l_rise),
-                    "cut_share_rise": _r(t_rise),
-                    "reward_fall": _r(r_fall),
-                    "reward_noise": _r(s_rew),
-                }
-    for w in (8, 12, 16, 24, 32):
-        if w > len(L):
+
+def _band_test(x: _Windows, idx: np.ndarray, n: int, w: int = 8) -> tuple[np.ndarray, dict]:
+    """Length rising while reward sits below its band (3 of its last 4) and under its window's start."""
+    lo = x.lo[idx, n - 4 : n]
+    with np.errstate(invalid="ignore"):
+        below = (-(x.R[idx, n - 4 : n] - lo) > 0).sum(axis=1) >= 3
+    ok = np.isfinite(lo).all(axis=1) & below
+    ok[ok] = x.p_below("L", idx[ok], n - w, n, 0.05)
+    r = idx[ok]
+    if not len(r):
+        return ok, {}
+    need = _pymax(0.20 * np.abs(x.med("L", r, n - w, n)), K_RISE * x.resid(r, n - w, n) * math.sqrt(12.0 / w))
+    pas = ~(x.rise("L", r, n - w, n) < need) & ~(x.med("R", r, n - 4, n) >= x.med("R", r, n - w, n - w + 4))
+    ok[ok] = pas
+    return ok, {"test": "length rising, reward below its range", "reward_range_lo": x.lo[r[pas], n - 1]}
+
+
+def _tests(n: int, cut: bool) -> list[tuple[int, Callable]]:
+    """The sign's tests on a window of n, in the rule's order: (window, test)."""
+    out: list[tuple[int, Callable]] = [(w, _cut_test) for w in (8, 12) if cut and w <= n]
+    out += [(w, _joint_test) for w in (8, 12, 16, 24, 32) if w <= n]
+    return [*out, (8, _band_test)]
+
+
+def _first_hit(x: _Windows, idx: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, list]:
+    """Per row of idx, on its window's first n columns: the first test that shows the sign
+    (its number, -1 for none), its window, and each test's evidence for the rows it hit."""
+    which, wins, evs = np.full(len(idx), -1), np.zeros(len(idx), np.int64), []
+    for t, (w, test) in enumerate(_tests(n, x.T is not None)):
+        live = np.flatnonzero(which < 0)
+        if not len(live):
             break
-        wi, wl, wr = ids[-w:].astype(float), L[-w:], R[-w:]
-        p_rew = stats.mk_p_down(wr)
-        if p_rew >= ALPHA_FALL:
-            continue
-        p_len = stats.mk_p_up(wl)
-        if p_len >= 0.05:
-            continue
-        l_rise = stats.theil_sen_rise(wi, wl)
-        r_fall = -stats.theil_sen_rise(wi, wr)
-        if r_fall < 0.03 or l_rise < 0.15 * abs(float(stats.median(wl))):
-            continue
-        s_len = max(_resid_sigma(wi, wl), noise["length"]())
-        s_rew = noise["reward"]()
-        scale = math.sqrt(12.0 / w)
-        if l_rise < max(0.15 * abs(float(stats.median(wl))), K_RISE * s_len * scale):
-            continue
-        if r_fall < max(0.03, K_FALL * s_rew * scale):
-            continue
-        if float(stats.median(wr[-4:])) >= float(stats.median(wr[:4])):
-            continue
-        return w, {
-            "test": "joint trend",
-            "length_mk_p": _r(p_len),
-            "reward_mk_p_down": _r(p_rew),
-            "length_rise": _r(l_rise),
-            "reward_fall": _r(r_fall),
-            "reward_noise": _r(s_rew),
-        }
-    return None
+        ok, ev = test(x, idx[live], n, w)
+        which[live[ok]], wins[live[ok]] = t, w
+        evs.append((live[ok], ev))
+    return which, wins, evs
 
 
-def _hacking_below_band(ctx: RuleContext, ids: np.ndarray, L: np.ndarray, R: np.ndarray):
-    b = ctx.ranges.bounds_many("reward", ids[-4:])
-    if b is None or not np.all(np.isfinite(b[0])):
-        return None
-    if not stats.persistent_below(R[-4:], b[0], 3, 4):
-        return None
-    w = 8
-    wi, wl = ids[-w:].astype(float), L[-w:]
-    if stats.mk_p_up(wl) >= 0.05:
-        return None
-    if stats.theil_sen_rise(wi, wl) < max(
-        0.20 * abs(float(stats.median(wl))), K_RISE * _resid_sigma(wi, wl) * math.sqrt(12.0 / w)
-    ):
-        return None
-    if float(stats.median(R[-4:])) >= float(stats.median(R[-w:][:4])):
-        return None
-    return w, {"test": "length rising, reward below its range", "reward_range_lo": _r(float(b[0][-1]))}
+def rows_noise(s: np.ndarray, v: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    """base._noise of each row (finite values): the largest of the floor, the spread around
+    the Theil-Sen line (from 4 values) and the step-to-step spread (from 5)."""
+    n = v.shape[1]
+    a = stats.rows_resid_sigma(s, v) if n >= 4 else np.full(len(v), np.nan)
+    b = stats.rows_robust_sigma(np.diff(v, axis=1)) / math.sqrt(2.0) if n >= 5 else np.full(len(v), np.nan)
+    out = _pymax(floor, np.where(np.isfinite(a), a, -np.inf))
+    return _pymax(out, np.where(np.isfinite(b), b, -np.inf))
 
 
-def _hacking_holds(ctx: RuleContext) -> Condition | None:
-    """The latch at one rollout: HoldTest over its window."""
-    rows = ctx.seg.rows_upto(WINDOW, ctx.upto)
-    lb, rb = own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False)
-    return HoldTest(ctx.seg, rows, lb, rb).condition(len(rows) - 1)
+class HackingTest:
+    """Length-hacking over columns (`rows`: the run's rows in rollout order, a window or the
+    whole run so far), asked at many positions at once: the sign (`signs`) and, for an open
+    alert, its latch (`holds`: needs `lb`, `rb`, the run's own baselines of length and
+    reward).  The window at a position is the rule's: the rollouts of the last WINDOW that log
+    both length and reward, at least HACK_MIN, with length logged at the position itself.
 
+    The sign (rule_length_hacking's) shows on the window and on the window one rollout shorter:
+    - length and cut share rising hard while reward falls (8 or 12 rollouts, when every rollout
+      of the window logs the cut share);
+    - the joint trend on 8, 12, 16, 24 or 32 rollouts (_joint_test);
+    - length rising while reward sits below its band (_band_test).
+    The noise of length, reward and cut share is the whole window's.
 
-class HoldTest:
-    """An open length-hacking alert holds while length stays up (or at the cap) and reward
-    down: the rule's latch over columns (`rows`: the run's rows in rollout order, a window or
-    the whole run so far; `lb`, `rb`: the run's own baselines of length and reward), asked at
-    many positions at once (`holds`).  Its window is the rule's: the rollouts of the last WINDOW
-    that log both length and reward, the newest at the judged rollout, at least HACK_MIN.
-
+    The latch: an open alert holds while
     - high: the median of the last 4 lengths >= 1.15 x its baseline, or the cut share above
       0.5 in 3 of its last 4;
     - down: the mean of the last 4 rewards below the best (its baseline, or the best five-step
       mean of the window) by max(0.03, 2 x reward's spread around its Theil-Sen line)."""
 
-    def __init__(self, seg: Segment, rows: np.ndarray, lb: Base | None, rb: Base | None) -> None:
-        self.lb, self.rb = lb, rb
+    def __init__(self, seg: Segment, rows: np.ndarray, ranges, lb: Base | None = None, rb: Base | None = None) -> None:
+        self.lb, self.rb, self.ranges = lb, rb, ranges
         self.ids = seg.ids_at(rows).astype(float)
         self.L = signal_values(seg, BY_ID["length"], rows)
         self.R = signal_values(seg, BY_ID["reward"], rows)
         self.T = signal_values(seg, BY_ID["truncated"], rows)
         self.both = np.where(np.isfinite(self.L) & np.isfinite(self.R), 0.0, np.nan)
+        self._lo: np.ndarray | None = None
+
+    def reward_lo(self) -> np.ndarray:
+        """The lower edge of reward's band at each row (NaN: none)."""
+        if self._lo is None:
+            b = self.ranges.bounds_many("reward", self.ids)
+            self._lo = np.full(len(self.ids), np.nan) if b is None else np.asarray(b[0], float)
+        return self._lo
+
+    def _windows(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(joint window indices, their count, the rule judges there) per position of `at`."""
+        jidx, m = stats.last_finite(self.both, at, WINDOW, WINDOW)
+        if not len(at):
+            return jidx, m, np.zeros(0, bool)
+        _, n_len = stats.last_finite(self.L, at, HACK_MIN, WINDOW)
+        _, n_rew = stats.last_finite(self.R, at, HACK_MIN, WINDOW)
+        ok = np.isfinite(self.L[at]) & (n_len == HACK_MIN) & (n_rew == HACK_MIN) & (m >= HACK_MIN)
+        return jidx, m, ok
+
+    def signs(self, at: np.ndarray) -> np.ndarray:
+        """Per position of `at`: the sign shows there and one rollout back (rule_length_hacking
+        returns a condition there unless a reward dip in reasoning growth explains it, _growth_dip)."""
+        out = np.zeros(len(at), bool)
+        jidx, m, ok = self._windows(at)
+        if not ok.any():
+            return out
+        with np.errstate(invalid="ignore"):
+            cut = np.isfinite(self.T[np.maximum(jidx, 0)]) | (jidx < 0)
+        cut = cut.all(axis=1)
+        for size in np.unique(m[ok]).tolist():
+            for c in (False, True):
+                sel = np.flatnonzero(ok & (m == size) & (cut == c))
+                for a in range(0, len(sel), CHUNK):  # (bounded memory: up to 780 pairs a rollout)
+                    part = sel[a : a + CHUNK]
+                    x = _Windows(self, jidx[part, WINDOW - size :], c)
+                    with np.errstate(all="ignore"):
+                        now, _, _ = _first_hit(x, np.arange(len(part)), size)
+                        hit = np.flatnonzero(now >= 0)
+                        back, _, _ = _first_hit(x, hit, size - 1)
+                    out[part[hit[back >= 0]]] = True
+        return out
+
+    def sign(self, pos: int):
+        """At position `pos`: (ids, length, reward of its window, the sign's window, its evidence)
+        when the sign shows there and one rollout back, else None."""
+        at = np.array([pos])
+        jidx, m, ok = self._windows(at)
+        if not ok[0]:
+            return None
+        J = jidx[0, WINDOW - int(m[0]) :]
+        cut = bool(np.isfinite(self.T[J]).all())
+        x = _Windows(self, J[None, :], cut)
+        with np.errstate(all="ignore"):
+            now, wins, evs = _first_hit(x, np.arange(1), x.m)
+            if now[0] < 0 or _first_hit(x, np.arange(1), x.m - 1)[0][0] < 0:
+                return None
+        pos_hit, ev = evs[int(now[0])]
+        ev = {k: (v if isinstance(v, str) else _r(float(v[0]))) for k, v in ev.items()}
+        return x.s[0], x.L[0], x.R[0], int(wins[0]), ev
 
     def holds(self, at: np.ndarray) -> np.ndarray:
         """Per position of `at`: the latch holds there."""
@@ -253,13 +389,10 @@ class HoldTest:
         out = np.zeros(n, bool)
         med4, mean4, best = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
         lb, rb, L, R, T = self.lb, self.rb, self.L, self.R, self.T
-        jidx, m = stats.last_finite(self.both, at, WINDOW, WINDOW)
+        jidx, m, ok = self._windows(at)
         tidx, n_cut = stats.last_finite(T, at, 4, WINDOW)
         if not n or lb is None or rb is None:
             return out, jidx, m, tidx, med4, mean4, best
-        _, n_len = stats.last_finite(L, at, HACK_MIN, WINDOW)
-        _, n_rew = stats.last_finite(R, at, HACK_MIN, WINDOW)
-        ok = np.isfinite(L[at]) & (n_len == HACK_MIN) & (n_rew == HACK_MIN) & (m >= HACK_MIN)
         with np.errstate(invalid="ignore"):
             at_cap = (n_cut >= 4) & (((T[np.maximum(tidx, 0)] - 0.5) > 0).sum(axis=1) >= 3)
         for size in np.unique(m[ok]).tolist():
@@ -276,7 +409,7 @@ class HoldTest:
                 out[part] = high & (mean4[part] < best[part] - np.fmax(0.03, 2 * s_rew))
         return out, jidx, m, tidx, med4, mean4, best
 
-    def condition(self, pos: int) -> Condition | None:
+    def latch(self, pos: int) -> Condition | None:
         """The latch's condition at position `pos` of the rows (None: it does not hold)."""
         got, jidx, m, tidx, med4, mean4, best = self._test(np.array([pos]))
         if not got[0]:
@@ -301,7 +434,7 @@ class HoldTest:
         )
 
 
-CHUNK = 256  # rollouts per batch of HoldTest (a 780-pair matrix each)
+CHUNK = 256  # rollouts per batch (a 780-pair matrix each)
 
 
 GROWTH_LOOKBACK = 120  # rollouts a reward dip is weighed against: the run's long-run course

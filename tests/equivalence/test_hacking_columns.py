@@ -1,15 +1,15 @@
-"""judge/held.py answers what rule_length_hacking answers (issue #11, "fast core").
+"""rules.hacking.HackingTest over the whole history answers what rule_length_hacking answers
+at each rollout alone.
 
 At every rollout past the 40-row window of several long runs - repeated blocks (the alert opens
 and clears again and again), a hacking run whose alert stays open for hundreds of rollouts,
 other setups, and runs with reward/length/cut share rewritten at random (ties from rounding,
-gaps, trends up and down) - the batch's answer is the rule's or "unsure":
+gaps, trends up and down):
 
-- presence: whether the rule returns a condition while its alert is open (its latch,
-  rules.hacking.HoldTest, exact; its trend three-valued);
-- the latch over the history: exactly where the rule, its alert open, answers by it;
-- windows: the rule given the Mann-Kendall short list returns exactly what it returns without it
-  (alert open or not).
+- the sign: over the history exactly where over the rollout's window alone, and the rule
+  returns a condition exactly there (with its alert open: or where its latch holds);
+- the latch: over the history exactly where the rule, its alert open, answers by it;
+- the row statistics both use equal the scalar ones, bit for bit.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ import re
 import numpy as np
 import pytest
 
-from grpo_tui.judge import held, rules
+from grpo_tui.judge import rules
 from grpo_tui.judge.ranges import defaults
+from grpo_tui.judge.rules import hacking
+from grpo_tui.judge.rules.base import own_base
 from grpo_tui.pipeline import Pipeline
 from grpo_tui.simulate import SETUPS, generate
 
@@ -110,73 +112,67 @@ CASES = {
 }
 
 
-def _latch(seg, rows: np.ndarray):
-    """judge/bulk_answers.Answers.hacking_holds for these rows: rules.hacking.HoldTest over the
-    history, the baselines of the first full rollout."""
-    from grpo_tui.judge.rules import hacking
+def _test(seg, rows: np.ndarray):
+    """rules.hacking.HackingTest over these rows, as judge/bulk_answers.Answers makes it: the
+    baselines of the first full rollout."""
     from grpo_tui.judge.rules.base import own_base
 
     ctx = rules.RuleContext(seg, defaults(), int(seg.ids[rules.WINDOW]))
-    test = hacking.HoldTest(seg, rows, own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False))
-    return lambda ks: test.holds(rows[ks])
+    lb, rb = own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False)
+    return hacking.HackingTest(seg, rows, ctx.ranges, lb, rb)
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_the_batch_answers_what_the_rule_answers(case):
+def test_the_sign_over_the_history_is_the_rules(case):
+    """HackingTest's sign over the whole history shows at exactly the rollouts where it shows
+    over each rollout's window alone, and the rule answers by it: with its alert open it returns
+    a condition exactly where the latch holds or the sign shows; with none open, only where the
+    sign shows, and there unless a reward dip in reasoning growth explains it."""
     seg = _store(CASES[case]())
     rows = np.arange(len(seg.ids))
-    box = held.HackingHeld(seg, defaults(), rows, np.ones(len(rows), bool), holds=_latch(seg, rows))
-    box._compute(rows)  # every row in one batch
-    decided = 0
+    test = _test(seg, rows)
+    full = rows[rows >= rules.WINDOW]
+    signs, holds = test.signs(full), test.holds(full)
     held_open = frozenset({"length-hacking"})
-    for k in rows[rows >= rules.WINDOW - 1].tolist():
+    for k, sign, hold in zip(full.tolist(), signs.tolist(), holds.tolist()):
         upto = int(seg.ids[k])
-        got, conf = int(box._with_latch(np.array([k]), box.ans[k : k + 1])[0]), int(box.conf[k])
-        plain_open, plain_closed = _conds(seg, upto, held_open), _conds(seg, upto, frozenset())
-        if got >= 0:
-            decided += 1
-            assert got == bool(plain_open), f"rollout {upto}: batch says {got}, the rule {plain_open}"
-        if conf >= 0:
-            assert conf == bool(plain_closed), f"rollout {upto}: batch says {conf}, the rule {plain_closed}"
-    modelled = int(box._cols["ok"][rules.WINDOW - 1 :].sum())  # (a window with a gap is the rule's)
-    assert decided >= 0.9 * modelled, "the batch left most rollouts to the rule"
+        ctx = rules.RuleContext(seg, defaults(), upto)
+        window = seg.rows_upto(rules.WINDOW, upto)
+        alone = hacking.HackingTest(seg, window, ctx.ranges).sign(len(window) - 1)
+        assert sign == (alone is not None), f"rollout {upto}: over the history {sign}, alone {alone}"
+        assert (alone is not None) == bool(test.signs(np.array([k]))[0])
+        assert bool(_conds(seg, upto, held_open)) == (hold or sign), f"rollout {upto}"
+        closed = _conds(seg, upto, frozenset())
+        if closed or not sign:
+            assert bool(closed) == sign, f"rollout {upto}: the rule {closed}, the sign {sign}"
+        else:
+            assert hacking._growth_dip(ctx, int(alone[0][-alone[3]])), f"rollout {upto}"
+    assert signs.any() or not case.startswith("hacking"), "the sign never showed"
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_latch_over_the_history_is_the_rules(case):
-    """rules.hacking.HoldTest over the whole history holds at exactly the rollouts where the
+    """HackingTest's latch over the whole history holds at exactly the rollouts where the
     rule, its alert open, answers by its latch - the same condition, every field - and its
     answer over the history is its answer over each rollout's window alone."""
-    from grpo_tui.judge.rules import hacking
-    from grpo_tui.judge.rules.base import own_base
-
     seg = _store(CASES[case]())
     rows = np.arange(len(seg.ids))
-    ctx = rules.RuleContext(seg, defaults(), int(seg.ids[rules.WINDOW]))
-    test = hacking.HoldTest(seg, rows, own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False))
+    test = _test(seg, rows)
     full = rows[rows >= rules.WINDOW]
     holds = test.holds(full)
     held_open = frozenset({"length-hacking"})
     for k, h in zip(full.tolist(), holds.tolist()):
         upto = int(seg.ids[k])
-        alone = hacking._hacking_holds(rules.RuleContext(seg, defaults(), upto, held_open))
+        ctx = rules.RuleContext(seg, defaults(), upto, held_open)
+        window = seg.rows_upto(rules.WINDOW, upto)
+        lb, rb = own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False)
+        alone = hacking.HackingTest(seg, window, ctx.ranges, lb, rb).latch(len(window) - 1)
         assert h == (alone is not None), f"rollout {upto}: over the history {h}, alone {alone}"
         if h:
-            assert test.condition(k) == alone
+            assert test.latch(k) == alone
             got = rules.rule_length_hacking(rules.RuleContext(seg, defaults(), upto, held_open))
             assert got == [alone]
     assert holds.any() or not case.startswith("hacking"), "the latch never held"
-
-
-def test_three_valued_edges():
-    """A value within a hair of its edge is unsure, never a wrong sure answer."""
-    a = np.array([1.0, 1.0 + 1e-12, 2.0, np.nan])
-    t = held.ge(a, np.ones(4))
-    assert t.sure.tolist() == [False, False, True, False]
-    assert t.maybe.tolist() == [True, True, True, True]
-    t = held.lt(a, np.ones(4))
-    assert t.sure.tolist() == [False, False, False, False]
-    assert t.maybe.tolist() == [True, True, False, True]
 
 
 def test_window_statistics_equal_the_scalar_ones():
@@ -193,8 +189,14 @@ def test_window_statistics_equal_the_scalar_ones():
             stats.rows_median(v),
             stats.rows_ts_slope(s, v),
         )
-        rs = held.resid_sigma(s, v)
+        rs = stats.rows_resid_sigma(s, v)
+        floor = np.abs(rng.normal(size=64)) * 0.1
+        noise = hacking.rows_noise(s, v, floor)
+        below = {a: stats.rows_mk_p_below(v, a) for a in (0.01, 0.05, 0.10)}
         for i in range(len(v)):
+            assert noise[i] == rules.base._noise(s[i], v[i], "reward", float(floor[i]))
+            for a, got in below.items():
+                assert got[i] == (p_up[i] < a)
             assert stats.median(v[i]) == np.median(v[i])
             assert p_up[i] == stats.mk_p_up(v[i]) and p_down[i] == stats.mk_p_down(v[i])
             assert med[i] == float(np.median(v[i]))
