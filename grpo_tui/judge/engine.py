@@ -142,7 +142,8 @@ class HealthEngine:
             stamp = self._stamp
             if new_run:
                 if self._tape_seg is not None:
-                    for r in up.rollouts:  # (rows of the old run this add may have touched)
+                    # the old run's rows this add wrote (not the new run's: a restart reuses ids)
+                    for r in up.rollouts if up.old_run is None else up.old_run:
                         self._touch[r] = stamp
                 changes.extend(self._replay())
                 self._touch = {}

@@ -524,9 +524,15 @@ class StoreUpdate:
     events: list[Event] = field(default_factory=list)
     records: list[MetricRecord] = field(default_factory=list)  # without doubled step lines
     new_segment: bool = False
+    old_run: set[int] | None = None  # with new_segment: the rollouts written before the first new one
 
     def __bool__(self) -> bool:
         return bool(self.rollouts or self.events or self.records or self.new_segment)
+
+    def mark_new_segment(self) -> None:
+        if not self.new_segment:
+            self.new_segment = True
+            self.old_run = set(self.rollouts)
 
 
 class MetricStore:
@@ -566,7 +572,7 @@ class MetricStore:
                 kind = item.kind  # (only rollout and perf ids can go back: see is_restart)
                 if (kind == "rollout" or kind == "perf") and (seg.ids or seg.steps) and seg.is_restart(item):
                     self._new_segment(item.line_no, seg.flags)
-                    up.new_segment = True
+                    up.mark_new_segment()
                     seg = self.segments[-1]
                     seg.is_restart(item)
                 doubled = seg.duplicate_steps
@@ -582,7 +588,7 @@ class MetricStore:
         if ev.kind == "launch":
             if self.current.has_data:
                 self._new_segment(ev.line_no, ev.data.get("flags"))
-                up.new_segment = True
+                up.mark_new_segment()
             else:
                 self.current.flags.update(ev.data.get("flags") or {})
         elif ev.kind == "arg":

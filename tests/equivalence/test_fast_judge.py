@@ -155,6 +155,52 @@ def test_a_rewritten_row_falls_back_to_rollout_by_rollout(monkeypatch):
         pipe.finish(NOW)
 
 
+def _restarted(first: str, second: str, n: int, resume: int, seed: int) -> list[str]:
+    """Two runs in one file: the second resumes from a checkpoint at rollout `resume` of the
+    first, so its rollout ids repeat ones the first already logged."""
+    import re
+
+    shift = re.compile(r"\b(rollout|perf|step|eval) (\d+): ")
+    a = [line for _, line in generate(first, n, seed, noise_per_rollout=0)]
+    b = [line for _, line in generate(second, n, seed + 1, noise_per_rollout=0, onset=40)]
+    return a + [shift.sub(lambda m: f"{m.group(1)} {int(m.group(2)) + resume}: ", line) for line in b]
+
+
+@pytest.mark.parametrize("batch", [37, 500])
+@pytest.mark.parametrize("second", ["healthy", "gap-jump"])
+def test_a_restart_with_reused_ids_is_judged_in_bulk(second, batch, monkeypatch):
+    """A restart in the same file (ids going back) is a new run: the first run's rows are not
+    rewritten, so bulk judging does not decline - and it gives the alerts of rollout by rollout,
+    on whichever block the restart falls."""
+    lines = _restarted("healthy", second, 160, 100, 21)
+    declined = []
+    orig = bulk_mod.replay
+
+    def replay(*a, **k):
+        try:
+            return orig(*a, **k)
+        except BulkMismatch:
+            declined.append(True)
+            raise
+
+    monkeypatch.setattr(bulk_mod, "replay", replay)
+    monkeypatch.setattr(rules, "USE_GATES", True)
+    pipe = Pipeline(clock=lambda: NOW).defer()
+    for i in range(0, len(lines), batch):
+        pipe.feed(lines[i : i + batch], written_at=NOW - 30)
+    pipe.finish(NOW)
+    assert not declined
+    assert len(pipe.store.segments) == 2
+    monkeypatch.setattr(rules, "USE_GATES", False)
+    plain = Pipeline(clock=lambda: NOW)
+    for i in range(0, len(lines), batch):
+        plain.feed(lines[i : i + batch], written_at=NOW - 30)
+    plain.finish(NOW)
+    assert _alerts(pipe) == _alerts(plain)
+    assert pipe.report().status == plain.report().status
+    assert any(a.rule == "gap-jump" for a in plain.engine.alerts) == (second == "gap-jump")
+
+
 def _repeated(scen, block, times, seed, **kw):
     from tests.equivalence.test_hacking_columns import repeated
 
