@@ -23,7 +23,6 @@ import math
 import numpy as np
 
 from ..store.metric_store import Segment
-from . import stats
 from .signals import BY_ID, first_rows, metric_for
 
 EPS = 1e-9
@@ -188,35 +187,6 @@ def gate_grad_norm(ctx, win: Window) -> bool:
     return _drift_or_boom(ctx, win, "grad_norm", RHO["grad_norm"], jump=False, absurd=ABSURD.get("grad_norm"))
 
 
-def gate_length_hacking(ctx, win: Window) -> bool:
-    """Every firing path needs, on one window, length's Mann-Kendall S > 0 (p_up < 0.05) and
-    reward's S < 0 (p_down < 0.10) - or reward below its band with length's S > 0 on 8."""
-    if "length-hacking" in ctx.open_rules:
-        return True
-    from .rules.base import HACK_MIN
-
-    if not win.last_finite("length"):
-        return False
-    L, R = win.values("length"), win.values("reward")
-    fl, fr = np.isfinite(L), np.isfinite(R)
-    if fl.sum() < HACK_MIN or fr.sum() < HACK_MIN:
-        return False
-    both = fl & fr
-    if both.sum() < HACK_MIN:
-        return False
-    L, R = L[both], R[both]
-    sl = stats.mk_s_last(L, (8, 12, 16, 24, 32))
-    sr = stats.mk_s_last(R, (8, 12, 16, 24, 32))
-    if any(sl[w] > 0 and sr[w] < 0 for w in sl):
-        return True
-    if sl.get(8, 0) > 0:
-        ids = win.seg._idcol.data[win.lo : win.end][both].astype(np.int64)
-        b = ctx.ranges.bounds_many("reward", ids[-4:])
-        if b is not None and np.all(np.isfinite(b[0])):
-            return True  # (the band test is cheap enough to leave to the rule)
-    return False
-
-
 def gate_rollout_slowdown(ctx, win: Window) -> bool:
     """drift_up's first gate: the mean of the last 4 per-token log times above the own
     baseline + rho, the baseline being at least the smaller of its two candidates' minima."""
@@ -278,7 +248,6 @@ def gate_entropy(ctx, win: Window) -> bool:
 GATES = {
     "rule_gap": gate_gap,
     "rule_grad_norm": gate_grad_norm,
-    "rule_length_hacking": gate_length_hacking,
     "rule_rollout_slowdown": gate_rollout_slowdown,
     "rule_entropy_collapse": gate_entropy,
 }

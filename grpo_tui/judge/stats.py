@@ -677,12 +677,3 @@ def s_needed(w: int, alpha: float) -> int:
         if p < alpha:
             return s
     return pairs + 1
-
-
-def mk_s_last(v: np.ndarray, windows) -> dict[int, int]:
-    """Mann-Kendall S of the last w values for each window w (one sign matrix)."""
-    n = len(v)
-    m = min(n, max(windows))
-    t = v[n - m :]
-    sg = np.triu(np.sign(t[None, :] - t[:, None]), 1)
-    return {w: int(sg[m - w :, m - w :].sum()) for w in windows if w <= n}

@@ -191,7 +191,7 @@ def test_window_statistics_equal_the_scalar_ones():
         )
         rs = stats.rows_resid_sigma(s, v)
         floor = np.abs(rng.normal(size=64)) * 0.1
-        noise = hacking.rows_noise(s, v, floor)
+        noise = rules.base.rows_noise(s, v, floor)
         below = {a: stats.rows_mk_p_below(v, a) for a in (0.01, 0.05, 0.10)}
         for i in range(len(v)):
             assert noise[i] == rules.base._noise(s[i], v[i], "reward", float(floor[i]))

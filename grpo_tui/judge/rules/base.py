@@ -276,6 +276,21 @@ def _noise(ids: np.ndarray, v: np.ndarray, sig_id: str, floor: float | None = No
     return max([f, *cands])
 
 
+def rows_noise(s: np.ndarray, v: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    """_noise of each row (finite values): the largest of the floor, the spread around
+    the Theil-Sen line (from 4 values) and the step-to-step spread (from 5)."""
+    n = v.shape[1]
+    a = stats.rows_resid_sigma(s, v) if n >= 4 else np.full(len(v), np.nan)
+    b = stats.rows_robust_sigma(np.diff(v, axis=1)) / math.sqrt(2.0) if n >= 5 else np.full(len(v), np.nan)
+    out = row_max(floor, np.where(np.isfinite(a), a, -np.inf))
+    return row_max(out, np.where(np.isfinite(b), b, -np.inf))
+
+
+def row_max(a, b):
+    """Python's max(a, b) element-wise: b only where it is greater (a NaN b never wins)."""
+    return np.where(b > a, b, a)
+
+
 def _lazy(f):
     """f() computed once, on first call: the noise is only needed when a cheap gate passed."""
     box: list = []

@@ -33,6 +33,8 @@ from .base import (
     _r,
     _resid_sigma,
     own_base,
+    row_max,
+    rows_noise,
 )
 
 INFO = (
@@ -95,11 +97,6 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
 
 _NONE = np.empty(0)
 _NONE.flags.writeable = False
-
-
-def _pymax(a, b):
-    """Python's max(a, b) element-wise: b only where it is greater (a NaN b never wins)."""
-    return np.where(b > a, b, a)
 
 
 class _Windows:
@@ -199,9 +196,9 @@ def _cut_test(x: _Windows, idx: np.ndarray, n: int, w: int) -> tuple[np.ndarray,
     l_rise, t_rise, r_fall = x.rise("L", r, a, n), x.rise("T", r, a, n), -x.rise("R", r, a, n)
     s_rew = x.noise("R", r)
     pas = (
-        (l_rise >= _pymax(0.15 * np.abs(x.med("L", r, a, n)), K_RISE * x.noise("L", r) * scale))
-        & (t_rise >= _pymax(0.10, K_RISE * x.noise("T", r) * scale))
-        & (r_fall >= _pymax(0.03, 1.5 * s_rew * scale))
+        (l_rise >= row_max(0.15 * np.abs(x.med("L", r, a, n)), K_RISE * x.noise("L", r) * scale))
+        & (t_rise >= row_max(0.10, K_RISE * x.noise("T", r) * scale))
+        & (r_fall >= row_max(0.03, 1.5 * s_rew * scale))
     )
     ok[ok] = pas
     ev = {
@@ -230,10 +227,10 @@ def _joint_test(x: _Windows, idx: np.ndarray, n: int, w: int) -> tuple[np.ndarra
     if not len(r):
         return ok, {}
     l_rise, r_fall, l_med = x.rise("L", r, a, n), -x.rise("R", r, a, n), 0.15 * np.abs(x.med("L", r, a, n))
-    s_len = _pymax(x.resid(r, a, n), x.noise("L", r))
+    s_len = row_max(x.resid(r, a, n), x.noise("L", r))
     s_rew = x.noise("R", r)
     scale = math.sqrt(12.0 / w)
-    pas = ~(l_rise < _pymax(l_med, K_RISE * s_len * scale)) & ~(r_fall < _pymax(0.03, K_FALL * s_rew * scale))
+    pas = ~(l_rise < row_max(l_med, K_RISE * s_len * scale)) & ~(r_fall < row_max(0.03, K_FALL * s_rew * scale))
     ok[ok] = pas
     ev = {
         "test": "joint trend",
@@ -256,7 +253,7 @@ def _band_test(x: _Windows, idx: np.ndarray, n: int, w: int = 8) -> tuple[np.nda
     r = idx[ok]
     if not len(r):
         return ok, {}
-    need = _pymax(0.20 * np.abs(x.med("L", r, n - w, n)), K_RISE * x.resid(r, n - w, n) * math.sqrt(12.0 / w))
+    need = row_max(0.20 * np.abs(x.med("L", r, n - w, n)), K_RISE * x.resid(r, n - w, n) * math.sqrt(12.0 / w))
     pas = ~(x.rise("L", r, n - w, n) < need) & ~(x.med("R", r, n - 4, n) >= x.med("R", r, n - w, n - w + 4))
     ok[ok] = pas
     return ok, {"test": "length rising, reward below its range", "reward_range_lo": x.lo[r[pas], n - 1]}
@@ -281,16 +278,6 @@ def _first_hit(x: _Windows, idx: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
         which[live[ok]], wins[live[ok]] = t, w
         evs.append((live[ok], ev))
     return which, wins, evs
-
-
-def rows_noise(s: np.ndarray, v: np.ndarray, floor: np.ndarray) -> np.ndarray:
-    """base._noise of each row (finite values): the largest of the floor, the spread around
-    the Theil-Sen line (from 4 values) and the step-to-step spread (from 5)."""
-    n = v.shape[1]
-    a = stats.rows_resid_sigma(s, v) if n >= 4 else np.full(len(v), np.nan)
-    b = stats.rows_robust_sigma(np.diff(v, axis=1)) / math.sqrt(2.0) if n >= 5 else np.full(len(v), np.nan)
-    out = _pymax(floor, np.where(np.isfinite(a), a, -np.inf))
-    return _pymax(out, np.where(np.isfinite(b), b, -np.inf))
 
 
 class HackingTest:
