@@ -1,18 +1,14 @@
-"""Cheap, exact pre-checks for the metric rules (issue #11, "fast core").
+"""A cheap, exact pre-check for rule_gap when judging rollout by rollout (live, or where bulk
+judging declines).
 
-Judging a rollout runs every rule on its window; on a healthy stretch - nearly every rollout of
-a long run - none of them fires, and the work is numpy overhead on tiny arrays (series copies,
-medians, Mann-Kendall, Theil-Sen).  A gate reads the same window straight from the store's
-columns and answers one question: *can* this rule return a condition here?  It checks a
-necessary condition of the rule (a bound every firing path must pass: the last values above
-the smallest edge any path uses, a Mann-Kendall S of the right sign, ...).  "No" skips the
-rule - it would have returned nothing; "maybe" runs the rule unchanged.  So the conditions,
-and the alerts, are exactly those of the ungated rules (tests/test_fast_judge.py checks every
-rollout of every scenario, seed, setup and sample log both ways).
-
-A gate says "maybe" whenever it is unsure: an unordered segment, an alert of its rule open
-(latched rules hold on other tests), a signal it does not model.  Thresholds are lowered by a
-hair (EPS) so rounding can only make a gate run its rule more often, never less.
+rule_gap is the costliest rule on a healthy stretch (two signals, explosion, drift and jump
+tests), and it fires on few rollouts.  Its gate reads the same window straight from the store's
+columns and answers one question: *can* the rule return a condition here?  It checks necessary
+conditions only (the last values above the smallest edge any path uses), lowered by a hair
+(EPS), so "no" skips a rule that would have returned nothing and "maybe" runs it unchanged
+(tests/equivalence/test_fast_judge.py compares gated and ungated judging).  The other rules
+run without one: their gates bought under 5 % of rollout-by-rollout judging each.  Whole
+histories use the vectorised gates of judge/bulk_vec.py instead.
 """
 
 from __future__ import annotations
@@ -125,9 +121,9 @@ def _log_ids(win: Window, sig_id: str) -> np.ndarray:
     return win.seg._idcol.data[win.lo : win.end][ok].astype(np.int64)
 
 
-def _drift_or_boom(ctx, win: Window, sig_id: str, rho: float, *, jump: bool, absurd: float | None) -> bool:
-    """Whether _gap_like / rule_grad_norm can fire: an explosion, a drift above the smallest
-    edge drift_up's level test uses, or (gap) a jump above the window's low + x1.5."""
+def _drift_or_boom(ctx, win: Window, sig_id: str, rho: float) -> bool:
+    """Whether _gap_like can fire: an explosion, a drift above the smallest edge drift_up's
+    level test uses, or a jump above the window's low + x1.5."""
     if not win.last_finite(sig_id):
         return False
     lv = win.log_finite(sig_id)
@@ -137,8 +133,6 @@ def _drift_or_boom(ctx, win: Window, sig_id: str, rho: float, *, jump: bool, abs
     if not (v[-1] > 0):
         return False  # the newest positive point is not upto's: nothing fires
     last = float(lv[-1])
-    if absurd is not None and last > math.log(absurd) - EPS:
-        return True
     base = win.base_log_min(sig_id)
     ids = _log_ids(win, sig_id)
     hi = _log_hi(ctx, sig_id, ids) if len(ids) == len(lv) else None
@@ -162,7 +156,7 @@ def _drift_or_boom(ctx, win: Window, sig_id: str, rho: float, *, jump: bool, abs
             edge = np.minimum(edge, np.where(np.isfinite(hi), hi, math.inf))
         if _count_above(lv, edge[-4:] - EPS) >= 3:
             return True
-    if jump and len(lv) >= 5:
+    if len(lv) >= 5:
         if (
             float(np.max(np.diff(lv))) >= LOG_1_5 - EPS
             and _count_above(lv, float(np.min(lv[:-3])) + LOG_1_5 - EPS) >= 3
@@ -176,80 +170,9 @@ def gate_gap(ctx, win: Window) -> bool:
         return True
     from .rules.base import RHO
 
-    return any(_drift_or_boom(ctx, win, s, RHO[s], jump=True, absurd=None) for s in ("gap", "kl"))
+    return any(_drift_or_boom(ctx, win, s, RHO[s]) for s in ("gap", "kl"))
 
 
-def gate_grad_norm(ctx, win: Window) -> bool:
-    if "grad-norm-rising" in ctx.open_rules:
-        return True
-    from .rules.base import ABSURD, RHO
-
-    return _drift_or_boom(ctx, win, "grad_norm", RHO["grad_norm"], jump=False, absurd=ABSURD.get("grad_norm"))
-
-
-def gate_rollout_slowdown(ctx, win: Window) -> bool:
-    """drift_up's first gate: the mean of the last 4 per-token log times above the own
-    baseline + rho, the baseline being at least the smaller of its two candidates' minima."""
-    seg = win.seg
-    tname = metric_for(seg, BY_ID["rollout_time"])
-    if tname != "perf/rollout_time":
-        return tname is not None  # (another timer: leave it to the rule)
-    if not win.last_finite("rollout_time"):
-        return False
-    norm = "rollout/response_len/max" if "rollout/response_len/max" in seg.columns else metric_for(seg, BY_ID["length"])
-    if norm is None:
-        return False
-    T = win.values("rollout_time")
-    N = win.raw(norm, win.lo, win.end)
-    ok = np.isfinite(T) & np.isfinite(N) & (N > 0)
-    if ok.sum() < 8:
-        return False
-    T, N = T[ok], N[ok]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lt, per_tok = np.log(T), np.log(T / N)
-    ok = np.isfinite(per_tok) & np.isfinite(lt)
-    if ok.sum() < 8:
-        return False
-    per_tok = per_tok[ok]
-    head = min(8, max(4, len(per_tok) // 4))
-    low = float(np.min(per_tok[:head]))
-    nb = min(10, win.end)
-    bT, bN = win.raw("perf/rollout_time", 0, nb), win.raw(norm, 0, nb)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        b_tok = np.log(bT / bN)
-    b_tok = b_tok[np.isfinite(b_tok)]
-    if len(b_tok) >= 3:
-        low = min(low, float(np.min(b_tok)))
-    from .rules.base import RHO
-
-    return float(np.mean(per_tok[-4:])) > low + RHO["rollout_time"] - EPS
-
-
-def gate_entropy(ctx, win: Window) -> bool:
-    from .rules.policy import ENTROPY, ENTROPY_SHARE
-
-    name = metric_for(win.seg, ENTROPY)
-    if name is None:
-        return False
-    v = win.raw(name, win.lo, win.end)
-    if not (len(v) and np.isfinite(v[-1]) and win.at_upto):
-        return False
-    v = v[np.isfinite(v)]
-    if len(v) < 4:
-        return False
-    start = win.raw(name, 0, min(3, win.end))
-    start = start[np.isfinite(start)]
-    if len(start) < 3 or not float(np.max(start)) > 1e-9 - EPS:
-        return False  # its median is not above 1e-9: entropy not observed
-    with np.errstate(invalid="ignore"):
-        return int(np.sum(v[-4:] < ENTROPY_SHARE * float(np.max(start)) + EPS)) >= 3
-
-
-GATES = {
-    "rule_gap": gate_gap,
-    "rule_grad_norm": gate_grad_norm,
-    "rule_rollout_slowdown": gate_rollout_slowdown,
-    "rule_entropy_collapse": gate_entropy,
-}
+GATES = {"rule_gap": gate_gap}
 
 __all__ = ["Window", "GATES", "first_rows"]
