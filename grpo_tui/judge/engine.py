@@ -126,6 +126,7 @@ class HealthEngine:
         self._tape: list | None = None  # deferred: recorded steps (None: judge at once)
         self._tape_seg: Segment | None = None
         self._touch: dict[int, int] = {}  # deferred: rollout id -> last update that wrote it
+        self.tape_upto: int | None = None  # deferred: the newest rollout recorded and not judged yet
         self._stamp = 0
 
     # -- feeding ------------------------------------------------------------------------
@@ -213,6 +214,12 @@ class HealthEngine:
     def deferred(self) -> bool:
         return self._tape is not None
 
+    def judge_recorded(self) -> list[AlertChange]:
+        """Judge what is recorded so far and go on recording: the store is about to write a
+        row a recorded rollout read (a late line), and judging it rollout by rollout would
+        have read that row as it is now."""
+        return self._replay() if self._tape else []
+
     def settle(self) -> list[AlertChange]:
         """Judge everything recorded, then judge incrementally again. Raises BulkMismatch when
         the store changed under a recorded rollout (rows rewritten after it was judged): the
@@ -225,12 +232,14 @@ class HealthEngine:
             self._tape = None
             self._touch = {}
             self._tape_seg = None
+            self.tape_upto = None
 
     def _replay(self) -> list[AlertChange]:
         from .bulk import replay
 
         tape, seg, touch = self._tape, self._tape_seg, self._touch
         self._tape = []
+        self.tape_upto = None
         if not tape or seg is None:
             return []
         live = (self._first_ts, self._last_ts)
@@ -354,6 +363,7 @@ class HealthEngine:
         self._evaluated = r if self._evaluated is None else max(self._evaluated, r)
         if self._tape is not None:
             self._tape.append((_JUDGE, r, self._last_ts, self._stamp, _shape(seg)))
+            self.tape_upto = r if self.tape_upto is None else max(self.tape_upto, r)
             return []
         conds = evaluate_metrics(seg, self.ranges, r, frozenset(k[0] for k in self.book.open))
         conds.extend(self.event_conditions(seg, r))

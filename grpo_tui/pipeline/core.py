@@ -280,7 +280,17 @@ class Pipeline:
         return up
 
     def _store(self, items: list, up: Update) -> None:
-        st = self.store.add(items)
+        late: list[AlertChange] = []
+        seg = self.store.current
+        if self.judging and self.engine.tape_upto is not None:
+            # a late line (for a rollout already recorded) is judged after what was recorded
+            eng = self.engine
+            seg.guard, seg.on_guard = eng.tape_upto, lambda: late.extend(eng.judge_recorded())
+        try:
+            st = self.store.add(items)
+        finally:
+            seg.guard = seg.on_guard = None
+        up.changes.extend(late)
         if not self.parser.packed:  # a whole-file read: its records go to the store only
             up.records.extend(st.records)
         if st.records:

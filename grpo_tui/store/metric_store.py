@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -114,6 +114,10 @@ class Segment:
         self._stream_max: dict[tuple, int] = {}
         self._last_train_rollout: int | None = None
         self._k_inferred: int | None = None
+        # before a record is written to a rollout at or below `guard`: call on_guard() once
+        # (deferred judging judges what it recorded first: pipeline.Pipeline._store)
+        self.guard: int | None = None
+        self.on_guard: Callable[[], object] | None = None
 
     # -- shape ----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -188,6 +192,8 @@ class Segment:
         if kind == "step":
             return self._add_step(rec)
         n = rec.n
+        if self.guard is not None and n <= self.guard:
+            self._tripped()
         if kind == "rollout":
             self._last_train_rollout = n
         row = self.row_of.get(n)
@@ -214,6 +220,11 @@ class Segment:
         if rec.nonfinite:
             self._mark_nonfinite(row, rec.nonfinite)
         return n
+
+    def _tripped(self) -> None:
+        hook, self.guard, self.on_guard = self.on_guard, None, None
+        if hook is not None:
+            hook()
 
     def has_kinds(self, row: int, *kinds: str) -> bool:
         want = 0
@@ -304,9 +315,13 @@ class Segment:
         key = (rec.role, rec.n)
         known = steps.index.get(key)
         if known is not None:
+            if self.guard is not None and steps.rollouts[known] <= self.guard:
+                self._tripped()  # (a doubled line writes nothing, but it marks its rollout)
             self.duplicate_steps += 1
             return steps.rollouts[known]
         rollout = self._step_rollout(rec.n)
+        if self.guard is not None and rollout <= self.guard:
+            self._tripped()
         metrics = rec.metrics
         steps.add(key, rollout, metrics, rec.time, rec.ts, rec.nonfinite)
         row = self.row_of.get(rollout)

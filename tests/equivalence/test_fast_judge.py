@@ -137,7 +137,7 @@ def test_long_runs_past_the_window(scen, monkeypatch):
 
 
 def rewritten_row_log(n: int = 60) -> list[str]:
-    """A healthy run whose `step 5` line comes late, after rollouts long judged: bulk declines."""
+    """A healthy run whose `step 5` line comes late, after rollouts long recorded."""
     lines = [line for _, line in generate("healthy", n, 4, noise_per_rollout=0)]
     late = next(i for i, line in enumerate(lines) if "step 5:" in line)
     moved = lines[:late] + lines[late + 1 :]
@@ -145,13 +145,56 @@ def rewritten_row_log(n: int = 60) -> list[str]:
     return moved
 
 
-def test_a_rewritten_row_falls_back_to_rollout_by_rollout(monkeypatch):
-    """A record for an already-judged rollout (a late step line) makes the bulk path decline."""
-    moved = rewritten_row_log()
+def declining_log(n: int = 60) -> list[str]:
+    """A healthy run whose rollout lines carry `rollout/response_len/max` only from rollout 30 on:
+    what rule_rollout_slowdown reads changes under the rollouts recorded before - bulk declines."""
+    strip = re.compile(r"'rollout/response_len/max': [^,}]*, ")
+    out = []
+    for line in (line for _, line in generate("healthy", n, 4, noise_per_rollout=0)):
+        m = re.search(r"\bperf (\d+): ", line)
+        out.append(strip.sub("", line) if m and int(m.group(1)) < 30 else line)
+    return out
+
+
+@pytest.mark.parametrize("batch", [1, 7, 50, 500])
+@pytest.mark.parametrize("late", [r"model\.py:\d+ - step", r"train_metric_utils\.py:\d+ - perf"])
+def test_a_late_line_is_judged_in_bulk_as_rollout_by_rollout(late, batch, monkeypatch):
+    """A line for a rollout already recorded (a trainer's step or perf line come late, or
+    doubled late): bulk judging judges what it recorded first, then goes on - the alerts of
+    rollout by rollout, and it never declines.  (A rollout line or the rollout manager's perf
+    line going back is a restart: a new run.)"""
+    lines = [line for _, line in generate("length-hacking", 160, 4, noise_per_rollout=0, onset=60)]
+    for at in (5, 70, 120):
+        i = next(i for i, line in enumerate(lines) if re.search(rf"{late} {at}: ", line))
+        line = lines.pop(i) if at != 120 else lines[i]  # (the last one doubled: a repeat, late)
+        lines.insert(min(len(lines), i + 40), line)
+    declined = []
+    orig = bulk_mod.replay
+
+    def replay(*a, **k):
+        try:
+            return orig(*a, **k)
+        except BulkMismatch:
+            declined.append(True)
+            raise
+
+    monkeypatch.setattr(bulk_mod, "replay", replay)
+    monkeypatch.setattr(rules, "USE_GATES", True)
+    bulk = _run(lines, batch, defer=True)
+    monkeypatch.setattr(rules, "USE_GATES", False)
+    plain = _run(lines, batch)
+    assert not declined
+    assert _alerts(bulk) == _alerts(plain)
+    assert bulk.report().status == plain.report().status
+
+
+def test_a_changed_shape_falls_back_to_rollout_by_rollout(monkeypatch):
+    """What a rule reads changed under rollouts already recorded: the bulk path declines."""
+    lines = declining_log()
     pipe = Pipeline(clock=lambda: NOW).defer()
     with pytest.raises(BulkMismatch):
-        for i in range(0, len(moved), 50):
-            pipe.feed(moved[i : i + 50], written_at=NOW - 30)
+        for i in range(0, len(lines), 50):
+            pipe.feed(lines[i : i + 50], written_at=NOW - 30)
         pipe.finish(NOW)
 
 

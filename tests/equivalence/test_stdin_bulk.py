@@ -14,7 +14,7 @@ from grpo_tui import pipeline
 from grpo_tui.judge import bulk as bulk_mod
 from grpo_tui.pipeline import judge_path, whole_file
 from grpo_tui.simulate import generate
-from tests.equivalence.test_fast_judge import _alerts, rewritten_row_log as _rewritten
+from tests.equivalence.test_fast_judge import _alerts, declining_log as _rewritten
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = 2e9

@@ -286,7 +286,7 @@ def rows_noise(s: np.ndarray, v: np.ndarray, floor: np.ndarray) -> np.ndarray:
     return row_max(out, np.where(np.isfinite(b), b, -np.inf))
 
 
-def row_max(a, b):
+def row_max(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
     """Python's max(a, b) element-wise: b only where it is greater (a NaN b never wins)."""
     return np.where(b > a, b, a)
 
