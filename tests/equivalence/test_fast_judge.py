@@ -168,6 +168,12 @@ def test_a_late_line_is_judged_in_bulk_as_rollout_by_rollout(late, batch, monkey
         i = next(i for i, line in enumerate(lines) if re.search(rf"{late} {at}: ", line))
         line = lines.pop(i) if at != 120 else lines[i]  # (the last one doubled: a repeat, late)
         lines.insert(min(len(lines), i + 40), line)
+    _bulk_never_declines(lines, batch, monkeypatch)
+
+
+def _bulk_never_declines(lines: list[str], batch: int, monkeypatch) -> Pipeline:
+    """Bulk judging takes the whole input (no BulkMismatch anywhere) and gives the alerts and
+    verdict of rollout by rollout without gates; returns the plain pipeline."""
     declined = []
     orig = bulk_mod.replay
 
@@ -186,6 +192,7 @@ def test_a_late_line_is_judged_in_bulk_as_rollout_by_rollout(late, batch, monkey
     assert not declined
     assert _alerts(bulk) == _alerts(plain)
     assert bulk.report().status == plain.report().status
+    return plain
 
 
 def test_a_changed_shape_falls_back_to_rollout_by_rollout(monkeypatch):
@@ -201,8 +208,6 @@ def test_a_changed_shape_falls_back_to_rollout_by_rollout(monkeypatch):
 def _restarted(first: str, second: str, n: int, resume: int, seed: int) -> list[str]:
     """Two runs in one file: the second resumes from a checkpoint at rollout `resume` of the
     first, so its rollout ids repeat ones the first already logged."""
-    import re
-
     shift = re.compile(r"\b(rollout|perf|step|eval) (\d+): ")
     a = [line for _, line in generate(first, n, seed, noise_per_rollout=0)]
     b = [line for _, line in generate(second, n, seed + 1, noise_per_rollout=0, onset=40)]
@@ -216,31 +221,8 @@ def test_a_restart_with_reused_ids_is_judged_in_bulk(second, batch, monkeypatch)
     rewritten, so bulk judging does not decline - and it gives the alerts of rollout by rollout,
     on whichever block the restart falls."""
     lines = _restarted("healthy", second, 160, 100, 21)
-    declined = []
-    orig = bulk_mod.replay
-
-    def replay(*a, **k):
-        try:
-            return orig(*a, **k)
-        except BulkMismatch:
-            declined.append(True)
-            raise
-
-    monkeypatch.setattr(bulk_mod, "replay", replay)
-    monkeypatch.setattr(rules, "USE_GATES", True)
-    pipe = Pipeline(clock=lambda: NOW).defer()
-    for i in range(0, len(lines), batch):
-        pipe.feed(lines[i : i + batch], written_at=NOW - 30)
-    pipe.finish(NOW)
-    assert not declined
-    assert len(pipe.store.segments) == 2
-    monkeypatch.setattr(rules, "USE_GATES", False)
-    plain = Pipeline(clock=lambda: NOW)
-    for i in range(0, len(lines), batch):
-        plain.feed(lines[i : i + batch], written_at=NOW - 30)
-    plain.finish(NOW)
-    assert _alerts(pipe) == _alerts(plain)
-    assert pipe.report().status == plain.report().status
+    plain = _bulk_never_declines(lines, batch, monkeypatch)
+    assert len(plain.store.segments) == 2
     assert any(a.rule == "gap-jump" for a in plain.engine.alerts) == (second == "gap-jump")
 
 
