@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-BIG_FILE = 50 << 20  # above this, first paint parses only the tail
+BIG_FILE = 1 << 20  # above this, first paint parses only the tail, then the history in bulk
 TAIL_BYTES = 2 << 20  # ~0.1 s to parse: the first paint's data (the rest fills in behind)
 
 _CTRL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
