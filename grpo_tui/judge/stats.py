@@ -445,6 +445,8 @@ def is_flat(steps, x, delta_flat: float, window: int = 16) -> bool | None:
 # -- the window statistics of judge/py, one row per window --------------------------------
 def rows_median(m: np.ndarray) -> np.ndarray:
     """np.median of each row (the same two middle values, the same mean), NaN for a NaN row."""
+    if m.shape[0] == 1 and m.dtype.kind == "f":  # (one window: median's numbers, without the matrix steps)
+        return np.array([median(m[0])])
     n = m.shape[1]
     h = n // 2
     if n % 2:
@@ -613,10 +615,37 @@ def _tie_sums(eq: np.ndarray) -> np.ndarray:
 
 
 def rows_resid_sigma(s: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """The robust spread of each row around its Theil-Sen line (rules.base._resid_sigma's
-    operations, row by row)."""
+    """The robust spread of each row around its Theil-Sen line (a trend is not noise)."""
     r = v - rows_ts_slope(s, v)[:, None] * s
     return rows_robust_sigma(r - rows_median(r)[:, None])
+
+
+def rows_noise(s: np.ndarray, v: np.ndarray, floor: np.ndarray | float) -> np.ndarray:
+    """A window's own noise, per row (finite values, distinct increasing steps): the largest of
+    the floor, the robust spread around the Theil-Sen line (from 4 values) and the step-to-step
+    spread (from 5, blind to trends and level shifts; a short window's MAD runs low)."""
+    n = v.shape[1]
+    a = rows_resid_sigma(s, v) if n >= 4 else np.full(len(v), np.nan)
+    b = rows_robust_sigma(np.diff(v, axis=1)) / math.sqrt(2.0) if n >= 5 else np.full(len(v), np.nan)
+    out = row_max(floor, np.where(np.isfinite(a), a, -np.inf))
+    return row_max(out, np.where(np.isfinite(b), b, -np.inf))
+
+
+def noise(steps: np.ndarray, v: np.ndarray, floor: float) -> float:
+    """rows_noise of one window (the rules' scalar form: the same operations on one row)."""
+    return float(rows_noise(np.asarray(steps, float)[None, :], np.asarray(v, float)[None, :], floor)[0])
+
+
+def resid_sigma(steps: np.ndarray, v: np.ndarray) -> float:
+    """rows_resid_sigma of one window of at least 4 values (NaN for fewer)."""
+    if len(v) < 4:
+        return float("nan")
+    return float(rows_resid_sigma(np.asarray(steps, float)[None, :], np.asarray(v, float)[None, :])[0])
+
+
+def row_max(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+    """Python's max(a, b) element-wise: b only where it is greater (a NaN b never wins)."""
+    return np.where(b > a, b, a)
 
 
 def rows_trailing_best(r: np.ndarray, window: int) -> np.ndarray:

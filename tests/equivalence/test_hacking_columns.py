@@ -14,6 +14,7 @@ gaps, trends up and down):
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -175,6 +176,23 @@ def test_the_latch_over_the_history_is_the_rules(case):
     assert holds.any() or not case.startswith("hacking"), "the latch never held"
 
 
+def _scalar_resid_sigma(s: np.ndarray, v: np.ndarray) -> float:
+    """The spread around the Theil-Sen line from the scalar statistics, one window."""
+    from grpo_tui.judge import stats
+
+    if len(v) < 4:
+        return float("nan")
+    r = v - stats.theil_sen_slope(s, v) * s
+    return stats.robust_sigma(r - stats.median(r))
+
+
+def _scalar_noise(s: np.ndarray, v: np.ndarray, floor: float) -> float:
+    from grpo_tui.judge import stats
+
+    diff = stats.robust_sigma(np.diff(v)) / math.sqrt(2.0) if len(v) >= 5 else float("nan")
+    return max([floor, *(x for x in (_scalar_resid_sigma(s, v), diff) if math.isfinite(x))])
+
+
 def test_window_statistics_equal_the_scalar_ones():
     from grpo_tui.judge import stats
 
@@ -191,17 +209,17 @@ def test_window_statistics_equal_the_scalar_ones():
         )
         rs = stats.rows_resid_sigma(s, v)
         floor = np.abs(rng.normal(size=64)) * 0.1
-        noise = rules.base.rows_noise(s, v, floor)
+        noise = stats.rows_noise(s, v, floor)
         below = {a: stats.rows_mk_p_below(v, a) for a in (0.01, 0.05, 0.10)}
         for i in range(len(v)):
-            assert noise[i] == rules.base._noise(s[i], v[i], "reward", float(floor[i]))
+            assert noise[i] == _scalar_noise(s[i], v[i], float(floor[i])) == stats.noise(s[i], v[i], float(floor[i]))
             for a, got in below.items():
                 assert got[i] == (p_up[i] < a)
             assert stats.median(v[i]) == np.median(v[i])
             assert p_up[i] == stats.mk_p_up(v[i]) and p_down[i] == stats.mk_p_down(v[i])
             assert med[i] == float(np.median(v[i]))
             assert slope[i] == stats.theil_sen_slope(s[i], v[i])
-            assert rs[i] == rules.base._resid_sigma(s[i], v[i])
+            assert rs[i] == _scalar_resid_sigma(s[i], v[i]) == stats.resid_sigma(s[i], v[i])
 
 
 def test_scalar_median_is_numpys():

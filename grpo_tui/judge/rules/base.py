@@ -250,45 +250,9 @@ def _compute_base(ids: np.ndarray, vals: np.ndarray, sig_id: str, log: bool) -> 
     return Base(float(stats.median(v)), max(stats.robust_sigma(v), FLOOR.get(sig_id, 0.0)), len(v))
 
 
-def _resid_sigma(ids: np.ndarray, v: np.ndarray) -> float:
-    """Robust noise of a window around its Theil-Sen line (a trend is not noise)."""
-    if len(v) < 4:
-        return float("nan")
-    slope = stats.theil_sen_slope(ids, v)
-    if not math.isfinite(slope):
-        return float("nan")
-    r = v - slope * ids
-    return stats.robust_sigma(r - stats.median(r))
-
-
-def _diff_sigma(v: np.ndarray) -> float:
-    """Robust noise from step-to-step changes: blind to trends and level shifts."""
-    if len(v) < 5:
-        return float("nan")
-    return stats.robust_sigma(np.diff(v)) / math.sqrt(2.0)
-
-
 def _noise(ids: np.ndarray, v: np.ndarray, sig_id: str, floor: float | None = None) -> float:
-    """The run's own noise over the whole lookback: the larger of the spread around the
-    Theil-Sen line and the step-to-step spread (a short window's MAD runs low)."""
-    cands = [x for x in (_resid_sigma(ids, v), _diff_sigma(v)) if math.isfinite(x)]
-    f = FLOOR.get(sig_id, 0.0) if floor is None else floor
-    return max([f, *cands])
-
-
-def rows_noise(s: np.ndarray, v: np.ndarray, floor: np.ndarray) -> np.ndarray:
-    """_noise of each row (finite values): the largest of the floor, the spread around
-    the Theil-Sen line (from 4 values) and the step-to-step spread (from 5)."""
-    n = v.shape[1]
-    a = stats.rows_resid_sigma(s, v) if n >= 4 else np.full(len(v), np.nan)
-    b = stats.rows_robust_sigma(np.diff(v, axis=1)) / math.sqrt(2.0) if n >= 5 else np.full(len(v), np.nan)
-    out = row_max(floor, np.where(np.isfinite(a), a, -np.inf))
-    return row_max(out, np.where(np.isfinite(b), b, -np.inf))
-
-
-def row_max(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
-    """Python's max(a, b) element-wise: b only where it is greater (a NaN b never wins)."""
-    return np.where(b > a, b, a)
+    """The run's own noise over the whole lookback (stats.noise): the signal's floor unless given."""
+    return stats.noise(ids, v, FLOOR.get(sig_id, 0.0) if floor is None else floor)
 
 
 def _lazy(f):

@@ -31,10 +31,7 @@ from .base import (
     _noise,
     _onset,
     _r,
-    _resid_sigma,
     own_base,
-    row_max,
-    rows_noise,
 )
 
 INFO = (
@@ -77,7 +74,7 @@ def rule_length_hacking(ctx: RuleContext) -> list[Condition]:
     wi, wl, wr = ids[-w:], L[-w:], R[-w:]
     r0, r1 = np.clip(_fitted_ends(wi, wr), wr.min(), wr.max())  # (a line may overshoot a reward of 0)
     l0, l1 = np.clip(_fitted_ends(wi, wl), wl.min(), wl.max())
-    s_len = max(_resid_sigma(wi, wl), FLOOR["length"] * abs(float(stats.median(wl))))
+    s_len = max(stats.resid_sigma(wi, wl), FLOOR["length"] * abs(float(stats.median(wl))))
     return [
         Condition(
             "length-hacking",
@@ -154,11 +151,11 @@ class _Windows:
         return self.get(("med", name, a, b), idx, lambda r: stats.rows_median(v[r, a:b]))
 
     def resid(self, idx, a: int, b: int) -> np.ndarray:
-        """_resid_sigma of length on window columns a..b-1."""
+        """stats.resid_sigma of length on window columns a..b-1."""
         return self.get(("resid", a, b), idx, lambda r: stats.rows_resid_sigma(self.s[r, a:b], self.L[r, a:b]))
 
     def noise(self, name: str, idx) -> np.ndarray:
-        """_noise over the whole window (the rule's lookback): length's floor 2 % of its
+        """stats.noise over the whole window (the rule's lookback): length's floor 2 % of its
         median, the cut share's 0.005, reward's its own."""
 
         def compute(r: np.ndarray) -> np.ndarray:
@@ -167,7 +164,7 @@ class _Windows:
                 floor = FLOOR["length"] * np.abs(self.med("L", r, 0, self.m))
             else:
                 floor = np.full(len(r), 0.005 if name == "T" else FLOOR["reward"])
-            return rows_noise(self.s[r], v, floor)
+            return stats.rows_noise(self.s[r], v, floor)
 
         return self.get(("noise", name), idx, compute)
 
@@ -196,9 +193,9 @@ def _cut_test(x: _Windows, idx: np.ndarray, n: int, w: int) -> tuple[np.ndarray,
     l_rise, t_rise, r_fall = x.rise("L", r, a, n), x.rise("T", r, a, n), -x.rise("R", r, a, n)
     s_rew = x.noise("R", r)
     pas = (
-        (l_rise >= row_max(0.15 * np.abs(x.med("L", r, a, n)), K_RISE * x.noise("L", r) * scale))
-        & (t_rise >= row_max(0.10, K_RISE * x.noise("T", r) * scale))
-        & (r_fall >= row_max(0.03, 1.5 * s_rew * scale))
+        (l_rise >= stats.row_max(0.15 * np.abs(x.med("L", r, a, n)), K_RISE * x.noise("L", r) * scale))
+        & (t_rise >= stats.row_max(0.10, K_RISE * x.noise("T", r) * scale))
+        & (r_fall >= stats.row_max(0.03, 1.5 * s_rew * scale))
     )
     ok[ok] = pas
     ev = {
@@ -227,10 +224,12 @@ def _joint_test(x: _Windows, idx: np.ndarray, n: int, w: int) -> tuple[np.ndarra
     if not len(r):
         return ok, {}
     l_rise, r_fall, l_med = x.rise("L", r, a, n), -x.rise("R", r, a, n), 0.15 * np.abs(x.med("L", r, a, n))
-    s_len = row_max(x.resid(r, a, n), x.noise("L", r))
+    s_len = stats.row_max(x.resid(r, a, n), x.noise("L", r))
     s_rew = x.noise("R", r)
     scale = math.sqrt(12.0 / w)
-    pas = ~(l_rise < row_max(l_med, K_RISE * s_len * scale)) & ~(r_fall < row_max(0.03, K_FALL * s_rew * scale))
+    pas = ~(l_rise < stats.row_max(l_med, K_RISE * s_len * scale)) & ~(
+        r_fall < stats.row_max(0.03, K_FALL * s_rew * scale)
+    )
     ok[ok] = pas
     ev = {
         "test": "joint trend",
@@ -253,7 +252,7 @@ def _band_test(x: _Windows, idx: np.ndarray, n: int, w: int = 8) -> tuple[np.nda
     r = idx[ok]
     if not len(r):
         return ok, {}
-    need = row_max(0.20 * np.abs(x.med("L", r, n - w, n)), K_RISE * x.resid(r, n - w, n) * math.sqrt(12.0 / w))
+    need = stats.row_max(0.20 * np.abs(x.med("L", r, n - w, n)), K_RISE * x.resid(r, n - w, n) * math.sqrt(12.0 / w))
     pas = ~(x.rise("L", r, n - w, n) < need) & ~(x.med("R", r, n - 4, n) >= x.med("R", r, n - w, n - w + 4))
     ok[ok] = pas
     return ok, {"test": "length rising, reward below its range", "reward_range_lo": x.lo[r[pas], n - 1]}
