@@ -28,10 +28,9 @@ from .rules import ENTROPY, KL_REF, REWARD_STD, RULES, WINDOW, Condition, evalua
 from .signals import (
     BY_ID,
     SIGNALS,
-    band_tol,
-    beyond_is_healthy,
     groups_of,
     metric_for,
+    outside_band,
     reward_holds,
     signal_series,
 )
@@ -543,13 +542,12 @@ class HealthEngine:
         rng = resolved.bounds(sig_id, r) if self.range_applies(sig_id) else None  # no defaults where they don't fit
         status = "unknown"
         if rng is not None and mean5 is not None:
-            tol = float(band_tol(*rng))
-            status = "ok" if rng[0] - tol <= mean5 <= rng[1] + tol else "warning"
-            sig = BY_ID[sig_id]
-            if status == "warning" and sig.healthy_beyond:  # the way a healthy run goes: no warning
+
+            def holds() -> bool:
                 ids, vals = signal_series(seg, BY_ID["reward"], last=WINDOW, upto=r)  # (the rule's window)
-                if beyond_is_healthy(sig, mean5 > rng[1], reward_holds(ids, vals, r, resolved.bounds("reward", r))):
-                    status = "ok"
+                return reward_holds(ids, vals, r, resolved.bounds("reward", r))
+
+            status = "warning" if outside_band(BY_ID[sig_id], mean5, *rng, holds) else "ok"
         if value is not None and not math.isfinite(value):
             status = "critical"
         alerts = self.book.open.values() if open_only else self.alerts

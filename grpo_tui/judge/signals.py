@@ -320,6 +320,18 @@ def beyond_is_healthy(sig: Signal, above, reward_holds):
     return np.zeros(np.shape(above), bool)
 
 
+def outside_band(sig: Signal, mean, lo, hi, reward_holds):
+    """A five-step mean outside its band (past an edge by more than the band's tolerance), unless
+    beyond it the way a healthy run goes (beyond_is_healthy; `reward_holds` a value, or a function
+    asked only then).  Element by element on arrays: rule_out_of_range's sign and the badge's."""
+    tol = band_tol(lo, hi)
+    out = (mean > hi + tol) | (mean < lo - tol)
+    if sig.healthy_beyond and np.any(out):
+        holds = reward_holds() if callable(reward_holds) else reward_holds
+        out = out & ~beyond_is_healthy(sig, mean > hi, holds)
+    return out
+
+
 def band_tol(lo, hi):
     """How far a five-step mean may pass a band's edge before it is outside: 1e-6 for a band
     of one value (a count logged as exactly that), else 0."""

@@ -10,10 +10,9 @@ from ..ranges import RangeSet
 from ..signals import (
     BY_ID,
     MEAN_WINDOW,
-    band_tol,
-    beyond_is_healthy,
     groups_of,
     not_below,
+    outside_band,
     signal_values,
 )
 from .base import (
@@ -153,10 +152,7 @@ class RangeTest:
             mean = by_signal[i]
             sig = BY_ID[sig_id]
             with np.errstate(invalid="ignore"):
-                tol = band_tol(lo, hi)
-                out = present & ((mean > hi + tol) | (mean < lo - tol))
-                if sig.healthy_beyond and out.any():
-                    out &= ~beyond_is_healthy(sig, mean > hi, reward_holds)
+                out = present & outside_band(sig, mean, lo, hi, reward_holds)
             self.fires[sig_id] = out
             if out.any():  # (what its conditions' words read: kept only where there are some)
                 self._parts[sig_id] = (v, mean)
