@@ -16,7 +16,6 @@ from .bulk_vec import (
     UNKNOWN,
     _base_min,
     _boom_may,
-    _bounds,
     _drift_vec,
     _DriftMay,
     _entropy_high_vec,
@@ -231,7 +230,7 @@ def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.nda
         if name is None:
             continue  # the rule's series is empty: it returns nothing for this signal
         v = _vals(seg, name, end)
-        b = _bounds(rs, sig_id, ids)
+        b = rs.bounds_many(sig_id, ids)
         calm &= ~_boom_may(_log(v), rows, _base_min(v[:BASE_ROWS]), None if b is None else _log(b[1]), None)
     return (
         full & (still["gap"] | still["kl"]),

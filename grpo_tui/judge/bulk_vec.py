@@ -21,26 +21,12 @@ from .rules.base import (
 )
 from .rules.policy import ENTROPY
 from .setup import FIRST as FIT_FIRST
-from .signals import BY_ID, EARLY_ROLLOUTS, metric_for
+from .signals import BY_ID, metric_for
 
 EPS = gates.EPS
 BASE_ROWS = 10
 START = max(BASE_ROWS, FIT_FIRST, 4) - 1  # first row with the final baseline, fit and a last-4
 UNKNOWN, NO, MAYBE = -1, 0, 1
-
-
-def _bounds(rs, sig_id: str, ids: np.ndarray):
-    """rs.bounds_many(sig_id, ids) without a Python loop over the rollouts for the defaults."""
-    if sig_id in rs.envelopes or sig_id in rs.constant or not rs.use_defaults:
-        return rs.bounds_many(sig_id, ids)
-    sig = BY_ID[sig_id]
-    early, whole = sig.early, sig.whole
-    if early is None and whole is None:
-        return None
-    if early is None or whole is None:
-        return rs.bounds_many(sig_id, ids)
-    is_early = ids < EARLY_ROLLOUTS
-    return (np.where(is_early, float(early[0]), float(whole[0])), np.where(is_early, float(early[1]), float(whole[1])))
 
 
 def _or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -91,7 +77,7 @@ def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None
     if not dense.any():
         return res
     base = _base_min(v[:BASE_ROWS])
-    b = _bounds(rs, sig_id, ids)
+    b = rs.bounds_many(sig_id, ids)
     hi = None if b is None else _log(b[1])
     maybe = _boom_may(lv, rows, base, hi, absurd)
     edge = np.full(end, np.inf)
@@ -301,7 +287,7 @@ def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
     maybe = np.zeros(len(sel), bool)
     last4 = _med4(_windows(R0, sel, 4))
     band = np.zeros(len(sel), bool)  # reward below its band in 3 of the last 4
-    b = _bounds(rs, "reward", ids)
+    b = rs.bounds_many("reward", ids)
     if b is not None:
         lo = b[0]
         lo_fin = _last4(np.isfinite(lo), sel).all(axis=1)
