@@ -307,3 +307,19 @@ def test_pair_slopes_by_lag_are_the_gathered_ones(monkeypatch):
             assert got.shape == want.shape
             assert np.array_equal(np.sort(got, axis=1), np.sort(want, axis=1))
             assert np.array_equal(stats.rows_ts_slope(steps, v), stats.rows_median(want))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_gate_never_hides_a_sign(case):
+    """Answers.hacking_signs asks HackingTest only where the vectorised gate says the rule may
+    fire: wherever the gate says no, the sign itself (not only the rule's answer) is absent."""
+    from grpo_tui.judge.bulk_answers import Answers
+
+    seg = _store(CASES[case]())
+    rows = np.arange(len(seg.ids))
+    ans = Answers(seg, defaults(), rows)
+    full = np.flatnonzero(ans.full)
+    no = full[~ans.may("rule_length_hacking")[full]]
+    signs = ans._hacking().signs(rows[no])
+    assert not signs.any(), f"rollouts {seg.ids_at(rows[no][signs])[:5]}: the gate said no, the sign shows"
+    assert len(no) > 0.3 * len(full), "the gate said no nowhere: the case tests nothing"
