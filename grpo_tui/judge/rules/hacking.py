@@ -362,7 +362,7 @@ class HackingTest:
             now, wins, evs = _first_hit(x, np.arange(1), x.m)
             if now[0] < 0 or _first_hit(x, np.arange(1), x.m - 1)[0][0] < 0:
                 return None
-        pos_hit, ev = evs[int(now[0])]
+        _, ev = evs[int(now[0])]
         ev = {k: (v if isinstance(v, str) else _r(float(v[0]))) for k, v in ev.items()}
         return x.s[0], x.L[0], x.R[0], int(wins[0]), ev
 
