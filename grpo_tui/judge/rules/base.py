@@ -4,6 +4,7 @@ run's own baseline and noise, and the drift and explosion tests the trend rules 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -282,56 +283,86 @@ def drift_up(
     rho: float,
     band_hi: np.ndarray | None = None,
 ) -> dict | None:
-    """ "Grows step after step" against the run's own baseline (and a band when there is one).
+    """ "Grows step after step" against the run's own baseline (and a band when there is one):
+    rows_drift_up on one window.  `sigma`: the run's noise, or a function that computes it
+    (asked only when a drift is possible).  Evidence: window, p, rise, sigma, first (its first
+    value)."""
+    if len(v) < min(TREND_WINDOWS):
+        return None
+    V = np.asarray(v, float)[None, :]
+    H = None if band_hi is None else np.asarray(band_hi, float)[None, :]
+    w, p, rise, s = rows_drift_up(
+        np.asarray(ids, float)[None, :],
+        V,
+        base,
+        lambda idx: np.full(len(idx), sigma() if callable(sigma) else sigma),
+        rho,
+        H,
+    )
+    if not w[0]:
+        return None
+    return {
+        "window": int(w[0]),
+        "p": float(p[0]),
+        "rise": float(rise[0]),
+        "sigma": float(s[0]),
+        "first": float(V[0, -w[0]]),
+    }
+
+
+def rows_drift_up(
+    S: np.ndarray,
+    V: np.ndarray,
+    base: float | None,
+    sigma_of: Callable[[np.ndarray], np.ndarray],
+    rho: float,
+    H: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """drift_up per row of windows V (finite values at steps S, one window size), H the band's top
+    aligned with V (or None: no band): (the first of the 8/16/32 windows that shows the drift, 0
+    for none; its Mann-Kendall p and Theil-Sen rise; the noise used), per row.
 
     Fires when (1) the mean of the last 4 values sits above the own baseline by
-    max(rho, K_LEVEL x 0.6 sigma) and 3 of them by rho - or 3 of 4 sit above the band's top -
-    and (2) on one window of 8/16/32 rollouts the one-sided Mann-Kendall test is significant
-    (alpha 0.01) and the Theil-Sen rise beats both rho and K_RISE x its own noise
-    (sigma sqrt(12 / W)).
-    """
-    n = len(v)
-    if n < min(TREND_WINDOWS):
-        return None
-    edge = None
-    level_ok = False
-    if not (base is not None and float(np.mean(v[-4:])) > base + rho) and band_hi is None:
-        return None  # cheap gate first: nothing above the size that matters
-    if callable(sigma):
-        sigma = sigma()  # the run's noise, computed only when a drift is possible
-    if base is not None:
-        # the mean of the last 4 (noise ~0.6 sigma with a slow drift's autocorrelation) above the
-        # own edge, and 3 of those 4 above the baseline by the size that matters
-        edge = base + max(rho, K_LEVEL * sigma * 0.6)
-        level_ok = float(np.mean(v[-4:])) > edge and stats.persistent_above(v, base + rho, 3, 4)
-    if not level_ok and band_hi is not None:
-        level_ok = stats.persistent_above(v, band_hi, 3, 4) and (
-            base is None or float(stats.median(v[-3:])) > base + rho
-        )
-    if not level_ok:
-        return None
+    max(rho, K_LEVEL x 0.6 sigma) and 3 of them by rho - or 3 of 4 sit above the band's top (and
+    the median of the last 3 above the baseline by rho) - and (2) on one window of 8/16/32
+    rollouts the one-sided Mann-Kendall test is significant (alpha 0.01) and the Theil-Sen rise
+    beats both rho and K_RISE x the noise (sigma sqrt(12 / W)).  `sigma_of(rows)`: the noise of
+    those rows, computed only for the rows that pass the cheap first test."""
+    rows, n = V.shape
+    win, p, rise, sig = np.zeros(rows, np.int64), np.full(rows, np.nan), np.full(rows, np.nan), np.full(rows, np.nan)
+    if n < min(TREND_WINDOWS) or not rows:
+        return win, p, rise, sig
+    mean4 = V[:, -4:].mean(axis=1)
+    # cheap gate first: nothing above the size that matters (without a band)
+    live = np.ones(rows, bool) if H is not None else (np.zeros(rows, bool) if base is None else mean4 > base + rho)
+    idx = np.flatnonzero(live)
+    if not len(idx):
+        return win, p, rise, sig
+    sig[idx] = s = sigma_of(idx)
+    level = np.zeros(len(idx), bool)
+    with np.errstate(invalid="ignore"):
+        if base is not None:
+            # the mean of the last 4 (noise ~0.6 sigma with a slow drift's autocorrelation) above
+            # the own edge, and 3 of those 4 above the baseline by the size that matters
+            edge = base + stats.row_max(rho, K_LEVEL * s * 0.6)
+            level = (mean4[idx] > edge) & (((V[idx, -4:] - (base + rho)) > 0).sum(axis=1) >= 3)
+        if H is not None:
+            band = ((V[idx, -4:] - H[idx, -4:]) > 0).sum(axis=1) >= 3  # (a NaN top never counts)
+            if base is not None:
+                band &= stats.rows_median(V[idx, -3:]) > base + rho
+            level |= band
+    idx, s = idx[level], s[level]
     for w in TREND_WINDOWS:
-        if w > n:
+        if w > n or not len(idx):
             continue
-        ws, wv = ids[-w:].astype(float), v[-w:]
-        p = stats.mk_p_up(wv)
-        if p >= (ALPHA_SHORT if w <= 10 else ALPHA_LONG):
-            continue
-        rise = stats.theil_sen_rise(ws, wv)
-        need = max(rho, K_RISE * sigma * math.sqrt(12.0 / w))
-        if rise > need:
-            return {
-                "window": int(w),
-                "p": p,
-                "rise": rise,
-                "need": need,
-                "edge": edge,
-                "base": base,
-                "sigma": sigma,
-                "first": float(wv[0]),
-                "last": float(wv[-1]),
-            }
-    return None
+        ok = stats.rows_mk_p_below(V[idx, -w:], ALPHA_SHORT if w <= 10 else ALPHA_LONG)
+        r = stats.rows_ts_rise(S[idx[ok], -w:], V[idx[ok], -w:])
+        hit = r > stats.row_max(rho, K_RISE * s[ok] * math.sqrt(12.0 / w))
+        at = idx[ok][hit]
+        win[at], rise[at] = w, r[hit]
+        p[at] = stats.rows_mk_p_up(V[at, -w:])
+        idx, s = idx[win[idx] == 0], s[win[idx] == 0]
+    return win, p, rise, sig
 
 
 def _jump_shaped(v: np.ndarray, rise: float | None = None) -> bool:
@@ -357,23 +388,45 @@ def _onset(ids: np.ndarray, v: np.ndarray, s0: float) -> int:
 
 
 def _explosion(ctx: RuleContext, sig_id: str, ids: np.ndarray, lv: np.ndarray, base: Base | None) -> dict | None:
-    """Last value x10 beyond both its band's top and the own baseline's upper edge."""
+    """Last value x10 beyond both its band's top and the own baseline's upper edge (explodes, at
+    the window's last rollout)."""
     if not len(lv) or ids[-1] != ctx.upto:
         return None
-    tops = []
     hi = _hi_edge(ctx, sig_id, ids[-1:], log=True)
-    if hi is not None and math.isfinite(float(hi[-1])):
-        tops.append(("range top", float(hi[-1])))
+    hi_last = math.nan if hi is None else float(hi[-1])
+    last = float(lv[-1])
+    if not explodes(sig_id, np.array([last]), np.array([hi_last]), base)[0]:
+        return None
+    return explosion_words(sig_id, last, hi_last, base)
+
+
+def explodes(sig_id: str, last: np.ndarray, hi_last: np.ndarray, base: Base | None) -> np.ndarray:
+    """Per log value: x10 (EXPLOSION) beyond the largest of its band's top (where finite) and the
+    own baseline's upper edge (median x3 or 3 sigma up: isolated healthy spikes reach x10-20),
+    or past the signal's never-healthy bound."""
+    band = np.isfinite(hi_last)
+    top = np.where(band, hi_last, -np.inf)
+    has_top = band
     if base is not None:
-        # the baseline's own top: median x3 or 3 sigma up (isolated healthy spikes reach x10-20)
+        top = np.maximum(top, base.centre + max(3 * base.sigma, math.log(3.0)))
+        has_top = np.ones(len(last), bool)
+    out = has_top & (last > top + EXPLOSION)
+    absurd = ABSURD.get(sig_id)
+    if absurd is not None:
+        out = out | (last > math.log(absurd))
+    return out
+
+
+def explosion_words(sig_id: str, last: float, hi_last: float, base: Base | None) -> dict:
+    """An explosion's value and how far beyond each top it went."""
+    tops = []
+    if math.isfinite(hi_last):
+        tops.append(("range top", hi_last))
+    if base is not None:
         tops.append(("own baseline", base.centre + max(3 * base.sigma, math.log(3.0))))
     absurd = ABSURD.get(sig_id)
-    last = float(lv[-1])
-    beyond_all = bool(tops) and last > max(t for _, t in tops) + EXPLOSION
     if absurd is not None and last > math.log(absurd):
         tops.append(("never-healthy bound", math.log(absurd)))
-    elif not beyond_all:
-        return None
     return {"value": math.exp(last), "times": {name: _r(math.exp(last - t)) for name, t in tops}}
 
 
