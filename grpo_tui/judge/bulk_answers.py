@@ -32,12 +32,11 @@ from .bulk_vec import (
 from .ranges import RangeSet
 from .rules import COMPUTED
 from .rules.base import (
-    ABSURD,
     RuleContext,
     own_base,
     ranges_for,
 )
-from .rules.drift import LatchTest
+from .rules.drift import GrowthTest, LatchTest
 from .rules.hacking import HackingTest
 from .rules.learning_signal import NoSignalTest
 from .rules.rollout import OffPolicyTest
@@ -74,6 +73,7 @@ class Answers:
         self.oor: RangeTest | None = None
         self.off_policy: OffPolicyTest | None = None
         self.no_signal: NoSignalTest | None = None
+        self.grad_norm: GrowthTest | None = None
         if not n_ops or not full.any():
             return
         res, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
@@ -81,13 +81,23 @@ class Answers:
         self.oor = RangeTest(seg, self.resolved, history, rows)
         self.off_policy = OffPolicyTest(seg, history, rows)
         self.no_signal = NoSignalTest(seg, history, rows)
-        for name, test in (("rule_off_policy", self.off_policy), ("rule_no_signal", self.no_signal)):
+        # the own baseline is the segment's first rollouts at every full op: the rule's, exactly
+        ctx = RuleContext(seg, self.resolved, int(seg.id_array()[rows[full][0]]))
+        ctx.ranges = self.resolved  # (ranges_for's answer on the full windows already)
+        self.grad_norm = GrowthTest(seg, self.resolved, history, rows, own_base(ctx, "grad_norm", log=True))
+        for name, test in (
+            ("rule_off_policy", self.off_policy),
+            ("rule_no_signal", self.no_signal),
+            ("rule_grad_norm", self.grad_norm),
+        ):
             res[name] = np.where(test.fires, MAYBE, NO).astype(np.int8)  # (the rule's own answer)
         # a rule that fires nowhere has no words to give: its columns need not be kept
         if not self.off_policy.fires.any():
             self.off_policy = None
         if not self.no_signal.fires.any():
             self.no_signal = None
+        if not self.grad_norm.fires.any():
+            self.grad_norm = None
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
@@ -184,6 +194,7 @@ class Answers:
             d[COMPUTED] = {
                 "rule_no_signal": self.no_signal.conditions(k) if self.no_signal is not None else [],
                 "rule_off_policy": self.off_policy.conditions(k) if self.off_policy is not None else [],
+                "rule_grad_norm": self.grad_norm.conditions(k) if self.grad_norm is not None else [],
                 "rule_out_of_range": self.oor.conditions(k),
             }
         d["quiet"] = bool(self.quiet[k])
@@ -199,7 +210,6 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     res["rule_gap"] = _or(
         _drift_vec(seg, rs, ids, rows, "gap", True, None, memo), _drift_vec(seg, rs, ids, rows, "kl", True, None, memo)
     )
-    res["rule_grad_norm"] = _drift_vec(seg, rs, ids, rows, "grad_norm", False, ABSURD.get("grad_norm"), memo)
     res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
     res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows, memo)
     res["rule_entropy_collapse"] = _entropy_vec(seg, rows)

@@ -134,6 +134,10 @@ def kept_open() -> Condition:
 
 
 HACKING_HELD = "length-hacking held"
+# a rule whose alert, while open, it holds by its latch first: its answer computed over the
+# history (with no alert open) does not stand for it then
+_HELD_BY = {"rule_grad_norm": frozenset({"grad-norm-rising"})}
+_NOT_HELD: frozenset = frozenset()
 COMPUTED = "computed"  # pre: {rule name: its conditions here}, the rule computed over the whole history
 
 
@@ -174,8 +178,12 @@ def evaluate_metrics(
             if held:  # the open alert holds; what it says is the raise's
                 out.append(kept_open())
             continue
-        if computed is not None and rule.__name__ in computed:
-            out.extend(computed[rule.__name__])
+        if (
+            computed is not None
+            and rule.__name__ in computed
+            and not (open_rules & _HELD_BY.get(rule.__name__, _NOT_HELD))
+        ):
+            out.extend(computed[rule.__name__])  # (the rule's answer with none of its held alerts open)
             continue
         if gated and not _may_fire(rule, ctx, win, pre):
             continue  # it cannot fire here (an exact necessary condition, judge/gates.py)

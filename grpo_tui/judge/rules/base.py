@@ -256,11 +256,11 @@ def _noise(ids: np.ndarray, v: np.ndarray, sig_id: str, floor: float | None = No
     return stats.noise(ids, v, FLOOR.get(sig_id, 0.0) if floor is None else floor)
 
 
-def _lazy(f):
+def _lazy(f: Callable[[], float]) -> Callable[[], float]:
     """f() computed once, on first call: the noise is only needed when a cheap gate passed."""
     box: list = []
 
-    def get():
+    def get() -> float:
         if not box:
             box.append(f())
         return box[0]
@@ -279,7 +279,7 @@ def drift_up(
     ids: np.ndarray,
     v: np.ndarray,
     base: float | None,
-    sigma,
+    sigma: float | Callable[[], float],
     rho: float,
     band_hi: np.ndarray | None = None,
 ) -> dict | None:
@@ -333,35 +333,51 @@ def rows_drift_up(
     if n < min(TREND_WINDOWS) or not rows:
         return win, p, rise, sig
     mean4 = V[:, -4:].mean(axis=1)
-    # cheap gate first: nothing above the size that matters (without a band)
-    live = np.ones(rows, bool) if H is not None else (np.zeros(rows, bool) if base is None else mean4 > base + rho)
-    idx = np.flatnonzero(live)
-    if not len(idx):
-        return win, p, rise, sig
-    sig[idx] = s = sigma_of(idx)
-    level = np.zeros(len(idx), bool)
     with np.errstate(invalid="ignore"):
+        # the level, without the noise first: the own edge is at least base + rho
+        by_base = np.zeros(rows, bool)
         if base is not None:
-            # the mean of the last 4 (noise ~0.6 sigma with a slow drift's autocorrelation) above
-            # the own edge, and 3 of those 4 above the baseline by the size that matters
-            edge = base + stats.row_max(rho, K_LEVEL * s * 0.6)
-            level = (mean4[idx] > edge) & (((V[idx, -4:] - (base + rho)) > 0).sum(axis=1) >= 3)
+            by_base = (mean4 > base + rho) & (((V[:, -4:] - (base + rho)) > 0).sum(axis=1) >= 3)
+        by_band = np.zeros(rows, bool)
         if H is not None:
-            band = ((V[idx, -4:] - H[idx, -4:]) > 0).sum(axis=1) >= 3  # (a NaN top never counts)
+            by_band = ((V[:, -4:] - H[:, -4:]) > 0).sum(axis=1) >= 3  # (a NaN top never counts)
             if base is not None:
-                band &= stats.rows_median(V[idx, -3:]) > base + rho
-            level |= band
-    idx, s = idx[level], s[level]
+                by_band &= stats.rows_median(V[:, -3:]) > base + rho
+    idx = np.flatnonzero(by_base | by_band)
+    # the trend, without the noise first: a significant window whose rise beats rho (need >= rho)
+    sure: dict[int, tuple] = {}
+    maybe = np.zeros(len(idx), bool)
     for w in TREND_WINDOWS:
         if w > n or not len(idx):
             continue
         ok = stats.rows_mk_p_below(V[idx, -w:], ALPHA_SHORT if w <= 10 else ALPHA_LONG)
-        r = stats.rows_ts_rise(S[idx[ok], -w:], V[idx[ok], -w:])
-        hit = r > stats.row_max(rho, K_RISE * s[ok] * math.sqrt(12.0 / w))
-        at = idx[ok][hit]
-        win[at], rise[at] = w, r[hit]
-        p[at] = stats.rows_mk_p_up(V[at, -w:])
-        idx, s = idx[win[idx] == 0], s[win[idx] == 0]
+        r = np.full(len(idx), np.nan)
+        r[ok] = stats.rows_ts_rise(S[idx[ok], -w:], V[idx[ok], -w:])
+        with np.errstate(invalid="ignore"):
+            big = ok & (r > rho)
+        sure[w] = (big, r)
+        maybe |= big
+    idx = idx[maybe]
+    if not len(idx):
+        return win, p, rise, sig
+    sig[idx] = s = sigma_of(idx)
+    at = np.flatnonzero(maybe)  # (positions of idx in the arrays of `sure`)
+    # the mean of the last 4 (noise ~0.6 sigma with a slow drift's autocorrelation) above the own
+    # edge, and 3 of those 4 above the baseline by the size that matters - or the band's way
+    level = by_band[idx].copy()
+    if base is not None:
+        level |= by_base[idx] & (mean4[idx] > base + stats.row_max(rho, K_LEVEL * s * 0.6))
+    left = level.copy()
+    for w in TREND_WINDOWS:
+        if w not in sure:
+            continue
+        big, r = sure[w]
+        hit = left & big[at] & (r[at] > stats.row_max(rho, K_RISE * s * math.sqrt(12.0 / w)))
+        rows_hit = idx[hit]
+        win[rows_hit], rise[rows_hit] = w, r[at][hit]
+        if len(rows_hit):
+            p[rows_hit] = stats.rows_mk_p_up(V[rows_hit, -w:])
+        left &= ~hit
     return win, p, rise, sig
 
 

@@ -15,6 +15,7 @@ from ..signals import (
     signal_values,
 )
 from .base import (
+    FLOOR,
     RHO,
     WINDOW,
     Base,
@@ -31,7 +32,10 @@ from .base import (
     _onset,
     _r,
     drift_up,
+    explodes,
+    explosion_words,
     own_base,
+    rows_drift_up,
 )
 
 INFO = (
@@ -171,68 +175,120 @@ def rule_gap(ctx: RuleContext) -> list[Condition]:
 
 
 def rule_grad_norm(ctx: RuleContext) -> list[Condition]:
+    """The gradient norm explodes, or grows step after step against the run's own early level:
+    GrowthTest at this rollout.  While its alert is open, held by its latch first."""
     if "grad-norm-rising" in ctx.open_rules:  # (its only sign: held while the level stays up)
         c = still_outside(ctx, "grad-norm-rising", "grad_norm")
         if c is not None:
             return [c]
-    ids, lv, vals = _log_series(*ctx.series("grad_norm"))
-    if len(vals) < 1 or ids[-1] != ctx.upto:
+    rows = ctx.seg.rows_upto(WINDOW, ctx.upto)
+    if not len(rows) or int(ctx.seg.ids_at(rows[-1:])[0]) != ctx.upto:
         return []
     base = own_base(ctx, "grad_norm", log=True)
-    boom = _explosion(ctx, "grad_norm", ids, lv, base)
-    if boom is not None:
-        times = ", ".join(f"x{v:.3g} the {k}" for k, v in boom["times"].items() if v)
+    return GrowthTest(ctx.seg, ctx.ranges, rows, np.array([len(rows) - 1]), base).conditions(0)
+
+
+class GrowthTest:
+    """rule_grad_norm's sign over columns, for many rollouts at once (`rows`: the run's rows in
+    rollout order, `at`: the positions judged; `base`: the run's own baseline there).  The window
+    at a position: the gradient norm's positive finite values among the last WINDOW rollouts, the
+    newest at the judged one.  It explodes (explodes: x10 beyond its band's top and its baseline's
+    edge, or past 1e4), or, on at least 8 values, grows step after step (rows_drift_up).
+    `fires` per judged rollout; `conditions(j)` the rule's words there."""
+
+    def __init__(self, seg: Segment, rs: RangeSet, rows: np.ndarray, at: np.ndarray, base: Base | None) -> None:
+        self.at, self.base = at, base
+        self.ids = seg.ids_at(rows)
+        self.v = signal_values(seg, BY_ID["grad_norm"], rows)
+        lv = _log(self.v)
+        self.lv = lv = np.where(np.isfinite(lv), lv, np.nan)  # (_log_series: positive finite values)
+        b = rs.bounds_many("grad_norm", self.ids)
+        self.hi = None if b is None else _log(b[1])
+        self.hi_last = np.full(len(at), np.nan) if self.hi is None else self.hi[at]
+        self.boom = np.zeros(len(at), bool)
+        self.win = np.zeros(len(at), np.int64)
+        self.p, self.rise, self.sigma = np.full(len(at), np.nan), np.full(len(at), np.nan), np.full(len(at), np.nan)
+        self.windows: dict[int, np.ndarray] = {}  # judged position -> its window's rows, where it fires
+        for a in range(0, len(at), CHUNK):  # (bounded memory: a 40-row window per position)
+            self._judge(np.arange(a, min(len(at), a + CHUNK)))
+        self.fires = self.boom | (self.win > 0)
+
+    def _judge(self, js: np.ndarray) -> None:
+        lv, base = self.lv, self.base
+        at = self.at[js]
+        idx, n = stats.last_finite(lv, at, WINDOW, WINDOW)
+        ok = np.isfinite(lv[at])
+        self.boom[js] = boom = ok & explodes("grad_norm", lv[at], self.hi_last[js], base)
+        grow = ok & ~boom & (n >= 8)
+        centre = None if base is None else base.centre
+        for size in np.unique(n[grow]).tolist():
+            sel = np.flatnonzero(grow & (n == size))
+            J = idx[sel, WINDOW - size :]
+            S, V = self.ids[J].astype(float), lv[J]
+            H = None if self.hi is None else self.hi[J]
+            w, p, r, sg = rows_drift_up(S, V, centre, _noise_of(S, V), RHO["grad_norm"], H)
+            part = js[sel]
+            self.win[part], self.p[part], self.rise[part], self.sigma[part] = w, p, r, sg
+            for k in np.flatnonzero(w).tolist():
+                self.windows[int(part[k])] = J[k].copy()
+
+    def conditions(self, j: int) -> list[Condition]:
+        """The rule's condition at the j-th judged rollout (none where it does not fire)."""
+        upto = int(self.ids[self.at[j]])
+        last = float(self.v[self.at[j]])
+        base = self.base
+        if self.boom[j]:
+            boom = explosion_words("grad_norm", float(self.lv[self.at[j]]), float(self.hi_last[j]), base)
+            times = ", ".join(f"x{v:.3g} the {k}" for k, v in boom["times"].items() if v)
+            return [
+                Condition(
+                    "grad-norm-rising",
+                    "critical",
+                    upto,
+                    f"gradient norm exploded to {last:.3g} at rollout {upto} ({times})",
+                    {
+                        "signal": "grad_norm",
+                        "value": _r(last),
+                        "times_beyond": boom["times"],
+                        "baseline": _r(math.exp(base.centre)) if base else None,
+                    },
+                    signal="grad_norm",
+                )
+            ]
+        w = int(self.win[j])
+        if not w:
+            return []
+        J = self.windows[j]
+        ids, lv, vals = self.ids[J], self.lv[J], self.v[J]
+        s = float(self.sigma[j])
+        b = math.exp(base.centre) if base else math.exp(float(lv[-w]))
+        now = math.exp(float(stats.median(lv[-3:])))
         return [
             Condition(
                 "grad-norm-rising",
                 "critical",
-                ctx.upto,
-                f"gradient norm exploded to {vals[-1]:.3g} at rollout {ctx.upto} ({times})",
+                _onset(ids[-w:], lv[-w:], s),
+                f"gradient norm growing step after step (x{math.exp(float(self.rise[j])):.1f} over {w} rollouts; "
+                f"{b:.3g} at the start of the run -> {now:.3g} now)",
                 {
                     "signal": "grad_norm",
-                    "value": _r(vals[-1]),
-                    "times_beyond": boom["times"],
-                    "baseline": _r(math.exp(base.centre)) if base else None,
+                    "values": [_r(v) for v in vals[-w:]],
+                    "mk_p": _r(float(self.p[j])),
+                    "factor": _r(math.exp(float(self.rise[j]))),
+                    "baseline": _r(b),
+                    "noise_log": _r(s),
                 },
                 signal="grad_norm",
             )
         ]
-    if len(vals) < 8:
-        return []
-    hi = _hi_edge(ctx, "grad_norm", ids, log=True)
-    noise = _lazy(lambda: _noise(ids, lv, "grad_norm"))
-    ev = drift_up(
-        ids,
-        lv,
-        base.centre if base else None,
-        noise,
-        RHO["grad_norm"],
-        band_hi=hi,
-    )
-    if not ev:
-        return []
-    s = noise()
-    w = ev["window"]
-    b = math.exp(base.centre) if base else math.exp(ev["first"])
-    now = math.exp(float(stats.median(lv[-3:])))
-    return [
-        Condition(
-            "grad-norm-rising",
-            "critical",
-            _onset(ids[-w:], lv[-w:], s),
-            f"gradient norm growing step after step (x{math.exp(ev['rise']):.1f} over {w} rollouts; "
-            f"{b:.3g} at the start of the run -> {now:.3g} now)",
-            {
-                "signal": "grad_norm",
-                "values": [_r(v) for v in vals[-w:]],
-                "mk_p": _r(ev["p"]),
-                "factor": _r(math.exp(ev["rise"])),
-                "baseline": _r(b),
-                "noise_log": _r(s),
-            },
-            signal="grad_norm",
-        )
-    ]
+
+
+CHUNK = 4096  # judged rollouts per batch of GrowthTest (a 40-row window each)
+
+
+def _noise_of(S: np.ndarray, V: np.ndarray):
+    """The gradient norm's noise (base._noise) of rows of these windows, asked for some rows."""
+    return lambda i: stats.rows_noise(S[i], V[i], FLOOR["grad_norm"])
 
 
 def still_outside(ctx: RuleContext, rule: str, sig_id: str) -> Condition | None:
