@@ -424,7 +424,7 @@ def explodes(sig_id: str, last: np.ndarray, hi_last: np.ndarray, base: Base | No
     top = np.where(band, hi_last, -np.inf)
     has_top = band
     if base is not None:
-        top = np.maximum(top, base.centre + max(3 * base.sigma, math.log(3.0)))
+        top = np.maximum(top, _base_top(base))
         has_top = np.ones(len(last), bool)
     out = has_top & (last > top + EXPLOSION)
     absurd = ABSURD.get(sig_id)
@@ -433,13 +433,18 @@ def explodes(sig_id: str, last: np.ndarray, hi_last: np.ndarray, base: Base | No
     return out
 
 
+def _base_top(base: Base) -> float:
+    """The own baseline's upper edge: median x3 or 3 sigma up (isolated healthy spikes reach x10-20)."""
+    return base.centre + max(3 * base.sigma, math.log(3.0))
+
+
 def explosion_words(sig_id: str, last: float, hi_last: float, base: Base | None) -> dict:
     """An explosion's value and how far beyond each top it went."""
     tops = []
     if math.isfinite(hi_last):
         tops.append(("range top", hi_last))
     if base is not None:
-        tops.append(("own baseline", base.centre + max(3 * base.sigma, math.log(3.0))))
+        tops.append(("own baseline", _base_top(base)))
     absurd = ABSURD.get(sig_id)
     if absurd is not None and last > math.log(absurd):
         tops.append(("never-healthy bound", math.log(absurd)))

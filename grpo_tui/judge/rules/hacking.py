@@ -124,7 +124,7 @@ class _Windows:
         return vals[idx]
 
     def col(self, name: str) -> np.ndarray:
-        return {"L": self.L, "R": self.R, "T": self.T}[name]
+        return getattr(self, name)
 
     def p_up(self, name: str, idx, a: int, b: int, down: bool = False) -> np.ndarray:
         """stats.mk_p_up (mk_p_down) of window columns a..b-1."""
