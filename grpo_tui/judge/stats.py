@@ -445,8 +445,6 @@ def is_flat(steps, x, delta_flat: float, window: int = 16) -> bool | None:
 # -- the window statistics of judge/py, one row per window --------------------------------
 def rows_median(m: np.ndarray) -> np.ndarray:
     """np.median of each row (the same two middle values, the same mean), NaN for a NaN row."""
-    if m.shape[0] == 1 and m.dtype.kind == "f":  # (one window: median's numbers, without the matrix steps)
-        return np.array([median(m[0])])
     n = m.shape[1]
     h = n // 2
     if n % 2:
