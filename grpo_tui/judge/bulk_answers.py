@@ -9,25 +9,17 @@ import numpy as np
 
 from ..store.metric_store import Segment
 from .bulk_vec import (
-    BASE_ROWS,
     MAYBE,
     NO,
     START,
     UNKNOWN,
-    _base_min,
-    _boom_may,
-    _drift_vec,
-    _DriftMay,
     _entropy_high_vec,
     _entropy_vec,
     _hacking_vec,
     _kl_ref_vec,
-    _log,
     _no_update_vec,
-    _or,
     _reward_variance_vec,
     _slowdown_vec,
-    _vals,
 )
 from .ranges import RangeSet
 from .rules import COMPUTED
@@ -36,12 +28,11 @@ from .rules.base import (
     own_base,
     ranges_for,
 )
-from .rules.drift import GrowthTest, LatchTest
+from .rules.drift import GAP_SIGNALS, GapTest, GrowthTest, LatchTest
 from .rules.hacking import HackingTest
 from .rules.learning_signal import NoSignalTest
 from .rules.rollout import OffPolicyTest
 from .rules.values import RangeTest
-from .signals import BY_ID, metric_for
 
 HACK_CHUNK = 2048  # ops per batch of length-hacking's tests
 
@@ -63,7 +54,6 @@ class Answers:
         self.resolved = None  # ranges_for on the full windows
         self.mk: dict = {}  # _mk_memo's
         self.seg = seg
-        self._drift: _DriftMay | None = None  # _no_drift's arrays, made on first use
         self._held: tuple | None = None  # _held_arrays', made on first use
         self._hack: HackingTest | None = None  # length-hacking over the history, made on first use
         self._hack_known: dict[str, np.ndarray] = {}  # its answers so far per op (-1: not asked)
@@ -74,6 +64,8 @@ class Answers:
         self.off_policy: OffPolicyTest | None = None
         self.no_signal: NoSignalTest | None = None
         self.grad_norm: GrowthTest | None = None
+        self.gap: GapTest | None = None
+        self.gap_rising = np.zeros(n_ops, bool)  # (rule_gap returns a gap-rising there, none open)
         if not n_ops or not full.any():
             return
         res, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
@@ -85,10 +77,13 @@ class Answers:
         ctx = RuleContext(seg, self.resolved, int(seg.id_array()[rows[full][0]]))
         ctx.ranges = self.resolved  # (ranges_for's answer on the full windows already)
         self.grad_norm = GrowthTest(seg, self.resolved, history, rows, own_base(ctx, "grad_norm", log=True))
+        self.gap = GapTest(seg, self.resolved, history, rows, {s: own_base(ctx, s, log=True) for s in GAP_SIGNALS})
+        self.gap_rising = self.gap.rising
         for name, test in (
             ("rule_off_policy", self.off_policy),
             ("rule_no_signal", self.no_signal),
             ("rule_grad_norm", self.grad_norm),
+            ("rule_gap", self.gap),
         ):
             res[name] = np.where(test.fires, MAYBE, NO).astype(np.int8)  # (the rule's own answer)
         # a rule that fires nowhere has no words to give: its columns need not be kept
@@ -98,6 +93,8 @@ class Answers:
             self.no_signal = None
         if not self.grad_norm.fires.any():
             self.grad_norm = None
+        if not self.gap.fires.any():
+            self.gap = None
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
@@ -105,11 +102,6 @@ class Answers:
         self.quiet = calm & (self.mat == NO).all(axis=1)
         others = [j for j, nm in enumerate(self.names) if nm != "rule_length_hacking"]
         self.quiet_but_hacking = calm & (self.mat[:, others] == NO).all(axis=1)
-
-    def _drift_may(self) -> _DriftMay:
-        if self._drift is None:
-            self._drift = _DriftMay(self.seg, self.rows, self.mk)
-        return self._drift
 
     def _hacking(self) -> HackingTest:
         if self._hack is None:
@@ -174,7 +166,7 @@ class Answers:
     def held_arrays(self) -> tuple[np.ndarray, ...]:
         """_held_arrays' answers for every op, made on first use (judge/steady.py)."""
         if self._held is None:
-            self._held = _held_arrays(self.seg, self.resolved, self.rows, self.mk)
+            self._held = _held_arrays(self.seg, self.resolved, self.rows)
         return self._held
 
     def may(self, rule: str) -> np.ndarray:
@@ -195,6 +187,7 @@ class Answers:
                 "rule_no_signal": self.no_signal.conditions(k) if self.no_signal is not None else [],
                 "rule_off_policy": self.off_policy.conditions(k) if self.off_policy is not None else [],
                 "rule_grad_norm": self.grad_norm.conditions(k) if self.grad_norm is not None else [],
+                "rule_gap": self.gap.conditions(k) if self.gap is not None else [],
                 "rule_out_of_range": self.oor.conditions(k),
             }
         d["quiet"] = bool(self.quiet[k])
@@ -207,9 +200,6 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     ids = seg.id_array()[:end]
     rs = ranges_for(seg, ranges, int(ids[rows[full][0]]))
     res: dict[str, np.ndarray] = {}
-    res["rule_gap"] = _or(
-        _drift_vec(seg, rs, ids, rows, "gap", True, None, memo), _drift_vec(seg, rs, ids, rows, "kl", True, None, memo)
-    )
     res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
     res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows, memo)
     res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
@@ -220,9 +210,8 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     return res, rs
 
 
-def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.ndarray, ...]:
-    """Per op: the drift latch (rules.drift.LatchTest) holds for gap or KL; rule_gap surely
-    returns no new gap-rising by an explosion (for gap and KL); the latch holds for grad_norm."""
+def _held_arrays(seg: Segment, rs, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per op: the drift latch (rules.drift.LatchTest) holds for gap or KL; it holds for grad_norm."""
     end = int(rows.max()) + 1
     ids = seg.id_array()[:end]
     full = rows >= START
@@ -234,16 +223,4 @@ def _held_arrays(seg: Segment, rs, rows: np.ndarray, memo: dict) -> tuple[np.nda
         sig_id: LatchTest(seg, rs, history, rows, sig_id, own_base(ctx, sig_id, log=True)).holds
         for sig_id in ("gap", "kl", "grad_norm")
     }
-    calm = full.copy()  # (and no drift window may pass: judge/steady.py asks _DriftMay)
-    for sig_id in ("gap", "kl"):
-        name = metric_for(seg, BY_ID[sig_id])
-        if name is None:
-            continue  # the rule's series is empty: it returns nothing for this signal
-        v = _vals(seg, name, end)
-        b = rs.bounds_many(sig_id, ids)
-        calm &= ~_boom_may(_log(v), rows, _base_min(v[:BASE_ROWS]), None if b is None else _log(b[1]), None)
-    return (
-        full & (still["gap"] | still["kl"]),
-        calm,
-        full & still["grad_norm"],
-    )
+    return full & (still["gap"] | still["kl"]), full & still["grad_norm"]

@@ -29,12 +29,6 @@ START = max(BASE_ROWS, FIT_FIRST, 4) - 1  # first row with the final baseline, f
 UNKNOWN, NO, MAYBE = -1, 0, 1
 
 
-def _or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """MAYBE if either may fire, else UNKNOWN if either is unknown, else NO."""
-    out = np.where((a == UNKNOWN) | (b == UNKNOWN), UNKNOWN, NO).astype(np.int8)
-    return np.where((a == MAYBE) | (b == MAYBE), MAYBE, out).astype(np.int8)
-
-
 def _vals(seg: Segment, name: str | None, end: int) -> np.ndarray:
     if name is None:
         return np.full(end, math.nan)
@@ -58,144 +52,14 @@ def _log(v: np.ndarray) -> np.ndarray:
         return np.log(np.where(v > 0, v, np.nan))
 
 
-def _base_min(v_first: np.ndarray) -> float | None:
-    lv = _log(v_first)
-    lv = lv[np.isfinite(lv)]
-    return float(np.min(lv)) if len(lv) >= 3 else None
-
-
-def _drift_vec(seg, rs, ids, rows, sig_id: str, jump: bool, absurd: float | None, memo: dict) -> np.ndarray:
-    end = len(ids)
-    name = metric_for(seg, BY_ID[sig_id])
-    if name is None:
-        return np.full(len(rows), NO, np.int8)
-    v = _vals(seg, name, end)
-    lv = _log(v)
-    ok = np.isfinite(lv)
-    dense = _dense(ok, rows, WINDOW)
-    res = np.full(len(rows), UNKNOWN, np.int8)
-    if not dense.any():
-        return res
-    base = _base_min(v[:BASE_ROWS])
-    b = rs.bounds_many(sig_id, ids)
-    hi = None if b is None else _log(b[1])
-    maybe = _boom_may(lv, rows, base, hi, absurd)
-    edge = np.full(end, np.inf)
-    if base is not None:
-        edge = np.minimum(edge, base + RHO[sig_id])
-    if hi is not None:
-        edge = np.minimum(edge, np.where(np.isfinite(hi), hi, np.inf))
-    with np.errstate(invalid="ignore"):
-        above = lv > edge - EPS
-    maybe |= (_last4(above, rows).sum(axis=1) >= 3) & _rising(_log_mk(memo, name, lv), rows)
-    if jump:
-        d = np.diff(lv)  # d[j] = lv[j+1] - lv[j]
-        dmax = _sw(np.concatenate([np.full(WINDOW - 2, -np.inf), d]), WINDOW - 1).max(axis=1)
-        # the window's diffs end at d[row-1]; its first 37 values end at row-3
-        mins = _sw(np.concatenate([np.full(WINDOW - 4, np.inf), lv]), WINDOW - 3).min(axis=1)
-        dm = dmax[rows - 1]
-        mn = mins[rows - 3]
-        with np.errstate(invalid="ignore"):
-            hit = (_last4(lv, rows) > (mn + math.log(1.5) - EPS)[:, None]).sum(axis=1) >= 3
-        maybe |= (dm >= math.log(1.5) - EPS) & hit
-    return np.where(dense, np.where(maybe, MAYBE, NO), UNKNOWN).astype(np.int8)
-
-
-def _boom_may(
-    lv: np.ndarray, rows: np.ndarray, base: float | None, hi: np.ndarray | None, absurd: float | None
-) -> np.ndarray:
-    """rules.base._explosion may fire at each op: its last log value x10 beyond every top (the band's,
-    the own baseline's, at least `base` (_base_min) + log 3), or beyond the absurd bound."""
-    last = lv[rows]
-    maybe = np.zeros(len(rows), bool)
-    if absurd is not None:
-        maybe |= last > math.log(absurd) - EPS
-    tops = np.full(len(rows), -np.inf)
-    has_top = np.zeros(len(rows), bool)
-    if hi is not None:
-        h = hi[rows]
-        fin = np.isfinite(h)
-        tops = np.where(fin, np.maximum(tops, h), tops)
-        has_top |= fin
-    if base is not None:
-        tops = np.maximum(tops, base + math.log(3.0))
-        has_top |= True
-    maybe |= has_top & (last > tops + math.log(10.0) - EPS)
-    return maybe
-
-
-DRIFT_SIGNALS = ("gap", "kl", "grad_norm")  # the signals whose rules call drift_up on log values
-
-
-class _DriftMay:
-    """Per signal drift_up reads on log values (DRIFT_SIGNALS) and window w of TREND_WINDOWS,
-    per op: the window's test may pass (Answers._no_drift).  Made in chunks of ops when
-    first read: a healthy run's rules seldom call drift_up, so most chunks are never made."""
-
-    CHUNK = 1024
-
-    def __init__(self, seg: Segment, rows: np.ndarray, memo: dict) -> None:
-        self.rows = rows
-        end = int(rows.max()) + 1
-        self.idf = seg.id_array()[:end].astype(float)
-        self.sig: dict[str, tuple] = {}  # a signal without a metric is left out (its rule reads nothing)
-        for sig_id in DRIFT_SIGNALS:
-            name = metric_for(seg, BY_ID[sig_id])
-            if name is not None:
-                lv = _log(_vals(seg, name, end))
-                self.sig[sig_id] = (
-                    lv,
-                    np.isfinite(lv),
-                    _log_mk(memo, name, lv),
-                    {w: np.ones(len(rows), bool) for w in TREND_WINDOWS},
-                    np.zeros((len(rows) + self.CHUNK - 1) // self.CHUNK, bool),
-                )
-
-    def windows(self, sig_id: str, k: int) -> frozenset | None:
-        """The windows of TREND_WINDOWS whose test may pass at op k (None: no such signal)."""
-        got = self.sig.get(sig_id)
-        if got is None:
-            return None
-        may, done = got[3], got[4]
-        if not done[k // self.CHUNK]:
-            self._make(sig_id, k // self.CHUNK)
-        return frozenset(w for w in TREND_WINDOWS if may[w][k])
-
-    def none_may(self, sig_ids: tuple[str, ...], lo: int, hi: int) -> np.ndarray:
-        """Per op lo..hi-1: no window of these signals may pass (not any(windows(s, k)), as
-        Answers._no_drift reads it; a signal without a metric has none)."""
-        out = np.ones(hi - lo, bool)
-        for sig_id in sig_ids:
-            got = self.sig.get(sig_id)
-            if got is None:
-                continue
-            may, done = got[3], got[4]
-            for chunk in range(lo // self.CHUNK, (hi - 1) // self.CHUNK + 1):
-                if not done[chunk]:
-                    self._make(sig_id, chunk)
-            for w in TREND_WINDOWS:
-                out &= ~may[w][lo:hi]
-        return out
-
-    def _make(self, sig_id: str, chunk: int) -> None:
-        """A window surely fails where the rule's last w values are surely the column's last w
-        rows (all finite and positive: the rule's own series drops the others) and its p is
-        surely >= alpha (no ties and an S below the smallest significant one less one, as the
-        gate's _rising; or with ties the p itself, as stats.mk_p_up computes it: held.mk_p_from_s)
-        or its Theil-Sen rise is below rho (drift_up's `need` is at least that): a hair's margin."""
-        lv, ok, mk, may, done = self.sig[sig_id]
-        lo, hi = chunk * self.CHUNK, min(len(self.rows), (chunk + 1) * self.CHUNK)
-        rows = self.rows[lo:hi]
-        for w in TREND_WINDOWS:
-            may[w][lo:hi] = ~_window_fails(self.idf, lv, ok, mk, rows, w, RHO[sig_id])
-        done[chunk] = True
-
-
 def _window_fails(
     idf: np.ndarray, lv: np.ndarray, ok: np.ndarray, mk: dict, rows: np.ndarray, w: int, rho: float
 ) -> np.ndarray:
     """Per op: drift_up's test of window w surely fails on the series lv (ok: where its rule's
-    series has a point) - see _DriftMay._make."""
+    series has a point): a window surely fails where its last w values are surely the column's
+    last w rows and its Mann-Kendall p is surely >= alpha (no ties and an S below the smallest
+    significant one less one; with ties the p itself) or its Theil-Sen rise is below rho (the
+    rule's `need` is at least that), by a hair's margin."""
     s, ties = mk[w]
     alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
     sure = (rows >= w - 1) & _dense(ok, rows, w)
@@ -230,25 +94,6 @@ def _mk_memo(memo: dict, name: str | tuple | None, x: np.ndarray, windows: tuple
         if name is not None:
             memo[key] = got
     return got
-
-
-def _log_mk(memo: dict, name: str, lv: np.ndarray) -> dict:
-    """_mk_rows over TREND_WINDOWS of a metric's log values, once per bulk judging (the gate's
-    _rising and Answers._no_drift read the same)."""
-    return _mk_memo(memo, ("log", name), lv, TREND_WINDOWS)
-
-
-def _rising(mk: dict, rows: np.ndarray) -> np.ndarray:
-    """drift_up's trend test, a necessary part: on some window w of TREND_WINDOWS, Mann-Kendall's
-    one-sided p_up below its alpha (S at its no-ties threshold, less one; a window with ties:
-    maybe), from the windows' S and ties (_log_mk).  Only rows with a whole finite window are
-    read (the others are UNKNOWN)."""
-    out = np.zeros(len(rows), bool)
-    for w in TREND_WINDOWS:
-        s, ties = mk[w]
-        alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
-        out |= (rows >= w - 1) & (ties[rows] | (s[rows] >= stats.s_needed(w, alpha) - 1))
-    return out
 
 
 TS_CHUNK = 2048  # ops a batch: bounded memory (a run that holds length-hacking asks at

@@ -94,27 +94,30 @@ def median(v: np.ndarray):
 
 
 def percentile(v: np.ndarray, p: float):
-    """np.percentile(v, p) of a 1-D float array (its default method, 'linear'), without its
-    generic machinery (a held gap alert's rule asks it at every rollout): numpy's own steps -
-    the index (n - 1) * p / 100, the same partition (so even a zero's sign is the same), the
-    interpolation of its _lerp - and NaN when a value is (tests/test_stats.py compares them
-    bit for bit)."""
-    n = v.size
-    if n == 0 or v.dtype.kind != "f" or v.ndim != 1:
+    """np.percentile(v, p) of a 1-D float array: rows_percentile of one row."""
+    if v.size == 0 or v.dtype.kind != "f" or v.ndim != 1:
         return np.percentile(v, p)
+    return rows_percentile(v[None, :], p)[0]
+
+
+def rows_percentile(m: np.ndarray, p: float) -> np.ndarray:
+    """np.percentile(row, p) of each row of a float array (its default method, 'linear'),
+    without its generic machinery: numpy's own steps - the index (n - 1) * p / 100, the same
+    partition (so even a zero's sign is the same), the interpolation of its _lerp - and NaN for
+    a row holding one (tests/unit/judge/test_stats.py compares them bit for bit)."""
+    n = m.shape[1]
     virtual = (n - 1) * (p / 100)
     if virtual >= n - 1:  # numpy: both neighbours the last value, weight virtual + 1
         below = above = -1
     else:
         below = math.floor(virtual)
         above = below + 1
-    part = np.partition(v, sorted({0, -1, below, above}))
-    if np.isnan(part[-1]):
-        return np.float64(np.nan)
-    a, b = part[below], part[above]
+    part = np.partition(m, sorted({0, -1, below, above}), axis=1)
+    a, b = part[:, below], part[:, above]
     t = virtual - below
     diff = b - a
-    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
+    out = b - diff * (1 - t) if t >= 0.5 else a + diff * t
+    return np.where(np.isnan(part[:, -1]), np.nan, out)  # (NaN sorts last)
 
 
 def _increasing(x: np.ndarray) -> bool:

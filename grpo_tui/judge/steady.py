@@ -41,7 +41,7 @@ _RULE_OF = {
 _GATED_ELSEWHERE = frozenset({"rule_non_finite", "rule_out_of_range"})  # (nonfinite rows; RangeTest)
 NO, MAYBE = 0, 1  # (judge/bulk.py's gate answers)
 # Answers.held_arrays' arrays, in its order (bulk._held_arrays)
-_HELD_ARRAYS = ("still_gap", "calm_gap", "still_grad")
+_HELD_ARRAYS = ("still_gap", "still_grad")
 FIRST_CHUNK, MAX_CHUNK = 32, 2048
 MAX_SETS = 64  # open-alert sets remembered (a run seldom has more than a handful)
 
@@ -146,7 +146,7 @@ class Steady:
                 return none
             m &= sure["still_gap"][lo:hi]
             if "gap-rising" not in sev:
-                m &= sure["calm_gap"][lo:hi] & ans._drift_may().none_may(("gap", "kl"), lo, hi)
+                m &= ~ans.gap_rising[lo:hi]  # (rule_gap's own answer: no new gap-rising)
             covered.add("rule_gap")
         if "no-signal" in sev:  # (the rule's own answer: it holds where it fires, unless it escalates)
             m &= ans.mat[lo:hi, self.col["rule_no_signal"]] == MAYBE

@@ -136,7 +136,7 @@ def kept_open() -> Condition:
 HACKING_HELD = "length-hacking held"
 # a rule whose alert, while open, it holds by its latch first: its answer computed over the
 # history (with no alert open) does not stand for it then
-_HELD_BY = {"rule_grad_norm": frozenset({"grad-norm-rising"})}
+_HELD_BY = {"rule_grad_norm": frozenset({"grad-norm-rising"}), "rule_gap": frozenset({"gap-rising"})}
 _NOT_HELD: frozenset = frozenset()
 COMPUTED = "computed"  # pre: {rule name: its conditions here}, the rule computed over the whole history
 

@@ -22,16 +22,10 @@ from .base import (
     Condition,
     RuleContext,
     RuleInfo,
-    _explosion,
-    _hi_edge,
     _jump_shaped,
-    _lazy,
     _log,
-    _log_series,
-    _noise,
     _onset,
     _r,
-    drift_up,
     explodes,
     explosion_words,
     own_base,
@@ -59,119 +53,231 @@ INFO = (
 )
 
 
-def _gap_like(ctx: RuleContext, sig_id: str) -> tuple[Condition | None, Condition | None]:
-    ids, lv, vals = _log_series(*ctx.series(sig_id))
-    if len(lv) < 1 or ids[-1] != ctx.upto:
-        return None, None
-    sig = BY_ID[sig_id]
-    base = own_base(ctx, sig_id, log=True)
-    boom = _explosion(ctx, sig_id, ids, lv, base)
-    if boom is not None and "gap-rising" not in ctx.open_rules:
-        # x10 beyond everything: critical at once, as a jump unless it got there step by step
-        rule = "gap-rising" if len(lv) >= 8 and not _jump_shaped(lv[-8:]) else "gap-jump"
-        c = Condition(
-            rule,
-            "critical",
-            ctx.upto,
-            f"{sig.label} exploded to {sig.fmt.format(vals[-1])} at rollout {ctx.upto} "
-            f"(x{max(v for v in boom['times'].values() if v):.3g} beyond its usual level)",
-            {
-                "signal": sig_id,
-                "value": _r(vals[-1]),
-                "times_beyond": boom["times"],
-                "baseline": _r(math.exp(base.centre)) if base else None,
-            },
-            signal=sig_id,
-        )
-        return (c, None) if rule == "gap-rising" else (None, c)
-    if len(lv) < 4:
-        return None, None
-    hi = _hi_edge(ctx, sig_id, ids, log=True)
-    noise = _lazy(lambda: _noise(ids, lv, sig_id))
-    rho = RHO[sig_id]
-    rising = jump = None
-    ev = drift_up(
-        ids,
-        lv,
-        base.centre if base else None,
-        noise,
-        rho,
-        band_hi=hi,
-    )
-    if ev and not _jump_shaped(lv[-ev["window"] :], ev["rise"]):
-        w = ev["window"]
-        s = noise()
-        start = _onset(ids[-w:], lv[-w:], s)
-        b = math.exp(base.centre) if base else math.exp(ev["first"])
-        now = math.exp(float(stats.median(lv[-3:])))
-        rising = Condition(
-            "gap-rising",
-            "critical",
-            start,
-            f"{sig.label} rising for {w} rollouts (x{math.exp(ev['rise']):.2f}; "
-            f"{sig.fmt.format(b)} at the start of the run -> {sig.fmt.format(now)} now)",
-            {
-                "signal": sig_id,
-                "window_rollouts": [int(ids[-w]), int(ids[-1])],
-                "values": [_r(v) for v in vals[-w:]],
-                "mk_p": _r(ev["p"]),
-                "rise_log": _r(ev["rise"]),
-                "baseline": _r(b),
-                "noise_log": _r(s),
-            },
-            signal=sig_id,
-        )
-    if len(lv) >= 5 and rising is None and "gap-rising" not in ctx.open_rules:
-        # Jump (a rise already called gap-rising stays that): 3 of the last 4 above the level before (x1.5 and 3 sigma) - and above the band
-        # when one applies - reached in one step.
-        before = float(stats.percentile(lv[:-3], 20))
-        d = np.diff(lv)
-        k = int(np.argmax(d))
-        if d[k] >= math.log(1.5) and stats.persistent_above(lv, before + math.log(1.5), 3, 4):
-            edge = np.full(len(lv), before + max(math.log(1.5), 3 * noise()))
-            if hi is not None:
-                edge = np.maximum(edge, np.where(np.isfinite(hi), hi, -np.inf))
-        else:
-            edge = None
-        if (
-            edge is not None
-            and stats.persistent_above(lv, edge, 3, 4)
-            and d[k] >= 0.5 * (float(stats.median(lv[-3:])) - before)
-        ):
-            at = int(ids[k + 1])
-            jump = Condition(
-                "gap-jump",
-                "critical",
-                at,
-                f"{sig.label} jumped at rollout {at} and stays high "
-                f"({sig.fmt.format(math.exp(before))} -> {sig.fmt.format(vals[-1])})",
-                {
-                    "signal": sig_id,
-                    "before": _r(math.exp(before)),
-                    "last4": [_r(v) for v in vals[-4:]],
-                    "range_hi": _r(math.exp(hi[-1])) if hi is not None else None,
-                },
-                signal=sig_id,
-            )
-    return rising, jump
-
-
 def rule_gap(ctx: RuleContext) -> list[Condition]:
-    if "gap-rising" in ctx.open_rules:
-        # the only sign it can return then: held while the level stays up, whatever the trend
+    """The log-prob gap or KL to the engine explodes, rises step after step or jumps and stays
+    (GapTest at this rollout).  While gap-rising is open, held by its latch first; its only
+    other sign then is the trend."""
+    rising_open = "gap-rising" in ctx.open_rules
+    if rising_open:
         for sig_id in LATCHED["gap-rising"]:
             c = still_outside(ctx, "gap-rising", sig_id)
             if c is not None:
                 return [c]
-    out: dict[str, Condition] = {}
-    for sig_id in ("gap", "kl"):
-        rising, jump = _gap_like(ctx, sig_id)
-        for c in (rising, jump):
-            if c and c.rule not in out:
-                out[c.rule] = c
-    if "gap-rising" in out and "gap-jump" in out and "times_beyond" not in out["gap-jump"].evidence:
-        del out["gap-jump"]  # the gap rose step by step; KL's steeper rise is the same trend
-    return list(out.values())
+    rows = ctx.seg.rows_upto(WINDOW, ctx.upto)
+    if not len(rows) or int(ctx.seg.ids_at(rows[-1:])[0]) != ctx.upto:
+        return []
+    bases = {s: own_base(ctx, s, log=True) for s in GAP_SIGNALS}
+    return GapTest(ctx.seg, ctx.ranges, rows, np.array([len(rows) - 1]), bases).conditions(0, rising_open)
+
+
+GAP_SIGNALS = ("gap", "kl")
+LOG_1_5 = math.log(1.5)  # a jump: x1.5 above the level before
+
+
+class GapTest:
+    """rule_gap's sign over columns, for many rollouts at once (`rows`: the run's rows in rollout
+    order, `at`: the positions judged; `bases`: the run's own baseline of each signal there):
+    _GapSign of the gap and of KL.  `fires` and `rising` per judged rollout (with gap-rising not
+    open: any condition, a gap-rising one); `conditions(j, rising_open)` the rule's words."""
+
+    def __init__(self, seg: Segment, rs: RangeSet, rows: np.ndarray, at: np.ndarray, bases: dict) -> None:
+        self.sig = [_GapSign(seg, rs, rows, at, s, bases.get(s)) for s in GAP_SIGNALS]
+        self.fires = np.zeros(len(at), bool)
+        self.rising = np.zeros(len(at), bool)
+        for g in self.sig:
+            self.fires |= g.boom | (g.win > 0) | g.jump
+            self.rising |= (g.boom & g.boom_rising) | (~g.boom & (g.win > 0))
+
+    def conditions(self, j: int, rising_open: bool = False) -> list[Condition]:
+        out: dict[str, Condition] = {}
+        for g in self.sig:
+            for c in g.pair(j, rising_open):
+                if c and c.rule not in out:
+                    out[c.rule] = c
+        if "gap-rising" in out and "gap-jump" in out and "times_beyond" not in out["gap-jump"].evidence:
+            del out["gap-jump"]  # the gap rose step by step; KL's steeper rise is the same trend
+        return list(out.values())
+
+
+class _GapSign:
+    """One signal's part of rule_gap at each judged position.  The window: its positive finite
+    values among the last WINDOW rollouts, the newest at the judged one (log units).
+    - boom: x10 beyond its band's top and the own baseline's edge (explodes): critical at once,
+      gap-rising unless the last 8 values got there in one step (`boom_rising`);
+    - win: the first of the 8/16/32 windows on which it grows step after step (rows_drift_up),
+      unless most of that rise came in one step (_jump_shaped: then it is a jump);
+    - jump: the largest step-to-step rise is x1.5 or more, and 3 of the last 4 values sit above
+      the level before (the window's 20th percentile but its last 3) by x1.5 and 3 sigma, and
+      above the band where one applies, that one step making half the rise or more."""
+
+    def __init__(
+        self, seg: Segment, rs: RangeSet, rows: np.ndarray, at: np.ndarray, sig_id: str, base: Base | None
+    ) -> None:
+        self.sig_id, self.base, self.at = sig_id, base, at
+        self.ids = seg.ids_at(rows)
+        self.v = signal_values(seg, BY_ID[sig_id], rows)
+        lv = _log(self.v)
+        self.lv = np.where(np.isfinite(lv), lv, np.nan)  # (_log_series: positive finite values)
+        b = rs.bounds_many(sig_id, self.ids)
+        self.hi = None if b is None else _log(b[1])
+        m = len(at)
+        self.boom, self.boom_rising, self.jump = np.zeros(m, bool), np.zeros(m, bool), np.zeros(m, bool)
+        self.win = np.zeros(m, np.int64)
+        self.p, self.rise, self.sigma = np.full(m, np.nan), np.full(m, np.nan), np.full(m, np.nan)
+        self.jump_k, self.before = np.zeros(m, np.int64), np.full(m, np.nan)
+        self.windows: dict[int, np.ndarray] = {}  # judged position -> its window's rows, where a sign shows
+        for a in range(0, m, CHUNK):  # (bounded memory: a 40-row window per position)
+            self._judge(np.arange(a, min(m, a + CHUNK)))
+
+    def _judge(self, js: np.ndarray) -> None:
+        lv, sig_id, hi = self.lv, self.sig_id, self.hi
+        at = self.at[js]
+        idx, n = stats.last_finite(lv, at, WINDOW, WINDOW)
+        ok = np.isfinite(lv[at])
+        hi_last = np.full(len(at), np.nan) if hi is None else hi[at]
+        self.boom[js] = ok & explodes(sig_id, lv[at], hi_last, self.base)
+        centre = None if self.base is None else self.base.centre
+        rho = RHO[sig_id]
+        for size in np.unique(n[ok]).tolist():
+            sel = np.flatnonzero(ok & (n == size))
+            J = idx[sel, WINDOW - size :]
+            V = lv[J]
+            # the rows where a sign may show: an explosion, 3 of the last 4 values above the own
+            # level by rho or above the band (drift), a step of x1.5 (jump); the tests below
+            # then read only those (each row's answer is its own: exact)
+            may = self.boom[js[sel]].copy()
+            if size >= 5:
+                with np.errstate(invalid="ignore"):
+                    may |= np.diff(V, axis=1).max(axis=1) >= LOG_1_5
+                    if centre is not None:
+                        may |= ((V[:, -4:] - (centre + rho)) > 0).sum(axis=1) >= 3
+                    if hi is not None:
+                        may |= ((V[:, -4:] - hi[J[:, -4:]]) > 0).sum(axis=1) >= 3
+            keep = np.flatnonzero(may)
+            if not len(keep):
+                continue
+            J, V, part = J[keep], V[keep], js[sel[keep]]
+            S = self.ids[J].astype(float)
+            H = None if hi is None else hi[J]
+            noise = _RowNoise(S, V, FLOOR[sig_id])
+            if size >= 8:
+                for k in np.flatnonzero(self.boom[part]).tolist():
+                    self.boom_rising[part[k]] = not _jump_shaped(V[k, -8:])
+                w, p, r, sg = rows_drift_up(S, V, centre, noise, rho, H)
+                for k in np.flatnonzero(w).tolist():
+                    if _jump_shaped(V[k, -int(w[k]) :], float(r[k])):
+                        w[k] = 0  # most of the rise in one step: a jump, not a trend
+                self.win[part], self.p[part], self.rise[part], self.sigma[part] = w, p, r, sg
+            if size >= 5:
+                self._jumps(part, V, H, noise)
+            for k in np.flatnonzero(self.boom[part] | (self.win[part] > 0) | self.jump[part]).tolist():
+                self.windows[int(part[k])] = J[k].copy()
+
+    def _jumps(self, part: np.ndarray, V: np.ndarray, H: np.ndarray | None, noise) -> None:
+        before = stats.rows_percentile(V[:, :-3], 20)
+        d = np.diff(V, axis=1)
+        k = np.argmax(d, axis=1)
+        dk = d[np.arange(len(V)), k]
+        with np.errstate(invalid="ignore"):
+            c = np.flatnonzero((dk >= LOG_1_5) & (((V[:, -4:] - (before + LOG_1_5)[:, None]) > 0).sum(axis=1) >= 3))
+        if not len(c):
+            return
+        edge = np.repeat((before[c] + stats.row_max(LOG_1_5, 3 * noise(c)))[:, None], 4, axis=1)
+        if H is not None:
+            edge = np.maximum(edge, np.where(np.isfinite(H[c, -4:]), H[c, -4:], -np.inf))
+        with np.errstate(invalid="ignore"):
+            hit = (((V[c, -4:] - edge) > 0).sum(axis=1) >= 3) & (
+                dk[c] >= 0.5 * (stats.rows_median(V[c, -3:]) - before[c])
+            )
+        c = c[hit]
+        self.jump[part[c]] = True
+        self.jump_k[part[c]], self.before[part[c]] = k[c], before[c]
+
+    def pair(self, j: int, rising_open: bool) -> tuple[Condition | None, Condition | None]:
+        """(gap-rising, gap-jump) conditions of this signal at the j-th judged rollout."""
+        if j not in self.windows:
+            return None, None
+        J = self.windows[j]
+        ids, lv, vals = self.ids[J], self.lv[J], self.v[J]
+        sig, sig_id, base = BY_ID[self.sig_id], self.sig_id, self.base
+        upto = int(ids[-1])
+        if self.boom[j] and not rising_open:
+            # x10 beyond everything: critical at once, as a jump unless it got there step by step
+            hi_last = math.nan if self.hi is None else float(self.hi[self.at[j]])
+            boom = explosion_words(sig_id, float(lv[-1]), hi_last, base)
+            rule = "gap-rising" if self.boom_rising[j] else "gap-jump"
+            c = Condition(
+                rule,
+                "critical",
+                upto,
+                f"{sig.label} exploded to {sig.fmt.format(vals[-1])} at rollout {upto} "
+                f"(x{max(v for v in boom['times'].values() if v):.3g} beyond its usual level)",
+                {
+                    "signal": sig_id,
+                    "value": _r(vals[-1]),
+                    "times_beyond": boom["times"],
+                    "baseline": _r(math.exp(base.centre)) if base else None,
+                },
+                signal=sig_id,
+            )
+            return (c, None) if rule == "gap-rising" else (None, c)
+        w = int(self.win[j])
+        if w:
+            s = float(self.sigma[j])
+            b = math.exp(base.centre) if base else math.exp(float(lv[-w]))
+            now = math.exp(float(stats.median(lv[-3:])))
+            rising = Condition(
+                "gap-rising",
+                "critical",
+                _onset(ids[-w:], lv[-w:], s),
+                f"{sig.label} rising for {w} rollouts (x{math.exp(float(self.rise[j])):.2f}; "
+                f"{sig.fmt.format(b)} at the start of the run -> {sig.fmt.format(now)} now)",
+                {
+                    "signal": sig_id,
+                    "window_rollouts": [int(ids[-w]), int(ids[-1])],
+                    "values": [_r(v) for v in vals[-w:]],
+                    "mk_p": _r(float(self.p[j])),
+                    "rise_log": _r(float(self.rise[j])),
+                    "baseline": _r(b),
+                    "noise_log": _r(s),
+                },
+                signal=sig_id,
+            )
+            return rising, None
+        if rising_open or not self.jump[j]:
+            return None, None
+        at = int(ids[int(self.jump_k[j]) + 1])
+        before = float(self.before[j])
+        hi = None if self.hi is None else self.hi[J]
+        return None, Condition(
+            "gap-jump",
+            "critical",
+            at,
+            f"{sig.label} jumped at rollout {at} and stays high "
+            f"({sig.fmt.format(math.exp(before))} -> {sig.fmt.format(vals[-1])})",
+            {
+                "signal": sig_id,
+                "before": _r(math.exp(before)),
+                "last4": [_r(v) for v in vals[-4:]],
+                "range_hi": _r(math.exp(hi[-1])) if hi is not None else None,
+            },
+            signal=sig_id,
+        )
+
+
+class _RowNoise:
+    """A signal's noise (base._noise) per row of these windows, each row computed once, when
+    first asked (the drift and the jump tests ask it only for rows past their cheap tests)."""
+
+    def __init__(self, S: np.ndarray, V: np.ndarray, floor: float) -> None:
+        self.S, self.V, self.floor = S, V, floor
+        self.got = np.full(len(V), np.nan)
+
+    def __call__(self, i: np.ndarray) -> np.ndarray:
+        todo = i[np.isnan(self.got[i])]
+        if len(todo):
+            self.got[todo] = stats.rows_noise(self.S[todo], self.V[todo], self.floor)
+        return self.got[i]
 
 
 def rule_grad_norm(ctx: RuleContext) -> list[Condition]:

@@ -401,3 +401,26 @@ def test_trailing_run_counts_the_true_values_at_the_end():
     assert trailing_run(np.array([True, True])) == 2
     assert trailing_run(np.array([True, False])) == 0
     assert trailing_run(np.array([], bool)) == 0
+
+
+def test_rows_percentile_is_numpys_on_every_row():
+    """rows_percentile on a stack of windows gives each row's np.percentile to the bit (zero
+    signs and NaN rows too): the jump test asks it for many rollouts at once."""
+    import warnings
+
+    import numpy as np
+
+    from grpo_tui.judge import stats
+
+    rng = np.random.default_rng(11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for n in (1, 2, 3, 5, 12, 37):
+            m = np.round(rng.normal(size=(300, n)), 1)  # ties and signed zeros
+            m[rng.random(m.shape) < 0.05] = -0.0
+            m[rng.integers(0, 300, 9), rng.integers(0, n, 9)] = np.nan
+            for p in (20, 50, 0, 100, 2.5):
+                got = stats.rows_percentile(m, p)
+                for row, g in zip(m, got):
+                    want = np.percentile(row, p)
+                    assert (np.isnan(want) and np.isnan(g)) or (want == g and np.signbit(want) == np.signbit(g))
