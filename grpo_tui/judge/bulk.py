@@ -62,7 +62,7 @@ def replay(eng, tape: list, seg: Segment, touch: dict[int, int], stamp_now: int)
         stamps = np.fromiter(map(itemgetter(3), judged), np.int64, len(judged))
         _verify(seg, touch, rows, stamps)
     ans = Answers(seg, eng.ranges, rows)
-    skip_quiet = rules.USE_GATES and seg.ordered  # (evaluate_metrics' own quiet test)
+    skip_quiet = seg.ordered  # (evaluate_metrics' own quiet test)
     nonfinite = seg.nonfinite
     # (Python lists: the loop reads one entry per rollout)
     quiet = ans.quiet.tolist()

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view as _sw
 
 from ..store.metric_store import Segment
-from . import gates, stats
+from . import stats
 from .rules.base import (
     ALPHA_LONG,
     ALPHA_SHORT,
@@ -23,16 +23,25 @@ from .rules.policy import ENTROPY
 from .setup import FIRST as FIT_FIRST
 from .signals import BY_ID, metric_for
 
-EPS = gates.EPS
+EPS = 1e-9  # a hair's margin: a gate's edge lowered by it never says no where the rule fires
 BASE_ROWS = 10
 START = max(BASE_ROWS, FIT_FIRST, 4) - 1  # first row with the final baseline, fit and a last-4
 UNKNOWN, NO, MAYBE = -1, 0, 1
 
 
 def _vals(seg: Segment, name: str | None, end: int) -> np.ndarray:
+    """values_at_rows(name, rows 0..end-1), the same arithmetic on a slice (NaN without a metric)."""
     if name is None:
         return np.full(end, math.nan)
-    return gates.raw_values(seg, name, 0, end)
+    if name in seg.train_sum:
+        s = seg.train_sum[name].data[:end]
+        c = seg.train_cnt[name].data[:end]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(c > 0, s / np.where(c > 0, c, 1), math.nan)
+    col = seg.columns.get(name)
+    if col is None:
+        return np.full(end, math.nan)
+    return col.data[:end]
 
 
 def _dense(ok: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:

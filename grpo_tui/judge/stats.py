@@ -559,14 +559,18 @@ def rows_mk_p_up(v: np.ndarray) -> np.ndarray:
     return _rows_p_up(v, _rows_mk_s(v))
 
 
-def rows_mk_p_below(v: np.ndarray, alpha: float) -> np.ndarray:
+def rows_mk_p_below(v: np.ndarray, alpha: float, known: tuple | None = None) -> np.ndarray:
     """rows_mk_p_up(v) < alpha for alpha <= 0.5, each p computed only where S > 0: with S <= 0
-    p is at least 0.5 (the null of S is symmetric), and most windows of a healthy run are there."""
-    s = _rows_mk_s(v)
+    p is at least 0.5 (the null of S is symmetric), and most windows of a healthy run are there.
+    `known`: the rows' (S, has ties) when already counted (windowed_mk_s: the same integers)."""
+    s = _rows_mk_s(v) if known is None else known[0]
     out = np.zeros(len(v), bool)
     up = np.flatnonzero(s > 0)
     if len(up):
-        out[up] = _rows_p_up(v[up], s[up]) < alpha
+        if known is None:
+            out[up] = _rows_p_up(v[up], s[up]) < alpha
+        else:
+            out[up] = rows_mk_p_from_s(s[up], known[1][up], lambda r: v[up[r]], v.shape[1]) < alpha
     return out
 
 

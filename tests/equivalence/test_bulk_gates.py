@@ -166,3 +166,40 @@ def test_theil_sen_rises_in_chunks_are_those_of_one_batch(monkeypatch):
     monkeypatch.setattr(bulk_vec, "TS_CHUNK", 17)
     for w, want in whole.items():
         assert np.array_equal(bulk_vec._ts_rise(s, x, rows, w), want)
+
+
+@pytest.mark.parametrize("scen", ["gap-jump", "gap-rising"])
+def test_whole_windows_count_as_the_pairs_do(scen, monkeypatch):
+    """Over a long history rule_gap's drift test takes the Mann-Kendall S and ties of whole
+    windows from prefix sums (rules.base.WholeWindows) instead of counting each window's pairs:
+    at every rollout its answer is the rule's asked there alone (which counts the pairs)."""
+    from grpo_tui.judge.rules import base
+
+    used = []
+    orig = base.WholeWindows.of
+
+    def of(self, ends):
+        used.append(len(ends))
+        return orig(self, ends)
+
+    monkeypatch.setattr(base.WholeWindows, "of", of)
+    lines = [line for _, line in generate(scen, 260, 23, noise_per_rollout=0, onset=90)]
+    check_gates(_store(lines))
+    assert sum(used) >= base.WholeWindows.MIN_ROWS, "the whole windows were not read"
+
+
+def test_windowed_mann_kendall_is_the_pair_count():
+    """stats.windowed_mk_s gives each whole window's S and tie flag as counting its pairs does
+    (values with ties, signed zeros and steps of every size)."""
+    from grpo_tui.judge import stats
+
+    rng = np.random.default_rng(5)
+    x = np.round(rng.normal(size=400), 1)
+    x[rng.random(400) < 0.05] = -0.0
+    got = stats.windowed_mk_s(x, (8, 16, 32))
+    for w, (s, ties) in got.items():
+        win = np.lib.stride_tricks.sliding_window_view(x, w)
+        want_s = stats._rows_mk_s(win)
+        srt = np.sort(win, axis=1)
+        want_t = (srt[:, 1:] == srt[:, :-1]).any(axis=1)
+        assert np.array_equal(s[w - 1 :], want_s) and np.array_equal(ties[w - 1 :], want_t)

@@ -23,10 +23,7 @@ live update costs the same at 100 and at 100,000 rollouts.
 
 from __future__ import annotations
 
-import os
-
 from ...store.metric_store import Segment
-from .. import gates
 from ..ranges import RangeSet
 from . import drift, events, hacking, learning_signal, policy, rollout, values
 from .base import WINDOW, Condition, RuleContext, RuleInfo, defaults_fit_memo, ranges_for
@@ -46,7 +43,6 @@ __all__ = [
     "COMPUTED",
     "REWARD_STD",
     "RULES",
-    "USE_GATES",
     "WINDOW",
     "Condition",
     "RuleContext",
@@ -83,9 +79,6 @@ _ORDER = [
 _INFOS = {i.id: i for fam in (values, drift, hacking, rollout, learning_signal, policy, events) for i in fam.INFO}
 RULES: dict[str, RuleInfo] = {rid: _INFOS[rid] for rid in _ORDER}
 
-USE_GATES = os.environ.get("GRPO_TUI_NO_GATES", "") in ("", "0")
-
-
 METRIC_RULES = (
     rule_non_finite,
     rule_gap,
@@ -110,20 +103,6 @@ HELD = frozenset({"gap-rising", "gap-jump", "grad-norm-rising", "length-hacking"
 _HOLDS = {"rule_length_hacking": ("length-hacking",)}
 
 
-def _may_fire(rule, ctx: RuleContext, win, pre: dict | None = None) -> bool:
-    """A gate's answer (precomputed for the whole history by judge/bulk.py, else the scalar
-    gate); any doubt (a gate that fails on an odd window) runs the rule."""
-    try:
-        name = rule.__name__
-        got = pre.get(name) if pre else None
-        if got is not None:
-            return got or any(a in ctx.open_rules for a in _HOLDS.get(name, ()))
-        gate = gates.GATES.get(name)
-        return gate is None or bool(gate(ctx, win()))
-    except Exception:
-        return True
-
-
 def kept_open() -> Condition:
     """The condition of an open length-hacking alert where the bulk replay knows that its rule
     returns one (its latch holds or its sign shows: rules.hacking.HackingTest over the history):
@@ -144,8 +123,9 @@ COMPUTED = "computed"  # pre: {rule name: its conditions here}, the rule compute
 def evaluate_metrics(
     seg: Segment, ranges: RangeSet, upto: int, open_rules: frozenset[str] = frozenset(), pre: dict | None = None
 ) -> list[Condition]:
-    """Every metric rule's condition at rollout `upto`.  `pre`: the gates' answers for this
-    rollout computed in bulk (judge/bulk.py); "quiet" = no rule can fire; HACKING_HELD: whether
+    """Every metric rule's condition at rollout `upto`.  `pre`: the answers for this rollout
+    computed in bulk (judge/bulk.py): {rule name: False} where its gate says it cannot fire
+    (an open alert it holds itself still asks it, _HOLDS); "quiet" = no rule can fire; HACKING_HELD: whether
     rule_length_hacking returns a condition while its (always critical) alert is open, where
     only that matters (rules.hacking.HackingTest over the history) - kept_open() then keeps the
     alert open;
@@ -153,7 +133,7 @@ def evaluate_metrics(
     the whole history at once (values.RangeTest, rollout.OffPolicyTest,
     learning_signal.NoSignalTest: the same arithmetic as at one rollout).  The rules themselves
     take nothing but the RuleContext."""
-    gated = USE_GATES and seg.ordered
+    gated = bool(pre) and seg.ordered
     if (
         gated
         and pre
@@ -165,13 +145,6 @@ def evaluate_metrics(
     ctx = RuleContext(seg, ranges, upto, open_rules)
     computed = pre.get(COMPUTED) if pre else None
     out: list[Condition] = []
-    box: list = []
-
-    def win():
-        if not box:
-            box.append(gates.Window(seg, upto, WINDOW))
-        return box[0]
-
     held = pre.get(HACKING_HELD) if gated and pre and "length-hacking" in open_rules else None
     for rule in METRIC_RULES:
         if held is not None and rule is rule_length_hacking:
@@ -185,8 +158,13 @@ def evaluate_metrics(
         ):
             out.extend(computed[rule.__name__])  # (the rule's answer with none of its held alerts open)
             continue
-        if gated and not _may_fire(rule, ctx, win, pre):
-            continue  # it cannot fire here (an exact necessary condition, judge/gates.py)
+        if (
+            gated
+            and pre
+            and pre.get(rule.__name__) is False
+            and not any(a in open_rules for a in _HOLDS.get(rule.__name__, ()))
+        ):
+            continue  # its bulk gate says it cannot fire here (a necessary condition, judge/bulk_vec.py)
         try:
             out.extend(rule(ctx))
         except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):

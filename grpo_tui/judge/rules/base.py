@@ -317,6 +317,7 @@ def rows_drift_up(
     sigma_of: Callable[[np.ndarray], np.ndarray],
     rho: float,
     H: np.ndarray | None,
+    mk_of: Callable[[int, np.ndarray], tuple | None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """drift_up per row of windows V (finite values at steps S, one window size), H the band's top
     aligned with V (or None: no band): (the first of the 8/16/32 windows that shows the drift, 0
@@ -327,7 +328,8 @@ def rows_drift_up(
     the median of the last 3 above the baseline by rho) - and (2) on one window of 8/16/32
     rollouts the one-sided Mann-Kendall test is significant (alpha 0.01) and the Theil-Sen rise
     beats both rho and K_RISE x the noise (sigma sqrt(12 / W)).  `sigma_of(rows)`: the noise of
-    those rows, computed only for the rows that pass the cheap first test."""
+    those rows, computed only for the rows that pass the cheap first test; `mk_of(w, rows)`: the
+    Mann-Kendall (S, has ties) of those rows' last w values where already counted (or None)."""
     rows, n = V.shape
     win, p, rise, sig = np.zeros(rows, np.int64), np.full(rows, np.nan), np.full(rows, np.nan), np.full(rows, np.nan)
     if n < min(TREND_WINDOWS) or not rows:
@@ -350,7 +352,8 @@ def rows_drift_up(
     for w in TREND_WINDOWS:
         if w > n or not len(idx):
             continue
-        ok = stats.rows_mk_p_below(V[idx, -w:], ALPHA_SHORT if w <= 10 else ALPHA_LONG)
+        known = mk_of(w, idx) if mk_of is not None else None
+        ok = stats.rows_mk_p_below(V[idx, -w:], ALPHA_SHORT if w <= 10 else ALPHA_LONG, known)
         r = np.full(len(idx), np.nan)
         r[ok] = stats.rows_ts_rise(S[idx[ok], -w:], V[idx[ok], -w:])
         with np.errstate(invalid="ignore"):
@@ -379,6 +382,21 @@ def rows_drift_up(
             p[rows_hit] = stats.rows_mk_p_up(V[rows_hit, -w:])
         left &= ~hit
     return win, p, rise, sig
+
+
+class WholeWindows:
+    """Mann-Kendall (S, has ties) of every window of a column whose rows are all finite
+    (stats.windowed_mk_s: rows x w integer work, where counting each window's pairs costs w^2/2):
+    for a test over a whole history, where most windows are whole.  `of(ends)` is rows_drift_up's
+    mk_of for windows that end at these rows and hold their last rows, all finite."""
+
+    MIN_ROWS = 64  # (fewer: counting the pairs costs less than the prefix sums)
+
+    def __init__(self, lv: np.ndarray) -> None:
+        self.mk = stats.windowed_mk_s(np.where(np.isfinite(lv), lv, 0.0), TREND_WINDOWS)
+
+    def of(self, ends: np.ndarray) -> Callable[[int, np.ndarray], tuple]:
+        return lambda w, i: (self.mk[w][0][ends[i]], self.mk[w][1][ends[i]])
 
 
 def _jump_shaped(v: np.ndarray, rise: float | None = None) -> bool:

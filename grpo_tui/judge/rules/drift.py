@@ -4,6 +4,7 @@ against the run's own early level, and held while they stay up."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from .base import (
     Condition,
     RuleContext,
     RuleInfo,
+    WholeWindows,
     _jump_shaped,
     _log,
     _onset,
@@ -72,6 +74,7 @@ def rule_gap(ctx: RuleContext) -> list[Condition]:
 
 GAP_SIGNALS = ("gap", "kl")
 LOG_1_5 = math.log(1.5)  # a jump: x1.5 above the level before
+EPS = 1e-9  # (a cheap bound lowered by a hair: it never drops a row the exact test keeps)
 
 
 class GapTest:
@@ -121,11 +124,11 @@ class _GapSign:
         b = rs.bounds_many(sig_id, self.ids)
         self.hi = None if b is None else _log(b[1])
         m = len(at)
-        self.boom, self.boom_rising, self.jump = np.zeros(m, bool), np.zeros(m, bool), np.zeros(m, bool)
-        self.win = np.zeros(m, np.int64)
-        self.p, self.rise, self.sigma = np.full(m, np.nan), np.full(m, np.nan), np.full(m, np.nan)
-        self.jump_k, self.before = np.zeros(m, np.int64), np.full(m, np.nan)
+        self.boom, self.boom_rising, self.jump = np.zeros((3, m), bool)
+        self.win, self.jump_k = np.zeros((2, m), np.int64)
+        self.p, self.rise, self.sigma, self.before = np.full((4, m), np.nan)
         self.windows: dict[int, np.ndarray] = {}  # judged position -> its window's rows, where a sign shows
+        self._mk: WholeWindows | None = None
         for a in range(0, m, CHUNK):  # (bounded memory: a 40-row window per position)
             self._judge(np.arange(a, min(m, a + CHUNK)))
 
@@ -138,40 +141,60 @@ class _GapSign:
         self.boom[js] = ok & explodes(sig_id, lv[at], hi_last, self.base)
         centre = None if self.base is None else self.base.centre
         rho = RHO[sig_id]
-        for size in np.unique(n[ok]).tolist():
+        for size in np.unique(n[ok]).tolist() if len(n) > 16 else sorted(set(n[ok].tolist())):
             sel = np.flatnonzero(ok & (n == size))
             J = idx[sel, WINDOW - size :]
             V = lv[J]
-            # the rows where a sign may show: an explosion, 3 of the last 4 values above the own
-            # level by rho or above the band (drift), a step of x1.5 (jump); the tests below
-            # then read only those (each row's answer is its own: exact)
-            may = self.boom[js[sel]].copy()
-            if size >= 5:
-                with np.errstate(invalid="ignore"):
-                    may |= np.diff(V, axis=1).max(axis=1) >= LOG_1_5
+            # the rows where a sign may show - 3 of the last 4 values above the own level by rho
+            # or above the band (drift); a step of x1.5 and 3 of the last 4 above the window's
+            # lowest by x1.5 (jump) - so the tests below read only those (each row's answer is
+            # its own: exact)
+            drift = np.zeros(len(sel), bool)
+            jump = drift.copy()
+            with np.errstate(invalid="ignore"):
+                if size >= 8:
                     if centre is not None:
-                        may |= ((V[:, -4:] - (centre + rho)) > 0).sum(axis=1) >= 3
+                        drift |= ((V[:, -4:] - (centre + rho)) > 0).sum(axis=1) >= 3
                     if hi is not None:
-                        may |= ((V[:, -4:] - hi[J[:, -4:]]) > 0).sum(axis=1) >= 3
-            keep = np.flatnonzero(may)
+                        drift |= ((V[:, -4:] - hi[J[:, -4:]]) > 0).sum(axis=1) >= 3
+                if size >= 5:
+                    low = V[:, :-3].min(axis=1) + (LOG_1_5 - EPS)
+                    jump = (np.diff(V, axis=1).max(axis=1) >= LOG_1_5) & (
+                        ((V[:, -4:] - low[:, None]) > 0).sum(axis=1) >= 3
+                    )
+            boom = self.boom[js[sel]]
+            keep = np.flatnonzero(boom | drift | jump)
             if not len(keep):
                 continue
-            J, V, part = J[keep], V[keep], js[sel[keep]]
+            J, V, part, boom, drift, jump = J[keep], V[keep], js[sel[keep]], boom[keep], drift[keep], jump[keep]
             S = self.ids[J].astype(float)
             H = None if hi is None else hi[J]
             noise = _RowNoise(S, V, FLOOR[sig_id])
             if size >= 8:
-                for k in np.flatnonzero(self.boom[part]).tolist():
+                for k in np.flatnonzero(boom).tolist():
                     self.boom_rising[part[k]] = not _jump_shaped(V[k, -8:])
-                w, p, r, sg = rows_drift_up(S, V, centre, noise, rho, H)
-                for k in np.flatnonzero(w).tolist():
-                    if _jump_shaped(V[k, -int(w[k]) :], float(r[k])):
-                        w[k] = 0  # most of the rise in one step: a jump, not a trend
-                self.win[part], self.p[part], self.rise[part], self.sigma[part] = w, p, r, sg
-            if size >= 5:
-                self._jumps(part, V, H, noise)
+                d = np.flatnonzero(drift)
+                if len(d):
+                    Hd = None if H is None else H[d]
+                    w, p, r, sg = rows_drift_up(S[d], V[d], centre, noise.of(d), rho, Hd, self._whole(size, J[d]))
+                    for k in np.flatnonzero(w).tolist():
+                        if _jump_shaped(V[d[k], -int(w[k]) :], float(r[k])):
+                            w[k] = 0  # most of the rise in one step: a jump, not a trend
+                    pd = part[d]
+                    self.win[pd], self.p[pd], self.rise[pd], self.sigma[pd] = w, p, r, sg
+            jj = np.flatnonzero(jump)
+            if len(jj):
+                self._jumps(part[jj], V[jj], None if H is None else H[jj], noise.of(jj))
             for k in np.flatnonzero(self.boom[part] | (self.win[part] > 0) | self.jump[part]).tolist():
                 self.windows[int(part[k])] = J[k].copy()
+
+    def _whole(self, size: int, J: np.ndarray):
+        """rows_drift_up's mk_of for windows of WINDOW finite values (their rows contiguous)."""
+        if size != WINDOW or len(J) < WholeWindows.MIN_ROWS:
+            return None
+        if self._mk is None:
+            self._mk = WholeWindows(self.lv)
+        return self._mk.of(J[:, -1])
 
     def _jumps(self, part: np.ndarray, V: np.ndarray, H: np.ndarray | None, noise) -> None:
         before = stats.rows_percentile(V[:, :-3], 20)
@@ -272,6 +295,10 @@ class _RowNoise:
     def __init__(self, S: np.ndarray, V: np.ndarray, floor: float) -> None:
         self.S, self.V, self.floor = S, V, floor
         self.got = np.full(len(V), np.nan)
+
+    def of(self, rows: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """The noise of these rows' i-th, for a test that reads only them."""
+        return lambda i: self(rows[i])
 
     def __call__(self, i: np.ndarray) -> np.ndarray:
         todo = i[np.isnan(self.got[i])]
