@@ -1,6 +1,6 @@
 """What the bulk replay asks at each recorded rollout (Answers): the answers of the rules written
 over columns (rules.values.RangeTest, rules.rollout.OffPolicyTest, rules.learning_signal.NoSignalTest,
-the drift latch) over the whole history, and the vectorised gates of the others, so judge/bulk.py
+rules.drift.GapTest and GrowthTest, the drift latch, rules.hacking.HackingTest) over the whole history, and the vectorised gates of the others, so judge/bulk.py
 runs a scalar rule only where it may change something."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ HACK_CHUNK = 2048  # ops per batch of length-hacking's tests
 
 class Answers:
     """The gates' answers for every recorded rollout, as arrays (one entry per judged op):
-    per rule MAYBE / NO / UNKNOWN (scalar gate), rule_out_of_range's own answer (`oor`, a
+    per rule MAYBE / NO / UNKNOWN (the rule runs), rule_out_of_range's own answer (`oor`, a
     RangeTest: the rule itself, over the whole history), and `quiet` (no rule can fire).
     `at(k)` is the per-rollout dict evaluate_metrics reads."""
 
@@ -170,13 +170,13 @@ class Answers:
         return self._held
 
     def may(self, rule: str) -> np.ndarray:
-        """Per op: the rule may fire there (its gate says maybe, or a scalar gate decides)."""
+        """Per op: the rule may fire there (its gate does not say no)."""
         if rule not in self.names:
             return np.ones(len(self.rows), bool)
         return self.mat[:, self.names.index(rule)] != NO
 
     def at(self, k: int) -> dict:
-        """{rule: True/False/None (None = scalar gate), rules.COMPUTED: {rule: its conditions}
+        """{rule: True/False/None (None = no answer: the rule runs), rules.COMPUTED: {rule: its conditions}
         of the rules over columns, "quiet": bool}."""
         if not self.full[k]:
             return {}

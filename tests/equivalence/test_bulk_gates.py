@@ -1,7 +1,7 @@
 """The vectorised gates of judge/bulk.py are necessary conditions of the rules (issue #11).
 
 `Answers` says, for every rollout of a history at once, which rules may fire (MAYBE), which
-surely cannot (NO) and which it leaves to the scalar gate (UNKNOWN); likewise which signals
+surely cannot (NO) and which it does not answer (UNKNOWN: the rule runs); likewise which signals
 out-of-range must look at.  Here every rollout the bulk gates decide - from the first one they
 model (a settled baseline) on - is judged by the plain rules (no gate, no alert open), and a NO
 must mean the rule returns nothing there: on every scenario and setup, slow late breaks past
