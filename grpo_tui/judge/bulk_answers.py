@@ -1,6 +1,7 @@
 """What the bulk replay asks at each recorded rollout (Answers): the answers of the rules written
 over columns (rules.values.RangeTest, rules.rollout.OffPolicyTest, rules.learning_signal.NoSignalTest,
-rules.drift.GapTest and GrowthTest, the drift latch, rules.hacking.HackingTest) over the whole history, and the vectorised gates of the others, so judge/bulk.py
+rules.drift.GapTest and GrowthTest, the drift latch, rules.hacking.HackingTest, rules.policy's
+EntropyCollapseTest, EntropyHighTest and KlRefTest) over the whole history, and the vectorised gates of the others, so judge/bulk.py
 runs a scalar rule only where it may change something."""
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ from .bulk_vec import (
     NO,
     START,
     UNKNOWN,
-    _entropy_high_vec,
-    _entropy_vec,
     _hacking_vec,
-    _kl_ref_vec,
     _no_update_vec,
     _reward_variance_vec,
     _slowdown_vec,
@@ -31,6 +29,7 @@ from .rules.base import (
 from .rules.drift import GAP_SIGNALS, GapTest, GrowthTest, LatchTest
 from .rules.hacking import HackingTest
 from .rules.learning_signal import NoSignalTest
+from .rules.policy import EntropyCollapseTest, EntropyHighTest, KlRefTest, entropy_start, kl_ref_levels
 from .rules.rollout import OffPolicyTest
 from .rules.values import RangeTest
 
@@ -65,6 +64,9 @@ class Answers:
         self.no_signal: NoSignalTest | None = None
         self.grad_norm: GrowthTest | None = None
         self.gap: GapTest | None = None
+        self.entropy: EntropyCollapseTest | None = None
+        self.entropy_high: EntropyHighTest | None = None
+        self.kl_ref: KlRefTest | None = None
         self.gap_rising = np.zeros(n_ops, bool)  # (rule_gap returns a gap-rising there, none open)
         if not n_ops or not full.any():
             return
@@ -79,11 +81,18 @@ class Answers:
         self.grad_norm = GrowthTest(seg, self.resolved, history, rows, own_base(ctx, "grad_norm", log=True))
         self.gap = GapTest(seg, self.resolved, history, rows, {s: own_base(ctx, s, log=True) for s in GAP_SIGNALS})
         self.gap_rising = self.gap.rising
+        first = int(seg.id_array()[rows[full][0]])
+        self.entropy = EntropyCollapseTest(seg, history, rows, entropy_start(seg, first))
+        self.entropy_high = EntropyHighTest(seg, history, rows, rows < 3)
+        self.kl_ref = KlRefTest(seg, history, rows, kl_ref_levels(seg, rows))
         for name, test in (
             ("rule_off_policy", self.off_policy),
             ("rule_no_signal", self.no_signal),
             ("rule_grad_norm", self.grad_norm),
             ("rule_gap", self.gap),
+            ("rule_entropy_collapse", self.entropy),
+            ("rule_entropy_high", self.entropy_high),
+            ("rule_kl_ref", self.kl_ref),
         ):
             res[name] = np.where(test.fires, MAYBE, NO).astype(np.int8)  # (the rule's own answer)
         # a rule that fires nowhere has no words to give: its columns need not be kept
@@ -95,6 +104,12 @@ class Answers:
             self.grad_norm = None
         if not self.gap.fires.any():
             self.gap = None
+        if not self.entropy.fires.any():
+            self.entropy = None
+        if not self.entropy_high.fires.any():
+            self.entropy_high = None
+        if not self.kl_ref.fires.any():
+            self.kl_ref = None
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
@@ -188,6 +203,9 @@ class Answers:
                 "rule_off_policy": self.off_policy.conditions(k) if self.off_policy is not None else [],
                 "rule_grad_norm": self.grad_norm.conditions(k) if self.grad_norm is not None else [],
                 "rule_gap": self.gap.conditions(k) if self.gap is not None else [],
+                "rule_entropy_collapse": self.entropy.conditions(k) if self.entropy is not None else [],
+                "rule_entropy_high": self.entropy_high.conditions(k) if self.entropy_high is not None else [],
+                "rule_kl_ref": self.kl_ref.conditions(k) if self.kl_ref is not None else [],
                 "rule_out_of_range": self.oor.conditions(k),
             }
         d["quiet"] = bool(self.quiet[k])
@@ -202,9 +220,6 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     res: dict[str, np.ndarray] = {}
     res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
     res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows, memo)
-    res["rule_entropy_collapse"] = _entropy_vec(seg, rows)
-    res["rule_kl_ref"] = _kl_ref_vec(seg, rows)
-    res["rule_entropy_high"] = _entropy_high_vec(seg, rows)
     res["rule_reward_variance"] = _reward_variance_vec(seg, rows)
     res["rule_no_update"] = _no_update_vec(seg, rows)
     return res, rs

@@ -19,7 +19,6 @@ from .rules.base import (
     TREND_WINDOWS,
     WINDOW,
 )
-from .rules.policy import ENTROPY
 from .setup import FIRST as FIT_FIRST
 from .signals import BY_ID, metric_for
 
@@ -233,35 +232,6 @@ def _window_head_min(pt: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return np.where(np.arange(8)[None, :] < head[:, None], firsts, np.inf).min(axis=1)
 
 
-def _entropy_vec(seg, rows) -> np.ndarray:
-    """3 of the last 4 below 15 % of the largest of the first three (its median is smaller)."""
-    from .rules.policy import ENTROPY_SHARE
-
-    name = metric_for(seg, ENTROPY)
-    if name is None:
-        return np.full(len(rows), NO, np.int8)
-    end = int(rows.max()) + 1
-    start = _vals(seg, name, min(3, end))
-    start = start[np.isfinite(start)]
-    if len(start) < 3 or not float(np.max(start)) > 1e-9 - EPS:
-        return np.full(len(rows), NO, np.int8)  # not observed (Miles logs 0.0): never fires
-    v = _vals(seg, name, end)
-    fin = np.isfinite(v)
-    dense = _dense(fin, rows, 4)
-    with np.errstate(invalid="ignore"):
-        hit = (_last4(v, rows) < ENTROPY_SHARE * float(np.max(start)) + EPS).sum(axis=1) >= 3
-    out = np.where(dense, np.where(hit, MAYBE, NO), UNKNOWN)
-    return np.where(fin[rows], out, NO).astype(np.int8)
-
-
-def _kl_ref_vec(seg, rows) -> np.ndarray:
-    """rule_kl_ref may fire only where one of its last four values reaches KL_REF_FLOOR (every
-    branch needs one: above 10, a jump to at least 0.05, or three at or above 0.1)."""
-    from .rules.policy import KL_REF, KL_REF_FLOOR
-
-    return _any_of_last4(seg, KL_REF, rows, lambda w: w >= KL_REF_FLOOR - EPS)
-
-
 def _any_of_last4(seg, sig, rows, test) -> np.ndarray:
     """MAYBE where `test` holds for one of the op's last four values, NO where for none or where
     the op has no value (such a rule needs one); UNKNOWN where one of the four is not finite
@@ -275,18 +245,6 @@ def _any_of_last4(seg, sig, rows, test) -> np.ndarray:
         hit = test(np.where(fin, v, np.nan)[np.maximum(rows[:, None] - np.arange(4)[None, :], 0)]).any(axis=1)
     out = np.where(_dense(fin, rows, 4), np.where(hit, MAYBE, NO), UNKNOWN)
     return np.where(fin[rows], out, NO).astype(np.int8)
-
-
-def _entropy_high_vec(seg, rows) -> np.ndarray:
-    """rule_entropy_high may fire only where entropy is at the ceiling at the op's rollout."""
-    from .rules.policy import ENTROPY_CEILING
-
-    name = metric_for(seg, ENTROPY)
-    if name is None:
-        return np.full(len(rows), NO, np.int8)
-    v = _vals(seg, name, int(rows.max()) + 1)
-    with np.errstate(invalid="ignore"):
-        return np.where(v[rows] >= ENTROPY_CEILING - EPS, MAYBE, NO).astype(np.int8)
 
 
 def _reward_variance_vec(seg, rows) -> np.ndarray:

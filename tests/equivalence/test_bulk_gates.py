@@ -203,3 +203,14 @@ def test_windowed_mann_kendall_is_the_pair_count():
         srt = np.sort(win, axis=1)
         want_t = (srt[:, 1:] == srt[:, :-1]).any(axis=1)
         assert np.array_equal(s[w - 1 :], want_s) and np.array_equal(ties[w - 1 :], want_t)
+
+
+@pytest.mark.parametrize(
+    "case", ["kl-ref-runs-away", "kl-ref-spikes", "entropy-high-cycles", "entropy-collapse-cycles"]
+)
+def test_policy_rules_over_the_history_are_the_rules(case):
+    """KlRefTest, EntropyHighTest and EntropyCollapseTest over a whole history give at every
+    rollout the conditions of their rule asked there alone (held, cycling, escalating)."""
+    from tests.equivalence.test_fast_judge import _new_rule_cases
+
+    assert check_gates(_store(_new_rule_cases()[case]())) > 0

@@ -621,14 +621,25 @@ def _new_rule_cases() -> dict:
         "miles-no-update-held": miles_zero_grad,
         "entropy-high-cycles": lambda: verl_log(300, lambda i: 9.49 if (i // 20) % 2 else 0.6),
         "reward-variance-held": lambda: trl_log(300, std=lambda i: 0.9 if 100 <= i < 250 else 0.05),
+        # entropy collapses twice: while reward still rises (a warning), then with reward flat
+        # (critical), and recovers in between
+        "entropy-collapse-cycles": lambda: [
+            f"step:{i} - actor/entropy:{0.02 if 60 <= i < 120 or 200 <= i < 260 else 0.5!r} - actor/grad_norm:0.5 - "
+            f"critic/score/mean:{(0.3 + 0.002 * i) if i < 150 else 0.6 + 0.01 * (i % 3)!r} - response_length/mean:{400 + i}"
+            for i in range(1, 301)
+        ],
     }
 
 
 @pytest.mark.parametrize("case", list(_new_rule_cases()))
 def test_bulk_equals_plain_on_the_kl_ref_and_no_update_rules(case, monkeypatch):
-    """kl-ref, entropy-high, reward-variance and no-update through their vectorised gates
-    (bulk_vec._kl_ref_vec, _entropy_high_vec, _reward_variance_vec, _no_update_vec: necessary
-    conditions) give the alerts rollout by rollout gives, held and cycling."""
+    """kl-ref, entropy-high and entropy-collapse over columns (rules.policy: KlRefTest, EntropyHighTest,
+    EntropyCollapseTest), reward-variance
+    and no-update through their vectorised gates (bulk_vec._reward_variance_vec, _no_update_vec:
+    necessary conditions) give the alerts rollout by rollout gives, held and cycling."""
     plain = _bulk_equals_plain(_new_rule_cases()[case](), monkeypatch)
-    rule = next(r for r in ("kl-ref", "entropy-high", "reward-variance", "no-update") if r in case)
+    rule = next(r for r in ("kl-ref", "entropy-high", "entropy-collapse", "reward-variance", "no-update") if r in case)
     assert any(a.rule == rule for a in plain.engine.alerts)
+    if case == "entropy-collapse-cycles":
+        got = {(a.severity, a.first_seen) for a in plain.engine.alerts if a.rule == rule}
+        assert len(got) >= 2 and {"warning", "critical"} <= {sev for sev, _ in got}, got
