@@ -1,7 +1,8 @@
 """What the bulk replay asks at each recorded rollout (Answers): the answers of the rules written
 over columns (rules.values.RangeTest, rules.rollout.OffPolicyTest, rules.learning_signal.NoSignalTest,
 rules.drift.GapTest and GrowthTest, the drift latch, rules.hacking.HackingTest, rules.policy's
-EntropyCollapseTest, EntropyHighTest and KlRefTest) over the whole history, and the vectorised gates of the others, so judge/bulk.py
+EntropyCollapseTest, EntropyHighTest and KlRefTest, rules.learning_signal.RewardVarianceTest) over the
+whole history, and the vectorised gates of the others, so judge/bulk.py
 runs a scalar rule only where it may change something."""
 
 from __future__ import annotations
@@ -16,20 +17,20 @@ from .bulk_vec import (
     UNKNOWN,
     _hacking_vec,
     _no_update_vec,
-    _reward_variance_vec,
     _slowdown_vec,
 )
 from .ranges import RangeSet
 from .rules import COMPUTED
 from .rules.base import (
     RuleContext,
+    early_levels,
     own_base,
     ranges_for,
 )
 from .rules.drift import GAP_SIGNALS, GapTest, GrowthTest, LatchTest
 from .rules.hacking import HackingTest
-from .rules.learning_signal import NoSignalTest
-from .rules.policy import EntropyCollapseTest, EntropyHighTest, KlRefTest, entropy_start, kl_ref_levels
+from .rules.learning_signal import REWARD_STD, NoSignalTest, RewardVarianceTest
+from .rules.policy import KL_REF, EntropyCollapseTest, EntropyHighTest, KlRefTest, entropy_start
 from .rules.rollout import OffPolicyTest
 from .rules.values import RangeTest
 
@@ -67,6 +68,7 @@ class Answers:
         self.entropy: EntropyCollapseTest | None = None
         self.entropy_high: EntropyHighTest | None = None
         self.kl_ref: KlRefTest | None = None
+        self.reward_variance: RewardVarianceTest | None = None
         self.gap_rising = np.zeros(n_ops, bool)  # (rule_gap returns a gap-rising there, none open)
         if not n_ops or not full.any():
             return
@@ -84,7 +86,8 @@ class Answers:
         first = int(seg.id_array()[rows[full][0]])
         self.entropy = EntropyCollapseTest(seg, history, rows, entropy_start(seg, first))
         self.entropy_high = EntropyHighTest(seg, history, rows, rows < 3)
-        self.kl_ref = KlRefTest(seg, history, rows, kl_ref_levels(seg, rows))
+        self.kl_ref = KlRefTest(seg, history, rows, early_levels(seg, KL_REF, rows))
+        self.reward_variance = RewardVarianceTest(seg, history, rows, early_levels(seg, REWARD_STD, rows))
         for name, test in (
             ("rule_off_policy", self.off_policy),
             ("rule_no_signal", self.no_signal),
@@ -93,6 +96,7 @@ class Answers:
             ("rule_entropy_collapse", self.entropy),
             ("rule_entropy_high", self.entropy_high),
             ("rule_kl_ref", self.kl_ref),
+            ("rule_reward_variance", self.reward_variance),
         ):
             res[name] = np.where(test.fires, MAYBE, NO).astype(np.int8)  # (the rule's own answer)
         # a rule that fires nowhere has no words to give: its columns need not be kept
@@ -110,6 +114,8 @@ class Answers:
             self.entropy_high = None
         if not self.kl_ref.fires.any():
             self.kl_ref = None
+        if not self.reward_variance.fires.any():
+            self.reward_variance = None
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
@@ -206,6 +212,9 @@ class Answers:
                 "rule_entropy_collapse": self.entropy.conditions(k) if self.entropy is not None else [],
                 "rule_entropy_high": self.entropy_high.conditions(k) if self.entropy_high is not None else [],
                 "rule_kl_ref": self.kl_ref.conditions(k) if self.kl_ref is not None else [],
+                "rule_reward_variance": (
+                    self.reward_variance.conditions(k) if self.reward_variance is not None else []
+                ),
                 "rule_out_of_range": self.oor.conditions(k),
             }
         d["quiet"] = bool(self.quiet[k])
@@ -220,7 +229,6 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     res: dict[str, np.ndarray] = {}
     res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
     res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows, memo)
-    res["rule_reward_variance"] = _reward_variance_vec(seg, rows)
     res["rule_no_update"] = _no_update_vec(seg, rows)
     return res, rs
 

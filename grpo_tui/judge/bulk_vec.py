@@ -232,29 +232,6 @@ def _window_head_min(pt: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return np.where(np.arange(8)[None, :] < head[:, None], firsts, np.inf).min(axis=1)
 
 
-def _any_of_last4(seg, sig, rows, test) -> np.ndarray:
-    """MAYBE where `test` holds for one of the op's last four values, NO where for none or where
-    the op has no value (such a rule needs one); UNKNOWN where one of the four is not finite
-    (the rule then reads further back)."""
-    name = metric_for(seg, sig)
-    if name is None:
-        return np.full(len(rows), NO, np.int8)
-    v = _vals(seg, name, int(rows.max()) + 1)
-    fin = np.isfinite(v)
-    with np.errstate(invalid="ignore"):
-        hit = test(np.where(fin, v, np.nan)[np.maximum(rows[:, None] - np.arange(4)[None, :], 0)]).any(axis=1)
-    out = np.where(_dense(fin, rows, 4), np.where(hit, MAYBE, NO), UNKNOWN)
-    return np.where(fin[rows], out, NO).astype(np.int8)
-
-
-def _reward_variance_vec(seg, rows) -> np.ndarray:
-    """rule_reward_variance may fire only where one of the last four reward stds is above 0
-    (x10 of a positive level)."""
-    from .rules.learning_signal import REWARD_STD
-
-    return _any_of_last4(seg, REWARD_STD, rows, lambda w: w > 0)
-
-
 def _no_update_vec(seg, rows) -> np.ndarray:
     """rule_no_update may fire only where the gradient norm is exactly 0 at the op's rollout."""
     name = metric_for(seg, BY_ID["grad_norm"])

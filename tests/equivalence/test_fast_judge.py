@@ -633,10 +633,10 @@ def _new_rule_cases() -> dict:
 
 @pytest.mark.parametrize("case", list(_new_rule_cases()))
 def test_bulk_equals_plain_on_the_kl_ref_and_no_update_rules(case, monkeypatch):
-    """kl-ref, entropy-high and entropy-collapse over columns (rules.policy: KlRefTest, EntropyHighTest,
-    EntropyCollapseTest), reward-variance
-    and no-update through their vectorised gates (bulk_vec._reward_variance_vec, _no_update_vec:
-    necessary conditions) give the alerts rollout by rollout gives, held and cycling."""
+    """kl-ref, entropy-high, entropy-collapse and reward-variance over columns (rules.policy:
+    KlRefTest, EntropyHighTest, EntropyCollapseTest; rules.learning_signal.RewardVarianceTest),
+    no-update through its vectorised gate (bulk_vec._no_update_vec: a necessary condition) give
+    the alerts rollout by rollout gives, held and cycling."""
     plain = _bulk_equals_plain(_new_rule_cases()[case](), monkeypatch)
     rule = next(r for r in ("kl-ref", "entropy-high", "entropy-collapse", "reward-variance", "no-update") if r in case)
     assert any(a.rule == rule for a in plain.engine.alerts)

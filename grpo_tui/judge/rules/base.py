@@ -17,6 +17,7 @@ from ..setup import FIRST as FIT_FIRST, FIT_FLAGS, FIT_SIGNALS, defaults_fit
 from ..signals import (
     BY_ID,
     EARLY_ROLLOUTS,
+    Signal,
     first_rows,
     metric_for,
     signal_at_rows,
@@ -478,6 +479,23 @@ def early_level(ids: np.ndarray, vals: np.ndarray) -> float | None:
         return None
     base = float(stats.median(early))
     return base if base > 0 else None
+
+
+def early_level_at(seg: Segment, sig: Signal, upto: int) -> float:
+    """early_level of the segment's first 12 rollouts up to `upto`, NaN where there is none."""
+    base = early_level(*_finite(*signal_at_rows(seg, sig, first_rows(seg, 12, upto))))
+    return math.nan if base is None else base
+
+
+def early_levels(seg: Segment, sig: Signal, at: np.ndarray) -> np.ndarray:
+    """early_level_at each row position of `at` of an ordered segment (the same from the 12th
+    rollout on)."""
+    ids = seg.id_array()
+    heads = np.minimum(at + 1, 12)
+    out = np.full(len(at), math.nan)
+    for h in sorted(set(heads.tolist())):
+        out[heads == h] = early_level_at(seg, sig, int(ids[h - 1]))
+    return out
 
 
 def at_run_start(ctx: RuleContext) -> bool:

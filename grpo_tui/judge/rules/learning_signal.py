@@ -29,7 +29,7 @@ from .base import (
     RuleInfo,
     _finite,
     _r,
-    early_level,
+    early_level_at,
 )
 
 INFO = (
@@ -276,28 +276,50 @@ REWARD_STD_RISE = 10.0  # x the run's own early reward std, in 3 of the last 4 r
 
 
 def rule_reward_variance(ctx: RuleContext) -> list[Condition]:
-    """The reward std x10 its own early level (the median of rollouts 2-11) in 3 of the last 4
-    rollouts.  Its collapse to 0 is no-signal's."""
+    """The rule at one rollout: RewardVarianceTest over its window."""
     seg = ctx.seg
     if metric_for(seg, REWARD_STD) is None:
         return []
-    ids, vals = _finite(*signal_at_rows(seg, REWARD_STD, seg.rows_upto(WINDOW, ctx.upto)))
-    if len(vals) < 4 or ids[-1] != ctx.upto:
+    rows = seg.rows_upto(WINDOW, ctx.upto)
+    if not len(rows) or int(seg.ids_at(rows[-1:])[0]) != ctx.upto:
         return []
-    base = early_level(*_finite(*signal_at_rows(seg, REWARD_STD, first_rows(seg, 12, ctx.upto))))
-    if base is None or not stats.persistent_above(vals, REWARD_STD_RISE * base, 3, 4):
-        return []
-    now = float(np.median(vals[-4:]))
-    msg = f"reward std x{now / base:.0f} its early level ({base:.3g} -> {now:.3g}) in 3 of the last 4 rollouts"
-    return [
-        Condition(
-            "reward-variance",
-            "critical",
-            int(ids[-4]),
-            msg,
-            {"reward_std_last4": [_r(v) for v in vals[-4:]], "early_level": _r(base)},
-        )
-    ]
+    base = np.array([early_level_at(seg, REWARD_STD, ctx.upto)])
+    return RewardVarianceTest(seg, rows, np.array([len(rows) - 1]), base).conditions(0)
+
+
+class RewardVarianceTest:
+    """rule_reward_variance over columns, for many rollouts at once (`rows`: the run's rows in
+    rollout order, `at`: the positions judged, `base`: the std's early_level at each).  The
+    reward std x10 its own early level (the median of rollouts 2-11) in 3 of the last 4
+    rollouts.  Its collapse to 0 is no-signal's.  `fires` per judged rollout."""
+
+    def __init__(self, seg: Segment, rows: np.ndarray, at: np.ndarray, base: np.ndarray) -> None:
+        self.base = base
+        self.fires = np.zeros(len(at), bool)
+        if not len(at):
+            return
+        self.ids = seg.ids_at(rows)
+        v = self.v = signal_values(seg, REWARD_STD, rows)
+        self.idx, n = stats.last_finite(v, at, 4, WINDOW)
+        with np.errstate(invalid="ignore"):
+            above = ((v[np.maximum(self.idx, 0)] - (REWARD_STD_RISE * base)[:, None]) > 0).sum(axis=1) >= 3
+        self.fires = (n >= 4) & np.isfinite(v[at]) & np.isfinite(base) & above
+
+    def conditions(self, j: int) -> list[Condition]:
+        if not self.fires[j]:
+            return []
+        vals, base = self.v[self.idx[j]], float(self.base[j])
+        now = float(np.median(vals))
+        msg = f"reward std x{now / base:.0f} its early level ({base:.3g} -> {now:.3g}) in 3 of the last 4 rollouts"
+        return [
+            Condition(
+                "reward-variance",
+                "critical",
+                int(self.ids[self.idx[j, 0]]),
+                msg,
+                {"reward_std_last4": [_r(v) for v in vals], "early_level": _r(base)},
+            )
+        ]
 
 
 def _groups_disagree(ctx: RuleContext) -> bool | None:

@@ -25,7 +25,7 @@ from .base import (
     _finite,
     _r,
     at_run_start,
-    early_level,
+    early_level_at,
 )
 
 INFO = (
@@ -158,30 +158,13 @@ def rule_kl_ref(ctx: RuleContext) -> list[Condition]:
     rows = seg.rows_upto(WINDOW, ctx.upto)
     if not len(rows) or int(seg.ids_at(rows[-1:])[0]) != ctx.upto:
         return []
-    return KlRefTest(seg, rows, np.array([len(rows) - 1]), np.array([kl_ref_level(seg, ctx.upto)])).conditions(0)
-
-
-def kl_ref_level(seg: Segment, upto: int) -> float:
-    """KL to the reference's own early level (early_level of the segment's first 12 rollouts up
-    to `upto`), NaN without one."""
-    base = early_level(*_finite(*signal_at_rows(seg, KL_REF, first_rows(seg, 12, upto))))
-    return math.nan if base is None else base
-
-
-def kl_ref_levels(seg: Segment, at: np.ndarray) -> np.ndarray:
-    """kl_ref_level at each row position of `at` (an ordered segment's rows): the same from the
-    12th rollout on."""
-    ids = seg.id_array()
-    heads = np.minimum(at + 1, 12)
-    out = np.full(len(at), math.nan)
-    for h in sorted(set(heads.tolist())):
-        out[heads == h] = kl_ref_level(seg, int(ids[h - 1]))
-    return out
+    at = np.array([len(rows) - 1])
+    return KlRefTest(seg, rows, at, np.array([early_level_at(seg, KL_REF, ctx.upto)])).conditions(0)
 
 
 class KlRefTest:
     """rule_kl_ref over columns, for many rollouts at once (`rows`: the run's rows in rollout
-    order, `at`: the positions judged, `base`: kl_ref_level at each).  KL to the reference
+    order, `at`: the positions judged, `base`: its early_level at each).  KL to the reference
     explodes (above 10, or x100 in one step to at least 0.05: critical at once) or runs away (3
     of the last 4 at 10x its own early level and above 0.1: a warning; above 1.0 too: critical).
     Non-finite values are rule_non_finite's.  `fires`, `how` per judged rollout (1 above 10,
