@@ -1,9 +1,8 @@
 """What the bulk replay asks at each recorded rollout (Answers): the answers of the rules written
-over columns (rules.values.RangeTest, rules.rollout.OffPolicyTest, rules.learning_signal.NoSignalTest,
-rules.drift.GapTest and GrowthTest, the drift latch, rules.hacking.HackingTest, rules.policy's
-EntropyCollapseTest, EntropyHighTest and KlRefTest, rules.learning_signal.RewardVarianceTest) over the
-whole history, and the vectorised gates of the others, so judge/bulk.py
-runs a scalar rule only where it may change something."""
+over columns (RangeTest, OffPolicyTest, NoSignalTest, GapTest, GrowthTest, the drift latch,
+HackingTest, EntropyCollapseTest, EntropyHighTest, KlRefTest, RewardVarianceTest, NoUpdateTest)
+over the whole history, and the vectorised gates of the others (slowdown; length-hacking's sign
+before HackingTest is asked), so judge/bulk.py runs a rule only where it may change something."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ from .bulk_vec import (
     START,
     UNKNOWN,
     _hacking_vec,
-    _no_update_vec,
     _slowdown_vec,
 )
 from .ranges import RangeSet
@@ -29,7 +27,7 @@ from .rules.base import (
 )
 from .rules.drift import GAP_SIGNALS, GapTest, GrowthTest, LatchTest
 from .rules.hacking import HackingTest
-from .rules.learning_signal import REWARD_STD, NoSignalTest, RewardVarianceTest
+from .rules.learning_signal import REWARD_STD, NoSignalTest, NoUpdateTest, RewardVarianceTest
 from .rules.policy import KL_REF, EntropyCollapseTest, EntropyHighTest, KlRefTest, entropy_start
 from .rules.rollout import OffPolicyTest
 from .rules.values import RangeTest
@@ -69,6 +67,7 @@ class Answers:
         self.entropy_high: EntropyHighTest | None = None
         self.kl_ref: KlRefTest | None = None
         self.reward_variance: RewardVarianceTest | None = None
+        self.no_update: NoUpdateTest | None = None
         self.gap_rising = np.zeros(n_ops, bool)  # (rule_gap returns a gap-rising there, none open)
         if not n_ops or not full.any():
             return
@@ -88,6 +87,7 @@ class Answers:
         self.entropy_high = EntropyHighTest(seg, history, rows, rows < 3)
         self.kl_ref = KlRefTest(seg, history, rows, early_levels(seg, KL_REF, rows))
         self.reward_variance = RewardVarianceTest(seg, history, rows, early_levels(seg, REWARD_STD, rows))
+        self.no_update = NoUpdateTest(seg, history, rows)
         for name, test in (
             ("rule_off_policy", self.off_policy),
             ("rule_no_signal", self.no_signal),
@@ -97,6 +97,7 @@ class Answers:
             ("rule_entropy_high", self.entropy_high),
             ("rule_kl_ref", self.kl_ref),
             ("rule_reward_variance", self.reward_variance),
+            ("rule_no_update", self.no_update),
         ):
             res[name] = np.where(test.fires, MAYBE, NO).astype(np.int8)  # (the rule's own answer)
         # a rule that fires nowhere has no words to give: its columns need not be kept
@@ -116,6 +117,8 @@ class Answers:
             self.kl_ref = None
         if not self.reward_variance.fires.any():
             self.reward_variance = None
+        if not self.no_update.fires.any():
+            self.no_update = None
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
@@ -215,6 +218,7 @@ class Answers:
                 "rule_reward_variance": (
                     self.reward_variance.conditions(k) if self.reward_variance is not None else []
                 ),
+                "rule_no_update": self.no_update.conditions(k) if self.no_update is not None else [],
                 "rule_out_of_range": self.oor.conditions(k),
             }
         d["quiet"] = bool(self.quiet[k])
@@ -229,7 +233,6 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     res: dict[str, np.ndarray] = {}
     res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
     res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows, memo)
-    res["rule_no_update"] = _no_update_vec(seg, rows)
     return res, rs
 
 

@@ -230,12 +230,3 @@ def _window_head_min(pt: np.ndarray, sel: np.ndarray) -> np.ndarray:
     head = np.minimum(8, np.maximum(4, (sel - lo + 1) // 4))
     firsts = _sw(np.concatenate([pt, np.full(7, np.inf)]), 8)[lo]  # pt[lo .. lo+7]
     return np.where(np.arange(8)[None, :] < head[:, None], firsts, np.inf).min(axis=1)
-
-
-def _no_update_vec(seg, rows) -> np.ndarray:
-    """rule_no_update may fire only where the gradient norm is exactly 0 at the op's rollout."""
-    name = metric_for(seg, BY_ID["grad_norm"])
-    if name is None:
-        return np.full(len(rows), NO, np.int8)
-    v = _vals(seg, name, int(rows.max()) + 1)
-    return np.where(v[rows] == 0.0, MAYBE, NO).astype(np.int8)

@@ -207,11 +207,19 @@ def test_windowed_mann_kendall_is_the_pair_count():
 
 @pytest.mark.parametrize(
     "case",
-    ["kl-ref-runs-away", "kl-ref-spikes", "entropy-high-cycles", "entropy-collapse-cycles", "reward-variance-held"],
+    [
+        "kl-ref-runs-away",
+        "kl-ref-spikes",
+        "entropy-high-cycles",
+        "entropy-collapse-cycles",
+        "reward-variance-held",
+        "no-update-cycles",
+        "miles-no-update-held",
+    ],
 )
 def test_policy_rules_over_the_history_are_the_rules(case):
-    """KlRefTest, EntropyHighTest, EntropyCollapseTest and RewardVarianceTest over a whole history
-    give at every rollout the conditions of their rule asked there alone (held, cycling, escalating)."""
+    """KlRefTest, EntropyHighTest, EntropyCollapseTest, RewardVarianceTest and NoUpdateTest over a
+    whole history give at every rollout the conditions of their rule asked there alone (held, cycling, escalating)."""
     from tests.equivalence.test_fast_judge import _new_rule_cases
 
     assert check_gates(_store(_new_rule_cases()[case]())) > 0

@@ -633,10 +633,9 @@ def _new_rule_cases() -> dict:
 
 @pytest.mark.parametrize("case", list(_new_rule_cases()))
 def test_bulk_equals_plain_on_the_kl_ref_and_no_update_rules(case, monkeypatch):
-    """kl-ref, entropy-high, entropy-collapse and reward-variance over columns (rules.policy:
-    KlRefTest, EntropyHighTest, EntropyCollapseTest; rules.learning_signal.RewardVarianceTest),
-    no-update through its vectorised gate (bulk_vec._no_update_vec: a necessary condition) give
-    the alerts rollout by rollout gives, held and cycling."""
+    """kl-ref, entropy-high, entropy-collapse, reward-variance and no-update over columns
+    (rules.policy: KlRefTest, EntropyHighTest, EntropyCollapseTest; rules.learning_signal:
+    RewardVarianceTest, NoUpdateTest) give the alerts rollout by rollout gives, held and cycling."""
     plain = _bulk_equals_plain(_new_rule_cases()[case](), monkeypatch)
     rule = next(r for r in ("kl-ref", "entropy-high", "entropy-collapse", "reward-variance", "no-update") if r in case)
     assert any(a.rule == rule for a in plain.engine.alerts)

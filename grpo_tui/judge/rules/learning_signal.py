@@ -4,8 +4,6 @@ than at the start (reward-variance), and a gradient that is exactly 0 while grou
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...store.metric_store import Segment
@@ -17,7 +15,6 @@ from ..signals import (
     first_rows,
     groups_of,
     metric_for,
-    signal_at_rows,
     signal_values,
     zero_std_values,
 )
@@ -27,7 +24,6 @@ from .base import (
     Condition,
     RuleContext,
     RuleInfo,
-    _finite,
     _r,
     early_level_at,
 )
@@ -322,41 +318,61 @@ class RewardVarianceTest:
         ]
 
 
-def _groups_disagree(ctx: RuleContext) -> bool | None:
-    """Whether the rollout's groups have reward variance: not every group zero-std, or a reward
-    std above 0, or a best score above the worst; None when the log says neither way."""
-    seg, r = ctx.seg, ctx.upto
-    if groups_of(seg) is not None:
-        ids, vals = ctx.series("zero_std")
-        if len(vals) and ids[-1] == r and math.isfinite(float(vals[-1])):
-            return float(vals[-1]) < 1.0
-    if metric_for(seg, REWARD_STD) is not None:
-        ids, vals = signal_at_rows(seg, REWARD_STD, seg.rows_upto(1, r))
-        if len(vals) and ids[-1] == r and math.isfinite(float(vals[-1])):
-            return float(vals[-1]) > 0.0
-    return None
-
-
 def rule_no_update(ctx: RuleContext) -> list[Condition]:
-    """The gradient norm exactly 0 on the last 2 rollouts while the groups still disagree on
-    reward (critical), or with nothing to say they do not (a warning).  All groups scoring the
-    same gives no gradient by design: that is no-signal's."""
-    ids, vals = _finite(*ctx.series("grad_norm"))
-    if len(vals) < 2 or ids[-1] != ctx.upto or vals[-1] != 0.0 or vals[-2] != 0.0:
+    """The rule at one rollout: NoUpdateTest over its window."""
+    seg = ctx.seg
+    rows = seg.rows_upto(WINDOW, ctx.upto)
+    if not len(rows) or int(seg.ids_at(rows[-1:])[0]) != ctx.upto:
         return []
-    disagree = _groups_disagree(ctx)
-    if disagree is False:
-        return []
-    run = stats.trailing_run(vals == 0.0)  # the zeros at the end
-    why = "while the groups still disagree on reward" if disagree else "(the log does not say whether groups disagree)"
-    msg = f"gradient norm exactly 0 for {run} rollouts in a row {why}"
-    return [
-        Condition(
-            "no-update",
-            "critical" if disagree else "warning",
-            int(ids[-run]),
-            msg,
-            {"zero_rollouts": run, "groups_disagree": disagree},
-            signal="grad_norm",
+    return NoUpdateTest(seg, rows, np.array([len(rows) - 1])).conditions(0)
+
+
+class NoUpdateTest:
+    """rule_no_update over columns, for many rollouts at once (`rows`: the run's rows in rollout
+    order, `at`: the positions judged).  The gradient norm exactly 0 on the last 2 rollouts while
+    the groups still disagree on reward (critical), or with nothing to say they do not (a
+    warning).  All groups scoring the same gives no gradient by design: that is no-signal's.
+    The groups disagree where not every group is zero-std, else where the reward std is above
+    0, at the judged rollout (`disagree`: 1, 0, or -1 where the log says neither way)."""
+
+    def __init__(self, seg: Segment, rows: np.ndarray, at: np.ndarray) -> None:
+        self.fires = np.zeros(len(at), bool)
+        if not len(at):
+            return
+        self.ids = seg.ids_at(rows)
+        g = self.g = signal_values(seg, BY_ID["grad_norm"], rows)
+        self.idx, n = stats.last_finite(g, at, WINDOW, WINDOW)
+        zero = (n >= 2) & (g[at] == 0.0) & (g[np.maximum(self.idx[:, -2], 0)] == 0.0)
+        d = self.disagree = np.full(len(at), -1, np.int8)
+        if groups_of(seg) is not None:
+            zs = zero_std_values(seg, rows)[0][at]
+            known = np.isfinite(zs)
+            d[known] = zs[known] < 1.0
+        if metric_for(seg, REWARD_STD) is not None:
+            rs = signal_values(seg, REWARD_STD, rows)[at]
+            known = (d < 0) & np.isfinite(rs)
+            d[known] = rs[known] > 0.0
+        self.fires = zero & (d != 0)
+
+    def conditions(self, j: int) -> list[Condition]:
+        if not self.fires[j]:
+            return []
+        idx = self.idx[j]
+        idx = idx[idx >= 0]
+        run = stats.trailing_run(self.g[idx] == 0.0)  # the zeros at the end
+        disagree = None if self.disagree[j] < 0 else bool(self.disagree[j])
+        why = (
+            "while the groups still disagree on reward"
+            if disagree
+            else "(the log does not say whether groups disagree)"
         )
-    ]
+        return [
+            Condition(
+                "no-update",
+                "critical" if disagree else "warning",
+                int(self.ids[idx[-run]]),
+                f"gradient norm exactly 0 for {run} rollouts in a row {why}",
+                {"zero_rollouts": run, "groups_disagree": disagree},
+                signal="grad_norm",
+            )
+        ]
