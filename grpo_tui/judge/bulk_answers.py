@@ -1,8 +1,8 @@
 """What the bulk replay asks at each recorded rollout (Answers): the answers of the rules written
 over columns (RangeTest, OffPolicyTest, NoSignalTest, GapTest, GrowthTest, the drift latch,
-HackingTest, EntropyCollapseTest, EntropyHighTest, KlRefTest, RewardVarianceTest, NoUpdateTest)
-over the whole history, and the vectorised gates of the others (slowdown; length-hacking's sign
-before HackingTest is asked), so judge/bulk.py runs a rule only where it may change something."""
+HackingTest, EntropyCollapseTest, EntropyHighTest, KlRefTest, RewardVarianceTest, NoUpdateTest,
+SlowdownTest) over the whole history, and length-hacking's vectorised gate (HackingTest's sign is
+asked only where it may show), so judge/bulk.py asks a rule only where it may change something."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from .bulk_vec import (
     START,
     UNKNOWN,
     _hacking_vec,
-    _slowdown_vec,
 )
 from .ranges import RangeSet
 from .rules import COMPUTED
@@ -29,7 +28,7 @@ from .rules.drift import GAP_SIGNALS, GapTest, GrowthTest, LatchTest
 from .rules.hacking import HackingTest
 from .rules.learning_signal import REWARD_STD, NoSignalTest, NoUpdateTest, RewardVarianceTest
 from .rules.policy import KL_REF, EntropyCollapseTest, EntropyHighTest, KlRefTest, entropy_start
-from .rules.rollout import OffPolicyTest
+from .rules.rollout import OffPolicyTest, SlowdownTest, slowdown_base
 from .rules.values import RangeTest
 
 HACK_CHUNK = 2048  # ops per batch of length-hacking's tests
@@ -68,6 +67,7 @@ class Answers:
         self.kl_ref: KlRefTest | None = None
         self.reward_variance: RewardVarianceTest | None = None
         self.no_update: NoUpdateTest | None = None
+        self.slowdown: SlowdownTest | None = None
         self.gap_rising = np.zeros(n_ops, bool)  # (rule_gap returns a gap-rising there, none open)
         if not n_ops or not full.any():
             return
@@ -88,6 +88,7 @@ class Answers:
         self.kl_ref = KlRefTest(seg, history, rows, early_levels(seg, KL_REF, rows))
         self.reward_variance = RewardVarianceTest(seg, history, rows, early_levels(seg, REWARD_STD, rows))
         self.no_update = NoUpdateTest(seg, history, rows)
+        self.slowdown = SlowdownTest(seg, history, rows, slowdown_base(seg, first))
         for name, test in (
             ("rule_off_policy", self.off_policy),
             ("rule_no_signal", self.no_signal),
@@ -98,6 +99,7 @@ class Answers:
             ("rule_kl_ref", self.kl_ref),
             ("rule_reward_variance", self.reward_variance),
             ("rule_no_update", self.no_update),
+            ("rule_rollout_slowdown", self.slowdown),
         ):
             res[name] = np.where(test.fires, MAYBE, NO).astype(np.int8)  # (the rule's own answer)
         # a rule that fires nowhere has no words to give: its columns need not be kept
@@ -119,6 +121,8 @@ class Answers:
             self.reward_variance = None
         if not self.no_update.fires.any():
             self.no_update = None
+        if not self.slowdown.fires.any():
+            self.slowdown = None
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
@@ -219,6 +223,7 @@ class Answers:
                     self.reward_variance.conditions(k) if self.reward_variance is not None else []
                 ),
                 "rule_no_update": self.no_update.conditions(k) if self.no_update is not None else [],
+                "rule_rollout_slowdown": self.slowdown.conditions(k) if self.slowdown is not None else [],
                 "rule_out_of_range": self.oor.conditions(k),
             }
         d["quiet"] = bool(self.quiet[k])
@@ -232,7 +237,6 @@ def _gate_arrays(seg: Segment, ranges, rows: np.ndarray, memo: dict) -> tuple[di
     rs = ranges_for(seg, ranges, int(ids[rows[full][0]]))
     res: dict[str, np.ndarray] = {}
     res["rule_length_hacking"] = _hacking_vec(seg, rs, ids, rows, memo)
-    res["rule_rollout_slowdown"] = _slowdown_vec(seg, rows, memo)
     return res, rs
 
 

@@ -1,6 +1,8 @@
-"""The vectorised gates of judge/bulk.py: for every recorded rollout at once, whether each rule may
-fire there (MAYBE), surely cannot (NO) or must be asked (UNKNOWN), on sliding windows of the
-columns.  Each is a necessary condition of its rule (tests/equivalence/test_bulk_gates.py)."""
+"""Length-hacking's vectorised gate (judge/bulk.py): for every recorded rollout at once, whether
+its sign may show there (MAYBE), surely cannot (NO) or must be asked (UNKNOWN), on sliding windows
+of the columns - a necessary condition (tests/equivalence/test_bulk_gates.py), so HackingTest's
+costlier sign is computed only where it may show.  The other rules answer over the whole history
+themselves (judge/bulk_answers.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,7 @@ from numpy.lib.stride_tricks import sliding_window_view as _sw
 from ..store.metric_store import Segment
 from . import stats
 from .rules.base import (
-    ALPHA_LONG,
-    ALPHA_SHORT,
     HACK_MIN,
-    RHO,
-    TREND_WINDOWS,
     WINDOW,
 )
 from .setup import FIRST as FIT_FIRST
@@ -58,31 +56,6 @@ def _last4(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def _log(v: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.log(np.where(v > 0, v, np.nan))
-
-
-def _window_fails(
-    idf: np.ndarray, lv: np.ndarray, ok: np.ndarray, mk: dict, rows: np.ndarray, w: int, rho: float
-) -> np.ndarray:
-    """Per op: drift_up's test of window w surely fails on the series lv (ok: where its rule's
-    series has a point): a window surely fails where its last w values are surely the column's
-    last w rows and its Mann-Kendall p is surely >= alpha (no ties and an S below the smallest
-    significant one less one; with ties the p itself) or its Theil-Sen rise is below rho (the
-    rule's `need` is at least that), by a hair's margin."""
-    s, ties = mk[w]
-    alpha = ALPHA_SHORT if w <= 10 else ALPHA_LONG
-    sure = (rows >= w - 1) & _dense(ok, rows, w)
-    fails = sure & ~ties[rows] & (s[rows] < stats.s_needed(w, alpha) - 1)
-    tied_ops = sure & ties[rows]
-    tied = rows[tied_ops]
-    if len(tied):
-        p = stats.rows_mk_p_from_s(s[tied], np.ones(len(tied), bool), lambda idx: _windows(lv, tied[idx], w), w)
-        fails[tied_ops] = p >= alpha * (1.0 + 1e-9)
-    left = np.flatnonzero(sure & ~fails)
-    if len(left):
-        rise = _ts_rise(idf, lv, rows[left], w)
-        with np.errstate(invalid="ignore"):
-            fails[left] = ~(rise > rho - 1e-9 * np.maximum(1.0, np.abs(rise)))
-    return fails
 
 
 def _windows(x: np.ndarray, rows: np.ndarray, w: int) -> np.ndarray:
@@ -177,56 +150,3 @@ def _hacking_vec(seg, rs, ids, rows, memo: dict | None = None) -> np.ndarray:
             maybe |= up8
     res[dense] = np.where(maybe, MAYBE, NO)
     return res
-
-
-def _slowdown_vec(seg, rows, memo: dict) -> np.ndarray:
-    end = int(rows.max()) + 1
-    tname = metric_for(seg, BY_ID["rollout_time"])
-    if tname is None:
-        return np.full(len(rows), NO, np.int8)
-    if tname != "perf/rollout_time":
-        return np.full(len(rows), MAYBE, np.int8)
-    norm = "rollout/response_len/max" if "rollout/response_len/max" in seg.columns else metric_for(seg, BY_ID["length"])
-    if norm is None:
-        return np.full(len(rows), NO, np.int8)
-    T, N = _vals(seg, tname, end), _vals(seg, norm, end)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lt, per_tok = _log(T), np.log(T / N)
-    ok = np.isfinite(T) & np.isfinite(N) & (N > 0) & np.isfinite(lt) & np.isfinite(per_tok)
-    dense = _dense(ok, rows, WINDOW)
-    res = np.full(len(rows), UNKNOWN, np.int8)
-    if not dense.any():
-        return res
-    sel = rows[dense]
-    pt = np.where(ok, per_tok, 0.0)
-    low = _window_head_min(pt, sel)
-    bT, bN = _vals(seg, "perf/rollout_time", min(BASE_ROWS, end)), _vals(seg, norm, min(BASE_ROWS, end))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        b_tok = np.log(bT / bN)
-    b_tok = b_tok[np.isfinite(b_tok)]
-    if len(b_tok) >= 3:
-        low = np.minimum(low, float(np.min(b_tok)))
-    mean4 = _last4(pt, sel).mean(axis=1)
-    maybe = mean4 > low + RHO["rollout_time"] - EPS
-    if maybe.any():
-        # and drift_up on per-token time needs a window whose test may pass (the rule's last 40
-        # points are these rows': all ok); a held slowdown that no longer grows has none
-        lv = np.where(ok, per_tok, math.nan)
-        mk = _mk_memo(memo, ("per token", tname, norm), lv, TREND_WINDOWS)
-        idf = seg.id_array()[:end].astype(float)
-        at = sel[maybe]
-        fails = np.ones(len(at), bool)
-        for w in TREND_WINDOWS:
-            fails &= _window_fails(idf, lv, ok, mk, at, w, RHO["rollout_time"])
-        maybe[np.flatnonzero(maybe)[fails]] = False
-    res[dense] = np.where(maybe, MAYBE, NO)
-    return res
-
-
-def _window_head_min(pt: np.ndarray, sel: np.ndarray) -> np.ndarray:
-    """The smallest of the first `head` values of each row's window (rows max(0, r-39)..r, all
-    finite), head = min(8, max(4, length // 4)) as rule_rollout_slowdown takes its start level."""
-    lo = np.maximum(sel - (WINDOW - 1), 0)
-    head = np.minimum(8, np.maximum(4, (sel - lo + 1) // 4))
-    firsts = _sw(np.concatenate([pt, np.full(7, np.inf)]), 8)[lo]  # pt[lo .. lo+7]
-    return np.where(np.arange(8)[None, :] < head[:, None], firsts, np.inf).min(axis=1)

@@ -92,19 +92,6 @@ def test_bulk_gates_on_sample_logs(path):
     check_gates(_store(list(iter_lines(str(path)))))
 
 
-def test_window_head_min_is_the_rules_start_level_bound():
-    """rule_rollout_slowdown's start level is the median of its window's first
-    min(8, max(4, length // 4)) points: _window_head_min is their minimum, short windows too."""
-    rng = np.random.default_rng(3)
-    pt = rng.normal(size=120)
-    sel = np.arange(9, 120)
-    got = bulk_vec._window_head_min(pt, sel)
-    for r, g in zip(sel.tolist(), got.tolist()):
-        lo = max(0, r - (rules.WINDOW - 1))
-        head = min(8, max(4, (r - lo + 1) // 4))
-        assert g == float(np.min(pt[lo : lo + head]))
-
-
 def test_touched_rows_found_by_search_are_the_stores_rows():
     """_verify's binary search finds the rows row_of names; ids it cannot map exactly fall back."""
     seg = _store([line for _, line in generate("healthy", 30, 2, noise_per_rollout=0)])

@@ -331,9 +331,9 @@ def test_drift_alerts_held_open_by_their_rules_as_rollout_by_rollout(case, monke
 
 
 def test_a_slowdown_that_stopped_growing_is_judged_without_its_rule(monkeypatch):
-    """rollout-slowdown needs per-token time still drifting up (drift_up): where every window's
-    test surely fails - the slowdown plateaued - its gate says no and the rule does not run;
-    the alerts are those of judging rollout by rollout."""
+    """rollout-slowdown over a whole history is SlowdownTest's answer (the rule is not asked
+    rollout by rollout), also where the slowdown plateaued and its alert clears: the alerts are
+    those of judging rollout by rollout."""
     lines = [line for _, line in generate("rollout-slowdown", 400, 21, noise_per_rollout=0, onset=60)]
     calls = []
     orig = rules.rule_rollout_slowdown

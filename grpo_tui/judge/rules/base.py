@@ -314,14 +314,14 @@ def drift_up(
 def rows_drift_up(
     S: np.ndarray,
     V: np.ndarray,
-    base: float | None,
+    base: float | np.ndarray | None,
     sigma_of: Callable[[np.ndarray], np.ndarray],
     rho: float,
     H: np.ndarray | None,
     mk_of: Callable[[int, np.ndarray], tuple | None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """drift_up per row of windows V (finite values at steps S, one window size), H the band's top
-    aligned with V (or None: no band): (the first of the 8/16/32 windows that shows the drift, 0
+    """drift_up per row of windows V (finite values at steps S, one window size), `base` the own
+    baseline (one, or one a row), H the band's top aligned with V (or None: no band): (the first of the 8/16/32 windows that shows the drift, 0
     for none; its Mann-Kendall p and Theil-Sen rise; the noise used), per row.
 
     Fires when (1) the mean of the last 4 values sits above the own baseline by
@@ -340,12 +340,13 @@ def rows_drift_up(
         # the level, without the noise first: the own edge is at least base + rho
         by_base = np.zeros(rows, bool)
         if base is not None:
-            by_base = (mean4 > base + rho) & (((V[:, -4:] - (base + rho)) > 0).sum(axis=1) >= 3)
+            bb = np.broadcast_to(np.asarray(base, float), (rows,))  # (one baseline, or one a row)
+            by_base = (mean4 > bb + rho) & (((V[:, -4:] - (bb + rho)[:, None]) > 0).sum(axis=1) >= 3)
         by_band = np.zeros(rows, bool)
         if H is not None:
             by_band = ((V[:, -4:] - H[:, -4:]) > 0).sum(axis=1) >= 3  # (a NaN top never counts)
             if base is not None:
-                by_band &= stats.rows_median(V[:, -3:]) > base + rho
+                by_band &= stats.rows_median(V[:, -3:]) > bb + rho
     idx = np.flatnonzero(by_base | by_band)
     # the trend, without the noise first: a significant window whose rise beats rho (need >= rho)
     sure: dict[int, tuple] = {}
@@ -370,7 +371,7 @@ def rows_drift_up(
     # edge, and 3 of those 4 above the baseline by the size that matters - or the band's way
     level = by_band[idx].copy()
     if base is not None:
-        level |= by_base[idx] & (mean4[idx] > base + stats.row_max(rho, K_LEVEL * s * 0.6))
+        level |= by_base[idx] & (mean4[idx] > bb[idx] + stats.row_max(rho, K_LEVEL * s * 0.6))
     left = level.copy()
     for w in TREND_WINDOWS:
         if w not in sure:

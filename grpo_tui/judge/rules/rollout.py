@@ -13,22 +13,20 @@ from ..signals import (
     BY_ID,
     first_rows,
     metric_for,
-    signal_at_rows,
+    signal_values,
 )
 from .base import (
     BASELINE_ROWS,
+    FLOOR,
     RHO,
     WINDOW,
     Condition,
     RuleContext,
     RuleInfo,
-    _finite,
-    _lazy,
     _log,
-    _noise,
     _onset,
     _r,
-    drift_up,
+    rows_drift_up,
 )
 
 INFO = (
@@ -177,78 +175,133 @@ def first_steps(seg: Segment, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def rule_rollout_slowdown(ctx: RuleContext) -> list[Condition]:
-    """Rollout time per token of the longest answer drifts up against the run's own baseline
-    (and its level at the window's start) by x1.5 or more - more than heat or a busy node
-    (x1.3) - while the time itself grew and length did not rise with it."""
-    ti, tv = _finite(*ctx.series("rollout_time"))
-    if len(tv) < 8 or ti[-1] != ctx.upto:
-        return []
+    """The rule at one rollout: SlowdownTest over its window."""
     seg = ctx.seg
-    norm_name = (
-        "rollout/response_len/max" if "rollout/response_len/max" in seg.columns else metric_for(seg, BY_ID["length"])
-    )
-    if norm_name is None:
-        return []
     rows = seg.rows_upto(WINDOW, ctx.upto)
-    nv = seg.values_at_rows(norm_name, rows)
-    ni = seg.ids_at(rows)
-    common = stats.intersect_sorted(ti, ni[np.isfinite(nv) & (nv > 0)])
-    if len(common) < 8:
+    if not len(rows) or int(seg.ids_at(rows[-1:])[0]) != ctx.upto:
         return []
-    T = tv[np.searchsorted(ti, common)]
-    N = nv[np.searchsorted(ni, common)]
-    lt, per_tok = _log(T), _log(T / N)
-    ok = np.isfinite(per_tok) & np.isfinite(lt)
-    if ok.sum() < 8:
-        return []
-    ids, lt, per_tok, T = common[ok], lt[ok], per_tok[ok], T[ok]
-    # the own baseline: the first rollouts, or the window's start when time fell since then
-    brows = first_rows(seg, BASELINE_ROWS, ctx.upto)
-    bT = (
-        seg.values_at_rows("perf/rollout_time", brows)
-        if metric_for(seg, BY_ID["rollout_time"]) == "perf/rollout_time"
-        else signal_at_rows(seg, BY_ID["rollout_time"], brows)[1]
-    )
-    bN = seg.values_at_rows(norm_name, brows)
+    return SlowdownTest(seg, rows, np.array([len(rows) - 1]), slowdown_base(seg, ctx.upto)).conditions(0)
+
+
+def _norm_name(seg: Segment) -> str | None:
+    """What rollout time is taken per token of: the longest answer, else the answer length."""
+    return "rollout/response_len/max" if "rollout/response_len/max" in seg.columns else metric_for(seg, BY_ID["length"])
+
+
+def slowdown_base(seg: Segment, upto: int) -> tuple[float | None, float | None]:
+    """The medians of log time per token and of log time over the segment's first
+    BASELINE_ROWS rollouts (up to `upto`), each None with fewer than 3 values."""
+    norm = _norm_name(seg)
+    if norm is None:
+        return None, None
+    brows = first_rows(seg, BASELINE_ROWS, upto)
+    # (aligned by row: reading only the finite times of a log other than Miles' paired them
+    # with the wrong lengths, or raised where one was missing)
+    bT = signal_values(seg, BY_ID["rollout_time"], brows)
+    bN = seg.values_at_rows(norm, brows)
     with np.errstate(divide="ignore", invalid="ignore"):
         b_tok, b_t = np.log(bT / bN), np.log(bT)
     b_tok, b_t = b_tok[np.isfinite(b_tok)], b_t[np.isfinite(b_t)]
-    head = min(8, max(4, len(per_tok) // 4))
-    start_tok = float(stats.median(per_tok[:head]))
-    start_t = float(stats.median(lt[:head]))
-    base_tok = min(float(stats.median(b_tok)), start_tok) if len(b_tok) >= 3 else start_tok
-    base_t = min(float(stats.median(b_t)), start_t) if len(b_t) >= 3 else start_t
-    noise = _lazy(lambda: _noise(ids, per_tok, "rollout_time"))
-    rho = RHO["rollout_time"]
-    ev = drift_up(ids, per_tok, base_tok, noise, rho)
-    if not ev:
-        return []
-    s = noise()
-    if not stats.persistent_above(lt, base_t + 0.8 * rho, 3, 4):
-        return []  # per-token time rose because the longest answer got shorter: not slower
-    w = ev["window"]
-    li, lv = _finite(*ctx.series("length"))
-    lw = lv[-w:]
-    if len(lw) >= 4 and stats.theil_sen_rise(li[-len(lw) :], lw) > 0.15 * abs(float(stats.median(lw))):
-        return []  # time grew with the answers
-    now = float(stats.median(T[-3:]))
-    then = math.exp(base_t)
-    return [
-        Condition(
-            "rollout-slowdown",
-            "critical",
-            _onset(ids[-w:], per_tok[-w:], s),
-            f"rollout time per token up x{math.exp(float(stats.median(per_tok[-3:])) - base_tok):.1f} "
-            f"against the run's own baseline, over {w} rollouts, at flat length ({then:.0f}s -> {now:.0f}s)",
-            {
-                "signal": "rollout_time",
-                "rollout_time": [_r(v) for v in T[-w:]],
-                "normaliser": norm_name,
-                "factor": _r(math.exp(ev["rise"])),
-                "mk_p": _r(ev["p"]),
-                "baseline_s": _r(then),
-                "noise_log": _r(s),
-            },
-            signal="rollout_time",
+    return (
+        float(stats.median(b_tok)) if len(b_tok) >= 3 else None,
+        float(stats.median(b_t)) if len(b_t) >= 3 else None,
+    )
+
+
+class SlowdownTest:
+    """rule_rollout_slowdown over columns, for many rollouts at once (`rows`: the run's rows in
+    rollout order, `at`: the positions judged, `base`: slowdown_base there).  Rollout time per
+    token of the longest answer drifts up (rows_drift_up) against the run's own baseline (and its
+    level at the window's start) by x1.5 or more - more than heat or a busy node (x1.3) - while
+    the time itself grew and length did not rise with it.  The window: the rollouts of the last
+    WINDOW with a time and a length (at least 8, and 8 times); `fires` per judged rollout."""
+
+    def __init__(self, seg: Segment, rows: np.ndarray, at: np.ndarray, base: tuple) -> None:
+        self.seg, self.at = seg, at
+        self.fires = np.zeros(len(at), bool)
+        self.norm = norm = _norm_name(seg)
+        if norm is None or not len(at):
+            return
+        self.ids = seg.ids_at(rows)
+        T = self.T = signal_values(seg, BY_ID["rollout_time"], rows)
+        N = seg.values_at_rows(norm, rows)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lt, per_tok = _log(T), _log(T / N)
+        both = np.isfinite(T) & np.isfinite(N) & (N > 0) & np.isfinite(lt) & np.isfinite(per_tok)
+        self.lt, self.pt = np.where(both, lt, np.nan), np.where(both, per_tok, np.nan)
+        self.L = signal_values(seg, BY_ID["length"], rows)
+        _, nt = stats.last_finite(T, at, 8, WINDOW)
+        idx, n = stats.last_finite(self.pt, at, WINDOW, WINDOW)
+        ok = np.isfinite(T[at]) & (nt >= 8) & (n >= 8)
+        b_tok, b_t = base
+        rho = RHO["rollout_time"]
+        m = len(at)
+        self.win, self.rise, self.p, self.sigma = (
+            np.zeros(m, np.int64),
+            np.full(m, np.nan),
+            np.full(m, np.nan),
+            np.full(m, np.nan),
         )
-    ]
+        self.base_tok, self.base_t = np.full(m, np.nan), np.full(m, np.nan)
+        self.windows: dict[int, np.ndarray] = {}
+        for size in sorted(set(n[ok].tolist())):
+            sel = np.flatnonzero(ok & (n == size))
+            J = idx[sel, WINDOW - size :]
+            V = self.pt[J]
+            head = min(8, max(4, size // 4))
+            start_tok, start_t = stats.rows_median(V[:, :head]), stats.rows_median(self.lt[J[:, :head]])
+            bt = start_tok if b_tok is None else np.minimum(b_tok, start_tok)
+            bl = start_t if b_t is None else np.minimum(b_t, start_t)
+            S = self.ids[J].astype(float)
+            w, p, r, sg = rows_drift_up(S, V, bt, _noise_of(S, V), rho, None)
+            for k in np.flatnonzero(w).tolist():
+                j = int(sel[k])
+                if not stats.persistent_above(self.lt[J[k]], float(bl[k]) + 0.8 * rho, 3, 4):
+                    continue  # per-token time rose because the longest answer got shorter: not slower
+                if self._grew_with_length(j, int(w[k])):
+                    continue  # time grew with the answers
+                self.fires[j] = True
+                self.win[j], self.rise[j], self.p[j], self.sigma[j] = w[k], r[k], p[k], sg[k]
+                self.base_tok[j], self.base_t[j] = bt[k], bl[k]
+                self.windows[j] = J[k].copy()
+
+    def _grew_with_length(self, j: int, w: int) -> bool:
+        """The answer length rose with the time: its Theil-Sen rise over its last w values in the
+        window above 15 % of their median."""
+        lidx, ln = stats.last_finite(self.L, self.at[j : j + 1], w, WINDOW)
+        li = lidx[0, w - int(ln[0]) :]
+        lw = self.L[li]
+        return len(lw) >= 4 and stats.theil_sen_rise(self.ids[li], lw) > 0.15 * abs(float(stats.median(lw)))
+
+    def conditions(self, j: int) -> list[Condition]:
+        if not self.fires[j]:
+            return []
+        J, w = self.windows[j], int(self.win[j])
+        ids, pt, T = self.ids[J], self.pt[J], self.T[J]
+        s, base_tok = float(self.sigma[j]), float(self.base_tok[j])
+        now = float(stats.median(T[-3:]))
+        then = math.exp(float(self.base_t[j]))
+        return [
+            Condition(
+                "rollout-slowdown",
+                "critical",
+                _onset(ids[-w:], pt[-w:], s),
+                f"rollout time per token up x{math.exp(float(stats.median(pt[-3:])) - base_tok):.1f} "
+                f"against the run's own baseline, over {w} rollouts, at flat length ({then:.0f}s -> {now:.0f}s)",
+                {
+                    "signal": "rollout_time",
+                    "rollout_time": [_r(v) for v in T[-w:]],
+                    "normaliser": self.norm,
+                    "factor": _r(math.exp(float(self.rise[j]))),
+                    "mk_p": _r(float(self.p[j])),
+                    "baseline_s": _r(then),
+                    "noise_log": _r(s),
+                },
+                signal="rollout_time",
+            )
+        ]
+
+
+def _noise_of(S: np.ndarray, V: np.ndarray):
+    """Per-token time's noise (base._noise) of rows of these windows, asked for some rows."""
+    return lambda i: stats.rows_noise(S[i], V[i], FLOOR["rollout_time"])
