@@ -149,19 +149,17 @@ class _GapSign:
             # or above the band (drift); a step of x1.5 and 3 of the last 4 above the window's
             # lowest by x1.5 (jump) - so the tests below read only those (each row's answer is
             # its own: exact)
+            # (V is finite, a NaN top only compares false: no floating-point warning to silence)
             drift = np.zeros(len(sel), bool)
-            jump = drift.copy()
-            with np.errstate(invalid="ignore"):
-                if size >= 8:
-                    if centre is not None:
-                        drift |= ((V[:, -4:] - (centre + rho)) > 0).sum(axis=1) >= 3
-                    if hi is not None:
-                        drift |= ((V[:, -4:] - hi[J[:, -4:]]) > 0).sum(axis=1) >= 3
-                if size >= 5:
-                    low = V[:, :-3].min(axis=1) + (LOG_1_5 - EPS)
-                    jump = (np.diff(V, axis=1).max(axis=1) >= LOG_1_5) & (
-                        ((V[:, -4:] - low[:, None]) > 0).sum(axis=1) >= 3
-                    )
+            jump = drift
+            if size >= 8:
+                if centre is not None:
+                    drift = ((V[:, -4:] - (centre + rho)) > 0).sum(axis=1) >= 3
+                if hi is not None:
+                    drift = drift | (((V[:, -4:] - hi[J[:, -4:]]) > 0).sum(axis=1) >= 3)
+            if size >= 5:
+                low = V[:, :-3].min(axis=1) + (LOG_1_5 - EPS)
+                jump = (np.diff(V, axis=1).max(axis=1) >= LOG_1_5) & (((V[:, -4:] - low[:, None]) > 0).sum(axis=1) >= 3)
             boom = self.boom[js[sel]]
             keep = np.flatnonzero(boom | drift | jump)
             if not len(keep):

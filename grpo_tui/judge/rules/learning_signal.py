@@ -339,8 +339,10 @@ class NoUpdateTest:
         self.fires = np.zeros(len(at), bool)
         if not len(at):
             return
-        self.ids = seg.ids_at(rows)
         g = self.g = signal_values(seg, BY_ID["grad_norm"], rows)
+        if not (g[at] == 0.0).any():
+            return  # (no zero at any judged rollout: the common case, asked first)
+        self.ids = seg.ids_at(rows)
         self.idx, n = stats.last_finite(g, at, WINDOW, WINDOW)
         zero = (n >= 2) & (g[at] == 0.0) & (g[np.maximum(self.idx[:, -2], 0)] == 0.0)
         d = self.disagree = np.full(len(at), -1, np.int8)

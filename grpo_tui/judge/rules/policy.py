@@ -247,12 +247,14 @@ class EntropyHighTest:
         self.critical = self.fires
         if not len(at):
             return
-        self.ids = seg.ids_at(rows)
         v = self.v = signal_values(seg, ENTROPY, rows)
-        self.idx, n = stats.last_finite(v, at, 4, WINDOW)
         with np.errstate(invalid="ignore"):
             high = v >= ENTROPY_CEILING
-        ok = np.isfinite(v[at]) & high[at]
+        ok = high[at]  # (NaN is never high)
+        if not ok.any():
+            return  # (the common case, asked first)
+        self.ids = seg.ids_at(rows)
+        self.idx, n = stats.last_finite(v, at, 4, WINDOW)
         self.critical = ok & (n >= 2) & high[np.maximum(self.idx[:, -2], 0)]
         self.fires = self.critical | (ok & (n == 1) & start)
 

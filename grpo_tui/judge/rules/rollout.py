@@ -217,7 +217,7 @@ class SlowdownTest:
     WINDOW with a time and a length (at least 8, and 8 times); `fires` per judged rollout."""
 
     def __init__(self, seg: Segment, rows: np.ndarray, at: np.ndarray, base: tuple) -> None:
-        self.seg, self.at = seg, at
+        self.seg, self.rows, self.at = seg, rows, at
         self.fires = np.zeros(len(at), bool)
         self.norm = norm = _norm_name(seg)
         if norm is None or not len(at):
@@ -229,10 +229,8 @@ class SlowdownTest:
             lt, per_tok = _log(T), _log(T / N)
         both = np.isfinite(T) & np.isfinite(N) & (N > 0) & np.isfinite(lt) & np.isfinite(per_tok)
         self.lt, self.pt = np.where(both, lt, np.nan), np.where(both, per_tok, np.nan)
-        self.L = signal_values(seg, BY_ID["length"], rows)
-        _, nt = stats.last_finite(T, at, 8, WINDOW)
         idx, n = stats.last_finite(self.pt, at, WINDOW, WINDOW)
-        ok = np.isfinite(T[at]) & (nt >= 8) & (n >= 8)
+        ok = np.isfinite(T[at]) & (n >= 8)  # (8 per-token times are 8 times)
         b_tok, b_t = base
         rho = RHO["rollout_time"]
         m = len(at)
@@ -268,9 +266,10 @@ class SlowdownTest:
     def _grew_with_length(self, j: int, w: int) -> bool:
         """The answer length rose with the time: its Theil-Sen rise over its last w values in the
         window above 15 % of their median."""
-        lidx, ln = stats.last_finite(self.L, self.at[j : j + 1], w, WINDOW)
+        L = signal_values(self.seg, BY_ID["length"], self.rows)
+        lidx, ln = stats.last_finite(L, self.at[j : j + 1], w, WINDOW)
         li = lidx[0, w - int(ln[0]) :]
-        lw = self.L[li]
+        lw = L[li]
         return len(lw) >= 4 and stats.theil_sen_rise(self.ids[li], lw) > 0.15 * abs(float(stats.median(lw)))
 
     def conditions(self, j: int) -> list[Condition]:
