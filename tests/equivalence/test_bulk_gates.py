@@ -34,7 +34,15 @@ RULE_OF = {
     "rule_entropy_collapse": ("entropy-collapse",),
 }
 FUNCS = {f.__name__: f for f in rules.METRIC_RULES}
-CASES = [(scen, setup, 300 + i * 11 + j, None) for i, scen in enumerate(SCENARIOS) for j, setup in enumerate(SETUPS)]
+# every scenario on three setups (j = i + 1 mod 3: test_fast_judge takes j = i mod 3), every
+# setup under five or more scenarios, and every scenario on the manual's setup with K = 2 or 4
+_SETUP_NAMES = list(SETUPS)
+CASES = [
+    (scen, _SETUP_NAMES[j], 300 + i * 11 + j, None)
+    for i, scen in enumerate(SCENARIOS)
+    for j in range(len(_SETUP_NAMES))
+    if j % 3 == (i + 1) % 3
+]
 CASES += [(scen, "manual", 40 + i, (2, 4)[i % 2]) for i, scen in enumerate(SCENARIOS)]
 
 
