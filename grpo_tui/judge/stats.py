@@ -135,18 +135,6 @@ def intersect_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a[b[pos] == a]
 
 
-def all_in_sorted(a: np.ndarray, b: np.ndarray) -> bool:
-    """np.all(np.isin(a, b)); by binary search when b is strictly increasing, of a's dtype."""
-    if a.dtype != b.dtype or a.ndim != 1 or not _increasing(b):
-        return bool(np.all(np.isin(a, b)))
-    if not a.size:
-        return True
-    if not b.size:
-        return False
-    pos = np.minimum(np.searchsorted(b, a), b.size - 1)
-    return bool((b[pos] == a).all())
-
-
 def unique_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(a, return_inverse=True) of a 1-D integer array, without np.unique."""
     order = np.argsort(a, kind="stable")
