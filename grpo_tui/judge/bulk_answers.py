@@ -6,6 +6,8 @@ asked only where it may show), so judge/bulk.py asks a rule only where it may ch
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..store.metric_store import Segment
@@ -58,71 +60,39 @@ class Answers:
         self._hack_next: dict[str, int] = {}
         # the rules written over columns, over the whole history (their answers at full ops)
         self.oor: RangeTest | None = None
-        self.off_policy: OffPolicyTest | None = None
-        self.no_signal: NoSignalTest | None = None
-        self.grad_norm: GrowthTest | None = None
-        self.gap: GapTest | None = None
-        self.entropy: EntropyCollapseTest | None = None
-        self.entropy_high: EntropyHighTest | None = None
-        self.kl_ref: KlRefTest | None = None
-        self.reward_variance: RewardVarianceTest | None = None
-        self.no_update: NoUpdateTest | None = None
-        self.slowdown: SlowdownTest | None = None
+        # rule name -> that rule over the whole history (a class of judge/rules/), where it
+        # fires somewhere (elsewhere its answer is none at every rollout); its name -> None else
+        self.computed: dict[str, Any] = {}
+        self.no_signal: NoSignalTest | None = None  # (judge/steady.py reads its escalations)
         self.gap_rising = np.zeros(n_ops, bool)  # (rule_gap returns a gap-rising there, none open)
         if not n_ops or not full.any():
             return
         res, self.resolved = _gate_arrays(seg, ranges, rows, self.mk)
-        history = np.arange(int(rows.max()) + 1)
-        self.oor = RangeTest(seg, self.resolved, history, rows)
-        self.off_policy = OffPolicyTest(seg, history, rows)
-        self.no_signal = NoSignalTest(seg, history, rows)
+        rs, history = self.resolved, np.arange(int(rows.max()) + 1)
+        self.oor = RangeTest(seg, rs, history, rows)
         # the own baseline is the segment's first rollouts at every full op: the rule's, exactly
-        ctx = RuleContext(seg, self.resolved, int(seg.id_array()[rows[full][0]]))
-        ctx.ranges = self.resolved  # (ranges_for's answer on the full windows already)
-        self.grad_norm = GrowthTest(seg, self.resolved, history, rows, own_base(ctx, "grad_norm", log=True))
-        self.gap = GapTest(seg, self.resolved, history, rows, {s: own_base(ctx, s, log=True) for s in GAP_SIGNALS})
-        self.gap_rising = self.gap.rising
         first = int(seg.id_array()[rows[full][0]])
-        self.entropy = EntropyCollapseTest(seg, history, rows, entropy_start(seg, first))
-        self.entropy_high = EntropyHighTest(seg, history, rows, rows < 3)
-        self.kl_ref = KlRefTest(seg, history, rows, early_levels(seg, KL_REF, rows))
-        self.reward_variance = RewardVarianceTest(seg, history, rows, early_levels(seg, REWARD_STD, rows))
-        self.no_update = NoUpdateTest(seg, history, rows)
-        self.slowdown = SlowdownTest(seg, history, rows, slowdown_base(seg, first))
-        for name, test in (
-            ("rule_off_policy", self.off_policy),
-            ("rule_no_signal", self.no_signal),
-            ("rule_grad_norm", self.grad_norm),
-            ("rule_gap", self.gap),
-            ("rule_entropy_collapse", self.entropy),
-            ("rule_entropy_high", self.entropy_high),
-            ("rule_kl_ref", self.kl_ref),
-            ("rule_reward_variance", self.reward_variance),
-            ("rule_no_update", self.no_update),
-            ("rule_rollout_slowdown", self.slowdown),
-        ):
+        ctx = RuleContext(seg, rs, first)
+        ctx.ranges = rs  # (ranges_for's answer on the full windows already)
+        gap = GapTest(seg, rs, history, rows, {s: own_base(ctx, s, log=True) for s in GAP_SIGNALS})
+        self.gap_rising = gap.rising
+        tests: dict[str, Any] = {
+            "rule_off_policy": OffPolicyTest(seg, history, rows),
+            "rule_no_signal": NoSignalTest(seg, history, rows),
+            "rule_grad_norm": GrowthTest(seg, rs, history, rows, own_base(ctx, "grad_norm", log=True)),
+            "rule_gap": gap,
+            "rule_entropy_collapse": EntropyCollapseTest(seg, history, rows, entropy_start(seg, first)),
+            "rule_entropy_high": EntropyHighTest(seg, history, rows, rows < 3),
+            "rule_kl_ref": KlRefTest(seg, history, rows, early_levels(seg, KL_REF, rows)),
+            "rule_reward_variance": RewardVarianceTest(seg, history, rows, early_levels(seg, REWARD_STD, rows)),
+            "rule_no_update": NoUpdateTest(seg, history, rows),
+            "rule_rollout_slowdown": SlowdownTest(seg, history, rows, slowdown_base(seg, first)),
+        }
+        for name, test in tests.items():
             res[name] = np.where(test.fires, MAYBE, NO).astype(np.int8)  # (the rule's own answer)
-        # a rule that fires nowhere has no words to give: its columns need not be kept
-        if not self.off_policy.fires.any():
-            self.off_policy = None
-        if not self.no_signal.fires.any():
-            self.no_signal = None
-        if not self.grad_norm.fires.any():
-            self.grad_norm = None
-        if not self.gap.fires.any():
-            self.gap = None
-        if not self.entropy.fires.any():
-            self.entropy = None
-        if not self.entropy_high.fires.any():
-            self.entropy_high = None
-        if not self.kl_ref.fires.any():
-            self.kl_ref = None
-        if not self.reward_variance.fires.any():
-            self.reward_variance = None
-        if not self.no_update.fires.any():
-            self.no_update = None
-        if not self.slowdown.fires.any():
-            self.slowdown = None
+            # a rule that fires nowhere has no words to give: its columns need not be kept
+            self.computed[name] = test if test.fires.any() else None
+        self.no_signal = self.computed["rule_no_signal"]
         self.names = list(res)
         unknown = np.int8(UNKNOWN)
         self.mat = np.where(full[:, None], np.stack([res[nm] for nm in self.names], axis=1), unknown)
@@ -211,21 +181,8 @@ class Answers:
         row = self.mat[k].tolist()
         d: dict = {nm: (None if v == UNKNOWN else bool(v)) for nm, v in zip(self.names, row)}
         if self.oor is not None:
-            d[COMPUTED] = {
-                "rule_no_signal": self.no_signal.conditions(k) if self.no_signal is not None else [],
-                "rule_off_policy": self.off_policy.conditions(k) if self.off_policy is not None else [],
-                "rule_grad_norm": self.grad_norm.conditions(k) if self.grad_norm is not None else [],
-                "rule_gap": self.gap.conditions(k) if self.gap is not None else [],
-                "rule_entropy_collapse": self.entropy.conditions(k) if self.entropy is not None else [],
-                "rule_entropy_high": self.entropy_high.conditions(k) if self.entropy_high is not None else [],
-                "rule_kl_ref": self.kl_ref.conditions(k) if self.kl_ref is not None else [],
-                "rule_reward_variance": (
-                    self.reward_variance.conditions(k) if self.reward_variance is not None else []
-                ),
-                "rule_no_update": self.no_update.conditions(k) if self.no_update is not None else [],
-                "rule_rollout_slowdown": self.slowdown.conditions(k) if self.slowdown is not None else [],
-                "rule_out_of_range": self.oor.conditions(k),
-            }
+            d[COMPUTED] = {name: test.conditions(k) if test is not None else [] for name, test in self.computed.items()}
+            d[COMPUTED]["rule_out_of_range"] = self.oor.conditions(k)
         d["quiet"] = bool(self.quiet[k])
         return d
 
