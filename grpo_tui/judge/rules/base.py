@@ -16,7 +16,6 @@ from ..ranges import RangeSet
 from ..setup import FIRST as FIT_FIRST, FIT_FLAGS, FIT_SIGNALS, defaults_fit
 from ..signals import (
     BY_ID,
-    EARLY_ROLLOUTS,
     Signal,
     first_rows,
     metric_for,
@@ -193,26 +192,6 @@ def _log_series(ids: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return ids[ok], lv[ok], vals[ok]
 
 
-def _hi_edge(ctx: RuleContext, sig_id: str, ids: np.ndarray, log: bool) -> np.ndarray | None:
-    """The band's top at each id (log units with `log`), None without a band.  Past the first
-    rollouts a constant or default band is one value: that array is made once per range set,
-    length and unit, and handed out read-only (an alert held open asks at every rollout)."""
-    rs = ctx.ranges
-    late = len(ids) and sig_id not in rs.envelopes and float(ids.min()) >= EARLY_ROLLOUTS
-    if late:
-        memo = vars(rs).setdefault("_hi_edge_memo", {})
-        key = (sig_id, len(ids), log)
-        if key in memo:
-            return memo[key]
-    b = rs.bounds_many(sig_id, ids)
-    hi = None if b is None else (_log(b[1]) if log else b[1])
-    if late:
-        if hi is not None:
-            hi.flags.writeable = False
-        memo[key] = hi
-    return hi
-
-
 @dataclass(frozen=True, slots=True)
 class Base:
     """The run's own early level of a signal, in judging units."""
@@ -257,58 +236,11 @@ def _noise(ids: np.ndarray, v: np.ndarray, sig_id: str, floor: float | None = No
     return stats.noise(ids, v, FLOOR.get(sig_id, 0.0) if floor is None else floor)
 
 
-def _lazy(f: Callable[[], float]) -> Callable[[], float]:
-    """f() computed once, on first call: the noise is only needed when a cheap gate passed."""
-    box: list = []
-
-    def get() -> float:
-        if not box:
-            box.append(f())
-        return box[0]
-
-    return get
-
-
 def _fitted_ends(ids: np.ndarray, v: np.ndarray) -> tuple[float, float]:
     """Theil-Sen line at the window's first and last rollout: numbers that go the trend's way."""
     slope = stats.theil_sen_slope(ids, v)
     icpt = float(stats.median(v - slope * ids))
     return icpt + slope * float(ids[0]), icpt + slope * float(ids[-1])
-
-
-def drift_up(
-    ids: np.ndarray,
-    v: np.ndarray,
-    base: float | None,
-    sigma: float | Callable[[], float],
-    rho: float,
-    band_hi: np.ndarray | None = None,
-) -> dict | None:
-    """ "Grows step after step" against the run's own baseline (and a band when there is one):
-    rows_drift_up on one window.  `sigma`: the run's noise, or a function that computes it
-    (asked only when a drift is possible).  Evidence: window, p, rise, sigma, first (its first
-    value)."""
-    if len(v) < min(TREND_WINDOWS):
-        return None
-    V = np.asarray(v, float)[None, :]
-    H = None if band_hi is None else np.asarray(band_hi, float)[None, :]
-    w, p, rise, s = rows_drift_up(
-        np.asarray(ids, float)[None, :],
-        V,
-        base,
-        lambda idx: np.full(len(idx), sigma() if callable(sigma) else sigma),
-        rho,
-        H,
-    )
-    if not w[0]:
-        return None
-    return {
-        "window": int(w[0]),
-        "p": float(p[0]),
-        "rise": float(rise[0]),
-        "sigma": float(s[0]),
-        "first": float(V[0, -w[0]]),
-    }
 
 
 def rows_drift_up(
@@ -386,6 +318,26 @@ def rows_drift_up(
     return win, p, rise, sig
 
 
+class RowNoise:
+    """A signal's noise (stats.rows_noise over its window, floored) per row of these windows,
+    each row computed once, when first asked (the trend and jump tests ask it only for the rows
+    past their cheap steps): rows_drift_up's `sigma_of`."""
+
+    def __init__(self, S: np.ndarray, V: np.ndarray, floor: float) -> None:
+        self.S, self.V, self.floor = S, V, floor
+        self.got = np.full(len(V), np.nan)
+
+    def of(self, rows: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """The noise of these rows' i-th, for a test that reads only them."""
+        return lambda i: self(rows[i])
+
+    def __call__(self, i: np.ndarray) -> np.ndarray:
+        todo = i[np.isnan(self.got[i])]
+        if len(todo):
+            self.got[todo] = stats.rows_noise(self.S[todo], self.V[todo], self.floor)
+        return self.got[i]
+
+
 class WholeWindows:
     """Mann-Kendall (S, has ties) of every window of a column whose rows are all finite
     (stats.windowed_mk_s: rows x w integer work, where counting each window's pairs costs w^2/2):
@@ -421,19 +373,6 @@ def _onset(ids: np.ndarray, v: np.ndarray, s0: float) -> int:
         return int(ids[0])
     i = int(below[-1]) + 1
     return int(ids[min(i, len(ids) - 1)])
-
-
-def _explosion(ctx: RuleContext, sig_id: str, ids: np.ndarray, lv: np.ndarray, base: Base | None) -> dict | None:
-    """Last value x10 beyond both its band's top and the own baseline's upper edge (explodes, at
-    the window's last rollout)."""
-    if not len(lv) or ids[-1] != ctx.upto:
-        return None
-    hi = _hi_edge(ctx, sig_id, ids[-1:], log=True)
-    hi_last = math.nan if hi is None else float(hi[-1])
-    last = float(lv[-1])
-    if not explodes(sig_id, np.array([last]), np.array([hi_last]), base)[0]:
-        return None
-    return explosion_words(sig_id, last, hi_last, base)
 
 
 def explodes(sig_id: str, last: np.ndarray, hi_last: np.ndarray, base: Base | None) -> np.ndarray:

@@ -4,7 +4,6 @@ against the run's own early level, and held while they stay up."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 
@@ -21,6 +20,7 @@ from .base import (
     WINDOW,
     Base,
     Condition,
+    RowNoise,
     RuleContext,
     RuleInfo,
     WholeWindows,
@@ -167,7 +167,7 @@ class _GapSign:
             J, V, part, boom, drift, jump = J[keep], V[keep], js[sel[keep]], boom[keep], drift[keep], jump[keep]
             S = self.ids[J].astype(float)
             H = None if hi is None else hi[J]
-            noise = _RowNoise(S, V, FLOOR[sig_id])
+            noise = RowNoise(S, V, FLOOR[sig_id])
             if size >= 8:
                 for k in np.flatnonzero(boom).tolist():
                     self.boom_rising[part[k]] = not _jump_shaped(V[k, -8:])
@@ -286,25 +286,6 @@ class _GapSign:
         )
 
 
-class _RowNoise:
-    """A signal's noise (base._noise) per row of these windows, each row computed once, when
-    first asked (the drift and the jump tests ask it only for rows past their cheap tests)."""
-
-    def __init__(self, S: np.ndarray, V: np.ndarray, floor: float) -> None:
-        self.S, self.V, self.floor = S, V, floor
-        self.got = np.full(len(V), np.nan)
-
-    def of(self, rows: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-        """The noise of these rows' i-th, for a test that reads only them."""
-        return lambda i: self(rows[i])
-
-    def __call__(self, i: np.ndarray) -> np.ndarray:
-        todo = i[np.isnan(self.got[i])]
-        if len(todo):
-            self.got[todo] = stats.rows_noise(self.S[todo], self.V[todo], self.floor)
-        return self.got[i]
-
-
 def rule_grad_norm(ctx: RuleContext) -> list[Condition]:
     """The gradient norm explodes, or grows step after step against the run's own early level:
     GrowthTest at this rollout.  While its alert is open, held by its latch first."""
@@ -357,7 +338,7 @@ class GrowthTest:
             J = idx[sel, WINDOW - size :]
             S, V = self.ids[J].astype(float), lv[J]
             H = None if self.hi is None else self.hi[J]
-            w, p, r, sg = rows_drift_up(S, V, centre, _noise_of(S, V), RHO["grad_norm"], H)
+            w, p, r, sg = rows_drift_up(S, V, centre, RowNoise(S, V, FLOOR["grad_norm"]), RHO["grad_norm"], H)
             part = js[sel]
             self.win[part], self.p[part], self.rise[part], self.sigma[part] = w, p, r, sg
             for k in np.flatnonzero(w).tolist():
@@ -415,11 +396,6 @@ class GrowthTest:
 
 
 CHUNK = 4096  # judged rollouts per batch of GrowthTest (a 40-row window each)
-
-
-def _noise_of(S: np.ndarray, V: np.ndarray):
-    """The gradient norm's noise (base._noise) of rows of these windows, asked for some rows."""
-    return lambda i: stats.rows_noise(S[i], V[i], FLOOR["grad_norm"])
 
 
 def still_outside(ctx: RuleContext, rule: str, sig_id: str) -> Condition | None:

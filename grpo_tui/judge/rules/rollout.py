@@ -21,6 +21,7 @@ from .base import (
     RHO,
     WINDOW,
     Condition,
+    RowNoise,
     RuleContext,
     RuleInfo,
     _log,
@@ -251,7 +252,7 @@ class SlowdownTest:
             bt = start_tok if b_tok is None else np.minimum(b_tok, start_tok)
             bl = start_t if b_t is None else np.minimum(b_t, start_t)
             S = self.ids[J].astype(float)
-            w, p, r, sg = rows_drift_up(S, V, bt, _noise_of(S, V), rho, None)
+            w, p, r, sg = rows_drift_up(S, V, bt, RowNoise(S, V, FLOOR["rollout_time"]), rho, None)
             for k in np.flatnonzero(w).tolist():
                 j = int(sel[k])
                 if not stats.persistent_above(self.lt[J[k]], float(bl[k]) + 0.8 * rho, 3, 4):
@@ -299,8 +300,3 @@ class SlowdownTest:
                 signal="rollout_time",
             )
         ]
-
-
-def _noise_of(S: np.ndarray, V: np.ndarray):
-    """Per-token time's noise (base._noise) of rows of these windows, asked for some rows."""
-    return lambda i: stats.rows_noise(S[i], V[i], FLOOR["rollout_time"])

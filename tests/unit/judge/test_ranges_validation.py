@@ -241,37 +241,3 @@ def test_bounds_many_is_bounds_of_each_rollout():
                 for i, b in enumerate(each):
                     got = (lo[i], hi[i])
                     assert (b is None and math.isnan(got[0]) and math.isnan(got[1])) or got == b, (sig_id, i)
-
-
-def test_hi_edge_past_the_first_rollouts_is_made_once_and_read_only():
-    """rules.base._hi_edge hands out one read-only array per range set, signal, length and unit past
-    the first rollouts (a constant band there), equal to what bounds_many gives; calibrated
-    envelopes and windows that reach into the first rollouts are computed each time."""
-    import numpy as np
-    import pytest
-
-    from grpo_tui.judge import rules
-    from grpo_tui.judge.ranges import RangeSet
-
-    class Ctx:
-        def __init__(self, rs):
-            self.ranges = rs
-
-    for rs in (RangeSet(), RangeSet(constant={"gap": (0.01, 0.02)}), RangeSet(use_defaults=False)):
-        ctx = Ctx(rs)
-        for sig_id in ("gap", "kl", "grad_norm", "reward"):
-            for ids, log in ((np.arange(12, 52), True), (np.arange(100, 140), False), (np.arange(0, 40), True)):
-                got = rules.base._hi_edge(ctx, sig_id, ids, log)
-                b = rs.bounds_many(sig_id, ids)
-                want = None if b is None else (rules.base._log(b[1]) if log else b[1])
-                if want is None:
-                    assert got is None
-                    continue
-                assert np.array_equal(got, want, equal_nan=True)
-                again = rules.base._hi_edge(ctx, sig_id, ids + 7, log)
-                if ids[0] >= 10:
-                    assert again is got and not got.flags.writeable
-                    with pytest.raises(ValueError):
-                        got[0] = 1.0
-                else:
-                    assert again is not got
