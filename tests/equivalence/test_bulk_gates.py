@@ -22,6 +22,9 @@ from grpo_tui.lines.files import iter_lines
 from grpo_tui.simulate import SCENARIOS, SETUPS, generate
 from tests.equivalence.test_hacking_columns import _store
 
+# one RangeSet, as the engine holds one: the rules' defaults-fit memo is kept per RangeSet
+RS = defaults()
+
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = sorted((ROOT / "sample_logs").glob("*.log")) + sorted((ROOT / "tests" / "fixtures").glob("*.log"))
 RULE_OF = {
@@ -47,7 +50,7 @@ CASES += [(scen, "manual", 40 + i, (2, 4)[i % 2]) for i, scen in enumerate(SCENA
 
 
 def _fired(fn, seg, upto: int) -> list:
-    ctx = rules.RuleContext(seg, defaults(), upto)
+    ctx = rules.RuleContext(seg, RS, upto)
     try:
         return fn(ctx)
     except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
@@ -61,7 +64,7 @@ def check_gates(seg) -> int:
     if not seg.ordered or len(seg.ids) == 0:
         return 0
     rows = np.arange(len(seg.ids))
-    ans = bulk.Answers(seg, defaults(), rows)
+    ans = bulk.Answers(seg, RS, rows)
     nos = 0
     for k in np.flatnonzero(ans.full).tolist():
         upto = int(seg.ids[k])
@@ -142,7 +145,7 @@ def test_off_policy_gate_with_k_updates(first_cf, other_cf, k, monkeypatch):
     lines = _k_updates_log(first_cf, other_cf, k)
     seg = _store(lines)
     assert check_gates(seg) > 0
-    ans = bulk.Answers(seg, defaults(), np.arange(len(seg.ids)))
+    ans = bulk.Answers(seg, RS, np.arange(len(seg.ids)))
     col = ans.mat[:, ans.names.index("rule_off_policy")]
     fires = first_cf > 0 or (other_cf * (k - 1) + first_cf) / k > 0.3
     assert (col[60:] == bulk_vec.MAYBE).all() if fires else (col[60:] == bulk_vec.NO).all()

@@ -27,6 +27,9 @@ from grpo_tui.judge.rules.base import own_base
 from grpo_tui.pipeline import Pipeline
 from grpo_tui.simulate import SETUPS, generate
 
+# one RangeSet, as the engine holds one: the rules' defaults-fit memo is kept per RangeSet
+RS = defaults()
+
 NOW = 1.9e9
 _ID = re.compile(r"\b(rollout|perf|step|eval) (\d+): ")
 _VALUE = {
@@ -91,7 +94,7 @@ def _store(lines: list[str]):
 
 
 def _conds(seg, upto: int, open_rules: frozenset) -> list:
-    ctx = rules.RuleContext(seg, defaults(), upto, open_rules)
+    ctx = rules.RuleContext(seg, RS, upto, open_rules)
     try:
         got = rules.rule_length_hacking(ctx)
     except (ValueError, FloatingPointError, IndexError, ZeroDivisionError):
@@ -118,7 +121,7 @@ def _test(seg, rows: np.ndarray):
     baselines of the first full rollout."""
     from grpo_tui.judge.rules.base import own_base
 
-    ctx = rules.RuleContext(seg, defaults(), int(seg.ids[rules.WINDOW]))
+    ctx = rules.RuleContext(seg, RS, int(seg.ids[rules.WINDOW]))
     lb, rb = own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False)
     return hacking.HackingTest(seg, rows, ctx.ranges, lb, rb)
 
@@ -137,7 +140,7 @@ def test_the_sign_over_the_history_is_the_rules(case):
     held_open = frozenset({"length-hacking"})
     for k, sign, hold in zip(full.tolist(), signs.tolist(), holds.tolist()):
         upto = int(seg.ids[k])
-        ctx = rules.RuleContext(seg, defaults(), upto)
+        ctx = rules.RuleContext(seg, RS, upto)
         window = seg.rows_upto(rules.WINDOW, upto)
         alone = hacking.HackingTest(seg, window, ctx.ranges).sign(len(window) - 1)
         assert sign == (alone is not None), f"rollout {upto}: over the history {sign}, alone {alone}"
@@ -164,14 +167,14 @@ def test_the_latch_over_the_history_is_the_rules(case):
     held_open = frozenset({"length-hacking"})
     for k, h in zip(full.tolist(), holds.tolist()):
         upto = int(seg.ids[k])
-        ctx = rules.RuleContext(seg, defaults(), upto, held_open)
+        ctx = rules.RuleContext(seg, RS, upto, held_open)
         window = seg.rows_upto(rules.WINDOW, upto)
         lb, rb = own_base(ctx, "length", log=False), own_base(ctx, "reward", log=False)
         alone = hacking.HackingTest(seg, window, ctx.ranges, lb, rb).latch(len(window) - 1)
         assert h == (alone is not None), f"rollout {upto}: over the history {h}, alone {alone}"
         if h:
             assert test.latch(k) == alone
-            got = rules.rule_length_hacking(rules.RuleContext(seg, defaults(), upto, held_open))
+            got = rules.rule_length_hacking(rules.RuleContext(seg, RS, upto, held_open))
             assert got == [alone]
     assert holds.any() or not case.startswith("hacking"), "the latch never held"
 
@@ -317,7 +320,7 @@ def test_the_gate_never_hides_a_sign(case):
 
     seg = _store(CASES[case]())
     rows = np.arange(len(seg.ids))
-    ans = Answers(seg, defaults(), rows)
+    ans = Answers(seg, RS, rows)
     full = np.flatnonzero(ans.full)
     no = full[~ans.may("rule_length_hacking")[full]]
     signs = ans._hacking().signs(rows[no])
