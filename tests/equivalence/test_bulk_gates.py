@@ -221,3 +221,30 @@ def test_policy_rules_over_the_history_are_the_rules(case):
     from tests.equivalence.test_fast_judge import _new_rule_cases
 
     assert check_gates(_store(_new_rule_cases()[case]())) > 0
+
+
+@pytest.mark.parametrize("scen", ["rollout-slowdown", "gap-jump", "grad-norm-rising"])
+def test_rules_over_the_history_in_small_batches_answer_as_in_one(scen, monkeypatch):
+    """GapTest, GrowthTest, SlowdownTest and RangeTest judge a long history CHUNK positions at a
+    time (bounded memory: a 40-row window per position): batches of 7 give every answer and
+    every condition's words of one batch."""
+    from grpo_tui.judge.rules import drift, rollout, values
+
+    lines = [line for _, line in generate(scen, 160, 29, noise_per_rollout=0, onset=70)]
+    seg = _store(lines)
+    rows = np.arange(len(seg.ids))
+
+    def answers() -> tuple:
+        ans = bulk.Answers(seg, RS, rows)
+        words = {
+            name: [repr(test.conditions(j)) for j in np.flatnonzero(test.fires).tolist()]
+            for name, test in ans.computed.items()
+            if test is not None
+        }
+        return ans.names, ans.mat.tobytes(), ans.oor.any_fires().tobytes(), words
+
+    one = answers()
+    assert any(one[3].values()), "no rule fired: the batches were not exercised"
+    for mod in (drift, rollout, values):
+        monkeypatch.setattr(mod, "CHUNK", 7)
+    assert answers() == one

@@ -209,6 +209,9 @@ def slowdown_base(seg: Segment, upto: int) -> tuple[float | None, float | None]:
     )
 
 
+CHUNK = 4096  # judged rollouts per batch of SlowdownTest (a 40-row window each)
+
+
 class SlowdownTest:
     """rule_rollout_slowdown over columns, for many rollouts at once (`rows`: the run's rows in
     rollout order, `at`: the positions judged, `base`: slowdown_base there).  Rollout time per
@@ -230,10 +233,6 @@ class SlowdownTest:
             lt, per_tok = _log(T), _log(T / N)
         both = np.isfinite(T) & np.isfinite(N) & (N > 0) & np.isfinite(lt) & np.isfinite(per_tok)
         self.lt, self.pt = np.where(both, lt, np.nan), np.where(both, per_tok, np.nan)
-        idx, n = stats.last_finite(self.pt, at, WINDOW, WINDOW)
-        ok = np.isfinite(T[at]) & (n >= 8)  # (8 per-token times are 8 times)
-        b_tok, b_t = base
-        rho = RHO["rollout_time"]
         m = len(at)
         self.win, self.rise, self.p, self.sigma = (
             np.zeros(m, np.int64),
@@ -243,6 +242,15 @@ class SlowdownTest:
         )
         self.base_tok, self.base_t = np.full(m, np.nan), np.full(m, np.nan)
         self.windows: dict[int, np.ndarray] = {}
+        for a in range(0, m, CHUNK):  # (bounded memory: a 40-row window per position)
+            self._judge(np.arange(a, min(m, a + CHUNK)), base)
+
+    def _judge(self, js: np.ndarray, base: tuple) -> None:
+        T, at = self.T, self.at[js]
+        idx, n = stats.last_finite(self.pt, at, WINDOW, WINDOW)
+        ok = np.isfinite(T[at]) & (n >= 8)  # (8 per-token times are 8 times)
+        b_tok, b_t = base
+        rho = RHO["rollout_time"]
         for size in sorted(set(n[ok].tolist())):
             sel = np.flatnonzero(ok & (n == size))
             J = idx[sel, WINDOW - size :]
@@ -254,7 +262,7 @@ class SlowdownTest:
             S = self.ids[J].astype(float)
             w, p, r, sg = rows_drift_up(S, V, bt, RowNoise(S, V, FLOOR["rollout_time"]), rho, None)
             for k in np.flatnonzero(w).tolist():
-                j = int(sel[k])
+                j = int(js[sel[k]])
                 if not stats.persistent_above(self.lt[J[k]], float(bl[k]) + 0.8 * rho, 3, 4):
                     continue  # per-token time rose because the longest answer got shorter: not slower
                 if self._grew_with_length(j, int(w[k])):
