@@ -10,6 +10,7 @@ as it came."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from sys import intern
 from typing import Any, overload
 
 from ..lines.records import Event
@@ -17,18 +18,6 @@ from ..lines.records import Event
 ROUTINE = ("weight_update_start", "weight_update_end", "checkpoint_start", "checkpoint_saved")
 _CODE = {kind: k for k, kind in enumerate(ROUTINE)}
 _KEYS: dict[tuple[str, ...], tuple[str, ...]] = {}  # data key tuples, one object each (bounded)
-# A routine event's text, time and data strings repeat (a 1 GB log: 67,000 such events, 427
-# texts, 802 times): one object each, up to a bound (12 MB of that log's store).
-_STRS: dict[str, str] = {}
-
-
-def _shared(x: str) -> str:
-    got = _STRS.get(x)
-    if got is None:
-        if len(_STRS) >= 8192:
-            return x
-        got = _STRS[x] = x
-    return got
 
 
 def _compact(ev: Event) -> tuple[int, tuple[str, ...], tuple[Any, ...]] | None:
@@ -47,7 +36,6 @@ def _compact(ev: Event) -> tuple[int, tuple[str, ...], tuple[Any, ...]] | None:
     for v in values[:-1]:
         if type(v) is not str:
             return None
-    values = (*map(_shared, values[:-1]), values[-1])
     shared = _KEYS.get(keys)
     if shared is None:
         if len(_KEYS) >= 1024:
@@ -69,8 +57,10 @@ class EventLog:
         if got is None:
             self._items.append(ev)
         else:
-            time = None if ev.time is None else _shared(ev.time)
-            self._items.append((got[0], ev.ts, ev.line_no, got[1], got[2], time, _shared(ev.text)))
+            # a routine event's text and time repeat (a 1 GB log: 67,000 such events, 427 texts,
+            # 802 times): one object each (sys.intern's strings go when nothing holds them)
+            time = None if ev.time is None else intern(ev.time)
+            self._items.append((got[0], ev.ts, ev.line_no, got[1], got[2], time, intern(ev.text)))
 
     def extend(self, events: Iterable[Event]) -> None:
         for ev in events:
