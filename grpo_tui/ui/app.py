@@ -379,12 +379,16 @@ class GrpoApp(HeaderLines, KeyActions, App):
         gen = self._generation
         self.call_from_thread(setattr, self, "loading", 0.0)
         stale = lambda: gen != self._generation or self._quitting
-        # the tail judged in bulk as the history is (rollout by rollout took twice as long)
-        quick = read_judged(
-            self._new_pipeline,
-            lambda pipe: feed_file(pipe, path, max(0, end - TAIL_BYTES), end, cancelled=stale),
-            Pipeline.settle,
-        )
+
+        def judged(start: int, progress=None) -> Pipeline | None:
+            """Bytes [start, end) judged in bulk, as `check` judges a file (None: cancelled)."""
+            return read_judged(
+                self._new_pipeline,
+                lambda pipe: feed_file(pipe, path, start, end, progress, cancelled=stale),
+                Pipeline.settle,
+            )
+
+        quick = judged(max(0, end - TAIL_BYTES))  # the tail first, painted before the history
         if quick is None:
             return
         self._painted.clear()
@@ -398,13 +402,8 @@ class GrpoApp(HeaderLines, KeyActions, App):
                 last[0] = f
                 self.post_message(LoadProgress(f, generation=gen))
 
-        # the whole history judged in bulk, as `check` judges it; the header says `loading N %`
-        # with no verdict until it is
-        full = read_judged(
-            self._new_pipeline,
-            lambda pipe: feed_file(pipe, path, 0, end, progress, cancelled=stale),
-            Pipeline.settle,
-        )
+        # the whole history; the header says `loading N %` with no verdict until it is judged
+        full = judged(0, progress)
         if full is not None and not stale():
             self.post_message(LoadProgress(1.0, feed=full, done=True, generation=gen))
 
